@@ -1,0 +1,36 @@
+// ONNX → tandem dialect: one translation class, node by node (STYLE §8).
+#pragma once
+#include <map>
+#include <string>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "runtime/Tensor.h"
+
+namespace tandem {
+
+struct ImportOptions {
+  /// Graph inputs to import as constants with these values (by input name). The conformance
+  /// runner and `tandem run` use it for integer shape operands fed as graph inputs (e.g. the
+  /// `shape` input of ONNX's Reshape node tests), so plans keep static shapes.
+  std::map<std::string, Tensor> constantInputs;
+};
+
+/// Imports an ONNX model file (opsets 7–17 of the default domain). Initializers become
+/// tandem.constant ops, graph inputs (minus initializers) the function's arguments, symbolic
+/// dims (dim_param) are dynamic dims whose names are kept in the arg attribute
+/// `tandem.dim_params`. Older opsets are normalised to opset-17 form (e.g. Squeeze-11's axes
+/// attribute becomes a constant input). Node locations are NameLoc(node name) or
+/// "OpType#index" when unnamed.
+/// Errors (returned as null module, *error set, one line): unreadable/corrupt file, unsupported
+/// opset, unknown op ("node 'x' (Foo): unsupported op type Foo"), missing initializer/input,
+/// cycle, shape mismatch (from the op's shape function).
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext* ctx, const std::string& path,
+                                                 const ImportOptions& options, std::string* error);
+
+/// Same, from bytes already in memory; `sourceName` is used in messages.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const std::string& bytes,
+                                                  const std::string& sourceName,
+                                                  const ImportOptions& options, std::string* error);
+
+}  // namespace tandem

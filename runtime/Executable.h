@@ -1,0 +1,69 @@
+// A Plan bound to live devices: kernels created and weights prepared once, then run many times.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/Plan.pb.h"
+#include "runtime/Kernel.h"
+#include "runtime/Status.h"
+#include "runtime/Tensor.h"
+
+namespace tandem {
+
+struct LoadOptions {
+  /// Intra-op threads for CPU kernels (oneDNN/OpenMP). 0 = the library default (all cores).
+  int threads = 0;
+};
+
+/// Per-step timing of one run, in seconds.
+struct StepTiming {
+  std::string name;
+  std::string opType;
+  std::string device;
+  std::string impl;
+  double seconds = 0;
+};
+
+struct RunStats {
+  double seconds = 0;                // whole run (inputs in to outputs out)
+  std::vector<StepTiming> steps;     // filled only when profiling was requested
+};
+
+class Executable {
+ public:
+  /// Binds `plan` to the live devices: allocates one arena per device, loads constants, creates
+  /// every kernel (oneDNN primitives built and weights reordered here, never per run).
+  /// Errors: malformed plan (dangling value ids, wrong version), a device the plan needs that is
+  /// not present, a step with no kernel; each names the step.
+  static Status load(const plan::Plan& plan, const LoadOptions& options,
+                     std::unique_ptr<Executable>* out);
+  /// Reads a serialized Plan file (.tplan) then load()s it.
+  static Status loadFile(const std::string& path, const LoadOptions& options,
+                         std::unique_ptr<Executable>* out);
+
+  ~Executable();
+
+  /// Graph inputs/outputs as the plan declares them (names, static types).
+  const std::vector<std::string>& inputNames() const;
+  const std::vector<TensorType>& inputTypes() const;
+  const std::vector<std::string>& outputNames() const;
+  const std::vector<TensorType>& outputTypes() const;
+
+  /// Runs the plan. `inputs` in plan order, each of exactly the declared dtype and shape
+  /// (otherwise an error naming the input, expected and actual). `outputs` receives owning
+  /// tensors. With `profile`, stats->steps gets one entry per step. Not reentrant: concurrent
+  /// callers must use separate Executables (one arena each).
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+             RunStats* stats = nullptr, bool profile = false);
+
+  /// Implementation chosen for each step, in order (for logs and tests).
+  std::vector<std::string> stepImpls() const;
+
+ private:
+  Executable();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tandem

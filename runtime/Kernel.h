@@ -1,0 +1,95 @@
+// Kernels and the kernel registry: which device kinds can run which op on which dtypes, and the
+// factories that create kernels (DESIGN §2). One registration function per backend file.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/Attr.h"
+#include "runtime/Status.h"
+#include "runtime/Tensor.h"
+
+namespace tandem {
+
+/// Static type of a kernel operand. An absent optional input has dtype Undefined.
+struct TensorType {
+  DType dtype = DType::Undefined;
+  Shape shape;
+  bool present() const { return dtype != DType::Undefined; }
+};
+
+/// What a factory knows when it creates a kernel, once, at plan load time. Shapes are static.
+/// Semantics of every op are ONNX opset 17 (the importer normalises older opsets), inputs in
+/// ONNX positional order.
+struct KernelContext {
+  std::string opType;                 // ONNX op type, e.g. "Conv"
+  std::string nodeName;               // for messages; may be empty
+  const AttrMap* attrs = nullptr;     // never null when passed to a factory
+  std::vector<TensorType> inputTypes;
+  std::vector<TensorType> outputTypes;
+  /// Same length as inputTypes; non-null where the input is a constant (weights, shape
+  /// operands) whose value is known at load: kernels reorder/prepack it here, once.
+  std::vector<const Tensor*> constInputs;
+  int threads = 1;                    // intra-op threads for this kernel
+};
+
+/// One op instance bound to static shapes. run() is called once per execution with buffers of
+/// exactly the types given at creation; absent optional inputs are nullptr. run() must not
+/// allocate per call where it can avoid it, and must not keep pointers between calls.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status run(const std::vector<const Tensor*>& inputs,
+                     const std::vector<Tensor*>& outputs) = 0;
+  /// Implementation actually chosen, e.g. "dnnl:jit:avx2" or "ref".
+  virtual std::string implName() const = 0;
+};
+
+using KernelFactory =
+    std::function<Status(const KernelContext& ctx, std::unique_ptr<Kernel>* out)>;
+
+/// A registry entry: one op on one device kind, for the input dtypes `accepts` approves.
+struct KernelDef {
+  std::string opType;      // ONNX op type
+  std::string deviceKind;  // "cpu" (later "cuda")
+  std::string impl;        // "dnnl", "ref", ...
+  int priority = 0;        // the highest-priority def whose accepts() holds is used
+  /// dtypes of the present inputs in ONNX order (absent optional inputs omitted).
+  std::function<bool(const std::vector<DType>& inputDTypes)> accepts;
+  /// Human-readable dtype list for `tandem kernels`, e.g. "f32" or "f32,f64,i32,i64".
+  std::string dtypesText;
+  /// Optional finer check at load time (shapes/attributes); when it returns false the next
+  /// def is tried. Null means "always".
+  std::function<bool(const KernelContext&)> supportsContext;
+  KernelFactory create;
+};
+
+class KernelRegistry {
+ public:
+  /// The process-wide registry with every built-in backend registered (first use registers).
+  static KernelRegistry& global();
+
+  void add(KernelDef def);
+  /// Compile time: can `deviceKind` run `opType` on these input dtypes? (Feasibility for the
+  /// placer.)
+  bool supports(const std::string& opType, const std::string& deviceKind,
+                const std::vector<DType>& inputDTypes) const;
+  /// Run time: creates the best kernel. Error names the op and dtypes when none fits.
+  Status create(const std::string& deviceKind, const KernelContext& ctx,
+                std::unique_ptr<Kernel>* out) const;
+  const std::vector<KernelDef>& all() const { return defs_; }
+
+ private:
+  std::vector<KernelDef> defs_;
+};
+
+/// Helpers for `accepts`.
+std::function<bool(const std::vector<DType>&)> acceptsFirstInput(std::vector<DType> dtypes);
+
+// Registration functions, one per kernel file; KernelRegistry::global() calls each once.
+// Add a new file's function here and to registerAllKernels() in runtime/KernelRegistry.cpp.
+void registerCpuReferenceKernels(KernelRegistry& r);  // runtime/cpu/ref/*.cpp
+void registerCpuDnnlKernels(KernelRegistry& r);       // runtime/cpu/dnnl/*.cpp
+
+}  // namespace tandem

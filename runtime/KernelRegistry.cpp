@@ -1,0 +1,16 @@
+// The process-wide kernel registry: every built-in backend registers here on first use.
+#include "runtime/Kernel.h"
+
+namespace tandem {
+
+KernelRegistry& KernelRegistry::global() {
+  static KernelRegistry* r = [] {
+    auto* reg = new KernelRegistry();
+    registerCpuDnnlKernels(*reg);
+    registerCpuReferenceKernels(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+}  // namespace tandem

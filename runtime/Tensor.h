@@ -1,0 +1,67 @@
+// Runtime tensors: dtype + static shape + a buffer that is either owned or borrowed (arena views).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/DType.h"
+
+namespace tandem {
+
+using Shape = std::vector<int64_t>;
+
+/// Number of elements of a static shape (1 for rank 0). All dims must be >= 0.
+int64_t numElements(const Shape& s);
+/// "[1,3,224,224]"
+std::string shapeToString(const Shape& s);
+
+/// A dense row-major tensor on a device ("cpu" for now). A Tensor either owns its bytes
+/// (Tensor::alloc, Tensor::copyOf) or views memory owned elsewhere (Tensor::view, e.g. an arena
+/// slot); copying a Tensor object shares the buffer.
+class Tensor {
+ public:
+  Tensor() = default;
+  /// Owning, zero-filled, 64-byte aligned.
+  static Tensor alloc(DType dtype, Shape shape);
+  /// Non-owning view of `data` (must outlive every use of the view).
+  static Tensor view(DType dtype, Shape shape, void* data);
+  /// Owning deep copy of `src`.
+  static Tensor copyOf(const Tensor& src);
+  /// Owning tensor filled from host values (T must match dtype).
+  template <typename T>
+  static Tensor fromVector(Shape shape, const std::vector<T>& values) {
+    Tensor t = alloc(dtypeOf<T>(), std::move(shape));
+    T* p = t.data<T>();
+    for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+    return t;
+  }
+
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return (int64_t)shape_.size(); }
+  int64_t dim(int64_t i) const { return shape_[i]; }
+  int64_t numel() const { return numElements(shape_); }
+  size_t bytes() const { return (size_t)numel() * dtypeSize(dtype_); }
+  bool defined() const { return dtype_ != DType::Undefined; }
+  /// Device the bytes live on; "cpu" unless a backend says otherwise.
+  const std::string& device() const { return device_; }
+  void setDevice(std::string d) { device_ = std::move(d); }
+
+  void* raw() { return data_; }
+  const void* raw() const { return data_; }
+  template <typename T> T* data() { return static_cast<T*>(data_); }
+  template <typename T> const T* data() const { return static_cast<const T*>(data_); }
+
+  /// Same bytes, another shape with the same element count (Reshape/Flatten are free).
+  Tensor reshaped(Shape s) const;
+
+ private:
+  DType dtype_ = DType::Undefined;
+  Shape shape_;
+  void* data_ = nullptr;
+  std::shared_ptr<void> owner_;
+  std::string device_ = "cpu";
+};
+
+}  // namespace tandem
