@@ -1,0 +1,291 @@
+// The tandem dialect in ODS: one op per ONNX op in scope (opset-17 semantics), plus constant,
+// none and copy. This table is the one place op metadata lives (STYLE §6).
+#ifndef TANDEM_OPS_TD
+#define TANDEM_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Tandem_Dialect : Dialect {
+  let name = "tandem";
+  let cppNamespace = "::tandem";
+  let summary = "ONNX-aligned ops on ranked tensors, placed and memory-planned by Tandem";
+  let description = [{
+    Every op but `constant`, `none` and `copy` is one ONNX operator with the same operands (in
+    ONNX positional order), attributes (ONNX names) and semantics as ONNX opset 17. A skipped
+    optional operand in the middle of an operand list is a `tandem.none` value. Result types
+    are inferred by the MLIR-free shape functions of compiler/ShapeInference.h.
+
+    Passes add discardable attributes: `device`, `placement_reason`, `placement_candidates`,
+    `arena_offset`.
+  }];
+  // ONNX attributes stay in the op's attribute dictionary: the generic builder and the shared
+  // inferReturnTypes read them from a DictionaryAttr without per-op code.
+  let usePropertiesForAttributes = 0;
+  // Folding and canonicalization materialize folded values as tandem.constant.
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// "tandem.conv" for "Conv"; "" when no tandem op has that ONNX name.
+    llvm::StringRef opNameForOnnx(llvm::StringRef onnxType) const;
+    /// "Conv" for "tandem.conv"; "" for an unknown name.
+    llvm::StringRef onnxNameForOp(llvm::StringRef opName) const;
+  private:
+    void registerOnnxNames();
+    llvm::StringMap<std::string> onnxToOp_;
+    llvm::StringMap<std::string> opToOnnx_;
+  public:
+  }];
+}
+
+class Tandem_Op<string mnemonic, list<Trait> traits = []> : Op<Tandem_Dialect, mnemonic, traits>;
+
+// One ONNX operator. `attrs` lists its ONNX-17 attributes, all optional: defaults are ONNX's,
+// applied by the shape function and the kernels, so the IR shows exactly what the model said.
+class Tandem_OnnxOp<string mnemonic, string onnxName, string onnxVersion, string what,
+                    dag attrs = (ins), list<Trait> traits = []>
+    : Tandem_Op<mnemonic, traits # [Pure,
+        DeclareOpInterfaceMethods<InferTypeOpInterface, ["refineReturnTypes"]>]> {
+  let summary = "ONNX " # onnxName # "-" # onnxVersion # ": " # what;
+  let description = [{
+    Semantics, operands, attributes and defaults: ONNX operator }] # onnxName # [{ version }]
+    # onnxVersion # [{ (https://onnx.ai/onnx/operators/onnx__}] # onnxName # [{.html), the
+    version in force at opset 17. Operands are in ONNX positional order; a skipped optional
+    operand followed by a present one is a `tandem.none` value.
+  }];
+  let arguments = !con((ins Variadic<AnyTypeOf<[AnyTensor, NoneType]>>:$inputs), attrs);
+  let results = (outs Variadic<AnyTensor>:$outputs);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $outputs)";
+  let extraClassDeclaration = [{
+    /// The ONNX op type this op implements.
+    static ::llvm::StringRef getOnnxName() { return "}] # onnxName # [{"; }
+  }];
+  // Result types come from the one generic implementation (TandemDialect.cpp); the number of
+  // results verified is the number the op has (Split, Dropout have several).
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *context,
+        ::std::optional<::mlir::Location> location, ::mlir::ValueRange operands,
+        ::mlir::DictionaryAttr attributes, ::mlir::OpaqueProperties properties,
+        ::mlir::RegionRange regions, ::llvm::SmallVectorImpl<::mlir::Type> &inferred) {
+      return ::tandem::detail::inferOnnxOpTypes(getOnnxName(), getAttributeNames(), context,
+          location, operands, attributes, /*numResults=*/0, inferred);
+    }
+    ::mlir::LogicalResult $cppClass::refineReturnTypes(::mlir::MLIRContext *context,
+        ::std::optional<::mlir::Location> location, ::mlir::ValueRange operands,
+        ::mlir::DictionaryAttr attributes, ::mlir::OpaqueProperties properties,
+        ::mlir::RegionRange regions, ::llvm::SmallVectorImpl<::mlir::Type> &returnTypes) {
+      return ::tandem::detail::refineOnnxOpTypes(getOnnxName(), getAttributeNames(), context,
+          location, operands, attributes, returnTypes);
+    }
+  }];
+}
+
+// Attribute kinds as ONNX AttributeProto has them.
+defvar Int = OptionalAttr<I64Attr>;
+defvar Float = OptionalAttr<F32Attr>;
+defvar Str = OptionalAttr<StrAttr>;
+defvar Ints = OptionalAttr<I64ArrayAttr>;
+defvar Floats = OptionalAttr<F32ArrayAttr>;
+defvar TensorAttr = OptionalAttr<ElementsAttr>;
+
+//===----------------------------------------------------------------------===//
+// Elementwise arithmetic and comparisons
+//===----------------------------------------------------------------------===//
+
+def Tandem_AddOp : Tandem_OnnxOp<"add", "Add", "14", "elementwise A + B with numpy broadcasting">;
+def Tandem_SubOp : Tandem_OnnxOp<"sub", "Sub", "14", "elementwise A - B with numpy broadcasting">;
+def Tandem_MulOp : Tandem_OnnxOp<"mul", "Mul", "14", "elementwise A * B with numpy broadcasting">;
+def Tandem_DivOp : Tandem_OnnxOp<"div", "Div", "14", "elementwise A / B with numpy broadcasting">;
+def Tandem_PowOp : Tandem_OnnxOp<"pow", "Pow", "15", "elementwise X ^ Y; Y may have another dtype">;
+def Tandem_SumOp : Tandem_OnnxOp<"sum", "Sum", "13", "elementwise sum of 1..N inputs">;
+def Tandem_MinOp : Tandem_OnnxOp<"min", "Min", "13", "elementwise minimum of 1..N inputs">;
+def Tandem_MaxOp : Tandem_OnnxOp<"max", "Max", "13", "elementwise maximum of 1..N inputs">;
+def Tandem_EqualOp : Tandem_OnnxOp<"equal", "Equal", "13", "elementwise A == B (bool result)">;
+def Tandem_LessOp : Tandem_OnnxOp<"less", "Less", "13", "elementwise A < B (bool result)">;
+def Tandem_GreaterOp : Tandem_OnnxOp<"greater", "Greater", "13", "elementwise A > B (bool result)">;
+def Tandem_WhereOp : Tandem_OnnxOp<"where", "Where", "16", "select X where condition else Y">;
+
+//===----------------------------------------------------------------------===//
+// Unary math and activations
+//===----------------------------------------------------------------------===//
+
+def Tandem_SqrtOp : Tandem_OnnxOp<"sqrt", "Sqrt", "13", "elementwise square root">;
+def Tandem_ExpOp : Tandem_OnnxOp<"exp", "Exp", "13", "elementwise e^x">;
+def Tandem_LogOp : Tandem_OnnxOp<"log", "Log", "13", "elementwise natural logarithm">;
+def Tandem_NegOp : Tandem_OnnxOp<"neg", "Neg", "13", "elementwise -x">;
+def Tandem_AbsOp : Tandem_OnnxOp<"abs", "Abs", "13", "elementwise |x|">;
+def Tandem_ReciprocalOp : Tandem_OnnxOp<"reciprocal", "Reciprocal", "13", "elementwise 1/x">;
+def Tandem_ErfOp : Tandem_OnnxOp<"erf", "Erf", "13", "elementwise error function">;
+def Tandem_ReluOp : Tandem_OnnxOp<"relu", "Relu", "14", "elementwise max(0, x)">;
+def Tandem_LeakyReluOp : Tandem_OnnxOp<"leaky_relu", "LeakyRelu", "16",
+    "x if x >= 0 else alpha * x", (ins Float:$alpha)>;
+def Tandem_PReluOp : Tandem_OnnxOp<"prelu", "PRelu", "16",
+    "x if x >= 0 else slope * x, slope broadcast unidirectionally">;
+def Tandem_EluOp : Tandem_OnnxOp<"elu", "Elu", "6", "x if x >= 0 else alpha * (e^x - 1)",
+    (ins Float:$alpha)>;
+def Tandem_SeluOp : Tandem_OnnxOp<"selu", "Selu", "6", "scaled exponential linear unit",
+    (ins Float:$alpha, Float:$gamma)>;
+def Tandem_SigmoidOp : Tandem_OnnxOp<"sigmoid", "Sigmoid", "13", "elementwise 1 / (1 + e^-x)">;
+def Tandem_HardSigmoidOp : Tandem_OnnxOp<"hard_sigmoid", "HardSigmoid", "6",
+    "max(0, min(1, alpha * x + beta))", (ins Float:$alpha, Float:$beta)>;
+def Tandem_TanhOp : Tandem_OnnxOp<"tanh", "Tanh", "13", "elementwise hyperbolic tangent">;
+def Tandem_SoftplusOp : Tandem_OnnxOp<"softplus", "Softplus", "1", "elementwise ln(e^x + 1)">;
+def Tandem_ClipOp : Tandem_OnnxOp<"clip", "Clip", "13",
+    "clamp to [min, max]; min and max are optional scalar inputs">;
+def Tandem_CastOp : Tandem_OnnxOp<"cast", "Cast", "13", "convert to dtype `to` (ONNX code)",
+    (ins Int:$to)>;
+def Tandem_IdentityOp : Tandem_OnnxOp<"identity", "Identity", "16", "the input, unchanged">;
+def Tandem_DropoutOp : Tandem_OnnxOp<"dropout", "Dropout", "13",
+    "inference: identity; optional second output is an all-true mask", (ins Int:$seed)>;
+
+//===----------------------------------------------------------------------===//
+// Matrix products, normalisation, softmax
+//===----------------------------------------------------------------------===//
+
+def Tandem_GemmOp : Tandem_OnnxOp<"gemm", "Gemm", "13",
+    "alpha * A' * B' + beta * C with C broadcast unidirectionally",
+    (ins Float:$alpha, Float:$beta, Int:$transA, Int:$transB)>;
+def Tandem_MatMulOp : Tandem_OnnxOp<"mat_mul", "MatMul", "13",
+    "numpy matmul: 1-D operands promoted, batch dims broadcast">;
+def Tandem_SoftmaxOp : Tandem_OnnxOp<"softmax", "Softmax", "13",
+    "softmax along one axis (default -1)", (ins Int:$axis)>;
+def Tandem_LogSoftmaxOp : Tandem_OnnxOp<"log_softmax", "LogSoftmax", "13",
+    "log of softmax along one axis (default -1)", (ins Int:$axis)>;
+def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNormalization",
+    "15", "inference batch normalisation with running mean and variance (one output)",
+    (ins Float:$epsilon, Float:$momentum, Int:$training_mode)>;
+def Tandem_LayerNormalizationOp : Tandem_OnnxOp<"layer_normalization", "LayerNormalization",
+    "17", "normalise over the dims from `axis` on, then scale and bias",
+    (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+def Tandem_ConvOp : Tandem_OnnxOp<"conv", "Conv", "11", "N-D convolution with groups and dilations",
+    (ins Str:$auto_pad, Ints:$dilations, Int:$group, Ints:$kernel_shape, Ints:$pads,
+         Ints:$strides)>;
+def Tandem_ConvTransposeOp : Tandem_OnnxOp<"conv_transpose", "ConvTranspose", "11",
+    "N-D transposed convolution",
+    (ins Str:$auto_pad, Ints:$dilations, Int:$group, Ints:$kernel_shape, Ints:$output_padding,
+         Ints:$output_shape, Ints:$pads, Ints:$strides)>;
+def Tandem_MaxPoolOp : Tandem_OnnxOp<"max_pool", "MaxPool", "12", "N-D max pooling (one output)",
+    (ins Str:$auto_pad, Int:$ceil_mode, Ints:$dilations, Ints:$kernel_shape, Ints:$pads,
+         Int:$storage_order, Ints:$strides)>;
+def Tandem_AveragePoolOp : Tandem_OnnxOp<"average_pool", "AveragePool", "11",
+    "N-D average pooling",
+    (ins Str:$auto_pad, Int:$ceil_mode, Int:$count_include_pad, Ints:$kernel_shape, Ints:$pads,
+         Ints:$strides)>;
+def Tandem_GlobalAveragePoolOp : Tandem_OnnxOp<"global_average_pool", "GlobalAveragePool", "1",
+    "mean over all spatial dims, kept as size 1">;
+def Tandem_GlobalMaxPoolOp : Tandem_OnnxOp<"global_max_pool", "GlobalMaxPool", "1",
+    "max over all spatial dims, kept as size 1">;
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Tandem_ReduceMeanOp : Tandem_OnnxOp<"reduce_mean", "ReduceMean", "13",
+    "mean over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceMaxOp : Tandem_OnnxOp<"reduce_max", "ReduceMax", "13",
+    "max over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceMinOp : Tandem_OnnxOp<"reduce_min", "ReduceMin", "13",
+    "min over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceSumOp : Tandem_OnnxOp<"reduce_sum", "ReduceSum", "13",
+    "sum over the axes input (all, or none with noop_with_empty_axes, when absent)",
+    (ins Int:$keepdims, Int:$noop_with_empty_axes)>;
+def Tandem_ArgMaxOp : Tandem_OnnxOp<"arg_max", "ArgMax", "13", "index of the max along `axis` (i64)",
+    (ins Int:$axis, Int:$keepdims, Int:$select_last_index)>;
+
+//===----------------------------------------------------------------------===//
+// Shape and data movement
+//===----------------------------------------------------------------------===//
+
+def Tandem_FlattenOp : Tandem_OnnxOp<"flatten", "Flatten", "13",
+    "2-D view: dims before `axis` and from `axis` on", (ins Int:$axis)>;
+def Tandem_ReshapeOp : Tandem_OnnxOp<"reshape", "Reshape", "14",
+    "reshape to the shape input (0 copies a dim unless allowzero, -1 infers one)",
+    (ins Int:$allowzero)>;
+def Tandem_TransposeOp : Tandem_OnnxOp<"transpose", "Transpose", "13",
+    "permute dims by `perm` (reverse when absent)", (ins Ints:$perm)>;
+def Tandem_SqueezeOp : Tandem_OnnxOp<"squeeze", "Squeeze", "13",
+    "remove size-1 dims (the axes input, or all)">;
+def Tandem_UnsqueezeOp : Tandem_OnnxOp<"unsqueeze", "Unsqueeze", "13",
+    "insert size-1 dims at the axes input">;
+def Tandem_ConcatOp : Tandem_OnnxOp<"concat", "Concat", "13", "concatenate inputs along `axis`",
+    (ins Int:$axis)>;
+def Tandem_SplitOp : Tandem_OnnxOp<"split", "Split", "13",
+    "split along `axis` by the split input, or equally into the number of outputs",
+    (ins Int:$axis, Int:$num_outputs)>;
+def Tandem_SliceOp : Tandem_OnnxOp<"slice", "Slice", "13",
+    "slice by the starts, ends, axes, steps inputs (clamped, negative steps allowed)">;
+def Tandem_GatherOp : Tandem_OnnxOp<"gather", "Gather", "13",
+    "take entries along `axis` at the indices input (negative indices count from the end)",
+    (ins Int:$axis)>;
+def Tandem_ShapeOp : Tandem_OnnxOp<"shape", "Shape", "15",
+    "the input's shape as i64, dims [start, end)", (ins Int:$start, Int:$end)>;
+def Tandem_ConstantOfShapeOp : Tandem_OnnxOp<"constant_of_shape", "ConstantOfShape", "9",
+    "tensor of the shape input filled with `value` (f32 0 when absent)", (ins TensorAttr:$value)>;
+def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
+    "broadcast to the shape input (bidirectionally)">;
+def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",
+    "pad by the pads input; mode constant, reflect or edge", (ins Str:$mode)>;
+def Tandem_TileOp : Tandem_OnnxOp<"tile", "Tile", "13", "repeat along each dim by the repeats input">;
+
+//===----------------------------------------------------------------------===//
+// Ops that are not ONNX operators
+//===----------------------------------------------------------------------===//
+
+def Tandem_ConstantOp : Tandem_Op<"constant",
+    [Pure, ConstantLike, DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a constant tensor (ONNX Constant-13 and initializers)";
+  let description = [{
+    Weights, initializers and ONNX Constant nodes. The importer turns Constant's value_float,
+    value_ints, ... into `value`. Constants live outside the arenas: the runtime loads them once.
+
+    ```mlir
+    %w = tandem.constant dense<1.0> : tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getOnnxName() { return "Constant"; }
+  }];
+}
+
+def Tandem_NoneOp : Tandem_Op<"none", [Pure]> {
+  let summary = "an absent optional operand";
+  let description = [{
+    Stands for a skipped optional ONNX input followed by a present one, e.g. Clip's min when
+    only max is given: `tandem.clip %x, %none, %max`.
+  }];
+  let results = (outs NoneType:$output);
+  let assemblyFormat = "attr-dict";
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getOnnxName() { return ""; }
+  }];
+}
+
+def Tandem_CopyOp : Tandem_Op<"copy", [Pure, SameOperandsAndResultType]> {
+  let summary = "transfer of a value between devices";
+  let description = [{
+    Inserted by --tandem-insert-transfers: one copy per (value, destination device), placed
+    right after the producer so every consumer on `to` reads the copy.
+
+    ```mlir
+    %1 = tandem.copy %0 {from = "cpu", to = "cuda:0"} : tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins AnyTensor:$input, StrAttr:$from, StrAttr:$to);
+  let results = (outs AnyTensor:$output);
+  let assemblyFormat = "$input attr-dict `:` type($output)";
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getOnnxName() { return "Copy"; }
+  }];
+}
+
+#endif  // TANDEM_OPS_TD

@@ -1,0 +1,333 @@
+// Shape functions of the NN ops: Conv-11, ConvTranspose-11, MaxPool-12, AveragePool-11,
+// GlobalAveragePool/GlobalMaxPool-1, BatchNormalization-15 (inference), LayerNormalization-17.
+#include "compiler/shapes/ShapeFns.h"
+
+namespace tandem::shapes {
+namespace {
+
+int64_t ceilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
+int64_t floorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+// The window attributes shared by Conv, ConvTranspose and the pools, validated against the
+// number of spatial dims.
+struct Window {
+  std::string autoPad;
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins then ends
+};
+
+std::string ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Reads auto_pad/strides/dilations/pads (and checks kernel_shape, already set in w.kernel).
+std::string readWindow(const Ctx& c, size_t nSpatial, Window* w) {
+  w->autoPad = c.attrs.getString("auto_pad", "NOTSET");
+  if (w->autoPad != "NOTSET" && w->autoPad != "SAME_UPPER" && w->autoPad != "SAME_LOWER" &&
+      w->autoPad != "VALID")
+    return c.fail("attribute auto_pad='" + w->autoPad +
+                  "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  w->strides = c.attrs.getInts("strides", std::vector<int64_t>(nSpatial, 1));
+  w->dilations = c.attrs.getInts("dilations", std::vector<int64_t>(nSpatial, 1));
+  w->pads = c.attrs.getInts("pads", std::vector<int64_t>(2 * nSpatial, 0));
+  if (w->strides.size() != nSpatial)
+    return c.fail("attribute strides has " + std::to_string(w->strides.size()) +
+                  " values but the input has " + std::to_string(nSpatial) + " spatial dims");
+  if (w->dilations.size() != nSpatial)
+    return c.fail("attribute dilations has " + std::to_string(w->dilations.size()) +
+                  " values but the input has " + std::to_string(nSpatial) + " spatial dims");
+  if (w->pads.size() != 2 * nSpatial)
+    return c.fail("attribute pads has " + std::to_string(w->pads.size()) + " values but needs " +
+                  std::to_string(2 * nSpatial) + " (begin and end per spatial dim)");
+  for (size_t i = 0; i < nSpatial; ++i) {
+    if (w->strides[i] < 1) return c.fail("attribute strides " + ints(w->strides) + " must be >= 1");
+    if (w->dilations[i] < 1)
+      return c.fail("attribute dilations " + ints(w->dilations) + " must be >= 1");
+    if (w->kernel[i] < 1 && w->kernel[i] != kUnknownDim)
+      return c.fail("kernel shape " + ints(w->kernel) + " must be >= 1");
+  }
+  for (int64_t p : w->pads)
+    if (p < 0) return c.fail("attribute pads " + ints(w->pads) + " must be >= 0");
+  return "";
+}
+
+// Output size of one spatial dim of a sliding window (Conv, pools). ceil_mode as in PyTorch and
+// ONNX Runtime: a last window that would start inside the end padding is dropped.
+std::string slidingOut(const Ctx& c, const Window& w, size_t i, int64_t in, bool ceilMode,
+                       int64_t* out) {
+  if (in == kUnknownDim || w.kernel[i] == kUnknownDim) {
+    *out = kUnknownDim;
+    return "";
+  }
+  int64_t s = w.strides[i];
+  if (w.autoPad == "SAME_UPPER" || w.autoPad == "SAME_LOWER") {
+    *out = ceilDiv(in, s);
+    return "";
+  }
+  int64_t effK = (w.kernel[i] - 1) * w.dilations[i] + 1;
+  int64_t padB = w.autoPad == "VALID" ? 0 : w.pads[i];
+  int64_t padE = w.autoPad == "VALID" ? 0 : w.pads[i + w.kernel.size()];
+  int64_t span = in + padB + padE - effK;
+  if (span < 0)
+    return c.fail("spatial dim " + std::to_string(i) + " of size " + std::to_string(in) +
+                  " plus pads " + std::to_string(padB) + "+" + std::to_string(padE) +
+                  " is smaller than the dilated kernel " + std::to_string(effK));
+  int64_t n = (ceilMode ? ceilDiv(span, s) : floorDiv(span, s)) + 1;
+  if (ceilMode && (n - 1) * s >= in + padB) --n;
+  *out = n;
+  return "";
+}
+
+// Rank >= 3: (N, C, D1..Dn).
+std::string checkImage(const Ctx& c, size_t i, const char* name) {
+  if (c.in[i].dims.size() < 3)
+    return c.fail(operandLabel(i, name) + " must have rank >= 3 (N, C, spatial...), got shape " +
+                  dimsStr(c.in[i].dims));
+  return "";
+}
+
+// Kernel spatial dims: from W when there is one, checked against attribute kernel_shape.
+std::string kernelFromWeights(const Ctx& c, const std::vector<int64_t>& wDims, Window* w) {
+  w->kernel.assign(wDims.begin() + 2, wDims.end());
+  if (c.attrs.has("kernel_shape")) {
+    std::vector<int64_t> ks = c.attrs.getInts("kernel_shape");
+    if (ks.size() != w->kernel.size())
+      return c.fail("attribute kernel_shape " + ints(ks) + " has " + std::to_string(ks.size()) +
+                    " values but W has " + std::to_string(w->kernel.size()) + " spatial dims");
+    for (size_t i = 0; i < ks.size(); ++i) {
+      if (w->kernel[i] != kUnknownDim && ks[i] != w->kernel[i])
+        return c.fail("attribute kernel_shape " + ints(ks) + " does not match W's spatial dims " +
+                      dimsStr(w->kernel));
+      w->kernel[i] = ks[i];
+    }
+  }
+  return "";
+}
+
+std::string checkBias(const Ctx& c, size_t i, int64_t m) {
+  if (!c.has(i)) return "";
+  if (auto e = checkSameDType(c, i, 0, {"X", "W", "B"}); !e.empty()) return e;
+  const auto& b = c.in[i].dims;
+  if (b.size() != 1 || (b[0] != kUnknownDim && m != kUnknownDim && b[0] != m))
+    return c.fail("input 2 (B) must have shape [" + std::to_string(m) + "] (one per output channel), got " +
+                  dimsStr(b));
+  return "";
+}
+
+}  // namespace
+
+std::string inferConv(const Ctx& c) {
+  static const std::vector<const char*> names = {"X", "W", "B"};
+  if (auto e = checkArity(c, 2, 3, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  if (auto e = checkImage(c, 0, "X"); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  const auto& wd = c.in[1].dims;
+  if (wd.size() != x.size())
+    return c.fail("input 1 (W) has rank " + std::to_string(wd.size()) + " but X has rank " +
+                  std::to_string(x.size()));
+  int64_t group = c.attrs.getInt("group", 1);
+  if (group < 1) return c.fail("attribute group=" + std::to_string(group) + " must be >= 1");
+  int64_t m = wd[0], cin = x[1], wc = wd[1];
+  if (cin != kUnknownDim && wc != kUnknownDim && cin != wc * group)
+    return c.fail("X has " + std::to_string(cin) + " channels but W expects " +
+                  std::to_string(wc) + " x group " + std::to_string(group) + " = " +
+                  std::to_string(wc * group));
+  if (m != kUnknownDim && m % group != 0)
+    return c.fail("W has " + std::to_string(m) + " output channels, not a multiple of group " +
+                  std::to_string(group));
+  if (auto e = checkBias(c, 2, m); !e.empty()) return e;
+  size_t n = x.size() - 2;
+  Window w;
+  if (auto e = kernelFromWeights(c, wd, &w); !e.empty()) return e;
+  if (auto e = readWindow(c, n, &w); !e.empty()) return e;
+  std::vector<int64_t> y = {x[0], m};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t o;
+    if (auto e = slidingOut(c, w, i, x[i + 2], false, &o); !e.empty()) return e;
+    y.push_back(o);
+  }
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
+std::string inferConvTranspose(const Ctx& c) {
+  // W is (C, M/group, k...); out = stride*(in-1) + output_padding + (k-1)*dilation + 1 - pads,
+  // or attribute output_shape, or in*stride under SAME_*.
+  static const std::vector<const char*> names = {"X", "W", "B"};
+  if (auto e = checkArity(c, 2, 3, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  if (auto e = checkImage(c, 0, "X"); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  const auto& wd = c.in[1].dims;
+  if (wd.size() != x.size())
+    return c.fail("input 1 (W) has rank " + std::to_string(wd.size()) + " but X has rank " +
+                  std::to_string(x.size()));
+  int64_t group = c.attrs.getInt("group", 1);
+  if (group < 1) return c.fail("attribute group=" + std::to_string(group) + " must be >= 1");
+  if (x[1] != kUnknownDim && wd[0] != kUnknownDim && x[1] != wd[0])
+    return c.fail("X has " + std::to_string(x[1]) + " channels but W expects " +
+                  std::to_string(wd[0]) + " (W is C x M/group x kernel)");
+  if (x[1] != kUnknownDim && x[1] % group != 0)
+    return c.fail("X has " + std::to_string(x[1]) + " channels, not a multiple of group " +
+                  std::to_string(group));
+  int64_t m = wd[1] == kUnknownDim ? kUnknownDim : wd[1] * group;
+  if (auto e = checkBias(c, 2, m); !e.empty()) return e;
+  size_t n = x.size() - 2;
+  Window w;
+  if (auto e = kernelFromWeights(c, wd, &w); !e.empty()) return e;
+  if (auto e = readWindow(c, n, &w); !e.empty()) return e;
+  std::vector<int64_t> outPad = c.attrs.getInts("output_padding", std::vector<int64_t>(n, 0));
+  if (outPad.size() != n)
+    return c.fail("attribute output_padding has " + std::to_string(outPad.size()) +
+                  " values but the input has " + std::to_string(n) + " spatial dims");
+  for (size_t i = 0; i < n; ++i)
+    if (outPad[i] < 0) return c.fail("attribute output_padding " + ints(outPad) + " must be >= 0");
+  std::vector<int64_t> y = {x[0], m};
+  if (c.attrs.has("output_shape")) {
+    std::vector<int64_t> os = c.attrs.getInts("output_shape");
+    // Exporters write either the spatial dims or the full (N, C, spatial...) shape.
+    if (os.size() == n + 2) os.erase(os.begin(), os.begin() + 2);
+    if (os.size() != n)
+      return c.fail("attribute output_shape " + ints(os) + " must have " + std::to_string(n) +
+                    " spatial values");
+    for (int64_t v : os)
+      if (v < 0) return c.fail("attribute output_shape " + ints(os) + " must be >= 0");
+    y.insert(y.end(), os.begin(), os.end());
+    c.set(0, c.in[0].dtype, y);
+    return "";
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int64_t in = x[i + 2];
+    if (in == kUnknownDim || w.kernel[i] == kUnknownDim) {
+      y.push_back(kUnknownDim);
+      continue;
+    }
+    if (w.autoPad == "SAME_UPPER" || w.autoPad == "SAME_LOWER") {
+      y.push_back(in * w.strides[i]);
+      continue;
+    }
+    int64_t padB = w.autoPad == "VALID" ? 0 : w.pads[i];
+    int64_t padE = w.autoPad == "VALID" ? 0 : w.pads[i + n];
+    int64_t o = w.strides[i] * (in - 1) + outPad[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 -
+                padB - padE;
+    if (in == 0) o = 0;  // an empty input gives an empty output, whatever the padding
+    if (o < 0)
+      return c.fail("spatial dim " + std::to_string(i) + " gets negative output size " +
+                    std::to_string(o) + " (pads exceed the transposed extent)");
+    y.push_back(o);
+  }
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
+std::string inferPool(const Ctx& c) {
+  // MaxPool-12 (optional Indices result, i64) and AveragePool-11; kernel_shape is required.
+  static const std::vector<const char*> names = {"X"};
+  bool isMax = c.op == "MaxPool";
+  if (auto e = checkArity(c, 1, 1, 1, isMax ? 2 : 1, names); !e.empty()) return e;
+  static const std::vector<DType> maxTypes = {DType::F16, DType::F32, DType::F64, DType::I8,
+                                              DType::U8};
+  if (auto e = checkDTypeIn(c, 0, isMax ? maxTypes : kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkImage(c, 0, "X"); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  size_t n = x.size() - 2;
+  Window w;
+  if (!c.attrs.has("kernel_shape")) return c.fail("attribute kernel_shape is required");
+  w.kernel = c.attrs.getInts("kernel_shape");
+  if (w.kernel.size() != n)
+    return c.fail("attribute kernel_shape " + ints(w.kernel) + " has " +
+                  std::to_string(w.kernel.size()) + " values but X has " + std::to_string(n) +
+                  " spatial dims");
+  // AveragePool-11 has no dilations; reading them anyway gives AveragePool-19's shapes.
+  if (auto e = readWindow(c, n, &w); !e.empty()) return e;
+  if (isMax && c.attrs.getInt("storage_order", 0) != 0 && c.attrs.getInt("storage_order", 0) != 1)
+    return c.fail("attribute storage_order must be 0 or 1");
+  bool ceilMode = c.attrs.getInt("ceil_mode", 0) != 0;
+  std::vector<int64_t> y = {x[0], x[1]};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t o;
+    if (auto e = slidingOut(c, w, i, x[i + 2], ceilMode, &o); !e.empty()) return e;
+    y.push_back(o);
+  }
+  c.set(0, c.in[0].dtype, y);
+  if (c.numResults == 2) c.set(1, DType::I64, y);
+  return "";
+}
+
+std::string inferGlobalPool(const Ctx& c) {
+  // (N, C, D...) -> (N, C, 1...).
+  static const std::vector<const char*> names = {"X"};
+  if (auto e = checkArity(c, 1, 1, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() < 2)
+    return c.fail("input 0 (X) must have rank >= 2 (N, C, spatial...), got shape " + dimsStr(x));
+  std::vector<int64_t> y = x;
+  for (size_t i = 2; i < y.size(); ++i) y[i] = 1;
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
+std::string inferBatchNorm(const Ctx& c) {
+  // Inference form only: X (N, C, ...), scale/B/mean/var each (C); one result like X.
+  static const std::vector<const char*> names = {"X", "scale", "B", "input_mean", "input_var"};
+  if (c.attrs.getInt("training_mode", 0) != 0)
+    return c.fail("attribute training_mode=1 is not supported (inference only)");
+  if (auto e = checkArity(c, 5, 5, 1, 1, names); !e.empty()) return e;
+  for (size_t i = 0; i < 5; ++i)
+    if (auto e = checkDTypeIn(c, i, kFloatTypes, names); !e.empty()) return e;
+  // BatchNormalization-15 lets scale/B (T1) and mean/var (T2) differ from X's type.
+  if (auto e = checkSameDType(c, 2, 1, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 4, 3, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() < 2)
+    return c.fail("input 0 (X) must have rank >= 2 (N, C, ...), got shape " + dimsStr(x));
+  int64_t ch = x[1];
+  for (size_t i = 1; i < 5; ++i) {
+    const auto& d = c.in[i].dims;
+    if (d.size() != 1 || (d[0] != kUnknownDim && ch != kUnknownDim && d[0] != ch))
+      return c.fail(operandLabel(i, names[i]) + " must have shape [" +
+                    (ch == kUnknownDim ? std::string("C") : std::to_string(ch)) +
+                    "] (one per channel of X), got " + dimsStr(d));
+  }
+  c.set(0, c.in[0].dtype, x);
+  return "";
+}
+
+std::string inferLayerNorm(const Ctx& c) {
+  // Normalises over axes [axis, rank). Scale and B broadcast to X.shape[axis:]. Optional Mean
+  // and InvStdDev have X's shape with the normalised axes set to 1, dtype stash_type (f32).
+  static const std::vector<const char*> names = {"X", "Scale", "B"};
+  if (auto e = checkArity(c, 2, 3, 1, 3, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  if (c.has(2))
+    if (auto e = checkSameDType(c, 2, 0, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  int64_t rank = x.size(), axis = 0;
+  if (auto e = normAxis(c, c.attrs.getInt("axis", -1), rank, "attribute axis", &axis); !e.empty())
+    return e;
+  std::vector<int64_t> normShape(x.begin() + axis, x.end());
+  for (size_t i = 1; i < 3; ++i) {
+    if (!c.has(i)) continue;
+    if (auto e = checkUnidirectional(normShape, c.in[i].dims, "the normalised shape",
+                                     operandLabel(i, names[i]));
+        !e.empty())
+      return c.fail(e);
+  }
+  int64_t stash = c.attrs.getInt("stash_type", 1);
+  if (stash != (int64_t)DType::F32 && stash != (int64_t)DType::F64 &&
+      stash != (int64_t)DType::F16)
+    return c.fail("attribute stash_type=" + std::to_string(stash) + " is not a float dtype code");
+  c.set(0, c.in[0].dtype, x);
+  std::vector<int64_t> stats = x;
+  for (int64_t i = axis; i < rank; ++i) stats[i] = 1;
+  for (size_t r = 1; r < c.numResults; ++r) c.set(r, (DType)stash, stats);
+  return "";
+}
+
+}  // namespace tandem::shapes

@@ -1,0 +1,114 @@
+// Internal to compiler/shapes: the per-op shape-function signature, shared helpers, and the
+// category entry points that Registry.cpp puts in the op table.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "compiler/ShapeInference.h"
+
+namespace tandem::shapes {
+
+/// Everything one shape function sees: the call of inferResultTypes, unpacked.
+/// `out` has been resized to numResults by the dispatcher; a function fills it (or errs).
+struct Ctx {
+  const std::string& op;
+  const std::vector<OperandInfo>& in;
+  const AttrMap& attrs;
+  size_t numResults;
+  std::vector<ResultInfo>* out;
+
+  /// Operand i is given and present (trailing optional operands may be missing from `in`).
+  bool has(size_t i) const { return i < in.size() && in[i].present; }
+  /// "<op>: <msg>" — every message names the op so it reads on its own.
+  std::string fail(const std::string& msg) const { return op + ": " + msg; }
+  void set(size_t i, DType t, std::vector<int64_t> dims) const {
+    (*out)[i].dtype = t;
+    (*out)[i].dims = std::move(dims);
+  }
+};
+
+using ShapeFn = std::string (*)(const Ctx&);
+
+// ---- Helpers (Common.cpp) ----
+
+/// "input 1 (W)" or "input 1" when `name` is empty.
+std::string operandLabel(size_t i, const char* name);
+/// "[1,?,3]" with ? for kUnknownDim.
+std::string dimsStr(const std::vector<int64_t>& d);
+/// Checks the operand count is within [minIn, maxIn] counting given (possibly absent) slots
+/// after trimming trailing absent ones, that required operands are present, and that numResults
+/// is within [minOut, maxOut]. Also checks every present operand has a defined dtype and valid
+/// dims (>= 0 or kUnknownDim). `names` are the ONNX operand names (size >= maxIn when given).
+std::string checkArity(const Ctx& c, size_t minIn, size_t maxIn, size_t minOut, size_t maxOut,
+                       const std::vector<const char*>& names = {});
+/// Checks operand i has dtype equal to operand j's ("input 1 (B) has dtype i64 but input 0 (A) has f32").
+std::string checkSameDType(const Ctx& c, size_t i, size_t j, const std::vector<const char*>& names = {});
+/// Checks operand i's dtype is one of `allowed` (message lists them).
+std::string checkDTypeIn(const Ctx& c, size_t i, const std::vector<DType>& allowed,
+                         const std::vector<const char*>& names = {});
+/// Normalises an axis in [-rank, rank) to [0, rank); error names `what`.
+std::string normAxis(const Ctx& c, int64_t axis, int64_t rank, const std::string& what, int64_t* out);
+/// Reads a 0-D/1-D integer (i64 or i32) constant tensor into `vals`. Returns "" if OK, an error
+/// if the tensor is not integer. `known` is false when the operand has no value.
+std::string readInts(const Ctx& c, size_t i, const char* name, bool* known, std::vector<int64_t>* vals);
+/// Requires operand i to be 1-D (or 0-D if allow0D) with integer dtype; returns its length
+/// (kUnknownDim when unknown).
+std::string checkIntVector(const Ctx& c, size_t i, const char* name, int64_t* len, bool allow0D = false);
+/// Broadcasts two known-rank shapes; `la`/`lb` label them in the error.
+std::string broadcastTwo(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                         const std::string& la, const std::string& lb, std::vector<int64_t>* out);
+/// Unidirectional: can `b` broadcast to `a` (result shape is a)?
+std::string checkUnidirectional(const std::vector<int64_t>& target, const std::vector<int64_t>& b,
+                                const std::string& lt, const std::string& lb);
+
+extern const std::vector<DType> kFloatTypes;    // f16, f32, f64
+extern const std::vector<DType> kNumericTypes;  // floats + ints
+extern const std::vector<DType> kIntIndexTypes; // i32, i64
+
+// ---- Category entry points ----
+// Elementwise.cpp
+std::string inferBinaryArith(const Ctx& c);   // Add Sub Mul Div
+std::string inferPow(const Ctx& c);
+std::string inferVariadic(const Ctx& c);      // Sum Min Max
+std::string inferCompare(const Ctx& c);       // Equal Less Greater
+std::string inferWhere(const Ctx& c);
+std::string inferUnaryFloat(const Ctx& c);    // Sqrt Exp Log Reciprocal Sigmoid Tanh Softplus Elu Selu HardSigmoid LeakyRelu
+std::string inferUnaryNumeric(const Ctx& c);  // Abs Erf (any numeric), Neg Relu (signed)
+std::string inferPRelu(const Ctx& c);
+std::string inferClip(const Ctx& c);
+std::string inferIdentity(const Ctx& c);
+std::string inferCast(const Ctx& c);
+std::string inferDropout(const Ctx& c);
+// Math.cpp
+std::string inferGemm(const Ctx& c);
+std::string inferMatMul(const Ctx& c);
+std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax
+// Nn.cpp
+std::string inferConv(const Ctx& c);
+std::string inferConvTranspose(const Ctx& c);
+std::string inferPool(const Ctx& c);          // MaxPool AveragePool
+std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
+std::string inferBatchNorm(const Ctx& c);
+std::string inferLayerNorm(const Ctx& c);
+// Reduction.cpp
+std::string inferReduce(const Ctx& c);        // ReduceMean ReduceSum ReduceMax ReduceMin
+std::string inferArgMax(const Ctx& c);
+// Tensor.cpp
+std::string inferFlatten(const Ctx& c);
+std::string inferReshape(const Ctx& c);
+std::string inferTranspose(const Ctx& c);
+std::string inferSqueeze(const Ctx& c);
+std::string inferUnsqueeze(const Ctx& c);
+std::string inferConcat(const Ctx& c);
+std::string inferSplit(const Ctx& c);
+std::string inferSlice(const Ctx& c);
+std::string inferGather(const Ctx& c);
+std::string inferShape(const Ctx& c);
+std::string inferConstant(const Ctx& c);
+std::string inferConstantOfShape(const Ctx& c);
+std::string inferExpand(const Ctx& c);
+std::string inferPad(const Ctx& c);
+std::string inferTile(const Ctx& c);
+
+}  // namespace tandem::shapes

@@ -1,0 +1,184 @@
+// ONNX TensorProto <-> runtime Tensor conversion and .pb tensor files (no MLIR).
+#include "frontend/OnnxTensor.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <type_traits>
+
+namespace tandem {
+namespace {
+
+std::string tensorLabel(const onnx::TensorProto& p) {
+  return p.name().empty() ? std::string("tensor <unnamed>") : "tensor '" + p.name() + "'";
+}
+
+const char* onnxTypeName(int32_t code) {
+  switch (code) {
+    case onnx::TensorProto::FLOAT: return "FLOAT";
+    case onnx::TensorProto::UINT8: return "UINT8";
+    case onnx::TensorProto::INT8: return "INT8";
+    case onnx::TensorProto::UINT16: return "UINT16";
+    case onnx::TensorProto::INT16: return "INT16";
+    case onnx::TensorProto::INT32: return "INT32";
+    case onnx::TensorProto::INT64: return "INT64";
+    case onnx::TensorProto::STRING: return "STRING";
+    case onnx::TensorProto::BOOL: return "BOOL";
+    case onnx::TensorProto::FLOAT16: return "FLOAT16";
+    case onnx::TensorProto::DOUBLE: return "DOUBLE";
+    case onnx::TensorProto::UINT32: return "UINT32";
+    case onnx::TensorProto::UINT64: return "UINT64";
+    case onnx::TensorProto::COMPLEX64: return "COMPLEX64";
+    case onnx::TensorProto::COMPLEX128: return "COMPLEX128";
+    case onnx::TensorProto::BFLOAT16: return "BFLOAT16";
+    default: return "UNDEFINED";
+  }
+}
+
+// Copies a typed repeated field into the tensor, converting each element to the tensor's C++
+// type (int32_data carries bool/u8/i8 values widened to int32, per onnx.proto).
+template <typename Field>
+Status copyTyped(const onnx::TensorProto& p, const Field& field, int64_t expected, Tensor* t) {
+  if ((int64_t)field.size() != expected) {
+    return Status::error(tensorLabel(p) + ": has " + std::to_string(field.size()) +
+                         " elements in its typed data field but its shape " +
+                         shapeToString(t->shape()) + " needs " + std::to_string(expected));
+  }
+  dispatchDType(t->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = t->data<T>();
+    for (int64_t i = 0; i < expected; ++i) {
+      if constexpr (std::is_same_v<T, bool>) {
+        // Stored as one byte 0/1 (DType::Bool); any non-zero ONNX value is true.
+        reinterpret_cast<uint8_t*>(dst)[i] = field.Get((int)i) != 0 ? 1 : 0;
+      } else {
+        dst[i] = static_cast<T>(field.Get((int)i));
+      }
+    }
+  });
+  return Status::ok();
+}
+
+}  // namespace
+
+Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
+  if (p.data_location() == onnx::TensorProto::EXTERNAL || p.external_data_size() > 0) {
+    return Status::error(tensorLabel(p) +
+                         ": uses external data (data_location=EXTERNAL), which is not supported; "
+                         "re-save the model with its tensors embedded");
+  }
+  if (p.has_segment()) {
+    return Status::error(tensorLabel(p) + ": segmented tensors are not supported");
+  }
+  int32_t code = p.data_type();
+  if (!isKnownDType(code) || code == onnx::TensorProto::FLOAT16) {
+    return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) + " (" +
+                         std::to_string(code) +
+                         ") is not supported (supported: FLOAT, DOUBLE, INT32, INT64, BOOL, UINT8, "
+                         "INT8)");
+  }
+  DType dtype = static_cast<DType>(code);
+  Shape shape(p.dims().begin(), p.dims().end());
+  for (int64_t d : shape) {
+    if (d < 0) {
+      return Status::error(tensorLabel(p) + ": negative dimension in shape " +
+                           shapeToString(shape));
+    }
+  }
+  int64_t n = numElements(shape);
+  Tensor t = Tensor::alloc(dtype, shape);
+
+  if (p.has_raw_data()) {
+    size_t want = (size_t)n * dtypeSize(dtype);
+    if (p.raw_data().size() != want) {
+      return Status::error(tensorLabel(p) + ": raw_data has " +
+                           std::to_string(p.raw_data().size()) + " bytes but " + dtypeName(dtype) +
+                           " shape " + shapeToString(shape) + " needs " + std::to_string(want));
+    }
+    // raw_data is little-endian by spec, as is every host we build for.
+    if (want) std::memcpy(t.raw(), p.raw_data().data(), want);
+    if (dtype == DType::Bool) {
+      uint8_t* b = t.data<uint8_t>();
+      for (int64_t i = 0; i < n; ++i) b[i] = b[i] ? 1 : 0;
+    }
+    *out = std::move(t);
+    return Status::ok();
+  }
+
+  Status st;
+  switch (dtype) {
+    case DType::F32: st = copyTyped(p, p.float_data(), n, &t); break;
+    case DType::F64: st = copyTyped(p, p.double_data(), n, &t); break;
+    case DType::I64: st = copyTyped(p, p.int64_data(), n, &t); break;
+    case DType::I32:
+    case DType::Bool:
+    case DType::U8:
+    case DType::I8: st = copyTyped(p, p.int32_data(), n, &t); break;
+    default:
+      return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) +
+                           " is not supported");
+  }
+  if (!st.isOk()) return st;
+  *out = std::move(t);
+  return Status::ok();
+}
+
+Status readTensorFile(const std::string& path, Tensor* out, std::string* name) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  onnx::TensorProto p;
+  if (!p.ParseFromString(ss.str())) {
+    return Status::error(path + ": not a valid ONNX TensorProto (protobuf parse failed)");
+  }
+  Status st = tensorFromProto(p, out);
+  if (!st.isOk()) return st.withContext(path);
+  if (name) *name = p.name();
+  return Status::ok();
+}
+
+Status writeTensorFile(const std::string& path, const Tensor& t, const std::string& name) {
+  if (!t.defined()) return Status::error(path + ": cannot write an undefined tensor");
+  if (t.dtype() == DType::F16) {
+    return Status::error(path + ": writing f16 tensors is not supported");
+  }
+  if (t.device() != "cpu") {
+    return Status::error(path + ": tensor lives on device '" + t.device() +
+                         "'; copy it to the cpu before writing");
+  }
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(static_cast<int32_t>(t.dtype()));
+  for (int64_t d : t.shape()) p.add_dims(d);
+  p.set_raw_data(t.bytes() ? std::string(static_cast<const char*>(t.raw()), t.bytes())
+                           : std::string());
+  std::string bytes;
+  if (!p.SerializeToString(&bytes)) return Status::error(path + ": protobuf serialization failed");
+
+  // A reader never sees a half-written file: write a sibling temporary, then rename over.
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+    if (!o) return Status::error(path + ": cannot create temporary file " + tmp);
+    o.write(bytes.data(), (std::streamsize)bytes.size());
+    o.flush();
+    if (!o) {
+      o.close();
+      std::remove(tmp.c_str());
+      return Status::error(path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return Status::error(path + ": cannot rename temporary file: " + why);
+  }
+  return Status::ok();
+}
+
+}  // namespace tandem

@@ -1,0 +1,88 @@
+// CPU discovery through the OS and oneDNN; the CUDA slot reports that it is not built yet.
+#include "runtime/Device.h"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace tandem {
+
+int availableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+static std::string cpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto p = line.find(':');
+      if (p != std::string::npos) return line.substr(p + 2);
+    }
+  }
+  return "unknown";
+}
+
+static const char* isaName(dnnl::cpu_isa isa) {
+  switch (isa) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+  }
+}
+
+std::vector<DeviceInfo> discoverDevices() {
+  DeviceInfo cpu;
+  cpu.name = "cpu";
+  cpu.kind = "cpu";
+  const dnnl_version_t* v = dnnl_version();
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  cpu.properties = {
+      {"model", cpuModelName()},
+      {"cores", std::to_string(availableCores())},
+      {"isa", isaName(dnnl::get_effective_cpu_isa())},
+      {"memory_bytes", std::to_string((long long)pages * pageSize)},
+      {"onednn", std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                     std::to_string(v->patch)},
+      {"threading", "OpenMP"},
+  };
+  return {cpu};
+}
+
+std::vector<std::string> discoveryNotes() {
+  return {"cuda: backend not built into this binary (CPU-only build); plans run on the CPU"};
+}
+
+std::string canonicalDeviceName(const std::string& raw) {
+  std::string s;
+  for (char c : raw) s += (char)std::tolower((unsigned char)c);
+  if (s.rfind("/device:", 0) == 0) s = s.substr(8);
+  else if (!s.empty() && s[0] == '/') s = s.substr(1);
+  std::string kind = s, index;
+  auto colon = s.find(':');
+  if (colon != std::string::npos) {
+    kind = s.substr(0, colon);
+    index = s.substr(colon + 1);
+    if (index.empty() || !std::all_of(index.begin(), index.end(), ::isdigit)) return "";
+  }
+  if (kind == "gpu") kind = "cuda";
+  if (kind != "cpu" && kind != "cuda") return "";
+  if (kind == "cpu") return index.empty() || index == "0" ? "cpu" : "cpu:" + index;
+  return "cuda:" + (index.empty() ? std::string("0") : index);
+}
+
+}  // namespace tandem

@@ -1,0 +1,29 @@
+// Device discovery: the live devices of this machine and their properties (DESIGN §2 Device).
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tandem {
+
+struct DeviceInfo {
+  std::string name;  // "cpu", later "cuda:0"
+  std::string kind;  // "cpu", "cuda"
+  /// Ordered (key, value) properties for display: cores, isa, memory_bytes, ...
+  std::vector<std::pair<std::string, std::string>> properties;
+};
+
+/// The devices present on this machine. The CPU is always present. Backends that are not built
+/// in, or whose hardware is absent, add a note instead (see discoveryNotes()).
+std::vector<DeviceInfo> discoverDevices();
+/// One line per backend that found nothing, saying why ("cuda: not built into this binary").
+std::vector<std::string> discoveryNotes();
+
+/// Normalises a device name: "CPU:0", "/cpu:0", "cpu:0" -> "cpu"; "/device:GPU:1", "gpu:1",
+/// "GPU:1" -> "cuda:1"; "cpu:1" stays "cpu:1". Returns "" for an unparsable name.
+std::string canonicalDeviceName(const std::string& name);
+
+/// Number of CPU cores this process may run on (sched_getaffinity), at least 1.
+int availableCores();
+
+}  // namespace tandem

@@ -1,0 +1,435 @@
+// Reference elementwise kernels: unary math and activations, binary arithmetic and comparisons
+// with ONNX multidirectional broadcasting, variadic Min/Max/Sum, Where, PRelu, Clip (opset 17).
+#include <algorithm>
+
+#include "runtime/cpu/ref/RefCommon.h"
+
+namespace tandem {
+namespace ref {
+namespace {
+
+// ---- broadcasting ------------------------------------------------------------------------
+
+/// Two operands broadcast to the output shape, prepared once from the static shapes.
+struct Broadcast2 {
+  Shape out;
+  std::vector<int64_t> sa, sb;
+  bool aFull = false, bFull = false, bScalar = false;
+
+  Broadcast2(const Shape& a, const Shape& b, Shape o) : out(std::move(o)) {
+    sa = broadcastStrides(a, out);
+    sb = broadcastStrides(b, out);
+    aFull = a == out;
+    bFull = b == out;
+    bScalar = numElements(b) == 1;
+  }
+};
+
+template <typename TA, typename TB, typename TO, typename Op>
+void applyBinary(const Broadcast2& bc, const TA* a, const TB* b, TO* y, Op op) {
+  const int64_t n = numElements(bc.out);
+  if (bc.aFull && bc.bFull) {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
+  } else if (bc.aFull && bc.bScalar) {
+    const TB s = b[0];
+    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], s);
+  } else {
+    forEachStrided<2>(bc.out, {bc.sa.data(), bc.sb.data()}, {0, 0},
+                      [&](int64_t i, const std::array<int64_t, 2>& o) {
+                        y[i] = op(a[o[0]], b[o[1]]);
+                      });
+  }
+}
+
+Status checkBroadcast(const KernelContext& ctx, const Shape& in, const Shape& out, int which) {
+  if (!broadcastsTo(in, out))
+    return opError(ctx, "input " + std::to_string(which) + " of shape " + shapeToString(in) +
+                            " does not broadcast to the output shape " + shapeToString(out));
+  return Status::ok();
+}
+
+/// accepts: every present input has the same dtype, which is in `types`.
+AcceptsFn acceptsAllSame(std::vector<DType> types) {
+  return [types](const std::vector<DType>& in) {
+    if (in.empty() || !contains(types, in[0])) return false;
+    for (DType t : in)
+      if (t != in[0]) return false;
+    return true;
+  };
+}
+
+// ---- unary ---------------------------------------------------------------------------------
+
+/// Factory for y = op(x) where op is made from the attributes; op(T) -> T for every T the
+/// dispatch visits.
+template <typename MakeOp>
+KernelFactory unaryFactory(MakeOp makeOp) {
+  return [makeOp](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    auto op = makeOp(*ctx.attrs);
+    RunFn fn;
+    dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      fn = [op](const Inputs& in, const Outputs& outs) -> Status {
+        const T* x = in[0]->data<T>();
+        T* y = outs[0]->data<T>();
+        const int64_t n = in[0]->numel();
+        for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
+        return Status::ok();
+      };
+    });
+    if (!fn) return opError(ctx, "unsupported dtype");
+    return makeKernel(out, std::move(fn));
+  };
+}
+
+template <typename F>
+auto simple(F f) {
+  return [f](const AttrMap&) { return f; };
+}
+
+// Generic lambdas used as elementwise functors; C++ math overloads pick the T precision.
+auto sqrtOp = [](auto x) { return decltype(x)(std::sqrt(x)); };
+auto expOp = [](auto x) { return decltype(x)(std::exp(x)); };
+auto logOp = [](auto x) { return decltype(x)(std::log(x)); };
+auto tanhOp = [](auto x) { return decltype(x)(std::tanh(x)); };
+auto erfOp = [](auto x) { return decltype(x)(std::erf(x)); };
+auto negOp = [](auto x) { return decltype(x)(-x); };
+auto absOp = [](auto x) { return x < 0 ? decltype(x)(-x) : x; };
+auto reciprocalOp = [](auto x) { return decltype(x)(decltype(x)(1) / x); };
+// x < 0 (not x > 0) so that NaN passes through as numpy's maximum(x, 0) does.
+auto reluOp = [](auto x) { return x < 0 ? decltype(x)(0) : x; };
+// Split on the sign so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
+auto sigmoidOp = [](auto x) {
+  using T = decltype(x);
+  if (x >= 0) return T(T(1) / (T(1) + std::exp(-x)));
+  T e = std::exp(x);
+  return T(e / (T(1) + e));
+};
+// log(1 + e^x) without overflow for large x and without losing precision for very negative x.
+auto softplusOp = [](auto x) {
+  using T = decltype(x);
+  if (x > 0) return T(x + std::log1p(std::exp(-x)));
+  return T(std::log1p(std::exp(x)));
+};
+
+auto leakyReluMake = [](const AttrMap& a) {
+  double alpha = a.getFloat("alpha", 0.01f);
+  return [alpha](auto x) { using T = decltype(x); return x < 0 ? T(T(alpha) * x) : x; };
+};
+auto eluMake = [](const AttrMap& a) {
+  double alpha = a.getFloat("alpha", 1.0f);
+  return [alpha](auto x) { using T = decltype(x); return x < 0 ? T(T(alpha) * std::expm1(x)) : x; };
+};
+auto seluMake = [](const AttrMap& a) {
+  double alpha = a.getFloat("alpha", 1.67326319217681884765625f);
+  double gamma = a.getFloat("gamma", 1.05070102214813232421875f);
+  return [alpha, gamma](auto x) {
+    using T = decltype(x);
+    return x <= 0 ? T(T(gamma) * (T(alpha) * std::exp(x) - T(alpha))) : T(T(gamma) * x);
+  };
+};
+auto hardSigmoidMake = [](const AttrMap& a) {
+  double alpha = a.getFloat("alpha", 0.2f);
+  double beta = a.getFloat("beta", 0.5f);
+  return [alpha, beta](auto x) {
+    using T = decltype(x);
+    T v = T(alpha) * x + T(beta);
+    return std::max(T(0), std::min(T(1), v));
+  };
+};
+
+// ---- Clip ----------------------------------------------------------------------------------
+
+// Clip-13: min/max are optional scalar inputs; absent means unbounded. min > max gives max
+// everywhere, which min(max(x, lo), hi) produces.
+Status createClip(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  for (size_t i = 1; i < 3; ++i) {
+    if (!inputPresent(ctx, i)) continue;
+    if (ctx.inputTypes[i].dtype != ctx.inputTypes[0].dtype)
+      return opError(ctx, std::string(i == 1 ? "min" : "max") + " must have the dtype of input");
+    if (numElements(ctx.inputTypes[i].shape) != 1)
+      return opError(ctx, std::string(i == 1 ? "min" : "max") + " must be a scalar, got shape " +
+                              shapeToString(ctx.inputTypes[i].shape));
+  }
+  // Clip-6 style attributes, for graphs that were not normalised to inputs.
+  const Attr* minAttr = ctx.attrs->find("min");
+  const Attr* maxAttr = ctx.attrs->find("max");
+  RunFn fn;
+  dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T lo0 = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity()
+                                        : std::numeric_limits<T>::lowest();
+    T hi0 = std::is_floating_point_v<T> ? std::numeric_limits<T>::infinity()
+                                        : std::numeric_limits<T>::max();
+    if (minAttr && minAttr->kind == Attr::Kind::Float) lo0 = T(minAttr->f);
+    if (maxAttr && maxAttr->kind == Attr::Kind::Float) hi0 = T(maxAttr->f);
+    fn = [lo0, hi0](const Inputs& in, const Outputs& outs) -> Status {
+      T lo = lo0, hi = hi0;
+      if (const Tensor* m = inputAt(in, 1)) lo = m->data<T>()[0];
+      if (const Tensor* m = inputAt(in, 2)) hi = m->data<T>()[0];
+      const T* x = in[0]->data<T>();
+      T* y = outs[0]->data<T>();
+      const int64_t n = in[0]->numel();
+      for (int64_t i = 0; i < n; ++i) {
+        T v = x[i];
+        if (isNaN(v)) { y[i] = v; continue; }
+        v = v < lo ? lo : v;
+        y[i] = v > hi ? hi : v;
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- binary --------------------------------------------------------------------------------
+
+enum class BinOp { Add, Sub, Mul, Div, Equal, Less, Greater, PRelu };
+
+template <typename T>
+Status runBinary(BinOp op, const Broadcast2& bc, const Tensor& a, const Tensor& b, Tensor& y) {
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  switch (op) {
+    case BinOp::Add:
+      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u + v); });
+      break;
+    case BinOp::Sub:
+      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u - v); });
+      break;
+    case BinOp::Mul:
+      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u * v); });
+      break;
+    case BinOp::Div:
+      if constexpr (std::is_integral_v<T>) {
+        // Integer division by zero traps in C++; it is a user error here.
+        for (int64_t i = 0, n = b.numel(); i < n; ++i)
+          if (pb[i] == 0) return Status::error("Div: integer division by zero");
+        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) {
+          // INT_MIN / -1 also traps; negation with wrap-around is the two's complement answer.
+          if constexpr (std::is_signed_v<T>)
+            if (v == T(-1)) return T(uint64_t(0) - uint64_t(u));
+          return T(u / v);
+        });
+      } else {
+        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u / v); });
+      }
+      break;
+    case BinOp::Equal:
+      applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u == v; });
+      break;
+    case BinOp::Less:
+      applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u < v; });
+      break;
+    case BinOp::Greater:
+      applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u > v; });
+      break;
+    case BinOp::PRelu:
+      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return u < 0 ? T(v * u) : u; });
+      break;
+  }
+  return Status::ok();
+}
+
+KernelFactory binaryFactory(BinOp op) {
+  return [op](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    if (ctx.inputTypes.size() != 2 || ctx.outputTypes.empty())
+      return opError(ctx, "expects 2 inputs and 1 output");
+    const Shape& ys = ctx.outputTypes[0].shape;
+    TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[0].shape, ys, 0));
+    TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[1].shape, ys, 1));
+    if (op == BinOp::PRelu && ctx.inputTypes[0].shape != ys)
+      return opError(ctx, "slope must broadcast to X (unidirectional), not the reverse");
+    auto bc = std::make_shared<Broadcast2>(ctx.inputTypes[0].shape, ctx.inputTypes[1].shape, ys);
+    RunFn fn;
+    dispatchDType(ctx.inputTypes[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      fn = [op, bc](const Inputs& in, const Outputs& outs) -> Status {
+        return runBinary<T>(op, *bc, *in[0], *in[1], *outs[0]);
+      };
+    });
+    if (!fn) return opError(ctx, "unsupported dtype");
+    return makeKernel(out, std::move(fn));
+  };
+}
+
+// ---- Pow: base and exponent dtypes may differ; the result has the base dtype --------------
+
+template <typename T, typename E>
+T powValue(T x, E e) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return T(std::pow(x, T(e)));
+  } else if constexpr (std::is_floating_point_v<E>) {
+    return T(std::pow(double(x), double(e)));
+  } else {
+    // Exact integer power (wrapping like repeated multiplication); a negative exponent gives
+    // the truncated reciprocal, as numpy's float power cast back does.
+    if (e < 0) {
+      if (x == 1) return T(1);
+      if constexpr (std::is_signed_v<T>)
+        if (x == T(-1)) return T((e % 2) ? -1 : 1);
+      return T(0);
+    }
+    uint64_t base = uint64_t(int64_t(x)), result = 1;
+    uint64_t k = uint64_t(e);
+    while (k) {
+      if (k & 1) result *= base;
+      base *= base;
+      k >>= 1;
+    }
+    return T(int64_t(result));
+  }
+}
+
+Status createPow(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 2) return opError(ctx, "expects 2 inputs");
+  const Shape& ys = ctx.outputTypes[0].shape;
+  TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[0].shape, ys, 0));
+  TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[1].shape, ys, 1));
+  auto bc = std::make_shared<Broadcast2>(ctx.inputTypes[0].shape, ctx.inputTypes[1].shape, ys);
+  RunFn fn;
+  dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto baseTag) {
+    using T = decltype(baseTag);
+    dispatchNumeric(ctx.inputTypes[1].dtype, [&](auto expTag) {
+      using E = decltype(expTag);
+      fn = [bc](const Inputs& in, const Outputs& outs) -> Status {
+        applyBinary(*bc, in[0]->data<T>(), in[1]->data<E>(), outs[0]->data<T>(),
+                    [](T x, E e) { return powValue<T, E>(x, e); });
+        return Status::ok();
+      };
+    });
+  });
+  if (!fn) return opError(ctx, "unsupported dtypes");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- variadic Min / Max / Sum --------------------------------------------------------------
+
+enum class FoldOp { Min, Max, Sum };
+
+template <typename T>
+T foldValue(FoldOp op, T a, T b) {
+  switch (op) {
+    case FoldOp::Sum: return T(a + b);
+    case FoldOp::Min:
+      if (isNaN(a) || isNaN(b)) return std::numeric_limits<T>::quiet_NaN();
+      return b < a ? b : a;
+    case FoldOp::Max:
+      if (isNaN(a) || isNaN(b)) return std::numeric_limits<T>::quiet_NaN();
+      return b > a ? b : a;
+  }
+  return a;
+}
+
+// y = broadcast(x0), then y = op(y, broadcast(xi)) for each further input.
+KernelFactory foldFactory(FoldOp op) {
+  return [op](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    if (ctx.inputTypes.empty()) return opError(ctx, "expects at least one input");
+    const Shape ys = ctx.outputTypes[0].shape;
+    std::vector<std::shared_ptr<Broadcast2>> bcs;
+    for (size_t i = 0; i < ctx.inputTypes.size(); ++i) {
+      TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[i].shape, ys, (int)i));
+      bcs.push_back(std::make_shared<Broadcast2>(ys, ctx.inputTypes[i].shape, ys));
+    }
+    std::vector<int64_t> s0 = broadcastStrides(ctx.inputTypes[0].shape, ys);
+    RunFn fn;
+    dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      fn = [op, bcs, s0, ys](const Inputs& in, const Outputs& outs) -> Status {
+        T* y = outs[0]->data<T>();
+        const T* x0 = in[0]->data<T>();
+        forEachStrided<1>(ys, {s0.data()}, {0},
+                          [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x0[o[0]]; });
+        for (size_t k = 1; k < in.size(); ++k)
+          applyBinary(*bcs[k], (const T*)y, in[k]->data<T>(), y,
+                      [op](T a, T b) { return foldValue(op, a, b); });
+        return Status::ok();
+      };
+    });
+    if (!fn) return opError(ctx, "unsupported dtype");
+    return makeKernel(out, std::move(fn));
+  };
+}
+
+// ---- Where ---------------------------------------------------------------------------------
+
+Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 3) return opError(ctx, "expects 3 inputs");
+  const Shape ys = ctx.outputTypes[0].shape;
+  for (int i = 0; i < 3; ++i)
+    TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[i].shape, ys, i));
+  auto sc = broadcastStrides(ctx.inputTypes[0].shape, ys);
+  auto sx = broadcastStrides(ctx.inputTypes[1].shape, ys);
+  auto sy = broadcastStrides(ctx.inputTypes[2].shape, ys);
+  RunFn fn;
+  dispatchBySize(ctx.inputTypes[1].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [sc, sx, sy, ys](const Inputs& in, const Outputs& outs) -> Status {
+      const bool* c = in[0]->data<bool>();
+      const T* x = in[1]->data<T>();
+      const T* yv = in[2]->data<T>();
+      T* r = outs[0]->data<T>();
+      forEachStrided<3>(ys, {sc.data(), sx.data(), sy.data()}, {0, 0, 0},
+                        [&](int64_t i, const std::array<int64_t, 3>& o) {
+                          r[i] = c[o[0]] ? x[o[1]] : yv[o[2]];
+                        });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+}  // namespace
+
+void registerElementwiseKernels(KernelRegistry& r) {
+  const auto& F = kFloatTypes;
+  addRef(r, "Sqrt", F, unaryFactory(simple(sqrtOp)));
+  addRef(r, "Exp", F, unaryFactory(simple(expOp)));
+  addRef(r, "Log", F, unaryFactory(simple(logOp)));
+  addRef(r, "Tanh", F, unaryFactory(simple(tanhOp)));
+  addRef(r, "Erf", F, unaryFactory(simple(erfOp)));
+  addRef(r, "Reciprocal", F, unaryFactory(simple(reciprocalOp)));
+  addRef(r, "Sigmoid", F, unaryFactory(simple(sigmoidOp)));
+  addRef(r, "Softplus", F, unaryFactory(simple(softplusOp)));
+  addRef(r, "LeakyRelu", F, unaryFactory(leakyReluMake));
+  addRef(r, "Elu", F, unaryFactory(eluMake));
+  addRef(r, "Selu", F, unaryFactory(seluMake));
+  addRef(r, "HardSigmoid", F, unaryFactory(hardSigmoidMake));
+  addRef(r, "Neg", kSignedTypes, unaryFactory(simple(negOp)));
+  addRef(r, "Abs", kNumericTypes, unaryFactory(simple(absOp)));
+  addRef(r, "Relu", kSignedTypes, unaryFactory(simple(reluOp)));
+  addRef(r, "Clip", kNumericTypes, createClip);
+
+  const auto& N = kNumericTypes;
+  addRef(r, "Add", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Add));
+  addRef(r, "Sub", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Sub));
+  addRef(r, "Mul", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Mul));
+  addRef(r, "Div", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Div));
+  addRef(r, "PRelu", acceptsAllSame(kSignedTypes), dtypesToText(kSignedTypes),
+         binaryFactory(BinOp::PRelu));
+  addRef(r, "Equal", acceptsAllSame(kAllTypes), dtypesToText(kAllTypes),
+         binaryFactory(BinOp::Equal));
+  addRef(r, "Less", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Less));
+  addRef(r, "Greater", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Greater));
+  addRef(r, "Min", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Min));
+  addRef(r, "Max", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Max));
+  addRef(r, "Sum", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Sum));
+
+  const std::vector<DType> powBase = {DType::F32, DType::F64, DType::I32, DType::I64};
+  addRef(r, "Pow",
+         [powBase](const std::vector<DType>& in) {
+           return in.size() == 2 && contains(powBase, in[0]) && contains(kNumericTypes, in[1]);
+         },
+         "base f32,f64,i32,i64; exponent f32,f64,i32,i64,u8,i8", createPow);
+  addRef(r, "Where",
+         [](const std::vector<DType>& in) {
+           return in.size() == 3 && in[0] == DType::Bool && in[1] == in[2] &&
+                  contains(kAllTypes, in[1]);
+         },
+         "cond bool; values " + dtypesToText(kAllTypes), createWhere);
+}
+
+}  // namespace ref
+}  // namespace tandem

@@ -1,0 +1,245 @@
+// Internal helpers shared by the reference CPU kernels: kernel wrapper, registration, dtype
+// dispatch, axis normalisation, strided/broadcast index iteration. Not a public header.
+#pragma once
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runtime/Kernel.h"
+
+namespace tandem {
+namespace ref {
+
+using Inputs = std::vector<const Tensor*>;
+using Outputs = std::vector<Tensor*>;
+using RunFn = std::function<Status(const Inputs&, const Outputs&)>;
+using AcceptsFn = std::function<bool(const std::vector<DType>&)>;
+
+/// A reference kernel is a closure over what its factory computed from the KernelContext.
+/// Closures hold no per-run state, so one kernel may run concurrently from several threads.
+class RefKernel final : public Kernel {
+ public:
+  explicit RefKernel(RunFn fn) : fn_(std::move(fn)) {}
+  Status run(const Inputs& inputs, const Outputs& outputs) override { return fn_(inputs, outputs); }
+  std::string implName() const override { return "ref"; }
+
+ private:
+  RunFn fn_;
+};
+
+inline Status makeKernel(std::unique_ptr<Kernel>* out, RunFn fn) {
+  *out = std::make_unique<RefKernel>(std::move(fn));
+  return Status::ok();
+}
+
+/// "Conv 'conv1': <msg>" (node name omitted when empty).
+inline Status opError(const KernelContext& ctx, const std::string& msg) {
+  std::string p = ctx.opType;
+  if (!ctx.nodeName.empty()) p += " '" + ctx.nodeName + "'";
+  return Status::error(p + ": " + msg);
+}
+
+/// Input i of a run, or nullptr when absent (past the end or skipped).
+inline const Tensor* inputAt(const Inputs& in, size_t i) {
+  return i < in.size() ? in[i] : nullptr;
+}
+inline Tensor* outputAt(const Outputs& out, size_t i) { return i < out.size() ? out[i] : nullptr; }
+inline bool inputPresent(const KernelContext& ctx, size_t i) {
+  return i < ctx.inputTypes.size() && ctx.inputTypes[i].present();
+}
+inline bool outputRequested(const KernelContext& ctx, size_t i) {
+  return i < ctx.outputTypes.size() && ctx.outputTypes[i].present();
+}
+/// The constant value of input i known at load time, or nullptr.
+inline const Tensor* constInputAt(const KernelContext& ctx, size_t i) {
+  return i < ctx.constInputs.size() ? ctx.constInputs[i] : nullptr;
+}
+
+// ---- dtype sets and dispatch -------------------------------------------------------------
+
+extern const std::vector<DType> kFloatTypes;    // f32, f64
+extern const std::vector<DType> kSignedTypes;   // f32, f64, i32, i64, i8
+extern const std::vector<DType> kNumericTypes;  // f32, f64, i32, i64, u8, i8
+extern const std::vector<DType> kAllTypes;      // kNumericTypes + bool
+extern const std::vector<DType> kIndexTypes;    // i32, i64
+
+bool contains(const std::vector<DType>& set, DType t);
+/// "f32,f64,i32".
+std::string dtypesToText(const std::vector<DType>& set);
+
+/// Calls f(T{}) for float/double only; false for any other dtype.
+template <typename F>
+bool dispatchFloat(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return true;
+    case DType::F64: f(double{}); return true;
+    default: return false;
+  }
+}
+/// Calls f(T{}) for the numeric dtypes (not bool).
+template <typename F>
+bool dispatchNumeric(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return true;
+    case DType::F64: f(double{}); return true;
+    case DType::I32: f(int32_t{}); return true;
+    case DType::I64: f(int64_t{}); return true;
+    case DType::U8: f(uint8_t{}); return true;
+    case DType::I8: f(int8_t{}); return true;
+    default: return false;
+  }
+}
+/// Calls f(T{}) for signed numeric dtypes (not u8, not bool).
+template <typename F>
+bool dispatchSigned(DType t, F&& f) {
+  switch (t) {
+    case DType::F32: f(float{}); return true;
+    case DType::F64: f(double{}); return true;
+    case DType::I32: f(int32_t{}); return true;
+    case DType::I64: f(int64_t{}); return true;
+    case DType::I8: f(int8_t{}); return true;
+    default: return false;
+  }
+}
+/// Calls f(T{}) for an unsigned integer type of the element's byte size: data movement ops
+/// copy bits and need no arithmetic, so one instantiation per size covers every dtype.
+template <typename F>
+bool dispatchBySize(DType t, F&& f) {
+  switch (dtypeSize(t)) {
+    case 1: f(uint8_t{}); return true;
+    case 2: f(uint16_t{}); return true;
+    case 4: f(uint32_t{}); return true;
+    case 8: f(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+/// Accumulator type: f32 sums accumulate in f64 so the reference stays close to exact; integer
+/// sums in i64 (wrapping back to the element type gives the same bits as wrapping arithmetic).
+template <typename T>
+using AccOf = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+template <typename T>
+inline bool isNaN(T v) {
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  else return false;
+}
+
+// ---- registration --------------------------------------------------------------------------
+
+/// Adds a "cpu"/"ref" def (priority 0) for `op` accepting inputs whose first dtype is in `types`.
+void addRef(KernelRegistry& r, const std::string& op, const std::vector<DType>& types,
+            KernelFactory create);
+/// Same, with a custom accepts predicate and display text.
+void addRef(KernelRegistry& r, const std::string& op, AcceptsFn accepts, std::string dtypesText,
+            KernelFactory create);
+
+void registerElementwiseKernels(KernelRegistry& r);  // Elementwise.cpp
+void registerMathKernels(KernelRegistry& r);         // Math.cpp
+void registerConvKernels(KernelRegistry& r);         // Conv.cpp
+void registerPoolKernels(KernelRegistry& r);         // Pool.cpp
+void registerNormKernels(KernelRegistry& r);         // Normalization.cpp
+void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp
+void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp
+void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
+
+// ---- shapes, axes, index iteration ---------------------------------------------------------
+
+/// Maps a possibly negative axis into [0, rank); false when out of range.
+bool normalizeAxis(int64_t axis, int64_t rank, int64_t* out);
+/// Row-major element strides of `s`.
+std::vector<int64_t> rowMajorStrides(const Shape& s);
+/// Element strides of `in` read as if broadcast to `out` (ONNX multidirectional broadcasting:
+/// shapes aligned right, stride 0 where `in` has a 1 or lacks the dim). `in` must broadcast.
+std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out);
+/// True when `in` broadcasts to `out` (unidirectionally).
+bool broadcastsTo(const Shape& in, const Shape& out);
+/// Product of s[begin, end).
+int64_t product(const Shape& s, size_t begin, size_t end);
+
+/// Integer operand values (i32 or i64 tensor) as int64; error names the op and the operand.
+Status readInts(const KernelContext& ctx, const Tensor* t, const char* what,
+                std::vector<int64_t>* out);
+/// Element `i` of a numeric tensor as double (for scalar operands such as Clip's min).
+double elementAsDouble(const Tensor& t, int64_t i);
+
+/// Visits every element of `shape` in row-major order. f(outIndex, offs): offs[j] is
+/// base[j] + sum_d idx[d] * strides[j][d], an element offset into operand j. Operands may
+/// read with stride 0 (broadcast), permuted strides (transpose) or negative strides (slices).
+template <size_t N, typename F>
+void forEachStrided(const Shape& shape, const std::array<const int64_t*, N>& strides,
+                    const std::array<int64_t, N>& base, F&& f) {
+  const int64_t total = numElements(shape);
+  if (total == 0) return;
+  const size_t r = shape.size();
+  if (r == 0) {
+    f(int64_t{0}, base);
+    return;
+  }
+  std::vector<int64_t> idx(r, 0);
+  std::array<int64_t, N> off = base;
+  std::array<int64_t, N> innerStride;
+  for (size_t j = 0; j < N; ++j) innerStride[j] = strides[j][r - 1];
+  const int64_t inner = shape[r - 1];
+  for (int64_t linear = 0; linear < total; linear += inner) {
+    std::array<int64_t, N> o = off;
+    for (int64_t i = 0; i < inner; ++i) {
+      f(linear + i, o);
+      for (size_t j = 0; j < N; ++j) o[j] += innerStride[j];
+    }
+    for (int64_t d = (int64_t)r - 2; d >= 0; --d) {
+      for (size_t j = 0; j < N; ++j) off[j] += strides[j][d];
+      if (++idx[d] < shape[d]) break;
+      for (size_t j = 0; j < N; ++j) off[j] -= strides[j][d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Visits every multi-index of `shape` in row-major order: f(linear, idx) with idx of rank size.
+template <typename F>
+void forEachIndex(const Shape& shape, F&& f) {
+  const int64_t total = numElements(shape);
+  if (total == 0) return;
+  std::vector<int64_t> idx(shape.size(), 0);
+  for (int64_t linear = 0; linear < total; ++linear) {
+    f(linear, (const int64_t*)idx.data());
+    for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/// Spatial padding of a windowed op (Conv, pools) per ONNX auto_pad: the begin pads, given the
+/// actual output extent. NOTSET uses `pads` (length 2*spatial, begins then ends, default 0).
+/// Errors name the attribute.
+Status windowBeginPads(const KernelContext& ctx, const Shape& inSpatial, const Shape& outSpatial,
+                       const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                       const std::vector<int64_t>& dilations, std::vector<int64_t>* beginPads,
+                       std::vector<int64_t>* endPads);
+
+/// Tap table of a windowed op. For each kernel tap kk (row-major over `kernel`) and each
+/// position p of `iter` (row-major), entry [kk * numel(iter) + p] is the row-major offset in
+/// `bounds` of the coordinate iter_d * strides_d - pads_d + k_d * dilations_d, or -1 when that
+/// falls outside `bounds`. Conv/pools iterate outputs and bound by the input; ConvTranspose
+/// iterates inputs and bounds by the output. Built once at kernel creation (static shapes).
+std::vector<int64_t> windowTable(const Shape& iter, const Shape& bounds,
+                                 const std::vector<int64_t>& kernel,
+                                 const std::vector<int64_t>& strides,
+                                 const std::vector<int64_t>& dilations,
+                                 const std::vector<int64_t>& pads);
+
+/// Reads an INTS attribute of exactly `n` values, or `dflt` repeated when absent.
+Status intsAttr(const KernelContext& ctx, const char* name, size_t n, int64_t dflt,
+                std::vector<int64_t>* out);
+
+}  // namespace ref
+}  // namespace tandem

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Times Tandem and ONNX Runtime (../shared/peers/ort_bench.js, --opt all) alternately on the same
+# models, data sets (batch 1 and 32) and thread counts, and prints Tandem/ORT latency ratios
+# measured in the same run. Not a test: takes minutes.
+# usage: scripts/bench-vs-ort.sh [--rounds R] [--threads "1 2"] [MODEL_DIR...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=2 threads="1 2"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) rounds=$2; shift 2;;
+    --threads) threads=$2; shift 2;;
+    *) break;;
+  esac
+done
+models=("$@")
+[ ${#models[@]} -eq 0 ] && models=(../shared/models/mnist_cnn ../shared/models/mnist_cnn_bn_keepbn ../shared/models/mlp ../shared/models/resnet18)
+bash scripts/build.sh >/dev/null
+ORT_DIR=${ORT_DIR:-/tmp/ort}
+if [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
+  echo "installing onnxruntime-node into $ORT_DIR (npm)" >&2
+  mkdir -p "$ORT_DIR" && (cd "$ORT_DIR" && npm init -y >/dev/null &&
+    ONNXRUNTIME_NODE_INSTALL=skip npm install --silent onnxruntime-node@1.30.0 onnx-proto@8.0.1 >/dev/null)
+fi
+out=$(mktemp)
+for r in $(seq "$rounds"); do
+  for m in "${models[@]}"; do
+    for t in $threads; do
+      build/tools/tandem bench "$m" --threads "$t" --min-runs 20 --min-sec 2 | sed "s/^/tandem\t/" >>"$out"
+      NODE_PATH=$ORT_DIR/node_modules node ../shared/peers/ort_bench.js --threads "$t" --min-runs 20 \
+        --min-sec 2 --opt all "$m" | sed "s/^/ort\t/" >>"$out"
+    done
+  done
+done
+python3 - "$out" <<'PY'
+import json, sys, statistics, os
+rows = {}
+for line in open(sys.argv[1]):
+    who, js = line.rstrip("\n").split("\t", 1)
+    j = json.loads(js)
+    key = (os.path.basename(j["model"].rstrip("/")), j["batch"], j["threads"])
+    rows.setdefault(key, {}).setdefault(who, []).append(j["median_ms"])
+print(f"{'model':22} {'batch':>5} {'thr':>3} {'tandem ms':>10} {'ort ms':>10} {'ratio':>6}")
+worst = 0
+for key in sorted(rows):
+    r = rows[key]
+    if "tandem" not in r or "ort" not in r: continue
+    # Ratio per round (each pair measured back to back), then the median over rounds.
+    ratios = [a / b for a, b in zip(r["tandem"], r["ort"])]
+    ratio = statistics.median(ratios); worst = max(worst, ratio)
+    print(f"{key[0]:22} {key[1]:>5} {key[2]:>3} {statistics.median(r['tandem']):>10.3f} "
+          f"{statistics.median(r['ort']):>10.3f} {ratio:>6.2f}")
+print(f"worst ratio: {worst:.2f}")
+PY
+rm -f "$out"

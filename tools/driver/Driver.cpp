@@ -1,0 +1,194 @@
+// The in-process driver: import, compile with captured diagnostics, test-data I/O, comparison.
+#include "tools/driver/Driver.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "frontend/OnnxTensor.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Location.h"
+#include "mlir/IR/MLIRContext.h"
+
+namespace tandem {
+
+namespace {
+
+// "node 'conv1'" for an ONNX node, "file.cpp:42" for a builder call site.
+std::string describeLocation(mlir::Location loc) {
+  if (auto n = mlir::dyn_cast<mlir::NameLoc>(loc)) return "node '" + n.getName().str() + "'";
+  if (auto f = mlir::dyn_cast<mlir::FileLineColLoc>(loc))
+    return f.getFilename().str() + ":" + std::to_string(f.getLine());
+  if (auto c = mlir::dyn_cast<mlir::CallSiteLoc>(loc)) return describeLocation(c.getCallee());
+  if (auto fu = mlir::dyn_cast<mlir::FusedLoc>(loc))
+    if (!fu.getLocations().empty()) return describeLocation(fu.getLocations().front());
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  loc.print(os);
+  return os.str();
+}
+
+// Collects error diagnostics (with their attached notes) into lines.
+struct DiagnosticCollector {
+  std::vector<std::string> lines;
+  mlir::ScopedDiagnosticHandler handler;
+  explicit DiagnosticCollector(mlir::MLIRContext* ctx)
+      : handler(ctx, [this](mlir::Diagnostic& d) {
+          const char* sev = d.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error"
+                            : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning"
+                                                                                     : "note";
+          lines.push_back(describeLocation(d.getLocation()) + ": " + sev + ": " + d.str());
+          for (mlir::Diagnostic& n : d.getNotes())
+            lines.push_back(describeLocation(n.getLocation()) + ": note: " + n.str());
+          return mlir::success();
+        }) {}
+  std::string joined() const {
+    std::string s;
+    for (size_t i = 0; i < lines.size(); ++i) s += (i ? "\n" : "") + lines[i];
+    return s;
+  }
+};
+
+}  // namespace
+
+Status compileModuleToPlan(mlir::ModuleOp module, const CompileOptions& compileOptions,
+                           CompileResult* result) {
+  DiagnosticCollector diags(module->getContext());
+  if (mlir::failed(compileModule(module, compileOptions, result)))
+    return Status::error(diags.lines.empty() ? "compilation failed" : diags.joined());
+  return Status::ok();
+}
+
+Status compileOnnxFile(const std::string& path, const ImportOptions& importOptions,
+                       const CompileOptions& compileOptions, CompileResult* result) {
+  mlir::MLIRContext ctx;
+  ctx.disableMultithreading();
+  loadTandemDialects(&ctx);
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  {
+    DiagnosticCollector diags(&ctx);
+    module = importOnnxFile(&ctx, path, importOptions, &error);
+    if (!module) {
+      if (error.empty()) error = diags.joined();
+      return Status::error(error.empty() ? path + ": import failed" : error);
+    }
+  }
+  return compileModuleToPlan(*module, compileOptions, result).withContext(path);
+}
+
+Status readTensorDir(const std::string& dir, const std::string& prefix,
+                     std::vector<Tensor>* tensors, std::vector<std::string>* names) {
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return Status::error(dir + ": no such directory");
+  tensors->clear();
+  if (names) names->clear();
+  for (int k = 0;; ++k) {
+    std::string f = dir + "/" + prefix + "_" + std::to_string(k) + ".pb";
+    if (stat(f.c_str(), &st) != 0) break;
+    Tensor t;
+    std::string name;
+    TANDEM_RETURN_IF_ERROR(readTensorFile(f, &t, &name));
+    tensors->push_back(t);
+    if (names) names->push_back(name);
+  }
+  if (tensors->empty()) return Status::error(dir + ": no " + prefix + "_0.pb in this directory");
+  return Status::ok();
+}
+
+Status writeFileAtomic(const std::string& path, const std::string& bytes) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::error(path + ": cannot write (" + std::strerror(errno) + ")");
+    out.write(bytes.data(), (std::streamsize)bytes.size());
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return Status::error(path + ": write failed");
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return Status::error(path + ": cannot write (" + why + ")");
+  }
+  return Status::ok();
+}
+
+template <typename T>
+static double elementAsDouble(const Tensor& t, int64_t i) {
+  return (double)t.data<T>()[i];
+}
+
+static double valueAt(const Tensor& t, int64_t i) {
+  double v = 0;
+  dispatchDType(t.dtype(), [&](auto tag) { v = elementAsDouble<decltype(tag)>(t, i); });
+  return v;
+}
+
+Comparison compareTensors(const Tensor& a, const Tensor& b, double atol, double rtol) {
+  Comparison c;
+  if (a.dtype() != b.dtype()) {
+    c.reason = std::string("dtype ") + dtypeName(a.dtype()) + " != expected " + dtypeName(b.dtype());
+    return c;
+  }
+  if (a.shape() != b.shape()) {
+    c.reason = "shape " + shapeToString(a.shape()) + " != expected " + shapeToString(b.shape());
+    return c;
+  }
+  bool ok = true;
+  for (int64_t i = 0, n = a.numel(); i < n; ++i) {
+    double x = valueAt(a, i), y = valueAt(b, i);
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (std::isinf(x) && std::isinf(y) && (x > 0) == (y > 0)) continue;
+    double abs = std::fabs(x - y);
+    if (std::isnan(abs)) abs = INFINITY;
+    double rel = abs / std::max(std::fabs(y), 1e-12);
+    c.maxAbsError = std::max(c.maxAbsError, abs);
+    c.maxRelError = std::max(c.maxRelError, std::fabs(y) > 0 ? rel : (abs > 0 ? INFINITY : 0));
+    if (!(abs <= atol + rtol * std::fabs(y))) ok = false;
+  }
+  c.pass = ok;
+  if (!ok) {
+    std::ostringstream os;
+    os << "max abs error " << c.maxAbsError << " exceeds atol " << atol << " + rtol " << rtol;
+    c.reason = os.str();
+  }
+  return c;
+}
+
+double checksum(const Tensor& t) {
+  double s = 0;
+  for (int64_t i = 0, n = t.numel(); i < n; ++i) s += valueAt(t, i);
+  return s;
+}
+
+}  // namespace tandem
+
+#include <onnx/onnx_pb.h>
+#include <set>
+
+namespace tandem {
+
+Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open (" + std::strerror(errno) + ")");
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&in)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
+  std::set<std::string> inits;
+  for (auto& t : m.graph().initializer()) inits.insert(t.name());
+  names->clear();
+  for (auto& i : m.graph().input())
+    if (!inits.count(i.name())) names->push_back(i.name());
+  return Status::ok();
+}
+
+}  // namespace tandem

@@ -1,0 +1,348 @@
+// The `tandem` subcommands. Errors print one "tandem: error: ..." block and return 1.
+#include "tools/tandem/Commands.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "llvm/Support/raw_ostream.h"
+#include "runtime/Device.h"
+#include "tools/driver/Driver.h"
+
+namespace tandem::cli {
+
+namespace {
+
+int fail(const std::string& msg) {
+  std::fprintf(stderr, "tandem: error: %s\n", msg.c_str());
+  return kExitError;
+}
+int usage(const std::string& msg) {
+  std::fprintf(stderr, "tandem: usage error: %s\n", msg.c_str());
+  return kExitUsage;
+}
+bool endsWith(const std::string& s, const std::string& suf) {
+  return s.size() >= suf.size() && s.compare(s.size() - suf.size(), suf.size(), suf) == 0;
+}
+
+// Turns the shared flags into compiler options; returns "" or a usage error message.
+std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
+  for (const std::string& d : f.dims) {
+    auto eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) return "--dim expects NAME=VALUE, got '" + d + "'";
+    try {
+      size_t used = 0;
+      long long v = std::stoll(d.substr(eq + 1), &used);
+      if (used != d.size() - eq - 1 || v < 0) throw std::invalid_argument("");
+      c->dimBindings[d.substr(0, eq)] = v;
+    } catch (...) {
+      return "--dim expects a non-negative integer value, got '" + d + "'";
+    }
+  }
+  for (const std::string& p : f.pins) {
+    auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) return "--pin expects NODE=DEVICE, got '" + p + "'";
+    std::string dev = canonicalDeviceName(p.substr(eq + 1));
+    if (dev.empty()) return "--pin: unknown device '" + p.substr(eq + 1) + "'";
+    c->pins.push_back({p.substr(0, eq), dev});
+  }
+  c->strictPlacement = f.strictPlacement;
+  return "";
+}
+
+void printNotes(const CompileResult& r) {
+  for (const std::string& n : r.notes) std::fprintf(stderr, "tandem: note: %s\n", n.c_str());
+}
+
+void printPlacementLog(const CommonCompileFlags& f, const CompileResult& r) {
+  if (!f.logPlacementSet) return;
+  if (f.logPlacement == "json") std::cout << r.placementLogJson << "\n";
+  else std::cout << r.placementLogText;
+  std::cout.flush();
+}
+
+std::string typeString(DType d, const Shape& s) { return std::string(dtypeName(d)) + shapeToString(s); }
+
+Tensor randomTensor(const TensorType& t, std::mt19937& rng) {
+  Tensor x = Tensor::alloc(t.dtype, t.shape);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  dispatchDType(t.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = x.data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      double r = u(rng);
+      if constexpr (std::is_floating_point_v<T>) p[i] = (T)r;
+      else if constexpr (std::is_same_v<T, bool>) p[i] = r < 0.5;
+      else p[i] = (T)(r * 10);
+    }
+  });
+  return x;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// A compiled, loaded model plus the inputs that remain after specialisation.
+struct Loaded {
+  std::unique_ptr<Executable> exe;
+  CompileResult compiled;
+};
+
+// ONNX path: integer graph inputs given in `given` are folded into the plan as constants (they
+// are shape operands in practice: Reshape's shape, Slice's starts), the rest bind input shapes.
+Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
+                const CommonCompileFlags& flags, const CompileOptions& base, int threads,
+                Loaded* out, std::vector<Tensor>* remainingInputs) {
+  std::vector<std::string> names;
+  TANDEM_RETURN_IF_ERROR(onnxGraphInputs(path, &names));
+  if (!given.empty() && given.size() != names.size())
+    return Status::error(path + ": the model has " + std::to_string(names.size()) +
+                         " graph inputs but " + std::to_string(given.size()) + " input files were given");
+  ImportOptions io;
+  CompileOptions co = base;
+  remainingInputs->clear();
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (isInteger(given[i].dtype())) io.constantInputs[names[i]] = given[i];
+    else {
+      co.inputShapes[names[i]] = given[i].shape();
+      remainingInputs->push_back(given[i]);
+    }
+  }
+  std::string irText;
+  llvm::raw_string_ostream irStream(irText);
+  if (flags.printIrAfterAll) co.printIrAfterAll = &irStream;
+  Status st = compileOnnxFile(path, io, co, &out->compiled);
+  if (flags.printIrAfterAll) std::cerr << irStream.str();
+  if (!st.isOk()) return st;
+  printNotes(out->compiled);
+  LoadOptions lo;
+  lo.threads = threads;
+  return Executable::load(out->compiled.plan, lo, &out->exe).withContext(path);
+}
+
+}  // namespace
+
+void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
+  cmd->add_option("--dim", f.dims, "Bind a symbolic dim: NAME=VALUE (e.g. N=32); others bind to 1");
+  cmd->add_option("--pin", f.pins, "Pin an op to a device: NODE=DEVICE (soft unless --strict-placement)");
+  cmd->add_flag("--strict-placement", f.strictPlacement, "Unsatisfiable pins are errors");
+  cmd->add_option_function<std::string>(
+         "--log-placement",
+         [&f](const std::string& v) {
+           f.logPlacementSet = true;
+           f.logPlacement = v.empty() ? "text" : v;
+         },
+         "Print the placement log: text (default) or json")
+      ->expected(0, 1)
+      ->check(CLI::IsMember({"", "text", "json"}));
+  cmd->add_flag("--print-ir-after-all", f.printIrAfterAll, "Print the IR after every pass (stderr)");
+}
+
+int runDevices(const DevicesOptions& o) {
+  std::vector<DeviceInfo> devs = discoverDevices();
+  if (o.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (auto& d : devs) {
+      nlohmann::json props = nlohmann::json::object();
+      for (auto& [k, v] : d.properties) props[k] = v;
+      j.push_back({{"name", d.name}, {"kind", d.kind}, {"properties", props}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return kExitOk;
+  }
+  for (auto& d : devs) {
+    std::cout << d.name << " (" << d.kind << ")\n";
+    for (auto& [k, v] : d.properties) std::cout << "  " << std::left << std::setw(14) << k << v << "\n";
+  }
+  for (auto& n : discoveryNotes()) std::cout << "note: " << n << "\n";
+  return kExitOk;
+}
+
+int runKernels(const KernelsOptions& o) {
+  const auto& defs = KernelRegistry::global().all();
+  std::vector<const KernelDef*> rows;
+  for (auto& d : defs)
+    if (o.op.empty() || d.opType == o.op) rows.push_back(&d);
+  if (rows.empty()) return fail("no kernel registered for op '" + o.op + "'");
+  std::stable_sort(rows.begin(), rows.end(), [](const KernelDef* a, const KernelDef* b) {
+    return a->opType < b->opType;
+  });
+  std::cout << std::left << std::setw(22) << "op" << std::setw(8) << "device" << std::setw(8)
+            << "impl" << std::setw(10) << "priority" << "dtypes\n";
+  for (auto* d : rows)
+    std::cout << std::left << std::setw(22) << d->opType << std::setw(8) << d->deviceKind
+              << std::setw(8) << d->impl << std::setw(10) << d->priority << d->dtypesText << "\n";
+  std::set<std::string> ops;
+  for (auto* d : rows) ops.insert(d->opType);
+  std::cout << rows.size() << " kernels for " << ops.size() << " ops\n";
+  return kExitOk;
+}
+
+int runCompile(const CompileOptionsCli& o) {
+  CompileOptions co;
+  std::string err = toCompileOptions(o.common, &co);
+  if (!err.empty()) return usage(err);
+  if (endsWith(o.model, ".tplan")) return usage("compile takes an ONNX model, not a plan");
+  std::string irText;
+  llvm::raw_string_ostream irStream(irText);
+  if (o.common.printIrAfterAll) co.printIrAfterAll = &irStream;
+  CompileResult r;
+  Status st = compileOnnxFile(o.model, ImportOptions{}, co, &r);
+  if (o.common.printIrAfterAll) std::cerr << irStream.str();
+  if (!st.isOk()) return fail(st.message());
+  printNotes(r);
+  printPlacementLog(o.common, r);
+  std::string bytes;
+  if (!r.plan.SerializeToString(&bytes)) return fail("cannot serialise the plan");
+  st = writeFileAtomic(o.output, bytes);
+  if (!st.isOk()) return fail(st.message());
+  int64_t peak = 0, unplanned = 0;
+  for (auto& a : r.plan.arenas()) peak += a.bytes(), unplanned += a.unplanned_bytes();
+  std::fprintf(stderr, "tandem: wrote %s: %d steps, %d values, arena peak %lld bytes (%lld without reuse)\n",
+               o.output.c_str(), r.plan.steps_size(), r.plan.values_size(), (long long)peak,
+               (long long)unplanned);
+  return kExitOk;
+}
+
+int runRun(const RunOptionsCli& o) {
+  CompileOptions co;
+  std::string err = toCompileOptions(o.common, &co);
+  if (!err.empty()) return usage(err);
+  if (!o.inputs.empty() && o.random) return usage("--inputs and --random exclude each other");
+  bool isPlan = endsWith(o.model, ".tplan");
+  if (isPlan && (!o.common.dims.empty() || !o.common.pins.empty()))
+    return usage("--dim and --pin apply when compiling an ONNX model, not to a .tplan");
+
+  std::vector<Tensor> given;
+  if (!o.inputs.empty()) {
+    Status st = readTensorDir(o.inputs, "input", &given, nullptr);
+    if (!st.isOk()) return fail(st.message());
+  }
+  Loaded m;
+  std::vector<Tensor> inputs;
+  if (isPlan) {
+    LoadOptions lo;
+    lo.threads = o.threads;
+    Status st = Executable::loadFile(o.model, lo, &m.exe);
+    if (!st.isOk()) return fail(st.message());
+    inputs = given;
+  } else {
+    Status st = loadOnnx(o.model, given, o.common, co, o.threads, &m, &inputs);
+    if (!st.isOk()) return fail(st.message());
+    printPlacementLog(o.common, m.compiled);
+  }
+  if (o.inputs.empty()) {
+    std::mt19937 rng(42);
+    for (const TensorType& t : m.exe->inputTypes()) inputs.push_back(randomTensor(t, rng));
+    std::cout << "inputs: random (seed 42)\n";
+  }
+  int warmup = o.warmup >= 0 ? o.warmup : (o.iterations > 1 ? 1 : 0);
+  std::vector<Tensor> outputs;
+  std::vector<double> times;
+  RunStats stats;
+  for (int i = 0; i < warmup + o.iterations; ++i) {
+    bool last = i == warmup + o.iterations - 1;
+    Status st = m.exe->run(inputs, &outputs, &stats, o.profile && last);
+    if (!st.isOk()) return fail(o.model + ": " + st.message());
+    if (i >= warmup) times.push_back(stats.seconds);
+  }
+  std::vector<Tensor> expected;
+  if (!o.expect.empty()) {
+    Status st = readTensorDir(o.expect, "output", &expected, nullptr);
+    if (!st.isOk()) return fail(st.message());
+    if (expected.size() != outputs.size())
+      return fail(o.expect + ": has " + std::to_string(expected.size()) + " outputs, the model " +
+                  std::to_string(outputs.size()));
+  }
+  bool allPass = true;
+  const auto& names = m.exe->outputNames();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::printf("output %zu '%s': %s checksum %.6g", i, names[i].c_str(),
+                typeString(outputs[i].dtype(), outputs[i].shape()).c_str(), checksum(outputs[i]));
+    if (!expected.empty()) {
+      Comparison c = compareTensors(outputs[i], expected[i], o.atol, o.rtol);
+      allPass &= c.pass;
+      std::printf("  max_abs_err %.3g max_rel_err %.3g  %s", c.maxAbsError, c.maxRelError,
+                  c.pass ? "PASS" : ("FAIL (" + c.reason + ")").c_str());
+    }
+    std::printf("\n");
+  }
+  double med = median(times) * 1e3, mn = *std::min_element(times.begin(), times.end()) * 1e3;
+  std::printf("latency: median %.3f ms, min %.3f ms over %zu runs (%d warm-up, threads %s)\n", med, mn,
+              times.size(), warmup, o.threads ? std::to_string(o.threads).c_str() : "all");
+  if (o.profile) {
+    std::printf("profile of the last run:\n");
+    for (auto& s : stats.steps)
+      std::printf("  %-28s %-20s %-8s %-40s %9.3f ms\n", s.name.c_str(), s.opType.c_str(),
+                  s.device.c_str(), s.impl.c_str(), s.seconds * 1e3);
+  }
+  if (!expected.empty()) std::printf("%s\n", allPass ? "PASS" : "FAIL");
+  return allPass ? kExitOk : kExitError;
+}
+
+int runBench(const BenchOptions& o) {
+  using Clock = std::chrono::steady_clock;
+  int status = kExitOk;
+  for (const std::string& dir : o.dirs) {
+    for (int k = 0; k < 16; ++k) {
+      if (!o.dataSets.empty() && std::find(o.dataSets.begin(), o.dataSets.end(), k) == o.dataSets.end())
+        continue;
+      std::string ds = dir + "/test_data_set_" + std::to_string(k);
+      std::ifstream probe(ds + "/input_0.pb");
+      if (!probe) {
+        if (k == 0) status = fail(ds + ": no input_0.pb");
+        break;
+      }
+      std::vector<Tensor> given, expected;
+      Status st = readTensorDir(ds, "input", &given, nullptr);
+      if (st.isOk()) st = readTensorDir(ds, "output", &expected, nullptr);
+      if (!st.isOk()) { status = fail(st.message()); continue; }
+      for (int threads : o.threads) {
+        Loaded m;
+        std::vector<Tensor> inputs, outputs;
+        CommonCompileFlags flags;
+        st = loadOnnx(dir + "/model.onnx", given, flags, CompileOptions{}, threads, &m, &inputs);
+        if (!st.isOk()) { status = fail(st.message()); continue; }
+        RunStats stats;
+        for (int i = 0; i < o.warmup && st.isOk(); ++i) st = m.exe->run(inputs, &outputs, &stats);
+        std::vector<double> times;
+        auto start = Clock::now();
+        while (st.isOk() && ((int)times.size() < o.minRuns ||
+                             std::chrono::duration<double>(Clock::now() - start).count() < o.minSec)) {
+          st = m.exe->run(inputs, &outputs, &stats);
+          times.push_back(stats.seconds);
+        }
+        if (!st.isOk()) { status = fail(st.message()); continue; }
+        double maxErr = 0;
+        for (size_t i = 0; i < outputs.size() && i < expected.size(); ++i)
+          maxErr = std::max(maxErr, compareTensors(outputs[i], expected[i], 0, 0).maxAbsError);
+        nlohmann::json j = {{"runtime", "tandem"},
+                            {"model", dir},
+                            {"data_set", k},
+                            {"batch", given[0].rank() ? given[0].dim(0) : 1},
+                            {"threads", threads},
+                            {"median_ms", median(times) * 1e3},
+                            {"min_ms", *std::min_element(times.begin(), times.end()) * 1e3},
+                            {"runs", times.size()},
+                            {"max_abs_err", maxErr}};
+        std::cout << j.dump() << std::endl;
+      }
+    }
+  }
+  return status;
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,54 @@
+// The `tandem` subcommands: options structs and entry points (each returns the exit code).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace CLI { class App; }
+
+namespace tandem::cli {
+
+constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2;
+
+/// Flags shared by compile and run (how an ONNX model is compiled).
+struct CommonCompileFlags {
+  std::vector<std::string> dims;      // NAME=VALUE symbolic dim bindings
+  std::vector<std::string> pins;      // NODE=DEVICE
+  bool strictPlacement = false;
+  std::string logPlacement;           // "", "text", "json"
+  bool logPlacementSet = false;
+  bool printIrAfterAll = false;
+};
+void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f);
+
+struct DevicesOptions { bool json = false; };
+struct KernelsOptions { std::string op; };
+struct CompileOptionsCli {
+  std::string model, output;
+  CommonCompileFlags common;
+};
+struct RunOptionsCli {
+  std::string model, inputs, expect;
+  bool random = false;
+  double atol = 1e-4, rtol = 1e-3;
+  int iterations = 1;
+  int warmup = -1;  // -1: 1 when iterations > 1, else 0
+  int threads = 0;
+  bool profile = false;
+  CommonCompileFlags common;
+};
+struct BenchOptions {
+  std::vector<std::string> dirs;
+  std::vector<int> threads = {1, 2};
+  int minRuns = 20;
+  double minSec = 3;
+  int warmup = 5;
+  std::vector<int> dataSets;
+};
+
+int runDevices(const DevicesOptions& o);
+int runKernels(const KernelsOptions& o);
+int runCompile(const CompileOptionsCli& o);
+int runRun(const RunOptionsCli& o);
+int runBench(const BenchOptions& o);
+
+}  // namespace tandem::cli

@@ -1,0 +1,79 @@
+// `tandem`: devices, kernels, compile, run, bench. Thin: parsing here, work in the driver.
+// Exit codes: 0 ok, 1 model or runtime error, 2 usage error.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include "tools/tandem/Commands.h"
+
+int main(int argc, char** argv) {
+  using namespace tandem::cli;
+  CLI::App app{"Tandem: compile ONNX models and C++ graphs into placed, memory-planned plans and "
+               "run them (CPU via oneDNN)."};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every command");
+
+  DevicesOptions devices;
+  CLI::App* devicesCmd = app.add_subcommand("devices", "List the live devices and their properties");
+  devicesCmd->add_flag("--json", devices.json, "Print JSON instead of a table");
+
+  KernelsOptions kernels;
+  CLI::App* kernelsCmd = app.add_subcommand("kernels", "Print the kernel registry as a table");
+  kernelsCmd->add_option("--op", kernels.op, "Only this op type (e.g. Conv)");
+
+  CompileOptionsCli compile;
+  CLI::App* compileCmd = app.add_subcommand(
+      "compile", "Compile an ONNX model into a plan file (.tplan)");
+  compileCmd->add_option("model", compile.model, "ONNX model file")->required();
+  compileCmd->add_option("-o,--output", compile.output, "Plan file to write")->required();
+  addCommonCompileFlags(compileCmd, compile.common);
+
+  RunOptionsCli run;
+  CLI::App* runCmd = app.add_subcommand(
+      "run", "Run an ONNX model or a plan on inputs, check outputs, time it");
+  runCmd->add_option("model", run.model, "MODEL.onnx or MODEL.tplan")->required();
+  auto* inputsOpt = runCmd->add_option("--inputs", run.inputs,
+                                       "Directory with input_0.pb, input_1.pb, ... (ONNX TensorProto)");
+  runCmd->add_flag("--random", run.random, "Use random inputs (uniform [0,1) floats, ints in [0,10))")
+      ->excludes(inputsOpt);
+  runCmd->add_option("--expect", run.expect,
+                     "Directory with output_0.pb, ...: report max abs/rel error and pass/fail");
+  runCmd->add_option("--atol", run.atol, "Absolute tolerance for --expect")->capture_default_str();
+  runCmd->add_option("--rtol", run.rtol, "Relative tolerance for --expect")->capture_default_str();
+  runCmd->add_option("--iterations", run.iterations, "Timed runs (median latency reported)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  runCmd->add_option("--warmup", run.warmup, "Untimed runs before timing")->check(CLI::NonNegativeNumber);
+  runCmd->add_option("--threads", run.threads, "Intra-op threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  runCmd->add_flag("--profile", run.profile, "Print per-step times of the last run");
+  addCommonCompileFlags(runCmd, run.common);
+
+  BenchOptions bench;
+  CLI::App* benchCmd = app.add_subcommand(
+      "bench", "Time models in the ONNX test layout (DIR/model.onnx + DIR/test_data_set_K/)");
+  benchCmd->add_option("dirs", bench.dirs, "Model directories")->required();
+  benchCmd->add_option("--threads", bench.threads, "Thread counts to time")->delimiter(',')
+      ->capture_default_str();
+  benchCmd->add_option("--min-runs", bench.minRuns, "Timed runs at least")->capture_default_str();
+  benchCmd->add_option("--min-sec", bench.minSec, "Timed seconds at least")->capture_default_str();
+  benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first")->capture_default_str();
+  benchCmd->add_option("--data-sets", bench.dataSets, "Only these test_data_set indices")->delimiter(',');
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "tandem: usage error: %s\nRun 'tandem --help' or 'tandem COMMAND --help'.\n",
+                 e.what());
+    return 2;
+  }
+  if (*devicesCmd) return runDevices(devices);
+  if (*kernelsCmd) return runKernels(kernels);
+  if (*compileCmd) return runCompile(compile);
+  if (*runCmd) return runRun(run);
+  if (*benchCmd) return runBench(bench);
+  return 2;
+}
