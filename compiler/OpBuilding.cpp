@@ -15,15 +15,24 @@ namespace tandem {
 
 mlir::Type dtypeToMlir(mlir::MLIRContext* ctx, DType t) {
   switch (t) {
-    case DType::F32: return mlir::Float32Type::get(ctx);
-    case DType::F64: return mlir::Float64Type::get(ctx);
-    case DType::F16: return mlir::Float16Type::get(ctx);
-    case DType::I32: return mlir::IntegerType::get(ctx, 32);
-    case DType::I64: return mlir::IntegerType::get(ctx, 64);
-    case DType::Bool: return mlir::IntegerType::get(ctx, 1);
-    case DType::I8: return mlir::IntegerType::get(ctx, 8);
-    case DType::U8: return mlir::IntegerType::get(ctx, 8, mlir::IntegerType::Unsigned);
-    default: return nullptr;
+    case DType::F32:
+      return mlir::Float32Type::get(ctx);
+    case DType::F64:
+      return mlir::Float64Type::get(ctx);
+    case DType::F16:
+      return mlir::Float16Type::get(ctx);
+    case DType::I32:
+      return mlir::IntegerType::get(ctx, 32);
+    case DType::I64:
+      return mlir::IntegerType::get(ctx, 64);
+    case DType::Bool:
+      return mlir::IntegerType::get(ctx, 1);
+    case DType::I8:
+      return mlir::IntegerType::get(ctx, 8);
+    case DType::U8:
+      return mlir::IntegerType::get(ctx, 8, mlir::IntegerType::Unsigned);
+    default:
+      return nullptr;
   }
 }
 
@@ -35,11 +44,16 @@ DType mlirToDType(mlir::Type t) {
   if (auto it = llvm::dyn_cast<mlir::IntegerType>(t)) {
     if (it.isSignless()) {
       switch (it.getWidth()) {
-        case 1: return DType::Bool;
-        case 8: return DType::I8;
-        case 32: return DType::I32;
-        case 64: return DType::I64;
-        default: return DType::Undefined;
+        case 1:
+          return DType::Bool;
+        case 8:
+          return DType::I8;
+        case 32:
+          return DType::I32;
+        case 64:
+          return DType::I64;
+        default:
+          return DType::Undefined;
       }
     }
     if (it.isUnsigned() && it.getWidth() == 8) return DType::U8;
@@ -124,18 +138,26 @@ std::string toAttrMap(llvm::StringRef onnxName, mlir::DictionaryAttr attributes,
       std::vector<float> floats;
       std::vector<std::string> strings;
       for (mlir::Attribute e : arr) {
-        if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(e)) ints.push_back(i.getValue().getSExtValue());
-        else if (auto f = llvm::dyn_cast<mlir::FloatAttr>(e)) floats.push_back((float)f.getValueAsDouble());
-        else if (auto s = llvm::dyn_cast<mlir::StringAttr>(e)) strings.push_back(s.str());
-        else return bad("has an array element that is not an int, float or string");
+        if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(e))
+          ints.push_back(i.getValue().getSExtValue());
+        else if (auto f = llvm::dyn_cast<mlir::FloatAttr>(e))
+          floats.push_back((float)f.getValueAsDouble());
+        else if (auto s = llvm::dyn_cast<mlir::StringAttr>(e))
+          strings.push_back(s.str());
+        else
+          return bad("has an array element that is not an int, float or string");
       }
       int kinds = !ints.empty() + !floats.empty() + !strings.empty();
       if (kinds > 1) return bad("mixes ints, floats and strings");
-      if (!floats.empty()) out->set(name.str(), Attr::ofFloats(std::move(floats)));
-      else if (!strings.empty()) out->set(name.str(), Attr::ofStrings(std::move(strings)));
-      else out->set(name.str(), Attr::ofInts(std::move(ints)));  // [] reads as empty INTS
+      if (!floats.empty())
+        out->set(name.str(), Attr::ofFloats(std::move(floats)));
+      else if (!strings.empty())
+        out->set(name.str(), Attr::ofStrings(std::move(strings)));
+      else
+        out->set(name.str(), Attr::ofInts(std::move(ints)));  // [] reads as empty INTS
     } else if (auto d = llvm::dyn_cast<mlir::DenseElementsAttr>(a)) {
-      if (mlirToDType(d.getElementType()) == DType::Undefined) return bad("has an unsupported element type");
+      if (mlirToDType(d.getElementType()) == DType::Undefined)
+        return bad("has an unsupported element type");
       out->set(name.str(), Attr::ofTensor(attrToTensor(d)));
     } else {
       return bad("is not an int, float, string, array or dense tensor");
@@ -146,12 +168,21 @@ std::string toAttrMap(llvm::StringRef onnxName, mlir::DictionaryAttr attributes,
 
 }  // namespace detail
 
+namespace {
+// The op's ODS-declared (inherent) attributes: for ONNX ops exactly its ONNX attributes.
+llvm::SmallVector<llvm::StringRef> attributeNamesOf(mlir::RegisteredOperationName info) {
+  llvm::SmallVector<llvm::StringRef> names;
+  for (mlir::StringAttr a : info.getAttributeNames()) names.push_back(a.getValue());
+  return names;
+}
+}  // namespace
+
 AttrMap toAttrMap(mlir::Operation* op) {
   AttrMap m;
   auto info = op->getRegisteredInfo();
   if (!info || !llvm::isa<TandemDialect>(op->getDialect())) return m;
-  std::string err = detail::toAttrMap(onnxOpType(op), op->getAttrDictionary(),
-                                      info->getAttributeNames(), &m);
+  llvm::SmallVector<llvm::StringRef> names = attributeNamesOf(*info);
+  std::string err = detail::toAttrMap(onnxOpType(op), op->getAttrDictionary(), names, &m);
   // The ODS verifier constrains attribute kinds, so a verified op always converts.
   assert(err.empty() && "toAttrMap on an op that does not verify");
   (void)err;
@@ -187,29 +218,40 @@ mlir::FailureOr<mlir::Operation*> createTandemOp(mlir::OpBuilder& b, mlir::Locat
 
   // Only ONNX attributes of this op are accepted: a stray one means the importer or the builder
   // did not normalise an older opset, and silently ignoring it would change semantics.
-  llvm::ArrayRef<llvm::StringRef> attrNames = info->getAttributeNames();
+  llvm::SmallVector<llvm::StringRef> attrNames = attributeNamesOf(*info);
   for (const mlir::NamedAttribute& a : attrs)
     if (!llvm::is_contained(attrNames, a.getName().getValue()))
       return mlir::emitError(loc) << onnxType << ": attribute '" << a.getName().getValue()
-                                  << "' is not an attribute of ONNX " << onnxType
-                                  << " at opset 17";
+                                  << "' is not an attribute of ONNX " << onnxType << " at opset 17";
   mlir::DictionaryAttr dict = mlir::DictionaryAttr::get(ctx, attrs);
 
   // Trailing skipped inputs are dropped; inner ones become a tandem.none value.
   size_t n = operands.size();
   while (n > 0 && !operands[n - 1]) --n;
   llvm::SmallVector<mlir::Value> ins;
-  for (size_t i = 0; i < n; ++i)
-    ins.push_back(operands[i] ? operands[i] : b.create<NoneOp>(loc).getResult());
+  llvm::SmallVector<mlir::Operation*> nones;
+  for (size_t i = 0; i < n; ++i) {
+    if (!operands[i]) nones.push_back(b.create<NoneOp>(loc));
+    ins.push_back(operands[i] ? operands[i] : nones.back()->getResult(0));
+  }
+  // A failed build leaves the IR as it was.
+  auto abandon = [&]() -> mlir::FailureOr<mlir::Operation*> {
+    for (mlir::Operation* none : nones) none->erase();
+    return mlir::failure();
+  };
 
   llvm::SmallVector<mlir::Type> types;
   if (onnxType == "Constant") {
-    if (!ins.empty()) return mlir::emitError(loc) << "Constant: takes no inputs";
-    if (mlir::failed(ConstantOp::inferReturnTypes(ctx, loc, ins, dict, {}, {}, types)))
-      return mlir::failure();
+    if (!ins.empty()) {
+      mlir::emitError(loc) << "Constant: takes no inputs";
+      return abandon();
+    }
+    if (mlir::failed(ConstantOp::inferReturnTypes(ctx, loc, ins, dict,
+                                                  mlir::OpaqueProperties(nullptr), {}, types)))
+      return abandon();
   } else if (mlir::failed(detail::inferOnnxOpTypes(onnxType, attrNames, ctx, loc, ins, dict,
                                                    numResults, types))) {
-    return mlir::failure();
+    return abandon();
   }
 
   mlir::OperationState state(loc, opName);
@@ -221,7 +263,7 @@ mlir::FailureOr<mlir::Operation*> createTandemOp(mlir::OpBuilder& b, mlir::Locat
   // has been reported at `loc`, and the half-built op must not stay in the IR.
   if (mlir::failed(mlir::verify(op, /*verifyRecursively=*/false))) {
     op->erase();
-    return mlir::failure();
+    return abandon();
   }
   return op;
 }

@@ -9,6 +9,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/TypeUtilities.h"
 
+// Generated from TandemOps.td.
 #include "compiler/TandemDialect.cpp.inc"
 
 #define GET_OP_CLASSES
@@ -70,12 +71,14 @@ mlir::Operation* TandemDialect::materializeConstant(mlir::OpBuilder& builder, ml
 
 mlir::OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValueAttr(); }
 
-mlir::LogicalResult ConstantOp::inferReturnTypes(
-    mlir::MLIRContext*, std::optional<mlir::Location> location, mlir::ValueRange,
-    mlir::DictionaryAttr attributes, mlir::OpaqueProperties, mlir::RegionRange,
-    llvm::SmallVectorImpl<mlir::Type>& inferred) {
+mlir::LogicalResult ConstantOp::inferReturnTypes(mlir::MLIRContext*,
+                                                 std::optional<mlir::Location> location,
+                                                 mlir::ValueRange, mlir::DictionaryAttr attributes,
+                                                 mlir::OpaqueProperties, mlir::RegionRange,
+                                                 llvm::SmallVectorImpl<mlir::Type>& inferred) {
   auto value = attributes ? attributes.getAs<mlir::ElementsAttr>("value") : nullptr;
-  if (!value) return mlir::emitOptionalError(location, "tandem.constant needs an elements attribute `value`");
+  if (!value)
+    return mlir::emitOptionalError(location, "tandem.constant needs an elements attribute `value`");
   inferred.push_back(value.getType());
   return mlir::success();
 }
@@ -93,7 +96,8 @@ size_t defaultNumResults(llvm::StringRef onnxName, const std::vector<OperandInfo
   if (attrs.has("num_outputs")) return (size_t)std::max<int64_t>(1, attrs.getInt("num_outputs", 1));
   if (in.size() > 1 && in[1].present) {
     if (in[1].value) return (size_t)std::max<int64_t>(1, in[1].value->numel());
-    if (in[1].dims.size() == 1 && in[1].dims[0] >= 0) return (size_t)std::max<int64_t>(1, in[1].dims[0]);
+    if (in[1].dims.size() == 1 && in[1].dims[0] >= 0)
+      return (size_t)std::max<int64_t>(1, in[1].dims[0]);
   }
   return 1;
 }
@@ -111,13 +115,13 @@ std::string collectOperands(llvm::StringRef onnxName, mlir::ValueRange operands,
       continue;
     }
     auto ranked = llvm::dyn_cast<mlir::RankedTensorType>(t);
-    if (!ranked)
-      return (onnxName + ": input " + llvm::Twine(i) + " has unknown rank").str();
+    if (!ranked) return (onnxName + ": input " + llvm::Twine(i) + " has unknown rank").str();
     info.dtype = mlirToDType(ranked.getElementType());
     if (info.dtype == DType::Undefined) {
       std::string s;
       llvm::raw_string_ostream os(s);
-      os << onnxName << ": input " << i << " has unsupported element type " << ranked.getElementType();
+      os << onnxName << ": input " << i << " has unsupported element type "
+         << ranked.getElementType();
       return os.str();
     }
     for (int64_t d : ranked.getShape())
@@ -140,10 +144,12 @@ mlir::LogicalResult fail(std::optional<mlir::Location> location, const std::stri
 
 }  // namespace
 
-mlir::LogicalResult inferOnnxOpTypes(llvm::StringRef onnxName, llvm::ArrayRef<llvm::StringRef> attrNames,
+mlir::LogicalResult inferOnnxOpTypes(llvm::StringRef onnxName,
+                                     llvm::ArrayRef<llvm::StringRef> attrNames,
                                      mlir::MLIRContext* ctx, std::optional<mlir::Location> location,
                                      mlir::ValueRange operands, mlir::DictionaryAttr attributes,
-                                     size_t numResults, llvm::SmallVectorImpl<mlir::Type>& inferred) {
+                                     size_t numResults,
+                                     llvm::SmallVectorImpl<mlir::Type>& inferred) {
   std::vector<OperandInfo> in;
   std::vector<Tensor> storage;
   std::string err = collectOperands(onnxName, operands, &in, &storage);
@@ -158,12 +164,14 @@ mlir::LogicalResult inferOnnxOpTypes(llvm::StringRef onnxName, llvm::ArrayRef<ll
   if (!err.empty()) return fail(location, err);
   if (results.size() != numResults)
     return fail(location, (onnxName + ": shape function gave " + llvm::Twine(results.size()) +
-                           " results, expected " + llvm::Twine(numResults)).str());
+                           " results, expected " + llvm::Twine(numResults))
+                              .str());
   for (auto [i, r] : llvm::enumerate(results)) {
     mlir::Type et = dtypeToMlir(ctx, r.dtype);
     if (!et)
       return fail(location, (onnxName + ": result " + llvm::Twine(i) + " has unsupported dtype " +
-                             dtypeName(r.dtype)).str());
+                             dtypeName(r.dtype))
+                                .str());
     llvm::SmallVector<int64_t> dims;
     for (int64_t d : r.dims) dims.push_back(d < 0 ? mlir::ShapedType::kDynamic : d);
     inferred.push_back(mlir::RankedTensorType::get(dims, et));
@@ -171,8 +179,10 @@ mlir::LogicalResult inferOnnxOpTypes(llvm::StringRef onnxName, llvm::ArrayRef<ll
   return mlir::success();
 }
 
-mlir::LogicalResult refineOnnxOpTypes(llvm::StringRef onnxName, llvm::ArrayRef<llvm::StringRef> attrNames,
-                                      mlir::MLIRContext* ctx, std::optional<mlir::Location> location,
+mlir::LogicalResult refineOnnxOpTypes(llvm::StringRef onnxName,
+                                      llvm::ArrayRef<llvm::StringRef> attrNames,
+                                      mlir::MLIRContext* ctx,
+                                      std::optional<mlir::Location> location,
                                       mlir::ValueRange operands, mlir::DictionaryAttr attributes,
                                       llvm::SmallVectorImpl<mlir::Type>& returnTypes) {
   llvm::SmallVector<mlir::Type, 4> inferred;

@@ -14,6 +14,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+// Generated from TandemOps.td; needs the MLIR headers above.
 #include "compiler/TandemDialect.h.inc"
 
 #define GET_OP_CLASSES
@@ -35,16 +36,20 @@ std::string toAttrMap(llvm::StringRef onnxName, mlir::DictionaryAttr attributes,
 /// named in `attrNames`), via tandem::inferResultTypes. `numResults` = 0 means the op's natural
 /// count (1; for Split num_outputs or the split input's length). Unknown dims (-1) become
 /// ShapedType::kDynamic. On error, emits "<reason>" at `location` (when given) and fails.
-mlir::LogicalResult inferOnnxOpTypes(llvm::StringRef onnxName, llvm::ArrayRef<llvm::StringRef> attrNames,
+mlir::LogicalResult inferOnnxOpTypes(llvm::StringRef onnxName,
+                                     llvm::ArrayRef<llvm::StringRef> attrNames,
                                      mlir::MLIRContext* ctx, std::optional<mlir::Location> location,
                                      mlir::ValueRange operands, mlir::DictionaryAttr attributes,
-                                     size_t numResults, llvm::SmallVectorImpl<mlir::Type>& inferred);
+                                     size_t numResults,
+                                     llvm::SmallVectorImpl<mlir::Type>& inferred);
 
 /// The verifier's check: infers as many results as `returnTypes` holds and requires each to be
 /// shape-compatible (equal dims or one dynamic) with the same element type. On success
 /// `returnTypes` is replaced by the more refined of each pair.
-mlir::LogicalResult refineOnnxOpTypes(llvm::StringRef onnxName, llvm::ArrayRef<llvm::StringRef> attrNames,
-                                      mlir::MLIRContext* ctx, std::optional<mlir::Location> location,
+mlir::LogicalResult refineOnnxOpTypes(llvm::StringRef onnxName,
+                                      llvm::ArrayRef<llvm::StringRef> attrNames,
+                                      mlir::MLIRContext* ctx,
+                                      std::optional<mlir::Location> location,
                                       mlir::ValueRange operands, mlir::DictionaryAttr attributes,
                                       llvm::SmallVectorImpl<mlir::Type>& returnTypes);
 

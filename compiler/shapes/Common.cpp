@@ -137,6 +137,12 @@ std::string checkIntVector(const Ctx& c, size_t i, const char* name, int64_t* le
   return "";
 }
 
+std::string rejectOldAttr(const Ctx& c, const char* attr, const std::string& input) {
+  if (!c.attrs.has(attr)) return "";
+  return c.fail(std::string("attribute ") + attr + " is the pre-opset-13 form; opset 17 takes it as " +
+                input);
+}
+
 std::string broadcastTwo(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                          const std::string& la, const std::string& lb, std::vector<int64_t>* out) {
   size_t r = std::max(a.size(), b.size());

@@ -10,7 +10,6 @@ const std::vector<DType> kSignedTypes = {DType::F16, DType::F32, DType::F64,
                                          DType::I32, DType::I64, DType::I8};
 const std::vector<DType> kAllTypes = {DType::F16, DType::F32, DType::F64, DType::I32, DType::I64,
                                       DType::U8,  DType::I8,  DType::Bool};
-const std::vector<DType> kNumericAndBool = kAllTypes;
 
 // n-way broadcast of operands [first, in.size()), labelled with `names`.
 std::string broadcastAll(const Ctx& c, size_t first, const std::vector<const char*>& names,
@@ -86,7 +85,7 @@ std::string inferCompare(const Ctx& c) {
   // Equal-13 also takes bool; Less-13/Greater-13 numeric only. Result is bool.
   static const std::vector<const char*> names = {"A", "B"};
   if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
-  if (auto e = checkDTypeIn(c, 0, c.op == "Equal" ? kNumericAndBool : kNumericTypes, names);
+  if (auto e = checkDTypeIn(c, 0, c.op == "Equal" ? kAllTypes : kNumericTypes, names);
       !e.empty())
     return e;
   if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
@@ -136,6 +135,8 @@ std::string inferPRelu(const Ctx& c) {
 std::string inferClip(const Ctx& c) {
   // Clip-13: min and max are optional scalar inputs of the input's dtype.
   static const std::vector<const char*> names = {"input", "min", "max"};
+  if (auto e = rejectOldAttr(c, "min", "input 1 (min)"); !e.empty()) return e;
+  if (auto e = rejectOldAttr(c, "max", "input 2 (max)"); !e.empty()) return e;
   if (auto e = checkArity(c, 1, 3, 1, 1, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, kNumericTypes, names); !e.empty()) return e;
   for (size_t i = 1; i < 3; ++i) {

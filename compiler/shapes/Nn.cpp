@@ -314,7 +314,7 @@ std::string inferLayerNorm(const Ctx& c) {
   std::vector<int64_t> normShape(x.begin() + axis, x.end());
   for (size_t i = 1; i < 3; ++i) {
     if (!c.has(i)) continue;
-    if (auto e = checkUnidirectional(normShape, c.in[i].dims, "the normalised shape",
+    if (auto e = checkUnidirectional(normShape, c.in[i].dims, "X's normalised",
                                      operandLabel(i, names[i]));
         !e.empty())
       return c.fail(e);

@@ -11,6 +11,8 @@ std::string inferReduce(const Ctx& c) {
   // noop_with_empty_axes=1, which makes the op an identity.
   bool axesInput = c.op == "ReduceSum";
   static const std::vector<const char*> names = {"data", "axes"};
+  if (axesInput)
+    if (auto e = rejectOldAttr(c, "axes", "input 1 (axes)"); !e.empty()) return e;
   if (auto e = checkArity(c, 1, axesInput ? 2 : 1, 1, 1, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, kNumericTypes, names); !e.empty()) return e;
   const auto& x = c.in[0].dims;

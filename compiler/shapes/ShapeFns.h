@@ -62,6 +62,10 @@ std::string broadcastTwo(const std::vector<int64_t>& a, const std::vector<int64_
 std::string checkUnidirectional(const std::vector<int64_t>& target, const std::vector<int64_t>& b,
                                 const std::string& lt, const std::string& lb);
 
+/// Rejects attribute `attr` that an older opset had and opset 13+ moved to input `input`
+/// ("input 1 (axes)"), so an unconverted old model fails instead of being silently misread.
+std::string rejectOldAttr(const Ctx& c, const char* attr, const std::string& input);
+
 extern const std::vector<DType> kFloatTypes;    // f16, f32, f64
 extern const std::vector<DType> kNumericTypes;  // floats + ints
 extern const std::vector<DType> kIntIndexTypes; // i32, i64

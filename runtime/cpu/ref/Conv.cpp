@@ -39,8 +39,7 @@ Status readGeometry(const KernelContext& ctx, bool transpose, ConvGeometry* g) {
     std::vector<int64_t> ks;
     TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "kernel_shape", ns, 1, &ks));
     if (ks != g->kernel)
-      return opError(ctx, "kernel_shape does not match the spatial dims of W " +
-                              shapeToString(ws));
+      return opError(ctx, "kernel_shape does not match the spatial dims of W " + shapeToString(ws));
   }
   TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "strides", ns, 1, &g->strides));
   TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "dilations", ns, 1, &g->dilations));
@@ -73,10 +72,11 @@ Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   ConvGeometry g;
   TANDEM_RETURN_IF_ERROR(readGeometry(ctx, false, &g));
   std::vector<int64_t> pb, pe;
-  TANDEM_RETURN_IF_ERROR(windowBeginPads(ctx, g.inSpatial, g.outSpatial, g.kernel, g.strides,
-                                         g.dilations, &pb, &pe));
-  auto table = std::make_shared<std::vector<int64_t>>(
-      windowTable(g.outSpatial, g.inSpatial, g.kernel, g.strides, g.dilations, pb));
+  TANDEM_RETURN_IF_ERROR(
+      windowBeginPads(ctx, g.inSpatial, g.outSpatial, g.kernel, g.strides, g.dilations, &pb, &pe));
+  auto table = std::make_shared<WindowTable>();
+  TANDEM_RETURN_IF_ERROR(windowTable(ctx, g.outSpatial, g.inSpatial, g.kernel, g.strides,
+                                     g.dilations, pb, table.get()));
   const int threads = std::max(1, ctx.threads);
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
@@ -90,7 +90,7 @@ Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       const int64_t Pin = numElements(g.inSpatial), Pout = numElements(g.outSpatial);
       const int64_t K = numElements(g.kernel);
       const int64_t Cg = g.C / g.group, Mg = g.M / g.group;
-      const int64_t* tab = table->data();
+      const int32_t* tab = table->data();
       const int64_t jobs = g.N * g.M;
 #pragma omp parallel num_threads(threads) if (jobs * Pout * Cg * K > 32768)
       {
@@ -104,7 +104,7 @@ Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
             const T* w = W + (m * Cg + c) * K;
             for (int64_t kk = 0; kk < K; ++kk) {
               const AccOf<T> wv = w[kk];
-              const int64_t* t = tab + kk * Pout;
+              const int32_t* t = tab + kk * Pout;
               for (int64_t p = 0; p < Pout; ++p)
                 if (t[p] >= 0) acc[p] += wv * AccOf<T>(x[t[p]]);
             }
@@ -131,12 +131,13 @@ Status transposeBeginPads(const KernelContext& ctx, const ConvGeometry& g,
   const std::string autoPad = ctx.attrs->getString("auto_pad", "NOTSET");
   if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
       autoPad != "SAME_LOWER")
-    return opError(ctx, "attribute auto_pad='" + autoPad + "' is not one of NOTSET, SAME_UPPER, "
-                        "SAME_LOWER, VALID");
+    return opError(ctx, "attribute auto_pad='" + autoPad +
+                            "' is not one of NOTSET, SAME_UPPER, "
+                            "SAME_LOWER, VALID");
   std::vector<int64_t> outPad;
   TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "output_padding", ns, 0, &outPad));
-  const bool derived = ctx.attrs->has("output_shape") || autoPad == "SAME_UPPER" ||
-                       autoPad == "SAME_LOWER";
+  const bool derived =
+      ctx.attrs->has("output_shape") || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
   pb->assign(ns, 0);
   if (derived) {
     for (size_t i = 0; i < ns; ++i) {
@@ -164,8 +165,9 @@ Status createConvTranspose(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
   std::vector<int64_t> pb;
   TANDEM_RETURN_IF_ERROR(transposeBeginPads(ctx, g, &pb));
   // Input position i and tap k contribute to output position i*s - pad + k*d.
-  auto table = std::make_shared<std::vector<int64_t>>(
-      windowTable(g.inSpatial, g.outSpatial, g.kernel, g.strides, g.dilations, pb));
+  auto table = std::make_shared<WindowTable>();
+  TANDEM_RETURN_IF_ERROR(windowTable(ctx, g.inSpatial, g.outSpatial, g.kernel, g.strides,
+                                     g.dilations, pb, table.get()));
   const int threads = std::max(1, ctx.threads);
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
@@ -179,7 +181,7 @@ Status createConvTranspose(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
       const int64_t Pin = numElements(g.inSpatial), Pout = numElements(g.outSpatial);
       const int64_t K = numElements(g.kernel);
       const int64_t Cg = g.C / g.group, Mg = g.M / g.group;
-      const int64_t* tab = table->data();
+      const int32_t* tab = table->data();
       const int64_t jobs = g.N * g.M;
       // One job per output channel: every scatter of a job lands in its own rows, so no races.
 #pragma omp parallel num_threads(threads) if (jobs * Pin * Cg * K > 32768)
@@ -195,7 +197,7 @@ Status createConvTranspose(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
             const T* w = W + (cin * Mg + mi) * K;
             for (int64_t kk = 0; kk < K; ++kk) {
               const AccOf<T> wv = w[kk];
-              const int64_t* t = tab + kk * Pin;
+              const int32_t* t = tab + kk * Pin;
               for (int64_t p = 0; p < Pin; ++p)
                 if (t[p] >= 0) acc[t[p]] += wv * AccOf<T>(x[p]);
             }
@@ -213,7 +215,7 @@ Status createConvTranspose(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
 
 AcceptsFn acceptsFloatConv() {
   return [](const std::vector<DType>& in) {
-    if (in.size() < 2 || !contains(kFloatTypes, in[0])) return false;
+    if (in.size() < 2 || !contains(floatTypes(), in[0])) return false;
     for (DType t : in)
       if (t != in[0]) return false;
     return true;

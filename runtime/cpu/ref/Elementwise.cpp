@@ -34,10 +34,9 @@ void applyBinary(const Broadcast2& bc, const TA* a, const TB* b, TO* y, Op op) {
     const TB s = b[0];
     for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], s);
   } else {
-    forEachStrided<2>(bc.out, {bc.sa.data(), bc.sb.data()}, {0, 0},
-                      [&](int64_t i, const std::array<int64_t, 2>& o) {
-                        y[i] = op(a[o[0]], b[o[1]]);
-                      });
+    forEachStrided<2>(
+        bc.out, {bc.sa.data(), bc.sb.data()}, {0, 0},
+        [&](int64_t i, const std::array<int64_t, 2>& o) { y[i] = op(a[o[0]], b[o[1]]); });
   }
 }
 
@@ -48,16 +47,6 @@ Status checkBroadcast(const KernelContext& ctx, const Shape& in, const Shape& ou
   return Status::ok();
 }
 
-/// accepts: every present input has the same dtype, which is in `types`.
-AcceptsFn acceptsAllSame(std::vector<DType> types) {
-  return [types](const std::vector<DType>& in) {
-    if (in.empty() || !contains(types, in[0])) return false;
-    for (DType t : in)
-      if (t != in[0]) return false;
-    return true;
-  };
-}
-
 // ---- unary ---------------------------------------------------------------------------------
 
 /// Factory for y = op(x) where op is made from the attributes; op(T) -> T for every T the
@@ -65,6 +54,7 @@ AcceptsFn acceptsAllSame(std::vector<DType> types) {
 template <typename MakeOp>
 KernelFactory unaryFactory(MakeOp makeOp) {
   return [makeOp](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
     auto op = makeOp(*ctx.attrs);
     RunFn fn;
     dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
@@ -114,11 +104,17 @@ auto softplusOp = [](auto x) {
 
 auto leakyReluMake = [](const AttrMap& a) {
   double alpha = a.getFloat("alpha", 0.01f);
-  return [alpha](auto x) { using T = decltype(x); return x < 0 ? T(T(alpha) * x) : x; };
+  return [alpha](auto x) {
+    using T = decltype(x);
+    return x < 0 ? T(T(alpha) * x) : x;
+  };
 };
 auto eluMake = [](const AttrMap& a) {
   double alpha = a.getFloat("alpha", 1.0f);
-  return [alpha](auto x) { using T = decltype(x); return x < 0 ? T(T(alpha) * std::expm1(x)) : x; };
+  return [alpha](auto x) {
+    using T = decltype(x);
+    return x < 0 ? T(T(alpha) * std::expm1(x)) : x;
+  };
 };
 auto seluMake = [](const AttrMap& a) {
   double alpha = a.getFloat("alpha", 1.67326319217681884765625f);
@@ -143,6 +139,7 @@ auto hardSigmoidMake = [](const AttrMap& a) {
 // Clip-13: min/max are optional scalar inputs; absent means unbounded. min > max gives max
 // everywhere, which min(max(x, lo), hi) produces.
 Status createClip(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
   for (size_t i = 1; i < 3; ++i) {
     if (!inputPresent(ctx, i)) continue;
     if (ctx.inputTypes[i].dtype != ctx.inputTypes[0].dtype)
@@ -154,6 +151,7 @@ Status createClip(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   // Clip-6 style attributes, for graphs that were not normalised to inputs.
   const Attr* minAttr = ctx.attrs->find("min");
   const Attr* maxAttr = ctx.attrs->find("max");
+  const ConstOperands consts(ctx);
   RunFn fn;
   dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -163,16 +161,19 @@ Status createClip(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
                                         : std::numeric_limits<T>::max();
     if (minAttr && minAttr->kind == Attr::Kind::Float) lo0 = T(minAttr->f);
     if (maxAttr && maxAttr->kind == Attr::Kind::Float) hi0 = T(maxAttr->f);
-    fn = [lo0, hi0](const Inputs& in, const Outputs& outs) -> Status {
+    fn = [lo0, hi0, consts](const Inputs& in, const Outputs& outs) -> Status {
       T lo = lo0, hi = hi0;
-      if (const Tensor* m = inputAt(in, 1)) lo = m->data<T>()[0];
-      if (const Tensor* m = inputAt(in, 2)) hi = m->data<T>()[0];
+      if (const Tensor* m = consts.get(in, 1)) lo = m->data<T>()[0];
+      if (const Tensor* m = consts.get(in, 2)) hi = m->data<T>()[0];
       const T* x = in[0]->data<T>();
       T* y = outs[0]->data<T>();
       const int64_t n = in[0]->numel();
       for (int64_t i = 0; i < n; ++i) {
         T v = x[i];
-        if (isNaN(v)) { y[i] = v; continue; }
+        if (isNaN(v)) {
+          y[i] = v;
+          continue;
+        }
         v = v < lo ? lo : v;
         y[i] = v > hi ? hi : v;
       }
@@ -191,45 +192,52 @@ template <typename T>
 Status runBinary(BinOp op, const Broadcast2& bc, const Tensor& a, const Tensor& b, Tensor& y) {
   const T* pa = a.data<T>();
   const T* pb = b.data<T>();
-  switch (op) {
-    case BinOp::Add:
-      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u + v); });
-      break;
-    case BinOp::Sub:
-      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u - v); });
-      break;
-    case BinOp::Mul:
-      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u * v); });
-      break;
-    case BinOp::Div:
-      if constexpr (std::is_integral_v<T>) {
-        // Integer division by zero traps in C++; it is a user error here.
-        for (int64_t i = 0, n = b.numel(); i < n; ++i)
-          if (pb[i] == 0) return Status::error("Div: integer division by zero");
-        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) {
-          // INT_MIN / -1 also traps; negation with wrap-around is the two's complement answer.
-          if constexpr (std::is_signed_v<T>)
-            if (v == T(-1)) return T(uint64_t(0) - uint64_t(u));
-          return T(u / v);
-        });
-      } else {
-        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u / v); });
-      }
-      break;
-    case BinOp::Equal:
-      applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u == v; });
-      break;
-    case BinOp::Less:
-      applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u < v; });
-      break;
-    case BinOp::Greater:
-      applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u > v; });
-      break;
-    case BinOp::PRelu:
-      applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return u < 0 ? T(v * u) : u; });
-      break;
+  if constexpr (std::is_same_v<T, bool>) {
+    // Only Equal accepts bool (registration); arithmetic on bool is never instantiated.
+    if (op != BinOp::Equal) return Status::error("bool operands are only supported by Equal");
+    applyBinary(bc, pa, pb, y.data<bool>(), [](bool u, bool v) { return u == v; });
+    return Status::ok();
+  } else {
+    switch (op) {
+      case BinOp::Add:
+        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u + v); });
+        break;
+      case BinOp::Sub:
+        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u - v); });
+        break;
+      case BinOp::Mul:
+        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u * v); });
+        break;
+      case BinOp::Div:
+        if constexpr (std::is_integral_v<T>) {
+          // Integer division by zero traps in C++; it is a user error here.
+          for (int64_t i = 0, n = b.numel(); i < n; ++i)
+            if (pb[i] == 0) return Status::error("Div: integer division by zero");
+          applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) {
+            // INT_MIN / -1 also traps; negation with wrap-around is the two's complement answer.
+            if constexpr (std::is_signed_v<T>)
+              if (v == T(-1)) return T(uint64_t(0) - uint64_t(u));
+            return T(u / v);
+          });
+        } else {
+          applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return T(u / v); });
+        }
+        break;
+      case BinOp::Equal:
+        applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u == v; });
+        break;
+      case BinOp::Less:
+        applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u < v; });
+        break;
+      case BinOp::Greater:
+        applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u > v; });
+        break;
+      case BinOp::PRelu:
+        applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return u < 0 ? T(v * u) : u; });
+        break;
+    }
+    return Status::ok();
   }
-  return Status::ok();
 }
 
 KernelFactory binaryFactory(BinOp op) {
@@ -237,6 +245,10 @@ KernelFactory binaryFactory(BinOp op) {
     if (ctx.inputTypes.size() != 2 || ctx.outputTypes.empty())
       return opError(ctx, "expects 2 inputs and 1 output");
     const Shape& ys = ctx.outputTypes[0].shape;
+    const bool compare = op == BinOp::Equal || op == BinOp::Less || op == BinOp::Greater;
+    const DType want = compare ? DType::Bool : ctx.inputTypes[0].dtype;
+    if (ctx.outputTypes[0].dtype != want)
+      return opError(ctx, std::string("output must be ") + dtypeName(want));
     TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[0].shape, ys, 0));
     TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[1].shape, ys, 1));
     if (op == BinOp::PRelu && ctx.inputTypes[0].shape != ys)
@@ -356,6 +368,8 @@ KernelFactory foldFactory(FoldOp op) {
 
 Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   if (ctx.inputTypes.size() != 3) return opError(ctx, "expects 3 inputs");
+  if (ctx.outputTypes[0].dtype != ctx.inputTypes[1].dtype)
+    return opError(ctx, "output dtype differs from the dtype of X and Y");
   const Shape ys = ctx.outputTypes[0].shape;
   for (int i = 0; i < 3; ++i)
     TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[i].shape, ys, i));
@@ -370,10 +384,9 @@ Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       const T* x = in[1]->data<T>();
       const T* yv = in[2]->data<T>();
       T* r = outs[0]->data<T>();
-      forEachStrided<3>(ys, {sc.data(), sx.data(), sy.data()}, {0, 0, 0},
-                        [&](int64_t i, const std::array<int64_t, 3>& o) {
-                          r[i] = c[o[0]] ? x[o[1]] : yv[o[2]];
-                        });
+      forEachStrided<3>(
+          ys, {sc.data(), sx.data(), sy.data()}, {0, 0, 0},
+          [&](int64_t i, const std::array<int64_t, 3>& o) { r[i] = c[o[0]] ? x[o[1]] : yv[o[2]]; });
       return Status::ok();
     };
   });
@@ -384,7 +397,7 @@ Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 }  // namespace
 
 void registerElementwiseKernels(KernelRegistry& r) {
-  const auto& F = kFloatTypes;
+  const auto& F = floatTypes();
   addRef(r, "Sqrt", F, unaryFactory(simple(sqrtOp)));
   addRef(r, "Exp", F, unaryFactory(simple(expOp)));
   addRef(r, "Log", F, unaryFactory(simple(logOp)));
@@ -397,19 +410,19 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "Elu", F, unaryFactory(eluMake));
   addRef(r, "Selu", F, unaryFactory(seluMake));
   addRef(r, "HardSigmoid", F, unaryFactory(hardSigmoidMake));
-  addRef(r, "Neg", kSignedTypes, unaryFactory(simple(negOp)));
-  addRef(r, "Abs", kNumericTypes, unaryFactory(simple(absOp)));
-  addRef(r, "Relu", kSignedTypes, unaryFactory(simple(reluOp)));
-  addRef(r, "Clip", kNumericTypes, createClip);
+  addRef(r, "Neg", signedTypes(), unaryFactory(simple(negOp)));
+  addRef(r, "Abs", numericTypes(), unaryFactory(simple(absOp)));
+  addRef(r, "Relu", signedTypes(), unaryFactory(simple(reluOp)));
+  addRef(r, "Clip", numericTypes(), createClip);
 
-  const auto& N = kNumericTypes;
+  const auto& N = numericTypes();
   addRef(r, "Add", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Add));
   addRef(r, "Sub", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Sub));
   addRef(r, "Mul", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Mul));
   addRef(r, "Div", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Div));
-  addRef(r, "PRelu", acceptsAllSame(kSignedTypes), dtypesToText(kSignedTypes),
+  addRef(r, "PRelu", acceptsAllSame(signedTypes()), dtypesToText(signedTypes()),
          binaryFactory(BinOp::PRelu));
-  addRef(r, "Equal", acceptsAllSame(kAllTypes), dtypesToText(kAllTypes),
+  addRef(r, "Equal", acceptsAllSame(allTypes()), dtypesToText(allTypes()),
          binaryFactory(BinOp::Equal));
   addRef(r, "Less", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Less));
   addRef(r, "Greater", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Greater));
@@ -418,17 +431,19 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "Sum", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Sum));
 
   const std::vector<DType> powBase = {DType::F32, DType::F64, DType::I32, DType::I64};
-  addRef(r, "Pow",
-         [powBase](const std::vector<DType>& in) {
-           return in.size() == 2 && contains(powBase, in[0]) && contains(kNumericTypes, in[1]);
-         },
-         "base f32,f64,i32,i64; exponent f32,f64,i32,i64,u8,i8", createPow);
-  addRef(r, "Where",
-         [](const std::vector<DType>& in) {
-           return in.size() == 3 && in[0] == DType::Bool && in[1] == in[2] &&
-                  contains(kAllTypes, in[1]);
-         },
-         "cond bool; values " + dtypesToText(kAllTypes), createWhere);
+  addRef(
+      r, "Pow",
+      [powBase](const std::vector<DType>& in) {
+        return in.size() == 2 && contains(powBase, in[0]) && contains(numericTypes(), in[1]);
+      },
+      "base f32,f64,i32,i64; exponent f32,f64,i32,i64,u8,i8", createPow);
+  addRef(
+      r, "Where",
+      [](const std::vector<DType>& in) {
+        return in.size() == 3 && in[0] == DType::Bool && in[1] == in[2] &&
+               contains(allTypes(), in[1]);
+      },
+      "cond bool; values " + dtypesToText(allTypes()), createWhere);
 }
 
 }  // namespace ref

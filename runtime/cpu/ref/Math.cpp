@@ -26,8 +26,8 @@ Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const Shape& as = ctx.inputTypes[0].shape;
   const Shape& bs = ctx.inputTypes[1].shape;
   if (as.size() != 2 || bs.size() != 2)
-    return opError(ctx, "A and B must be 2-D, got " + shapeToString(as) + " and " +
-                            shapeToString(bs));
+    return opError(ctx,
+                   "A and B must be 2-D, got " + shapeToString(as) + " and " + shapeToString(bs));
   const bool transA = ctx.attrs->getInt("transA", 0) != 0;
   const bool transB = ctx.attrs->getInt("transB", 0) != 0;
   const double alpha = ctx.attrs->getFloat("alpha", 1.0f);
@@ -40,8 +40,8 @@ Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
                             std::to_string(N));
   const Shape ys = {M, N};
   if (ctx.outputTypes[0].shape != ys)
-    return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) +
-                            " is not " + shapeToString(ys));
+    return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) + " is not " +
+                            shapeToString(ys));
   const bool hasC = inputPresent(ctx, 2);
   std::vector<int64_t> cs = {0, 0};
   if (hasC) {
@@ -109,17 +109,17 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     int64_t da = i + ba.size() >= batch.size() ? ba[i + ba.size() - batch.size()] : 1;
     int64_t db = i + bb.size() >= batch.size() ? bb[i + bb.size() - batch.size()] : 1;
     if (da != db && da != 1 && db != 1)
-      return opError(ctx, "batch dimensions do not broadcast: " +
-                              shapeToString(ctx.inputTypes[0].shape) + " x " +
-                              shapeToString(ctx.inputTypes[1].shape));
+      return opError(
+          ctx, "batch dimensions do not broadcast: " + shapeToString(ctx.inputTypes[0].shape) +
+                   " x " + shapeToString(ctx.inputTypes[1].shape));
     batch[i] = da == 1 ? db : da;
   }
   Shape ys = batch;
   if (!aVec) ys.push_back(M);
   if (!bVec) ys.push_back(N);
   if (ctx.outputTypes[0].shape != ys)
-    return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) +
-                            " is not " + shapeToString(ys));
+    return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) + " is not " +
+                            shapeToString(ys));
   // Element offsets of each batch's A and B matrices, in output batch order.
   std::vector<int64_t> sa = broadcastStrides(ba, batch), sb = broadcastStrides(bb, batch);
   std::vector<int64_t> aOff, bOff;
@@ -162,8 +162,8 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 void registerMathKernels(KernelRegistry& r) {
   const std::vector<DType> types = {DType::F32, DType::F64, DType::I32, DType::I64};
-  addRef(r, "Gemm", types, createGemm);
-  addRef(r, "MatMul", types, createMatMul);
+  addRef(r, "Gemm", acceptsAllSame(types), dtypesToText(types), createGemm);
+  addRef(r, "MatMul", acceptsAllSame(types), dtypesToText(types), createMatMul);
 }
 
 }  // namespace ref

@@ -1,6 +1,7 @@
 // Internal helpers shared by the reference CPU kernels: kernel wrapper, registration, dtype
 // dispatch, axis normalisation, strided/broadcast index iteration. Not a public header.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -39,17 +40,21 @@ inline Status makeKernel(std::unique_ptr<Kernel>* out, RunFn fn) {
   return Status::ok();
 }
 
+/// Who reports an error: kept by run() closures, which outlive the KernelContext.
+struct OpName {
+  std::string opType, nodeName;
+  OpName(const KernelContext& ctx) : opType(ctx.opType), nodeName(ctx.nodeName) {}  // NOLINT
+};
+
 /// "Conv 'conv1': <msg>" (node name omitted when empty).
-inline Status opError(const KernelContext& ctx, const std::string& msg) {
-  std::string p = ctx.opType;
-  if (!ctx.nodeName.empty()) p += " '" + ctx.nodeName + "'";
+inline Status opError(const OpName& op, const std::string& msg) {
+  std::string p = op.opType;
+  if (!op.nodeName.empty()) p += " '" + op.nodeName + "'";
   return Status::error(p + ": " + msg);
 }
 
 /// Input i of a run, or nullptr when absent (past the end or skipped).
-inline const Tensor* inputAt(const Inputs& in, size_t i) {
-  return i < in.size() ? in[i] : nullptr;
-}
+inline const Tensor* inputAt(const Inputs& in, size_t i) { return i < in.size() ? in[i] : nullptr; }
 inline Tensor* outputAt(const Outputs& out, size_t i) { return i < out.size() ? out[i] : nullptr; }
 inline bool inputPresent(const KernelContext& ctx, size_t i) {
   return i < ctx.inputTypes.size() && ctx.inputTypes[i].present();
@@ -62,15 +67,45 @@ inline const Tensor* constInputAt(const KernelContext& ctx, size_t i) {
   return i < ctx.constInputs.size() ? ctx.constInputs[i] : nullptr;
 }
 
+/// Load-time copies of an op's small constant operands (shape operands such as Slice's starts),
+/// so that run() also works when the executor hands nullptr for an input it treats as folded.
+/// A tensor given to run() always wins over the copy.
+class ConstOperands {
+ public:
+  ConstOperands() = default;
+  /// Copies ctx.constInputs[i] for i >= firstIndex (input 0 is data, never copied).
+  explicit ConstOperands(const KernelContext& ctx, size_t firstIndex = 1) {
+    saved_.resize(ctx.constInputs.size());
+    for (size_t i = firstIndex; i < ctx.constInputs.size(); ++i)
+      if (ctx.constInputs[i]) saved_[i] = Tensor::copyOf(*ctx.constInputs[i]);
+  }
+  const Tensor* get(const Inputs& in, size_t i) const {
+    if (const Tensor* t = i < in.size() ? in[i] : nullptr) return t;
+    return i < saved_.size() && saved_[i].defined() ? &saved_[i] : nullptr;
+  }
+  /// `in` with each missing operand replaced by its load-time copy.
+  Inputs resolve(const Inputs& in) const {
+    Inputs r(std::max(in.size(), saved_.size()), nullptr);
+    for (size_t i = 0; i < r.size(); ++i) r[i] = get(in, i);
+    return r;
+  }
+
+ private:
+  std::vector<Tensor> saved_;
+};
+
 // ---- dtype sets and dispatch -------------------------------------------------------------
 
-extern const std::vector<DType> kFloatTypes;    // f32, f64
-extern const std::vector<DType> kSignedTypes;   // f32, f64, i32, i64, i8
-extern const std::vector<DType> kNumericTypes;  // f32, f64, i32, i64, u8, i8
-extern const std::vector<DType> kAllTypes;      // kNumericTypes + bool
-extern const std::vector<DType> kIndexTypes;    // i32, i64
+// Functions rather than globals so registration is safe during static initialisation.
+const std::vector<DType>& floatTypes();    // f32, f64
+const std::vector<DType>& signedTypes();   // f32, f64, i32, i64, i8
+const std::vector<DType>& numericTypes();  // f32, f64, i32, i64, u8, i8
+const std::vector<DType>& allTypes();      // numericTypes() + bool
+const std::vector<DType>& indexTypes();    // i32, i64
 
 bool contains(const std::vector<DType>& set, DType t);
+/// accepts: every present input has the same dtype, which is in `types`.
+AcceptsFn acceptsAllSame(std::vector<DType> types);
 /// "f32,f64,i32".
 std::string dtypesToText(const std::vector<DType>& set);
 
@@ -128,8 +163,10 @@ using AccOf = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 
 template <typename T>
 inline bool isNaN(T v) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
-  else return false;
+  if constexpr (std::is_floating_point_v<T>)
+    return std::isnan(v);
+  else
+    return false;
 }
 
 // ---- registration --------------------------------------------------------------------------
@@ -137,7 +174,9 @@ inline bool isNaN(T v) {
 /// Adds a "cpu"/"ref" def (priority 0) for `op` accepting inputs whose first dtype is in `types`.
 void addRef(KernelRegistry& r, const std::string& op, const std::vector<DType>& types,
             KernelFactory create);
-/// Same, with a custom accepts predicate and display text.
+/// Same, with a custom accepts predicate and display text. Every def's factory first checks that
+/// input 0 (except for Constant) and output 0 are present and that output 0 has the dtype of
+/// input 0 (except for ops that define their own output dtype).
 void addRef(KernelRegistry& r, const std::string& op, AcceptsFn accepts, std::string dtypesText,
             KernelFactory create);
 
@@ -161,12 +200,13 @@ std::vector<int64_t> rowMajorStrides(const Shape& s);
 std::vector<int64_t> broadcastStrides(const Shape& in, const Shape& out);
 /// True when `in` broadcasts to `out` (unidirectionally).
 bool broadcastsTo(const Shape& in, const Shape& out);
+/// Error unless output `output` has exactly the shape of input 0 (elementwise-in-place ops).
+Status checkSameShape(const KernelContext& ctx, size_t output = 0);
 /// Product of s[begin, end).
 int64_t product(const Shape& s, size_t begin, size_t end);
 
 /// Integer operand values (i32 or i64 tensor) as int64; error names the op and the operand.
-Status readInts(const KernelContext& ctx, const Tensor* t, const char* what,
-                std::vector<int64_t>* out);
+Status readInts(const OpName& op, const Tensor* t, const char* what, std::vector<int64_t>* out);
 /// Element `i` of a numeric tensor as double (for scalar operands such as Clip's min).
 double elementAsDouble(const Tensor& t, int64_t i);
 
@@ -231,11 +271,12 @@ Status windowBeginPads(const KernelContext& ctx, const Shape& inSpatial, const S
 /// `bounds` of the coordinate iter_d * strides_d - pads_d + k_d * dilations_d, or -1 when that
 /// falls outside `bounds`. Conv/pools iterate outputs and bound by the input; ConvTranspose
 /// iterates inputs and bounds by the output. Built once at kernel creation (static shapes).
-std::vector<int64_t> windowTable(const Shape& iter, const Shape& bounds,
-                                 const std::vector<int64_t>& kernel,
-                                 const std::vector<int64_t>& strides,
-                                 const std::vector<int64_t>& dilations,
-                                 const std::vector<int64_t>& pads);
+/// Offsets are 32-bit to halve the table; error when `bounds` has 2^31 elements or more.
+using WindowTable = std::vector<int32_t>;
+Status windowTable(const OpName& op, const Shape& iter, const Shape& bounds,
+                   const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                   const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads,
+                   WindowTable* table);
 
 /// Reads an INTS attribute of exactly `n` values, or `dflt` repeated when absent.
 Status intsAttr(const KernelContext& ctx, const char* name, size_t n, int64_t dflt,

@@ -1,5 +1,7 @@
 // Registration of the reference CPU kernels and the helpers of RefCommon.h.
 #include <algorithm>
+#include <cassert>
+#include <set>
 
 #include "runtime/cpu/ref/RefCommon.h"
 
@@ -18,17 +20,40 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
 
 namespace ref {
 
-const std::vector<DType> kFloatTypes = {DType::F32, DType::F64};
-const std::vector<DType> kSignedTypes = {DType::F32, DType::F64, DType::I32, DType::I64,
-                                         DType::I8};
-const std::vector<DType> kNumericTypes = {DType::F32, DType::F64, DType::I32,
-                                          DType::I64, DType::U8,  DType::I8};
-const std::vector<DType> kAllTypes = {DType::F32, DType::F64, DType::I32, DType::I64,
-                                      DType::U8,  DType::I8,  DType::Bool};
-const std::vector<DType> kIndexTypes = {DType::I32, DType::I64};
+const std::vector<DType>& floatTypes() {
+  static const std::vector<DType> t = {DType::F32, DType::F64};
+  return t;
+}
+const std::vector<DType>& signedTypes() {
+  static const std::vector<DType> t = {DType::F32, DType::F64, DType::I32, DType::I64, DType::I8};
+  return t;
+}
+const std::vector<DType>& numericTypes() {
+  static const std::vector<DType> t = {DType::F32, DType::F64, DType::I32,
+                                       DType::I64, DType::U8,  DType::I8};
+  return t;
+}
+const std::vector<DType>& allTypes() {
+  static const std::vector<DType> t = {DType::F32, DType::F64, DType::I32, DType::I64,
+                                       DType::U8,  DType::I8,  DType::Bool};
+  return t;
+}
+const std::vector<DType>& indexTypes() {
+  static const std::vector<DType> t = {DType::I32, DType::I64};
+  return t;
+}
 
 bool contains(const std::vector<DType>& set, DType t) {
   return std::find(set.begin(), set.end(), t) != set.end();
+}
+
+AcceptsFn acceptsAllSame(std::vector<DType> types) {
+  return [types](const std::vector<DType>& in) {
+    if (in.empty() || !contains(types, in[0])) return false;
+    for (DType t : in)
+      if (t != in[0]) return false;
+    return true;
+  };
 }
 
 std::string dtypesToText(const std::vector<DType>& set) {
@@ -51,8 +76,39 @@ void addRef(KernelRegistry& r, const std::string& op, AcceptsFn accepts, std::st
   d.priority = 0;
   d.accepts = std::move(accepts);
   d.dtypesText = std::move(dtypesText);
-  d.create = std::move(create);
+  // Checks every factory relies on, done once here: a data input and a first output exist, and
+  // the first output has the data dtype unless the op defines its own output dtype. A wrong
+  // output dtype would make a kernel write past a smaller buffer.
+  static const std::set<std::string> ownOutputDType = {
+      "Equal",           "Less",     "Greater", "Cast", "Shape", "ArgMax",
+      "ConstantOfShape", "Constant", "Where"};
+  const bool checkDType = !ownOutputDType.count(op);
+  const bool needsInput = op != "Constant";
+  d.create = [create = std::move(create), checkDType, needsInput](
+                 const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    assert(ctx.attrs && "KernelContext::attrs must not be null");
+    if (ctx.outputTypes.empty() || !ctx.outputTypes[0].present())
+      return opError(ctx, "output 0 is required");
+    if (needsInput && (ctx.inputTypes.empty() || !ctx.inputTypes[0].present()))
+      return opError(ctx, "input 0 is required");
+    if (ctx.constInputs.size() > ctx.inputTypes.size())
+      return opError(ctx, "more constant inputs than inputs");
+    if (checkDType && ctx.outputTypes[0].dtype != ctx.inputTypes[0].dtype)
+      return opError(ctx, std::string("output dtype ") + dtypeName(ctx.outputTypes[0].dtype) +
+                              " differs from the input dtype " +
+                              dtypeName(ctx.inputTypes[0].dtype));
+    return create(ctx, out);
+  };
   r.add(std::move(d));
+}
+
+Status checkSameShape(const KernelContext& ctx, size_t output) {
+  if (ctx.outputTypes[output].shape != ctx.inputTypes[0].shape)
+    return opError(ctx, "output " + std::to_string(output) + " shape " +
+                            shapeToString(ctx.outputTypes[output].shape) +
+                            " differs from the input shape " +
+                            shapeToString(ctx.inputTypes[0].shape));
+  return Status::ok();
 }
 
 bool normalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
@@ -89,8 +145,7 @@ int64_t product(const Shape& s, size_t begin, size_t end) {
   return p;
 }
 
-Status readInts(const KernelContext& ctx, const Tensor* t, const char* what,
-                std::vector<int64_t>* out) {
+Status readInts(const OpName& ctx, const Tensor* t, const char* what, std::vector<int64_t>* out) {
   out->clear();
   if (!t) return opError(ctx, std::string(what) + " is absent");
   const int64_t n = t->numel();
@@ -151,13 +206,14 @@ Status windowBeginPads(const KernelContext& ctx, const Shape& inSpatial, const S
   }
   if (autoPad == "VALID") return Status::ok();
   if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
-    return opError(ctx, "attribute auto_pad='" + autoPad + "' is not one of NOTSET, SAME_UPPER, "
-                        "SAME_LOWER, VALID");
+    return opError(ctx, "attribute auto_pad='" + autoPad +
+                            "' is not one of NOTSET, SAME_UPPER, "
+                            "SAME_LOWER, VALID");
   // The output extent is ceil(in / stride); the odd pixel of padding goes to the end for
   // SAME_UPPER and to the beginning for SAME_LOWER (ONNX Conv-11).
   for (size_t i = 0; i < n; ++i) {
-    int64_t total = (outSpatial[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 -
-                    inSpatial[i];
+    int64_t total =
+        (outSpatial[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - inSpatial[i];
     if (total < 0) total = 0;
     int64_t begin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
     (*beginPads)[i] = begin;
@@ -166,17 +222,18 @@ Status windowBeginPads(const KernelContext& ctx, const Shape& inSpatial, const S
   return Status::ok();
 }
 
-std::vector<int64_t> windowTable(const Shape& iter, const Shape& bounds,
-                                 const std::vector<int64_t>& kernel,
-                                 const std::vector<int64_t>& strides,
-                                 const std::vector<int64_t>& dilations,
-                                 const std::vector<int64_t>& pads) {
+Status windowTable(const OpName& op, const Shape& iter, const Shape& bounds,
+                   const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                   const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads,
+                   WindowTable* table) {
+  if (numElements(bounds) >= int64_t(std::numeric_limits<int32_t>::max()))
+    return opError(op, "spatial extent " + shapeToString(bounds) + " is too large");
   const int64_t P = numElements(iter), K = numElements(kernel);
   const size_t r = iter.size();
   const std::vector<int64_t> bst = rowMajorStrides(bounds);
-  std::vector<int64_t> table(size_t(K * P), -1);
+  table->assign(size_t(K * P), -1);
   forEachIndex(kernel, [&](int64_t kk, const int64_t* k) {
-    int64_t* row = table.data() + kk * P;
+    int32_t* row = table->data() + kk * P;
     forEachIndex(iter, [&](int64_t p, const int64_t* o) {
       int64_t off = 0;
       for (size_t d = 0; d < r; ++d) {
@@ -184,10 +241,10 @@ std::vector<int64_t> windowTable(const Shape& iter, const Shape& bounds,
         if (c < 0 || c >= bounds[d]) return;
         off += c * bst[d];
       }
-      row[p] = off;
+      row[p] = int32_t(off);
     });
   });
-  return table;
+  return Status::ok();
 }
 
 }  // namespace ref

@@ -1,0 +1,290 @@
+// Plan emission: walks the final @main once, writing values, steps, constants, arenas and the
+// placement log (text like TF's log_device_placement, and JSON; schema in docs/placement-log.md).
+#include "compiler/pipeline/EmitPlan.h"
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "compiler/OpBuilding.h"
+#include "compiler/TandemDialect.h"
+#include "passes/Passes.h"
+
+namespace tandem {
+
+namespace {
+
+void fillAttribute(const std::string& name, const Attr& a, plan::Attribute* out) {
+  out->set_name(name);
+  switch (a.kind) {
+    case Attr::Kind::Int:
+      out->set_kind(plan::Attribute::INT);
+      out->set_i(a.i);
+      break;
+    case Attr::Kind::Float:
+      out->set_kind(plan::Attribute::FLOAT);
+      out->set_f(a.f);
+      break;
+    case Attr::Kind::String:
+      out->set_kind(plan::Attribute::STRING);
+      out->set_s(a.s);
+      break;
+    case Attr::Kind::Ints:
+      out->set_kind(plan::Attribute::INTS);
+      for (int64_t v : a.ints) out->add_ints(v);
+      break;
+    case Attr::Kind::Floats:
+      out->set_kind(plan::Attribute::FLOATS);
+      for (float v : a.floats) out->add_floats(v);
+      break;
+    case Attr::Kind::Strings:
+      out->set_kind(plan::Attribute::STRINGS);
+      for (const std::string& v : a.strings) out->add_strings(v);
+      break;
+    case Attr::Kind::Tensor: {
+      out->set_kind(plan::Attribute::TENSOR);
+      plan::TensorData* t = out->mutable_t();
+      t->set_dtype((int32_t)a.t.dtype());
+      for (int64_t d : a.t.shape()) t->add_dims(d);
+      t->set_raw(a.t.raw(), a.t.bytes());
+      break;
+    }
+  }
+}
+
+std::map<std::string, int64_t> readDeviceBytes(mlir::ModuleOp module, const char* attrName) {
+  std::map<std::string, int64_t> out;
+  if (auto dict = module->getAttrOfType<mlir::DictionaryAttr>(attrName))
+    for (mlir::NamedAttribute na : dict)
+      if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(na.getValue()))
+        out[na.getName().str()] = i.getInt();
+  return out;
+}
+
+// Builds the plan; `log` collects what the placement log reports.
+class PlanEmitter {
+ public:
+  PlanEmitter(mlir::ModuleOp module, CompileResult* result)
+      : module_(module), plan_(result->plan), result_(result) {}
+
+  mlir::LogicalResult run() {
+    mlir::func::FuncOp main = getMainFunc(module_);
+    if (!main) return module_.emitError("emit-plan: module has no func.func @main");
+    plan_.Clear();
+    plan_.set_version(1);
+    plan_.set_producer("tandem 0.1");
+    if (auto name = module_->getAttrOfType<mlir::StringAttr>(kModelNameAttr))
+      plan_.set_model_name(name.str());
+
+    for (mlir::BlockArgument arg : main.getArguments()) {
+      auto offset =
+          main.getArgAttrOfType<mlir::IntegerAttr>(arg.getArgNumber(), kArgArenaOffsetAttr);
+      if (!offset)
+        return main.emitError() << "emit-plan: input '" << valueName(arg)
+                                << "' has no arena offset; run --tandem-plan-memory first";
+      std::string device = deviceOfValue(arg);
+      auto id = addValue(arg, plan::Value::INPUT, device.empty() ? "cpu" : device, offset.getInt(),
+                         main.getLoc());
+      if (mlir::failed(id)) return mlir::failure();
+      plan_.add_inputs(*id);
+    }
+
+    for (mlir::Operation& op : main.getBody().front()) {
+      if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          int id = ids_.lookup(v);
+          plan_.add_outputs(id);
+          // The graph output's own name is the best name for the value it returns.
+          auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kNameAttr);
+          plan::Value* pv = plan_.mutable_values(id);
+          if (name && pv->kind() != plan::Value::INPUT && !outputNamed_.count(id)) {
+            pv->set_name(name.str());
+            outputNamed_.insert(id);
+          }
+        }
+        continue;
+      }
+      if (llvm::isa<NoneOp>(op)) {
+        ids_[op.getResult(0)] = -1;
+        continue;
+      }
+      if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
+        if (mlir::failed(addConstant(c))) return mlir::failure();
+        continue;
+      }
+      if (mlir::failed(addStep(&op))) return mlir::failure();
+    }
+
+    std::map<std::string, int64_t> peak = readDeviceBytes(module_, kArenaPeakAttr);
+    std::map<std::string, int64_t> unplanned = readDeviceBytes(module_, kArenaUnplannedAttr);
+    for (const auto& [device, bytes] : peak) {
+      plan::Arena* a = plan_.add_arenas();
+      a->set_device(device);
+      a->set_bytes(bytes);
+      a->set_unplanned_bytes(unplanned.count(device) ? unplanned[device] : 0);
+    }
+    writeLog(peak, unplanned);
+    return mlir::success();
+  }
+
+ private:
+  mlir::FailureOr<int> addValue(mlir::Value v, plan::Value::Kind kind, const std::string& device,
+                                int64_t offset, mlir::Location loc) {
+    auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+    if (!type || !type.hasStaticShape())
+      return mlir::emitError(loc) << "emit-plan: value '" << valueName(v) << "' has type "
+                                  << v.getType() << "; a plan needs static shapes";
+    DType dt = mlirToDType(type.getElementType());
+    int id = plan_.values_size();
+    plan::Value* pv = plan_.add_values();
+    pv->set_id(id);
+    pv->set_name(valueName(v));
+    pv->set_dtype((int32_t)dt);
+    for (int64_t d : type.getShape()) pv->add_dims(d);
+    pv->set_device(device);
+    pv->set_kind(kind);
+    pv->set_arena_offset(offset);
+    pv->set_bytes(type.getNumElements() * (int64_t)dtypeSize(dt));
+    ids_[v] = id;
+    return id;
+  }
+
+  mlir::LogicalResult addConstant(ConstantOp c) {
+    auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(c.getValue());
+    if (!dense) return c.emitError("emit-plan: constant is not a dense elements attribute");
+    std::string device = deviceOfOp(c);
+    auto id = addValue(c.getResult(), plan::Value::CONSTANT, device.empty() ? "cpu" : device, 0,
+                       c.getLoc());
+    if (mlir::failed(id)) return mlir::failure();
+    Tensor t = attrToTensor(dense);
+    plan::TensorData* td = plan_.mutable_values(*id)->mutable_constant();
+    td->set_dtype((int32_t)t.dtype());
+    for (int64_t d : t.shape()) td->add_dims(d);
+    td->set_raw(t.raw(), t.bytes());
+    constantsPerDevice_[plan_.values(*id).device()] += 1;
+    constantBytesPerDevice_[plan_.values(*id).device()] += (int64_t)t.bytes();
+    return mlir::success();
+  }
+
+  mlir::LogicalResult addStep(mlir::Operation* op) {
+    std::string device = deviceOfOp(op);
+    if (device.empty())
+      return op->emitError("emit-plan: op has no device; run --tandem-place first");
+    auto offsets = op->getAttrOfType<mlir::ArrayAttr>(kArenaOffsetAttr);
+    if (!offsets || offsets.size() != op->getNumResults())
+      return op->emitError(
+          "emit-plan: op has no arena_offset per result; run --tandem-plan-memory first");
+
+    plan::Step* step = plan_.add_steps();
+    step->set_op_type(onnxOpType(op));
+    if (auto copy = llvm::dyn_cast<CopyOp>(op))
+      // A copy keeps its producer's location for messages but needs its own name in profiles.
+      step->set_name("copy:" + valueName(copy.getInput()) + "->" + copy.getTo().str());
+    else
+      step->set_name(nodeName(op->getLoc()));
+    step->set_location(locationString(op->getLoc()));
+    step->set_device(device);
+    auto reason = op->getAttrOfType<mlir::StringAttr>(kPlacementReasonAttr);
+    step->set_placement_reason(reason ? reason.str() : "");
+    AttrMap attrs = toAttrMap(op);
+    for (const auto& [name, a] : attrs.all()) fillAttribute(name, a, step->add_attrs());
+    for (mlir::Value v : op->getOperands()) {
+      auto it = ids_.find(v);
+      assert(it != ids_.end() && "operand used before its definition");
+      step->add_inputs(it->second);
+    }
+    for (auto [i, r] : llvm::enumerate(op->getResults())) {
+      // Stored per result; a Copy's result lives on its destination, which is its device.
+      auto off = llvm::cast<mlir::IntegerAttr>(offsets[i]).getInt();
+      auto id = addValue(r, plan::Value::INTERMEDIATE, device, off, op->getLoc());
+      if (mlir::failed(id)) return mlir::failure();
+      step->add_outputs(*id);
+    }
+
+    // Log entries.
+    std::string name = step->name().empty() ? valueName(op->getResult(0)) : step->name();
+    if (auto copy = llvm::dyn_cast<CopyOp>(op)) {
+      int64_t bytes = plan_.values(step->outputs(0)).bytes();
+      std::string value = valueName(copy.getInput());
+      logLines_.push_back("copy " + value + ": " + copy.getFrom().str() + " -> " +
+                          copy.getTo().str() + ", " + std::to_string(bytes) + " bytes");
+      copies_.push_back({{"value", value},
+                         {"from", copy.getFrom().str()},
+                         {"to", copy.getTo().str()},
+                         {"bytes", bytes},
+                         {"location", step->location()}});
+      bytesMoved_ += bytes;
+      return mlir::success();
+    }
+    std::vector<std::string> candidates;
+    if (auto cands = op->getAttrOfType<mlir::ArrayAttr>(kPlacementCandidatesAttr))
+      for (mlir::Attribute a : cands)
+        if (auto s = llvm::dyn_cast<mlir::StringAttr>(a)) candidates.push_back(s.str());
+    std::string candText;
+    for (const std::string& c : candidates) candText += (candText.empty() ? "" : ", ") + c;
+    logLines_.push_back(name + " (" + step->op_type() + "): " + device + " [" +
+                        step->placement_reason() + "] candidates: " + candText);
+    ops_.push_back({{"name", name},
+                    {"op_type", step->op_type()},
+                    {"device", device},
+                    {"reason", step->placement_reason()},
+                    {"candidates", candidates},
+                    {"location", step->location()}});
+    opsPerDevice_[device] += 1;
+    return mlir::success();
+  }
+
+  void writeLog(const std::map<std::string, int64_t>& peak,
+                const std::map<std::string, int64_t>& unplanned) {
+    std::ostringstream text;
+    for (const std::string& line : logLines_) text << line << "\n";
+    std::string opsText, peakText;
+    for (const auto& [d, n] : opsPerDevice_)
+      opsText += (opsText.empty() ? "" : ", ") + d + " " + std::to_string(n);
+    for (const auto& [d, n] : peak)
+      peakText += (peakText.empty() ? "" : ", ") + d + " " + std::to_string(n) + " bytes";
+    text << "summary: ops: " << (opsText.empty() ? "none" : opsText)
+         << "; copies: " << copies_.size() << " (" << bytesMoved_
+         << " bytes moved); arena peak: " << (peakText.empty() ? "none" : peakText) << "\n";
+    result_->placementLogText = text.str();
+
+    std::vector<std::string> devices;
+    if (auto list = module_->getAttrOfType<mlir::ArrayAttr>(kDevicesAttr))
+      for (mlir::Attribute a : list) devices.push_back(llvm::cast<mlir::StringAttr>(a).str());
+    nlohmann::json j;
+    j["version"] = 1;
+    j["model"] = plan_.model_name();
+    j["devices"] = devices;
+    j["ops"] = ops_.empty() ? nlohmann::json::array() : nlohmann::json(ops_);
+    j["copies"] = copies_.empty() ? nlohmann::json::array() : nlohmann::json(copies_);
+    j["constants"] = {{"count_per_device", constantsPerDevice_},
+                      {"bytes_per_device", constantBytesPerDevice_}};
+    j["summary"] = {{"ops_per_device", opsPerDevice_},
+                    {"copies", copies_.size()},
+                    {"bytes_moved", bytesMoved_},
+                    {"arena_peak_bytes", peak},
+                    {"arena_unplanned_bytes", unplanned}};
+    // Node names come from the model file: replace invalid UTF-8 rather than throw.
+    result_->placementLogJson = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    plan_.set_placement_log_json(result_->placementLogJson);
+  }
+
+  mlir::ModuleOp module_;
+  plan::Plan& plan_;
+  CompileResult* result_;
+  llvm::DenseMap<mlir::Value, int> ids_;
+  std::set<int> outputNamed_;
+  std::vector<std::string> logLines_;
+  std::vector<nlohmann::json> ops_, copies_;
+  std::map<std::string, int64_t> opsPerDevice_, constantsPerDevice_, constantBytesPerDevice_;
+  int64_t bytesMoved_ = 0;
+};
+
+}  // namespace
+
+mlir::LogicalResult emitPlan(mlir::ModuleOp module, CompileResult* result) {
+  return PlanEmitter(module, result).run();
+}
+
+}  // namespace tandem

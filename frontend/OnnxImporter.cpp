@@ -1,0 +1,840 @@
+// ONNX ModelProto → tandem dialect: one translation class, node by node (like Toy's MLIRGen).
+#include "frontend/OnnxImporter.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <queue>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "compiler/OpBuilding.h"
+#include "compiler/ShapeInference.h"
+#include "compiler/TandemDialect.h"
+#include "frontend/OnnxTensor.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+
+namespace tandem {
+namespace {
+
+constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMaxOpset = 17;
+
+bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+const char* attrTypeName(onnx::AttributeProto::AttributeType t) {
+  switch (t) {
+    case onnx::AttributeProto::FLOAT: return "FLOAT";
+    case onnx::AttributeProto::INT: return "INT";
+    case onnx::AttributeProto::STRING: return "STRING";
+    case onnx::AttributeProto::TENSOR: return "TENSOR";
+    case onnx::AttributeProto::GRAPH: return "GRAPH";
+    case onnx::AttributeProto::SPARSE_TENSOR: return "SPARSE_TENSOR";
+    case onnx::AttributeProto::TYPE_PROTO: return "TYPE_PROTO";
+    case onnx::AttributeProto::FLOATS: return "FLOATS";
+    case onnx::AttributeProto::INTS: return "INTS";
+    case onnx::AttributeProto::STRINGS: return "STRINGS";
+    case onnx::AttributeProto::TENSORS: return "TENSORS";
+    case onnx::AttributeProto::GRAPHS: return "GRAPHS";
+    case onnx::AttributeProto::SPARSE_TENSORS: return "SPARSE_TENSORS";
+    case onnx::AttributeProto::TYPE_PROTOS: return "TYPE_PROTOS";
+    default: return "UNDEFINED";
+  }
+}
+
+// Models older than IR version 0.0.2 may leave AttributeProto.type unset; the filled field says.
+onnx::AttributeProto::AttributeType attrType(const onnx::AttributeProto& a) {
+  if (a.type() != onnx::AttributeProto::UNDEFINED) return a.type();
+  if (a.has_f()) return onnx::AttributeProto::FLOAT;
+  if (a.has_i()) return onnx::AttributeProto::INT;
+  if (a.has_s()) return onnx::AttributeProto::STRING;
+  if (a.has_t()) return onnx::AttributeProto::TENSOR;
+  if (a.has_g()) return onnx::AttributeProto::GRAPH;
+  if (a.floats_size()) return onnx::AttributeProto::FLOATS;
+  if (a.ints_size()) return onnx::AttributeProto::INTS;
+  if (a.strings_size()) return onnx::AttributeProto::STRINGS;
+  return onnx::AttributeProto::UNDEFINED;
+}
+
+std::string oneLine(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s;
+}
+
+Tensor scalarOf(DType dt, double v) {
+  Tensor t = Tensor::alloc(dt, {});
+  dispatchDType(dt, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, bool>) *t.data<uint8_t>() = v != 0;
+    else *t.data<T>() = static_cast<T>(v);
+  });
+  return t;
+}
+
+/// The node being translated: its ONNX form after normalisation to opset 17.
+struct NodeForm {
+  std::string opType;
+  llvm::SmallVector<mlir::Value> operands;          // null = skipped optional input
+  std::map<std::string, mlir::Attribute> attrs;     // ONNX name → MLIR attribute
+  unsigned numResults = 1;
+};
+
+class OnnxImporter {
+ public:
+  OnnxImporter(mlir::MLIRContext* ctx, std::string source, const ImportOptions& options)
+      : ctx_(ctx), b_(ctx), source_(std::move(source)), options_(options),
+        fileLoc_(mlir::FileLineColLoc::get(ctx, source_, 0, 0)) {}
+
+  mlir::OwningOpRef<mlir::ModuleOp> import(const onnx::ModelProto& model, std::string* error);
+
+ private:
+  // ---- steps, in order ----
+  mlir::LogicalResult checkOpsets(const onnx::ModelProto& model);
+  mlir::LogicalResult indexGraph();
+  mlir::LogicalResult sortNodes(std::vector<int>* order);
+  mlir::LogicalResult declareInputs(llvm::SmallVectorImpl<mlir::Type>* argTypes);
+  mlir::LogicalResult importNode(int index);
+  mlir::LogicalResult buildReturn(mlir::func::FuncOp func, llvm::ArrayRef<mlir::Type> argTypes);
+
+  // ---- node translation helpers ----
+  mlir::LogicalResult checkLegacyOp(int index);
+  mlir::LogicalResult convertAttribute(int index, const onnx::AttributeProto& a,
+                                       mlir::Attribute* out);
+  mlir::LogicalResult normalise(int index, mlir::Location loc, NodeForm* f);
+  mlir::LogicalResult importConstant(int index, mlir::Location loc);
+  mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
+  mlir::FailureOr<mlir::Operation*> create(int index, mlir::Location loc, const NodeForm& f);
+  mlir::Value constInts(mlir::Location loc, llvm::ArrayRef<int64_t> v);
+  mlir::Value valueFor(const std::string& name);
+  mlir::Location nodeLoc(int index);
+
+  // ---- errors ----
+  std::string nodeLabel(int index) const;
+  mlir::LogicalResult fail(const std::string& msg);
+  mlir::LogicalResult failNode(int index, const std::string& reason);
+  /// The first error diagnostic MLIR emitted since the last call, "" if none.
+  std::string takeDiagnostic();
+
+  mlir::MLIRContext* ctx_;
+  mlir::OpBuilder b_;
+  std::string source_;
+  const ImportOptions& options_;
+  mlir::Location fileLoc_;
+  const onnx::GraphProto* graph_ = nullptr;
+  int64_t opset_ = 0;
+
+  std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
+  std::unordered_map<std::string, int> producer_;  // value name → index of the node making it
+  std::unordered_set<std::string> graphInputs_;    // declared graph inputs (incl. initializers)
+  std::unordered_map<std::string, mlir::Value> values_;
+
+  std::string error_;
+  std::string diagnostic_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+std::string OnnxImporter::nodeLabel(int index) const {
+  const onnx::NodeProto& n = graph_->node(index);
+  std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+  return "node '" + name + "' (" + n.op_type() + ")";
+}
+
+mlir::LogicalResult OnnxImporter::fail(const std::string& msg) {
+  if (error_.empty()) error_ = oneLine(source_ + ": " + msg);
+  return mlir::failure();
+}
+
+mlir::LogicalResult OnnxImporter::failNode(int index, const std::string& reason) {
+  return fail(nodeLabel(index) + ": " + reason);
+}
+
+std::string OnnxImporter::takeDiagnostic() {
+  std::string d = std::move(diagnostic_);
+  diagnostic_.clear();
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The translation
+// ---------------------------------------------------------------------------------------------
+
+mlir::OwningOpRef<mlir::ModuleOp> OnnxImporter::import(const onnx::ModelProto& model,
+                                                        std::string* error) {
+  ctx_->getOrLoadDialect<TandemDialect>();
+  ctx_->getOrLoadDialect<mlir::func::FuncDialect>();
+  // Shape errors arrive as diagnostics from createTandemOp; keep the first, report it per node.
+  mlir::ScopedDiagnosticHandler handler(ctx_, [&](mlir::Diagnostic& d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostic_.empty())
+      diagnostic_ = d.str();
+    return mlir::success();
+  });
+
+  auto done = [&](mlir::OwningOpRef<mlir::ModuleOp> m) {
+    if (!m && error) *error = error_.empty() ? source_ + ": import failed" : error_;
+    return m;
+  };
+
+  if (!model.has_graph()) {
+    (void)fail("not a valid ONNX model (no graph)");
+    return done(nullptr);
+  }
+  graph_ = &model.graph();
+  if (mlir::failed(checkOpsets(model)) || mlir::failed(indexGraph())) return done(nullptr);
+  std::vector<int> order;
+  if (mlir::failed(sortNodes(&order))) return done(nullptr);
+
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(fileLoc_);
+  auto func = mlir::func::FuncOp::create(fileLoc_, "main", b_.getFunctionType({}, {}));
+  module->push_back(func);
+  mlir::Block* entry = func.addEntryBlock();
+  b_.setInsertionPointToStart(entry);
+
+  llvm::SmallVector<mlir::Type> argTypes;
+  if (mlir::failed(declareInputs(&argTypes))) return done(nullptr);
+  for (int index : order)
+    if (mlir::failed(importNode(index))) return done(nullptr);
+  if (mlir::failed(buildReturn(func, argTypes))) return done(nullptr);
+  return done(std::move(module));
+}
+
+mlir::LogicalResult OnnxImporter::checkOpsets(const onnx::ModelProto& model) {
+  bool found = false;
+  for (const auto& o : model.opset_import()) {
+    if (!isDefaultDomain(o.domain())) continue;  // other domains are checked per node
+    found = true;
+    opset_ = o.version();
+  }
+  // IR version 1-2 models predate opset_import and mean opset 1. A later model without a
+  // default-domain entry may only use other domains (indexGraph rejects it otherwise).
+  if (!found) {
+    opset_ = model.ir_version() < 3 ? 1 : 0;
+    if (opset_ == 0) return mlir::success();
+  }
+  if (opset_ < 1 || opset_ > kMaxOpset) {
+    return fail("unsupported opset " + std::to_string(opset_) + " (supported: " +
+                std::to_string(kMinOpset) + "–" + std::to_string(kMaxOpset) + ")");
+  }
+  return mlir::success();
+}
+
+// Ops of opsets 1–6 are accepted where their definition is still the one in force at opset 7
+// (Elu-6, Softplus-1, GlobalAveragePool-1, ...), or where the legacy form has an exact opset-17
+// rewrite (the broadcast/axis attributes of Add-6 and friends, is_test/consumed_inputs, ...).
+mlir::LogicalResult OnnxImporter::checkLegacyOp(int index) {
+  if (opset_ >= kMinOpset) return mlir::success();
+  const std::string& op = graph_->node(index).op_type();
+  const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(op, (int)opset_, "");
+  const onnx::OpSchema* s7 = onnx::OpSchemaRegistry::Schema(op, (int)kMinOpset, "");
+  if (!s) return failNode(index, op + " is not defined in opset " + std::to_string(opset_));
+  if (s7 && s7->SinceVersion() == s->SinceVersion()) return mlir::success();
+  static const std::unordered_set<std::string> rewritten = {
+      "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater", "Gemm",
+      "BatchNormalization", "Dropout", "AveragePool", "PRelu"};
+  if (rewritten.count(op)) return mlir::success();
+  return failNode(index, op + "-" + std::to_string(s->SinceVersion()) + " (opset " +
+                             std::to_string(opset_) +
+                             ") is not supported: its definition changed in opset " +
+                             std::to_string(s7 ? s7->SinceVersion() : kMinOpset) +
+                             " (supported: " + std::to_string(kMinOpset) + "–" +
+                             std::to_string(kMaxOpset) + ")");
+}
+
+// Checks every node before building anything, so the first reported error is the first bad node
+// in file order: foreign domain, unknown op, legacy op, or an input nothing produces.
+mlir::LogicalResult OnnxImporter::indexGraph() {
+  for (const auto& init : graph_->initializer()) initializers_[init.name()] = &init;
+  for (const auto& in : graph_->input()) graphInputs_.insert(in.name());
+  for (const auto& [name, _] : options_.constantInputs) {
+    if (!graphInputs_.count(name))
+      return fail("constant input '" + name + "' is not a graph input of the model");
+  }
+
+  for (int i = 0; i < graph_->node_size(); ++i) {
+    const onnx::NodeProto& n = graph_->node(i);
+    for (const std::string& out : n.output()) {
+      if (out.empty()) continue;
+      if (producer_.count(out)) {
+        return failNode(i, "output '" + out + "' is also produced by " +
+                               nodeLabel(producer_[out]) + " (a value must have one producer)");
+      }
+      if (graphInputs_.count(out) || initializers_.count(out))
+        return failNode(i, "output '" + out + "' has the name of a graph input or initializer");
+      producer_[out] = i;
+    }
+  }
+  for (int i = 0; i < graph_->node_size(); ++i) {
+    const onnx::NodeProto& n = graph_->node(i);
+    if (!isDefaultDomain(n.domain())) {
+      return failNode(i, "op domain '" + n.domain() + "' is not supported (only the default "
+                         "ONNX domain is)");
+    }
+    if (opset_ == 0)
+      return failNode(i, "the model imports no opset of the default ONNX domain (opset_import)");
+    if (!isKnownOp(n.op_type()))
+      return failNode(i, "unsupported op type '" + n.op_type() + "'");
+    if (mlir::failed(checkLegacyOp(i))) return mlir::failure();
+    for (const std::string& in : n.input()) {
+      if (in.empty() || producer_.count(in) || graphInputs_.count(in) || initializers_.count(in))
+        continue;
+      return failNode(i, "input '" + in + "' is not produced by any node, graph input or "
+                         "initializer (missing initializer?)");
+    }
+    bool anyOutput = std::any_of(n.output().begin(), n.output().end(),
+                                 [](const std::string& o) { return !o.empty(); });
+    if (!anyOutput) return failNode(i, "has no outputs");
+  }
+  for (const auto& out : graph_->output()) {
+    if (!producer_.count(out.name()) && !graphInputs_.count(out.name()) &&
+        !initializers_.count(out.name())) {
+      return fail("graph output '" + out.name() +
+                  "' is not produced by any node, graph input or initializer");
+    }
+  }
+  return mlir::success();
+}
+
+// Kahn's algorithm, taking the lowest file index among ready nodes so a sorted graph keeps its
+// order (and its IR reads like the file).
+mlir::LogicalResult OnnxImporter::sortNodes(std::vector<int>* order) {
+  int n = graph_->node_size();
+  std::vector<std::vector<int>> users(n);
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> deps(n);
+  for (int i = 0; i < n; ++i) {
+    for (const std::string& in : graph_->node(i).input()) {
+      auto it = producer_.find(in);
+      if (in.empty() || it == producer_.end()) continue;
+      deps[i].push_back(it->second);
+      users[it->second].push_back(i);
+      ++pending[i];
+    }
+  }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i)
+    if (pending[i] == 0) ready.push(i);
+  std::vector<bool> done(n, false);
+  while (!ready.empty()) {
+    int i = ready.top();
+    ready.pop();
+    done[i] = true;
+    order->push_back(i);
+    for (int u : users[i])
+      if (--pending[u] == 0) ready.push(u);
+  }
+  if ((int)order->size() == n) return mlir::success();
+
+  // Every unsorted node waits on another unsorted node, so walking those edges must revisit one:
+  // that node and the walk since its first visit form a cycle.
+  int start = 0;
+  while (done[start]) ++start;
+  std::vector<int> path;
+  std::vector<int> seenAt(n, -1);
+  int cur = start;
+  while (seenAt[cur] < 0) {
+    seenAt[cur] = (int)path.size();
+    path.push_back(cur);
+    int next = -1;
+    for (int d : deps[cur])
+      if (!done[d]) { next = d; break; }
+    assert(next >= 0 && "unsorted node with all dependencies sorted");
+    cur = next;
+  }
+  // The walk follows producer edges, i.e. against the data flow: print it reversed.
+  std::vector<int> cycle(path.begin() + seenAt[cur], path.end());
+  std::reverse(cycle.begin(), cycle.end());
+  // Start at the node that comes first in the file, so the message is stable.
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+  auto name = [&](int i) {
+    const onnx::NodeProto& nd = graph_->node(i);
+    return nd.name().empty() ? nd.op_type() + "_" + std::to_string(i) : nd.name();
+  };
+  std::string chain;
+  for (int i : cycle) chain += name(i) + " -> ";
+  chain += name(cycle.front());
+  return failNode(cycle.front(), "graph has a cycle (" + chain + ")");
+}
+
+mlir::LogicalResult OnnxImporter::declareInputs(llvm::SmallVectorImpl<mlir::Type>* argTypes) {
+  mlir::Block* entry = b_.getInsertionBlock();
+  auto func = llvm::cast<mlir::func::FuncOp>(entry->getParentOp());
+  std::vector<std::pair<std::string, mlir::ArrayAttr>> argInfo;
+
+  for (const onnx::ValueInfoProto& in : graph_->input()) {
+    const std::string& name = in.name();
+    mlir::Location loc = mlir::NameLoc::get(b_.getStringAttr(name), fileLoc_);
+    auto cst = options_.constantInputs.find(name);
+    bool isInit = initializers_.count(name) != 0;
+    if (cst == options_.constantInputs.end() && isInit) continue;  // a constant, made on use
+
+    if (!in.type().has_tensor_type())
+      return fail("graph input '" + name + "' is not a tensor (sequence, map and optional "
+                  "types are not supported)");
+    const auto& tt = in.type().tensor_type();
+    int32_t code = tt.elem_type();
+    if (!isKnownDType(code) || code == (int32_t)DType::F16) {
+      return fail("graph input '" + name + "' has element type " +
+                  onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)code) +
+                  ", which is not supported");
+    }
+    DType dtype = (DType)code;
+
+    if (cst != options_.constantInputs.end()) {
+      // A fed constant must match what the model declares, or shapes would be inferred from a
+      // tensor the model never meant to accept.
+      const Tensor& t = cst->second;
+      bool ok = t.dtype() == dtype;
+      if (ok && tt.has_shape()) {
+        ok = tt.shape().dim_size() == t.rank();
+        for (int d = 0; ok && d < t.rank(); ++d) {
+          const auto& dim = tt.shape().dim(d);
+          if (dim.has_dim_value() && dim.dim_value() != t.dim(d)) ok = false;
+        }
+      }
+      if (!ok) {
+        return fail("constant input '" + name + "' is " + dtypeName(t.dtype()) +
+                    shapeToString(t.shape()) + " but the model declares " + dtypeName(dtype) +
+                    (tt.has_shape() ? " of rank " + std::to_string(tt.shape().dim_size())
+                                    : std::string()));
+      }
+      values_[name] = createConstant(b_, loc, t);
+      continue;
+    }
+
+    if (!tt.has_shape()) {
+      return fail("graph input '" + name +
+                  "' has no shape (unknown rank is not supported; give the model a shape)");
+    }
+    llvm::SmallVector<int64_t> dims;
+    llvm::SmallVector<mlir::Attribute> params;
+    for (const auto& dim : tt.shape().dim()) {
+      if (dim.has_dim_value() && dim.dim_value() >= 0) {
+        dims.push_back(dim.dim_value());
+        params.push_back(b_.getStringAttr(""));
+      } else {
+        dims.push_back(mlir::ShapedType::kDynamic);
+        params.push_back(b_.getStringAttr(dim.has_dim_param() ? dim.dim_param() : ""));
+      }
+    }
+    auto type = mlir::RankedTensorType::get(dims, dtypeToMlir(ctx_, dtype));
+    argTypes->push_back(type);
+    values_[name] = entry->addArgument(type, loc);
+    argInfo.push_back({name, b_.getArrayAttr(params)});
+  }
+
+  func.setType(b_.getFunctionType(*argTypes, {}));
+  for (size_t i = 0; i < argInfo.size(); ++i) {
+    func.setArgAttr(i, "tandem.name", b_.getStringAttr(argInfo[i].first));
+    func.setArgAttr(i, "tandem.dim_params", argInfo[i].second);
+  }
+  return mlir::success();
+}
+
+mlir::Value OnnxImporter::valueFor(const std::string& name) {
+  auto it = values_.find(name);
+  if (it != values_.end()) return it->second;
+  // Initializers become constants where first used: unused ones cost nothing and never fail.
+  auto init = initializers_.find(name);
+  assert(init != initializers_.end() && "indexGraph checked every input name");
+  Tensor t;
+  Status st = tensorFromProto(*init->second, &t);
+  if (!st.isOk()) {
+    (void)fail(st.message());  // names the initializer ("tensor 'w': ...")
+    return nullptr;
+  }
+  mlir::Value v = createConstant(b_, mlir::NameLoc::get(b_.getStringAttr(name), fileLoc_), t);
+  values_[name] = v;
+  return v;
+}
+
+mlir::Location OnnxImporter::nodeLoc(int index) {
+  const onnx::NodeProto& n = graph_->node(index);
+  std::string name = n.name().empty() ? n.op_type() + "_" + std::to_string(index) : n.name();
+  return mlir::NameLoc::get(b_.getStringAttr(name), fileLoc_);
+}
+
+mlir::Value OnnxImporter::constInts(mlir::Location loc, llvm::ArrayRef<int64_t> v) {
+  return createConstant(
+      b_, loc, Tensor::fromVector<int64_t>({(int64_t)v.size()}, std::vector<int64_t>(v.begin(), v.end())));
+}
+
+mlir::LogicalResult OnnxImporter::convertAttribute(int index, const onnx::AttributeProto& a,
+                                                   mlir::Attribute* out) {
+  switch (attrType(a)) {
+    case onnx::AttributeProto::FLOAT: *out = b_.getF32FloatAttr(a.f()); return mlir::success();
+    case onnx::AttributeProto::INT: *out = b_.getI64IntegerAttr(a.i()); return mlir::success();
+    case onnx::AttributeProto::STRING: *out = b_.getStringAttr(a.s()); return mlir::success();
+    case onnx::AttributeProto::INTS:
+      *out = b_.getI64ArrayAttr(llvm::SmallVector<int64_t>(a.ints().begin(), a.ints().end()));
+      return mlir::success();
+    case onnx::AttributeProto::FLOATS:
+      *out = b_.getF32ArrayAttr(llvm::SmallVector<float>(a.floats().begin(), a.floats().end()));
+      return mlir::success();
+    case onnx::AttributeProto::STRINGS: {
+      llvm::SmallVector<llvm::StringRef> s(a.strings().begin(), a.strings().end());
+      *out = b_.getStrArrayAttr(s);
+      return mlir::success();
+    }
+    case onnx::AttributeProto::TENSOR: {
+      Tensor t;
+      Status st = tensorFromProto(a.t(), &t);
+      if (!st.isOk()) return failNode(index, "attribute '" + a.name() + "': " + st.message());
+      *out = tensorToAttr(ctx_, t);
+      return mlir::success();
+    }
+    default:
+      return failNode(index, "attribute '" + a.name() + "' of type " + attrTypeName(attrType(a)) +
+                                 " is not supported");
+  }
+}
+
+mlir::LogicalResult OnnxImporter::importNode(int index) {
+  const onnx::NodeProto& n = graph_->node(index);
+  mlir::Location loc = nodeLoc(index);
+  if (n.op_type() == "Constant") return importConstant(index, loc);
+
+  NodeForm f;
+  f.opType = n.op_type();
+  for (const std::string& in : n.input()) {
+    if (in.empty()) {
+      f.operands.push_back(nullptr);
+      continue;
+    }
+    mlir::Value v = valueFor(in);
+    if (!v) return mlir::failure();
+    f.operands.push_back(v);
+  }
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    mlir::Attribute attr;
+    if (mlir::failed(convertAttribute(index, a, &attr))) return mlir::failure();
+    f.attrs[a.name()] = attr;
+  }
+  int last = n.output_size() - 1;
+  while (last >= 0 && n.output(last).empty()) --last;
+  f.numResults = (unsigned)(last + 1);
+
+  if ((f.opType == "Softmax" || f.opType == "LogSoftmax") && opset_ < 13)
+    return importCoercedSoftmax(index, loc, &f);
+  if (mlir::failed(normalise(index, loc, &f))) return mlir::failure();
+
+  mlir::FailureOr<mlir::Operation*> op = create(index, loc, f);
+  if (mlir::failed(op)) return mlir::failure();
+  for (int i = 0; i <= last; ++i)
+    if (!n.output(i).empty()) values_[n.output(i)] = (*op)->getResult(i);
+  return mlir::success();
+}
+
+mlir::FailureOr<mlir::Operation*> OnnxImporter::create(int index, mlir::Location loc,
+                                                       const NodeForm& f) {
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  for (const auto& [name, a] : f.attrs) attrs.push_back(b_.getNamedAttr(name, a));
+  takeDiagnostic();
+  mlir::FailureOr<mlir::Operation*> op =
+      createTandemOp(b_, loc, f.opType, f.operands, attrs, f.numResults);
+  if (mlir::failed(op)) {
+    std::string d = takeDiagnostic();
+    // Shape functions prefix their op type; the node label already names it.
+    std::string prefix = f.opType + ": ";
+    if (d.compare(0, prefix.size(), prefix) == 0) d = d.substr(prefix.size());
+    else if (f.opType != graph_->node(index).op_type() && !d.empty()) d = "(as " + f.opType + ") " + d;
+    (void)failNode(index, d.empty() ? "could not be built" : d);
+  }
+  return op;
+}
+
+// Constant nodes become tandem.constant; every value_* form is one tensor.
+mlir::LogicalResult OnnxImporter::importConstant(int index, mlir::Location loc) {
+  const onnx::NodeProto& n = graph_->node(index);
+  if (n.attribute_size() != 1)
+    return failNode(index, "needs exactly one value attribute, has " +
+                               std::to_string(n.attribute_size()));
+  const onnx::AttributeProto& a = n.attribute(0);
+  Tensor t;
+  const std::string& k = a.name();
+  if (k == "value") {
+    Status st = tensorFromProto(a.t(), &t);
+    if (!st.isOk()) return failNode(index, "attribute 'value': " + st.message());
+  } else if (k == "value_float") {
+    t = Tensor::fromVector<float>({}, {a.f()});
+  } else if (k == "value_floats") {
+    t = Tensor::fromVector<float>({(int64_t)a.floats_size()},
+                                  std::vector<float>(a.floats().begin(), a.floats().end()));
+  } else if (k == "value_int") {
+    t = Tensor::fromVector<int64_t>({}, {a.i()});
+  } else if (k == "value_ints") {
+    t = Tensor::fromVector<int64_t>({(int64_t)a.ints_size()},
+                                    std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+  } else if (k == "value_string" || k == "value_strings") {
+    return failNode(index, "string constants are not supported");
+  } else if (k == "sparse_value") {
+    return failNode(index, "sparse constants (sparse_value) are not supported");
+  } else {
+    return failNode(index, "unknown attribute '" + k + "'");
+  }
+  for (const std::string& out : n.output())
+    if (!out.empty()) values_[out] = createConstant(b_, loc, t);
+  return mlir::success();
+}
+
+// Softmax-1/-11 coerce the input to 2-D at `axis` (default 1) and normalise each row; opset 13
+// normalises along one axis. Flatten → Softmax(axis=-1) → Reshape back is exactly the old op.
+mlir::LogicalResult OnnxImporter::importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f) {
+  const onnx::NodeProto& n = graph_->node(index);
+  if (f->operands.size() != 1 || !f->operands[0])
+    return failNode(index, "takes exactly one input");
+  mlir::Value x = f->operands[0];
+  auto type = llvm::cast<mlir::RankedTensorType>(x.getType());
+  int64_t rank = type.getRank();
+  int64_t axis = 1;
+  if (auto a = f->attrs.count("axis") ? llvm::dyn_cast<mlir::IntegerAttr>(f->attrs["axis"]) : nullptr)
+    axis = a.getInt();
+  if (axis < -rank || axis > rank || (rank == 0 && axis != 0))
+    return failNode(index, "axis " + std::to_string(axis) + " is out of range for rank " +
+                               std::to_string(rank));
+  if (axis < 0) axis += rank;
+
+  mlir::Operation* result = nullptr;
+  if (rank > 0 && axis == rank - 1) {
+    // One trailing axis: the old and the new definitions agree.
+    NodeForm g{f->opType, {x}, {{"axis", b_.getI64IntegerAttr(axis)}}, 1};
+    auto op = create(index, loc, g);
+    if (mlir::failed(op)) return mlir::failure();
+    result = *op;
+  } else {
+    NodeForm flat{"Flatten", {x}, {{"axis", b_.getI64IntegerAttr(axis)}}, 1};
+    auto flatOp = create(index, loc, flat);
+    if (mlir::failed(flatOp)) return mlir::failure();
+    NodeForm sm{f->opType, {(*flatOp)->getResult(0)}, {{"axis", b_.getI64IntegerAttr(-1)}}, 1};
+    auto smOp = create(index, loc, sm);
+    if (mlir::failed(smOp)) return mlir::failure();
+    mlir::Value shape;
+    if (type.hasStaticShape()) {
+      shape = constInts(loc, type.getShape());
+    } else {
+      NodeForm shp{"Shape", {x}, {}, 1};
+      auto shpOp = create(index, loc, shp);
+      if (mlir::failed(shpOp)) return mlir::failure();
+      shape = (*shpOp)->getResult(0);
+    }
+    // allowzero: a zero-size dim in the original shape is a real 0, not "copy".
+    NodeForm back{"Reshape", {(*smOp)->getResult(0), shape},
+                  {{"allowzero", b_.getI64IntegerAttr(1)}}, 1};
+    auto backOp = create(index, loc, back);
+    if (mlir::failed(backOp)) return mlir::failure();
+    result = *backOp;
+  }
+  if (!n.output(0).empty()) values_[n.output(0)] = result->getResult(0);
+  return mlir::success();
+}
+
+// Rewrites older-opset forms to opset 17 (attributes that became inputs, dropped legacy
+// attributes), so the dialect only ever sees opset-17 ops.
+mlir::LogicalResult OnnxImporter::normalise(int index, mlir::Location loc, NodeForm* f) {
+  const std::string& op = f->opType;
+  auto& attrs = f->attrs;
+  auto takeInts = [&](const char* name, llvm::SmallVector<int64_t>* out) {
+    auto it = attrs.find(name);
+    if (it == attrs.end()) return false;
+    if (auto arr = llvm::dyn_cast<mlir::ArrayAttr>(it->second))
+      for (mlir::Attribute e : arr) out->push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
+    attrs.erase(it);
+    return true;
+  };
+  auto takeFloat = [&](const char* name, double* out) {
+    auto it = attrs.find(name);
+    if (it == attrs.end()) return false;
+    if (auto fa = llvm::dyn_cast<mlir::FloatAttr>(it->second)) *out = fa.getValueAsDouble();
+    attrs.erase(it);
+    return true;
+  };
+  auto takeInt = [&](const char* name, int64_t* out) {
+    auto it = attrs.find(name);
+    if (it == attrs.end()) return false;
+    if (auto ia = llvm::dyn_cast<mlir::IntegerAttr>(it->second)) *out = ia.getInt();
+    attrs.erase(it);
+    return true;
+  };
+  auto setOperand = [&](size_t i, mlir::Value v) {
+    if (f->operands.size() <= i) f->operands.resize(i + 1);
+    f->operands[i] = v;
+  };
+  auto dtypeOfOperand = [&](size_t i) {
+    return mlirToDType(llvm::cast<mlir::ShapedType>(f->operands[i].getType()).getElementType());
+  };
+  auto hasInput = [&](size_t i) { return i < f->operands.size() && f->operands[i]; };
+  auto attrsToInputs = [&](std::initializer_list<const char*> names, size_t first) {
+    size_t slot = first;
+    for (const char* name : names) {
+      llvm::SmallVector<int64_t> v;
+      if (takeInts(name, &v)) setOperand(slot, constInts(loc, v));
+      ++slot;
+    }
+  };
+
+  // Squeeze/Unsqueeze-1/-11, Split-2/-11, ReduceSum-1/-11: axes/split became input 1 at 13.
+  if (opset_ < 13 && (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum"))
+    attrsToInputs({"axes"}, 1);
+  if (opset_ < 13 && op == "Split") attrsToInputs({"split"}, 1);
+  // Slice-1: starts/ends/axes attributes became inputs at 10.
+  if (opset_ < 10 && op == "Slice") {
+    if (!attrs.count("starts") || !attrs.count("ends"))
+      return failNode(index, "Slice-1 needs the starts and ends attributes");
+    attrsToInputs({"starts", "ends", "axes"}, 1);
+  }
+  // Pad-2: pads and value attributes became inputs at 11 (value in the data's dtype).
+  if (opset_ < 11 && op == "Pad") {
+    if (!hasInput(0)) return failNode(index, "needs input 0 (data)");
+    llvm::SmallVector<int64_t> pads;
+    if (!takeInts("pads", &pads)) return failNode(index, "Pad-2 needs the pads attribute");
+    setOperand(1, constInts(loc, pads));
+    double value = 0;
+    if (takeFloat("value", &value))
+      setOperand(2, createConstant(b_, loc, scalarOf(dtypeOfOperand(0), value)));
+  }
+  // Clip-6: min/max attributes became optional inputs at 11; absent stays absent (no bound).
+  if (opset_ < 11 && op == "Clip") {
+    if (!hasInput(0)) return failNode(index, "needs input 0 (input)");
+    DType dt = dtypeOfOperand(0);
+    double lo = 0, hi = 0;
+    bool hasLo = takeFloat("min", &lo), hasHi = takeFloat("max", &hi);
+    if (hasLo) setOperand(1, createConstant(b_, loc, scalarOf(dt, lo)));
+    if (hasHi) setOperand(2, createConstant(b_, loc, scalarOf(dt, hi)));
+  }
+  // Dropout-1..-10: ratio and is_test were attributes; inference ignores both.
+  if (op == "Dropout" && opset_ < 12) {
+    double unused;
+    int64_t unusedInt;
+    takeFloat("ratio", &unused);
+    takeInt("is_test", &unusedInt);
+    llvm::SmallVector<int64_t> consumed;
+    takeInts("consumed_inputs", &consumed);
+  }
+  // BatchNormalization-1..-8: spatial, is_test, consumed_inputs. Inference with spatial=1 (the
+  // default) is BatchNormalization-15; spatial=0 means per-activation statistics.
+  if (op == "BatchNormalization" && opset_ < 9) {
+    int64_t spatial = 1, unusedInt;
+    takeInt("spatial", &spatial);
+    takeInt("is_test", &unusedInt);
+    llvm::SmallVector<int64_t> consumed;
+    takeInts("consumed_inputs", &consumed);
+    if (spatial == 0)
+      return failNode(index, "spatial=0 (per-activation statistics) is not supported");
+  }
+  // Gemm-1/-6: `broadcast` only allowed what Gemm-7's unidirectional C broadcast allows.
+  if (op == "Gemm" && opset_ < 7) {
+    int64_t unusedInt;
+    takeInt("broadcast", &unusedInt);
+  }
+  // Add-1/-6 and friends: with broadcast=1, B's dims align with A's starting at `axis`
+  // (default: the trailing dims, which numpy broadcasting does too). Other axes get B trailing
+  // size-1 dims so numpy alignment matches.
+  static const std::unordered_set<std::string> legacyBroadcast = {
+      "Add", "Sub", "Mul", "Div", "Pow", "Equal", "Less", "Greater"};
+  if (opset_ < 7 && legacyBroadcast.count(op)) {
+    int64_t broadcast = 0, axis = 0;
+    takeInt("broadcast", &broadcast);
+    bool hasAxis = takeInt("axis", &axis);
+    llvm::SmallVector<int64_t> consumed;
+    takeInts("consumed_inputs", &consumed);
+    if (broadcast && hasAxis && hasInput(0) && hasInput(1)) {
+      int64_t rankA = llvm::cast<mlir::ShapedType>(f->operands[0].getType()).getRank();
+      int64_t rankB = llvm::cast<mlir::ShapedType>(f->operands[1].getType()).getRank();
+      if (axis < 0) axis += rankA;
+      int64_t trailing = rankA - axis - rankB;
+      if (axis < 0 || trailing < 0)
+        return failNode(index, "legacy broadcast axis " + std::to_string(axis) +
+                                   " does not fit B of rank " + std::to_string(rankB) +
+                                   " into A of rank " + std::to_string(rankA));
+      if (trailing > 0) {
+        llvm::SmallVector<int64_t> axes;
+        for (int64_t k = 0; k < trailing; ++k) axes.push_back(rankB + k);
+        NodeForm u{"Unsqueeze", {f->operands[1], constInts(loc, axes)}, {}, 1};
+        auto uOp = create(index, loc, u);
+        if (mlir::failed(uOp)) return mlir::failure();
+        f->operands[1] = (*uOp)->getResult(0);
+      }
+    }
+  }
+  // PRelu-1/-6: a 1-D slope of X's channel count is per channel (dim 1); PRelu-7 broadcasts
+  // numpy-style from the last dim, so the slope gets trailing size-1 dims.
+  if (opset_ < 7 && op == "PRelu" && hasInput(0) && hasInput(1)) {
+    llvm::SmallVector<int64_t> consumed;
+    takeInts("consumed_inputs", &consumed);
+    auto xt = llvm::cast<mlir::ShapedType>(f->operands[0].getType());
+    auto st = llvm::cast<mlir::ShapedType>(f->operands[1].getType());
+    if (st.getRank() == 1 && xt.getRank() >= 3 && st.getDimSize(0) != 1 &&
+        st.getDimSize(0) == xt.getDimSize(1)) {
+      llvm::SmallVector<int64_t> axes;
+      for (int64_t k = 1; k <= xt.getRank() - 2; ++k) axes.push_back(k);
+      NodeForm u{"Unsqueeze", {f->operands[1], constInts(loc, axes)}, {}, 1};
+      auto uOp = create(index, loc, u);
+      if (mlir::failed(uOp)) return mlir::failure();
+      f->operands[1] = (*uOp)->getResult(0);
+    }
+  }
+  return mlir::success();
+}
+
+mlir::LogicalResult OnnxImporter::buildReturn(mlir::func::FuncOp func,
+                                              llvm::ArrayRef<mlir::Type> argTypes) {
+  if (graph_->output_size() == 0) return fail("the graph has no outputs");
+  llvm::SmallVector<mlir::Value> results;
+  llvm::SmallVector<mlir::Type> resultTypes;
+  for (const auto& out : graph_->output()) {
+    mlir::Value v = valueFor(out.name());
+    if (!v) return mlir::failure();
+    results.push_back(v);
+    resultTypes.push_back(v.getType());
+  }
+  b_.create<mlir::func::ReturnOp>(fileLoc_, results);
+  func.setType(b_.getFunctionType(argTypes, resultTypes));
+  for (int i = 0; i < graph_->output_size(); ++i)
+    func.setResultAttr(i, "tandem.name", b_.getStringAttr(graph_->output(i).name()));
+  return mlir::success();
+}
+
+}  // namespace
+
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const std::string& bytes,
+                                                  const std::string& sourceName,
+                                                  const ImportOptions& options, std::string* error) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    if (error) *error = sourceName + ": not a valid ONNX model (protobuf parse failed)";
+    return nullptr;
+  }
+  OnnxImporter importer(ctx, sourceName, options);
+  return importer.import(model, error);
+}
+
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext* ctx, const std::string& path,
+                                                 const ImportOptions& options, std::string* error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (error) *error = path + ": is a directory, not an ONNX model file";
+    return nullptr;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    if (error) *error = path + ": cannot open file";
+    return nullptr;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) {
+    if (error) *error = path + ": read failed";
+    return nullptr;
+  }
+  return importOnnxBytes(ctx, ss.str(), path, options, error);
+}
+
+}  // namespace tandem

@@ -1,0 +1,243 @@
+// --tandem-canonicalize: constant folding by running the CPU kernels, Shape/Identity/Dropout
+// folds, then dead-code elimination and common-subexpression elimination.
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "compiler/OpBuilding.h"
+#include "compiler/TandemDialect.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/CSE.h"
+#include "passes/Passes.h"
+#include "runtime/Kernel.h"
+
+namespace tandem {
+#define GEN_PASS_DEF_TANDEMCANONICALIZE
+#include "passes/Passes.h.inc"
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+bool isConstantOrNone(mlir::Value v) {
+  return v.getDefiningOp<ConstantOp>() || v.getDefiningOp<NoneOp>();
+}
+
+// Dropout is an identity at inference: training_mode absent or a constant false.
+bool isInferenceDropout(mlir::Operation* op) {
+  if (op->getNumOperands() < 3 || op->getOperand(2).getDefiningOp<NoneOp>()) return true;
+  Tensor mode;
+  if (!getConstantValue(op->getOperand(2), &mode) || mode.numel() != 1) return false;
+  return mode.dtype() == DType::Bool && mode.data<uint8_t>()[0] == 0;
+}
+
+class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
+ public:
+  using TandemCanonicalizeBase::TandemCanonicalizeBase;
+
+  void runOnOperation() override {
+    // 1. Walk @main forward (so every op sees its operands' final form):
+    //    a. re-infer the op's result types (an operand may just have become a constant);
+    //    b. Identity, and Dropout in inference mode, are replaced by their input (Dropout's
+    //       mask by an all-true constant);
+    //    c. Shape of a static-shaped value becomes an i64 constant; an inference
+    //       BatchNormalization whose input is a Conv with constant weights (and no other
+    //       reader) is folded into the Conv's weights and bias;
+    //    d. an op whose operands are all constants is evaluated with its CPU kernel from the
+    //       registry and replaced by tandem.constant results, unless the results would exceed
+    //       fold-limit elements and the inputs' size (Expand/Tile would bloat the plan). Ops
+    //       with no CPU kernel are left alone.
+    // 2. Erase ops whose results are unused (all tandem ops are pure), last to first.
+    // 3. MLIR's CSE merges identical ops, duplicate constants included.
+    // 4. @main's result types follow the returned values.
+    mlir::ModuleOp module = getOperation();
+    mlir::func::FuncOp main = getMainFunc(module);
+    if (!main) {
+      module.emitError("tandem-canonicalize: module has no func.func @main");
+      return signalPassFailure();
+    }
+    mlir::Block& body = main.getBody().front();
+    mlir::IRRewriter rewriter(&getContext());
+
+    for (mlir::Operation& op : llvm::make_early_inc_range(body)) {
+      if (!llvm::isa_and_present<TandemDialect>(op.getDialect()) ||
+          llvm::isa<ConstantOp, NoneOp, CopyOp>(op))
+        continue;
+      if (mlir::failed(reinferResultTypes(&op))) return signalPassFailure();
+      std::string type = onnxOpType(&op);
+      if (type == "Identity" || (type == "Dropout" && isInferenceDropout(&op))) {
+        if (foldToInput(rewriter, &op)) continue;
+      }
+      if (type == "Shape" && foldShape(rewriter, &op)) continue;
+      if (type == "BatchNormalization" && foldBatchNormIntoConv(rewriter, &op)) continue;
+      if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), isConstantOrNone)) {
+        mlir::FailureOr<bool> folded = foldWithKernel(rewriter, &op, type);
+        if (mlir::failed(folded)) return signalPassFailure();
+      }
+    }
+
+    for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (mlir::isOpTriviallyDead(&op)) rewriter.eraseOp(&op);
+
+    mlir::DominanceInfo dominance(main);
+    mlir::eliminateCommonSubExpressions(rewriter, dominance, main);
+    updateMainResultTypes(main);
+  }
+
+ private:
+  bool foldToInput(mlir::IRRewriter& rewriter, mlir::Operation* op) {
+    mlir::Value input = op->getOperand(0);
+    if (op->getNumResults() > 1 && !op->getResult(1).use_empty()) {
+      auto maskType = llvm::cast<mlir::RankedTensorType>(op->getResult(1).getType());
+      if (!maskType.hasStaticShape()) return false;
+      Tensor mask =
+          Tensor::alloc(DType::Bool, Shape(maskType.getShape().begin(), maskType.getShape().end()));
+      std::fill_n(mask.data<uint8_t>(), mask.numel(), 1);
+      rewriter.setInsertionPoint(op);
+      rewriter.replaceAllUsesWith(op->getResult(1), createConstant(rewriter, op->getLoc(), mask));
+    }
+    rewriter.replaceAllUsesWith(op->getResult(0), input);
+    rewriter.eraseOp(op);
+    return true;
+  }
+
+  bool foldShape(mlir::IRRewriter& rewriter, mlir::Operation* op) {
+    auto inType = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    if (!inType || !inType.hasStaticShape()) return false;
+    // ONNX Shape-15: [start, end) with negative values counting from the end, clamped.
+    int64_t rank = inType.getRank();
+    auto clampAxis = [&](const char* name, int64_t dflt) {
+      auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
+      int64_t v = a ? a.getInt() : dflt;
+      if (v < 0) v += rank;
+      return std::clamp<int64_t>(v, 0, rank);
+    };
+    int64_t start = clampAxis("start", 0), end = clampAxis("end", rank);
+    std::vector<int64_t> dims;
+    for (int64_t i = start; i < end; ++i) dims.push_back(inType.getDimSize(i));
+    Tensor t = Tensor::fromVector<int64_t>({(int64_t)dims.size()}, dims);
+    rewriter.setInsertionPoint(op);
+    rewriter.replaceOp(op, createConstant(rewriter, op->getLoc(), t));
+    return true;
+  }
+
+  // BN(Conv(X, W, B)) = Conv(X, W * s, (B - mean) * s + bias) with s = scale / sqrt(var + eps)
+  // per output channel (ONNX BatchNormalization-15, inference form).
+  bool foldBatchNormIntoConv(mlir::IRRewriter& rewriter, mlir::Operation* bn) {
+    if (bn->getNumResults() != 1 || bn->getNumOperands() != 5) return false;
+    if (auto mode = bn->getAttrOfType<mlir::IntegerAttr>("training_mode");
+        mode && mode.getInt() != 0)
+      return false;
+    mlir::Operation* conv = bn->getOperand(0).getDefiningOp();
+    if (!conv || onnxOpType(conv) != "Conv" || !conv->getResult(0).hasOneUse()) return false;
+    Tensor w, b, scale, bias, mean, var;
+    bool hasBias = conv->getNumOperands() > 2 && !conv->getOperand(2).getDefiningOp<NoneOp>();
+    if (!getConstantValue(conv->getOperand(1), &w) ||
+        (hasBias && !getConstantValue(conv->getOperand(2), &b)) ||
+        !getConstantValue(bn->getOperand(1), &scale) ||
+        !getConstantValue(bn->getOperand(2), &bias) ||
+        !getConstantValue(bn->getOperand(3), &mean) || !getConstantValue(bn->getOperand(4), &var))
+      return false;
+    DType dt = w.dtype();
+    if ((dt != DType::F32 && dt != DType::F64) || w.rank() < 1) return false;
+    int64_t m = w.dim(0);
+    for (const Tensor* t : {&scale, &bias, &mean, &var})
+      if (t->dtype() != dt || t->numel() != m) return false;
+    if (hasBias && (b.dtype() != dt || b.numel() != m)) return false;
+    auto eps = bn->getAttrOfType<mlir::FloatAttr>("epsilon");
+    double epsilon = eps ? eps.getValueAsDouble() : 1e-5;  // ONNX default
+
+    Tensor newW = Tensor::copyOf(w);
+    Tensor newB = Tensor::alloc(dt, {m});
+    int64_t perChannel = m ? w.numel() / m : 0;
+    dispatchDType(dt, [&](auto zero) {
+      using T = decltype(zero);
+      if constexpr (std::is_floating_point_v<T>) {
+        T* pw = newW.data<T>();
+        T* pb = newB.data<T>();
+        for (int64_t c = 0; c < m; ++c) {
+          T sc = scale.data<T>()[c] / std::sqrt(var.data<T>()[c] + (T)epsilon);
+          for (int64_t i = 0; i < perChannel; ++i) pw[c * perChannel + i] *= sc;
+          T b0 = hasBias ? b.data<T>()[c] : T(0);
+          pb[c] = (b0 - mean.data<T>()[c]) * sc + bias.data<T>()[c];
+        }
+      }
+    });
+
+    rewriter.setInsertionPoint(conv);
+    mlir::Location loc = rewriter.getFusedLoc({conv->getLoc(), bn->getLoc()});
+    mlir::Value wv = createConstant(rewriter, conv->getLoc(), newW);
+    mlir::Value bv = createConstant(rewriter, conv->getLoc(), newB);
+    mlir::OperationState state(loc, conv->getName());
+    state.addOperands({conv->getOperand(0), wv, bv});
+    state.addAttributes(conv->getAttrs());
+    state.addTypes(bn->getResult(0).getType());
+    mlir::Operation* fused = rewriter.create(state);
+    rewriter.replaceOp(bn, fused->getResults());
+    rewriter.eraseOp(conv);
+    return true;
+  }
+
+  // true: folded; false: left alone; failure: the kernel rejected the constants (an error in
+  // the model, reported on the op).
+  mlir::FailureOr<bool> foldWithKernel(mlir::IRRewriter& rewriter, mlir::Operation* op,
+                                       const std::string& type) {
+    std::vector<Tensor> inputs(op->getNumOperands());
+    int64_t inElements = 0, outElements = 0;
+    KernelContext kc;
+    kc.opType = type;
+    kc.nodeName = nodeName(op->getLoc());
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      // An absent optional input (tandem.none) stays an undefined tensor and a null pointer.
+      if (!v.getDefiningOp<NoneOp>()) getConstantValue(v, &inputs[i]);
+      inElements += inputs[i].defined() ? inputs[i].numel() : 0;
+      kc.inputTypes.push_back(TensorType{inputs[i].dtype(), inputs[i].shape()});
+      kc.constInputs.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
+    }
+
+    for (mlir::Value r : op->getResults()) {
+      auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
+      if (!t.hasStaticShape()) return false;
+      outElements += t.getNumElements();
+      kc.outputTypes.push_back(TensorType{mlirToDType(t.getElementType()),
+                                          Shape(t.getShape().begin(), t.getShape().end())});
+    }
+    if (outElements > std::max<int64_t>(foldLimit, inElements)) return false;
+
+    AttrMap attrs = toAttrMap(op);
+    kc.attrs = &attrs;
+    std::unique_ptr<Kernel> kernel;
+    if (!KernelRegistry::global().create("cpu", kc, &kernel).isOk()) return false;
+
+    std::vector<Tensor> outputs;
+    for (const TensorType& t : kc.outputTypes) outputs.push_back(Tensor::alloc(t.dtype, t.shape));
+    std::vector<const Tensor*> in = kc.constInputs;
+    std::vector<Tensor*> out;
+    for (Tensor& t : outputs) out.push_back(&t);
+    Status st = kernel->run(in, out);
+    if (!st.isOk()) {
+      op->emitError() << "tandem-canonicalize: folding " << type
+                      << " on constant inputs failed: " << st.message();
+      return mlir::failure();
+    }
+    rewriter.setInsertionPoint(op);
+    llvm::SmallVector<mlir::Value> replacements;
+    for (const Tensor& t : outputs)
+      replacements.push_back(createConstant(rewriter, op->getLoc(), t));
+    rewriter.replaceOp(op, replacements);
+    return true;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> createCanonicalizePass() {
+  return std::make_unique<CanonicalizePass>();
+}
+std::unique_ptr<mlir::Pass> createCanonicalizePass(const TandemCanonicalizeOptions& options) {
+  return std::make_unique<CanonicalizePass>(options);
+}
+
+}  // namespace tandem

@@ -1,0 +1,122 @@
+// Helpers shared by the passes and plan emission: names, devices, type re-inference.
+#include <cctype>
+
+#include "compiler/OpBuilding.h"
+#include "compiler/TandemDialect.h"
+#include "passes/Passes.h"
+
+namespace tandem {
+
+mlir::func::FuncOp getMainFunc(mlir::ModuleOp module) {
+  return module.lookupSymbol<mlir::func::FuncOp>("main");
+}
+
+std::string nodeName(mlir::Location loc) {
+  if (auto n = llvm::dyn_cast<mlir::NameLoc>(loc)) return n.getName().str();
+  if (auto c = llvm::dyn_cast<mlir::CallSiteLoc>(loc)) return nodeName(c.getCallee());
+  if (auto f = llvm::dyn_cast<mlir::FusedLoc>(loc))
+    for (mlir::Location l : f.getLocations())
+      if (std::string s = nodeName(l); !s.empty()) return s;
+  return "";
+}
+
+std::string valueName(mlir::Value v) {
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+    auto func = llvm::dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp());
+    if (func)
+      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), kNameAttr))
+        return name.str();
+    return "arg" + std::to_string(arg.getArgNumber());
+  }
+  mlir::Operation* op = v.getDefiningOp();
+  std::string base = nodeName(op->getLoc());
+  if (base.empty()) {
+    std::string type = onnxOpType(op);
+    base = type.empty() ? op->getName().getStringRef().str() : type;
+    if (std::string where = locationString(op->getLoc()); !where.empty()) base += "@" + where;
+  }
+  unsigned idx = llvm::cast<mlir::OpResult>(v).getResultNumber();
+  return idx == 0 ? base : base + ":" + std::to_string(idx);
+}
+
+std::string locationString(mlir::Location loc) {
+  if (auto n = llvm::dyn_cast<mlir::NameLoc>(loc)) {
+    std::string child = locationString(n.getChildLoc());
+    return child.empty() ? n.getName().str() : n.getName().str() + " at " + child;
+  }
+  if (auto f = llvm::dyn_cast<mlir::FileLineColLoc>(loc))
+    return f.getFilename().str() + ":" + std::to_string(f.getLine()) + ":" +
+           std::to_string(f.getColumn());
+  if (auto c = llvm::dyn_cast<mlir::CallSiteLoc>(loc)) return locationString(c.getCallee());
+  if (auto f = llvm::dyn_cast<mlir::FusedLoc>(loc)) {
+    std::string s;
+    for (mlir::Location l : f.getLocations())
+      if (std::string part = locationString(l); !part.empty()) s += (s.empty() ? "" : ", ") + part;
+    return s;
+  }
+  return "";
+}
+
+std::string canonicalDevice(const std::string& name) {
+  std::string s;
+  for (char c : name) s += (char)std::tolower((unsigned char)c);
+  if (s.rfind("/device:", 0) == 0)
+    s = s.substr(8);
+  else if (!s.empty() && s[0] == '/')
+    s = s.substr(1);
+  std::string kind = s, index;
+  if (size_t colon = s.find(':'); colon != std::string::npos) {
+    kind = s.substr(0, colon);
+    index = s.substr(colon + 1);
+  }
+  if (kind == "gpu") kind = "cuda";
+  if (kind != "cpu" && kind != "cuda") return "";
+  if (index.empty()) index = "0";
+  for (char c : index)
+    if (!std::isdigit((unsigned char)c)) return "";
+  index = std::to_string(std::stoll(index));
+  if (kind == "cpu" && index == "0") return "cpu";
+  return kind + ":" + index;
+}
+
+std::string deviceKindOf(const std::string& device) { return device.substr(0, device.find(':')); }
+
+std::string deviceOfOp(mlir::Operation* op) {
+  auto d = op->getAttrOfType<mlir::StringAttr>(kDeviceAttr);
+  return d ? d.str() : "";
+}
+
+std::string deviceOfValue(mlir::Value v) {
+  if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) {
+    auto func = llvm::dyn_cast<mlir::func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func) return "";
+    auto d = func.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), kArgDeviceAttr);
+    return d ? d.str() : "";
+  }
+  return deviceOfOp(v.getDefiningOp());
+}
+
+mlir::LogicalResult reinferResultTypes(mlir::Operation* op) {
+  if (!llvm::isa_and_present<TandemDialect>(op->getDialect())) return mlir::success();
+  if (auto copy = llvm::dyn_cast<CopyOp>(op)) {
+    copy.getOutput().setType(copy.getInput().getType());
+    return mlir::success();
+  }
+  auto infer = llvm::dyn_cast<mlir::InferTypeOpInterface>(op);
+  if (!infer) return mlir::success();
+  llvm::SmallVector<mlir::Type, 4> types(op->getResultTypes());
+  if (mlir::failed(infer.refineReturnTypes(op->getContext(), op->getLoc(), op->getOperands(),
+                                           op->getRawDictionaryAttrs(), op->getPropertiesStorage(),
+                                           op->getRegions(), types)))
+    return mlir::failure();
+  for (auto [result, type] : llvm::zip(op->getResults(), types)) result.setType(type);
+  return mlir::success();
+}
+
+void updateMainResultTypes(mlir::func::FuncOp main) {
+  auto ret = llvm::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
+  main.setFunctionType(
+      mlir::FunctionType::get(main.getContext(), main.getArgumentTypes(), ret.getOperandTypes()));
+}
+
+}  // namespace tandem

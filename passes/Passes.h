@@ -1,0 +1,97 @@
+// Tandem's passes (declared in Passes.td, one per file) and the small helpers they share.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+#include "runtime/Tensor.h"
+
+namespace tandem {
+
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+// ---- Passes, in pipeline order ----
+std::unique_ptr<mlir::Pass> createVerifyPass();
+std::unique_ptr<mlir::Pass> createInferShapesPass();
+std::unique_ptr<mlir::Pass> createInferShapesPass(const TandemInferShapesOptions& options);
+std::unique_ptr<mlir::Pass> createCanonicalizePass();
+std::unique_ptr<mlir::Pass> createCanonicalizePass(const TandemCanonicalizeOptions& options);
+std::unique_ptr<mlir::Pass> createPlacePass();
+std::unique_ptr<mlir::Pass> createPlacePass(const TandemPlaceOptions& options);
+std::unique_ptr<mlir::Pass> createInsertTransfersPass();
+std::unique_ptr<mlir::Pass> createPlanMemoryPass();
+std::unique_ptr<mlir::Pass> createPlanMemoryPass(const TandemPlanMemoryOptions& options);
+
+/// registerTandemPasses(): registers every tandem pass with MLIR's pass registry (tandem-opt).
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+// ---- IR conventions shared by passes and plan emission ----
+
+/// Discardable attributes the passes set on ops.
+inline constexpr const char* kDeviceAttr = "device";                             // StrAttr
+inline constexpr const char* kPlacementReasonAttr = "placement_reason";          // StrAttr
+inline constexpr const char* kPlacementCandidatesAttr = "placement_candidates";  // [StrAttr]
+inline constexpr const char* kArenaOffsetAttr = "arena_offset";  // I64ArrayAttr, per result
+/// @main argument/result attributes.
+inline constexpr const char* kNameAttr = "tandem.name";                    // ONNX input/output name
+inline constexpr const char* kDimParamsAttr = "tandem.dim_params";         // [StrAttr] per dim
+inline constexpr const char* kArgDeviceAttr = "tandem.device";             // where an input arrives
+inline constexpr const char* kArgArenaOffsetAttr = "tandem.arena_offset";  // i64
+/// Module attributes.
+inline constexpr const char* kModelNameAttr = "tandem.model_name";
+inline constexpr const char* kDevicesAttr = "tandem.devices";  // [StrAttr], the targets placed on
+inline constexpr const char* kArenaPeakAttr = "tandem.arena_peak_bytes";            // {dev: i64}
+inline constexpr const char* kArenaUnplannedAttr = "tandem.arena_unplanned_bytes";  // {dev: i64}
+
+/// The graph: `func.func @main` of `module`, or null.
+mlir::func::FuncOp getMainFunc(mlir::ModuleOp module);
+
+/// The node name a location carries: NameLoc's name (looking through FusedLoc and CallSiteLoc),
+/// or "" when there is none.
+std::string nodeName(mlir::Location loc);
+
+/// A location as text for logs and plans: "conv1", "conv1 at model.py:12:3", "f.mlir:3:8"; ""
+/// for an unknown location.
+std::string locationString(mlir::Location loc);
+
+/// A readable name for a value, for messages and the plan: the `tandem.name` of an @main
+/// argument ("x", else "arg0"); the producer's node name for results ("conv1", "split:1" for
+/// result 1), or "<OpType>@<locationString>" ("Relu@f.mlir:3:8") when the producer has no name.
+std::string valueName(mlir::Value v);
+
+/// Canonical device name: lower case, "/device:GPU:0", "gpu:0", "cuda" -> "cuda:0";
+/// "CPU:0", "/cpu:0" -> "cpu"; "cpu:1" stays. Returns "" for something that is not a device.
+std::string canonicalDevice(const std::string& name);
+/// "cpu" for "cpu:1", "cuda" for "cuda:0".
+std::string deviceKindOf(const std::string& device);
+
+/// The device an op (`device` attribute) or an @main argument (`tandem.device`) was placed on;
+/// "" when unplaced or not a placed value.
+std::string deviceOfOp(mlir::Operation* op);
+std::string deviceOfValue(mlir::Value v);
+
+/// Rewrites @main's argument types (and leaves result types to inference): `inputShapes` by
+/// `tandem.name` fix whole shapes; `dimBindings` bind symbolic dims by their `tandem.dim_params`
+/// name; remaining dynamic dims get `defaultDim` when it is >= 0, each such use recorded in
+/// `notes` as "symbolic dim 'N' of input 'x' bound to 1". Errors (emitted on the argument's
+/// location): an inputShapes entry whose rank or static dims disagree with the declared type,
+/// an unknown input name, a negative binding.
+mlir::LogicalResult bindInputShapes(mlir::ModuleOp module,
+                                    const std::map<std::string, int64_t>& dimBindings,
+                                    const std::map<std::string, Shape>& inputShapes,
+                                    int64_t defaultDim, std::vector<std::string>* notes);
+
+/// Re-infers `op`'s result types from its current operands (refining dynamic dims) and sets
+/// them. Non-tandem ops are left alone. Errors are emitted on the op's location.
+mlir::LogicalResult reinferResultTypes(mlir::Operation* op);
+
+/// Makes @main's result types equal to the types of the values it returns.
+void updateMainResultTypes(mlir::func::FuncOp main);
+
+}  // namespace tandem

@@ -1,0 +1,156 @@
+// Tandem's passes, declared once: summary, description and a before/after example each
+// (STYLE §2). The pipeline that runs them in order is compiler/pipeline/Pipeline.cpp.
+#ifndef TANDEM_PASSES_TD
+#define TANDEM_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TandemVerify : Pass<"tandem-verify", "mlir::ModuleOp"> {
+  let summary = "Check that a module is a tandem graph the pipeline can compile";
+  let description = [{
+    Requires a `func.func @main`, only tandem ops and `func.return` inside it, ranked tensors
+    everywhere, and element types the runtime has kernels for (f32, f64, i32, i64, i1, i8,
+    ui8). Every op's own verifier (including result-type inference) runs first. Errors are
+    reported on the offending op's location.
+
+    ```mlir
+    // Rejected: unknown rank.
+    func.func @main(%x: tensor<*xf32>) -> tensor<*xf32> { ... }
+    // error: input 'x' has unknown rank; Tandem needs ranked tensors
+    ```
+  }];
+  let constructor = "::tandem::createVerifyPass()";
+}
+
+def TandemInferShapes : Pass<"tandem-infer-shapes", "mlir::ModuleOp"> {
+  let summary = "Bind symbolic input dims and re-infer every result type in order";
+  let description = [{
+    Optionally binds @main's symbolic argument dims first (named by the `tandem.dim_params`
+    argument attribute): `dims` binds by name, `default-dim` (when >= 0) the rest. Then every op
+    in @main has its result types re-inferred from its operands (refining dynamic dims; a
+    contradiction with a declared static dim is an error), and @main's result types follow.
+
+    ```mlir
+    // --tandem-infer-shapes=dims=N=2
+    func.func @main(%x: tensor<?x3xf32> {tandem.dim_params = ["N", ""]}) -> tensor<?x3xf32> {
+      %0 = tandem.relu %x : (tensor<?x3xf32>) -> tensor<?x3xf32>
+      return %0 : tensor<?x3xf32>
+    }
+    // becomes
+    func.func @main(%x: tensor<2x3xf32> {...}) -> tensor<2x3xf32> {
+      %0 = tandem.relu %x : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      return %0 : tensor<2x3xf32>
+    }
+    ```
+  }];
+  let constructor = "::tandem::createInferShapesPass()";
+  let options = [
+    ListOption<"dims", "dims", "std::string",
+               "Symbolic dim bindings NAME=VALUE (ONNX dim_param names)">,
+    Option<"defaultDim", "default-dim", "int64_t", /*default=*/"-1",
+           "Binding for symbolic dims not named in `dims`; -1 leaves them dynamic">,
+  ];
+}
+
+def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
+  let summary = "Constant folding with the CPU kernels, Shape/Identity/Dropout/BatchNorm folds, DCE, CSE";
+  let description = [{
+    A forward walk over @main: re-infer each op's result types (operands may have become
+    constants); fold Identity and inference Dropout to their input; fold Shape of a
+    static-shaped value to a constant; fold an inference BatchNormalization into the Conv that
+    feeds it (constant weights, no other reader of the Conv); fold any op whose operands are
+    all constants by running its CPU kernel from the kernel registry (skipped when the result
+    would exceed `fold-limit` elements and be larger than the inputs). Then remove unused ops
+    and merge identical ones (MLIR's CSE), which also merges duplicate constants.
+
+    ```mlir
+    %s = tandem.shape %x : (tensor<2x3x4xf32>) -> tensor<3xi64>
+    %i = tandem.constant dense<[1, 2]> : tensor<2xi64>
+    %g = tandem.gather %s, %i : (tensor<3xi64>, tensor<2xi64>) -> tensor<2xi64>
+    // becomes
+    %g = tandem.constant dense<[3, 4]> : tensor<2xi64>
+    ```
+  }];
+  let constructor = "::tandem::createCanonicalizePass()";
+  let options = [
+    Option<"foldLimit", "fold-limit", "int64_t", /*default=*/"1048576",
+           "Largest folded result (elements) unless the inputs are larger still">,
+  ];
+}
+
+def TandemPlace : Pass<"tandem-place", "mlir::ModuleOp"> {
+  let summary = "Put every op on a device and record why";
+  let description = [{
+    For each op, the feasible devices are the targets whose device kind has a kernel for the
+    op's type and input dtypes (KernelRegistry::supports). A pin (option `pins`, matched
+    against the op's NameLoc, or an existing `device` attribute) wins when feasible; an
+    infeasible pin falls back to the first feasible device with reason `fallback(<why>)`, or is
+    an error with `strict`. Otherwise the reason is `only-kernel` (one candidate) or `cost` (a
+    choice was made; for now the first candidate in target order). Constants take the device
+    of their first consumer, graph inputs (`tandem.device` argument attribute) too. No feasible
+    device is an error on the op's location.
+
+    ```mlir
+    %0 = tandem.relu %x : (tensor<4xf32>) -> tensor<4xf32>
+    // becomes
+    %0 = tandem.relu %x {device = "cpu", placement_candidates = ["cpu"],
+                         placement_reason = "only-kernel"} : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+  }];
+  let constructor = "::tandem::createPlacePass()";
+  let options = [
+    ListOption<"devices", "devices", "std::string", "Target devices in order (default: cpu)">,
+    ListOption<"pins", "pins", "std::string", "Pins NODE=DEVICE (node = the op's NameLoc)">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "Infeasible pins are errors instead of falling back">,
+  ];
+}
+
+def TandemInsertTransfers : Pass<"tandem-insert-transfers", "mlir::ModuleOp"> {
+  let summary = "Insert one tandem.copy per (value, consumer device)";
+  let description = [{
+    For every value and every distinct device among its consumers other than the producer's,
+    inserts exactly one `tandem.copy` right after the producer and rewires all consumers on that
+    device to it, so a value is moved to a device once however many ops read it there. The copy
+    runs on the destination device. Constants are load-time data: instead of a run-time copy,
+    the constant is duplicated onto the consumer's device (uploaded once at load).
+
+    ```mlir
+    %0 = tandem.relu %x {device = "cpu"} : ...
+    %1 = tandem.neg %0 {device = "cpu:1"} : ...
+    %2 = tandem.exp %0 {device = "cpu:1"} : ...
+    // becomes
+    %0 = tandem.relu %x {device = "cpu"} : ...
+    %c = tandem.copy %0 {device = "cpu:1", from = "cpu", to = "cpu:1"} : tensor<4xf32>
+    %1 = tandem.neg %c {device = "cpu:1"} : ...
+    %2 = tandem.exp %c {device = "cpu:1"} : ...
+    ```
+  }];
+  let constructor = "::tandem::createInsertTransfersPass()";
+}
+
+def TandemPlanMemory : Pass<"tandem-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Assign per-device arena offsets from liveness (greedy by size)";
+  let description = [{
+    Liveness over the op order: a value lives from its producer to its last consumer (graph
+    inputs from the start, graph outputs to the end). Each device has one arena; offsets are
+    assigned with TFLite's "greedy by size" strategy (Pisarchyk & Lee 2020): values in
+    decreasing size order, each in the best-fitting gap among the values whose lifetimes
+    overlap it. Sizes are rounded up to `alignment` bytes. Constants are not in arenas.
+    Records `arena_offset` (one per result) on ops, `tandem.arena_offset` on @main's
+    arguments, and `tandem.arena_peak_bytes` / `tandem.arena_unplanned_bytes` (per device) on
+    the module. A value with a dynamic dim is an error naming it.
+
+    ```mlir
+    %0 = tandem.relu %x {device = "cpu"} : (tensor<16xf32>) -> tensor<16xf32>
+    // becomes
+    %0 = tandem.relu %x {arena_offset = [64], device = "cpu"} : ...
+    ```
+  }];
+  let constructor = "::tandem::createPlanMemoryPass()";
+  let options = [
+    Option<"alignment", "alignment", "int64_t", /*default=*/"64", "Offset alignment in bytes">,
+  ];
+}
+
+#endif  // TANDEM_PASSES_TD

@@ -1,0 +1,169 @@
+// --tandem-plan-memory: liveness over the op order, then per-device arena offsets with TFLite's
+// greedy-by-size strategy.
+#include <algorithm>
+#include <map>
+
+#include "compiler/OpBuilding.h"
+#include "compiler/TandemDialect.h"
+#include "passes/Passes.h"
+
+namespace tandem {
+#define GEN_PASS_DEF_TANDEMPLANMEMORY
+#include "passes/Passes.h.inc"
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+struct Buffer {
+  mlir::Value value;
+  int64_t first = 0;  // index of the producing op (-1: graph input, live from the start)
+  int64_t last = 0;   // index of the last consumer (the return for graph outputs)
+  int64_t size = 0;   // bytes, rounded up to the alignment
+  int64_t offset = -1;
+};
+
+bool overlaps(const Buffer& a, const Buffer& b) { return a.first <= b.last && b.first <= a.last; }
+
+// Greedy by size (Pisarchyk & Lee 2020, "Efficient Memory Management for Deep Neural Net
+// Inference"; TFLite's ArenaPlanner): largest buffers first, each placed in the smallest gap
+// between already-placed buffers that are live at the same time, or after the last of them.
+// Returns the arena's peak bytes.
+int64_t assignOffsets(std::vector<Buffer*>& buffers) {
+  std::stable_sort(buffers.begin(), buffers.end(), [](const Buffer* a, const Buffer* b) {
+    return a->size != b->size ? a->size > b->size : a->first < b->first;
+  });
+  std::vector<Buffer*> placed;  // kept sorted by offset
+  int64_t peak = 0;
+  for (Buffer* buf : buffers) {
+    int64_t prevEnd = 0, best = -1, bestGap = INT64_MAX;
+    for (Buffer* other : placed) {
+      if (!overlaps(*buf, *other)) continue;
+      int64_t gap = other->offset - prevEnd;
+      if (gap >= buf->size && gap < bestGap) {
+        best = prevEnd;
+        bestGap = gap;
+      }
+      prevEnd = std::max(prevEnd, other->offset + other->size);
+    }
+    buf->offset = best >= 0 ? best : prevEnd;
+    peak = std::max(peak, buf->offset + buf->size);
+    auto at =
+        std::upper_bound(placed.begin(), placed.end(), buf,
+                         [](const Buffer* a, const Buffer* b) { return a->offset < b->offset; });
+    placed.insert(at, buf);
+  }
+  return peak;
+}
+
+class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
+ public:
+  using TandemPlanMemoryBase::TandemPlanMemoryBase;
+
+  void runOnOperation() override {
+    // 1. Number @main's ops in order; the return's index is the end of the program.
+    // 2. One buffer per graph input (live from -1) and per result of each placed, non-constant
+    //    op (live from its op); each lives to its last consumer, graph outputs to the end.
+    //    Sizes need static shapes and are rounded up to `alignment`.
+    // 3. Per device, assign offsets greedy by size; peak = the highest end.
+    // 4. Record offsets on ops and arguments, and peak/unplanned bytes per device on the module.
+    mlir::ModuleOp module = getOperation();
+    mlir::func::FuncOp main = getMainFunc(module);
+    if (!main) {
+      module.emitError("tandem-plan-memory: module has no func.func @main");
+      return signalPassFailure();
+    }
+    if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+      module.emitError() << "tandem-plan-memory: alignment " << alignment
+                         << " is not a power of two";
+      return signalPassFailure();
+    }
+    mlir::MLIRContext* ctx = &getContext();
+    mlir::Block& body = main.getBody().front();
+
+    llvm::DenseMap<mlir::Operation*, int64_t> index;
+    int64_t n = 0;
+    for (mlir::Operation& op : body) index[&op] = n++;
+
+    std::vector<Buffer> buffers;
+    std::vector<std::string> devices;  // parallel to buffers
+    bool ok = true;
+    auto addBuffer = [&](mlir::Value v, int64_t first, const std::string& device,
+                         mlir::Location loc) {
+      if (!ok) return;  // one error is enough: the first dynamic value names the cause
+      auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+      if (!type || !type.hasStaticShape()) {
+        mlir::emitError(loc) << "tandem-plan-memory: value '" << valueName(v) << "' has type "
+                             << v.getType() << "; memory planning needs static shapes (bind the "
+                             << "symbolic dims)";
+        ok = false;
+        return;
+      }
+      Buffer b;
+      b.value = v;
+      b.first = b.last = first;
+      int64_t bytes =
+          type.getNumElements() * (int64_t)dtypeSize(mlirToDType(type.getElementType()));
+      b.size = (bytes + alignment - 1) / alignment * alignment;
+      for (mlir::Operation* user : v.getUsers()) b.last = std::max(b.last, index.lookup(user));
+      buffers.push_back(b);
+      devices.push_back(device);
+    };
+
+    for (mlir::BlockArgument arg : main.getArguments()) {
+      std::string device = deviceOfValue(arg);
+      // Unplaced input (a hand-written test): it arrives where a consumer runs.
+      for (mlir::Operation* user : arg.getUsers())
+        if (device.empty()) device = deviceOfOp(user);
+      if (device.empty()) device = "cpu";
+      addBuffer(arg, -1, device, main.getLoc());
+    }
+    for (mlir::Operation& op : body) {
+      if (llvm::isa<ConstantOp, NoneOp, mlir::func::ReturnOp>(op)) continue;
+      std::string device = deviceOfOp(&op);
+      if (device.empty()) {
+        op.emitError("tandem-plan-memory: op has no device; run --tandem-place first");
+        ok = false;
+        continue;
+      }
+      for (mlir::Value r : op.getResults()) addBuffer(r, index[&op], device, op.getLoc());
+    }
+    if (!ok) return signalPassFailure();
+
+    std::map<std::string, std::vector<Buffer*>> perDevice;
+    std::map<std::string, int64_t> unplanned;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      perDevice[devices[i]].push_back(&buffers[i]);
+      unplanned[devices[i]] += buffers[i].size;
+    }
+    llvm::SmallVector<mlir::NamedAttribute> peakAttrs, unplannedAttrs;
+    mlir::Builder b(ctx);
+    for (auto& [device, list] : perDevice) {
+      int64_t peak = assignOffsets(list);
+      peakAttrs.push_back(b.getNamedAttr(device, b.getI64IntegerAttr(peak)));
+      unplannedAttrs.push_back(b.getNamedAttr(device, b.getI64IntegerAttr(unplanned[device])));
+    }
+
+    llvm::DenseMap<mlir::Value, int64_t> offsetOf;
+    for (const Buffer& buf : buffers) offsetOf[buf.value] = buf.offset;
+    for (mlir::BlockArgument arg : main.getArguments())
+      main.setArgAttr(arg.getArgNumber(), kArgArenaOffsetAttr, b.getI64IntegerAttr(offsetOf[arg]));
+    for (mlir::Operation& op : body) {
+      if (llvm::isa<ConstantOp, NoneOp, mlir::func::ReturnOp>(op)) continue;
+      llvm::SmallVector<int64_t> offsets;
+      for (mlir::Value r : op.getResults()) offsets.push_back(offsetOf[r]);
+      op.setAttr(kArenaOffsetAttr, b.getI64ArrayAttr(offsets));
+    }
+    module->setAttr(kArenaPeakAttr, b.getDictionaryAttr(peakAttrs));
+    module->setAttr(kArenaUnplannedAttr, b.getDictionaryAttr(unplannedAttrs));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> createPlanMemoryPass() { return std::make_unique<PlanMemoryPass>(); }
+std::unique_ptr<mlir::Pass> createPlanMemoryPass(const TandemPlanMemoryOptions& options) {
+  return std::make_unique<PlanMemoryPass>(options);
+}
+
+}  // namespace tandem

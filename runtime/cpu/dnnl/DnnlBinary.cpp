@@ -1,0 +1,138 @@
+// oneDNN binary ops for f32 with numpy broadcasting (ONNX Add/Sub/Mul/Div-14, Min/Max-13 with two
+// inputs). dnnl::binary broadcasts only its second source, so the full-shape operand goes first.
+#include <algorithm>
+#include <string>
+
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+struct BinaryPlan {
+  dnnl::algorithm alg = dnnl::algorithm::binary_add;
+  dims src0, src1, dst;
+  bool swapped = false;  // src0 is ONNX input B
+  bool negate = false;   // Sub with swapped operands: A - B = -(B - A), exact in floating point
+};
+
+bool binaryPlan(const KernelContext& ctx, BinaryPlan* p) {
+  if (ctx.inputTypes.size() != 2 || ctx.outputTypes.empty() || hasEmptyTensor(ctx)) return false;
+  const std::string& op = ctx.opType;
+  bool commutative = true;
+  if (op == "Add") p->alg = dnnl::algorithm::binary_add;
+  else if (op == "Mul") p->alg = dnnl::algorithm::binary_mul;
+  else if (op == "Min") p->alg = dnnl::algorithm::binary_min;
+  else if (op == "Max") p->alg = dnnl::algorithm::binary_max;
+  else if (op == "Sub") p->alg = dnnl::algorithm::binary_sub, commutative = false;
+  else if (op == "Div") p->alg = dnnl::algorithm::binary_div, commutative = false;
+  else return false;
+
+  const Shape& y = ctx.outputTypes[0].shape;
+  const size_t r = std::max<size_t>(1, y.size());
+  if (r > DNNL_MAX_NDIMS) return false;
+  auto padded = [r](const Shape& s) -> dims {
+    if (s.size() > r) return {};
+    dims d(r - s.size(), 1);
+    d.insert(d.end(), s.begin(), s.end());
+    return d;
+  };
+  dims a = padded(ctx.inputTypes[0].shape), b = padded(ctx.inputTypes[1].shape);
+  dims out = padded(y);
+  if (a.empty() || b.empty()) return false;
+  auto broadcastsTo = [&](const dims& s) {
+    for (size_t i = 0; i < r; ++i)
+      if (s[i] != out[i] && s[i] != 1) return false;
+    return true;
+  };
+  if (a == out && broadcastsTo(b)) {
+    p->src0 = a;
+    p->src1 = b;
+  } else if (b == out && broadcastsTo(a) && (commutative || op == "Sub")) {
+    p->src0 = b;
+    p->src1 = a;
+    p->swapped = true;
+    p->negate = op == "Sub";
+  } else {
+    return false;  // both operands broadcast, or Div with a broadcast numerator
+  }
+  p->dst = out;
+  return true;
+}
+
+class BinaryKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx) {
+    BinaryPlan p;
+    if (!binaryPlan(ctx, &p))
+      return Status::error(ctx.opType + ": broadcast not expressible with dnnl::binary");
+    op_ = ctx.opType;
+    swapped_ = p.swapped;
+    dnnl::engine& eng = cpuEngine();
+    dnnl::memory::desc s0 = plainDesc(p.src0), s1 = plainDesc(p.src1), d = plainDesc(p.dst);
+    dnnl::primitive_attr attr = baseAttr();
+    if (p.negate) {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, -1.f, 0.f);
+      attr.set_post_ops(po);
+    }
+    dnnl::binary::desc bd(p.alg, s0, s1, d);
+    dnnl::binary::primitive_desc pd(bd, attr, eng);
+    prim_ = dnnl::binary(pd);
+    setImpl(pd);
+    scratch_.init(pd, &ws_, &args_);
+    src0_ = dnnl::memory(s0, eng, DNNL_MEMORY_NONE);
+    src1_ = dnnl::memory(s1, eng, DNNL_MEMORY_NONE);
+    dst_ = dnnl::memory(d, eng, DNNL_MEMORY_NONE);
+    args_.add(DNNL_ARG_SRC_0, src0_);
+    args_.add(DNNL_ARG_SRC_1, src1_);
+    args_.add(DNNL_ARG_DST, dst_);
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun(op_.c_str(), [&] {
+      char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      scratch_.bindBuffers(ws);
+      bind(src0_, in[swapped_ ? 1 : 0]->raw());
+      bind(src1_, in[swapped_ ? 0 : 1]->raw());
+      bind(dst_, out[0]->raw());
+      args_.execute(prim_);
+      return Status::ok();
+    });
+  }
+
+ private:
+  std::string op_;
+  bool swapped_ = false;
+  dnnl::primitive prim_;
+  WorkspaceLayout ws_;
+  Scratchpad scratch_;
+  dnnl::memory src0_, src1_, dst_;
+  ExecArgs args_;
+};
+
+}  // namespace
+
+void registerDnnlBinaryKernels(KernelRegistry& r) {
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Min", "Max"}) {
+    r.add(makeDef(
+        op,
+        [](const KernelContext& ctx) {
+          BinaryPlan p;
+          return binaryPlan(ctx, &p);
+        },
+        [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+          return guardDnnl(ctx, [&] {
+            auto k = std::make_unique<BinaryKernel>();
+            TANDEM_RETURN_IF_ERROR(k->init(ctx));
+            *out = std::move(k);
+            return Status::ok();
+          });
+        }));
+  }
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem

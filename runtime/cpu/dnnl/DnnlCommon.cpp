@@ -1,0 +1,207 @@
+// Shared oneDNN plumbing: engine, per-thread stream and workspace, descriptors, registration.
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+#include <cassert>
+#include <cstdlib>
+#include <memory>
+
+namespace tandem {
+namespace dnnlcpu {
+
+dnnl::engine& cpuEngine() {
+  static dnnl::engine* eng = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  return *eng;
+}
+
+dnnl::stream& cpuStream() {
+  thread_local dnnl::stream s(cpuEngine());
+  return s;
+}
+
+char* threadWorkspace(size_t bytes) {
+  struct Buf {
+    char* p = nullptr;
+    size_t size = 0;
+    ~Buf() { std::free(p); }
+  };
+  thread_local Buf buf;
+  if (bytes > buf.size) {
+    std::free(buf.p);
+    // Round up so that a sequence of slightly growing requests does not reallocate each time.
+    size_t want = ((bytes + (1u << 20) - 1) >> 20) << 20;
+    buf.p = static_cast<char*>(std::aligned_alloc(64, want));
+    assert(buf.p && "out of host memory for the oneDNN workspace");
+    buf.size = want;
+  }
+  return buf.p;
+}
+
+dims toDims(const Shape& s) {
+  if (s.empty()) return {1};
+  return dims(s.begin(), s.end());
+}
+
+dnnl::memory::desc plainDesc(const dims& d) {
+  dims strides(d.size());
+  int64_t st = 1;
+  for (int i = (int)d.size() - 1; i >= 0; --i) {
+    strides[i] = st;
+    st *= d[i];
+  }
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
+}
+
+dnnl::memory::desc permutedDesc(const dims& d, const std::vector<int>& order) {
+  assert(order.size() == d.size());
+  dims strides(d.size());
+  int64_t st = 1;
+  for (int i = (int)order.size() - 1; i >= 0; --i) {
+    strides[order[i]] = st;
+    st *= d[order[i]];
+  }
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, strides);
+}
+
+dnnl::memory::desc anyDesc(const dims& d) {
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, dnnl::memory::format_tag::any);
+}
+
+void ExecArgs::execute(const dnnl::primitive& p) const {
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(p.get(), cpuStream().get(), (int)args_.size(), args_.data()),
+      "could not execute a primitive");
+}
+
+void Operand::init(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen,
+                   bool isInput, WorkspaceLayout* ws) {
+  dnnl::engine& eng = cpuEngine();
+  user_ = dnnl::memory(plain, eng, DNNL_MEMORY_NONE);
+  reordered_ = plain != chosen;
+  if (!reordered_) return;
+  inner_ = dnnl::memory(chosen, eng, DNNL_MEMORY_NONE);
+  wsOffset_ = ws->add(chosen.get_size());
+  if (isInput) {
+    reorder_ = dnnl::reorder(user_, inner_);
+    reorderArgs_.add(DNNL_ARG_FROM, user_);
+    reorderArgs_.add(DNNL_ARG_TO, inner_);
+  } else {
+    reorder_ = dnnl::reorder(inner_, user_);
+    reorderArgs_.add(DNNL_ARG_FROM, inner_);
+    reorderArgs_.add(DNNL_ARG_TO, user_);
+  }
+}
+
+void Operand::bindBuffers(const void* user, char* ws) const {
+  bind(user_, user);
+  if (reordered_) inner_.set_data_handle(ws + wsOffset_);
+}
+
+void Operand::toInner() const {
+  if (reordered_) reorderArgs_.execute(reorder_);
+}
+
+void Operand::toUser() const {
+  if (reordered_) reorderArgs_.execute(reorder_);
+}
+
+void Scratchpad::init(const dnnl::primitive_desc_base& pd, WorkspaceLayout* ws,
+                      ExecArgs* args) {
+  dnnl::memory::desc md = pd.scratchpad_desc();
+  used_ = md.get_size() > 0;
+  if (!used_) return;
+  mem_ = dnnl::memory(md, cpuEngine(), DNNL_MEMORY_NONE);
+  offset_ = ws->add(md.get_size());
+  args->add(DNNL_ARG_SCRATCHPAD, mem_);
+}
+
+dnnl::memory::desc channelBlockedDesc(const dims& d) {
+  using tag = dnnl::memory::format_tag;
+  using isa = dnnl::cpu_isa;
+  static const bool wide = [] {
+    isa i = dnnl::get_effective_cpu_isa();
+    return i == isa::avx512_mic || i == isa::avx512_mic_4ops || i == isa::avx512_core ||
+           i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 ||
+           i == isa::avx512_core_amx;
+  }();
+  assert(d.size() >= 3 && d.size() <= 5);
+  tag t = d.size() == 3 ? (wide ? tag::nCw16c : tag::nCw8c)
+          : d.size() == 4 ? (wide ? tag::nChw16c : tag::nChw8c)
+                          : (wide ? tag::nCdhw16c : tag::nCdhw8c);
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, t);
+}
+
+bool isReferenceImpl(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).find("ref") != std::string::npos;
+}
+
+dnnl::primitive_attr baseAttr() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+bool allF32(const std::vector<DType>& in) {
+  if (in.empty()) return false;
+  for (DType t : in)
+    if (t != DType::F32) return false;
+  return true;
+}
+
+bool hasEmptyTensor(const KernelContext& ctx) {
+  for (const TensorType& t : ctx.inputTypes)
+    if (t.present() && numElements(t.shape) == 0) return true;
+  for (const TensorType& t : ctx.outputTypes)
+    if (t.present() && numElements(t.shape) == 0) return true;
+  return false;
+}
+
+bool outputRequested(const KernelContext& ctx, size_t i) {
+  return i < ctx.outputTypes.size() && ctx.outputTypes[i].present();
+}
+
+bool inputPresent(const KernelContext& ctx, size_t i) {
+  return i < ctx.inputTypes.size() && ctx.inputTypes[i].present();
+}
+
+bool normalizeAxis(int64_t axis, int64_t rank, int64_t* out) {
+  if (axis < -rank || axis >= rank) return false;
+  *out = axis < 0 ? axis + rank : axis;
+  return true;
+}
+
+dnnl::memory prepackConstant(const Tensor& t, const dnnl::memory::desc& from,
+                             const dnnl::memory::desc& to) {
+  dnnl::engine& eng = cpuEngine();
+  dnnl::memory src(from, eng, const_cast<void*>(t.raw()));
+  dnnl::memory dst(to, eng);  // owned by the memory object, lives as long as the kernel
+  dnnl::reorder(src, dst).execute(cpuStream(), src, dst);
+  cpuStream().wait();
+  return dst;
+}
+
+KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> supports,
+                  KernelFactory create) {
+  KernelDef d;
+  d.opType = std::move(opType);
+  d.deviceKind = "cpu";
+  d.impl = "dnnl";
+  d.priority = 10;
+  d.accepts = allF32;
+  d.dtypesText = "f32";
+  d.supportsContext = std::move(supports);
+  d.create = std::move(create);
+  return d;
+}
+
+}  // namespace dnnlcpu
+
+void registerCpuDnnlKernels(KernelRegistry& r) {
+  dnnlcpu::registerDnnlConvKernels(r);
+  dnnlcpu::registerDnnlMatMulKernels(r);
+  dnnlcpu::registerDnnlPoolKernels(r);
+  dnnlcpu::registerDnnlNormKernels(r);
+  dnnlcpu::registerDnnlEltwiseKernels(r);
+  dnnlcpu::registerDnnlBinaryKernels(r);
+}
+
+}  // namespace tandem

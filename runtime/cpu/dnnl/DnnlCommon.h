@@ -1,0 +1,193 @@
+// Shared oneDNN 2.6 plumbing for the CPU kernels: engine/stream, per-thread workspace, memory
+// descriptors built from ONNX shapes, and the base class every dnnl kernel derives from.
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/Kernel.h"
+
+namespace tandem {
+namespace dnnlcpu {
+
+/// The one CPU engine of the process (created on first use).
+dnnl::engine& cpuEngine();
+/// A CPU stream on cpuEngine(). One per calling thread: oneDNN streams are not thread-safe and
+/// Executable::run may be called concurrently; with the OpenMP runtime a CPU stream is only a
+/// handle, so "one per thread" costs nothing and behaves like one process-wide stream.
+dnnl::stream& cpuStream();
+
+/// A grow-only, 64-byte aligned scratch buffer owned by the calling thread, for oneDNN
+/// scratchpads and blocked copies of activations. Valid until the next call on this thread;
+/// kernels use it only inside one run(). Grows (allocates) only when a larger size is asked.
+char* threadWorkspace(size_t bytes);
+
+/// Lays out several scratch regions in one workspace at kernel creation; run() asks the thread
+/// workspace for total() bytes and adds the offsets.
+class WorkspaceLayout {
+ public:
+  /// Reserves `bytes` (rounded up to 64) and returns its offset.
+  size_t add(size_t bytes) {
+    size_t off = total_;
+    total_ += (bytes + 63) / 64 * 64;
+    return off;
+  }
+  size_t total() const { return total_; }
+
+ private:
+  size_t total_ = 0;
+};
+
+using dims = dnnl::memory::dims;
+
+/// Tensor shape as oneDNN dims; rank 0 becomes {1} (oneDNN has no rank-0 memory).
+dims toDims(const Shape& s);
+/// Dense row-major f32 descriptor of `d`.
+dnnl::memory::desc plainDesc(const dims& d);
+/// f32 descriptor of logical dims `d` stored densely in the physical order `order` (outermost
+/// first, e.g. {1,0,2,3} for ConvTranspose weights [C,M,k..] viewed as [M,C,k..]).
+dnnl::memory::desc permutedDesc(const dims& d, const std::vector<int>& order);
+/// f32 descriptor of an [N, C, spatial...] activation (rank 3-5) in oneDNN's channel-blocked
+/// layout for this CPU (nChw16c with AVX-512, nChw8c otherwise): the layout its optimized
+/// pooling kernels need when the primitive cannot be given format_tag::any.
+dnnl::memory::desc channelBlockedDesc(const dims& d);
+/// True when `pd` is a generic reference implementation (used to fall back to plain layouts
+/// when a blocked layout brings no optimized kernel).
+bool isReferenceImpl(const dnnl::primitive_desc_base& pd);
+/// f32 descriptor of `d` with format_tag::any (the primitive picks).
+dnnl::memory::desc anyDesc(const dims& d);
+
+/// The arguments of one primitive execution, built once at kernel creation: run() rebinds the
+/// data handles of the same dnnl::memory objects and executes without building a map per call.
+/// The memory objects must outlive this list (kernels keep both as members).
+class ExecArgs {
+ public:
+  void add(int arg, const dnnl::memory& m) { args_.push_back({arg, m.get()}); }
+  /// Executes `p` on the calling thread's stream; throws dnnl::error on failure.
+  void execute(const dnnl::primitive& p) const;
+
+ private:
+  std::vector<dnnl_exec_arg_t> args_;
+};
+
+/// Sets the data handle of `m` to a caller buffer (oneDNN takes non-const pointers even for
+/// sources it only reads).
+inline void bind(const dnnl::memory& m, const void* p) { m.set_data_handle(const_cast<void*>(p)); }
+
+/// One operand of a primitive whose chosen layout may differ from the plain row-major layout
+/// tensors have between ops (activations are plain NCHW at op boundaries). Holds the user-side
+/// memory bound to the caller's buffer, the primitive-side memory (the same object when no
+/// reorder is needed, else a region of the thread workspace) and the reorder between them.
+class Operand {
+ public:
+  /// `plain`: the caller's layout; `chosen`: the primitive's. `isInput` selects the reorder
+  /// direction (user -> primitive for inputs, primitive -> user for outputs).
+  void init(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen, bool isInput,
+            WorkspaceLayout* ws);
+  /// The memory to hand the primitive (stable: ExecArgs may keep it).
+  const dnnl::memory& inner() const { return reordered_ ? inner_ : user_; }
+  bool reordered() const { return reordered_; }
+  /// Binds the caller's buffer (and the workspace region when reordered).
+  void bindBuffers(const void* user, char* ws) const;
+  /// For inputs: reorders user -> inner (no-op when not reordered). Call after bindBuffers.
+  void toInner() const;
+  /// For outputs: reorders inner -> user (no-op when not reordered).
+  void toUser() const;
+
+ private:
+  dnnl::memory user_, inner_;
+  dnnl::reorder reorder_;
+  ExecArgs reorderArgs_;
+  bool reordered_ = false;
+  size_t wsOffset_ = 0;
+};
+
+/// The user-managed scratchpad of one primitive, carved from the thread workspace.
+class Scratchpad {
+ public:
+  /// Reserves pd's scratchpad in `ws` and adds DNNL_ARG_SCRATCHPAD to `args` when non-empty.
+  void init(const dnnl::primitive_desc_base& pd, WorkspaceLayout* ws, ExecArgs* args);
+  void bindBuffers(char* ws) const {
+    if (used_) mem_.set_data_handle(ws + offset_);
+  }
+
+ private:
+  dnnl::memory mem_;
+  size_t offset_ = 0;
+  bool used_ = false;
+};
+
+/// Primitive attributes every dnnl kernel starts from: user-managed scratchpad, so run() uses
+/// the thread workspace instead of letting oneDNN allocate.
+dnnl::primitive_attr baseAttr();
+
+/// True when every present input is f32 (KernelDef::accepts for all dnnl kernels but Pow).
+bool allF32(const std::vector<DType>& inputDTypes);
+/// True when some present input or output has a zero-size dimension (left to the reference
+/// kernels: oneDNN primitives reject zero-volume memory in several implementations).
+bool hasEmptyTensor(const KernelContext& ctx);
+/// True when output i is present, i.e. requested by the graph.
+bool outputRequested(const KernelContext& ctx, size_t i);
+/// Input i present?
+bool inputPresent(const KernelContext& ctx, size_t i);
+
+/// Numpy-style normalisation of a possibly negative axis; returns false when out of range.
+bool normalizeAxis(int64_t axis, int64_t rank, int64_t* out);
+
+/// Copies a constant tensor (f32, plain layout `from`) into owned memory of layout `to`, via a
+/// oneDNN reorder: the once-at-creation weight prepacking.
+dnnl::memory prepackConstant(const Tensor& t, const dnnl::memory::desc& from,
+                             const dnnl::memory::desc& to);
+
+/// Base of every oneDNN kernel: holds the implementation name and serialises concurrent run()
+/// calls on one kernel instance, because the kernel's dnnl::memory objects are rebound to the
+/// caller's buffers on every run.
+class DnnlKernel : public Kernel {
+ public:
+  std::string implName() const override { return impl_; }
+
+ protected:
+  void setImpl(const dnnl::primitive_desc_base& pd) {
+    impl_ = std::string("dnnl:") + pd.impl_info_str();
+  }
+  std::string impl_ = "dnnl";
+  std::mutex mu_;
+};
+
+/// Runs `body` (which builds a kernel and may throw dnnl::error) and turns oneDNN exceptions
+/// into a Status naming the op: oneDNN reports unsupported configurations by throwing.
+template <typename F>
+Status guardDnnl(const KernelContext& ctx, F&& body) {
+  try {
+    return body();
+  } catch (const dnnl::error& e) {
+    return Status::error(ctx.opType + " (dnnl): " + e.what());
+  }
+}
+/// Same for run(): a failing execute is reported, not thrown.
+template <typename F>
+Status guardRun(const char* op, F&& body) {
+  try {
+    return body();
+  } catch (const dnnl::error& e) {
+    return Status::error(std::string(op) + " (dnnl): execution failed: " + e.what());
+  }
+}
+
+/// A KernelDef for impl "dnnl" on "cpu" with priority 10 (above the reference kernels).
+KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> supports,
+                  KernelFactory create);
+
+// Registration per op-category file; registerCpuDnnlKernels calls each.
+void registerDnnlConvKernels(KernelRegistry& r);      // DnnlConv.cpp: Conv, ConvTranspose
+void registerDnnlMatMulKernels(KernelRegistry& r);    // DnnlMatMul.cpp: Gemm, MatMul
+void registerDnnlPoolKernels(KernelRegistry& r);      // DnnlPool.cpp: Max/Avg/Global pools
+void registerDnnlNormKernels(KernelRegistry& r);      // DnnlNorm.cpp: BN, LN, (Log)Softmax
+void registerDnnlEltwiseKernels(KernelRegistry& r);   // DnnlEltwise.cpp: unary activations
+void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub/Mul/Div/Min/Max
+
+}  // namespace dnnlcpu
+}  // namespace tandem

@@ -1,0 +1,274 @@
+// oneDNN Gemm (ONNX Gemm-13) and MatMul (ONNX MatMul-13, numpy batching) for f32, on
+// dnnl::matmul.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+/// Shared matmul kernel: dst = alpha * src x weights (+ beta * dst, where Gemm first fills dst
+/// with C broadcast to [M, N]: that is oneDNN's sum post-op, exactly sgemm's beta*C).
+class MatMulKernel : public DnnlKernel {
+ public:
+  /// `srcMd`/`wMd`/`dstMd`: how the caller's buffers are laid out (weights may be strided for
+  /// transB). A constant weights tensor is prepacked into the layout the primitive prefers.
+  Status init(const char* op, const dnnl::memory::desc& srcMd, const dnnl::memory::desc& wMd,
+              const dnnl::memory::desc& dstMd, const Tensor* wConst, float alpha, float beta,
+              bool sumPostOp) {
+    op_ = op;
+    dnnl::engine& eng = cpuEngine();
+    dnnl::primitive_attr attr = baseAttr();
+    if (alpha != 1.f) attr.set_output_scales(0, {alpha});
+    if (sumPostOp) {
+      dnnl::post_ops po;
+      po.append_sum(beta);
+      attr.set_post_ops(po);
+    }
+    dnnl::memory::dims wDims = wMd.dims();
+    dnnl::memory::desc wWant = wConst ? anyDesc(wDims) : wMd;
+    dnnl::matmul::desc d(srcMd, wWant, dstMd);
+    dnnl::matmul::primitive_desc pd(d, attr, eng);
+    prim_ = dnnl::matmul(pd);
+    setImpl(pd);
+    scratch_.init(pd, &ws_, &args_);
+    src_ = dnnl::memory(srcMd, eng, DNNL_MEMORY_NONE);
+    dst_ = dnnl::memory(dstMd, eng, DNNL_MEMORY_NONE);
+    constW_ = wConst != nullptr;
+    if (wConst) weights_ = prepackConstant(*wConst, wMd, pd.weights_desc());
+    else weights_ = dnnl::memory(wMd, eng, DNNL_MEMORY_NONE);
+    args_.add(DNNL_ARG_SRC, src_);
+    args_.add(DNNL_ARG_WEIGHTS, weights_);
+    args_.add(DNNL_ARG_DST, dst_);
+    return Status::ok();
+  }
+
+  /// Gemm's C operand: fill Y with C broadcast to [m, n] before the matmul (C is [], [n],
+  /// [1|m, 1|n]).
+  void setBroadcastC(int64_t m, int64_t n, int64_t cRows, int64_t cCols) {
+    fillC_ = true;
+    m_ = m;
+    n_ = n;
+    cRows_ = cRows;
+    cCols_ = cCols;
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun(op_, [&] {
+      if (fillC_) fillC(in[2]->data<float>(), out[0]->data<float>());
+      char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      scratch_.bindBuffers(ws);
+      bind(src_, in[0]->raw());
+      if (!constW_) bind(weights_, in[1]->raw());
+      bind(dst_, out[0]->raw());
+      args_.execute(prim_);
+      return Status::ok();
+    });
+  }
+
+ private:
+  void fillC(const float* c, float* y) const {
+    if (c == y && cRows_ == m_ && cCols_ == n_) return;  // planned in place: already there
+    for (int64_t i = 0; i < m_; ++i) {
+      const float* row = c + (cRows_ == 1 ? 0 : i) * cCols_;
+      float* dst = y + i * n_;
+      if (cCols_ == n_) std::memcpy(dst, row, sizeof(float) * n_);
+      else std::fill(dst, dst + n_, row[0]);
+    }
+  }
+
+  const char* op_ = "MatMul";
+  dnnl::primitive prim_;
+  WorkspaceLayout ws_;
+  Scratchpad scratch_;
+  dnnl::memory src_, weights_, dst_;
+  bool constW_ = false;
+  bool fillC_ = false;
+  int64_t m_ = 0, n_ = 0, cRows_ = 0, cCols_ = 0;
+  ExecArgs args_;
+};
+
+// ---- Gemm ----
+
+struct GemmShape {
+  int64_t M = 0, K = 0, N = 0;
+  bool transA = false, transB = false;
+  bool hasC = false;
+  int64_t cRows = 1, cCols = 1;
+};
+
+bool gemmShape(const KernelContext& ctx, GemmShape* g, std::string* why) {
+  if (ctx.inputTypes.size() < 2 || ctx.outputTypes.empty()) {
+    *why = "expects inputs A, B";
+    return false;
+  }
+  if (hasEmptyTensor(ctx)) {
+    *why = "zero-size tensor";
+    return false;
+  }
+  const Shape& a = ctx.inputTypes[0].shape;
+  const Shape& b = ctx.inputTypes[1].shape;
+  if (a.size() != 2 || b.size() != 2) {
+    *why = "A and B must be 2-D";
+    return false;
+  }
+  g->transA = ctx.attrs->getInt("transA", 0) != 0;
+  g->transB = ctx.attrs->getInt("transB", 0) != 0;
+  g->M = g->transA ? a[1] : a[0];
+  g->K = g->transA ? a[0] : a[1];
+  g->N = g->transB ? b[0] : b[1];
+  if ((g->transB ? b[1] : b[0]) != g->K) {
+    *why = "inner dimensions of A and B differ";
+    return false;
+  }
+  if (ctx.outputTypes[0].shape != Shape{g->M, g->N}) {
+    *why = "output shape is not [M, N]";
+    return false;
+  }
+  g->hasC = inputPresent(ctx, 2) && ctx.attrs->getFloat("beta", 1.f) != 0.f;
+  if (g->hasC) {
+    const Shape& c = ctx.inputTypes[2].shape;
+    if (c.size() > 2) {
+      *why = "C has rank > 2";
+      return false;
+    }
+    g->cCols = c.empty() ? 1 : c.back();
+    g->cRows = c.size() == 2 ? c[0] : 1;
+    if ((g->cCols != 1 && g->cCols != g->N) || (g->cRows != 1 && g->cRows != g->M)) {
+      *why = "C is not unidirectionally broadcastable to [M, N]";
+      return false;
+    }
+  }
+  return true;
+}
+
+Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  return guardDnnl(ctx, [&] {
+    GemmShape g;
+    std::string why;
+    if (!gemmShape(ctx, &g, &why)) return Status::error("Gemm: " + why);
+    const int64_t M = g.M, K = g.K, N = g.N;
+    // Transposes are strides, not copies: A^T is [M, K] with strides {1, M}.
+    dnnl::memory::desc srcMd(dims{M, K}, dnnl::memory::data_type::f32,
+                             g.transA ? dims{1, M} : dims{K, 1});
+    dnnl::memory::desc wMd(dims{K, N}, dnnl::memory::data_type::f32,
+                           g.transB ? dims{1, K} : dims{N, 1});
+    dnnl::memory::desc dstMd = plainDesc({M, N});
+    const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
+    auto k = std::make_unique<MatMulKernel>();
+    const float alpha = ctx.attrs->getFloat("alpha", 1.f);
+    const float beta = ctx.attrs->getFloat("beta", 1.f);
+    TANDEM_RETURN_IF_ERROR(k->init("Gemm", srcMd, wMd, dstMd, bConst, alpha, beta, g.hasC));
+    if (g.hasC) k->setBroadcastC(M, N, g.cRows, g.cCols);
+    *out = std::move(k);
+    return Status::ok();
+  });
+}
+
+// ---- MatMul ----
+
+struct MatMulShape {
+  dims src, weights, dst;  // same rank, oneDNN batch broadcasting on size-1 dims
+};
+
+bool matmulShape(const KernelContext& ctx, MatMulShape* m, std::string* why) {
+  if (ctx.inputTypes.size() < 2 || ctx.outputTypes.empty()) {
+    *why = "expects inputs A, B";
+    return false;
+  }
+  if (hasEmptyTensor(ctx)) {
+    *why = "zero-size tensor";
+    return false;
+  }
+  Shape a = ctx.inputTypes[0].shape, b = ctx.inputTypes[1].shape;
+  if (a.empty() || b.empty()) {
+    *why = "scalar operand";
+    return false;
+  }
+  // ONNX/numpy: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; the inserted dims are
+  // removed from Y, which leaves its dense layout unchanged, so we compute the padded shape.
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  size_t r = std::max(a.size(), b.size());
+  if (r > DNNL_MAX_NDIMS) {
+    *why = "rank above oneDNN's limit";
+    return false;
+  }
+  a.insert(a.begin(), r - a.size(), 1);
+  b.insert(b.begin(), r - b.size(), 1);
+  if (a[r - 1] != b[r - 2]) {
+    *why = "inner dimensions differ";
+    return false;
+  }
+  Shape y(r);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (a[i] != b[i] && a[i] != 1 && b[i] != 1) {
+      *why = "batch dimensions do not broadcast";
+      return false;
+    }
+    y[i] = std::max(a[i], b[i]);
+  }
+  y[r - 2] = a[r - 2];
+  y[r - 1] = b[r - 1];
+  if (numElements(y) != numElements(ctx.outputTypes[0].shape)) {
+    *why = "output shape disagrees with the operands";
+    return false;
+  }
+  // When B has no batch (weights shared by every row), fold A's batch into M: one large GEMM
+  // instead of a batch of small ones.
+  bool bShared = true;
+  for (size_t i = 0; i + 2 < r; ++i) bShared = bShared && b[i] == 1;
+  if (bShared) {
+    int64_t rows = numElements(a) / a[r - 1];
+    m->src = {rows, a[r - 1]};
+    m->weights = {b[r - 2], b[r - 1]};
+    m->dst = {rows, b[r - 1]};
+  } else {
+    m->src = dims(a.begin(), a.end());
+    m->weights = dims(b.begin(), b.end());
+    m->dst = dims(y.begin(), y.end());
+  }
+  return true;
+}
+
+Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  return guardDnnl(ctx, [&] {
+    MatMulShape m;
+    std::string why;
+    if (!matmulShape(ctx, &m, &why)) return Status::error("MatMul: " + why);
+    const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
+    auto k = std::make_unique<MatMulKernel>();
+    TANDEM_RETURN_IF_ERROR(k->init("MatMul", plainDesc(m.src), plainDesc(m.weights),
+                                   plainDesc(m.dst), bConst, 1.f, 0.f, false));
+    *out = std::move(k);
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void registerDnnlMatMulKernels(KernelRegistry& r) {
+  r.add(makeDef(
+      "Gemm",
+      [](const KernelContext& ctx) {
+        GemmShape g;
+        std::string why;
+        return gemmShape(ctx, &g, &why);
+      },
+      createGemm));
+  r.add(makeDef(
+      "MatMul",
+      [](const KernelContext& ctx) {
+        MatMulShape m;
+        std::string why;
+        return matmulShape(ctx, &m, &why);
+      },
+      createMatMul));
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem

@@ -1,0 +1,254 @@
+// oneDNN BatchNormalization (ONNX BatchNormalization-15, inference, Y only), LayerNormalization
+// (ONNX LayerNormalization-17, with its optional Mean/InvStdDev outputs), Softmax and LogSoftmax
+// (ONNX -13, one axis) for f32.
+#include <cmath>
+#include <string>
+
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+/// A primitive with one plain source and one plain destination of the same dims, plus optional
+/// per-channel parameter tensors bound by argument id (scale, shift, mean, variance).
+class NormKernel : public DnnlKernel {
+ public:
+  struct Param {
+    int arg;         // DNNL_ARG_*
+    size_t input;    // ONNX input index
+    dnnl::memory::desc md;
+  };
+
+  Status init(const char* op, const dnnl::primitive_desc_base& pd, dnnl::primitive prim,
+              const dnnl::memory::desc& dataMd, const std::vector<Param>& params,
+              const KernelContext& ctx) {
+    op_ = op;
+    dnnl::engine& eng = cpuEngine();
+    prim_ = std::move(prim);
+    setImpl(pd);
+    scratch_.init(pd, &ws_, &args_);
+    src_ = dnnl::memory(dataMd, eng, DNNL_MEMORY_NONE);
+    dst_ = dnnl::memory(dataMd, eng, DNNL_MEMORY_NONE);
+    args_.add(DNNL_ARG_SRC, src_);
+    args_.add(DNNL_ARG_DST, dst_);
+    for (const Param& p : params) {
+      const Tensor* c = p.input < ctx.constInputs.size() ? ctx.constInputs[p.input] : nullptr;
+      Bound b;
+      b.input = p.input;
+      b.isConst = c != nullptr;
+      // Constant parameters are copied once so run() never touches their inputs.
+      b.mem = c ? prepackConstant(*c, p.md, p.md) : dnnl::memory(p.md, eng, DNNL_MEMORY_NONE);
+      args_.add(p.arg, b.mem);
+      params_.push_back(b);
+    }
+    return Status::ok();
+  }
+
+  /// LayerNormalization statistics: oneDNN writes the mean and the variance of each of the
+  /// `count` normalised rows; ONNX wants Mean (output 1) and InvStdDev = 1/sqrt(var + eps)
+  /// (output 2), each optional. Requires a forward_training primitive.
+  void enableStats(const dnnl::memory::desc& statMd, int64_t count, float eps, bool meanOut,
+                   bool invStdOut) {
+    dnnl::engine& eng = cpuEngine();
+    stats_ = true;
+    count_ = count;
+    eps_ = eps;
+    meanOut_ = meanOut;
+    invStdOut_ = invStdOut;
+    mean_ = dnnl::memory(statMd, eng, DNNL_MEMORY_NONE);
+    var_ = dnnl::memory(statMd, eng, DNNL_MEMORY_NONE);
+    if (!meanOut) meanOff_ = ws_.add(statMd.get_size());
+    varOff_ = ws_.add(statMd.get_size());
+    args_.add(DNNL_ARG_MEAN, mean_);
+    args_.add(DNNL_ARG_VARIANCE, var_);
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun(op_, [&] {
+      char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      scratch_.bindBuffers(ws);
+      bind(src_, in[0]->raw());
+      bind(dst_, out[0]->raw());
+      for (const Bound& b : params_)
+        if (!b.isConst) bind(b.mem, in[b.input]->raw());
+      if (stats_) {
+        bind(mean_, meanOut_ ? out[1]->raw() : ws + meanOff_);
+        bind(var_, ws + varOff_);
+      }
+      args_.execute(prim_);
+      if (stats_ && invStdOut_) {
+        const float* var = reinterpret_cast<const float*>(ws + varOff_);
+        float* inv = out[2]->data<float>();
+        for (int64_t i = 0; i < count_; ++i) inv[i] = 1.f / std::sqrt(var[i] + eps_);
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  struct Bound {
+    size_t input = 0;
+    bool isConst = false;
+    dnnl::memory mem;
+  };
+  const char* op_ = "Norm";
+  dnnl::primitive prim_;
+  WorkspaceLayout ws_;
+  Scratchpad scratch_;
+  dnnl::memory src_, dst_;
+  std::vector<Bound> params_;
+  bool stats_ = false, meanOut_ = false, invStdOut_ = false;
+  int64_t count_ = 0;
+  float eps_ = 0.f;
+  size_t meanOff_ = 0, varOff_ = 0;
+  dnnl::memory mean_, var_;
+  ExecArgs args_;
+};
+
+template <typename F>
+KernelFactory normFactory(F build) {
+  return [build](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+    return guardDnnl(ctx, [&] {
+      auto k = std::make_unique<NormKernel>();
+      TANDEM_RETURN_IF_ERROR(build(ctx, k.get()));
+      *out = std::move(k);
+      return Status::ok();
+    });
+  };
+}
+
+bool sameShapeInOut(const KernelContext& ctx) {
+  return !ctx.inputTypes.empty() && !ctx.outputTypes.empty() &&
+         ctx.inputTypes[0].shape == ctx.outputTypes[0].shape;
+}
+
+// ---- BatchNormalization ----
+
+bool batchNormSupported(const KernelContext& ctx) {
+  if (ctx.inputTypes.size() != 5 || !sameShapeInOut(ctx) || hasEmptyTensor(ctx)) return false;
+  if (outputRequested(ctx, 1) || outputRequested(ctx, 2)) return false;  // training outputs
+  if (ctx.attrs->getInt("training_mode", 0) != 0) return false;
+  const Shape& x = ctx.inputTypes[0].shape;
+  if (x.size() < 2 || x.size() > 5) return false;
+  for (size_t i = 1; i < 5; ++i)
+    if (ctx.inputTypes[i].shape != Shape{x[1]}) return false;
+  return true;
+}
+
+Status buildBatchNorm(const KernelContext& ctx, NormKernel* k) {
+  if (!batchNormSupported(ctx))
+    return Status::error("BatchNormalization: only inference with per-channel [C] parameters");
+  dnnl::memory::desc data = plainDesc(toDims(ctx.inputTypes[0].shape));
+  dnnl::memory::desc ch = plainDesc({ctx.inputTypes[0].shape[1]});
+  const float eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  // Inference with the given running statistics: use_global_stats; ONNX scale and B map to
+  // oneDNN's separate scale and shift.
+  auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, data, eps, flags);
+  dnnl::batch_normalization_forward::primitive_desc pd(d, baseAttr(), cpuEngine());
+  return k->init("BatchNormalization", pd, dnnl::batch_normalization_forward(pd), data,
+                 {{DNNL_ARG_SCALE, 1, ch},
+                  {DNNL_ARG_SHIFT, 2, ch},
+                  {DNNL_ARG_MEAN, 3, ch},
+                  {DNNL_ARG_VARIANCE, 4, ch}},
+                 ctx);
+}
+
+// ---- LayerNormalization ----
+
+/// oneDNN normalises over the last dimension only, so X is seen as [outer, inner] with inner the
+/// product of the normalised dims X.shape[axis:]; Scale and B must then have `inner` elements.
+/// Mean and InvStdDev, when requested, have `outer` elements (shape X.shape[:axis] + [1...]).
+bool layerNormShape(const KernelContext& ctx, int64_t* outer, int64_t* inner) {
+  if (ctx.inputTypes.size() < 2 || !sameShapeInOut(ctx) || hasEmptyTensor(ctx)) return false;
+  if (ctx.attrs->getInt("stash_type", 1) != 1) return false;
+  const Shape& x = ctx.inputTypes[0].shape;
+  int64_t axis;
+  if (x.empty() || !normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)x.size(), &axis))
+    return false;
+  *outer = 1;
+  *inner = 1;
+  for (int64_t i = 0; i < (int64_t)x.size(); ++i) (i < axis ? *outer : *inner) *= x[i];
+  if (numElements(ctx.inputTypes[1].shape) != *inner) return false;
+  if (inputPresent(ctx, 2) && numElements(ctx.inputTypes[2].shape) != *inner) return false;
+  for (size_t i = 1; i <= 2; ++i)
+    if (outputRequested(ctx, i) && (ctx.outputTypes[i].dtype != DType::F32 ||
+                                    numElements(ctx.outputTypes[i].shape) != *outer))
+      return false;
+  return true;
+}
+
+Status buildLayerNorm(const KernelContext& ctx, NormKernel* k) {
+  int64_t outer, inner;
+  if (!layerNormShape(ctx, &outer, &inner))
+    return Status::error("LayerNormalization: only f32 with full-size Scale/B");
+  dnnl::memory::desc data = plainDesc({outer, inner});
+  dnnl::memory::desc ch = plainDesc({inner});
+  dnnl::memory::desc stat = plainDesc({outer});
+  const float eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  const bool hasB = inputPresent(ctx, 2);
+  const bool meanOut = outputRequested(ctx, 1), invStdOut = outputRequested(ctx, 2);
+  auto flags = dnnl::normalization_flags::use_scale;
+  if (hasB) flags = flags | dnnl::normalization_flags::use_shift;
+  // Statistics are outputs only of a training-mode primitive; the math is the same.
+  const bool stats = meanOut || invStdOut;
+  dnnl::layer_normalization_forward::desc d(
+      stats ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference, data, stat,
+      eps, flags);
+  dnnl::layer_normalization_forward::primitive_desc pd(d, baseAttr(), cpuEngine());
+  std::vector<NormKernel::Param> params = {{DNNL_ARG_SCALE, 1, ch}};
+  if (hasB) params.push_back({DNNL_ARG_SHIFT, 2, ch});
+  TANDEM_RETURN_IF_ERROR(k->init("LayerNormalization", pd, dnnl::layer_normalization_forward(pd),
+                                 data, params, ctx));
+  if (stats) k->enableStats(stat, outer, eps, meanOut, invStdOut);
+  return Status::ok();
+}
+
+// ---- Softmax / LogSoftmax ----
+
+bool softmaxAxis(const KernelContext& ctx, int64_t* axis) {
+  if (ctx.inputTypes.size() != 1 || !sameShapeInOut(ctx) || hasEmptyTensor(ctx)) return false;
+  const int64_t rank = (int64_t)ctx.inputTypes[0].shape.size();
+  if (rank == 0 || rank > DNNL_MAX_NDIMS) return false;
+  return normalizeAxis(ctx.attrs->getInt("axis", -1), rank, axis);
+}
+
+std::function<Status(const KernelContext&, NormKernel*)> buildSoftmax(bool log) {
+  return [log](const KernelContext& ctx, NormKernel* k) {
+    int64_t axis;
+    if (!softmaxAxis(ctx, &axis)) return Status::error(ctx.opType + ": invalid axis");
+    dnnl::memory::desc data = plainDesc(toDims(ctx.inputTypes[0].shape));
+    dnnl::softmax_v2_forward::desc d(
+        dnnl::prop_kind::forward_inference,
+        log ? dnnl::algorithm::softmax_log : dnnl::algorithm::softmax_accurate, data, data,
+        (int)axis);
+    dnnl::softmax_v2_forward::primitive_desc pd(d, baseAttr(), cpuEngine());
+    return k->init(log ? "LogSoftmax" : "Softmax", pd, dnnl::softmax_v2_forward(pd), data, {},
+                   ctx);
+  };
+}
+
+}  // namespace
+
+void registerDnnlNormKernels(KernelRegistry& r) {
+  r.add(makeDef("BatchNormalization", batchNormSupported, normFactory(buildBatchNorm)));
+  r.add(makeDef(
+      "LayerNormalization",
+      [](const KernelContext& ctx) {
+        int64_t o, i;
+        return layerNormShape(ctx, &o, &i);
+      },
+      normFactory(buildLayerNorm)));
+  auto softmaxOk = [](const KernelContext& ctx) {
+    int64_t axis;
+    return softmaxAxis(ctx, &axis);
+  };
+  r.add(makeDef("Softmax", softmaxOk, normFactory(buildSoftmax(false))));
+  r.add(makeDef("LogSoftmax", softmaxOk, normFactory(buildSoftmax(true))));
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem

@@ -1,0 +1,216 @@
+// oneDNN MaxPool (ONNX MaxPool-12, Y only), AveragePool (ONNX AveragePool-11), GlobalAveragePool
+// and GlobalMaxPool for 1-D/2-D/3-D f32 on pooling_v2_forward.
+#include <algorithm>
+#include <string>
+
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+enum class PoolKind { Max, Average, GlobalMax, GlobalAverage };
+
+struct PoolGeometry {
+  dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+  dims src, dst, kernel, strides, dilations /* oneDNN: ONNX - 1 */, padL, padR;
+};
+
+bool poolGeometry(const KernelContext& ctx, PoolKind kind, PoolGeometry* g, std::string* why) {
+  if (ctx.inputTypes.empty() || ctx.outputTypes.empty()) {
+    *why = "expects input X";
+    return false;
+  }
+  if (hasEmptyTensor(ctx)) {
+    *why = "zero-size tensor";
+    return false;
+  }
+  if (outputRequested(ctx, 1)) {
+    *why = "the Indices output is not supported by the oneDNN kernel";
+    return false;
+  }
+  const Shape& x = ctx.inputTypes[0].shape;
+  const Shape& y = ctx.outputTypes[0].shape;
+  const int rank = (int)x.size();
+  if (rank < 3 || rank > 5 || (int)y.size() != rank || y[0] != x[0] || y[1] != x[1]) {
+    *why = "only 1-D, 2-D and 3-D pooling of [N, C, ...] tensors";
+    return false;
+  }
+  const int sp = rank - 2;
+  g->src = dims(x.begin(), x.end());
+  g->dst = dims(y.begin(), y.end());
+  g->strides.assign(sp, 1);
+  g->dilations.assign(sp, 0);
+  g->padL.assign(sp, 0);
+  g->padR.assign(sp, 0);
+  if (kind == PoolKind::GlobalMax || kind == PoolKind::GlobalAverage) {
+    g->kernel = dims(x.begin() + 2, x.end());
+    for (int i = 0; i < sp; ++i) {
+      if (y[2 + i] != 1) {
+        *why = "global pooling output must have spatial size 1";
+        return false;
+      }
+    }
+    g->alg = kind == PoolKind::GlobalMax ? dnnl::algorithm::pooling_max
+                                         : dnnl::algorithm::pooling_avg_exclude_padding;
+    return true;
+  }
+
+  const AttrMap& a = *ctx.attrs;
+  std::vector<int64_t> ks = a.getInts("kernel_shape");
+  std::vector<int64_t> st = a.getInts("strides", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> dl = a.getInts("dilations", std::vector<int64_t>(sp, 1));
+  std::vector<int64_t> pads = a.getInts("pads", std::vector<int64_t>(2 * sp, 0));
+  if ((int)ks.size() != sp || (int)st.size() != sp || (int)dl.size() != sp ||
+      (int)pads.size() != 2 * sp) {
+    *why = "kernel_shape/strides/dilations/pads have the wrong length";
+    return false;
+  }
+  const std::string autoPad = a.getString("auto_pad", "NOTSET");
+  if (autoPad != "NOTSET" && autoPad != "VALID" && autoPad != "SAME_UPPER" &&
+      autoPad != "SAME_LOWER") {
+    *why = "unknown auto_pad '" + autoPad + "'";
+    return false;
+  }
+  const bool includePad =
+      kind == PoolKind::Average && a.getInt("count_include_pad", 0) != 0;
+  g->alg = kind == PoolKind::Max ? dnnl::algorithm::pooling_max
+           : includePad          ? dnnl::algorithm::pooling_avg_include_padding
+                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+  g->kernel = dims(ks.begin(), ks.end());
+  for (int i = 0; i < sp; ++i) {
+    const int64_t in = x[2 + i], out = y[2 + i], s = st[i], k = ks[i], d = dl[i];
+    if (k <= 0 || s <= 0 || d <= 0) {
+      *why = "kernel_shape, strides and dilations must be positive";
+      return false;
+    }
+    const int64_t ext = (k - 1) * d + 1;
+    g->strides[i] = s;
+    g->dilations[i] = d - 1;
+    int64_t pl = 0, pr = 0;
+    if (autoPad == "NOTSET") {
+      pl = pads[i];
+      pr = pads[sp + i];
+    } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      int64_t total = std::max<int64_t>(0, (out - 1) * s + ext - in);
+      pl = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pr = total - pl;
+    }
+    if (pl < 0 || pr < 0) {
+      *why = "negative pads";
+      return false;
+    }
+    // oneDNN needs out == (in + pl + pr - ext) / s + 1. With ceil_mode the last window may hang
+    // past the end pad; oneDNN expresses that as extra right padding, which max and
+    // exclude-padding average ignore, but include-padding average would count in its divisor
+    // where ONNX does not (ONNX counts only the explicit pads).
+    const int64_t span = in + pl + pr - ext;
+    if (span < 0 || span / s + 1 != out) {
+      int64_t need = (out - 1) * s + ext - in - pl;
+      if (need < pr || includePad) {
+        *why = "output shape " + shapeToString(y) +
+               " needs padding the oneDNN pooling cannot express exactly";
+        return false;
+      }
+      pr = need;
+    }
+    // A window lying entirely in padding has no input element; ONNX and oneDNN disagree there.
+    if (pl >= ext || pr >= ext) {
+      *why = "padding as large as the window";
+      return false;
+    }
+    g->padL[i] = pl;
+    g->padR[i] = pr;
+  }
+  return true;
+}
+
+class PoolKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx, PoolKind kind) {
+    PoolGeometry g;
+    std::string why;
+    if (!poolGeometry(ctx, kind, &g, &why)) return Status::error(ctx.opType + ": " + why);
+    op_ = kind == PoolKind::Max           ? "MaxPool"
+          : kind == PoolKind::Average     ? "AveragePool"
+          : kind == PoolKind::GlobalMax   ? "GlobalMaxPool"
+                                          : "GlobalAveragePool";
+    dnnl::engine& eng = cpuEngine();
+    dnnl::memory::desc srcPlain = plainDesc(g.src), dstPlain = plainDesc(g.dst);
+    // Layout policy: oneDNN's optimized pooling kernels need channel-blocked tensors; its plain
+    // NCHW pooling is a scalar loop. Measured on the AVX2 build machine, 1 thread, ResNet
+    // max-pool 3x3/2 on 64x112x112, including both reorders: batch 1 0.89 vs 13.5 ms, batch
+    // 32 88 vs 550 ms; global average pool 2048x7x7: batch 1 0.082 vs 0.145 ms, batch 32 2.5
+    // vs 4.7 ms. So we reorder to blocked unless only a reference kernel exists for it.
+    dnnl::pooling_v2_forward::primitive_desc pd;
+    for (bool blocked : {true, false}) {
+      dnnl::memory::desc srcMd = blocked ? channelBlockedDesc(g.src) : srcPlain;
+      dnnl::memory::desc dstMd = blocked ? channelBlockedDesc(g.dst) : dstPlain;
+      dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, g.alg, srcMd, dstMd,
+                                       g.strides, g.kernel, g.dilations, g.padL, g.padR);
+      pd = dnnl::pooling_v2_forward::primitive_desc(d, baseAttr(), eng, /*allow_empty=*/true);
+      if (pd && !(blocked && isReferenceImpl(pd))) break;
+    }
+    if (!pd) return Status::error(std::string(op_) + ": no oneDNN implementation");
+    prim_ = dnnl::pooling_v2_forward(pd);
+    setImpl(pd);
+    scratch_.init(pd, &ws_, &args_);
+    src_.init(srcPlain, pd.src_desc(), /*isInput=*/true, &ws_);
+    dst_.init(dstPlain, pd.dst_desc(), /*isInput=*/false, &ws_);
+    args_.add(DNNL_ARG_SRC, src_.inner());
+    args_.add(DNNL_ARG_DST, dst_.inner());
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun(op_, [&] {
+      char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      scratch_.bindBuffers(ws);
+      src_.bindBuffers(in[0]->raw(), ws);
+      src_.toInner();
+      dst_.bindBuffers(out[0]->raw(), ws);
+      args_.execute(prim_);
+      dst_.toUser();
+      return Status::ok();
+    });
+  }
+
+ private:
+  const char* op_ = "Pool";
+  dnnl::primitive prim_;
+  WorkspaceLayout ws_;
+  Scratchpad scratch_;
+  Operand src_, dst_;
+  ExecArgs args_;
+};
+
+void addPool(KernelRegistry& r, const char* op, PoolKind kind) {
+  r.add(makeDef(
+      op,
+      [kind](const KernelContext& ctx) {
+        PoolGeometry g;
+        std::string why;
+        return poolGeometry(ctx, kind, &g, &why);
+      },
+      [kind](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+        return guardDnnl(ctx, [&] {
+          auto k = std::make_unique<PoolKernel>();
+          TANDEM_RETURN_IF_ERROR(k->init(ctx, kind));
+          *out = std::move(k);
+          return Status::ok();
+        });
+      }));
+}
+
+}  // namespace
+
+void registerDnnlPoolKernels(KernelRegistry& r) {
+  addPool(r, "MaxPool", PoolKind::Max);
+  addPool(r, "AveragePool", PoolKind::Average);
+  addPool(r, "GlobalMaxPool", PoolKind::GlobalMax);
+  addPool(r, "GlobalAveragePool", PoolKind::GlobalAverage);
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem

@@ -1,0 +1,241 @@
+// Reference normalisation kernels: BatchNormalization-15 (inference, and training mode for
+// completeness), LayerNormalization-17, Softmax-13 and LogSoftmax-13 (single axis).
+#include <algorithm>
+
+#include "runtime/cpu/ref/RefCommon.h"
+
+namespace tandem {
+namespace ref {
+namespace {
+
+std::vector<double> toDoubles(const Tensor& t) {
+  std::vector<double> v(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = elementAsDouble(t, i);
+  return v;
+}
+
+void storeDoubles(const std::vector<double>& v, Tensor* t) {
+  dispatchFloat(t->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t i = 0; i < v.size(); ++i) t->data<T>()[i] = T(v[i]);
+  });
+}
+
+// ---- BatchNormalization --------------------------------------------------------------------
+
+Status createBatchNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 5)
+    return opError(ctx, "expects 5 inputs (X, scale, B, input_mean, input_var)");
+  const Shape& xs = ctx.inputTypes[0].shape;
+  if (xs.size() < 2) return opError(ctx, "X must have rank >= 2, got " + shapeToString(xs));
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+  const int64_t N = xs[0], C = xs[1], P = product(xs, 2, xs.size());
+  for (size_t i = 1; i < 5; ++i) {
+    if (!isFloat(ctx.inputTypes[i].dtype) || ctx.inputTypes[i].dtype == DType::F16)
+      return opError(ctx, "input " + std::to_string(i) + " must be f32 or f64");
+    if (ctx.inputTypes[i].shape != Shape{C})
+      return opError(ctx, "input " + std::to_string(i) + " must have shape [" + std::to_string(C) +
+                              "], got " + shapeToString(ctx.inputTypes[i].shape));
+  }
+  const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  const double momentum = ctx.attrs->getFloat("momentum", 0.9f);
+  const bool training = ctx.attrs->getInt("training_mode", 0) != 0;
+  if (!training && ctx.outputTypes.size() > 1 &&
+      (outputRequested(ctx, 1) || outputRequested(ctx, 2)))
+    return opError(ctx, "running_mean/running_var outputs need training_mode=1");
+  for (size_t i = 1; i < 3; ++i)
+    if (outputRequested(ctx, i) &&
+        (!isFloat(ctx.outputTypes[i].dtype) || ctx.outputTypes[i].dtype == DType::F16 ||
+         ctx.outputTypes[i].shape != Shape{C}))
+      return opError(ctx, "running_mean/running_var outputs must be f32/f64 of shape [" +
+                              std::to_string(C) + "]");
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      T* Y = outs[0]->data<T>();
+      std::vector<double> scale = toDoubles(*in[1]), bias = toDoubles(*in[2]);
+      std::vector<double> mean = toDoubles(*in[3]), var = toDoubles(*in[4]);
+      if (training) {
+        // Batch statistics over N and the spatial dims; population variance (ONNX reference).
+        std::vector<double> bm(C, 0.0), bv(C, 0.0);
+        const double cnt = double(N * P);
+        for (int64_t c = 0; c < C; ++c) {
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t p = 0; p < P; ++p) bm[c] += double(X[(n * C + c) * P + p]);
+          bm[c] /= cnt;
+          for (int64_t n = 0; n < N; ++n)
+            for (int64_t p = 0; p < P; ++p) {
+              const double d = double(X[(n * C + c) * P + p]) - bm[c];
+              bv[c] += d * d;
+            }
+          bv[c] /= cnt;
+        }
+        if (Tensor* rm = outputAt(outs, 1)) {
+          std::vector<double> v(C);
+          for (int64_t c = 0; c < C; ++c) v[c] = mean[c] * momentum + bm[c] * (1 - momentum);
+          storeDoubles(v, rm);
+        }
+        if (Tensor* rv = outputAt(outs, 2)) {
+          std::vector<double> v(C);
+          for (int64_t c = 0; c < C; ++c) v[c] = var[c] * momentum + bv[c] * (1 - momentum);
+          storeDoubles(v, rv);
+        }
+        mean = bm;
+        var = bv;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const double a = scale[c] / std::sqrt(var[c] + eps);
+        const double b = bias[c] - mean[c] * a;
+        for (int64_t n = 0; n < N; ++n) {
+          const T* x = X + (n * C + c) * P;
+          T* y = Y + (n * C + c) * P;
+          for (int64_t p = 0; p < P; ++p) y[p] = T(double(x[p]) * a + b);
+        }
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- LayerNormalization --------------------------------------------------------------------
+
+/// Offsets into a parameter (Scale or B) broadcast to the normalised shape, one per element.
+Status paramIndex(const KernelContext& ctx, const Shape& param, const Shape& norm, const char* what,
+                  std::vector<int64_t>* idx) {
+  Shape p = param;
+  while (p.size() > norm.size() && p.front() == 1) p.erase(p.begin());
+  if (!broadcastsTo(p, norm))
+    return opError(ctx, std::string(what) + " of shape " + shapeToString(param) +
+                            " does not broadcast to the normalized shape " + shapeToString(norm));
+  std::vector<int64_t> st = broadcastStrides(p, norm);
+  idx->assign(numElements(norm), 0);
+  forEachStrided<1>(norm, {st.data()}, {0},
+                    [&](int64_t i, const std::array<int64_t, 1>& o) { (*idx)[i] = o[0]; });
+  return Status::ok();
+}
+
+Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() < 2) return opError(ctx, "expects inputs X, Scale and optional B");
+  const Shape& xs = ctx.inputTypes[0].shape;
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+  int64_t axis;
+  if (!normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+    return opError(ctx, "axis out of range for rank " + std::to_string(xs.size()));
+  const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  const Shape norm(xs.begin() + axis, xs.end());
+  const int64_t outer = product(xs, 0, axis), inner = numElements(norm);
+  auto sIdx = std::make_shared<std::vector<int64_t>>();
+  auto bIdx = std::make_shared<std::vector<int64_t>>();
+  TANDEM_RETURN_IF_ERROR(paramIndex(ctx, ctx.inputTypes[1].shape, norm, "Scale", sIdx.get()));
+  if (inputPresent(ctx, 2))
+    TANDEM_RETURN_IF_ERROR(paramIndex(ctx, ctx.inputTypes[2].shape, norm, "B", bIdx.get()));
+  for (size_t i = 1; i < 3; ++i)
+    if (outputRequested(ctx, i)) {
+      if (!isFloat(ctx.outputTypes[i].dtype) || ctx.outputTypes[i].dtype == DType::F16)
+        return opError(ctx, "Mean/InvStdDev outputs must be f32 or f64");
+      if (numElements(ctx.outputTypes[i].shape) != outer)
+        return opError(ctx, "Mean/InvStdDev output shape " +
+                                shapeToString(ctx.outputTypes[i].shape) + " does not have " +
+                                std::to_string(outer) + " elements");
+    }
+  for (size_t i = 1; i < ctx.inputTypes.size(); ++i)
+    if (inputPresent(ctx, i) && ctx.inputTypes[i].dtype != ctx.inputTypes[0].dtype)
+      return opError(ctx, "Scale and B must have the dtype of X");
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      const T* S = in[1]->data<T>();
+      const Tensor* Bt = inputAt(in, 2);
+      const T* B = Bt ? Bt->data<T>() : nullptr;
+      T* Y = outs[0]->data<T>();
+      Tensor* meanOut = outputAt(outs, 1);
+      Tensor* invOut = outputAt(outs, 2);
+      for (int64_t o = 0; o < outer; ++o) {
+        const T* x = X + o * inner;
+        T* y = Y + o * inner;
+        double mean = 0;
+        for (int64_t j = 0; j < inner; ++j) mean += double(x[j]);
+        mean /= double(inner);
+        double var = 0;
+        for (int64_t j = 0; j < inner; ++j) {
+          const double d = double(x[j]) - mean;
+          var += d * d;
+        }
+        var /= double(inner);
+        const double inv = 1.0 / std::sqrt(var + eps);
+        for (int64_t j = 0; j < inner; ++j) {
+          double v = (double(x[j]) - mean) * inv * double(S[(*sIdx)[j]]);
+          if (B) v += double(B[(*bIdx)[j]]);
+          y[j] = T(v);
+        }
+        dispatchFloat(meanOut ? meanOut->dtype() : DType::Undefined,
+                      [&](auto t2) { meanOut->data<decltype(t2)>()[o] = decltype(t2)(mean); });
+        dispatchFloat(invOut ? invOut->dtype() : DType::Undefined,
+                      [&](auto t2) { invOut->data<decltype(t2)>()[o] = decltype(t2)(inv); });
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- Softmax / LogSoftmax ------------------------------------------------------------------
+
+KernelFactory softmaxFactory(bool isLog) {
+  return [isLog](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    const Shape& xs = ctx.inputTypes[0].shape;
+    TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+    int64_t axis;
+    if (!normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+      return opError(ctx, "axis out of range for rank " + std::to_string(xs.size()));
+    const int64_t outer = product(xs, 0, axis), n = xs.empty() ? 1 : xs[axis];
+    const int64_t inner = product(xs, axis + 1, xs.size());
+    RunFn fn;
+    dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+        const T* X = in[0]->data<T>();
+        T* Y = outs[0]->data<T>();
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t i = 0; i < inner; ++i) {
+            const T* x = X + o * n * inner + i;
+            T* y = Y + o * n * inner + i;
+            // Subtracting the max keeps exp() in range (numerically stable softmax).
+            double mx = -std::numeric_limits<double>::infinity();
+            for (int64_t k = 0; k < n; ++k) mx = std::max(mx, double(x[k * inner]));
+            double sum = 0;
+            for (int64_t k = 0; k < n; ++k) sum += std::exp(double(x[k * inner]) - mx);
+            if (isLog) {
+              const double lse = std::log(sum);
+              for (int64_t k = 0; k < n; ++k) y[k * inner] = T(double(x[k * inner]) - mx - lse);
+            } else {
+              for (int64_t k = 0; k < n; ++k)
+                y[k * inner] = T(std::exp(double(x[k * inner]) - mx) / sum);
+            }
+          }
+        return Status::ok();
+      };
+    });
+    if (!fn) return opError(ctx, "unsupported dtype");
+    return makeKernel(out, std::move(fn));
+  };
+}
+
+}  // namespace
+
+void registerNormKernels(KernelRegistry& r) {
+  addRef(r, "BatchNormalization", floatTypes(), createBatchNorm);
+  addRef(r, "LayerNormalization", floatTypes(), createLayerNorm);
+  addRef(r, "Softmax", floatTypes(), softmaxFactory(false));
+  addRef(r, "LogSoftmax", floatTypes(), softmaxFactory(true));
+}
+
+}  // namespace ref
+}  // namespace tandem

@@ -1,0 +1,190 @@
+// Reference reduction kernels: ReduceSum-13 (axes input), ReduceMean/ReduceMax/ReduceMin-13
+// (axes attribute; an axes input as in opset 18 is also read), ArgMax-13.
+#include <algorithm>
+
+#include "runtime/cpu/ref/RefCommon.h"
+
+namespace tandem {
+namespace ref {
+namespace {
+
+enum class RedOp { Sum, Mean, Max, Min };
+
+/// Which input dims are reduced, from the axes (possibly negative, maybe empty).
+Status reducedDims(const OpName& ctx, const std::vector<int64_t>& axes, int64_t rank,
+                   bool noopWithEmptyAxes, std::vector<bool>* reduced, bool* identity) {
+  *identity = false;
+  reduced->assign(rank, axes.empty());
+  if (axes.empty()) {
+    if (noopWithEmptyAxes) {
+      reduced->assign(rank, false);
+      *identity = true;
+    }
+    return Status::ok();
+  }
+  for (int64_t a : axes) {
+    int64_t ax;
+    if (!normalizeAxis(a, rank, &ax))
+      return opError(
+          ctx, "axis " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    if ((*reduced)[ax]) return opError(ctx, "axis " + std::to_string(a) + " is repeated");
+    (*reduced)[ax] = true;
+  }
+  return Status::ok();
+}
+
+template <typename T>
+Status runReduce(const OpName& ctx, RedOp op, const std::vector<int64_t>& axes, bool noop,
+                 const Tensor& x, Tensor& y) {
+  const Shape& xs = x.shape();
+  const int64_t rank = (int64_t)xs.size();
+  std::vector<bool> reduced;
+  bool identity;
+  TANDEM_RETURN_IF_ERROR(reducedDims(ctx, axes, rank, noop, &reduced, &identity));
+  // Kept dims, row-major, give the output layout whether or not keepdims keeps the 1s.
+  Shape kept(rank);
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    kept[d] = reduced[d] ? 1 : xs[d];
+    if (reduced[d]) count *= xs[d];
+  }
+  const int64_t nOut = numElements(kept);
+  if (nOut != y.numel())
+    return opError(ctx, "output has " + std::to_string(y.numel()) +
+                            " elements, the reduction "
+                            "of " +
+                            shapeToString(xs) + " gives " + std::to_string(nOut));
+  const T* X = x.data<T>();
+  T* Y = y.data<T>();
+  if (identity) {
+    std::copy(X, X + x.numel(), Y);
+    return Status::ok();
+  }
+  std::vector<int64_t> st = rowMajorStrides(kept);
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d]) st[d] = 0;
+  if (op == RedOp::Sum || op == RedOp::Mean) {
+    std::vector<AccOf<T>> acc(nOut, AccOf<T>(0));
+    forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+      acc[o[0]] += AccOf<T>(X[i]);
+    });
+    for (int64_t j = 0; j < nOut; ++j) {
+      if (op == RedOp::Sum) {
+        Y[j] = T(acc[j]);
+      } else if constexpr (std::is_floating_point_v<T>) {
+        Y[j] = T(double(acc[j]) / double(count));  // count 0 gives NaN, the mean of nothing
+      } else {
+        Y[j] = count ? T(acc[j] / count) : T(0);
+      }
+    }
+    return Status::ok();
+  }
+  // Max/Min of an empty set is the identity of the fold (-inf/+inf, or the integer limits).
+  const bool isMax = op == RedOp::Max;
+  T init;
+  if constexpr (std::is_floating_point_v<T>)
+    init = isMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  else
+    init = isMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  std::fill(Y, Y + nOut, init);
+  forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+    T& a = Y[o[0]];
+    const T v = X[i];
+    if (isNaN(a)) return;
+    if (isNaN(v) || (isMax ? v > a : v < a)) a = v;
+  });
+  return Status::ok();
+}
+
+// Axes come from input 1 when present (ReduceSum-13, every Reduce-18), else from the `axes`
+// attribute (Reduce*-13, older ReduceSum).
+KernelFactory reduceFactory(RedOp op) {
+  return [op](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    const bool noop = ctx.attrs->getInt("noop_with_empty_axes", 0) != 0;
+    std::vector<int64_t> attrAxes = ctx.attrs->getInts("axes");
+    const bool axesInput = inputPresent(ctx, 1);
+    if (axesInput && !contains(indexTypes(), ctx.inputTypes[1].dtype))
+      return opError(ctx, "axes must be i64");
+    // Validate axes known at load time now, so a bad model fails at load.
+    std::vector<int64_t> known = attrAxes;
+    if (const Tensor* c = axesInput ? constInputAt(ctx, 1) : nullptr)
+      TANDEM_RETURN_IF_ERROR(readInts(ctx, c, "axes", &known));
+    std::vector<bool> reduced;
+    bool identity;
+    TANDEM_RETURN_IF_ERROR(reducedDims(ctx, known, (int64_t)ctx.inputTypes[0].shape.size(), noop,
+                                       &reduced, &identity));
+    RunFn fn;
+    const OpName c(ctx);
+    const ConstOperands consts(ctx);
+    dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+        std::vector<int64_t> axes = attrAxes;
+        if (const Tensor* a = consts.get(in, 1))
+          TANDEM_RETURN_IF_ERROR(readInts(c, a, "axes", &axes));
+        return runReduce<T>(c, op, axes, noop, *in[0], *outs[0]);
+      };
+    });
+    if (!fn) return opError(ctx, "unsupported dtype");
+    return makeKernel(out, std::move(fn));
+  };
+}
+
+// ---- ArgMax --------------------------------------------------------------------------------
+
+Status createArgMax(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis;
+  if (!normalizeAxis(ctx.attrs->getInt("axis", 0), (int64_t)xs.size(), &axis))
+    return opError(ctx, "axis out of range for rank " + std::to_string(xs.size()));
+  const bool last = ctx.attrs->getInt("select_last_index", 0) != 0;
+  const int64_t outer = product(xs, 0, axis), n = xs[axis];
+  const int64_t inner = product(xs, axis + 1, xs.size());
+  if (n == 0 && outer * inner > 0) return opError(ctx, "cannot take the argmax over an empty axis");
+  if (ctx.outputTypes[0].dtype != DType::I64 ||
+      numElements(ctx.outputTypes[0].shape) != outer * inner)
+    return opError(ctx, "output must be i64 with " + std::to_string(outer * inner) + " elements");
+  RunFn fn;
+  dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      int64_t* Y = outs[0]->data<int64_t>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          const T* x = X + o * n * inner + i;
+          int64_t best = 0;
+          for (int64_t k = 1; k < n; ++k) {
+            const T v = x[k * inner], b = x[best * inner];
+            // NaN ranks above every number, as in numpy.argmax.
+            bool take;
+            if (isNaN(b))
+              take = last && isNaN(v);
+            else if (isNaN(v))
+              take = true;
+            else
+              take = last ? v >= b : v > b;
+            if (take) best = k;
+          }
+          Y[o * inner + i] = best;
+        }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+}  // namespace
+
+void registerReductionKernels(KernelRegistry& r) {
+  const auto& N = numericTypes();
+  addRef(r, "ReduceSum", N, reduceFactory(RedOp::Sum));
+  addRef(r, "ReduceMean", N, reduceFactory(RedOp::Mean));
+  addRef(r, "ReduceMax", N, reduceFactory(RedOp::Max));
+  addRef(r, "ReduceMin", N, reduceFactory(RedOp::Min));
+  addRef(r, "ArgMax", N, createArgMax);
+}
+
+}  // namespace ref
+}  // namespace tandem

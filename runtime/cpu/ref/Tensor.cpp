@@ -1,0 +1,283 @@
+// Reference kernels that move or create data without arithmetic: Identity, Dropout (inference),
+// Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
+#include <algorithm>
+
+#include "runtime/cpu/ref/RefCommon.h"
+
+namespace tandem {
+namespace ref {
+namespace {
+
+void copyBytes(const Tensor& src, Tensor& dst) {
+  if (src.raw() != dst.raw() && src.bytes()) std::memmove(dst.raw(), src.raw(), src.bytes());
+}
+
+// Identity, Flatten, Reshape, Squeeze, Unsqueeze: the output shape was computed by the compiler;
+// the row-major bytes are the same, so the kernel is a copy.
+Status checkCopy(const KernelContext& ctx) {
+  if (ctx.inputTypes.empty() || ctx.outputTypes.empty())
+    return opError(ctx, "expects an input and an output");
+  const TensorType& x = ctx.inputTypes[0];
+  const TensorType& y = ctx.outputTypes[0];
+  if (x.dtype != y.dtype || numElements(x.shape) != numElements(y.shape))
+    return opError(ctx, "output " + std::string(dtypeName(y.dtype)) + shapeToString(y.shape) +
+                            " does not hold the elements of input " + dtypeName(x.dtype) +
+                            shapeToString(x.shape));
+  return Status::ok();
+}
+
+Status createCopy(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  TANDEM_RETURN_IF_ERROR(checkCopy(ctx));
+  return makeKernel(out, [](const Inputs& in, const Outputs& outs) -> Status {
+    copyBytes(*in[0], *outs[0]);
+    return Status::ok();
+  });
+}
+
+// Dropout-13 at inference: a copy, and a mask of all true. training_mode=true with a non-zero
+// ratio needs random numbers and is refused.
+Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  TANDEM_RETURN_IF_ERROR(checkCopy(ctx));
+  if (outputRequested(ctx, 1) && ctx.outputTypes[1].dtype != DType::Bool)
+    return opError(ctx, "mask output must be bool");
+  const OpName names(ctx);
+  const ConstOperands consts(ctx);
+  return makeKernel(out, [names, consts](const Inputs& in, const Outputs& outs) -> Status {
+    const Tensor* training = consts.get(in, 2);
+    if (training && training->numel() > 0 && training->data<bool>()[0]) {
+      const Tensor* ratio = consts.get(in, 1);
+      const double r = ratio && ratio->numel() > 0 ? elementAsDouble(*ratio, 0) : 0.5;
+      if (r != 0)
+        return opError(names, "training_mode=true with ratio " + std::to_string(r) +
+                                  " is not supported (inference-only kernel)");
+    }
+    copyBytes(*in[0], *outs[0]);
+    if (Tensor* mask = outputAt(outs, 1))
+      std::fill(mask->data<bool>(), mask->data<bool>() + mask->numel(), true);
+    return Status::ok();
+  });
+}
+
+// ---- Transpose -----------------------------------------------------------------------------
+
+Status createTranspose(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const int64_t r = (int64_t)xs.size();
+  std::vector<int64_t> perm = ctx.attrs->getInts("perm");
+  if (!ctx.attrs->has("perm"))
+    for (int64_t d = r - 1; d >= 0; --d) perm.push_back(d);
+  if ((int64_t)perm.size() != r) return opError(ctx, "perm must have one entry per input dim");
+  std::vector<bool> seen(r, false);
+  for (int64_t& p : perm) {
+    if (!normalizeAxis(p, r, &p) || seen[p]) return opError(ctx, "perm is not a permutation");
+    seen[p] = true;
+  }
+  Shape ys(r);
+  const std::vector<int64_t> inSt = rowMajorStrides(xs);
+  std::vector<int64_t> st(r);
+  for (int64_t d = 0; d < r; ++d) {
+    ys[d] = xs[perm[d]];
+    st[d] = inSt[perm[d]];
+  }
+  if (ys != ctx.outputTypes[0].shape)
+    return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) + " is not " +
+                            shapeToString(ys));
+  RunFn fn;
+  dispatchBySize(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [ys, st](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = static_cast<const T*>(in[0]->raw());
+      T* y = static_cast<T*>(outs[0]->raw());
+      forEachStrided<1>(ys, {st.data()}, {0},
+                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- Expand: the output shape (broadcast of input and `shape`) is given --------------------
+
+Status createExpand(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const Shape& ys = ctx.outputTypes[0].shape;
+  if (!broadcastsTo(xs, ys))
+    return opError(ctx, "input " + shapeToString(xs) + " does not broadcast to the output " +
+                            shapeToString(ys));
+  const std::vector<int64_t> st = broadcastStrides(xs, ys);
+  RunFn fn;
+  dispatchBySize(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [ys, st](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = static_cast<const T*>(in[0]->raw());
+      T* y = static_cast<T*>(outs[0]->raw());
+      forEachStrided<1>(ys, {st.data()}, {0},
+                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- Shape-15: dims [start, end) of the input, both clamped into [0, rank] -----------------
+
+Status createShape(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const int64_t r = (int64_t)xs.size();
+  auto clampDim = [r](int64_t v) {
+    if (v < 0) v += r;
+    return std::min(std::max(v, int64_t(0)), r);
+  };
+  const int64_t start = clampDim(ctx.attrs->getInt("start", 0));
+  const int64_t end = ctx.attrs->has("end") ? clampDim(ctx.attrs->getInt("end", r)) : r;
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) dims.push_back(xs[d]);
+  if (ctx.outputTypes[0].dtype != DType::I64 ||
+      numElements(ctx.outputTypes[0].shape) != (int64_t)dims.size())
+    return opError(ctx, "output must be i64 of " + std::to_string(dims.size()) + " elements");
+  return makeKernel(out, [dims](const Inputs&, const Outputs& outs) -> Status {
+    std::copy(dims.begin(), dims.end(), outs[0]->data<int64_t>());
+    return Status::ok();
+  });
+}
+
+// ---- Constant-13 ---------------------------------------------------------------------------
+
+Status createConstant(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  Tensor value;
+  const AttrMap& a = *ctx.attrs;
+  if (const Tensor* t = a.getTensor("value")) {
+    value = Tensor::copyOf(*t);
+  } else if (a.has("value_float") && a.find("value_float")->kind == Attr::Kind::Float) {
+    value = Tensor::fromVector<float>({}, {a.getFloat("value_float", 0)});
+  } else if (a.has("value_floats")) {
+    std::vector<float> v = a.getFloats("value_floats");
+    value = Tensor::fromVector<float>({(int64_t)v.size()}, v);
+  } else if (a.has("value_int") && a.find("value_int")->kind == Attr::Kind::Int) {
+    value = Tensor::fromVector<int64_t>({}, {a.getInt("value_int", 0)});
+  } else if (a.has("value_ints")) {
+    std::vector<int64_t> v = a.getInts("value_ints");
+    value = Tensor::fromVector<int64_t>({(int64_t)v.size()}, v);
+  } else if (a.has("sparse_value") || a.has("value_string") || a.has("value_strings")) {
+    return opError(ctx, "sparse and string constants are not supported");
+  } else {
+    return opError(ctx,
+                   "needs one of the attributes value, value_float, value_floats, "
+                   "value_int, value_ints");
+  }
+  const TensorType& y = ctx.outputTypes[0];
+  if (y.dtype != value.dtype() || numElements(y.shape) != value.numel())
+    return opError(ctx, "output " + std::string(dtypeName(y.dtype)) + shapeToString(y.shape) +
+                            " does not match the value " + dtypeName(value.dtype()) +
+                            shapeToString(value.shape()));
+  return makeKernel(out, [value](const Inputs&, const Outputs& outs) -> Status {
+    copyBytes(value, *outs[0]);
+    return Status::ok();
+  });
+}
+
+// ---- ConstantOfShape-9: fill with the one-element `value` (default f32 0) ------------------
+
+Status createConstantOfShape(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  Tensor value = Tensor::fromVector<float>({1}, {0.0f});
+  if (const Tensor* t = ctx.attrs->getTensor("value")) {
+    if (t->numel() != 1) return opError(ctx, "value must have exactly one element");
+    value = Tensor::copyOf(*t);
+  }
+  const TensorType& y = ctx.outputTypes[0];
+  if (y.dtype != value.dtype())
+    return opError(ctx, "output dtype " + std::string(dtypeName(y.dtype)) +
+                            " differs from the value's " + dtypeName(value.dtype()));
+  RunFn fn;
+  dispatchBySize(y.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T v;
+    std::memcpy(&v, value.raw(), sizeof(T));
+    fn = [v](const Inputs&, const Outputs& outs) -> Status {
+      T* p = static_cast<T*>(outs[0]->raw());
+      std::fill(p, p + outs[0]->numel(), v);
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- Cast-13 -------------------------------------------------------------------------------
+
+/// One element converted as C would, made total: float to integer truncates toward zero, NaN
+/// gives 0 and values past the int64 range saturate before wrapping into narrower types; any
+/// type to bool is `v != 0` (so NaN is true).
+template <typename To, typename From>
+To castValue(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    if (std::isnan(v)) return To(0);
+    const double t = std::trunc(double(v));
+    int64_t i;
+    if (t >= 9223372036854775807.0)
+      i = std::numeric_limits<int64_t>::max();
+    else if (t <= -9223372036854775808.0)
+      i = std::numeric_limits<int64_t>::min();
+    else
+      i = int64_t(t);
+    return To(i);
+  } else {
+    return To(v);
+  }
+}
+
+Status createCast(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const int64_t to = ctx.attrs->getInt("to", 0);
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+  const DType from = ctx.inputTypes[0].dtype, dst = ctx.outputTypes[0].dtype;
+  if (!isKnownDType((int32_t)to) || DType(to) != dst)
+    return opError(ctx, "attribute to=" + std::to_string(to) + " does not match the output dtype " +
+                            dtypeName(dst));
+  RunFn fn;
+  dispatchDType(from, [&](auto fromTag) {
+    using F = decltype(fromTag);
+    dispatchDType(dst, [&](auto toTag) {
+      using T = decltype(toTag);
+      fn = [](const Inputs& in, const Outputs& outs) -> Status {
+        const F* x = in[0]->data<F>();
+        T* y = outs[0]->data<T>();
+        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = castValue<T, F>(x[i]);
+        return Status::ok();
+      };
+    });
+  });
+  if (!fn)
+    return opError(ctx, std::string("cast from ") + dtypeName(from) + " to " + dtypeName(dst) +
+                            " is not supported");
+  return makeKernel(out, std::move(fn));
+}
+
+AcceptsFn acceptsAny() {
+  return [](const std::vector<DType>& in) { return !in.empty() && contains(allTypes(), in[0]); };
+}
+
+}  // namespace
+
+void registerTensorKernels(KernelRegistry& r) {
+  const std::string all = dtypesToText(allTypes());
+  for (const char* op : {"Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"})
+    addRef(r, op, acceptsAny(), all, createCopy);
+  addRef(r, "Dropout", acceptsAny(), all, createDropout);
+  addRef(r, "Transpose", acceptsAny(), all, createTranspose);
+  addRef(r, "Expand", acceptsAny(), all, createExpand);
+  addRef(r, "Shape", acceptsAny(), all, createShape);
+  addRef(r, "Cast", acceptsAny(), all, createCast);
+  addRef(
+      r, "Constant", [](const std::vector<DType>& in) { return in.empty(); }, all, createConstant);
+  addRef(
+      r, "ConstantOfShape",
+      [](const std::vector<DType>& in) { return in.size() == 1 && in[0] == DType::I64; },
+      "shape i64; value " + all, createConstantOfShape);
+}
+
+}  // namespace ref
+}  // namespace tandem

@@ -1,0 +1,585 @@
+// ONNX importer on models built in memory: every error message, opset normalisations, graph
+// structure (sorting, skipped inputs, outputs that are inputs), and TensorProto conversion.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "compiler/Compiler.h"
+#include "compiler/OpBuilding.h"
+#include "frontend/OnnxImporter.h"
+#include "frontend/OnnxTensor.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+
+namespace tandem {
+namespace {
+
+// ---- Building models ----
+
+struct Model {
+  onnx::ModelProto m;
+  explicit Model(int64_t opset = 13) {
+    m.set_ir_version(8);
+    auto* o = m.add_opset_import();
+    o->set_domain("");
+    o->set_version(opset);
+  }
+  onnx::GraphProto* g() { return m.mutable_graph(); }
+  Model& input(const std::string& name, std::vector<int64_t> dims,
+               int32_t type = onnx::TensorProto::FLOAT, std::vector<std::string> params = {}) {
+    auto* v = g()->add_input();
+    v->set_name(name);
+    auto* tt = v->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(type);
+    auto* shape = tt->mutable_shape();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      auto* d = shape->add_dim();
+      if (i < params.size() && !params[i].empty()) d->set_dim_param(params[i]);
+      else if (dims[i] >= 0) d->set_dim_value(dims[i]);
+    }
+    return *this;
+  }
+  Model& output(const std::string& name) {
+    g()->add_output()->set_name(name);
+    return *this;
+  }
+  onnx::NodeProto* node(const std::string& op, std::vector<std::string> ins,
+                        std::vector<std::string> outs, const std::string& name = "") {
+    auto* n = g()->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    for (auto& i : ins) n->add_input(i);
+    for (auto& o : outs) n->add_output(o);
+    return n;
+  }
+  Model& floatInit(const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
+    auto* t = g()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float x : v) t->add_float_data(x);
+    return *this;
+  }
+  std::string bytes() const {
+    std::string s;
+    m.SerializeToString(&s);
+    return s;
+  }
+};
+
+void intAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void intsAttr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void floatAttr(onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+
+class ImporterModels : public ::testing::Test {
+ protected:
+  void SetUp() override { loadTandemDialects(&ctx); }
+
+  /// Imports; returns the error ("" on success).
+  std::string import(const Model& model, const ImportOptions& opts = {}) {
+    std::string err;
+    module = importOnnxBytes(&ctx, model.bytes(), "m.onnx", opts, &err);
+    return module ? "" : err;
+  }
+  mlir::func::FuncOp main() { return module->lookupSymbol<mlir::func::FuncOp>("main"); }
+  std::vector<std::string> opSequence() {
+    std::vector<std::string> seq;
+    main().walk([&](mlir::Operation* op) {
+      if (llvm::isa<mlir::func::FuncOp, mlir::func::ReturnOp>(op)) return;
+      std::string t = onnxOpType(op);
+      seq.push_back(t.empty() ? op->getName().getStringRef().str() : t);
+    });
+    return seq;
+  }
+  mlir::Operation* first(const std::string& type) {
+    mlir::Operation* found = nullptr;
+    main().walk([&](mlir::Operation* op) {
+      if (!found && onnxOpType(op) == type) found = op;
+    });
+    return found;
+  }
+
+  mlir::MLIRContext ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+};
+
+std::string str(mlir::Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return os.str();
+}
+
+Model addRelu(int64_t opset = 13) {
+  Model m(opset);
+  m.input("x", {2, 3}).floatInit("b", {2, 3}, {1, 2, 3, 4, 5, 6});
+  m.node("Add", {"x", "b"}, {"s"}, "add");
+  m.node("Relu", {"s"}, {"y"}, "relu");
+  m.output("y");
+  return m;
+}
+
+// ---- Errors: one line each, "<source>: [node 'name' (Op): ]reason" ----
+
+TEST_F(ImporterModels, TruncatedProtobuf) {
+  Model m = addRelu();
+  std::vector<float> big(1000, 1.0f);
+  m.floatInit("big", {1000}, big);
+  std::string b = m.bytes();
+  std::string err;
+  EXPECT_FALSE(importOnnxBytes(&ctx, b.substr(0, b.size() / 2), "model.onnx", {}, &err));
+  EXPECT_EQ(err, "model.onnx: not a valid ONNX model (protobuf parse failed)");
+}
+
+TEST_F(ImporterModels, CorruptBytes) {
+  std::string err;
+  EXPECT_FALSE(importOnnxBytes(&ctx, std::string("\x0f\x12\x99garbage", 10), "c.onnx", {}, &err));
+  EXPECT_EQ(err, "c.onnx: not a valid ONNX model (protobuf parse failed)");
+}
+
+TEST_F(ImporterModels, MissingFile) {
+  std::string err;
+  EXPECT_FALSE(importOnnxFile(&ctx, "/nonexistent/x.onnx", {}, &err));
+  EXPECT_EQ(err, "/nonexistent/x.onnx: cannot open file");
+}
+
+TEST_F(ImporterModels, NoGraph) {
+  Model m;
+  m.m.clear_graph();
+  EXPECT_EQ(import(m), "m.onnx: not a valid ONNX model (no graph)");
+}
+
+TEST_F(ImporterModels, UnknownOp) {
+  Model m;
+  m.input("x", {2});
+  m.node("FooBar", {"x"}, {"y"}, "foo");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'foo' (FooBar): unsupported op type 'FooBar'");
+}
+
+TEST_F(ImporterModels, UnnamedNodesAreLabelledByTypeAndIndex) {
+  Model m;
+  m.input("x", {2});
+  m.node("Relu", {"x"}, {"r"});
+  m.node("FooBar", {"r"}, {"y"});
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'FooBar_1' (FooBar): unsupported op type 'FooBar'");
+}
+
+TEST_F(ImporterModels, ForeignDomain) {
+  Model m;
+  m.input("x", {2});
+  m.node("Relu", {"x"}, {"y"}, "r")->set_domain("com.microsoft");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'r' (Relu): op domain 'com.microsoft' is not supported "
+                       "(only the default ONNX domain is)");
+}
+
+TEST_F(ImporterModels, UnusedForeignDomainImportIsFine) {
+  Model m = addRelu();
+  auto* o = m.m.add_opset_import();
+  o->set_domain("ai.onnx.ml");
+  o->set_version(3);
+  EXPECT_EQ(import(m), "");
+}
+
+TEST_F(ImporterModels, Opset18) {
+  EXPECT_EQ(import(addRelu(18)), "m.onnx: unsupported opset 18 (supported: 7–17)");
+}
+
+TEST_F(ImporterModels, AiOnnxDomainNameIsTheDefault) {
+  Model m = addRelu();
+  m.m.mutable_opset_import(0)->set_domain("ai.onnx");
+  EXPECT_EQ(import(m), "");
+}
+
+TEST_F(ImporterModels, Opset6OpNotYetDefined) {
+  Model m(6);
+  m.input("x", {2});
+  m.node("Erf", {"x"}, {"y"}, "e");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'e' (Erf): Erf is not defined in opset 6");
+}
+
+TEST_F(ImporterModels, MissingInitializer) {
+  Model m;
+  m.input("x", {2, 3});
+  m.node("Add", {"x", "weight"}, {"y"}, "add");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'add' (Add): input 'weight' is not produced by any node, "
+                       "graph input or initializer (missing initializer?)");
+}
+
+TEST_F(ImporterModels, Cycle) {
+  Model m;
+  m.input("x", {2, 3});
+  m.node("Relu", {"x"}, {"r"}, "first");
+  m.node("Add", {"r", "c"}, {"a"}, "n1");
+  m.node("Relu", {"a"}, {"c"}, "n2");
+  m.output("a");
+  EXPECT_EQ(import(m), "m.onnx: node 'n1' (Add): graph has a cycle (n1 -> n2 -> n1)");
+}
+
+TEST_F(ImporterModels, ShapeMismatchNamesNodeAndShapes) {
+  Model m;
+  m.input("x", {2, 3}).input("y", {4, 5});
+  m.node("Add", {"x", "y"}, {"z"}, "add");
+  m.output("z");
+  std::string err = import(m);
+  EXPECT_EQ(err.rfind("m.onnx: node 'add' (Add): ", 0), 0u) << err;
+  EXPECT_NE(err.find("[2,3]"), std::string::npos) << err;
+  EXPECT_NE(err.find("[4,5]"), std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos);
+}
+
+TEST_F(ImporterModels, DuplicateProducer) {
+  Model m;
+  m.input("x", {2});
+  m.node("Relu", {"x"}, {"y"}, "a");
+  m.node("Neg", {"x"}, {"y"}, "b");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'b' (Neg): output 'y' is also produced by node 'a' (Relu) "
+                       "(a value must have one producer)");
+}
+
+TEST_F(ImporterModels, GraphOutputNotProduced) {
+  Model m;
+  m.input("x", {2});
+  m.node("Relu", {"x"}, {"y"}, "a");
+  m.output("nope");
+  EXPECT_EQ(import(m), "m.onnx: graph output 'nope' is not produced by any node, graph input or "
+                       "initializer");
+}
+
+TEST_F(ImporterModels, InputWithoutShape) {
+  Model m;
+  auto* v = m.g()->add_input();
+  v->set_name("x");
+  v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  m.node("Relu", {"x"}, {"y"}, "a");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: graph input 'x' has no shape (unknown rank is not supported; give "
+                       "the model a shape)");
+}
+
+TEST_F(ImporterModels, UnsupportedInputDType) {
+  Model m;
+  m.input("x", {2}, onnx::TensorProto::FLOAT16);
+  m.node("Relu", {"x"}, {"y"}, "a");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: graph input 'x' has element type FLOAT16, which is not supported");
+}
+
+TEST_F(ImporterModels, ExternalDataInitializer) {
+  Model m;
+  m.input("x", {2});
+  auto* t = m.g()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(2);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* e = t->add_external_data();
+  e->set_key("location");
+  e->set_value("weights.bin");
+  m.node("Add", {"x", "w"}, {"y"}, "a");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: tensor 'w': uses external data (data_location=EXTERNAL), which is "
+                       "not supported; re-save the model with its tensors embedded");
+}
+
+TEST_F(ImporterModels, UnsupportedAttributeKind) {
+  Model m;
+  m.input("x", {2});
+  auto* n = m.node("Relu", {"x"}, {"y"}, "a");
+  auto* a = n->add_attribute();
+  a->set_name("body");
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name("sub");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'a' (Relu): attribute 'body' of type GRAPH is not supported");
+}
+
+TEST_F(ImporterModels, StrayAttributeIsAnError) {
+  Model m;
+  m.input("x", {2});
+  intAttr(m.node("Relu", {"x"}, {"y"}, "a"), "bogus", 1);
+  m.output("y");
+  std::string err = import(m);
+  EXPECT_EQ(err.rfind("m.onnx: node 'a' (Relu): ", 0), 0u) << err;
+  EXPECT_NE(err.find("bogus"), std::string::npos) << err;
+}
+
+TEST_F(ImporterModels, BatchNormSpatialZeroIsRejected) {
+  Model m(7);
+  m.input("x", {1, 2, 2, 2});
+  for (const char* n : {"s", "b", "mu", "var"}) m.floatInit(n, {2}, {1, 1});
+  intAttr(m.node("BatchNormalization", {"x", "s", "b", "mu", "var"}, {"y"}, "bn"), "spatial", 0);
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'bn' (BatchNormalization): spatial=0 (per-activation "
+                       "statistics) is not supported");
+}
+
+// ---- Structure ----
+
+TEST_F(ImporterModels, NodesOutOfOrderAreSorted) {
+  Model m;
+  m.input("x", {2});
+  m.node("Neg", {"r"}, {"y"}, "second");
+  m.node("Relu", {"x"}, {"r"}, "first");
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(opSequence(), (std::vector<std::string>{"Relu", "Neg"}));
+}
+
+TEST_F(ImporterModels, OutputsMayBeInputsOrInitializers) {
+  Model m;
+  m.input("x", {2}).floatInit("w", {2}, {7, 8});
+  m.node("Relu", {"x"}, {"y"}, "r");
+  m.output("y").output("x").output("w");
+  ASSERT_EQ(import(m), "");
+  auto f = main();
+  ASSERT_EQ(f.getNumResults(), 3u);
+  auto ret = llvm::cast<mlir::func::ReturnOp>(f.getBody().front().getTerminator());
+  EXPECT_EQ(ret.getOperand(1), f.getArgument(0));
+  Tensor w;
+  ASSERT_TRUE(getConstantValue(ret.getOperand(2), &w));
+  EXPECT_EQ(w.data<float>()[1], 8.0f);
+  EXPECT_EQ(f.getResultAttrOfType<mlir::StringAttr>(2, "tandem.name").str(), "w");
+}
+
+TEST_F(ImporterModels, InitializerListedAsInputIsAConstant) {
+  Model m;
+  m.input("x", {2}).input("w", {2}).floatInit("w", {2}, {1, 2});
+  m.node("Add", {"x", "w"}, {"y"}, "a");
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(main().getNumArguments(), 1u);
+  Tensor w;
+  EXPECT_TRUE(getConstantValue(first("Add")->getOperand(1), &w));
+}
+
+TEST_F(ImporterModels, SymbolicAndUnknownDims) {
+  Model m;
+  m.input("x", {-1, -1, 3}, onnx::TensorProto::FLOAT, {"batch", "", ""});
+  m.node("Relu", {"x"}, {"y"}, "r");
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(str(main().getArgument(0).getType()), "tensor<?x?x3xf32>");
+  auto params = main().getArgAttrOfType<mlir::ArrayAttr>(0, "tandem.dim_params");
+  ASSERT_TRUE(params);
+  ASSERT_EQ(params.size(), 3u);
+  EXPECT_EQ(llvm::cast<mlir::StringAttr>(params[0]).str(), "batch");
+  EXPECT_EQ(llvm::cast<mlir::StringAttr>(params[1]).str(), "");  // neither value nor param
+}
+
+TEST_F(ImporterModels, SkippedOptionalInputBecomesNone) {
+  Model m;
+  m.input("x", {4}).floatInit("hi", {}, {6});
+  m.node("Clip", {"x", "", "hi"}, {"y"}, "c");
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  mlir::Operation* clip = first("Clip");
+  ASSERT_EQ(clip->getNumOperands(), 3u);
+  EXPECT_EQ(clip->getOperand(1).getDefiningOp()->getName().getStringRef(), "tandem.none");
+}
+
+TEST_F(ImporterModels, DropoutMaskOutput) {
+  Model m;
+  m.input("x", {4});
+  m.node("Dropout", {"x"}, {"y", "mask"}, "d");
+  m.output("y").output("mask");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(str(main().getResultTypes()[1]), "tensor<4xi1>");
+}
+
+TEST_F(ImporterModels, ConstantNodeForms) {
+  Model m(13);
+  auto* c1 = m.node("Constant", {}, {"a"}, "c1");
+  intsAttr(c1, "value_ints", {3, 4});
+  auto* c2 = m.node("Constant", {}, {"b"}, "c2");
+  floatAttr(c2, "value_float", 2.5f);
+  auto* c3 = m.node("Constant", {}, {"t"}, "c3");
+  auto* a = c3->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT32);
+  a->mutable_t()->add_dims(2);
+  a->mutable_t()->add_int32_data(-1);
+  a->mutable_t()->add_int32_data(9);
+  m.output("a").output("b").output("t");
+  ASSERT_EQ(import(m), "");
+  auto ret = llvm::cast<mlir::func::ReturnOp>(main().getBody().front().getTerminator());
+  Tensor ta, tb, tt;
+  ASSERT_TRUE(getConstantValue(ret.getOperand(0), &ta));
+  ASSERT_TRUE(getConstantValue(ret.getOperand(1), &tb));
+  ASSERT_TRUE(getConstantValue(ret.getOperand(2), &tt));
+  EXPECT_EQ(ta.dtype(), DType::I64);
+  EXPECT_EQ(ta.shape(), Shape({2}));
+  EXPECT_EQ(ta.data<int64_t>()[1], 4);
+  EXPECT_EQ(tb.dtype(), DType::F32);
+  EXPECT_EQ(tb.rank(), 0);
+  EXPECT_EQ(tb.data<float>()[0], 2.5f);
+  EXPECT_EQ(tt.dtype(), DType::I32);
+  EXPECT_EQ(tt.data<int32_t>()[0], -1);
+}
+
+// ---- Older opsets ----
+
+TEST_F(ImporterModels, Softmax11NotOnLastAxisIsFlattenSoftmaxReshape) {
+  Model m(11);
+  m.input("x", {2, 3, 4});
+  m.node("Softmax", {"x"}, {"y"}, "sm");  // axis defaults to 1 before opset 13
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(opSequence(), (std::vector<std::string>{"Flatten", "Softmax", "Constant", "Reshape"}));
+  mlir::Operation* flat = first("Flatten");
+  EXPECT_EQ(llvm::cast<mlir::IntegerAttr>(flat->getAttr("axis")).getInt(), 1);
+  EXPECT_EQ(str(flat->getResult(0).getType()), "tensor<2x12xf32>");
+  EXPECT_EQ(llvm::cast<mlir::IntegerAttr>(first("Softmax")->getAttr("axis")).getInt(), -1);
+  EXPECT_EQ(str(main().getResultTypes()[0]), "tensor<2x3x4xf32>");
+}
+
+TEST_F(ImporterModels, Softmax11DynamicShapeUsesShapeOp) {
+  Model m(11);
+  m.input("x", {-1, 3, 4}, onnx::TensorProto::FLOAT, {"N"});
+  m.node("LogSoftmax", {"x"}, {"y"}, "sm");
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(opSequence(), (std::vector<std::string>{"Flatten", "LogSoftmax", "Shape", "Reshape"}));
+}
+
+TEST_F(ImporterModels, Softmax13KeepsAxis) {
+  Model m(13);
+  m.input("x", {2, 3, 4});
+  intAttr(m.node("Softmax", {"x"}, {"y"}, "sm"), "axis", 1);
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(opSequence(), (std::vector<std::string>{"Softmax"}));
+}
+
+TEST_F(ImporterModels, Opset6BroadcastWithAxisUnsqueezesB) {
+  Model m(6);
+  m.input("a", {2, 3, 4}).input("b", {2});
+  auto* n = m.node("Mul", {"a", "b"}, {"y"}, "mul");
+  intAttr(n, "broadcast", 1);
+  intAttr(n, "axis", 0);
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  mlir::Operation* mul = first("Mul");
+  EXPECT_EQ(str(mul->getOperand(1).getType()), "tensor<2x1x1xf32>");
+  EXPECT_EQ(str(mul->getResult(0).getType()), "tensor<2x3x4xf32>");
+}
+
+TEST_F(ImporterModels, Opset7PadValueBecomesInput) {
+  Model m(7);
+  m.input("x", {2, 2});
+  auto* p = m.node("Pad", {"x"}, {"y"}, "pad");
+  intsAttr(p, "pads", {1, 0, 0, 1});
+  floatAttr(p, "value", 1.5f);
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  mlir::Operation* pad = first("Pad");
+  ASSERT_EQ(pad->getNumOperands(), 3u);
+  Tensor v;
+  ASSERT_TRUE(getConstantValue(pad->getOperand(2), &v));
+  EXPECT_EQ(v.dtype(), DType::F32);
+  EXPECT_EQ(v.data<float>()[0], 1.5f);
+  EXPECT_EQ(str(pad->getResult(0).getType()), "tensor<3x3xf32>");
+}
+
+// ---- TensorProto conversion (frontend/OnnxTensor.h) ----
+
+TEST(OnnxTensor, TypedFieldsAndRawData) {
+  onnx::TensorProto p;
+  p.set_name("b");
+  p.set_data_type(onnx::TensorProto::BOOL);
+  p.add_dims(3);
+  p.add_int32_data(1);
+  p.add_int32_data(0);
+  p.add_int32_data(5);
+  Tensor t;
+  ASSERT_TRUE(tensorFromProto(p, &t).isOk());
+  EXPECT_EQ(t.dtype(), DType::Bool);
+  EXPECT_EQ(t.data<uint8_t>()[2], 1);  // any non-zero is true, stored as 1
+
+  onnx::TensorProto d;
+  d.set_data_type(onnx::TensorProto::DOUBLE);
+  d.add_dims(2);
+  double vals[2] = {0.5, -3.0};
+  d.set_raw_data(std::string(reinterpret_cast<const char*>(vals), sizeof vals));
+  ASSERT_TRUE(tensorFromProto(d, &t).isOk());
+  EXPECT_EQ(t.dtype(), DType::F64);
+  EXPECT_EQ(t.data<double>()[1], -3.0);
+}
+
+TEST(OnnxTensor, SizeMismatchNamesTheTensor) {
+  onnx::TensorProto p;
+  p.set_name("w");
+  p.set_data_type(onnx::TensorProto::FLOAT);
+  p.add_dims(2);
+  p.add_dims(2);
+  p.add_float_data(1);
+  Tensor t;
+  Status st = tensorFromProto(p, &t);
+  EXPECT_EQ(st.message(), "tensor 'w': has 1 elements in its typed data field but its shape "
+                          "[2,2] needs 4");
+  p.clear_float_data();
+  p.set_raw_data(std::string(12, '\0'));
+  st = tensorFromProto(p, &t);
+  EXPECT_EQ(st.message(), "tensor 'w': raw_data has 12 bytes but f32 shape [2,2] needs 16");
+  p.set_data_type(onnx::TensorProto::STRING);
+  st = tensorFromProto(p, &t);
+  EXPECT_EQ(st.message().rfind("tensor 'w': data type STRING (8) is not supported", 0), 0u);
+}
+
+TEST(OnnxTensor, FileRoundTrip) {
+  std::string path = ::testing::TempDir() + "/tandem_roundtrip.pb";
+  Tensor src = Tensor::fromVector<int64_t>({2, 2}, {1, -2, 3, 1LL << 40});
+  ASSERT_TRUE(writeTensorFile(path, src, "ids").isOk());
+  Tensor back;
+  std::string name;
+  ASSERT_TRUE(readTensorFile(path, &back, &name).isOk());
+  EXPECT_EQ(name, "ids");
+  EXPECT_EQ(back.dtype(), DType::I64);
+  EXPECT_EQ(back.shape(), Shape({2, 2}));
+  EXPECT_EQ(back.data<int64_t>()[3], 1LL << 40);
+  std::remove(path.c_str());
+
+  Status st = readTensorFile("/nonexistent/input_0.pb", &back);
+  EXPECT_EQ(st.message(), "/nonexistent/input_0.pb: cannot open file");
+}
+
+TEST(OnnxTensor, BackendTestDataFile) {
+  // A real input of the ONNX backend tests: test_add's x is f32[3,4,5] in raw_data.
+  std::string p = "/usr/share/libonnx-testdata/data/node/test_add/test_data_set_0/input_0.pb";
+  FILE* f = std::fopen(p.c_str(), "rb");
+  if (!f) GTEST_SKIP() << "test data not installed: " << p;
+  std::fclose(f);
+  Tensor t;
+  std::string name;
+  ASSERT_TRUE(readTensorFile(p, &t, &name).isOk());
+  EXPECT_EQ(name, "x");
+  EXPECT_EQ(t.shape(), Shape({3, 4, 5}));
+  EXPECT_EQ(t.dtype(), DType::F32);
+}
+
+}  // namespace
+}  // namespace tandem

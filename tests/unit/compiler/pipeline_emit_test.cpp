@@ -1,0 +1,232 @@
+// compileModule end to end on small textual modules: the emitted Plan (values, offsets, constant
+// bytes, steps) and the placement log (text lines and JSON).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "compiler/Compiler.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+
+namespace tandem {
+namespace {
+
+// x[N,4] + w -> relu -> y, plus a Shape->Gather chain that must fold away.
+constexpr const char* kAddRelu = R"mlir(
+module attributes {tandem.model_name = "tiny"} {
+  func.func @main(%x: tensor<?x4xf32> {tandem.name = "x", tandem.dim_params = ["N", ""]})
+      -> (tensor<?x?xf32> {tandem.name = "y"}) {
+    %w = tandem.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> loc("w")
+    %0 = tandem.add %x, %w : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32> loc("add1")
+    %1 = tandem.relu %0 : (tensor<?x4xf32>) -> tensor<?x4xf32> loc("relu1")
+    %s = tandem.shape %1 : (tensor<?x4xf32>) -> tensor<2xi64> loc("shape1")
+    %2 = tandem.reshape %1, %s : (tensor<?x4xf32>, tensor<2xi64>) -> tensor<?x?xf32> loc("reshape1")
+    return %2 : tensor<?x?xf32>
+  }
+}
+)mlir";
+
+class PipelineTest : public ::testing::Test {
+ protected:
+  PipelineTest() { loadTandemDialects(&ctx_); }
+
+  // Compiles `ir`; diagnostics are collected in errors_.
+  mlir::LogicalResult compile(const char* ir, const CompileOptions& options,
+                              CompileResult* result) {
+    mlir::ScopedDiagnosticHandler handler(&ctx_, [&](mlir::Diagnostic& d) {
+      errors_ += d.str() + "\n";
+      return mlir::success();
+    });
+    module_ = mlir::parseSourceString<mlir::ModuleOp>(ir, &ctx_);
+    if (!module_) return mlir::failure();
+    return compileModule(*module_, options, result);
+  }
+
+  const plan::Value& value(const CompileResult& r, int id) { return r.plan.values(id); }
+
+  mlir::MLIRContext ctx_;
+  mlir::OwningOpRef<mlir::ModuleOp> module_;
+  std::string errors_;
+};
+
+TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
+  CompileOptions options;
+  options.dimBindings = {{"N", 2}};
+  CompileResult r;
+  ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
+  const plan::Plan& p = r.plan;
+  EXPECT_EQ(p.version(), 1);
+  EXPECT_EQ(p.model_name(), "tiny");
+  EXPECT_TRUE(r.notes.empty());
+
+  // Values: input first, then the constant, then each step's results.
+  ASSERT_EQ(p.inputs_size(), 1);
+  const plan::Value& x = value(r, p.inputs(0));
+  EXPECT_EQ(x.id(), 0);
+  EXPECT_EQ(x.name(), "x");
+  EXPECT_EQ(x.kind(), plan::Value::INPUT);
+  EXPECT_EQ(x.dtype(), 1);  // ONNX FLOAT
+  EXPECT_EQ(std::vector<int64_t>(x.dims().begin(), x.dims().end()), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(x.bytes(), 32);
+
+  const plan::Value& w = value(r, 1);
+  EXPECT_EQ(w.kind(), plan::Value::CONSTANT);
+  EXPECT_EQ(w.name(), "w");
+  ASSERT_EQ(w.constant().raw().size(), 16u);
+  float wv[4];
+  std::memcpy(wv, w.constant().raw().data(), 16);
+  EXPECT_EQ(wv[0], 1.0f);
+  EXPECT_EQ(wv[3], 4.0f);
+
+  // Steps: Shape folded to a constant, then Reshape to the same shape kept (a real op).
+  ASSERT_EQ(p.steps_size(), 3);
+  EXPECT_EQ(p.steps(0).op_type(), "Add");
+  EXPECT_EQ(p.steps(0).name(), "add1");
+  EXPECT_EQ(p.steps(0).device(), "cpu");
+  EXPECT_EQ(p.steps(0).placement_reason(), "only-kernel");
+  EXPECT_EQ(p.steps(0).inputs(0), 0);
+  EXPECT_EQ(p.steps(0).inputs(1), 1);
+  EXPECT_EQ(p.steps(1).op_type(), "Relu");
+  EXPECT_EQ(p.steps(1).inputs(0), p.steps(0).outputs(0));
+  EXPECT_EQ(p.steps(2).op_type(), "Reshape");
+  const plan::Value& shapeConst = value(r, p.steps(2).inputs(1));
+  EXPECT_EQ(shapeConst.kind(), plan::Value::CONSTANT);
+  int64_t sv[2];
+  ASSERT_EQ(shapeConst.constant().raw().size(), sizeof(sv));
+  std::memcpy(sv, shapeConst.constant().raw().data(), sizeof(sv));
+  EXPECT_EQ(sv[0], 2);
+  EXPECT_EQ(sv[1], 4);
+
+  // The output keeps its ONNX name and static type.
+  ASSERT_EQ(p.outputs_size(), 1);
+  const plan::Value& y = value(r, p.outputs(0));
+  EXPECT_EQ(y.name(), "y");
+  EXPECT_EQ(y.id(), p.steps(2).outputs(0));
+  EXPECT_EQ(std::vector<int64_t>(y.dims().begin(), y.dims().end()), (std::vector<int64_t>{2, 4}));
+
+  // Arena: four 32-byte values padded to 64; x[-1,1] add[1,2] relu[2,4] reshape[4,end]:
+  // x and relu share offset 0, add and reshape share 64.
+  EXPECT_EQ(x.arena_offset(), 0);
+  EXPECT_EQ(value(r, p.steps(0).outputs(0)).arena_offset(), 64);
+  EXPECT_EQ(value(r, p.steps(1).outputs(0)).arena_offset(), 0);
+  EXPECT_EQ(y.arena_offset(), 64);
+  ASSERT_EQ(p.arenas_size(), 1);
+  EXPECT_EQ(p.arenas(0).device(), "cpu");
+  EXPECT_EQ(p.arenas(0).bytes(), 128);
+  EXPECT_EQ(p.arenas(0).unplanned_bytes(), 256);
+}
+
+TEST_F(PipelineTest, PlacementLogTextAndJson) {
+  CompileOptions options;
+  CompileResult r;
+  ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
+  // defaultDim 1 bound the symbolic batch and said so.
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0], "symbolic dim 'N' of input 'x' bound to 1");
+  EXPECT_EQ(r.placementLogText,
+            "add1 (Add): cpu [only-kernel] candidates: cpu\n"
+            "relu1 (Relu): cpu [only-kernel] candidates: cpu\n"
+            "reshape1 (Reshape): cpu [only-kernel] candidates: cpu\n"
+            "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 128 bytes\n");
+  auto j = nlohmann::json::parse(r.placementLogJson);
+  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["devices"], nlohmann::json::array({"cpu"}));
+  ASSERT_EQ(j["ops"].size(), 3u);
+  EXPECT_EQ(j["ops"][1]["name"], "relu1");
+  EXPECT_EQ(j["ops"][1]["reason"], "only-kernel");
+  EXPECT_EQ(j["summary"]["ops_per_device"]["cpu"], 3);
+  EXPECT_EQ(j["summary"]["arena_peak_bytes"]["cpu"], 128);
+  EXPECT_EQ(j["constants"]["count_per_device"]["cpu"], 2);
+  EXPECT_EQ(r.plan.placement_log_json(), r.placementLogJson);
+}
+
+TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
+  CompileOptions options;
+  options.inputShapes = {{"x", {2, 4}}};
+  options.devices = {"cpu", "cpu:1"};
+  options.pins = {{"relu1", "cpu:1"}, {"reshape1", "CPU:1"}};
+  CompileResult r;
+  ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
+  const plan::Plan& p = r.plan;
+  ASSERT_EQ(p.steps_size(), 4);
+  EXPECT_EQ(p.steps(0).op_type(), "Add");
+  EXPECT_EQ(p.steps(0).placement_reason(), "cost");
+  EXPECT_EQ(p.steps(1).op_type(), "Copy");
+  EXPECT_EQ(p.steps(1).device(), "cpu:1");
+  EXPECT_EQ(p.steps(1).name(), "copy:add1->cpu:1");
+  EXPECT_EQ(p.steps(1).placement_reason(), "transfer");
+  EXPECT_EQ(p.steps(1).inputs(0), p.steps(0).outputs(0));
+  EXPECT_EQ(p.steps(2).op_type(), "Relu");
+  EXPECT_EQ(p.steps(2).placement_reason(), "pinned");
+  EXPECT_EQ(p.steps(2).inputs(0), p.steps(1).outputs(0));
+  EXPECT_EQ(value(r, p.steps(2).outputs(0)).device(), "cpu:1");
+  // The Reshape's constant shape is on its consumer's device.
+  EXPECT_EQ(value(r, p.steps(3).inputs(1)).device(), "cpu:1");
+  ASSERT_EQ(p.arenas_size(), 2);
+  EXPECT_EQ(p.arenas(0).device(), "cpu");
+  EXPECT_EQ(p.arenas(1).device(), "cpu:1");
+  // cpu: x[-1,1], add[1,2] overlap. cpu:1: copy[2,3], relu[3,5], reshape[5,6]: copy and
+  // reshape share a slot.
+  EXPECT_EQ(p.arenas(0).bytes(), 128);
+  EXPECT_EQ(p.arenas(1).bytes(), 128);
+  EXPECT_EQ(p.arenas(1).unplanned_bytes(), 192);
+  EXPECT_NE(r.placementLogText.find("copy add1: cpu -> cpu:1, 32 bytes\n"), std::string::npos)
+      << r.placementLogText;
+  EXPECT_NE(r.placementLogText.find("relu1 (Relu): cpu:1 [pinned] candidates: cpu, cpu:1\n"),
+            std::string::npos)
+      << r.placementLogText;
+  EXPECT_NE(r.placementLogText.find("copies: 1 (32 bytes moved)"), std::string::npos);
+  auto j = nlohmann::json::parse(r.placementLogJson);
+  ASSERT_EQ(j["copies"].size(), 1u);
+  EXPECT_EQ(j["copies"][0]["to"], "cpu:1");
+  EXPECT_EQ(j["copies"][0]["bytes"], 32);
+}
+
+TEST_F(PipelineTest, StrictPinWithoutKernelFails) {
+  CompileOptions options;
+  options.devices = {"cpu", "cuda:0"};
+  options.pins = {{"relu1", "cuda:0"}};
+  options.strictPlacement = true;
+  CompileResult r;
+  EXPECT_TRUE(mlir::failed(compile(kAddRelu, options, &r)));
+  EXPECT_NE(errors_.find(
+                "op 'relu1' (Relu) is pinned to cuda:0 but no kernel for Relu on (f32) on cuda:0"),
+            std::string::npos)
+      << errors_;
+}
+
+TEST_F(PipelineTest, BadInputShapeIsAnError) {
+  CompileOptions options;
+  options.inputShapes = {{"x", {2, 5}}};
+  CompileResult r;
+  EXPECT_TRUE(mlir::failed(compile(kAddRelu, options, &r)));
+  EXPECT_NE(errors_.find("input 'x' dim 1 is 4 in the model but 5 in the given shape"),
+            std::string::npos)
+      << errors_;
+}
+
+TEST_F(PipelineTest, PrintsIrAfterEveryStep) {
+  std::string ir;
+  llvm::raw_string_ostream os(ir);
+  CompileOptions options;
+  options.printIrAfterAll = &os;
+  CompileResult r;
+  ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
+  os.flush();
+  size_t last = 0;
+  for (const char* step :
+       {"bind-inputs", "tandem-verify", "tandem-infer-shapes", "tandem-canonicalize",
+        "tandem-place", "tandem-insert-transfers", "tandem-plan-memory"}) {
+    size_t at = ir.find(std::string("IR Dump After ") + step + " ");
+    ASSERT_NE(at, std::string::npos) << step;
+    EXPECT_GT(at, last == 0 ? 0 : last) << step << " out of order";
+    last = at;
+  }
+  EXPECT_NE(ir.find("arena_offset = [64]"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tandem

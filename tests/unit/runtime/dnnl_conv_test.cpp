@@ -1,0 +1,383 @@
+// oneDNN Conv and ConvTranspose kernels against naive ONNX-semantics loops on random inputs.
+#include "dnnl_test_util.h"
+
+namespace tandem {
+namespace dnnltest {
+namespace {
+
+/// Geometry of a naive N-D convolution, padded to 3 spatial dims (leading size-1 dims).
+struct Geo {
+  int64_t N, C, M, G;
+  int64_t in[3], out[3], k[3], s[3], d[3], pl[3];
+};
+
+Geo makeGeo(const Shape& x, const Shape& w, const Shape& y, int64_t group,
+            std::vector<int64_t> strides, std::vector<int64_t> dil, std::vector<int64_t> padL) {
+  Geo g;
+  const int sp = (int)x.size() - 2, off = 3 - sp;
+  g.N = x[0];
+  g.C = x[1];
+  g.G = group;
+  g.M = y[1];
+  for (int i = 0; i < 3; ++i) {
+    int j = i - off;
+    bool real = j >= 0;
+    g.in[i] = real ? x[2 + j] : 1;
+    g.out[i] = real ? y[2 + j] : 1;
+    g.k[i] = real ? w[2 + j] : 1;
+    g.s[i] = real && !strides.empty() ? strides[j] : 1;
+    g.d[i] = real && !dil.empty() ? dil[j] : 1;
+    g.pl[i] = real && !padL.empty() ? padL[j] : 0;
+  }
+  return g;
+}
+
+/// ONNX Conv: y[n,m,o] = b[m] + sum_{c in group(m), t} x[n,c,o*s - pl + t*d] * w[m,c',t].
+std::vector<double> naiveConv(const Tensor& x, const Tensor& w, const Tensor* b, const Geo& g) {
+  const int64_t Cg = g.C / g.G, Mg = g.M / g.G;
+  const int64_t K = g.k[0] * g.k[1] * g.k[2];
+  const int64_t inSz = g.in[0] * g.in[1] * g.in[2], outSz = g.out[0] * g.out[1] * g.out[2];
+  std::vector<double> y(g.N * g.M * outSz);
+  const float* X = x.data<float>();
+  const float* W = w.data<float>();
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t m = 0; m < g.M; ++m) {
+      const int64_t grp = m / Mg;
+      for (int64_t o0 = 0; o0 < g.out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < g.out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < g.out[2]; ++o2) {
+            double acc = b ? b->data<float>()[m] : 0.0;
+            for (int64_t c = 0; c < Cg; ++c)
+              for (int64_t t0 = 0; t0 < g.k[0]; ++t0)
+                for (int64_t t1 = 0; t1 < g.k[1]; ++t1)
+                  for (int64_t t2 = 0; t2 < g.k[2]; ++t2) {
+                    int64_t i0 = o0 * g.s[0] - g.pl[0] + t0 * g.d[0];
+                    int64_t i1 = o1 * g.s[1] - g.pl[1] + t1 * g.d[1];
+                    int64_t i2 = o2 * g.s[2] - g.pl[2] + t2 * g.d[2];
+                    if (i0 < 0 || i0 >= g.in[0] || i1 < 0 || i1 >= g.in[1] || i2 < 0 ||
+                        i2 >= g.in[2])
+                      continue;
+                    int64_t xc = grp * Cg + c;
+                    double xv = X[(n * g.C + xc) * inSz + (i0 * g.in[1] + i1) * g.in[2] + i2];
+                    double wv = W[(m * Cg + c) * K + (t0 * g.k[1] + t1) * g.k[2] + t2];
+                    acc += xv * wv;
+                  }
+            y[(n * g.M + m) * outSz + (o0 * g.out[1] + o1) * g.out[2] + o2] = acc;
+          }
+    }
+  return y;
+}
+
+/// ONNX ConvTranspose as a scatter: x[n,c,i] * w[c,m',t] lands on y[n,m, i*s + t*d - pl].
+std::vector<double> naiveConvTranspose(const Tensor& x, const Tensor& w, const Tensor* b,
+                                       const Geo& g) {
+  const int64_t Cg = g.C / g.G, Mg = g.M / g.G;
+  const int64_t K = g.k[0] * g.k[1] * g.k[2];
+  const int64_t inSz = g.in[0] * g.in[1] * g.in[2], outSz = g.out[0] * g.out[1] * g.out[2];
+  std::vector<double> y(g.N * g.M * outSz, 0.0);
+  const float* X = x.data<float>();
+  const float* W = w.data<float>();
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t m = 0; m < g.M; ++m)
+      for (int64_t o = 0; o < outSz; ++o) y[(n * g.M + m) * outSz + o] = b ? b->data<float>()[m] : 0;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t c = 0; c < g.C; ++c) {
+      const int64_t grp = c / Cg;
+      for (int64_t i0 = 0; i0 < g.in[0]; ++i0)
+        for (int64_t i1 = 0; i1 < g.in[1]; ++i1)
+          for (int64_t i2 = 0; i2 < g.in[2]; ++i2) {
+            double xv = X[(n * g.C + c) * inSz + (i0 * g.in[1] + i1) * g.in[2] + i2];
+            for (int64_t mm = 0; mm < Mg; ++mm)
+              for (int64_t t0 = 0; t0 < g.k[0]; ++t0)
+                for (int64_t t1 = 0; t1 < g.k[1]; ++t1)
+                  for (int64_t t2 = 0; t2 < g.k[2]; ++t2) {
+                    int64_t o0 = i0 * g.s[0] + t0 * g.d[0] - g.pl[0];
+                    int64_t o1 = i1 * g.s[1] + t1 * g.d[1] - g.pl[1];
+                    int64_t o2 = i2 * g.s[2] + t2 * g.d[2] - g.pl[2];
+                    if (o0 < 0 || o0 >= g.out[0] || o1 < 0 || o1 >= g.out[1] || o2 < 0 ||
+                        o2 >= g.out[2])
+                      continue;
+                    int64_t m = grp * Mg + mm;
+                    double wv = W[(c * Mg + mm) * K + (t0 * g.k[1] + t1) * g.k[2] + t2];
+                    y[(n * g.M + m) * outSz + (o0 * g.out[1] + o1) * g.out[2] + o2] += xv * wv;
+                  }
+          }
+    }
+  return y;
+}
+
+struct ConvSpec {
+  Shape x, w, y;
+  int64_t group = 1;
+  std::vector<int64_t> strides, dilations, pads, padL;  // padL: what the naive loop uses
+  std::string autoPad;
+  bool bias = false;
+  bool constWeights = true;
+};
+
+void checkConv(const ConvSpec& s, uint32_t seed, std::string* impl = nullptr) {
+  OpCase c;
+  c.op = "Conv";
+  c.attrs.set("group", Attr::ofInt(s.group));
+  if (!s.strides.empty()) c.attrs.set("strides", Attr::ofInts(s.strides));
+  if (!s.dilations.empty()) c.attrs.set("dilations", Attr::ofInts(s.dilations));
+  if (!s.pads.empty()) c.attrs.set("pads", Attr::ofInts(s.pads));
+  if (!s.autoPad.empty()) c.attrs.set("auto_pad", Attr::ofString(s.autoPad));
+  c.attrs.set("kernel_shape", Attr::ofInts(Shape(s.w.begin() + 2, s.w.end())));
+  c.inputs = {randomTensor(s.x, seed), randomTensor(s.w, seed + 1)};
+  c.constant = {false, s.constWeights, true};
+  if (s.bias) c.inputs.push_back(randomTensor({s.y[1]}, seed + 2));
+  c.outputs = {s.y};
+  ASSERT_TRUE(dnnlSupports(c));
+  Tensor y = runOnce(c, impl);
+  Geo g = makeGeo(s.x, s.w, s.y, s.group, s.strides, s.dilations, s.padL);
+  expectClose(y, naiveConv(c.inputs[0], c.inputs[1], s.bias ? &c.inputs[2] : nullptr, g));
+}
+
+TEST(DnnlConv, ResNetLike64to64_3x3) {
+  ConvSpec s{{2, 64, 28, 28}, {64, 64, 3, 3}, {2, 64, 28, 28}};
+  s.pads = {1, 1, 1, 1};
+  s.padL = {1, 1};
+  s.bias = true;
+  std::string impl;
+  checkConv(s, 1, &impl);
+  EXPECT_NE(impl.find("dnnl:"), std::string::npos);
+}
+
+TEST(DnnlConv, StridedStem7x7) {
+  ConvSpec s{{1, 3, 32, 32}, {16, 3, 7, 7}, {1, 16, 16, 16}};
+  s.strides = {2, 2};
+  s.pads = {3, 3, 3, 3};
+  s.padL = {3, 3};
+  s.bias = true;
+  checkConv(s, 2);
+}
+
+TEST(DnnlConv, StridedDownsample3x3) {
+  ConvSpec s{{1, 32, 15, 15}, {64, 32, 3, 3}, {1, 64, 8, 8}};
+  s.strides = {2, 2};
+  s.pads = {1, 1, 1, 1};
+  s.padL = {1, 1};
+  checkConv(s, 3);
+}
+
+TEST(DnnlConv, Grouped) {
+  ConvSpec s{{2, 32, 9, 9}, {48, 8, 3, 3}, {2, 48, 9, 9}};
+  s.group = 4;
+  s.pads = {1, 1, 1, 1};
+  s.padL = {1, 1};
+  s.bias = true;
+  checkConv(s, 4);
+}
+
+TEST(DnnlConv, Depthwise) {
+  ConvSpec s{{1, 16, 10, 10}, {16, 1, 3, 3}, {1, 16, 5, 5}};
+  s.group = 16;
+  s.strides = {2, 2};
+  s.pads = {1, 1, 1, 1};
+  s.padL = {1, 1};
+  checkConv(s, 5);
+}
+
+TEST(DnnlConv, Pointwise1x1) {
+  ConvSpec s{{2, 64, 7, 7}, {128, 64, 1, 1}, {2, 128, 7, 7}};
+  s.bias = true;
+  checkConv(s, 6);
+}
+
+TEST(DnnlConv, DilatedAsymmetricPads) {
+  // ONNX dilation 2 (oneDNN 1); pads begin {2,1}, end {0,3}.
+  ConvSpec s{{1, 8, 11, 12}, {8, 8, 3, 3}, {1, 8, 9, 12}};
+  s.dilations = {2, 2};
+  s.pads = {2, 1, 0, 3};
+  s.padL = {2, 1};
+  checkConv(s, 7);
+}
+
+TEST(DnnlConv, AutoPadSameUpperAndLower) {
+  // in 7, stride 2, k 4: out 4, total pad (4-1)*2+4-7 = 3: UPPER puts 1 first, LOWER 2.
+  ConvSpec s{{1, 4, 7, 7}, {6, 4, 4, 4}, {1, 6, 4, 4}};
+  s.strides = {2, 2};
+  s.autoPad = "SAME_UPPER";
+  s.padL = {1, 1};
+  checkConv(s, 8);
+  s.autoPad = "SAME_LOWER";
+  s.padL = {2, 2};
+  checkConv(s, 9);
+}
+
+TEST(DnnlConv, AutoPadValid) {
+  ConvSpec s{{1, 4, 9, 8}, {5, 4, 3, 2}, {1, 5, 4, 4}};
+  s.strides = {2, 2};
+  s.autoPad = "VALID";
+  checkConv(s, 10);
+}
+
+TEST(DnnlConv, RuntimeWeights) {
+  // Weights that are not constants are reordered inside run() instead of at creation.
+  ConvSpec s{{1, 16, 8, 8}, {32, 16, 3, 3}, {1, 32, 8, 8}};
+  s.pads = {1, 1, 1, 1};
+  s.padL = {1, 1};
+  s.bias = true;
+  s.constWeights = false;
+  checkConv(s, 11);
+}
+
+TEST(DnnlConv, OneD) {
+  ConvSpec s{{2, 6, 20}, {8, 3, 5}, {2, 8, 10}};
+  s.group = 2;
+  s.strides = {2};
+  s.pads = {2, 1};
+  s.padL = {2};
+  s.bias = true;
+  checkConv(s, 12);
+}
+
+TEST(DnnlConv, ThreeD) {
+  ConvSpec s{{1, 4, 6, 7, 8}, {8, 4, 3, 3, 3}, {1, 8, 6, 4, 8}};
+  s.strides = {1, 2, 1};
+  s.pads = {1, 1, 1, 1, 1, 1};
+  s.padL = {1, 1, 1};
+  s.bias = true;
+  checkConv(s, 13);
+}
+
+TEST(DnnlConv, ConstantWeightsArePrepackedAtCreation) {
+  // Changing the weight tensor after creation must not change the result: the kernel reordered
+  // a copy when it was created and run() never reads input 1.
+  OpCase c;
+  c.op = "Conv";
+  c.attrs.set("pads", Attr::ofInts({1, 1, 1, 1}));
+  c.inputs = {randomTensor({1, 8, 6, 6}, 20), randomTensor({8, 8, 3, 3}, 21)};
+  c.constant = {false, true};
+  c.outputs = {{1, 8, 6, 6}};
+  Geo g = makeGeo({1, 8, 6, 6}, {8, 8, 3, 3}, {1, 8, 6, 6}, 1, {}, {}, {1, 1});
+  std::vector<double> want = naiveConv(c.inputs[0], c.inputs[1], nullptr, g);
+  std::unique_ptr<Kernel> k = createKernel(c);
+  ASSERT_TRUE(k);
+  Tensor w = c.inputs[1];
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 1000.f;
+  Tensor y = Tensor::alloc(DType::F32, {1, 8, 6, 6});
+  ASSERT_TRUE(k->run({&c.inputs[0], &c.inputs[1]}, {&y}).isOk());
+  expectClose(y, want);
+  // A second run on new activations gives the new answer (nothing cached but weights).
+  Tensor x2 = randomTensor({1, 8, 6, 6}, 22);
+  Tensor y2 = Tensor::alloc(DType::F32, {1, 8, 6, 6});
+  Tensor w0 = randomTensor({8, 8, 3, 3}, 21);  // the original weights again
+  ASSERT_TRUE(k->run({&x2, &c.inputs[1]}, {&y2}).isOk());
+  expectClose(y2, naiveConv(x2, w0, nullptr, g));
+}
+
+TEST(DnnlConv, UnsupportedCasesFallBack) {
+  OpCase c;
+  c.op = "Conv";
+  c.inputs = {randomTensor({1, 2, 5, 5, 5, 5}, 1), randomTensor({2, 2, 1, 1, 1, 1}, 2)};
+  c.outputs = {{1, 2, 5, 5, 5, 5}};
+  EXPECT_FALSE(dnnlSupports(c)) << "4-D spatial convolution";
+  OpCase e;
+  e.op = "Conv";
+  e.inputs = {Tensor::alloc(DType::F32, {0, 2, 5, 5}), randomTensor({2, 2, 1, 1}, 2)};
+  e.outputs = {{0, 2, 5, 5}};
+  EXPECT_FALSE(dnnlSupports(e)) << "empty batch";
+  OpCase d;
+  d.op = "Conv";
+  d.inputs = {Tensor::alloc(DType::F64, {1, 2, 5, 5}), Tensor::alloc(DType::F64, {2, 2, 1, 1})};
+  d.outputs = {{1, 2, 5, 5}};
+  EXPECT_FALSE(dnnlSupports(d)) << "f64";
+}
+
+// ---- ConvTranspose ----
+
+struct DeconvSpec {
+  Shape x, w, y;
+  int64_t group = 1;
+  std::vector<int64_t> strides, dilations, pads, outputPadding, outputShape, padL;
+  std::string autoPad;
+  bool bias = false;
+};
+
+void checkDeconv(const DeconvSpec& s, uint32_t seed) {
+  OpCase c;
+  c.op = "ConvTranspose";
+  c.attrs.set("group", Attr::ofInt(s.group));
+  if (!s.strides.empty()) c.attrs.set("strides", Attr::ofInts(s.strides));
+  if (!s.dilations.empty()) c.attrs.set("dilations", Attr::ofInts(s.dilations));
+  if (!s.pads.empty()) c.attrs.set("pads", Attr::ofInts(s.pads));
+  if (!s.outputPadding.empty()) c.attrs.set("output_padding", Attr::ofInts(s.outputPadding));
+  if (!s.outputShape.empty()) c.attrs.set("output_shape", Attr::ofInts(s.outputShape));
+  if (!s.autoPad.empty()) c.attrs.set("auto_pad", Attr::ofString(s.autoPad));
+  c.inputs = {randomTensor(s.x, seed), randomTensor(s.w, seed + 1)};
+  c.constant = {false, true, true};
+  if (s.bias) c.inputs.push_back(randomTensor({s.y[1]}, seed + 2));
+  c.outputs = {s.y};
+  ASSERT_TRUE(dnnlSupports(c));
+  Tensor y = runOnce(c);
+  Geo g = makeGeo(s.x, s.w, s.y, s.group, s.strides, s.dilations, s.padL);
+  expectClose(y, naiveConvTranspose(c.inputs[0], c.inputs[1], s.bias ? &c.inputs[2] : nullptr, g));
+}
+
+TEST(DnnlConvTranspose, Stride2Pads) {
+  // out = 2*(5-1) + 3 - 1 - 1 = 9
+  DeconvSpec s{{2, 8, 5, 5}, {8, 4, 3, 3}, {2, 4, 9, 9}};
+  s.strides = {2, 2};
+  s.pads = {1, 1, 1, 1};
+  s.padL = {1, 1};
+  s.bias = true;
+  checkDeconv(s, 30);
+}
+
+TEST(DnnlConvTranspose, OutputPadding) {
+  // out = 2*(4-1) + 1 + 3 - 1 - 1 = 8; the last row/column comes from output_padding.
+  DeconvSpec s{{1, 4, 4, 4}, {4, 6, 3, 3}, {1, 6, 8, 8}};
+  s.strides = {2, 2};
+  s.pads = {1, 1, 1, 1};
+  s.outputPadding = {1, 1};
+  s.padL = {1, 1};
+  checkDeconv(s, 31);
+}
+
+TEST(DnnlConvTranspose, GroupedDilated) {
+  // out = 1*(6-1) + (3-1)*2 + 1 = 10
+  DeconvSpec s{{1, 6, 6, 6}, {6, 2, 3, 3}, {1, 6, 10, 10}};
+  s.group = 3;
+  s.dilations = {2, 2};
+  s.bias = true;
+  checkDeconv(s, 32);
+}
+
+TEST(DnnlConvTranspose, OutputShapeAttribute) {
+  // ONNX test_convtranspose_output_shape-like: full size 3*(3-1)+3 = 9 (H) and 2*(3-1)+3 = 7
+  // (W), asked for 10 x 8: total padding -1, NOTSET puts floor(-1/2) = -1 at the end, i.e. the
+  // output grows by one zero (+bias) row/column at the end and start padding stays 0.
+  DeconvSpec s{{1, 1, 3, 3}, {1, 2, 3, 3}, {1, 2, 10, 8}};
+  s.strides = {3, 2};
+  s.outputShape = {10, 8};
+  s.padL = {0, 0};
+  s.bias = true;
+  checkDeconv(s, 33);
+}
+
+TEST(DnnlConvTranspose, AutoPadSameUpper) {
+  // out = in*stride = 8; full = 2*3+3 = 9, total 1: SAME_UPPER start 0, end 1.
+  DeconvSpec s{{1, 3, 4, 4}, {3, 5, 3, 3}, {1, 5, 8, 8}};
+  s.strides = {2, 2};
+  s.autoPad = "SAME_UPPER";
+  s.padL = {0, 0};
+  checkDeconv(s, 34);
+  s.autoPad = "SAME_LOWER";
+  s.padL = {1, 1};
+  checkDeconv(s, 35);
+}
+
+TEST(DnnlConvTranspose, OneD) {
+  DeconvSpec s{{2, 4, 7}, {4, 3, 4}, {2, 3, 14}};
+  s.strides = {2};
+  s.pads = {1, 1};
+  s.padL = {1};
+  s.bias = true;
+  checkDeconv(s, 36);
+}
+
+}  // namespace
+}  // namespace dnnltest
+}  // namespace tandem

@@ -1,0 +1,173 @@
+// oneDNN BatchNormalization, LayerNormalization, Softmax and LogSoftmax kernels against naive
+// loops.
+#include "dnnl_test_util.h"
+
+namespace tandem {
+namespace dnnltest {
+namespace {
+
+// ---- BatchNormalization ----
+
+void checkBatchNorm(const Shape& x, bool constParams, uint32_t seed) {
+  const int64_t C = x[1];
+  OpCase c;
+  c.op = "BatchNormalization";
+  c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+  c.inputs = {randomTensor(x, seed), randomTensor({C}, seed + 1, 0.5f, 2.f),
+              randomTensor({C}, seed + 2), randomTensor({C}, seed + 3),
+              randomTensor({C}, seed + 4, 0.1f, 3.f)};
+  c.constant = {false, constParams, constParams, constParams, constParams};
+  c.outputs = {x};
+  ASSERT_TRUE(dnnlSupports(c));
+  Tensor y = runOnce(c);
+  const int64_t N = x[0], S = numElements(x) / (N * C);
+  const float *X = c.inputs[0].data<float>(), *sc = c.inputs[1].data<float>(),
+              *b = c.inputs[2].data<float>(), *mean = c.inputs[3].data<float>(),
+              *var = c.inputs[4].data<float>();
+  std::vector<double> want(numElements(x));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t i = (n * C + ch) * S + s;
+        want[i] = (X[i] - mean[ch]) / std::sqrt((double)var[ch] + 1e-3) * sc[ch] + b[ch];
+      }
+  expectClose(y, want);
+}
+
+TEST(DnnlBatchNorm, FourD) { checkBatchNorm({2, 16, 5, 7}, true, 1); }
+TEST(DnnlBatchNorm, TwoDRuntimeParams) { checkBatchNorm({4, 10}, false, 2); }
+TEST(DnnlBatchNorm, ThreeD) { checkBatchNorm({3, 6, 11}, true, 3); }
+
+TEST(DnnlBatchNorm, TrainingModeFallsBack) {
+  OpCase c;
+  c.op = "BatchNormalization";
+  c.attrs.set("training_mode", Attr::ofInt(1));
+  c.inputs = {randomTensor({2, 3, 4}, 1), randomTensor({3}, 2), randomTensor({3}, 3),
+              randomTensor({3}, 4), randomTensor({3}, 5, 0.1f, 1.f)};
+  c.outputs = {{2, 3, 4}};
+  EXPECT_FALSE(dnnlSupports(c));
+}
+
+// ---- LayerNormalization ----
+
+void checkLayerNorm(const Shape& x, int64_t axis, bool withBias, uint32_t seed) {
+  int64_t a = axis < 0 ? axis + (int64_t)x.size() : axis;
+  Shape normShape(x.begin() + a, x.end());
+  OpCase c;
+  c.op = "LayerNormalization";
+  c.attrs.set("axis", Attr::ofInt(axis));
+  c.attrs.set("epsilon", Attr::ofFloat(1e-5f));
+  c.inputs = {randomTensor(x, seed, -3.f, 3.f), randomTensor(normShape, seed + 1)};
+  if (withBias) c.inputs.push_back(randomTensor(normShape, seed + 2));
+  c.constant = {false, true, true};
+  c.outputs = {x, {}, {}};
+  c.outputAbsent = {false, true, true};
+  ASSERT_TRUE(dnnlSupports(c));
+  Tensor y = runOnce(c);
+  const int64_t inner = numElements(normShape), outer = numElements(x) / inner;
+  const float* X = c.inputs[0].data<float>();
+  std::vector<double> want(numElements(x));
+  for (int64_t o = 0; o < outer; ++o) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < inner; ++i) mean += X[o * inner + i];
+    mean /= inner;
+    for (int64_t i = 0; i < inner; ++i) var += (X[o * inner + i] - mean) * (X[o * inner + i] - mean);
+    var /= inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      double v = (X[o * inner + i] - mean) / std::sqrt(var + 1e-5) * c.inputs[1].data<float>()[i];
+      if (withBias) v += c.inputs[2].data<float>()[i];
+      want[o * inner + i] = v;
+    }
+  }
+  expectClose(y, want);
+}
+
+TEST(DnnlLayerNorm, LastAxis) { checkLayerNorm({2, 7, 64}, -1, true, 1); }
+TEST(DnnlLayerNorm, LastTwoAxesNoBias) { checkLayerNorm({3, 4, 5}, 1, false, 2); }
+TEST(DnnlLayerNorm, NegativeAxisTwo) { checkLayerNorm({2, 3, 4, 6}, -2, true, 3); }
+
+TEST(DnnlLayerNorm, MeanAndInvStdDevOutputs) {
+  // Rows [1,2,3,4] and [0,0,0,8]: means 2.5 and 2, variances 1.25 and 12.
+  OpCase c;
+  c.op = "LayerNormalization";
+  c.attrs.set("epsilon", Attr::ofFloat(0.25f));
+  c.inputs = {Tensor::fromVector<float>({2, 4}, {1, 2, 3, 4, 0, 0, 0, 8}),
+              Tensor::fromVector<float>({4}, {1, 1, 1, 1})};
+  c.constant = {false, true};
+  c.outputs = {{2, 4}, {2, 1}, {2, 1}};
+  ASSERT_TRUE(dnnlSupports(c));
+  std::unique_ptr<Kernel> k = createKernel(c);
+  ASSERT_TRUE(k);
+  Tensor y = Tensor::alloc(DType::F32, {2, 4}), mean = Tensor::alloc(DType::F32, {2, 1}),
+         inv = Tensor::alloc(DType::F32, {2, 1});
+  ASSERT_TRUE(k->run({&c.inputs[0], &c.inputs[1], nullptr}, {&y, &mean, &inv}).isOk());
+  expectClose(mean, {2.5, 2.0});
+  expectClose(inv, {1 / std::sqrt(1.5), 1 / std::sqrt(12.25)});
+  expectClose(y, {-1.5 / std::sqrt(1.5), -0.5 / std::sqrt(1.5), 0.5 / std::sqrt(1.5),
+                  1.5 / std::sqrt(1.5), -2 / 3.5, -2 / 3.5, -2 / 3.5, 6 / 3.5});
+  // Only InvStdDev requested (Mean absent): the mean goes to the workspace.
+  c.outputAbsent = {false, true, false};
+  std::unique_ptr<Kernel> k2 = createKernel(c);
+  ASSERT_TRUE(k2);
+  Tensor inv2 = Tensor::alloc(DType::F32, {2, 1});
+  ASSERT_TRUE(k2->run({&c.inputs[0], &c.inputs[1], nullptr}, {&y, nullptr, &inv2}).isOk());
+  expectClose(inv2, {1 / std::sqrt(1.5), 1 / std::sqrt(12.25)});
+}
+
+// ---- Softmax / LogSoftmax ----
+
+void checkSoftmax(const std::string& op, const Shape& x, int64_t axis, uint32_t seed) {
+  OpCase c;
+  c.op = op;
+  c.attrs.set("axis", Attr::ofInt(axis));
+  c.inputs = {randomTensor(x, seed, -5.f, 5.f)};
+  c.outputs = {x};
+  ASSERT_TRUE(dnnlSupports(c));
+  Tensor y = runOnce(c);
+  const int64_t a = axis < 0 ? axis + (int64_t)x.size() : axis;
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < a; ++i) outer *= x[i];
+  for (size_t i = a + 1; i < x.size(); ++i) inner *= x[i];
+  const int64_t n = x[a];
+  const float* X = c.inputs[0].data<float>();
+  std::vector<double> want(numElements(x));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      double mx = -1e30, sum = 0;
+      for (int64_t j = 0; j < n; ++j) mx = std::max<double>(mx, X[(o * n + j) * inner + in]);
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(X[(o * n + j) * inner + in] - mx);
+      for (int64_t j = 0; j < n; ++j) {
+        double v = X[(o * n + j) * inner + in] - mx;
+        want[(o * n + j) * inner + in] = op == "Softmax" ? std::exp(v) / sum : v - std::log(sum);
+      }
+    }
+  expectClose(y, want);
+}
+
+TEST(DnnlSoftmax, DefaultLastAxis) { checkSoftmax("Softmax", {4, 1000}, -1, 1); }
+TEST(DnnlSoftmax, MiddleAxis) { checkSoftmax("Softmax", {2, 5, 3, 4}, 1, 2); }
+TEST(DnnlSoftmax, FirstAxis) { checkSoftmax("Softmax", {6, 7}, 0, 3); }
+TEST(DnnlLogSoftmax, LastAxis) { checkSoftmax("LogSoftmax", {3, 17}, -1, 4); }
+TEST(DnnlLogSoftmax, MiddleAxis) { checkSoftmax("LogSoftmax", {2, 9, 5}, -2, 5); }
+
+TEST(DnnlSoftmax, HandComputed) {
+  // softmax([0, ln 3]) = [0.25, 0.75]
+  OpCase c;
+  c.op = "Softmax";
+  c.inputs = {Tensor::fromVector<float>({1, 2}, {0.f, std::log(3.f)})};
+  c.outputs = {{1, 2}};
+  expectClose(runOnce(c), {0.25, 0.75});
+}
+
+TEST(DnnlSoftmax, AxisOutOfRangeFallsBack) {
+  OpCase c;
+  c.op = "Softmax";
+  c.attrs.set("axis", Attr::ofInt(2));
+  c.inputs = {randomTensor({2, 3}, 1)};
+  c.outputs = {{2, 3}};
+  EXPECT_FALSE(dnnlSupports(c));
+}
+
+}  // namespace
+}  // namespace dnnltest
+}  // namespace tandem

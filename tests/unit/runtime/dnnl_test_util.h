@@ -1,0 +1,137 @@
+// Helpers for the oneDNN kernel tests: build a KernelContext, create the dnnl kernel through a
+// registry holding only the dnnl backend, run it, and compare against naive loops.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/Kernel.h"
+
+namespace tandem {
+namespace dnnltest {
+
+/// One op instance under test: inputs (nullptr-free; use an undefined Tensor for an absent
+/// optional input), which of them are load-time constants, and the output shapes.
+struct OpCase {
+  std::string op;
+  AttrMap attrs;
+  std::vector<Tensor> inputs;
+  std::vector<bool> constant;  // same length as inputs (missing entries: not constant)
+  std::vector<Shape> outputs;  // an empty-optional output is given by outputAbsent
+  std::vector<bool> outputAbsent;
+
+  KernelContext context() const {
+    KernelContext ctx;
+    ctx.opType = op;
+    ctx.nodeName = "test_" + op;
+    ctx.attrs = &attrs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      TensorType t;
+      if (inputs[i].defined()) {
+        t.dtype = inputs[i].dtype();
+        t.shape = inputs[i].shape();
+      }
+      ctx.inputTypes.push_back(t);
+      bool c = i < constant.size() && constant[i] && inputs[i].defined();
+      ctx.constInputs.push_back(c ? &inputs[i] : nullptr);
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      TensorType t;
+      if (!(i < outputAbsent.size() && outputAbsent[i])) {
+        t.dtype = DType::F32;
+        t.shape = outputs[i];
+      }
+      ctx.outputTypes.push_back(t);
+    }
+    return ctx;
+  }
+};
+
+/// A registry with only the oneDNN kernels, so a create() that succeeds used them.
+inline const KernelRegistry& dnnlRegistry() {
+  static KernelRegistry* r = [] {
+    auto* reg = new KernelRegistry();
+    registerCpuDnnlKernels(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+/// Does the dnnl backend take this case (accepts + supportsContext)?
+inline bool dnnlSupports(const OpCase& c) {
+  KernelContext ctx = c.context();
+  std::vector<DType> dts;
+  for (const TensorType& t : ctx.inputTypes)
+    if (t.present()) dts.push_back(t.dtype);
+  for (const KernelDef& d : dnnlRegistry().all()) {
+    if (d.opType != c.op) continue;
+    if (d.accepts && !d.accepts(dts)) continue;
+    if (d.supportsContext && !d.supportsContext(ctx)) continue;
+    return true;
+  }
+  return false;
+}
+
+inline std::unique_ptr<Kernel> createKernel(const OpCase& c) {
+  std::unique_ptr<Kernel> k;
+  Status st = dnnlRegistry().create("cpu", c.context(), &k);
+  EXPECT_TRUE(st.isOk()) << c.op << ": " << st.message();
+  if (k) {
+    EXPECT_EQ(k->implName().rfind("dnnl:", 0), 0u) << k->implName();
+  }
+  return k;
+}
+
+/// Creates the kernel, runs it once and returns output 0.
+inline Tensor runOnce(const OpCase& c, std::string* impl = nullptr) {
+  std::unique_ptr<Kernel> k = createKernel(c);
+  if (!k) return Tensor();
+  if (impl) *impl = k->implName();
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : c.inputs) in.push_back(t.defined() ? &t : nullptr);
+  std::vector<Tensor> outs;
+  for (const Shape& s : c.outputs) outs.push_back(Tensor::alloc(DType::F32, s));
+  std::vector<Tensor*> outPtrs;
+  for (size_t i = 0; i < outs.size(); ++i)
+    outPtrs.push_back(i < c.outputAbsent.size() && c.outputAbsent[i] ? nullptr : &outs[i]);
+  Status st = k->run(in, outPtrs);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return outs[0];
+}
+
+inline Tensor randomTensor(Shape s, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  Tensor t = Tensor::alloc(DType::F32, std::move(s));
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
+  return t;
+}
+
+inline Tensor scalarF32(float v) { return Tensor::fromVector<float>({}, {v}); }
+
+/// Element-wise |got - want| <= tol * max(1, |want|): relative for large values, absolute near
+/// zero where a relative bound is meaningless. Reports the first few mismatches.
+inline void expectClose(const Tensor& got, const std::vector<double>& want, double tol = 1e-4) {
+  ASSERT_EQ(got.numel(), (int64_t)want.size());
+  const float* g = got.data<float>();
+  int bad = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double w = want[i];
+    bool ok = (std::isnan(w) && std::isnan(g[i])) || (std::isinf(w) && g[i] == w) ||
+              std::fabs(g[i] - w) <= tol * std::max(1.0, std::fabs(w));
+    if (!ok && bad++ < 5) ADD_FAILURE() << "element " << i << ": got " << g[i] << ", want " << w;
+  }
+  EXPECT_EQ(bad, 0) << "mismatching elements";
+}
+
+inline std::vector<double> toDouble(const Tensor& t) {
+  return std::vector<double>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+}  // namespace dnnltest
+}  // namespace tandem

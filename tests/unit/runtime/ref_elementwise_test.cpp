@@ -1,0 +1,267 @@
+// Tests of the reference elementwise kernels: unary math/activations, Clip, broadcasting binary
+// ops, comparisons, Pow with mixed dtypes, variadic Min/Max/Sum, Where, PRelu.
+#include <limits>
+
+#include "tests/unit/runtime/ref_TestUtil.h"
+
+namespace tandem {
+namespace {
+using namespace reftest;
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+TEST(RefUnary, MathFunctions) {
+  expectValues<float>(run1("Sqrt", {}, {f32({3}, {4, 9, 0.25f})}, DType::F32, {3}), {3},
+                      {2, 3, 0.5f});
+  expectValues<float>(run1("Exp", {}, {f32({2}, {0, 1})}, DType::F32, {2}), {2}, {1, 2.718281828f});
+  expectValues<double>(run1("Log", {}, {f64({2}, {1, 2.718281828459045})}, DType::F64, {2}), {2},
+                       {0, 1}, 1e-12);
+  expectValues<float>(run1("Tanh", {}, {f32({2}, {0, 0.5f})}, DType::F32, {2}), {2},
+                      {0, 0.46211715726f});
+  expectValues<float>(run1("Erf", {}, {f32({3}, {0, 0.5f, -1})}, DType::F32, {3}), {3},
+                      {0, 0.52049987781f, -0.84270079295f});
+  expectValues<float>(run1("Reciprocal", {}, {f32({2}, {2, -4})}, DType::F32, {2}), {2},
+                      {0.5f, -0.25f});
+}
+
+TEST(RefUnary, F64StaysF64) {
+  // 1 + 1e-12 is not representable in f32; a kernel computing in f32 would print 1.
+  Tensor y = run1("Sqrt", {}, {f64({1}, {1.000000000002})}, DType::F64, {1});
+  expectValues<double>(y, {1}, {1.000000000001}, 1e-15);
+}
+
+TEST(RefUnary, SignOpsOnIntegers) {
+  expectValues<int32_t>(run1("Neg", {}, {i32({3}, {-1, 2, 0})}, DType::I32, {3}), {3}, {1, -2, 0});
+  expectValues<int64_t>(run1("Abs", {}, {i64({2}, {-3, 4})}, DType::I64, {2}), {2}, {3, 4});
+  expectValues<uint8_t>(run1("Abs", {}, {u8({2}, {0, 200})}, DType::U8, {2}), {2}, {0, 200});
+  expectValues<int32_t>(run1("Relu", {}, {i32({3}, {-5, 0, 7})}, DType::I32, {3}), {3}, {0, 0, 7});
+}
+
+TEST(RefUnary, ReluKeepsNaN) {
+  expectValues<float>(run1("Relu", {}, {f32({4}, {-1, 0, 2, kNaN})}, DType::F32, {4}), {4},
+                      {0, 0, 2, kNaN});
+}
+
+TEST(RefUnary, SigmoidIsStableForLargeMagnitudes) {
+  expectValues<double>(run1("Sigmoid", {}, {f64({3}, {-800, 0, 800})}, DType::F64, {3}), {3},
+                       {0, 0.5, 1});
+  expectValues<float>(run1("Sigmoid", {}, {f32({2}, {1, -1})}, DType::F32, {2}), {2},
+                      {0.73105857863f, 0.26894142137f});
+}
+
+TEST(RefUnary, SoftplusIsStable) {
+  // A naive log(exp(x) + 1) overflows f32 at x = 200.
+  expectValues<float>(run1("Softplus", {}, {f32({3}, {0, 200, -20})}, DType::F32, {3}), {3},
+                      {0.69314718056f, 200, 2.0611536e-9f});
+}
+
+TEST(RefUnary, ActivationsWithAttributes) {
+  expectValues<float>(run1("LeakyRelu", attrs({{"alpha", Attr::ofFloat(0.1f)}}),
+                           {f32({2}, {-2, 3})}, DType::F32, {2}),
+                      {2}, {-0.2f, 3});
+  expectValues<float>(run1("LeakyRelu", {}, {f32({1}, {-2})}, DType::F32, {1}), {1}, {-0.02f});
+  expectValues<float>(
+      run1("Elu", attrs({{"alpha", Attr::ofFloat(2)}}), {f32({2}, {-1, 1})}, DType::F32, {2}), {2},
+      {-1.26424111766f, 1});
+  expectValues<float>(run1("Selu", {}, {f32({3}, {-1, 0, 2})}, DType::F32, {3}), {3},
+                      {-1.1113307378f, 0, 2.1014019747f});
+  expectValues<float>(run1("HardSigmoid", {}, {f32({4}, {-3, 0, 1, 3})}, DType::F32, {4}), {4},
+                      {0, 0.5f, 0.7f, 1});
+  expectValues<float>(
+      run1("HardSigmoid", attrs({{"alpha", Attr::ofFloat(0.5f)}, {"beta", Attr::ofFloat(0.25f)}}),
+           {f32({2}, {0, 1})}, DType::F32, {2}),
+      {2}, {0.25f, 0.75f});
+}
+
+TEST(RefUnary, EmptyTensor) {
+  Tensor y = run1("Exp", {}, {f32({0, 3}, {})}, DType::F32, {0, 3});
+  expectValues<float>(y, {0, 3}, {});
+}
+
+TEST(RefClip, AbsentMinAndMax) {
+  Tensor x = f32({4}, {-5, -1, 1, 5});
+  expectValues<float>(run1("Clip", {}, {x}, DType::F32, {4}), {4}, {-5, -1, 1, 5});
+  expectValues<float>(run1("Clip", {}, {x, f32({}, {0})}, DType::F32, {4}), {4}, {0, 0, 1, 5});
+  expectValues<float>(run1("Clip", {}, {x, none(), f32({}, {2})}, DType::F32, {4}), {4},
+                      {-5, -1, 1, 2});
+  expectValues<float>(run1("Clip", {}, {x, f32({}, {-2}), f32({}, {2})}, DType::F32, {4}), {4},
+                      {-2, -1, 1, 2});
+}
+
+TEST(RefClip, MinAboveMaxGivesMax) {
+  expectValues<float>(
+      run1("Clip", {}, {f32({3}, {-1, 0, 9}), f32({}, {3}), f32({}, {1})}, DType::F32, {3}), {3},
+      {1, 1, 1});
+}
+
+TEST(RefClip, IntegersAndNaN) {
+  expectValues<int8_t>(
+      run1("Clip", {}, {i8({3}, {-128, 5, 127}), i8({}, {-3}), i8({}, {100})}, DType::I8, {3}), {3},
+      {-3, 5, 100});
+  expectValues<float>(
+      run1("Clip", {}, {f32({2}, {kNaN, 9}), f32({}, {0}), f32({}, {1})}, DType::F32, {2}), {2},
+      {kNaN, 1});
+}
+
+TEST(RefBinary, AddBroadcastsRowVector) {
+  Tensor y = run1("Add", {}, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {10, 20, 30})}, DType::F32,
+                  {2, 3});
+  expectValues<float>(y, {2, 3}, {11, 22, 33, 14, 25, 36});
+}
+
+TEST(RefBinary, SubBroadcastsBothWays) {
+  Tensor y = run1("Sub", {}, {f32({2, 1}, {10, 20}), f32({1, 3}, {1, 2, 3})}, DType::F32, {2, 3});
+  expectValues<float>(y, {2, 3}, {9, 8, 7, 19, 18, 17});
+}
+
+TEST(RefBinary, MulWithScalarAndHigherRank) {
+  Tensor y = run1("Mul", {}, {f64({}, {2}), f64({2, 1, 2}, {1, 2, 3, 4})}, DType::F64, {2, 1, 2});
+  expectValues<double>(y, {2, 1, 2}, {2, 4, 6, 8});
+  Tensor z = run1("Mul", {}, {i64({2, 2, 1}, {1, 2, 3, 4}), i64({1, 1, 3}, {1, 10, 100})},
+                  DType::I64, {2, 2, 3});
+  expectValues<int64_t>(z, {2, 2, 3}, {1, 10, 100, 2, 20, 200, 3, 30, 300, 4, 40, 400});
+}
+
+TEST(RefBinary, EmptyBroadcast) {
+  Tensor y = run1("Add", {}, {f32({0, 3}, {}), f32({3}, {1, 2, 3})}, DType::F32, {0, 3});
+  expectValues<float>(y, {0, 3}, {});
+}
+
+TEST(RefBinary, IntegerDivisionTruncatesTowardZero) {
+  expectValues<int32_t>(
+      run1("Div", {}, {i32({4}, {7, -7, 7, -7}), i32({4}, {2, 2, -2, -2})}, DType::I32, {4}), {4},
+      {3, -3, -3, 3});
+  expectValues<uint8_t>(run1("Div", {}, {u8({2}, {255, 9}), u8({1}, {4})}, DType::U8, {2}), {2},
+                        {63, 2});
+  // INT_MIN / -1 overflows; wrap-around gives INT_MIN instead of a trap.
+  expectValues<int32_t>(
+      run1("Div", {}, {i32({1}, {std::numeric_limits<int32_t>::min()}), i32({1}, {-1})}, DType::I32,
+           {1}),
+      {1}, {std::numeric_limits<int32_t>::min()});
+}
+
+TEST(RefBinary, IntegerDivisionByZeroIsAnError) {
+  OpCall c{"Div", {}, {i32({2}, {1, 2}), i32({2}, {1, 0})}, {{DType::I32, {2}}}};
+  EXPECT_NE(errorOf(c).find("division by zero"), std::string::npos);
+}
+
+TEST(RefBinary, FloatDivisionByZeroIsInf) {
+  expectValues<float>(run1("Div", {}, {f32({2}, {1, -1}), f32({}, {0})}, DType::F32, {2}), {2},
+                      {kInf, -kInf});
+}
+
+TEST(RefBinary, Comparisons) {
+  expectValues<bool>(run1("Equal", {}, {i64({3}, {1, 2, 3}), i64({1}, {2})}, DType::Bool, {3}), {3},
+                     {false, true, false});
+  expectValues<bool>(run1("Equal", {}, {boolean({2}, {true, false}), boolean({2}, {true, true})},
+                          DType::Bool, {2}),
+                     {2}, {true, false});
+  expectValues<bool>(
+      run1("Equal", {}, {f32({2}, {kNaN, 1}), f32({2}, {kNaN, 1})}, DType::Bool, {2}), {2},
+      {false, true});
+  expectValues<bool>(
+      run1("Less", {}, {f32({2, 1}, {1, 5}), f32({3}, {0, 3, 6})}, DType::Bool, {2, 3}), {2, 3},
+      {false, true, true, false, false, true});
+  expectValues<bool>(run1("Greater", {}, {i8({3}, {-1, 0, 1}), i8({}, {0})}, DType::Bool, {3}), {3},
+                     {false, false, true});
+  expectValues<bool>(run1("Equal", {}, {u8({2}, {7, 8}), u8({2}, {7, 7})}, DType::Bool, {2}), {2},
+                     {true, false});
+}
+
+TEST(RefBinary, PReluBroadcastsSlope) {
+  Tensor y =
+      run1("PRelu", {}, {f32({2, 2}, {-1, 2, -3, 4}), f32({2}, {0.1f, 0.2f})}, DType::F32, {2, 2});
+  expectValues<float>(y, {2, 2}, {-0.1f, 2, -0.3f, 4});
+  Tensor z = run1("PRelu", {}, {f32({1, 2, 2}, {-1, -1, -1, 1}), f32({2, 1}, {2, 3})}, DType::F32,
+                  {1, 2, 2});
+  expectValues<float>(z, {1, 2, 2}, {-2, -2, -3, 1});
+}
+
+TEST(RefPow, SameDtypes) {
+  expectValues<float>(run1("Pow", {}, {f32({2}, {2, 3}), f32({2}, {3, 2})}, DType::F32, {2}), {2},
+                      {8, 9});
+  expectValues<float>(run1("Pow", {}, {f32({3}, {4, 9, 2}), f32({}, {0.5f})}, DType::F32, {3}), {3},
+                      {2, 3, 1.41421356f});
+  expectValues<int64_t>(
+      run1("Pow", {}, {i64({3}, {3, 2, -2}), i64({3}, {3, 10, 3})}, DType::I64, {3}), {3},
+      {27, 1024, -8});
+}
+
+TEST(RefPow, MixedDtypes) {
+  expectValues<float>(run1("Pow", {}, {f32({2}, {2, 4}), i64({2}, {2, -1})}, DType::F32, {2}), {2},
+                      {4, 0.25f});
+  expectValues<float>(run1("Pow", {}, {f32({2}, {2, 3}), i32({2}, {3, 0})}, DType::F32, {2}), {2},
+                      {8, 1});
+  // Integer base, float exponent: computed in floating point then truncated toward zero.
+  expectValues<int32_t>(run1("Pow", {}, {i32({2}, {2, 3}), f32({2}, {0.5f, 2})}, DType::I32, {2}),
+                        {2}, {1, 9});
+  expectValues<int64_t>(run1("Pow", {}, {i64({3}, {2, 1, -1}), i64({}, {-1})}, DType::I64, {3}),
+                        {3}, {0, 1, -1});
+  expectValues<double>(run1("Pow", {}, {f64({1}, {2}), f32({1}, {0.5f})}, DType::F64, {1}), {1},
+                       {1.4142135623730951}, 1e-14);
+}
+
+TEST(RefVariadic, MinMaxSumBroadcastThreeInputs) {
+  std::vector<Tensor> in = {f32({3}, {1, 5, 3}), f32({2, 1}, {2, 4}), f32({}, {3.5f})};
+  expectValues<float>(run1("Max", {}, in, DType::F32, {2, 3}), {2, 3}, {3.5f, 5, 3.5f, 4, 5, 4});
+  expectValues<float>(run1("Min", {}, in, DType::F32, {2, 3}), {2, 3}, {1, 2, 2, 1, 3.5f, 3});
+  expectValues<float>(run1("Sum", {}, in, DType::F32, {2, 3}), {2, 3},
+                      {6.5f, 10.5f, 8.5f, 8.5f, 12.5f, 10.5f});
+}
+
+TEST(RefVariadic, SingleInputAndIntegers) {
+  expectValues<int32_t>(run1("Sum", {}, {i32({2}, {4, -1})}, DType::I32, {2}), {2}, {4, -1});
+  expectValues<int64_t>(run1("Max", {}, {i64({2}, {4, -1}), i64({2}, {3, 0})}, DType::I64, {2}),
+                        {2}, {4, 0});
+  expectValues<uint8_t>(run1("Min", {}, {u8({2}, {4, 255}), u8({2}, {3, 254})}, DType::U8, {2}),
+                        {2}, {3, 254});
+}
+
+TEST(RefVariadic, MaxPropagatesNaN) {
+  expectValues<float>(run1("Max", {}, {f32({2}, {kNaN, 1}), f32({2}, {0, kNaN})}, DType::F32, {2}),
+                      {2}, {kNaN, kNaN});
+}
+
+TEST(RefWhere, BroadcastsAllThree) {
+  Tensor y = run1("Where", {}, {boolean({2, 1}, {true, false}), i64({2}, {10, 20}), i64({}, {-1})},
+                  DType::I64, {2, 2});
+  expectValues<int64_t>(y, {2, 2}, {10, 20, -1, -1});
+}
+
+TEST(RefWhere, AllDtypes) {
+  Tensor c = boolean({3}, {true, false, true});
+  expectValues<bool>(
+      run1("Where", {}, {c, boolean({3}, {false, false, false}), boolean({3}, {true, true, true})},
+           DType::Bool, {3}),
+      {3}, {false, true, false});
+  expectValues<double>(
+      run1("Where", {}, {c, f64({3}, {1, 2, 3}), f64({3}, {-1, -2, -3})}, DType::F64, {3}), {3},
+      {1, -2, 3});
+  expectValues<int8_t>(run1("Where", {}, {c, i8({1}, {5}), i8({3}, {-1, -2, -3})}, DType::I8, {3}),
+                       {3}, {5, -2, 5});
+}
+
+TEST(RefElementwiseRegistry, DtypeFeasibility) {
+  KernelRegistry& r = registry();
+  EXPECT_TRUE(r.supports("Add", "cpu", {DType::I32, DType::I32}));
+  EXPECT_FALSE(r.supports("Add", "cpu", {DType::F32, DType::I32}));
+  EXPECT_FALSE(r.supports("Add", "cpu", {DType::Bool, DType::Bool}));
+  EXPECT_TRUE(r.supports("Equal", "cpu", {DType::Bool, DType::Bool}));
+  EXPECT_TRUE(r.supports("Pow", "cpu", {DType::F32, DType::I64}));
+  EXPECT_FALSE(r.supports("Pow", "cpu", {DType::Bool, DType::I64}));
+  EXPECT_TRUE(r.supports("Where", "cpu", {DType::Bool, DType::F32, DType::F32}));
+  EXPECT_FALSE(r.supports("Where", "cpu", {DType::I32, DType::F32, DType::F32}));
+  EXPECT_FALSE(r.supports("Sqrt", "cpu", {DType::I32}));
+  EXPECT_TRUE(r.supports("Clip", "cpu", {DType::U8, DType::U8, DType::U8}));
+}
+
+TEST(RefBinary, NonBroadcastableShapesFailAtCreation) {
+  OpCall c{"Add", {}, {f32({2}, {1, 2}), f32({3}, {1, 2, 3})}, {{DType::F32, {3}}}};
+  std::string e = errorOf(c);
+  EXPECT_NE(e.find("does not broadcast"), std::string::npos) << e;
+  EXPECT_NE(e.find("Add 'n'"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tandem

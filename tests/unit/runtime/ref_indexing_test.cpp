@@ -1,0 +1,216 @@
+// Tests of the reference indexing kernels: Concat, Split, Slice (negative/out-of-range/INT64_MAX
+// bounds, negative steps), Gather (negative indices), Pad (constant/reflect/edge/wrap, negative
+// pads, axes), Tile.
+#include <limits>
+
+#include "tests/unit/runtime/ref_TestUtil.h"
+
+namespace tandem {
+namespace {
+using namespace reftest;
+
+const int64_t kMax = std::numeric_limits<int64_t>::max();
+const int64_t kMin = std::numeric_limits<int64_t>::min();
+
+TEST(RefConcat, AxesAndEmptyInputs) {
+  Tensor a = f32({2, 1}, {1, 2}), b = f32({2, 2}, {3, 4, 5, 6}), e = f32({2, 0}, {});
+  expectValues<float>(
+      run1("Concat", attrs({{"axis", Attr::ofInt(1)}}), {a, e, b}, DType::F32, {2, 3}), {2, 3},
+      {1, 3, 4, 2, 5, 6});
+  expectValues<float>(
+      run1("Concat", attrs({{"axis", Attr::ofInt(-2)}}), {b, b}, DType::F32, {4, 2}), {4, 2},
+      {3, 4, 5, 6, 3, 4, 5, 6});
+  expectValues<bool>(run1("Concat", attrs({{"axis", Attr::ofInt(0)}}),
+                          {boolean({1}, {true}), boolean({2}, {false, true})}, DType::Bool, {3}),
+                     {3}, {true, false, true});
+}
+
+TEST(RefConcat, MismatchedInputFails) {
+  OpCall c{"Concat",
+           attrs({{"axis", Attr::ofInt(1)}}),
+           {f32({2, 1}, {1, 2}), f32({3, 1}, {1, 2, 3})},
+           {{DType::F32, {2, 2}}}};
+  EXPECT_NE(errorOf(c).find("does not fit the output"), std::string::npos);
+}
+
+TEST(RefSplit, VariableAndEqualParts) {
+  Tensor x = i64({6}, {1, 2, 3, 4, 5, 6});
+  OpCall var{"Split", {}, {x, i64({2}, {2, 4})}, {{DType::I64, {2}}, {DType::I64, {4}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(var.run(&outs).isOk());
+  expectValues<int64_t>(outs[0], {2}, {1, 2});
+  expectValues<int64_t>(outs[1], {4}, {3, 4, 5, 6});
+  // No split input: equal parts, as many as there are outputs.
+  OpCall eq{"Split", {}, {x}, {{DType::I64, {2}}, {DType::I64, {2}}, {DType::I64, {2}}}};
+  ASSERT_TRUE(eq.run(&outs).isOk());
+  expectValues<int64_t>(outs[2], {2}, {5, 6});
+}
+
+TEST(RefSplit, InnerAxisAndZeroSizedPart) {
+  Tensor x = f32({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  OpCall c{"Split",
+           attrs({{"axis", Attr::ofInt(-1)}}),
+           {x, i64({3}, {1, 0, 3})},
+           {{DType::F32, {2, 1}}, {DType::F32, {2, 0}}, {DType::F32, {2, 3}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<float>(outs[0], {2, 1}, {0, 4});
+  expectValues<float>(outs[1], {2, 0}, {});
+  expectValues<float>(outs[2], {2, 3}, {1, 2, 3, 5, 6, 7});
+}
+
+TEST(RefSplit, SplitInputDisagreeingWithOutputsFails) {
+  OpCall c{"Split",
+           {},
+           {f32({4}, {1, 2, 3, 4}), i64({2}, {1, 3})},
+           {{DType::F32, {2}}, {DType::F32, {2}}}};
+  EXPECT_NE(errorOf(c).find("disagrees"), std::string::npos);
+}
+
+Tensor range10() { return i32({10}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}); }
+
+TEST(RefSlice, Basic2D) {
+  Tensor x = f32({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  expectValues<float>(
+      run1("Slice", {}, {x, i64({2}, {0, 1}), i64({2}, {2, 3})}, DType::F32, {2, 2}), {2, 2},
+      {1, 2, 5, 6});
+  // Negative axis, i32 operands, given as load-time constants.
+  expectValues<float>(run1("Slice", {}, {x, i32({1}, {1}), i32({1}, {3}), i32({1}, {-1})},
+                           DType::F32, {2, 2}, /*constInputs=*/true),
+                      {2, 2}, {1, 2, 5, 6});
+  expectValues<float>(
+      run1("Slice", {}, {x, i64({1}, {0}), i64({1}, {4}), i64({1}, {1}), i64({1}, {2})}, DType::F32,
+           {2, 2}),
+      {2, 2}, {0, 2, 4, 6});
+}
+
+TEST(RefSlice, OutOfRangeAndInt64MaxEnds) {
+  expectValues<int32_t>(
+      run1("Slice", {}, {range10(), i64({1}, {7}), i64({1}, {kMax})}, DType::I32, {3}), {3},
+      {7, 8, 9});
+  expectValues<int32_t>(
+      run1("Slice", {}, {range10(), i64({1}, {-3}), i64({1}, {1000})}, DType::I32, {3}), {3},
+      {7, 8, 9});
+  expectValues<int32_t>(
+      run1("Slice", {}, {range10(), i64({1}, {20}), i64({1}, {30})}, DType::I32, {0}), {0}, {});
+  expectValues<int32_t>(
+      run1("Slice", {}, {range10(), i64({1}, {-100}), i64({1}, {2})}, DType::I32, {2}), {2},
+      {0, 1});
+}
+
+TEST(RefSlice, NegativeSteps) {
+  expectValues<int32_t>(
+      run1("Slice", {}, {range10(), i64({1}, {8}), i64({1}, {1}), i64({1}, {0}), i64({1}, {-3})},
+           DType::I32, {3}),
+      {3}, {8, 5, 2});
+  // Whole axis reversed: start past the end clamps to the last element, end INT64_MIN to "-1".
+  expectValues<int32_t>(
+      run1("Slice", {},
+           {range10(), i64({1}, {kMax}), i64({1}, {kMin}), i64({1}, {0}), i64({1}, {-1})},
+           DType::I32, {10}),
+      {10}, {9, 8, 7, 6, 5, 4, 3, 2, 1, 0});
+  expectValues<int32_t>(
+      run1("Slice", {}, {range10(), i64({1}, {-1}), i64({1}, {-4}), i64({1}, {0}), i64({1}, {-1})},
+           DType::I32, {3}),
+      {3}, {9, 8, 7});
+}
+
+TEST(RefSlice, ConstantOperandsMayBeOmittedAtRunTime) {
+  // Created with starts/ends as load-time constants, run with nullptr in their places.
+  OpCall c{"Slice", {}, {range10(), i64({1}, {2}), i64({1}, {5})}, {{DType::I32, {3}}}, true};
+  std::unique_ptr<Kernel> k;
+  ASSERT_TRUE(c.create(&k).isOk());
+  Tensor x = range10(), y = Tensor::alloc(DType::I32, {3});
+  ASSERT_TRUE(k->run({&x, nullptr, nullptr}, {&y}).isOk());
+  expectValues<int32_t>(y, {3}, {2, 3, 4});
+}
+
+TEST(RefSlice, BadOperandsFail) {
+  OpCall step0{"Slice",
+               {},
+               {range10(), i64({1}, {0}), i64({1}, {5}), i64({1}, {0}), i64({1}, {0})},
+               {{DType::I32, {5}}}};
+  EXPECT_NE(errorOf(step0).find("steps must not be 0"), std::string::npos);
+  OpCall shape{"Slice", {}, {range10(), i64({1}, {0}), i64({1}, {5})}, {{DType::I32, {4}}}};
+  EXPECT_NE(errorOf(shape).find("has shape"), std::string::npos);
+}
+
+TEST(RefGather, AxisZeroAndNegativeIndices) {
+  Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  expectValues<float>(run1("Gather", {}, {x, i64({2}, {2, 0})}, DType::F32, {2, 2}), {2, 2},
+                      {5, 6, 1, 2});
+  expectValues<float>(run1("Gather", {}, {x, i32({2, 1}, {-1, -3})}, DType::F32, {2, 1, 2}),
+                      {2, 1, 2}, {5, 6, 1, 2});
+}
+
+TEST(RefGather, InnerAxisAndScalarIndex) {
+  Tensor x = i64({2, 3}, {0, 1, 2, 3, 4, 5});
+  expectValues<int64_t>(
+      run1("Gather", attrs({{"axis", Attr::ofInt(1)}}), {x, i64({}, {1})}, DType::I64, {2}), {2},
+      {1, 4});
+  expectValues<int64_t>(
+      run1("Gather", attrs({{"axis", Attr::ofInt(-1)}}), {x, i64({2}, {2, 2})}, DType::I64, {2, 2}),
+      {2, 2}, {2, 2, 5, 5});
+}
+
+TEST(RefGather, OutOfRangeIndexFails) {
+  OpCall c{"Gather", {}, {f32({3}, {1, 2, 3}), i64({1}, {3})}, {{DType::F32, {1}}}};
+  EXPECT_NE(errorOf(c).find("index 3 is out of range"), std::string::npos);
+}
+
+TEST(RefPad, ConstantMode) {
+  Tensor x = f32({2, 2}, {1, 2, 3, 4});
+  expectValues<float>(run1("Pad", {}, {x, i64({4}, {1, 0, 0, 1})}, DType::F32, {3, 3}), {3, 3},
+                      {0, 0, 0, 1, 2, 0, 3, 4, 0});
+  expectValues<float>(
+      run1("Pad", {}, {x, i64({4}, {0, 1, 0, 0}), f32({}, {9})}, DType::F32, {2, 3}), {2, 3},
+      {9, 1, 2, 9, 3, 4});
+  expectValues<bool>(run1("Pad", {}, {boolean({1}, {true}), i64({2}, {1, 1})}, DType::Bool, {3}),
+                     {3}, {false, true, false});
+}
+
+TEST(RefPad, ReflectEdgeWrap) {
+  Tensor x = f32({3}, {1, 2, 3});
+  expectValues<float>(run1("Pad", attrs({{"mode", Attr::ofString("reflect")}}),
+                           {x, i64({2}, {2, 2})}, DType::F32, {7}),
+                      {7}, {3, 2, 1, 2, 3, 2, 1});
+  expectValues<float>(run1("Pad", attrs({{"mode", Attr::ofString("edge")}}), {x, i64({2}, {2, 1})},
+                           DType::F32, {6}),
+                      {6}, {1, 1, 1, 2, 3, 3});
+  expectValues<float>(run1("Pad", attrs({{"mode", Attr::ofString("wrap")}}), {x, i64({2}, {1, 2})},
+                           DType::F32, {6}),
+                      {6}, {3, 1, 2, 3, 1, 2});
+  // Pads wider than the input reflect again, like numpy.pad.
+  expectValues<int32_t>(run1("Pad", attrs({{"mode", Attr::ofString("reflect")}}),
+                             {i32({2}, {1, 2}), i64({2}, {3, 0})}, DType::I32, {5}),
+                        {5}, {2, 1, 2, 1, 2});
+}
+
+TEST(RefPad, NegativePadsCropAndAxes) {
+  expectValues<float>(run1("Pad", {}, {f32({4}, {1, 2, 3, 4}), i64({2}, {-1, 1})}, DType::F32, {4}),
+                      {4}, {2, 3, 4, 0});
+  expectValues<float>(
+      run1("Pad", {}, {f32({2, 2}, {1, 2, 3, 4}), i64({2}, {1, 1}), none(), i64({1}, {-1})},
+           DType::F32, {2, 4}),
+      {2, 4}, {0, 1, 2, 0, 0, 3, 4, 0});
+}
+
+TEST(RefPad, UnknownModeFails) {
+  OpCall c{"Pad",
+           attrs({{"mode", Attr::ofString("symmetric")}}),
+           {f32({1}, {1}), i64({2}, {0, 0})},
+           {{DType::F32, {1}}}};
+  EXPECT_NE(errorOf(c).find("mode='symmetric'"), std::string::npos);
+}
+
+TEST(RefTile, Repeats) {
+  expectValues<float>(run1("Tile", {}, {f32({2}, {1, 2}), i64({1}, {3})}, DType::F32, {6}), {6},
+                      {1, 2, 1, 2, 1, 2});
+  expectValues<int8_t>(run1("Tile", {}, {i8({2, 1}, {5, 6}), i64({2}, {2, 2})}, DType::I8, {4, 2}),
+                       {4, 2}, {5, 5, 6, 6, 5, 5, 6, 6});
+  expectValues<float>(run1("Tile", {}, {f32({2}, {1, 2}), i64({1}, {0})}, DType::F32, {0}), {0},
+                      {});
+}
+
+}  // namespace
+}  // namespace tandem

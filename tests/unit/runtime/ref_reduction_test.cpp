@@ -1,0 +1,116 @@
+// Tests of the reference reductions: ReduceSum (axes input, noop_with_empty_axes), ReduceMean/
+// ReduceMax/ReduceMin (axes attribute), keepdims, negative and empty axes, empty inputs, ArgMax.
+#include <limits>
+
+#include "tests/unit/runtime/ref_TestUtil.h"
+
+namespace tandem {
+namespace {
+using namespace reftest;
+
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+Tensor x23() { return f32({2, 3}, {1, 2, 3, 4, 5, 6}); }
+
+TEST(RefReduceSum, AxesInputAndKeepdims) {
+  expectValues<float>(run1("ReduceSum", {}, {x23(), i64({1}, {1})}, DType::F32, {2, 1}), {2, 1},
+                      {6, 15});
+  expectValues<float>(run1("ReduceSum", attrs({{"keepdims", Attr::ofInt(0)}}),
+                           {x23(), i64({1}, {1})}, DType::F32, {2}),
+                      {2}, {6, 15});
+  expectValues<float>(run1("ReduceSum", {}, {x23(), i64({1}, {-2})}, DType::F32, {1, 3}), {1, 3},
+                      {5, 7, 9});
+  expectValues<float>(run1("ReduceSum", {}, {x23(), i64({2}, {1, 0})}, DType::F32, {1, 1}), {1, 1},
+                      {21});
+}
+
+TEST(RefReduceSum, EmptyAxes) {
+  // Absent axes reduce everything, unless noop_with_empty_axes makes the op an identity.
+  expectValues<float>(run1("ReduceSum", {}, {x23()}, DType::F32, {1, 1}), {1, 1}, {21});
+  expectValues<float>(run1("ReduceSum", {}, {x23(), i64({0}, {})}, DType::F32, {1, 1}), {1, 1},
+                      {21});
+  AttrMap noop = attrs({{"noop_with_empty_axes", Attr::ofInt(1)}});
+  expectValues<float>(run1("ReduceSum", noop, {x23()}, DType::F32, {2, 3}), {2, 3},
+                      {1, 2, 3, 4, 5, 6});
+  expectValues<float>(run1("ReduceSum", noop, {x23(), i64({0}, {})}, DType::F32, {2, 3}), {2, 3},
+                      {1, 2, 3, 4, 5, 6});
+}
+
+TEST(RefReduceSum, ConstantAxesAndIntegers) {
+  expectValues<int64_t>(run1("ReduceSum", {}, {i64({2, 2}, {1, 2, 3, 4}), i64({1}, {0})},
+                             DType::I64, {1, 2}, /*constInputs=*/true),
+                        {1, 2}, {4, 6});
+  expectValues<int32_t>(run1("ReduceSum", attrs({{"keepdims", Attr::ofInt(0)}}),
+                             {i32({3}, {-1, 5, 7}), i64({1}, {0})}, DType::I32, {}),
+                        {}, {11});
+}
+
+TEST(RefReduceSum, AccumulatesF32InWiderPrecision) {
+  // In f32 arithmetic 2^24 + 1 rounds back to 2^24, twice.
+  expectValues<float>(run1("ReduceSum", {}, {f32({3}, {16777216.f, 1, 1})}, DType::F32, {1}), {1},
+                      {16777218.f}, 0);
+}
+
+TEST(RefReduce, MeanMaxMinWithAxesAttribute) {
+  AttrMap a0 = attrs({{"axes", Attr::ofInts({0})}});
+  AttrMap a1 = attrs({{"axes", Attr::ofInts({-1})}, {"keepdims", Attr::ofInt(0)}});
+  expectValues<float>(run1("ReduceMean", a0, {x23()}, DType::F32, {1, 3}), {1, 3},
+                      {2.5f, 3.5f, 4.5f});
+  expectValues<float>(run1("ReduceMean", {}, {x23()}, DType::F32, {1, 1}), {1, 1}, {3.5f});
+  expectValues<float>(run1("ReduceMax", a1, {x23()}, DType::F32, {2}), {2}, {3, 6});
+  expectValues<float>(run1("ReduceMin", a1, {x23()}, DType::F32, {2}), {2}, {1, 4});
+  expectValues<int32_t>(run1("ReduceMax", a0, {i32({2, 2}, {-5, 2, -1, -7})}, DType::I32, {1, 2}),
+                        {1, 2}, {-1, 2});
+  expectValues<int64_t>(run1("ReduceMean", a0, {i64({2, 1}, {3, 4})}, DType::I64, {1, 1}), {1, 1},
+                        {3});
+}
+
+TEST(RefReduce, MaxPropagatesNaN) {
+  expectValues<float>(run1("ReduceMax", {}, {f32({3}, {1, kNaN, 3})}, DType::F32, {1}), {1},
+                      {kNaN});
+}
+
+TEST(RefReduce, EmptyReductions) {
+  Tensor x = f32({2, 0}, {});
+  AttrMap a1 = attrs({{"axes", Attr::ofInts({1})}});
+  expectValues<float>(run1("ReduceSum", {}, {x, i64({1}, {1})}, DType::F32, {2, 1}), {2, 1},
+                      {0, 0});
+  expectValues<float>(run1("ReduceMax", a1, {x}, DType::F32, {2, 1}), {2, 1}, {-kInf, -kInf});
+  expectValues<float>(run1("ReduceMin", a1, {x}, DType::F32, {2, 1}), {2, 1}, {kInf, kInf});
+  expectValues<float>(run1("ReduceMean", a1, {x}, DType::F32, {2, 1}), {2, 1}, {kNaN, kNaN});
+  // Reducing the non-empty axis of an empty tensor gives an empty result.
+  expectValues<float>(run1("ReduceSum", {}, {x, i64({1}, {0})}, DType::F32, {1, 0}), {1, 0}, {});
+}
+
+TEST(RefReduce, BadAxesFail) {
+  OpCall rep{
+      "ReduceMean", attrs({{"axes", Attr::ofInts({1, -1})}}), {x23()}, {{DType::F32, {2, 1}}}};
+  EXPECT_NE(errorOf(rep).find("repeated"), std::string::npos);
+  OpCall range{"ReduceSum", {}, {x23(), i64({1}, {2})}, {{DType::F32, {2, 1}}}};
+  EXPECT_NE(errorOf(range).find("out of range"), std::string::npos);
+}
+
+TEST(RefArgMax, AxesKeepdimsSelectLast) {
+  Tensor x = f32({2, 3}, {1, 3, 3, 5, 2, 5});
+  expectValues<int64_t>(run1("ArgMax", attrs({{"axis", Attr::ofInt(1)}}), {x}, DType::I64, {2, 1}),
+                        {2, 1}, {1, 0});
+  expectValues<int64_t>(
+      run1("ArgMax", attrs({{"axis", Attr::ofInt(-1)}, {"select_last_index", Attr::ofInt(1)}}), {x},
+           DType::I64, {2, 1}),
+      {2, 1}, {2, 2});
+  expectValues<int64_t>(run1("ArgMax", {}, {x}, DType::I64, {1, 3}), {1, 3}, {1, 0, 1});
+  expectValues<int64_t>(run1("ArgMax", attrs({{"keepdims", Attr::ofInt(0)}}), {x}, DType::I64, {3}),
+                        {3}, {1, 0, 1});
+}
+
+TEST(RefArgMax, NaNAndIntegers) {
+  expectValues<int64_t>(run1("ArgMax", {}, {f32({3}, {1, kNaN, 3})}, DType::I64, {1}), {1}, {1});
+  expectValues<int64_t>(run1("ArgMax", {}, {i32({4}, {-3, 7, 7, 1})}, DType::I64, {1}), {1}, {1});
+  expectValues<int64_t>(run1("ArgMax", attrs({{"select_last_index", Attr::ofInt(1)}}),
+                             {u8({4}, {0, 7, 7, 1})}, DType::I64, {1}),
+                        {1}, {2});
+}
+
+}  // namespace
+}  // namespace tandem

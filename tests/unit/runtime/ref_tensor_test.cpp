@@ -1,0 +1,197 @@
+// Tests of the reference data-movement kernels: Identity, Dropout, Flatten, Reshape, Squeeze,
+// Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
+#include <limits>
+
+#include "tests/unit/runtime/ref_TestUtil.h"
+
+namespace tandem {
+namespace {
+using namespace reftest;
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+TEST(RefCopyOps, IdentityAllDtypes) {
+  expectValues<bool>(run1("Identity", {}, {boolean({2}, {true, false})}, DType::Bool, {2}), {2},
+                     {true, false});
+  expectValues<int8_t>(run1("Identity", {}, {i8({}, {-7})}, DType::I8, {}), {}, {-7});
+  expectValues<double>(run1("Identity", {}, {f64({0}, {})}, DType::F64, {0}), {0}, {});
+}
+
+TEST(RefCopyOps, ReshapeFamilyUseTheOutputShape) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  expectValues<float>(run1("Reshape", {}, {x, i64({2}, {3, -1})}, DType::F32, {3, 2}), {3, 2}, v);
+  expectValues<float>(run1("Flatten", attrs({{"axis", Attr::ofInt(0)}}), {x}, DType::F32, {1, 6}),
+                      {1, 6}, v);
+  expectValues<float>(run1("Unsqueeze", {}, {x, i64({1}, {-1})}, DType::F32, {2, 3, 1}), {2, 3, 1},
+                      v);
+  expectValues<int64_t>(
+      run1("Squeeze", {}, {i64({1, 3, 1}, {7, 8, 9}), i64({2}, {0, 2})}, DType::I64, {3}), {3},
+      {7, 8, 9});
+  expectValues<int64_t>(run1("Squeeze", {}, {i64({1, 3, 1}, {7, 8, 9})}, DType::I64, {3}), {3},
+                        {7, 8, 9});
+}
+
+TEST(RefCopyOps, ElementCountMismatchFails) {
+  OpCall c{"Reshape", {}, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), i64({1}, {4})}, {{DType::F32, {4}}}};
+  EXPECT_NE(errorOf(c).find("does not hold"), std::string::npos);
+}
+
+TEST(RefDropout, InferenceCopiesAndMaskIsTrue) {
+  Tensor x = f32({3}, {1, -2, 3});
+  OpCall c{"Dropout",
+           {},
+           {x, f32({}, {0.5f}), boolean({}, {false})},
+           {{DType::F32, {3}}, {DType::Bool, {3}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<float>(outs[0], {3}, {1, -2, 3});
+  expectValues<bool>(outs[1], {3}, {true, true, true});
+  expectValues<float>(run1("Dropout", {}, {x}, DType::F32, {3}), {3}, {1, -2, 3});
+}
+
+TEST(RefDropout, TrainingModeWithZeroRatioIsIdentity) {
+  expectValues<float>(
+      run1("Dropout", {}, {f32({2}, {4, 5}), f32({}, {0}), boolean({}, {true})}, DType::F32, {2}),
+      {2}, {4, 5});
+}
+
+TEST(RefDropout, TrainingModeWithRatioIsRefused) {
+  OpCall c{"Dropout", {}, {f32({2}, {4, 5}), none(), boolean({}, {true})}, {{DType::F32, {2}}}};
+  EXPECT_NE(errorOf(c).find("training_mode=true"), std::string::npos) << errorOf(c);
+}
+
+TEST(RefTranspose, DefaultReversesAndPerm) {
+  expectValues<float>(run1("Transpose", {}, {f32({2, 3}, {1, 2, 3, 4, 5, 6})}, DType::F32, {3, 2}),
+                      {3, 2}, {1, 4, 2, 5, 3, 6});
+  Tensor x = i32({2, 1, 3}, {0, 1, 2, 3, 4, 5});
+  expectValues<int32_t>(
+      run1("Transpose", attrs({{"perm", Attr::ofInts({1, 2, 0})}}), {x}, DType::I32, {1, 3, 2}),
+      {1, 3, 2}, {0, 3, 1, 4, 2, 5});
+  expectValues<bool>(run1("Transpose", {}, {boolean({1, 2}, {true, false})}, DType::Bool, {2, 1}),
+                     {2, 1}, {true, false});
+}
+
+TEST(RefTranspose, BadPermFails) {
+  OpCall c{"Transpose",
+           attrs({{"perm", Attr::ofInts({0, 0})}}),
+           {f32({2, 2}, {1, 2, 3, 4})},
+           {{DType::F32, {2, 2}}}};
+  EXPECT_NE(errorOf(c).find("not a permutation"), std::string::npos);
+}
+
+TEST(RefExpand, BroadcastsToTheOutput) {
+  Tensor y =
+      run1("Expand", {}, {f32({3, 1}, {1, 2, 3}), i64({3}, {2, 1, 2})}, DType::F32, {2, 3, 2});
+  expectValues<float>(y, {2, 3, 2}, {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3});
+  expectValues<bool>(run1("Expand", {}, {boolean({}, {true}), i64({1}, {2})}, DType::Bool, {2}),
+                     {2}, {true, true});
+  expectValues<int64_t>(run1("Expand", {}, {i64({1}, {4}), i64({2}, {2, 0})}, DType::I64, {2, 0}),
+                        {2, 0}, {});
+}
+
+TEST(RefShape, StartAndEnd) {
+  Tensor x = f32({2, 3, 4}, std::vector<float>(24, 0));
+  expectValues<int64_t>(run1("Shape", {}, {x}, DType::I64, {3}), {3}, {2, 3, 4});
+  expectValues<int64_t>(run1("Shape", attrs({{"start", Attr::ofInt(1)}}), {x}, DType::I64, {2}),
+                        {2}, {3, 4});
+  expectValues<int64_t>(run1("Shape", attrs({{"end", Attr::ofInt(-1)}}), {x}, DType::I64, {2}), {2},
+                        {2, 3});
+  expectValues<int64_t>(
+      run1("Shape", attrs({{"start", Attr::ofInt(-10)}, {"end", Attr::ofInt(10)}}), {x}, DType::I64,
+           {3}),
+      {3}, {2, 3, 4});
+  expectValues<int64_t>(run1("Shape", attrs({{"start", Attr::ofInt(2)}, {"end", Attr::ofInt(1)}}),
+                             {x}, DType::I64, {0}),
+                        {0}, {});
+}
+
+TEST(RefConstant, EveryValueAttribute) {
+  expectValues<float>(run1("Constant", attrs({{"value", Attr::ofTensor(f32({2}, {1.5f, 2}))}}), {},
+                           DType::F32, {2}),
+                      {2}, {1.5f, 2});
+  expectValues<float>(
+      run1("Constant", attrs({{"value_float", Attr::ofFloat(3)}}), {}, DType::F32, {}), {}, {3});
+  expectValues<float>(
+      run1("Constant", attrs({{"value_floats", Attr::ofFloats({1, 2, 3})}}), {}, DType::F32, {3}),
+      {3}, {1, 2, 3});
+  expectValues<int64_t>(
+      run1("Constant", attrs({{"value_int", Attr::ofInt(-4)}}), {}, DType::I64, {}), {}, {-4});
+  expectValues<int64_t>(
+      run1("Constant", attrs({{"value_ints", Attr::ofInts({5, 6})}}), {}, DType::I64, {2}), {2},
+      {5, 6});
+}
+
+TEST(RefConstant, StringValuesAreRefused) {
+  OpCall c{"Constant", attrs({{"value_string", Attr::ofString("x")}}), {}, {{DType::F32, {}}}};
+  EXPECT_NE(errorOf(c).find("string constants are not supported"), std::string::npos);
+}
+
+TEST(RefConstantOfShape, DefaultAndTypedValues) {
+  expectValues<float>(run1("ConstantOfShape", {}, {i64({2}, {2, 2})}, DType::F32, {2, 2}), {2, 2},
+                      {0, 0, 0, 0});
+  expectValues<int64_t>(run1("ConstantOfShape", attrs({{"value", Attr::ofTensor(i64({1}, {7}))}}),
+                             {i64({1}, {3})}, DType::I64, {3}),
+                        {3}, {7, 7, 7});
+  expectValues<bool>(
+      run1("ConstantOfShape", attrs({{"value", Attr::ofTensor(boolean({1}, {true}))}}),
+           {i64({1}, {2})}, DType::Bool, {2}),
+      {2}, {true, true});
+  expectValues<float>(run1("ConstantOfShape", {}, {i64({2}, {0, 3})}, DType::F32, {0, 3}), {0, 3},
+                      {});
+}
+
+AttrMap to(DType t) { return attrs({{"to", Attr::ofInt(int64_t(t))}}); }
+
+TEST(RefCast, FloatToIntegerTruncatesTowardZero) {
+  expectValues<int32_t>(
+      run1("Cast", to(DType::I32), {f32({4}, {1.9f, -1.9f, 0.5f, -0.5f})}, DType::I32, {4}), {4},
+      {1, -1, 0, 0});
+  expectValues<int64_t>(run1("Cast", to(DType::I64), {f64({2}, {1e10, -3.99})}, DType::I64, {2}),
+                        {2}, {10000000000, -3});
+}
+
+TEST(RefCast, ToAndFromBool) {
+  expectValues<bool>(
+      run1("Cast", to(DType::Bool), {f32({4}, {0, -0.0f, 2, kNaN})}, DType::Bool, {4}), {4},
+      {false, false, true, true});
+  expectValues<bool>(run1("Cast", to(DType::Bool), {i64({2}, {0, -5})}, DType::Bool, {2}), {2},
+                     {false, true});
+  expectValues<float>(run1("Cast", to(DType::F32), {boolean({2}, {true, false})}, DType::F32, {2}),
+                      {2}, {1, 0});
+  expectValues<int64_t>(
+      run1("Cast", to(DType::I64), {boolean({2}, {false, true})}, DType::I64, {2}), {2}, {0, 1});
+}
+
+TEST(RefCast, IntegerNarrowingWrapsAndFloatPrecision) {
+  expectValues<int8_t>(run1("Cast", to(DType::I8), {i64({2}, {300, -1})}, DType::I8, {2}), {2},
+                       {44, -1});
+  expectValues<uint8_t>(run1("Cast", to(DType::U8), {i32({2}, {-1, 256})}, DType::U8, {2}), {2},
+                        {255, 0});
+  expectValues<int8_t>(run1("Cast", to(DType::I8), {u8({1}, {200})}, DType::I8, {1}), {1}, {-56});
+  expectValues<float>(run1("Cast", to(DType::F32), {f64({1}, {1.0 / 3})}, DType::F32, {1}), {1},
+                      {0.33333334f}, 0);
+  expectValues<double>(
+      run1("Cast", to(DType::F64), {i64({1}, {-9007199254740993})}, DType::F64, {1}), {1},
+      {-9007199254740992.0}, 0);
+  expectValues<int32_t>(run1("Cast", to(DType::I32), {f32({1}, {kNaN})}, DType::I32, {1}), {1},
+                        {0});
+}
+
+TEST(RefCast, EveryPairIsRegistered) {
+  const std::vector<DType> all = {DType::F32, DType::F64, DType::I32, DType::I64,
+                                  DType::U8,  DType::I8,  DType::Bool};
+  for (DType from : all)
+    for (DType dst : all) {
+      OpCall c{"Cast", to(dst), {Tensor::alloc(from, {2})}, {{dst, {2}}}};
+      EXPECT_EQ(errorOf(c), "") << dtypeName(from) << " -> " << dtypeName(dst);
+    }
+}
+
+TEST(RefCast, ToMustMatchTheOutput) {
+  OpCall c{"Cast", to(DType::I32), {f32({1}, {1})}, {{DType::I64, {1}}}};
+  EXPECT_NE(errorOf(c).find("does not match the output dtype"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tandem

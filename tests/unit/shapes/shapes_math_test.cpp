@@ -1,0 +1,73 @@
+// Unit tests of the Gemm, MatMul and Softmax/LogSoftmax shape functions.
+#include "tests/unit/shapes/ShapeTestUtil.h"
+
+namespace tandem::testing {
+namespace {
+
+TEST(Gemm, Transposes) {
+  EXPECT_SHAPE(infer("Gemm", {F32({3, 5}), F32({5, 4})}), DType::F32, {3, 4});
+  EXPECT_SHAPE(infer("Gemm", {F32({5, 3}), F32({5, 4})}, Attrs({I("transA", 1)})), DType::F32, {3, 4});
+  EXPECT_SHAPE(infer("Gemm", {F32({3, 5}), F32({4, 5})}, Attrs({I("transB", 1)})), DType::F32, {3, 4});
+  EXPECT_SHAPE(infer("Gemm", {F32({5, 3}), F32({4, 5})}, Attrs({I("transA", 1), I("transB", 1)})),
+               DType::F32, {3, 4});
+  EXPECT_SHAPE(infer("Gemm", {F32({U, 5}), F32({5, 4})}), DType::F32, {U, 4});
+}
+
+TEST(Gemm, BiasBroadcastsUnidirectionally) {
+  EXPECT_SHAPE(infer("Gemm", {F32({3, 5}), F32({5, 4}), F32({4})}), DType::F32, {3, 4});
+  EXPECT_SHAPE(infer("Gemm", {F32({3, 5}), F32({5, 4}), F32({3, 1})}), DType::F32, {3, 4});
+  EXPECT_SHAPE(infer("Gemm", {F32({3, 5}), F32({5, 4}), F32({})}), DType::F32, {3, 4});
+  EXPECT_SHAPE(infer("Gemm", {F32({3, 5}), F32({5, 4}), Absent()}), DType::F32, {3, 4});
+  EXPECT_ERR(infer("Gemm", {F32({3, 5}), F32({5, 4}), F32({3})}),
+             "Gemm: input 2 (C) shape [3] is not unidirectionally broadcastable to the result (M, N) shape [3,4]");
+  EXPECT_ERR_HAS(infer("Gemm", {F32({3, 5}), F32({5, 4}), F32({2, 3, 4})}), "not unidirectionally");
+}
+
+TEST(Gemm, Errors) {
+  EXPECT_ERR(infer("Gemm", {F32({3, 5})}), "Gemm expects 2 or 3 inputs, got 1");
+  EXPECT_ERR(infer("Gemm", {F32({3, 5}), F32({6, 4})}),
+             "Gemm: input 0 (A) has K=5 but input 1 (B) has K=6");
+  EXPECT_ERR(infer("Gemm", {F32({3, 5}), F32({4, 6})}, Attrs({I("transB", 1)})),
+             "Gemm: input 0 (A) has K=5 but input 1 (B) has K=6 (transB=1)");
+  EXPECT_ERR(infer("Gemm", {F32({3, 5, 1}), F32({5, 4})}),
+             "Gemm: input 0 (A) must be 2-D, got shape [3,5,1]");
+  EXPECT_ERR(infer("Gemm", {F32({3, 5}), F64({5, 4})}),
+             "Gemm: input 1 (B) has dtype f64 but input 0 (A) has f32");
+  EXPECT_ERR_HAS(infer("Gemm", {T(DType::Bool, {3, 5}), T(DType::Bool, {5, 4})}), "dtype bool");
+}
+
+TEST(MatMul, NumpySemantics) {
+  EXPECT_SHAPE(infer("MatMul", {F32({3, 4}), F32({4, 5})}), DType::F32, {3, 5});
+  EXPECT_SHAPE(infer("MatMul", {F32({2, 1, 3, 4}), F32({6, 4, 5})}), DType::F32, {2, 6, 3, 5});
+  // 1-D operands: the added dim is dropped again.
+  EXPECT_SHAPE(infer("MatMul", {F32({4}), F32({4, 5})}), DType::F32, {5});
+  EXPECT_SHAPE(infer("MatMul", {F32({2, 3, 4}), F32({4})}), DType::F32, {2, 3});
+  EXPECT_SHAPE(infer("MatMul", {F32({4}), F32({4})}), DType::F32, {});
+  EXPECT_SHAPE(infer("MatMul", {F32({U, 7, 4}), F32({4, U})}), DType::F32, {U, 7, U});
+  EXPECT_SHAPE(infer("MatMul", {I64({2, 3}), I64({3, 0})}), DType::I64, {2, 0});
+}
+
+TEST(MatMul, Errors) {
+  EXPECT_ERR(infer("MatMul", {F32({3, 4}), F32({5, 6})}),
+             "MatMul: input 0 (A) shape [3,4] and input 1 (B) shape [5,6] have mismatched inner dims 4 vs 5");
+  EXPECT_ERR(infer("MatMul", {F32({}), F32({4})}), "MatMul: input 0 (A) must not be a scalar");
+  EXPECT_ERR_HAS(infer("MatMul", {F32({2, 3, 4}), F32({5, 4, 6})}),
+                 "input 0 (A) batch shape [2] and input 1 (B) batch shape [5] are not broadcastable");
+  EXPECT_ERR(infer("MatMul", {F32({3, 4}), I64({4, 5})}),
+             "MatMul: input 1 (B) has dtype i64 but input 0 (A) has f32");
+}
+
+TEST(Softmax, AxisChecks) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    SCOPED_TRACE(op);
+    EXPECT_SHAPE(infer(op, {F32({2, U, 5})}), DType::F32, {2, U, 5});
+    EXPECT_SHAPE(infer(op, {F64({2, 3})}, Attrs({I("axis", 0)})), DType::F64, {2, 3});
+    EXPECT_SHAPE(infer(op, {F32({2, 3})}, Attrs({I("axis", -2)})), DType::F32, {2, 3});
+    EXPECT_ERR(infer(op, {F32({2, 3})}, Attrs({I("axis", 2)})),
+               std::string(op) + ": attribute axis 2 is out of range [-2, 1] for a rank-2 input");
+    EXPECT_ERR_HAS(infer(op, {I64({2})}), "has dtype i64");
+  }
+}
+
+}  // namespace
+}  // namespace tandem::testing

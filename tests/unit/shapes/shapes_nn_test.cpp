@@ -1,0 +1,212 @@
+// Unit tests of the NN shape functions: Conv, ConvTranspose, pools, BatchNormalization,
+// LayerNormalization.
+#include "tests/unit/shapes/ShapeTestUtil.h"
+
+namespace tandem::testing {
+namespace {
+
+TEST(Conv, BasicAndPads) {
+  // 5x5 input, 3x3 kernel: 3x3 without padding, 5x5 with 1 on every side.
+  EXPECT_SHAPE(infer("Conv", {F32({1, 1, 5, 5}), F32({1, 1, 3, 3})}), DType::F32, {1, 1, 3, 3});
+  EXPECT_SHAPE(infer("Conv", {F32({1, 1, 5, 5}), F32({1, 1, 3, 3})}, Attrs({Is("pads", {1, 1, 1, 1})})),
+               DType::F32, {1, 1, 5, 5});
+  // ONNX test_conv_with_strides_and_asymmetric_padding: 7x5, stride 2, pads (1,0,1,0) -> 4x2.
+  EXPECT_SHAPE(infer("Conv", {F32({1, 1, 7, 5}), F32({1, 1, 3, 3})},
+                     Attrs({Is("strides", {2, 2}), Is("pads", {1, 0, 1, 0})})),
+               DType::F32, {1, 1, 4, 2});
+  // Bias, 1-D and 3-D convolutions.
+  EXPECT_SHAPE(infer("Conv", {F32({2, 3, 10}), F32({8, 3, 3}), F32({8})}), DType::F32, {2, 8, 8});
+  EXPECT_SHAPE(infer("Conv", {F32({1, 2, 4, 4, 4}), F32({4, 2, 2, 2, 2})}), DType::F32, {1, 4, 3, 3, 3});
+}
+
+TEST(Conv, DilationsStridesAutoPad) {
+  // Dilation 2 makes a 3x3 kernel span 5: 7 -> 3.
+  EXPECT_SHAPE(infer("Conv", {F32({1, 1, 7, 7}), F32({1, 1, 3, 3})}, Attrs({Is("dilations", {2, 2})})),
+               DType::F32, {1, 1, 3, 3});
+  // SAME_*: ceil(in / stride) whatever the kernel.
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    EXPECT_SHAPE(infer("Conv", {F32({1, 1, 7, 8}), F32({1, 1, 3, 3})},
+                       Attrs({S("auto_pad", mode), Is("strides", {2, 3})})),
+                 DType::F32, {1, 1, 4, 3});
+  }
+  // VALID ignores pads: floor((7 - 3) / 2) + 1 = 3.
+  EXPECT_SHAPE(infer("Conv", {F32({1, 1, 7, 7}), F32({1, 1, 3, 3})},
+                     Attrs({S("auto_pad", "VALID"), Is("strides", {2, 2}), Is("pads", {5, 5, 5, 5})})),
+               DType::F32, {1, 1, 3, 3});
+  // Unknown batch and spatial dims propagate; known dims are still computed.
+  EXPECT_SHAPE(infer("Conv", {F32({U, 3, U, 9}), F32({16, 3, 3, 3})}), DType::F32, {U, 16, U, 7});
+}
+
+TEST(Conv, Groups) {
+  // Depthwise: 8 channels, group 8, W (8, 1, 3, 3).
+  EXPECT_SHAPE(infer("Conv", {F32({1, 8, 6, 6}), F32({8, 1, 3, 3})}, Attrs({I("group", 8)})),
+               DType::F32, {1, 8, 4, 4});
+  EXPECT_SHAPE(infer("Conv", {F32({1, 4, 6, 6}), F32({6, 2, 1, 1})}, Attrs({I("group", 2)})),
+               DType::F32, {1, 6, 6, 6});
+  EXPECT_ERR(infer("Conv", {F32({1, 3, 5, 5}), F32({1, 1, 3, 3})}),
+             "Conv: X has 3 channels but W expects 1 x group 1 = 1");
+  EXPECT_ERR(infer("Conv", {F32({1, 4, 6, 6}), F32({5, 2, 1, 1})}, Attrs({I("group", 2)})),
+             "Conv: W has 5 output channels, not a multiple of group 2");
+}
+
+TEST(Conv, Errors) {
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 5, 5})}), "Conv expects 2 or 3 inputs, got 1");
+  EXPECT_ERR(infer("Conv", {F32({1, 5, 5}), F32({1, 1, 3})}, Attrs()), "Conv: X has 5 channels but W expects 1 x group 1 = 1");
+  EXPECT_ERR(infer("Conv", {F32({1, 1}), F32({1, 1})}),
+             "Conv: input 0 (X) must have rank >= 3 (N, C, spatial...), got shape [1,1]");
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 5, 5}), F32({1, 1, 3})}),
+             "Conv: input 1 (W) has rank 3 but X has rank 4");
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 5, 5}), F32({2, 1, 3, 3}), F32({3})}),
+             "Conv: input 2 (B) must have shape [2] (one per output channel), got [3]");
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 2, 2}), F32({1, 1, 3, 3})}),
+             "Conv: spatial dim 0 of size 2 plus pads 0+0 is smaller than the dilated kernel 3");
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 5, 5}), F32({1, 1, 3, 3})}, Attrs({Is("pads", {1, 1})})),
+             "Conv: attribute pads has 2 values but needs 4 (begin and end per spatial dim)");
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 5, 5}), F32({1, 1, 3, 3})}, Attrs({Is("kernel_shape", {2, 2})})),
+             "Conv: attribute kernel_shape [2,2] does not match W's spatial dims [3,3]");
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 5, 5}), F32({1, 1, 3, 3})}, Attrs({S("auto_pad", "SAME")})),
+             "Conv: attribute auto_pad='SAME' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+  EXPECT_ERR(infer("Conv", {F32({1, 1, 5, 5}), F32({1, 1, 3, 3})}, Attrs({Is("strides", {0, 1})})),
+             "Conv: attribute strides [0,1] must be >= 1");
+  EXPECT_ERR(infer("Conv", {I64({1, 1, 5, 5}), I64({1, 1, 3, 3})}),
+             "Conv: input 0 (X) has dtype i64 but must be one of f32, f64");
+}
+
+TEST(ConvTranspose, OutputSize) {
+  // ONNX test_convtranspose: 3x3 input, 3x3 kernel, 2 output channels -> 5x5.
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3})}), DType::F32, {1, 2, 5, 5});
+  // test_convtranspose_pads: strides (3,2), pads (1,2,1,2) -> 7x3: 3*2+3-2 = 7, 2*2+3-4 = 3.
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3})},
+                     Attrs({Is("strides", {3, 2}), Is("pads", {1, 2, 1, 2})})),
+               DType::F32, {1, 2, 7, 3});
+  // output_padding adds at the end: test_convtranspose_pad -> 10x8.
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3})},
+                     Attrs({Is("strides", {3, 2}), Is("output_padding", {1, 1})})),
+               DType::F32, {1, 2, 10, 8});
+  // Dilation 2 on a 2x2 kernel spans 3: (3-1) + 3 = 5.
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 1, 2, 2})}, Attrs({Is("dilations", {2, 2})})),
+               DType::F32, {1, 1, 5, 5});
+  // SAME_UPPER: in * stride.
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3})},
+                     Attrs({S("auto_pad", "SAME_UPPER"), Is("strides", {2, 2})})),
+               DType::F32, {1, 2, 6, 6});
+  // output_shape wins, given spatially or in full.
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3})},
+                     Attrs({Is("strides", {3, 2}), Is("output_shape", {10, 8})})),
+               DType::F32, {1, 2, 10, 8});
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3})},
+                     Attrs({Is("strides", {3, 2}), Is("output_shape", {1, 2, 10, 8})})),
+               DType::F32, {1, 2, 10, 8});
+  // Groups: output channels = W.dim(1) * group.
+  EXPECT_SHAPE(infer("ConvTranspose", {F32({U, 4, 3}), F32({4, 3, 2}), F32({6})}, Attrs({I("group", 2)})),
+               DType::F32, {U, 6, 4});
+}
+
+TEST(ConvTranspose, Errors) {
+  EXPECT_ERR(infer("ConvTranspose", {F32({1, 3, 3, 3}), F32({1, 2, 3, 3})}),
+             "ConvTranspose: X has 3 channels but W expects 1 (W is C x M/group x kernel)");
+  EXPECT_ERR(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3}), F32({3})}),
+             "ConvTranspose: input 2 (B) must have shape [2] (one per output channel), got [3]");
+  EXPECT_ERR(infer("ConvTranspose", {F32({1, 1, 3, 3}), F32({1, 2, 3, 3})}, Attrs({Is("output_shape", {4})})),
+             "ConvTranspose: attribute output_shape [4] must have 2 spatial values");
+  EXPECT_ERR(infer("ConvTranspose", {F32({1, 1, 1}), F32({1, 1, 1})}, Attrs({Is("pads", {1, 1})})),
+             "ConvTranspose: spatial dim 0 gets negative output size -1 (pads exceed the transposed extent)");
+}
+
+TEST(Pool, MaxAndAverage) {
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    SCOPED_TRACE(op);
+    EXPECT_SHAPE(infer(op, {F32({1, 3, 32, 32})}, Attrs({Is("kernel_shape", {2, 2})})), DType::F32,
+                 {1, 3, 31, 31});
+    EXPECT_SHAPE(infer(op, {F32({1, 3, 32, 32})}, Attrs({Is("kernel_shape", {5, 5}), Is("strides", {3, 3})})),
+                 DType::F32, {1, 3, 10, 10});
+    EXPECT_SHAPE(infer(op, {F32({1, 3, 28, 28})},
+                       Attrs({Is("kernel_shape", {3, 3}), Is("pads", {2, 2, 2, 2})})),
+                 DType::F32, {1, 3, 30, 30});
+    EXPECT_SHAPE(infer(op, {F32({1, 3, 32})}, Attrs({Is("kernel_shape", {2})})), DType::F32, {1, 3, 31});
+    // SAME: ceil(in / stride).
+    EXPECT_SHAPE(infer(op, {F32({1, 3, 32, 31})},
+                       Attrs({Is("kernel_shape", {3, 3}), Is("strides", {2, 2}), S("auto_pad", "SAME_LOWER")})),
+                 DType::F32, {1, 3, 16, 16});
+    // ceil_mode: test_maxpool_2d_ceil, 4x4 kernel 3 stride 2 -> 2x2 (1x1 with floor).
+    EXPECT_SHAPE(infer(op, {F32({1, 1, 4, 4})},
+                       Attrs({Is("kernel_shape", {3, 3}), Is("strides", {2, 2}), I("ceil_mode", 1)})),
+                 DType::F32, {1, 1, 2, 2});
+    EXPECT_SHAPE(infer(op, {F32({1, 1, 4, 4})}, Attrs({Is("kernel_shape", {3, 3}), Is("strides", {2, 2})})),
+                 DType::F32, {1, 1, 1, 1});
+    // ceil_mode drops a last window that would start in the end padding: 5 + pad 1 + 1, k 2,
+    // s 2 -> ceil(5/2)+1 = 4 windows, but the 4th starts at 6 >= 5 + 1.
+    EXPECT_SHAPE(infer(op, {F32({1, 1, 5})},
+                       Attrs({Is("kernel_shape", {2}), Is("strides", {2}), Is("pads", {1, 1}), I("ceil_mode", 1)})),
+                 DType::F32, {1, 1, 3});
+    EXPECT_SHAPE(infer(op, {F32({U, 3, U, 8})}, Attrs({Is("kernel_shape", {2, 2}), Is("strides", {2, 2})})),
+                 DType::F32, {U, 3, U, 4});
+    EXPECT_ERR(infer(op, {F32({1, 3, 8, 8})}), std::string(op) + ": attribute kernel_shape is required");
+    EXPECT_ERR(infer(op, {F32({1, 3, 8, 8})}, Attrs({Is("kernel_shape", {2})})),
+               std::string(op) + ": attribute kernel_shape [2] has 1 values but X has 2 spatial dims");
+  }
+}
+
+TEST(Pool, MaxPoolExtras) {
+  // Dilations: kernel 2 dilation 2 spans 3: 4 -> 2.
+  EXPECT_SHAPE(infer("MaxPool", {F32({1, 1, 4, 4})}, Attrs({Is("kernel_shape", {2, 2}), Is("dilations", {2, 2})})),
+               DType::F32, {1, 1, 2, 2});
+  auto r = infer("MaxPool", {F32({1, 3, 5, 5})}, Attrs({Is("kernel_shape", {3, 3})}), 2);
+  ASSERT_EQ(r.err, "");
+  EXPECT_EQ(r.dims(1), (Dims{1, 3, 3, 3}));
+  EXPECT_EQ(r.dtype(1), DType::I64);
+  EXPECT_SHAPE(infer("MaxPool", {T(DType::U8, {1, 1, 4, 4})}, Attrs({Is("kernel_shape", {2, 2})})),
+               DType::U8, {1, 1, 3, 3});
+  EXPECT_ERR(infer("AveragePool", {F32({1, 3, 5, 5})}, Attrs({Is("kernel_shape", {3, 3})}), 2),
+             "AveragePool expects 1 result, got 2");
+  EXPECT_ERR_HAS(infer("AveragePool", {T(DType::U8, {1, 1, 4, 4})}, Attrs({Is("kernel_shape", {2, 2})})),
+                 "has dtype u8");
+}
+
+TEST(GlobalPool, KeepsNAndC) {
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    SCOPED_TRACE(op);
+    EXPECT_SHAPE(infer(op, {F32({U, 3, 7, 9})}), DType::F32, {U, 3, 1, 1});
+    EXPECT_SHAPE(infer(op, {F64({2, 4, 5})}), DType::F64, {2, 4, 1});
+    EXPECT_ERR_HAS(infer(op, {F32({3})}), "must have rank >= 2");
+  }
+}
+
+TEST(BatchNormalization, Inference) {
+  EXPECT_SHAPE(infer("BatchNormalization", {F32({U, 3, 4, 4}), F32({3}), F32({3}), F32({3}), F32({3})}),
+               DType::F32, {U, 3, 4, 4});
+  EXPECT_SHAPE(infer("BatchNormalization", {F64({2, 5}), F64({5}), F64({5}), F64({5}), F64({5})}),
+               DType::F64, {2, 5});
+  EXPECT_ERR(infer("BatchNormalization", {F32({1, 3, 4, 4}), F32({3}), F32({3}), F32({4}), F32({3})}),
+             "BatchNormalization: input 3 (input_mean) must have shape [3] (one per channel of X), got [4]");
+  EXPECT_ERR(infer("BatchNormalization", {F32({1, 3, 4, 4}), F32({3}), F32({3})}),
+             "BatchNormalization expects 5 inputs, got 3");
+  EXPECT_ERR(infer("BatchNormalization", {F32({1, 3}), F32({3}), F32({3}), F32({3}), F32({3})}, Attrs(), 3),
+             "BatchNormalization expects 1 result, got 3");
+  EXPECT_ERR(infer("BatchNormalization", {F32({1, 3}), F32({3}), F32({3}), F32({3}), F32({3})},
+                   Attrs({I("training_mode", 1)})),
+             "BatchNormalization: attribute training_mode=1 is not supported (inference only)");
+}
+
+TEST(LayerNormalization, StatsShapes) {
+  auto r = infer("LayerNormalization", {F32({2, 3, 4}), F32({4}), F32({4})}, Attrs(), 3);
+  ASSERT_EQ(r.err, "");
+  EXPECT_EQ(r.dims(0), (Dims{2, 3, 4}));
+  EXPECT_EQ(r.dims(1), (Dims{2, 3, 1}));
+  EXPECT_EQ(r.dims(2), (Dims{2, 3, 1}));
+  EXPECT_EQ(r.dtype(2), DType::F32);
+  auto r1 = infer("LayerNormalization", {F64({U, 3, 4}), F64({3, 4})}, Attrs({I("axis", 1)}), 2);
+  ASSERT_EQ(r1.err, "");
+  EXPECT_EQ(r1.dtype(0), DType::F64);
+  EXPECT_EQ(r1.dims(1), (Dims{U, 1, 1}));
+  EXPECT_EQ(r1.dtype(1), DType::F32);  // stash_type defaults to f32
+  EXPECT_ERR(infer("LayerNormalization", {F32({2, 3, 4}), F32({3})}),
+             "LayerNormalization: input 1 (Scale) shape [3] is not unidirectionally broadcastable to X's normalised shape [4]");
+  EXPECT_ERR(infer("LayerNormalization", {F32({2, 3, 4}), F32({4})}, Attrs({I("axis", 3)})),
+             "LayerNormalization: attribute axis 3 is out of range [-3, 2] for a rank-3 input");
+  EXPECT_ERR(infer("LayerNormalization", {F32({2, 3, 4}), F32({4})}, Attrs(), 4),
+             "LayerNormalization expects 1 to 3 results, got 4");
+}
+
+}  // namespace
+}  // namespace tandem::testing
