@@ -530,6 +530,15 @@ mlir::LogicalResult OnnxImporter::importNode(int index) {
   if (mlir::failed(op)) return mlir::failure();
   for (int i = 0; i <= last; ++i)
     if (!n.output(i).empty()) values_[n.output(i)] = (*op)->getResult(i);
+
+  // Dropout-1..-7's mask has the input's dtype (Dropout-10 made it bool): all ones either way.
+  if (f.opType == "Dropout" && opset_ < 10 && last >= 1 && !n.output(1).empty()) {
+    DType dt = mlirToDType(llvm::cast<mlir::ShapedType>(f.operands[0].getType()).getElementType());
+    NodeForm c{"Cast", {(*op)->getResult(1)}, {{"to", b_.getI64IntegerAttr((int64_t)dt)}}, 1};
+    auto castOp = create(index, loc, c);
+    if (mlir::failed(castOp)) return mlir::failure();
+    values_[n.output(1)] = (*castOp)->getResult(0);
+  }
   return mlir::success();
 }
 

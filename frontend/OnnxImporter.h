@@ -16,14 +16,15 @@ struct ImportOptions {
   std::map<std::string, Tensor> constantInputs;
 };
 
-/// Imports an ONNX model file (opsets 7–17 of the default domain). Initializers become
+/// Imports an ONNX model file (opsets 7–17 of the default domain; opset 1–6 models are accepted
+/// node by node where the op is unchanged up to opset 7 or has an exact rewrite). Initializers become
 /// tandem.constant ops, graph inputs (minus initializers) the function's arguments, symbolic
 /// dims (dim_param) are dynamic dims whose names are kept in the arg attribute
 /// `tandem.dim_params`. Older opsets are normalised to opset-17 form (e.g. Squeeze-11's axes
 /// attribute becomes a constant input). Node locations are NameLoc(node name) or
-/// "OpType#index" when unnamed.
+/// "OpType_<index>" when unnamed.
 /// Errors (returned as null module, *error set, one line): unreadable/corrupt file, unsupported
-/// opset, unknown op ("node 'x' (Foo): unsupported op type Foo"), missing initializer/input,
+/// opset, unknown op ("node 'x' (Foo): unsupported op type 'Foo'"), missing initializer/input,
 /// cycle, shape mismatch (from the op's shape function).
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext* ctx, const std::string& path,
                                                  const ImportOptions& options, std::string* error);

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstdio>
+#include <memory>
 #include <map>
 #include <string>
 
@@ -13,6 +15,7 @@
 #include "frontend/OnnxTensor.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "runtime/Executable.h"
 
 namespace tandem {
 namespace {
@@ -410,6 +413,17 @@ TEST_F(ImporterModels, DropoutMaskOutput) {
   EXPECT_EQ(str(main().getResultTypes()[1]), "tensor<4xi1>");
 }
 
+TEST_F(ImporterModels, Dropout7MaskHasTheInputDType) {
+  Model m(7);
+  m.input("x", {4});
+  floatAttr(m.node("Dropout", {"x"}, {"y", "mask"}, "d"), "ratio", 0.3f);
+  m.output("y").output("mask");
+  ASSERT_EQ(import(m), "");
+  EXPECT_EQ(str(main().getResultTypes()[1]), "tensor<4xf32>");
+  EXPECT_EQ(opSequence(), (std::vector<std::string>{"Dropout", "Cast"}));
+  EXPECT_FALSE(first("Dropout")->hasAttr("ratio"));
+}
+
 TEST_F(ImporterModels, ConstantNodeForms) {
   Model m(13);
   auto* c1 = m.node("Constant", {}, {"a"}, "c1");
@@ -455,6 +469,28 @@ TEST_F(ImporterModels, Softmax11NotOnLastAxisIsFlattenSoftmaxReshape) {
   EXPECT_EQ(str(flat->getResult(0).getType()), "tensor<2x12xf32>");
   EXPECT_EQ(llvm::cast<mlir::IntegerAttr>(first("Softmax")->getAttr("axis")).getInt(), -1);
   EXPECT_EQ(str(main().getResultTypes()[0]), "tensor<2x3x4xf32>");
+}
+
+// Softmax-11 normalises each row of the input coerced to 2-D at `axis`, not along one axis.
+TEST_F(ImporterModels, Softmax11CoercionComputesTheOldSemantics) {
+  Model m(11);
+  m.input("x", {2, 2, 2});
+  m.node("Softmax", {"x"}, {"y"}, "sm");  // axis 1: rows are x[i, :, :] flattened
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  CompileResult compiled;
+  ASSERT_TRUE(mlir::succeeded(compileModule(*module, CompileOptions{}, &compiled)));
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(compiled.plan, LoadOptions{}, &exe).isOk());
+  std::vector<Tensor> outs;
+  Status st = exe->run({Tensor::fromVector<float>({2, 2, 2}, {0, 0, 0, 0, 1, 2, 3, 4})}, &outs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const float* y = outs[0].data<float>();
+  // Row 0 is four zeros: 0.25 each. Row 1 is softmax([1,2,3,4]).
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(y[i], 0.25, 1e-6);
+  double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0) + std::exp(4.0);
+  EXPECT_NEAR(y[4], std::exp(1.0) / z, 1e-6);
+  EXPECT_NEAR(y[7], std::exp(4.0) / z, 1e-6);
 }
 
 TEST_F(ImporterModels, Softmax11DynamicShapeUsesShapeOp) {
