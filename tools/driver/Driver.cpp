@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "frontend/OnnxTensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
@@ -40,12 +41,17 @@ struct DiagnosticCollector {
   mlir::ScopedDiagnosticHandler handler;
   explicit DiagnosticCollector(mlir::MLIRContext* ctx)
       : handler(ctx, [this](mlir::Diagnostic& d) {
-          const char* sev = d.getSeverity() == mlir::DiagnosticSeverity::Error     ? "error"
-                            : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning"
-                                                                                     : "note";
-          lines.push_back(describeLocation(d.getLocation()) + ": " + sev + ": " + d.str());
-          for (mlir::Diagnostic& n : d.getNotes())
-            lines.push_back(describeLocation(n.getLocation()) + ": note: " + n.str());
+          // Errors read "node 'x': reason"; warnings and notes say what they are. MLIR's
+          // "see current operation" notes dump IR, which users of an ONNX model never wrote.
+          const char* sev = d.getSeverity() == mlir::DiagnosticSeverity::Error     ? ""
+                            : d.getSeverity() == mlir::DiagnosticSeverity::Warning ? "warning: "
+                                                                                     : "note: ";
+          lines.push_back(describeLocation(d.getLocation()) + ": " + sev + d.str());
+          for (mlir::Diagnostic& n : d.getNotes()) {
+            std::string text = n.str();
+            if (text.rfind("see current operation", 0) == 0) continue;
+            lines.push_back(describeLocation(n.getLocation()) + ": note: " + text);
+          }
           return mlir::success();
         }) {}
   std::string joined() const {
@@ -80,6 +86,15 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
       return Status::error(error.empty() ? path + ": import failed" : error);
     }
   }
+  // Name the model after its file (ONNX test layout: after its directory, DIR/model.onnx).
+  std::string stem = path.substr(path.find_last_of('/') + 1);
+  if (stem == "model.onnx" && path.find('/') != std::string::npos) {
+    std::string dir = path.substr(0, path.find_last_of('/'));
+    stem = dir.substr(dir.find_last_of('/') + 1);
+  } else if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".onnx") == 0) {
+    stem.resize(stem.size() - 5);
+  }
+  (*module)->setAttr("tandem.model_name", mlir::StringAttr::get(&ctx, stem));
   return compileModuleToPlan(*module, compileOptions, result).withContext(path);
 }
 

@@ -1,0 +1,155 @@
+// Executor tests on hand-built plans: results, input checks, malformed plans, device checks.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "runtime/Executable.h"
+
+using namespace tandem;
+
+namespace {
+
+plan::Value* addValue(plan::Plan& p, const std::string& name, plan::Value::Kind kind,
+                      std::vector<int64_t> dims, int64_t offset = 0) {
+  plan::Value* v = p.add_values();
+  v->set_id(p.values_size() - 1);
+  v->set_name(name);
+  v->set_dtype((int)DType::F32);
+  for (int64_t d : dims) v->add_dims(d);
+  v->set_device("cpu");
+  v->set_kind(kind);
+  v->set_arena_offset(offset);
+  v->set_bytes(numElements(dims) * 4);
+  return v;
+}
+
+// y = Relu(x + b), x: f32[2,3] input, b: f32[3] constant. Arena: x@0, t@64, y@0 would alias x
+// while x is read, so the plan puts y at 128.
+plan::Plan addReluPlan() {
+  plan::Plan p;
+  p.set_version(1);
+  addValue(p, "x", plan::Value::INPUT, {2, 3}, 0);
+  plan::Value* b = addValue(p, "b", plan::Value::CONSTANT, {3});
+  b->mutable_constant()->set_dtype((int)DType::F32);
+  b->mutable_constant()->add_dims(3);
+  float bv[3] = {-1.f, 0.f, 1.f};
+  b->mutable_constant()->set_raw(std::string((const char*)bv, sizeof bv));
+  addValue(p, "t", plan::Value::INTERMEDIATE, {2, 3}, 64);
+  addValue(p, "y", plan::Value::INTERMEDIATE, {2, 3}, 128);
+  plan::Step* add = p.add_steps();
+  add->set_op_type("Add");
+  add->set_name("add");
+  add->set_device("cpu");
+  add->add_inputs(0);
+  add->add_inputs(1);
+  add->add_outputs(2);
+  plan::Step* relu = p.add_steps();
+  relu->set_op_type("Relu");
+  relu->set_name("relu");
+  relu->set_device("cpu");
+  relu->add_inputs(2);
+  relu->add_outputs(3);
+  p.add_inputs(0);
+  p.add_outputs(3);
+  plan::Arena* a = p.add_arenas();
+  a->set_device("cpu");
+  a->set_bytes(192);
+  return p;
+}
+
+Tensor input23() { return Tensor::fromVector<float>({2, 3}, {0.5f, -2.f, 3.f, 2.f, 0.f, -4.f}); }
+
+}  // namespace
+
+TEST(Executable, RunsAPlanAndReusesIt) {
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(addReluPlan(), LoadOptions{1}, &exe).isOk());
+  ASSERT_EQ(exe->inputNames(), std::vector<std::string>{"x"});
+  ASSERT_EQ(exe->outputTypes()[0].shape, (Shape{2, 3}));
+  for (int run = 0; run < 2; ++run) {
+    std::vector<Tensor> out;
+    RunStats stats;
+    Status st = exe->run({input23()}, &out, &stats, /*profile=*/true);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(out.size(), 1u);
+    const float* y = out[0].data<float>();
+    float want[6] = {0.f, 0.f, 4.f, 1.f, 0.f, 0.f};
+    for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y[i], want[i]) << i;
+    ASSERT_EQ(stats.steps.size(), 2u);
+    EXPECT_EQ(stats.steps[1].opType, "Relu");
+    EXPECT_GT(stats.seconds, 0);
+  }
+}
+
+TEST(Executable, OutputsAreOwnedCopiesNotArenaViews) {
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(addReluPlan(), LoadOptions{1}, &exe).isOk());
+  std::vector<Tensor> first, second;
+  ASSERT_TRUE(exe->run({input23()}, &first).isOk());
+  ASSERT_TRUE(exe->run({Tensor::fromVector<float>({2, 3}, {9, 9, 9, 9, 9, 9})}, &second).isOk());
+  EXPECT_FLOAT_EQ(first[0].data<float>()[2], 4.f);  // not overwritten by the second run
+  EXPECT_FLOAT_EQ(second[0].data<float>()[2], 10.f);
+}
+
+TEST(Executable, RejectsWrongInputDtypeAndShape) {
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(addReluPlan(), LoadOptions{1}, &exe).isOk());
+  std::vector<Tensor> out;
+  Status st = exe->run({Tensor::fromVector<int64_t>({2, 3}, {1, 2, 3, 4, 5, 6})}, &out);
+  EXPECT_EQ(st.message(), "input 'x': expected f32[2,3], got i64[2,3]");
+  st = exe->run({Tensor::fromVector<float>({3, 2}, {1, 2, 3, 4, 5, 6})}, &out);
+  EXPECT_EQ(st.message(), "input 'x': expected f32[2,3], got f32[3,2]");
+  st = exe->run({}, &out);
+  EXPECT_EQ(st.message(), "expected 1 inputs, got 0");
+}
+
+TEST(Executable, RejectsMalformedPlans) {
+  std::unique_ptr<Executable> exe;
+  plan::Plan p = addReluPlan();
+  p.mutable_steps(1)->set_inputs(0, 42);
+  Status st = Executable::load(p, LoadOptions{1}, &exe);
+  EXPECT_NE(st.message().find("step 'relu' (Relu) input refers to value id 42"), std::string::npos)
+      << st.message();
+
+  p = addReluPlan();
+  p.set_version(7);
+  EXPECT_NE(Executable::load(p, LoadOptions{1}, &exe).message().find("plan version 7"), std::string::npos);
+
+  p = addReluPlan();
+  p.mutable_values(3)->set_arena_offset(180);  // 24 bytes at 180 overrun the 192-byte arena
+  st = Executable::load(p, LoadOptions{1}, &exe);
+  EXPECT_NE(st.message().find("value 'y': arena slot"), std::string::npos) << st.message();
+
+  p = addReluPlan();
+  p.mutable_values(1)->mutable_constant()->set_raw("abc");
+  st = Executable::load(p, LoadOptions{1}, &exe);
+  EXPECT_NE(st.message().find("value 'b': has 3 bytes, expected 12"), std::string::npos) << st.message();
+
+  p = addReluPlan();
+  p.mutable_steps(0)->set_op_type("NoSuchOp");
+  st = Executable::load(p, LoadOptions{1}, &exe);
+  EXPECT_NE(st.message().find("step 'add' (NoSuchOp): no cpu kernel for NoSuchOp"), std::string::npos)
+      << st.message();
+}
+
+TEST(Executable, RefusesDevicesThatAreNotPresent) {
+  std::unique_ptr<Executable> exe;
+  plan::Plan p = addReluPlan();
+  p.mutable_steps(1)->set_device("cuda:0");
+  Status st = Executable::load(p, LoadOptions{1}, &exe);
+  EXPECT_NE(st.message().find("placed on 'cuda:0', which is not present"), std::string::npos)
+      << st.message();
+}
+
+TEST(Executable, GraphOutputMayBeAConstantOrAnInput) {
+  plan::Plan p = addReluPlan();
+  p.add_outputs(1);  // the constant b
+  p.add_outputs(0);  // the input x
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(p, LoadOptions{1}, &exe).isOk());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(exe->run({input23()}, &out).isOk());
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_FLOAT_EQ(out[1].data<float>()[2], 1.f);
+  EXPECT_FLOAT_EQ(out[2].data<float>()[1], -2.f);
+}
