@@ -33,7 +33,7 @@ struct CompileOptions {
 struct CompileResult {
   plan::Plan plan;
   std::string placementLogText;  // one line per op + one per copy + a summary
-  std::string placementLogJson;  // same content, JSON (schema in docs/placement-log.md)
+  std::string placementLogJson;  // same content, JSON (schema in compiler/PlacementLog.md)
   std::vector<std::string> notes;  // e.g. "symbolic dim 'N' bound to 1"
 };
 

@@ -1,9 +1,9 @@
 // Helpers shared by the passes and plan emission: names, devices, type re-inference.
-#include <cctype>
 
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "passes/Passes.h"
+#include "runtime/Device.h"
 
 namespace tandem {
 
@@ -57,27 +57,7 @@ std::string locationString(mlir::Location loc) {
   return "";
 }
 
-std::string canonicalDevice(const std::string& name) {
-  std::string s;
-  for (char c : name) s += (char)std::tolower((unsigned char)c);
-  if (s.rfind("/device:", 0) == 0)
-    s = s.substr(8);
-  else if (!s.empty() && s[0] == '/')
-    s = s.substr(1);
-  std::string kind = s, index;
-  if (size_t colon = s.find(':'); colon != std::string::npos) {
-    kind = s.substr(0, colon);
-    index = s.substr(colon + 1);
-  }
-  if (kind == "gpu") kind = "cuda";
-  if (kind != "cpu" && kind != "cuda") return "";
-  if (index.empty()) index = "0";
-  for (char c : index)
-    if (!std::isdigit((unsigned char)c)) return "";
-  index = std::to_string(std::stoll(index));
-  if (kind == "cpu" && index == "0") return "cpu";
-  return kind + ":" + index;
-}
+std::string canonicalDevice(const std::string& name) { return canonicalDeviceName(name); }
 
 std::string deviceKindOf(const std::string& device) { return device.substr(0, device.find(':')); }
 

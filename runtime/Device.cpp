@@ -81,8 +81,11 @@ std::string canonicalDeviceName(const std::string& raw) {
   }
   if (kind == "gpu") kind = "cuda";
   if (kind != "cpu" && kind != "cuda") return "";
-  if (kind == "cpu") return index.empty() || index == "0" ? "cpu" : "cpu:" + index;
-  return "cuda:" + (index.empty() ? std::string("0") : index);
+  if (index.empty()) index = "0";
+  if (index.size() > 6) return "";
+  index = std::to_string(std::stoi(index));  // "01" -> "1"
+  if (kind == "cpu") return index == "0" ? "cpu" : "cpu:" + index;
+  return "cuda:" + index;
 }
 
 }  // namespace tandem

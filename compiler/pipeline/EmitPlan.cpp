@@ -1,5 +1,5 @@
 // Plan emission: walks the final @main once, writing values, steps, constants, arenas and the
-// placement log (text like TF's log_device_placement, and JSON; schema in docs/placement-log.md).
+// placement log (text like TF's log_device_placement, and JSON; schema in compiler/PlacementLog.md).
 #include "compiler/pipeline/EmitPlan.h"
 
 #include <map>

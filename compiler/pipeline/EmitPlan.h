@@ -10,7 +10,7 @@ namespace tandem {
 /// --tandem-plan-memory. Value ids: @main's arguments first, then each op's results in op order
 /// (constants included); tandem.none operands are -1. Errors (emitted on the location): a value
 /// with a dynamic dim, an op without a device or an arena offset. The log's JSON schema is in
-/// docs/placement-log.md.
+/// compiler/PlacementLog.md.
 mlir::LogicalResult emitPlan(mlir::ModuleOp module, CompileResult* result);
 
 }  // namespace tandem
