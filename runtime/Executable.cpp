@@ -3,10 +3,15 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
+#include <thread>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "runtime/Device.h"
@@ -65,6 +70,64 @@ std::string stepLabel(const plan::Step& s, int index) {
   return "step " + n + " (" + s.op_type() + ")";
 }
 
+// A transfer between two host devices (cpu, cpu:1, ...): the "Copy" steps that
+// insert-transfers emits. Between host arenas a transfer is a memcpy; CUDA links will differ.
+class HostCopyKernel : public Kernel {
+ public:
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    if (in.size() != 1 || out.size() != 1 || !in[0] || in[0]->bytes() != out[0]->bytes())
+      return Status::error("Copy: expects one input and one output of the same size");
+    if (in[0]->bytes()) std::memcpy(out[0]->raw(), in[0]->raw(), in[0]->bytes());
+    return Status::ok();
+  }
+  std::string implName() const override { return "host-copy"; }
+};
+
+// One in-order queue per device, like a CUDA stream: a host thread that runs its device's steps
+// in plan order. Cross-device order comes from events (Impl::waitFor / markDone).
+class StreamWorker {
+ public:
+  explicit StreamWorker(int threads) : threads_(threads), thread_([this] { loop(); }) {}
+  ~StreamWorker() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void submit(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  void loop() {
+    // OpenMP's thread count is per host thread, so each device keeps its own pool size.
+    if (threads_ > 0) omp_set_num_threads(threads_);
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || !tasks_.empty(); });
+        if (tasks_.empty()) return;
+        task = std::move(tasks_.front());
+        tasks_.erase(tasks_.begin());
+      }
+      task();
+    }
+  }
+  int threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::function<void()>> tasks_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
 struct Executable::Impl {
@@ -79,6 +142,18 @@ struct Executable::Impl {
   std::vector<std::vector<Tensor*>> stepOutputs;
   std::vector<std::string> inputNames, outputNames;
   std::vector<TensorType> inputTypes, outputTypes;
+
+  // Multi-device plans: one stream per device; each step waits on the events (completion) of
+  // the steps on other devices it depends on: read-after-write through values and
+  // write-after-read/write through reused arena slots (the memory plan assumes plan order).
+  std::vector<std::string> devices;         // canonical names, first use order
+  std::vector<int> stepDevice;              // index into devices
+  std::vector<std::vector<int>> crossDeps;  // per step: earlier steps on other devices
+  std::vector<std::unique_ptr<StreamWorker>> streams;
+  std::mutex eventMu;
+  std::condition_variable eventCv;
+  std::vector<uint64_t> stepDoneRun;        // the run number a step last finished in
+  uint64_t runNumber = 0;
 };
 
 Executable::Executable() : impl_(new Impl) {}
@@ -96,11 +171,12 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   if (m.threads > 0) omp_set_num_threads(m.threads);
 
   // 1. Devices: every device the plan names must be live. Only the CPU exists in this build.
+  // Host devices cpu, cpu:1, ... are slices of the one CPU (own arena, stream and thread pool).
   auto checkDevice = [&](const std::string& dev, const std::string& what) -> Status {
     std::string c = canonicalDeviceName(dev.empty() ? "cpu" : dev);
-    if (c != "cpu")
+    if (c.rfind("cpu", 0) != 0)
       return Status::error(what + " is placed on '" + dev +
-                           "', which is not present (live devices: cpu)");
+                           "', which is not present (live devices: cpu, and cpu:N host slices)");
     return Status::ok();
   };
 
@@ -108,7 +184,8 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   for (const plan::Arena& a : p.arenas()) {
     TANDEM_RETURN_IF_ERROR(checkDevice(a.device(), "arena"));
     if (a.bytes() < 0) return Status::error("arena for " + a.device() + " has negative size");
-    m.arenas[a.device()] = Tensor::alloc(DType::U8, {a.bytes()});
+    m.arenas[canonicalDeviceName(a.device().empty() ? "cpu" : a.device())] =
+        Tensor::alloc(DType::U8, {a.bytes()});
   }
 
   // 3. Values: arena views for intermediates and inputs, owned tensors for constants.
@@ -131,7 +208,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       continue;
     }
     TANDEM_RETURN_IF_ERROR(checkDevice(v.device(), what));
-    auto it = m.arenas.find(v.device().empty() ? "cpu" : v.device());
+    auto it = m.arenas.find(canonicalDeviceName(v.device().empty() ? "cpu" : v.device()));
     if (it == m.arenas.end()) return Status::error(what + ": no arena for device '" + v.device() + "'");
     size_t bytes = (size_t)numElements(tt.shape) * dtypeSize(tt.dtype);
     if (v.arena_offset() < 0 || v.arena_offset() + (int64_t)bytes > it->second.numel())
@@ -193,14 +270,77 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       ctx.outputTypes.push_back(m.valueTypes[id]);
       outs.push_back(&m.values[id]);
     }
+    std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
+    auto di = std::find(m.devices.begin(), m.devices.end(), dev);
+    m.stepDevice.push_back((int)(di - m.devices.begin()));
+    if (di == m.devices.end()) m.devices.push_back(dev);
     std::unique_ptr<Kernel> k;
-    TANDEM_RETURN_IF_ERROR(reg.create("cpu", ctx, &k).withContext(label));
+    if (s.op_type() == "Copy") k = std::make_unique<HostCopyKernel>();
+    else TANDEM_RETURN_IF_ERROR(reg.create("cpu", ctx, &k).withContext(label));
     m.kernels.push_back(std::move(k));
     m.stepInputs.push_back(std::move(ins));
     m.stepOutputs.push_back(std::move(outs));
   }
+  if (m.devices.size() > 1) {
+    exe->planStreams();
+    int perDevice = std::max(1, (m.threads > 0 ? m.threads : availableCores()) / (int)m.devices.size());
+    if (m.threads > 0) perDevice = m.threads;  // an explicit count applies to every device
+    for (size_t d = 0; d < m.devices.size(); ++d)
+      m.streams.push_back(std::make_unique<StreamWorker>(perDevice));
+    m.stepDoneRun.assign(m.kernels.size(), 0);
+  }
   *out = std::move(exe);
   return Status::ok();
+}
+
+void Executable::planStreams() {
+  // 1. For each arena-backed value: its device arena and byte range.
+  // 2. Walk steps in plan order keeping, per arena, the steps that touched each byte range
+  //    since it was last written; a step depends on the last writer of what it reads (RAW) and
+  //    on every earlier reader and writer of the ranges it writes (WAR, WAW).
+  // 3. Keep only dependencies on other devices: a stream already runs its own steps in order.
+  Impl& m = *impl_;
+  const plan::Plan& p = m.plan;
+  struct Touch { int64_t begin, end; int step; bool write; };
+  std::map<std::string, std::vector<Touch>> touches;
+  auto rangeOf = [&](int id, std::string* arena, int64_t* b, int64_t* e) {
+    const plan::Value& v = p.values(id);
+    if (v.kind() == plan::Value::CONSTANT) return false;
+    *arena = canonicalDeviceName(v.device().empty() ? "cpu" : v.device());
+    *b = v.arena_offset();
+    *e = v.arena_offset() + (int64_t)m.values[id].bytes();
+    return *e > *b;
+  };
+  m.crossDeps.assign(p.steps_size(), {});
+  for (int si = 0; si < p.steps_size(); ++si) {
+    std::set<int> deps;
+    const plan::Step& s = p.steps(si);
+    std::string arena;
+    int64_t b, e;
+    for (int id : s.inputs()) {
+      if (id < 0 || !rangeOf(id, &arena, &b, &e)) continue;
+      for (const Touch& t : touches[arena])
+        if (t.write && t.begin < e && b < t.end) deps.insert(t.step);
+    }
+    for (int id : s.outputs()) {
+      if (!rangeOf(id, &arena, &b, &e)) continue;
+      for (const Touch& t : touches[arena])
+        if (t.begin < e && b < t.end) deps.insert(t.step);
+    }
+    for (int id : s.inputs())
+      if (id >= 0 && rangeOf(id, &arena, &b, &e)) touches[arena].push_back({b, e, si, false});
+    for (int id : s.outputs()) {
+      if (!rangeOf(id, &arena, &b, &e)) continue;
+      auto& list = touches[arena];
+      // A new write ends the history of the bytes it covers (their readers are now ordered).
+      list.erase(std::remove_if(list.begin(), list.end(),
+                                [&](const Touch& t) { return t.begin >= b && t.end <= e; }),
+                 list.end());
+      list.push_back({b, e, si, true});
+    }
+    for (int d : deps)
+      if (m.stepDevice[d] != m.stepDevice[si]) m.crossDeps[si].push_back(d);
+  }
 }
 
 Status Executable::loadFile(const std::string& path, const LoadOptions& options,
@@ -243,9 +383,11 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
     Tensor& slot = m.values[p.inputs(i)];
     if (in.bytes()) std::memcpy(slot.raw(), in.raw(), in.bytes());
   }
-  // 2. Steps in plan order.
+  // 2. Steps in plan order: inline for one device, on per-device streams otherwise.
   if (stats) stats->steps.clear();
-  for (size_t si = 0; si < m.kernels.size(); ++si) {
+  if (!m.streams.empty()) {
+    TANDEM_RETURN_IF_ERROR(runOnStreams(stats, profile));
+  } else for (size_t si = 0; si < m.kernels.size(); ++si) {
     auto s0 = Clock::now();
     Status st = m.kernels[si]->run(m.stepInputs[si], m.stepOutputs[si]);
     if (!st.isOk()) return st.withContext(stepLabel(p.steps(si), (int)si));
@@ -259,6 +401,64 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
   outputs->clear();
   for (int id : p.outputs()) outputs->push_back(Tensor::copyOf(m.values[id]));
   if (stats) stats->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return Status::ok();
+}
+
+Status Executable::runOnStreams(RunStats* stats, bool profile) {
+  Impl& m = *impl_;
+  const plan::Plan& p = m.plan;
+  uint64_t run;
+  {
+    std::lock_guard<std::mutex> l(m.eventMu);
+    run = ++m.runNumber;
+  }
+  size_t n = m.kernels.size();
+  std::vector<Status> results(n);
+  std::vector<double> seconds(n, 0);
+  std::mutex doneMu;
+  std::condition_variable doneCv;
+  size_t remaining = n;
+  bool failed = false;
+  for (size_t si = 0; si < n; ++si) {
+    m.streams[m.stepDevice[si]]->submit([&, si, run] {
+      // Wait on the events of the cross-device steps this one depends on.
+      {
+        std::unique_lock<std::mutex> l(m.eventMu);
+        m.eventCv.wait(l, [&] {
+          for (int d : m.crossDeps[si])
+            if (m.stepDoneRun[d] != run) return false;
+          return true;
+        });
+      }
+      bool skip;
+      {
+        std::lock_guard<std::mutex> l(doneMu);
+        skip = failed;
+      }
+      if (!skip) {
+        auto s0 = Clock::now();
+        results[si] = m.kernels[si]->run(m.stepInputs[si], m.stepOutputs[si]);
+        seconds[si] = std::chrono::duration<double>(Clock::now() - s0).count();
+      }
+      {
+        std::lock_guard<std::mutex> l(m.eventMu);
+        m.stepDoneRun[si] = run;  // record the event (also on failure, so nobody waits forever)
+      }
+      m.eventCv.notify_all();
+      std::lock_guard<std::mutex> l(doneMu);
+      if (!results[si].isOk()) failed = true;
+      if (--remaining == 0) doneCv.notify_all();
+    });
+  }
+  std::unique_lock<std::mutex> l(doneMu);
+  doneCv.wait(l, [&] { return remaining == 0; });
+  for (size_t si = 0; si < n; ++si)
+    if (!results[si].isOk()) return results[si].withContext(stepLabel(p.steps(si), (int)si));
+  if (profile && stats)
+    for (size_t si = 0; si < n; ++si) {
+      const plan::Step& s = p.steps(si);
+      stats->steps.push_back({s.name(), s.op_type(), s.device(), m.kernels[si]->implName(), seconds[si]});
+    }
   return Status::ok();
 }
 

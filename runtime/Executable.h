@@ -52,7 +52,9 @@ class Executable {
 
   /// Runs the plan. `inputs` in plan order, each of exactly the declared dtype and shape
   /// (otherwise an error naming the input, expected and actual). `outputs` receives owning
-  /// tensors. With `profile`, stats->steps gets one entry per step. Not reentrant: concurrent
+  /// tensors. With `profile`, stats->steps gets one entry per step. A plan over several host
+  /// devices (cpu, cpu:1) runs each device's steps on its own stream (thread + OpenMP pool)
+  /// with events for cross-device dependencies. Not reentrant: concurrent
   /// callers must use separate Executables (one arena each).
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
              RunStats* stats = nullptr, bool profile = false);
@@ -62,6 +64,8 @@ class Executable {
 
  private:
   Executable();
+  void planStreams();
+  Status runOnStreams(RunStats* stats, bool profile);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
