@@ -21,8 +21,15 @@ struct CompileOptions {
   std::map<std::string, Shape> inputShapes;
   /// Binding for symbolic dims not named above (a note is emitted when it is used).
   int64_t defaultDim = 1;
-  /// Devices the plan targets: "cpu" for now (DESIGN §2 DeviceSet).
+  /// Devices the plan targets (DESIGN §2 DeviceSet), without models: {"cpu"}, {"cpu","cpu:1"}.
   std::vector<std::string> devices = {"cpu"};
+  /// Target list with device models, e.g. "cpu,cuda:0=h100" (--target); wins over `devices`.
+  /// Plans can target hardware that is not present.
+  std::string target;
+  /// Calibration profile JSON written by `tandem calibrate` (--profile); "" = built-in specs.
+  std::string profilePath;
+  /// Placement policy (--placement): cost (default), greedy, ort, cpu, gpu.
+  std::string placementPolicy = "cost";
   /// User pins: node name -> device. Soft unless strictPlacement.
   std::vector<std::pair<std::string, std::string>> pins;
   bool strictPlacement = false;
@@ -34,6 +41,7 @@ struct CompileResult {
   plan::Plan plan;
   std::string placementLogText;  // one line per op + one per copy + a summary
   std::string placementLogJson;  // same content, JSON (schema in compiler/PlacementLog.md)
+  std::string placementLogDot;   // Graphviz: ops coloured by device, copies as marked edges
   std::vector<std::string> notes;  // e.g. "symbolic dim 'N' bound to 1"
 };
 

@@ -37,6 +37,7 @@ std::unique_ptr<mlir::Pass> createPlanMemoryPass(const TandemPlanMemoryOptions& 
 inline constexpr const char* kDeviceAttr = "device";                             // StrAttr
 inline constexpr const char* kPlacementReasonAttr = "placement_reason";          // StrAttr
 inline constexpr const char* kPlacementCandidatesAttr = "placement_candidates";  // [StrAttr]
+inline constexpr const char* kPlacementCostsAttr = "placement_costs";  // {device: f64 seconds}
 inline constexpr const char* kArenaOffsetAttr = "arena_offset";  // I64ArrayAttr, per result
 /// @main argument/result attributes.
 inline constexpr const char* kNameAttr = "tandem.name";                    // ONNX input/output name
@@ -45,6 +46,9 @@ inline constexpr const char* kArgDeviceAttr = "tandem.device";             // wh
 inline constexpr const char* kArgArenaOffsetAttr = "tandem.arena_offset";  // i64
 /// Module attributes.
 inline constexpr const char* kModelNameAttr = "tandem.model_name";
+inline constexpr const char* kPlacementEstimatesAttr = "tandem.placement_estimates";  // {policy: {total_s, makespan_s}}
+inline constexpr const char* kPlacementPolicyAttr = "tandem.placement_policy";  // StrAttr
+inline constexpr const char* kCopyEstimatesAttr = "tandem.copy_estimates";  // {"value->to": f64 s}
 inline constexpr const char* kDevicesAttr = "tandem.devices";  // [StrAttr], the targets placed on
 inline constexpr const char* kArenaPeakAttr = "tandem.arena_peak_bytes";            // {dev: i64}
 inline constexpr const char* kArenaUnplannedAttr = "tandem.arena_unplanned_bytes";  // {dev: i64}

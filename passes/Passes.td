@@ -79,27 +79,44 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
 }
 
 def TandemPlace : Pass<"tandem-place", "mlir::ModuleOp"> {
-  let summary = "Put every op on a device and record why";
+  let summary = "Put every op on a device at minimum estimated time, and record why";
   let description = [{
-    For each op, the feasible devices are the targets whose device kind has a kernel for the
-    op's type and input dtypes (KernelRegistry::supports). A pin (option `pins`, matched
-    against the op's NameLoc, or an existing `device` attribute) wins when feasible; an
-    infeasible pin falls back to the first feasible device with reason `fallback(<why>)`, or is
-    an error with `strict`. Otherwise the reason is `only-kernel` (one candidate) or `cost` (a
-    choice was made; for now the first candidate in target order). Constants take the device
-    of their first consumer, graph inputs (`tandem.device` argument attribute) too. No feasible
-    device is an error on the op's location.
+    Builds a placement problem from the module and solves it (compiler/placement, DESIGN §4):
+    1. Devices and links come from the target list (`target`, e.g. "cpu,cuda:0=h100"; else
+       `devices`; else the live machine) with built-in specs, corrected by a calibration
+       `profile`.
+    2. Feasibility: the devices whose kind has a kernel for the op's type and input dtypes (the
+       runtime's registry; a capability table for backends not built, e.g. CUDA here).
+    3. Costs: each op's time on each feasible device from the cost model (roofline + dispatch
+       overhead), each value's transfer time per device pair (H2D != D2H); weights are uploaded
+       once at load and cost no per-run transfer; graph inputs and outputs live on the host.
+    4. Constraints: pins (option `pins` by node name, or an existing `device` attribute from
+       the GraphBuilder's DeviceScope); an unsatisfiable pin falls back (`fallback(<why>)`) or,
+       with `strict`, is an error.
+    5. Solve with `policy` (cost: exact min cut for two devices, Stone 1977; alpha-expansion
+       plus a HEFT refinement for more; or a baseline: greedy, ort, cpu, gpu) and record per op
+       `device`, `placement_reason`, `placement_candidates` and `placement_costs` (seconds per
+       candidate). The estimated time of the plan and of every baseline on the same graph is
+       recorded on the module (`tandem.placement_estimates`).
+    Constants take the device of their first consumer; graph inputs arrive on the host.
 
     ```mlir
     %0 = tandem.relu %x : (tensor<4xf32>) -> tensor<4xf32>
     // becomes
     %0 = tandem.relu %x {device = "cpu", placement_candidates = ["cpu"],
+                         placement_costs = {cpu = 1.0e-06 : f64},
                          placement_reason = "only-kernel"} : (tensor<4xf32>) -> tensor<4xf32>
     ```
   }];
   let constructor = "::tandem::createPlacePass()";
   let options = [
     ListOption<"devices", "devices", "std::string", "Target devices in order (default: cpu)">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Target list with models, e.g. cpu,cuda:0=h100 (overrides devices)">,
+    Option<"profile", "profile", "std::string", /*default=*/"\"\"",
+           "Calibration profile JSON (tandem calibrate)">,
+    Option<"policy", "policy", "std::string", /*default=*/"\"cost\"",
+           "cost (default), greedy, ort, cpu or gpu">,
     ListOption<"pins", "pins", "std::string", "Pins NODE=DEVICE (node = the op's NameLoc)">,
     Option<"strict", "strict", "bool", /*default=*/"false",
            "Infeasible pins are errors instead of falling back">,

@@ -1,8 +1,12 @@
-// --tandem-place: put every op on a device from the kernel registry's feasibility and the pins,
-// and record the candidates and the reason on the op.
+// --tandem-place: put every op on a device at minimum estimated time under the cost model (or a
+// baseline policy), honouring pins, and record the candidates, their costs and the reason.
 #include <map>
 
 #include "compiler/OpBuilding.h"
+#include "compiler/placement/CostModel.h"
+#include "compiler/placement/KernelCapabilities.h"
+#include "compiler/placement/OpWork.h"
+#include "compiler/placement/Placer.h"
 #include "compiler/TandemDialect.h"
 #include "passes/Passes.h"
 #include "runtime/Kernel.h"
@@ -32,15 +36,13 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
   using TandemPlaceBase::TandemPlaceBase;
 
   void runOnOperation() override {
-    // 1. Canonicalize the target list (default: cpu) and parse pins NODE=DEVICE.
-    // 2. For each op other than constants: feasible devices = targets whose device kind has a
-    //    kernel for (op type, present input dtypes) in the registry; none is an error.
-    // 3. A pin (the `pins` option by node name, else an existing `device` attribute) wins when
-    //    feasible: `pinned`. An infeasible pin is an error with `strict`, otherwise the op falls
-    //    back to the first feasible device: `fallback(<why>)`.
-    // 4. Unpinned: `only-kernel` with one feasible device; `cost` when there was a choice (the
-    //    cost model arrives later: the first feasible target is taken).
-    // 5. Constants and graph inputs take the device of their first consumer in op order.
+    // 1. Devices, links and costs: a CostModel for the target list (or the live machine).
+    // 2. The problem: one PlacementOp per computing op (feasibility from the registry or the
+    //    capability table, time per feasible device, pin), one PlacementValue per op result,
+    //    graph input and constant (consumers, bytes, transfer time per device pair).
+    // 3. Solve with the chosen policy (placeGraph), and with every baseline for the log.
+    // 4. Write device / reason / candidates / costs on each op; constants go to their first
+    //    consumer's device, graph inputs arrive on the host.
     mlir::ModuleOp module = getOperation();
     mlir::func::FuncOp main = getMainFunc(module);
     if (!main) {
@@ -49,18 +51,32 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     }
     mlir::MLIRContext* ctx = &getContext();
 
-    std::vector<std::string> targets;
-    for (const std::string& d : devices.empty()
-                                    ? std::vector<std::string>{"cpu"}
-                                    : std::vector<std::string>(devices.begin(), devices.end())) {
-      std::string c = canonicalDevice(d);
-      if (c.empty()) {
-        module.emitError() << "tandem-place: '" << d
-                           << "' is not a device (expected cpu, cpu:N, cuda:N)";
-        return signalPassFailure();
-      }
-      if (std::find(targets.begin(), targets.end(), c) == targets.end()) targets.push_back(c);
+    std::string targetList = target;
+    if (targetList.empty())
+      for (const std::string& d : devices) targetList += (targetList.empty() ? "" : ",") + d;
+    std::unique_ptr<CostModel> model;
+    Status st = buildCostModel(targetList, profile, CostOptions{}, &model);
+    if (!st.isOk()) {
+      module.emitError() << "tandem-place: " << st.message();
+      return signalPassFailure();
     }
+    std::optional<placement::PlacementPolicy> chosen = placement::parsePolicy(policy);
+    if (!chosen) {
+      module.emitError() << "tandem-place: unknown placement policy '" << policy
+                         << "' (expected cost, greedy, ort, cpu or gpu)";
+      return signalPassFailure();
+    }
+    const DeviceSet& set = model->devices();
+    int numDevices = (int)set.size();
+    std::vector<std::string> targets;
+    placement::PlacementProblem problem;
+    for (int d = 0; d < numDevices; ++d) {
+      const DeviceSpec& spec = set.device(d);
+      targets.push_back(spec.name);
+      problem.devices.push_back({spec.name, deviceKindName(spec.kind), spec.memoryCapacityBytes});
+    }
+    int host = set.hostIndex();
+
     std::map<std::string, std::string> pinByNode;
     std::map<std::string, bool> pinUsed;
     for (const std::string& p : pins) {
@@ -73,21 +89,24 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       pinUsed[p.substr(0, eq)] = false;
     }
 
-    auto strAttrs = [&](const std::vector<std::string>& v) {
-      llvm::SmallVector<mlir::Attribute> attrs;
-      for (const std::string& s : v) attrs.push_back(mlir::StringAttr::get(ctx, s));
-      return mlir::ArrayAttr::get(ctx, attrs);
-    };
-    auto setPlacement = [&](mlir::Operation* op, const std::string& device,
-                            const std::string& reason, const std::vector<std::string>& candidates) {
-      op->setAttr(kDeviceAttr, mlir::StringAttr::get(ctx, device));
-      op->setAttr(kPlacementReasonAttr, mlir::StringAttr::get(ctx, reason));
-      op->setAttr(kPlacementCandidatesAttr, strAttrs(candidates));
-    };
-
-    const KernelRegistry& registry = KernelRegistry::global();
-    bool ok = true;
+    // 2. Ops.
+    llvm::DenseMap<mlir::Operation*, int> opIndex;
+    std::vector<mlir::Operation*> ops;
     llvm::SmallVector<ConstantOp> constants;
+    bool ok = true;
+    auto typeOf = [](mlir::Value v) {
+      TensorType t;
+      if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType())) {
+        t.dtype = mlirToDType(r.getElementType());
+        for (int64_t d : r.getShape()) t.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
+      }
+      return t;
+    };
+    auto bytesOf = [](mlir::Value v) -> uint64_t {
+      auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+      if (!r || !r.hasStaticShape()) return 0;
+      return (uint64_t)r.getNumElements() * dtypeSize(mlirToDType(r.getElementType()));
+    };
     for (mlir::Operation& op : main.getBody().front()) {
       if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
         constants.push_back(c);
@@ -97,22 +116,37 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         continue;
       std::string type = onnxOpType(&op);
       std::string node = nodeName(op.getLoc());
-      std::string label = node.empty() ? type : "'" + node + "' (" + type + ")";
-
+      placement::PlacementOp pop;
+      pop.name = node.empty() ? type + "@" + locationString(op.getLoc()) : node;
+      pop.opType = type;
       std::vector<DType> dts;
-      for (mlir::Value v : op.getOperands())
-        if (auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()))
-          dts.push_back(mlirToDType(t.getElementType()));
-      std::vector<std::string> feasible;
-      for (const std::string& d : targets)
-        if (registry.supports(type, deviceKindOf(d), dts)) feasible.push_back(d);
-      if (feasible.empty()) {
+      std::vector<TensorType> ins, outs;
+      for (mlir::Value v : op.getOperands()) {
+        if (!llvm::isa<mlir::RankedTensorType>(v.getType())) {
+          ins.push_back(TensorType{});
+          continue;
+        }
+        ins.push_back(typeOf(v));
+        dts.push_back(ins.back().dtype);
+        if (v.getDefiningOp<ConstantOp>()) pop.memoryBytes += bytesOf(v);
+      }
+      for (mlir::Value r : op.getResults()) {
+        outs.push_back(typeOf(r));
+        pop.memoryBytes += bytesOf(r);
+      }
+      OpWork work = estimateOpWork(type, ins, outs, toAttrMap(&op));
+      bool anyFeasible = false;
+      for (int d = 0; d < numDevices; ++d) {
+        bool feasible = deviceKindSupports(problem.devices[d].kind, type, dts);
+        pop.computeSeconds.push_back(feasible ? model->opTime(work, d) : placement::kNoKernel);
+        anyFeasible |= feasible;
+      }
+      if (!anyFeasible) {
         op.emitError() << "no kernel for " << type << " on (" << dtypesText(dts)
                        << ") on any of: " << joined(targets);
         ok = false;
         continue;
       }
-
       std::string pin;
       if (auto it = pinByNode.find(node); !node.empty() && it != pinByNode.end()) {
         pin = it->second;
@@ -120,59 +154,129 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       } else {
         pin = deviceOfOp(&op);
       }
-      if (pin.empty()) {
-        setPlacement(&op, feasible.front(), feasible.size() == 1 ? "only-kernel" : "cost",
-                     feasible);
-        continue;
+      if (!pin.empty()) {
+        std::string canon = canonicalDevice(pin);
+        pop.pin = placement::Pin{canon.empty() ? pin : canon, (bool)strict};
       }
-      std::string canon = canonicalDevice(pin);
-      std::string why;
-      if (canon.empty())
-        why = "'" + pin + "' is not a device";
-      else if (std::find(targets.begin(), targets.end(), canon) == targets.end())
-        why = canon + " is not a target";
-      else if (std::find(feasible.begin(), feasible.end(), canon) == feasible.end())
-        why = "no kernel for " + type + " on (" + dtypesText(dts) + ") on " + canon;
-      if (why.empty()) {
-        setPlacement(&op, canon, "pinned", feasible);
-      } else if (strict) {
-        op.emitError() << "op " << label << " is pinned to " << pin << " but " << why;
-        ok = false;
-      } else {
-        setPlacement(&op, feasible.front(), "fallback(" + why + ")", feasible);
-      }
+      opIndex[&op] = (int)problem.ops.size();
+      ops.push_back(&op);
+      problem.ops.push_back(std::move(pop));
     }
     if (!ok) return signalPassFailure();
     for (const auto& [node, used] : pinUsed)
       if (!used) main.emitWarning() << "tandem-place: pin '" << node << "' matches no op";
 
-    // Values that are not computed (weights, graph inputs) go where they are first read, so the
-    // first consumer never waits for a transfer.
-    auto firstConsumerDevice = [&](mlir::Value v, std::string* consumer) -> std::string {
-      mlir::Operation* first = nullptr;
+    // Values: op results, graph inputs (on the host), constants (uploaded once, no transfer).
+    auto addValue = [&](mlir::Value v, placement::ValueSource source, int producer) {
+      placement::PlacementValue pv;
+      pv.name = valueName(v);
+      pv.source = source;
+      pv.producer = producer;
+      if (source == placement::ValueSource::GraphInput) pv.inputDevice = host;
+      pv.bytes = bytesOf(v);
+      if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()))
+        pv.elements = r.hasStaticShape() ? r.getNumElements() : -1;
       for (mlir::Operation* user : v.getUsers()) {
-        if (deviceOfOp(user).empty()) continue;
-        if (!first || user->isBeforeInBlock(first)) first = user;
+        if (llvm::isa<mlir::func::ReturnOp>(user)) {
+          if (std::find(pv.outputDevices.begin(), pv.outputDevices.end(), host) == pv.outputDevices.end())
+            pv.outputDevices.push_back(host);
+          continue;
+        }
+        auto it = opIndex.find(user);
+        if (it != opIndex.end()) pv.consumers.push_back(it->second);
       }
-      if (!first) return "";
-      *consumer = nodeName(first->getLoc());
-      if (consumer->empty()) *consumer = onnxOpType(first);
-      return deviceOfOp(first);
+      if (source != placement::ValueSource::Constant) {
+        pv.transferSeconds.assign(numDevices * numDevices, 0.0);
+        for (int a = 0; a < numDevices; ++a)
+          for (int b = 0; b < numDevices; ++b)
+            if (a != b) pv.transferSeconds[a * numDevices + b] = model->transferTime(a, b, pv.bytes);
+      }
+      problem.values.push_back(std::move(pv));
     };
+    for (mlir::BlockArgument arg : main.getArguments())
+      addValue(arg, placement::ValueSource::GraphInput, placement::kNone);
+    for (ConstantOp c : constants) addValue(c.getResult(), placement::ValueSource::Constant, placement::kNone);
+    for (size_t i = 0; i < ops.size(); ++i)
+      for (mlir::Value r : ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
+
+    // 3. Solve, then price every baseline on the same graph for the log.
+    placement::PlacerOptions popts;
+    popts.policy = *chosen;
+    popts.strict = strict;
+    placement::PlaceResult result = placement::placeGraph(problem, popts);
+    if (!result.ok()) {
+      // Report on the op the placer names ("op 'x' ..."), so the message carries its location.
+      mlir::Operation* at = module;
+      for (size_t i = 0; i < ops.size() && at == module.getOperation(); ++i)
+        if (result.error.find("op '" + problem.ops[i].name + "'") != std::string::npos) at = ops[i];
+      at->emitError() << "tandem-place: " << result.error;
+      return signalPassFailure();
+    }
+    llvm::SmallVector<mlir::NamedAttribute> estimates;
+    auto estimateAttr = [&](const placement::PlacementCost& c) {
+      return mlir::DictionaryAttr::get(
+          ctx, {mlir::NamedAttribute(mlir::StringAttr::get(ctx, "total_s"),
+                                     mlir::FloatAttr::get(mlir::Float64Type::get(ctx), c.totalSeconds)),
+                mlir::NamedAttribute(mlir::StringAttr::get(ctx, "makespan_s"),
+                                     mlir::FloatAttr::get(mlir::Float64Type::get(ctx), c.makespanSeconds))});
+    };
+    estimates.push_back({mlir::StringAttr::get(ctx, "plan"), estimateAttr(result.placement.cost)});
+    for (auto p : {placement::PlacementPolicy::Cost, placement::PlacementPolicy::Greedy,
+                   placement::PlacementPolicy::Ort, placement::PlacementPolicy::Cpu,
+                   placement::PlacementPolicy::Gpu}) {
+      placement::PlacerOptions b;
+      b.policy = p;
+      placement::PlaceResult r = p == *chosen ? result : placement::placeGraph(problem, b);
+      if (r.ok())
+        estimates.push_back({mlir::StringAttr::get(ctx, placement::policyName(p)),
+                             estimateAttr(r.placement.cost)});
+    }
+    module->setAttr(kPlacementEstimatesAttr, mlir::DictionaryAttr::get(ctx, estimates));
+    llvm::SmallVector<mlir::NamedAttribute> copyTimes;
+    for (const placement::PlacementCopy& c : result.placement.cost.copies)
+      copyTimes.push_back({mlir::StringAttr::get(ctx, problem.values[c.value].name + "->" + targets[c.to]),
+                           mlir::FloatAttr::get(mlir::Float64Type::get(ctx), c.seconds)});
+    module->setAttr(kCopyEstimatesAttr, mlir::DictionaryAttr::get(ctx, copyTimes));
+    module->setAttr(kPlacementPolicyAttr, mlir::StringAttr::get(ctx, placement::policyName(*chosen)));
+
+    // 4. Record the answer on the ops.
+    auto strAttrs = [&](const std::vector<std::string>& v) {
+      llvm::SmallVector<mlir::Attribute> attrs;
+      for (const std::string& s : v) attrs.push_back(mlir::StringAttr::get(ctx, s));
+      return mlir::ArrayAttr::get(ctx, attrs);
+    };
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const placement::PlacementOp& pop = problem.ops[i];
+      std::vector<std::string> candidates;
+      llvm::SmallVector<mlir::NamedAttribute> costs;
+      for (int d = 0; d < numDevices; ++d) {
+        if (!pop.feasible(d)) continue;
+        candidates.push_back(targets[d]);
+        costs.push_back({mlir::StringAttr::get(ctx, targets[d]),
+                         mlir::FloatAttr::get(mlir::Float64Type::get(ctx), pop.computeSeconds[d])});
+      }
+      mlir::Operation* op = ops[i];
+      op->setAttr(kDeviceAttr, mlir::StringAttr::get(ctx, targets[result.placement.device[i]]));
+      op->setAttr(kPlacementReasonAttr, mlir::StringAttr::get(ctx, result.placement.reason[i]));
+      op->setAttr(kPlacementCandidatesAttr, strAttrs(candidates));
+      op->setAttr(kPlacementCostsAttr, mlir::DictionaryAttr::get(ctx, costs));
+    }
+    // Weights go where they are first read (insert-transfers duplicates them for other devices,
+    // loaded once at plan load); graph inputs arrive in host memory.
     for (ConstantOp c : constants) {
-      std::string consumer;
-      std::string device = firstConsumerDevice(c.getResult(), &consumer);
-      if (device.empty())
-        setPlacement(c, targets.front(), "default", {targets.front()});
-      else
-        setPlacement(c, device, "colocated(" + consumer + ")", {device});
+      mlir::Operation* first = nullptr;
+      for (mlir::Operation* user : c.getResult().getUsers())
+        if (!deviceOfOp(user).empty() && (!first || user->isBeforeInBlock(first))) first = user;
+      std::string device = first ? deviceOfOp(first) : targets[host];
+      std::string consumer = first ? nodeName(first->getLoc()) : "";
+      if (first && consumer.empty()) consumer = onnxOpType(first);
+      c->setAttr(kDeviceAttr, mlir::StringAttr::get(ctx, device));
+      c->setAttr(kPlacementReasonAttr,
+                 mlir::StringAttr::get(ctx, first ? "colocated(" + consumer + ")" : "default"));
+      c->setAttr(kPlacementCandidatesAttr, strAttrs({device}));
     }
-    for (mlir::BlockArgument arg : main.getArguments()) {
-      std::string consumer;
-      std::string device = firstConsumerDevice(arg, &consumer);
-      main.setArgAttr(arg.getArgNumber(), kArgDeviceAttr,
-                      mlir::StringAttr::get(ctx, device.empty() ? targets.front() : device));
-    }
+    for (mlir::BlockArgument arg : main.getArguments())
+      main.setArgAttr(arg.getArgNumber(), kArgDeviceAttr, mlir::StringAttr::get(ctx, targets[host]));
     module->setAttr(kDevicesAttr, strAttrs(targets));
   }
 };

@@ -207,13 +207,19 @@ class PlanEmitter {
     if (auto copy = llvm::dyn_cast<CopyOp>(op)) {
       int64_t bytes = plan_.values(step->outputs(0)).bytes();
       std::string value = valueName(copy.getInput());
+      double seconds = copyEstimate(value, copy.getTo().str());
       logLines_.push_back("copy " + value + ": " + copy.getFrom().str() + " -> " +
-                          copy.getTo().str() + ", " + std::to_string(bytes) + " bytes");
+                          copy.getTo().str() + ", " + std::to_string(bytes) + " bytes" +
+                          (seconds >= 0 ? ", " + formatSeconds(seconds) : ""));
       copies_.push_back({{"value", value},
                          {"from", copy.getFrom().str()},
                          {"to", copy.getTo().str()},
                          {"bytes", bytes},
+                         {"estimated_seconds", seconds >= 0 ? nlohmann::json(seconds) : nlohmann::json()},
                          {"location", step->location()}});
+      dotCopies_.push_back({value, copy.getFrom().str(), copy.getTo().str(), bytes});
+      if (std::string from = dotNameOf(copy.getInput()); !from.empty())
+        dotEdges_.push_back({from, "copy " + value + " -> " + copy.getTo().str()});
       bytesMoved_ += bytes;
       return mlir::success();
     }
@@ -221,8 +227,17 @@ class PlanEmitter {
     if (auto cands = op->getAttrOfType<mlir::ArrayAttr>(kPlacementCandidatesAttr))
       for (mlir::Attribute a : cands)
         if (auto s = llvm::dyn_cast<mlir::StringAttr>(a)) candidates.push_back(s.str());
+    // Candidates with their estimated time (cost model), e.g. "cpu 12.3us, cuda:0 5.1us".
+    std::map<std::string, double> costs;
+    if (auto c = op->getAttrOfType<mlir::DictionaryAttr>(kPlacementCostsAttr))
+      for (const mlir::NamedAttribute& a : c)
+        if (auto f = llvm::dyn_cast<mlir::FloatAttr>(a.getValue()))
+          costs[a.getName().str()] = f.getValueAsDouble();
     std::string candText;
-    for (const std::string& c : candidates) candText += (candText.empty() ? "" : ", ") + c;
+    for (const std::string& c : candidates) {
+      candText += (candText.empty() ? "" : ", ") + c;
+      if (costs.count(c)) candText += " " + formatSeconds(costs[c]);
+    }
     logLines_.push_back(name + " (" + step->op_type() + "): " + device + " [" +
                         step->placement_reason() + "] candidates: " + candText);
     ops_.push_back({{"name", name},
@@ -230,7 +245,11 @@ class PlanEmitter {
                     {"device", device},
                     {"reason", step->placement_reason()},
                     {"candidates", candidates},
+                    {"estimated_seconds", costs},
                     {"location", step->location()}});
+    dotNodes_.push_back({name, step->op_type(), device});
+    for (mlir::Value v : op->getOperands())
+      if (std::string from = dotNameOf(v); !from.empty()) dotEdges_.push_back({from, name});
     opsPerDevice_[device] += 1;
     return mlir::success();
   }
@@ -247,7 +266,26 @@ class PlanEmitter {
     text << "summary: ops: " << (opsText.empty() ? "none" : opsText)
          << "; copies: " << copies_.size() << " (" << bytesMoved_
          << " bytes moved); arena peak: " << (peakText.empty() ? "none" : peakText) << "\n";
+    // Estimated time of this plan and of every baseline placement of the same graph.
+    nlohmann::json estimates = nlohmann::json::object();
+    if (auto e = module_->getAttrOfType<mlir::DictionaryAttr>(kPlacementEstimatesAttr)) {
+      std::string line;
+      for (const mlir::NamedAttribute& a : e) {
+        auto d = llvm::cast<mlir::DictionaryAttr>(a.getValue());
+        double total = llvm::cast<mlir::FloatAttr>(d.get("total_s")).getValueAsDouble();
+        double makespan = llvm::cast<mlir::FloatAttr>(d.get("makespan_s")).getValueAsDouble();
+        estimates[a.getName().str()] = {{"total_seconds", total}, {"makespan_seconds", makespan}};
+        if (a.getName() != "plan")
+          line += (line.empty() ? "" : ", ") + a.getName().str() + " " + formatSeconds(total);
+      }
+      auto policy = module_->getAttrOfType<mlir::StringAttr>(kPlacementPolicyAttr);
+      if (estimates.contains("plan"))
+        text << "estimated time: plan (" << (policy ? policy.str() : "cost") << ") "
+             << formatSeconds(estimates["plan"]["total_seconds"].get<double>())
+             << "; baselines: " << line << "\n";
+    }
     result_->placementLogText = text.str();
+    result_->placementLogDot = dot();
 
     std::vector<std::string> devices;
     if (auto list = module_->getAttrOfType<mlir::ArrayAttr>(kDevicesAttr))
@@ -264,11 +302,73 @@ class PlanEmitter {
                     {"copies", copies_.size()},
                     {"bytes_moved", bytesMoved_},
                     {"arena_peak_bytes", peak},
-                    {"arena_unplanned_bytes", unplanned}};
+                    {"arena_unplanned_bytes", unplanned},
+                    {"estimates", estimates}};
     // Node names come from the model file: replace invalid UTF-8 rather than throw.
     result_->placementLogJson = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     plan_.set_placement_log_json(result_->placementLogJson);
   }
+
+  // Seconds the place pass estimated for copying `value` to `to`, or -1 when unknown.
+  double copyEstimate(const std::string& value, const std::string& to) const {
+    auto e = module_->getAttrOfType<mlir::DictionaryAttr>(kCopyEstimatesAttr);
+    if (!e) return -1;
+    auto f = llvm::dyn_cast_or_null<mlir::FloatAttr>(e.get(value + "->" + to));
+    return f ? f.getValueAsDouble() : -1;
+  }
+
+  // The DOT node a value comes from: its producing op, or the copy that brought it; "" for
+  // weights and graph inputs (left out to keep the picture readable).
+  static std::string dotNameOf(mlir::Value v) {
+    mlir::Operation* def = v.getDefiningOp();
+    if (!def || llvm::isa<ConstantOp, NoneOp>(def)) return "";
+    if (auto copy = llvm::dyn_cast<CopyOp>(def))
+      return "copy " + valueName(copy.getInput()) + " -> " + copy.getTo().str();
+    std::string n = nodeName(def->getLoc());
+    return n.empty() ? valueName(def->getResult(0)) : n;
+  }
+
+  static std::string formatSeconds(double s) {
+    char buf[32];
+    if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3gms", s * 1e3);
+    else std::snprintf(buf, sizeof buf, "%.3gus", s * 1e6);
+    return buf;
+  }
+
+  // Graphviz: one node per op, filled by device; dataflow edges; copies as bold red edges
+  // labelled with the bytes moved.
+  std::string dot() const {
+    static const char* palette[] = {"#a6cee3", "#b2df8a", "#fdbf6f", "#cab2d6", "#fb9a99", "#ffff99"};
+    std::map<std::string, std::string> colour;
+    std::ostringstream os;
+    auto quote = [](const std::string& s) {
+      std::string q = "\"";
+      for (char c : s) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      return q + "\"";
+    };
+    os << "digraph placement {\n  rankdir=TB;\n  node [shape=box, style=filled];\n";
+    for (const DotNode& n : dotNodes_) {
+      if (!colour.count(n.device)) colour[n.device] = palette[colour.size() % 6];
+      os << "  " << quote(n.name) << " [label=" << quote(n.name + "\\n" + n.opType + " @ " + n.device)
+         << ", fillcolor=" << quote(colour[n.device]) << "];\n";
+    }
+    for (const auto& [from, to] : dotEdges_) os << "  " << quote(from) << " -> " << quote(to) << ";\n";
+    for (const DotCopy& c : dotCopies_)
+      os << "  " << quote("copy " + c.value + " -> " + c.to) << " [shape=cds, fillcolor=\"#e31a1c\", "
+         << "fontcolor=white, label=" << quote("copy " + c.value + "\\n" + c.from + " -> " + c.to + "\\n" +
+                                             std::to_string(c.bytes) + " B") << "];\n";
+    os << "  subgraph cluster_legend { label=\"devices\";\n";
+    for (const auto& [d, c] : colour)
+      os << "    " << quote("device " + d) << " [label=" << quote(d) << ", fillcolor=" << quote(c) << "];\n";
+    os << "  }\n}\n";
+    return os.str();
+  }
+
+  struct DotNode { std::string name, opType, device; };
+  struct DotCopy { std::string value, from, to; int64_t bytes; };
+  std::vector<DotNode> dotNodes_;
+  std::vector<DotCopy> dotCopies_;
+  std::vector<std::pair<std::string, std::string>> dotEdges_;
 
   mlir::ModuleOp module_;
   plan::Plan& plan_;

@@ -53,6 +53,9 @@ std::unique_ptr<mlir::Pass> placePass(const CompileOptions& options) {
   for (const auto& [node, device] : options.pins) pins.push_back(node + "=" + device);
   TandemPlaceOptions o;
   o.devices = options.devices;
+  o.target = options.target;
+  o.profile = options.profilePath;
+  o.policy = options.placementPolicy;
   o.pins = pins;
   o.strict = options.strictPlacement;
   return createPlacePass(o);

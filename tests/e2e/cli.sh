@@ -12,7 +12,7 @@ check() {  # check EXPECTED_CODE REGEX -- cmd...
     echo "ok: $*"
   fi
 }
-for c in devices kernels compile run bench; do check 0 "Usage|usage" -- "$tandem" $c --help; done
+for c in devices kernels compile run bench calibrate; do check 0 "Usage|usage" -- "$tandem" $c --help; done
 check 0 "Usage|usage" -- "$tandem" --help
 check 0 "cpu \(cpu\)" -- "$tandem" devices
 check 0 "isa" -- "$tandem" devices

@@ -56,6 +56,9 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
     c->pins.push_back({p.substr(0, eq), dev});
   }
   c->strictPlacement = f.strictPlacement;
+  c->target = f.target;
+  c->profilePath = f.profile;
+  c->placementPolicy = f.placement;
   return "";
 }
 
@@ -66,6 +69,7 @@ void printNotes(const CompileResult& r) {
 void printPlacementLog(const CommonCompileFlags& f, const CompileResult& r) {
   if (!f.logPlacementSet) return;
   if (f.logPlacement == "json") std::cout << r.placementLogJson << "\n";
+  else if (f.logPlacement == "dot") std::cout << r.placementLogDot;
   else std::cout << r.placementLogText;
   std::cout.flush();
 }
@@ -139,15 +143,24 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
   cmd->add_option("--dim", f.dims, "Bind a symbolic dim: NAME=VALUE (e.g. N=32); others bind to 1");
   cmd->add_option("--pin", f.pins, "Pin an op to a device: NODE=DEVICE (soft unless --strict-placement)");
   cmd->add_flag("--strict-placement", f.strictPlacement, "Unsatisfiable pins are errors");
+  cmd->add_option("--target", f.target,
+                  "Devices to place on, with models: e.g. cpu,cuda:0=h100 (a100, h100, h100-pcie, "
+                  "h200; cpu,cpu:1 splits the CPU). Default: the live devices");
+  cmd->add_option("--profile", f.profile, "Cost-model profile JSON written by 'tandem calibrate'");
+  cmd->add_option("--placement", f.placement,
+                  "Placement policy: cost (minimum estimated time), greedy (TensorFlow: GPU "
+                  "whenever it has a kernel), ort (ONNX Runtime EP order), cpu, gpu")
+      ->check(CLI::IsMember({"cost", "greedy", "ort", "cpu", "gpu"}))
+      ->capture_default_str();
   cmd->add_option_function<std::string>(
          "--log-placement",
          [&f](const std::string& v) {
            f.logPlacementSet = true;
            f.logPlacement = v.empty() ? "text" : v;
          },
-         "Print the placement log: text (default) or json")
+         "Print the placement log: text (default), json or dot (Graphviz)")
       ->expected(0, 1)
-      ->check(CLI::IsMember({"", "text", "json"}));
+      ->check(CLI::IsMember({"", "text", "json", "dot"}));
   cmd->add_flag("--print-ir-after-all", f.printIrAfterAll, "Print the IR after every pass (stderr)");
 }
 

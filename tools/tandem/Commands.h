@@ -13,8 +13,11 @@ constexpr int kExitOk = 0, kExitError = 1, kExitUsage = 2;
 struct CommonCompileFlags {
   std::vector<std::string> dims;      // NAME=VALUE symbolic dim bindings
   std::vector<std::string> pins;      // NODE=DEVICE
+  std::string target;                 // cpu,cuda:0=h100
+  std::string profile;                // calibration profile JSON
+  std::string placement = "cost";     // cost, greedy, ort, cpu, gpu
   bool strictPlacement = false;
-  std::string logPlacement;           // "", "text", "json"
+  std::string logPlacement;           // "", "text", "json", "dot"
   bool logPlacementSet = false;
   bool printIrAfterAll = false;
 };

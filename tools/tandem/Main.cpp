@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "tools/tandem/Calibrate.h"
 #include "tools/tandem/Commands.h"
 
 int main(int argc, char** argv) {
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
   runCmd->add_option("--warmup", run.warmup, "Untimed runs before timing")->check(CLI::NonNegativeNumber);
   runCmd->add_option("--threads", run.threads, "Intra-op threads (0 = all cores)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
-  runCmd->add_flag("--profile", run.profile, "Print per-step times of the last run");
+  runCmd->add_flag("--step-times", run.profile, "Print per-step times (device, kernel) of the last run");
   addCommonCompileFlags(runCmd, run.common);
 
   BenchOptions bench;
@@ -58,6 +59,15 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--min-sec", bench.minSec, "Timed seconds at least")->capture_default_str();
   benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first")->capture_default_str();
   benchCmd->add_option("--data-sets", bench.dataSets, "Only these test_data_set indices")->delimiter(',');
+
+  CalibrateOptions calibrate;
+  CLI::App* calibrateCmd = app.add_subcommand(
+      "calibrate", "Measure the live CPU (GEMM, conv, elementwise, dispatch) and write a cost-model profile");
+  calibrateCmd->add_option("-o,--output", calibrate.output, "Profile JSON to write")->required();
+  calibrateCmd->add_option("--seconds", calibrate.seconds, "Measurement budget in seconds")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  calibrateCmd->add_option("--threads", calibrate.threads, "Threads (0 = all cores)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -75,5 +85,6 @@ int main(int argc, char** argv) {
   if (*compileCmd) return runCompile(compile);
   if (*runCmd) return runRun(run);
   if (*benchCmd) return runBench(bench);
+  if (*calibrateCmd) return runCalibrate(calibrate);
   return 2;
 }

@@ -126,11 +126,15 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
   // defaultDim 1 bound the symbolic batch and said so.
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0], "symbolic dim 'N' of input 'x' bound to 1");
+  // One line per op with each candidate's estimated time (tiny ops: the 1 us CPU dispatch
+  // overhead; Reshape is free), the summary, and the estimates of the plan and the baselines.
   EXPECT_EQ(r.placementLogText,
-            "add1 (Add): cpu [only-kernel] candidates: cpu\n"
-            "relu1 (Relu): cpu [only-kernel] candidates: cpu\n"
-            "reshape1 (Reshape): cpu [only-kernel] candidates: cpu\n"
-            "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 128 bytes\n");
+            "add1 (Add): cpu [only-kernel] candidates: cpu 1us\n"
+            "relu1 (Relu): cpu [only-kernel] candidates: cpu 1us\n"
+            "reshape1 (Reshape): cpu [only-kernel] candidates: cpu 0us\n"
+            "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 128 bytes\n"
+            "estimated time: plan (cost) 2us; baselines: cost 2us, cpu 2us, gpu 2us, "
+            "greedy 2us, ort 2us\n");
   auto j = nlohmann::json::parse(r.placementLogJson);
   EXPECT_EQ(j["version"], 1);
   EXPECT_EQ(j["devices"], nlohmann::json::array({"cpu"}));
@@ -147,13 +151,13 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   CompileOptions options;
   options.inputShapes = {{"x", {2, 4}}};
   options.devices = {"cpu", "cpu:1"};
-  options.pins = {{"relu1", "cpu:1"}, {"reshape1", "CPU:1"}};
+  options.pins = {{"add1", "cpu"}, {"relu1", "cpu:1"}, {"reshape1", "CPU:1"}};
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
   const plan::Plan& p = r.plan;
   ASSERT_EQ(p.steps_size(), 4);
   EXPECT_EQ(p.steps(0).op_type(), "Add");
-  EXPECT_EQ(p.steps(0).placement_reason(), "cost");
+  EXPECT_EQ(p.steps(0).placement_reason(), "pinned");
   EXPECT_EQ(p.steps(1).op_type(), "Copy");
   EXPECT_EQ(p.steps(1).device(), "cpu:1");
   EXPECT_EQ(p.steps(1).name(), "copy:add1->cpu:1");
@@ -173,9 +177,9 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   EXPECT_EQ(p.arenas(0).bytes(), 128);
   EXPECT_EQ(p.arenas(1).bytes(), 128);
   EXPECT_EQ(p.arenas(1).unplanned_bytes(), 192);
-  EXPECT_NE(r.placementLogText.find("copy add1: cpu -> cpu:1, 32 bytes\n"), std::string::npos)
+  EXPECT_NE(r.placementLogText.find("copy add1: cpu -> cpu:1, 32 bytes, "), std::string::npos)
       << r.placementLogText;
-  EXPECT_NE(r.placementLogText.find("relu1 (Relu): cpu:1 [pinned] candidates: cpu, cpu:1\n"),
+  EXPECT_NE(r.placementLogText.find("relu1 (Relu): cpu:1 [pinned] candidates: cpu "),
             std::string::npos)
       << r.placementLogText;
   EXPECT_NE(r.placementLogText.find("copies: 1 (32 bytes moved)"), std::string::npos);
@@ -187,13 +191,13 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
 
 TEST_F(PipelineTest, StrictPinWithoutKernelFails) {
   CompileOptions options;
-  options.devices = {"cpu", "cuda:0"};
-  options.pins = {{"relu1", "cuda:0"}};
+  options.target = "cpu,cuda:0=h100";
+  options.pins = {{"relu1", "cuda:1"}};
   options.strictPlacement = true;
   CompileResult r;
   EXPECT_TRUE(mlir::failed(compile(kAddRelu, options, &r)));
-  EXPECT_NE(errors_.find(
-                "op 'relu1' (Relu) is pinned to cuda:0 but no kernel for Relu on (f32) on cuda:0"),
+  EXPECT_NE(errors_.find("op 'relu1' (Relu) is pinned to cuda:1 (strict placement), but cuda:1 "
+                         "is not a target"),
             std::string::npos)
       << errors_;
 }

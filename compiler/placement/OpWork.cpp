@@ -1,0 +1,194 @@
+// FLOP and byte counts per ONNX op type (the table documented in OpWork.h).
+#include "compiler/placement/OpWork.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tandem {
+
+const char* opClassName(OpClass c) {
+  switch (c) {
+    case OpClass::Free: return "free";
+    case OpClass::Gemm: return "gemm";
+    case OpClass::Conv: return "conv";
+    case OpClass::Memory: return "memory";
+  }
+  return "?";
+}
+
+namespace {
+
+// Counts elements and bytes of operands, remembering whether any dim was unknown.
+struct Counter {
+  bool unknownDims = false;
+
+  double numel(const TensorType& t) {
+    if (!t.present()) return 0;
+    double n = 1;
+    for (int64_t d : t.shape) {
+      if (d < 0) {
+        unknownDims = true;
+        continue;  // counted as 1
+      }
+      n *= (double)d;
+    }
+    return n;
+  }
+  double bytes(const TensorType& t) { return numel(t) * (double)dtypeSize(t.dtype); }
+  double dim(const TensorType& t, size_t i) {
+    if (i >= t.shape.size()) return 1;
+    if (t.shape[i] < 0) {
+      unknownDims = true;
+      return 1;
+    }
+    return (double)t.shape[i];
+  }
+  // Product of dims [from, rank).
+  double tailProduct(const TensorType& t, size_t from) {
+    double p = 1;
+    for (size_t i = from; i < t.shape.size(); ++i) p *= dim(t, i);
+    return p;
+  }
+};
+
+const TensorType* operand(const std::vector<TensorType>& v, size_t i) {
+  return i < v.size() && v[i].present() ? &v[i] : nullptr;
+}
+
+const std::set<std::string> kFree = {"Reshape",  "Flatten", "Squeeze",  "Unsqueeze",
+                                     "Identity", "Shape",   "Constant", "Dropout"};
+const std::set<std::string> kOneFlop = {"Add",  "Sub",        "Mul",   "Div",  "Relu",
+                                        "Abs",  "Neg",        "Sqrt",  "Reciprocal",
+                                        "Equal", "Less",      "Greater", "Where"};
+const std::set<std::string> kTwoFlops = {"Clip", "PRelu", "LeakyRelu"};
+const std::set<std::string> kTranscendental = {"Exp", "Log",  "Erf", "Tanh", "Sigmoid",
+                                               "Softplus", "Elu", "Selu", "Pow"};
+const std::set<std::string> kVariadic = {"Sum", "Max", "Min"};
+const std::set<std::string> kReduce = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax"};
+const std::set<std::string> kDataMovement = {"Transpose", "Concat", "Split", "Pad",  "Tile",
+                                             "Expand",    "Cast"};
+constexpr double kTranscendentalFlops = 4;
+
+}  // namespace
+
+OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
+                      const std::vector<TensorType>& out, const AttrMap& attrs) {
+  OpWork w;
+  Counter c;
+
+  // The arithmetic dtype: first floating input, else first present input, else first output.
+  w.dtype = DType::Undefined;
+  for (const TensorType& t : in)
+    if (t.present() && isFloat(t.dtype)) {
+      w.dtype = t.dtype;
+      break;
+    }
+  for (const TensorType& t : in)
+    if (w.dtype == DType::Undefined && t.present()) w.dtype = t.dtype;
+  if (w.dtype == DType::Undefined && !out.empty()) w.dtype = out[0].dtype;
+  if (w.dtype == DType::Undefined) w.dtype = DType::F32;
+
+  double inBytes = 0, outBytes = 0, outElems = 0;
+  for (const TensorType& t : in) inBytes += c.bytes(t);
+  for (const TensorType& t : out) {
+    outBytes += c.bytes(t);
+    outElems += c.numel(t);
+  }
+  const double y = out.empty() ? 0 : c.numel(out[0]);  // elements of the first result
+  w.bytes = inBytes + outBytes;
+
+  if (kFree.count(op)) {
+    w.cls = OpClass::Free;
+    w.flops = 0;
+    w.bytes = 0;
+  } else if (op == "Conv") {
+    w.cls = OpClass::Conv;
+    const TensorType* W = operand(in, 1);
+    if (W) {
+      // W: [Cout, Cin/group, k...]; every output element is a dot product of length
+      // (Cin/group)·prod(k), i.e. that many FMAs.
+      w.flops = 2 * y * c.dim(*W, 1) * c.tailProduct(*W, 2);
+    }
+    if (operand(in, 2)) w.flops += y;
+  } else if (op == "ConvTranspose") {
+    w.cls = OpClass::Conv;
+    const TensorType* X = operand(in, 0);
+    const TensorType* W = operand(in, 1);
+    if (X && W) {
+      // W: [Cin, Cout/group, k...]; every input element scatters into (Cout/group)·prod(k)
+      // outputs with one FMA each.
+      w.flops = 2 * c.numel(*X) * c.dim(*W, 1) * c.tailProduct(*W, 2);
+    }
+    if (operand(in, 2)) w.flops += y;
+  } else if (op == "Gemm") {
+    w.cls = OpClass::Gemm;
+    const TensorType* A = operand(in, 0);
+    if (A && !out.empty()) {
+      double K = attrs.getInt("transA", 0) ? c.dim(*A, 0) : c.dim(*A, 1);
+      w.flops = 2 * y * K;  // y = M·N
+    }
+    if (operand(in, 2)) w.flops += y;
+  } else if (op == "MatMul") {
+    w.cls = OpClass::Gemm;
+    const TensorType* A = operand(in, 0);
+    if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
+  } else if (op == "MaxPool" || op == "AveragePool") {
+    std::vector<int64_t> k = attrs.getInts("kernel_shape");
+    double kp = 1;
+    for (int64_t d : k) kp *= (double)std::max<int64_t>(d, 1);
+    if (k.empty()) {
+      w.estimated = true;
+      w.note = "no kernel_shape: counted as a 1-element window";
+    }
+    w.flops = y * kp;
+  } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    w.flops = operand(in, 0) ? c.numel(in[0]) : 0;
+  } else if (kOneFlop.count(op)) {
+    w.flops = y;
+  } else if (kTwoFlops.count(op)) {
+    w.flops = 2 * y;
+  } else if (op == "HardSigmoid") {
+    w.flops = 3 * y;
+  } else if (kTranscendental.count(op)) {
+    w.flops = kTranscendentalFlops * y;
+  } else if (kVariadic.count(op)) {
+    size_t k = 0;
+    for (const TensorType& t : in) k += t.present();
+    w.flops = y * (double)std::max<size_t>(k, 2) - y;  // k-1 per element, at least 1
+  } else if (kReduce.count(op)) {
+    w.flops = operand(in, 0) ? c.numel(in[0]) : 0;
+  } else if (op == "ReduceMean") {
+    w.flops = (operand(in, 0) ? c.numel(in[0]) : 0) + y;
+  } else if (op == "Softmax" || op == "LogSoftmax") {
+    w.flops = 8 * y;
+  } else if (op == "LayerNormalization") {
+    w.flops = (operand(in, 2) ? 7 : 6) * y;
+  } else if (op == "BatchNormalization") {
+    w.flops = 2 * y;
+  } else if (kDataMovement.count(op)) {
+    w.flops = 0;
+  } else if (op == "Slice") {
+    // Reads only the sliced elements (plus the small starts/ends/axes/steps operands).
+    w.flops = 0;
+    w.bytes = 2 * outBytes;
+    for (size_t i = 1; i < in.size(); ++i) w.bytes += c.bytes(in[i]);
+  } else if (op == "Gather") {
+    // Reads the indices and only the gathered rows of the data, not the whole table.
+    w.flops = 0;
+    w.bytes = 2 * outBytes + (operand(in, 1) ? c.bytes(in[1]) : 0);
+  } else if (op == "ConstantOfShape") {
+    w.flops = 0;  // writes its result; reads only the small shape operand
+  } else {
+    w.estimated = true;
+    w.note = "op type '" + op + "' has no work formula: counted as 1 FLOP per output element";
+    w.flops = outElems;
+  }
+
+  if (c.unknownDims) {
+    w.estimated = true;
+    w.note += std::string(w.note.empty() ? "" : "; ") + "unknown dims counted as 1";
+  }
+  return w;
+}
+
+}  // namespace tandem

@@ -1,0 +1,61 @@
+// The work of one op: FLOPs and bytes moved, from its ONNX op type, static operand types and
+// attributes. The cost model turns work into time on a device (CostModel.h).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/Attr.h"
+#include "runtime/DType.h"
+#include "runtime/Kernel.h"  // TensorType
+
+namespace tandem {
+
+/// Which throughput governs an op: a calibration profile has a GEMM table, a conv table and a
+/// memory-bandwidth table (CostModel.h); `Free` ops cost nothing on any device.
+enum class OpClass {
+  Free,    // metadata: Reshape Flatten Squeeze Unsqueeze Identity Shape Constant Dropout
+  Gemm,    // Gemm, MatMul
+  Conv,    // Conv, ConvTranspose
+  Memory,  // elementwise, reductions, pools, normalisations, data movement (bandwidth-bound)
+};
+const char* opClassName(OpClass c);  // "free", "gemm", "conv", "memory"
+
+struct OpWork {
+  OpClass cls = OpClass::Memory;
+  /// Floating-point (or integer) operations; a fused multiply-add counts 2.
+  double flops = 0;
+  /// Compulsory DRAM/HBM traffic in bytes: every operand read once and every result written
+  /// once (perfect caching), except where an op reads less of an input (Slice, Gather).
+  double bytes = 0;
+  /// The arithmetic type: the first floating-point input's dtype, else the first input's.
+  DType dtype = DType::F32;
+  /// True when the figure is a guess: an op type this table does not know (counted as one
+  /// FLOP per output element) or unknown dims (counted as 1). `note` says which.
+  bool estimated = false;
+  std::string note;
+};
+
+/// FLOPs and bytes of one op (ONNX opset 17 semantics, operands in ONNX order; an absent
+/// optional input has dtype Undefined). Shapes are the static shapes after inference; a dim of
+/// -1 (unknown) is counted as 1 and marks the result `estimated`. Never fails.
+///
+/// FLOP counts (N = output elements unless said otherwise):
+///   Conv           2·N·(Cin/group)·prod(kernel) (+N with bias), i.e. 2·Nb·Cout·prod(out
+///                  spatial)·Cin/group·prod(kernel); Cin/group and kernel read from W's shape
+///   ConvTranspose  2·numel(X)·(Cout/group)·prod(kernel) (+N with bias)
+///   Gemm           2·M·N·K (+M·N with C);  MatMul 2·N·K (batched, K = A's last dim)
+///   MaxPool/AveragePool N·prod(kernel_shape); GlobalAveragePool/GlobalMaxPool numel(X)
+///   Add Sub Mul Div Relu Abs Neg Sqrt Reciprocal Equal Less Greater Where: 1 per element;
+///   Clip PRelu LeakyRelu: 2; HardSigmoid: 3; Sum/Max/Min of k inputs: k-1 (at least 1)
+///   Exp Log Erf Tanh Sigmoid Softplus Elu Selu Pow: 4 per element (vector approximations of
+///   transcendental functions cost several FMAs; these ops are memory-bound on every device
+///   anyway, so the exact count rarely matters)
+///   ReduceSum/Max/Min, ArgMax: numel(X); ReduceMean: numel(X) + N
+///   Softmax/LogSoftmax: 8 per element (max, subtract, exp = 4, sum, divide)
+///   LayerNormalization: 6 per element (+1 with bias); BatchNormalization (inference): 2
+///   Transpose Concat Split Slice Gather Pad Tile Expand Cast ConstantOfShape: 0 (data movement)
+///   Free ops: 0 FLOPs and 0 bytes.
+OpWork estimateOpWork(const std::string& opType, const std::vector<TensorType>& inputs,
+                      const std::vector<TensorType>& outputs, const AttrMap& attrs);
+
+}  // namespace tandem

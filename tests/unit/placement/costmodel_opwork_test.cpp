@@ -1,0 +1,168 @@
+// OpWork: FLOPs and bytes per op against hand-computed values.
+#include <gtest/gtest.h>
+
+#include "compiler/placement/OpWork.h"
+
+using namespace tandem;
+
+namespace {
+
+TensorType f32(Shape s) { return TensorType{DType::F32, std::move(s)}; }
+TensorType absent() { return TensorType{}; }
+
+OpWork work(const std::string& op, std::vector<TensorType> in, std::vector<TensorType> out,
+            const AttrMap& attrs = AttrMap()) {
+  return estimateOpWork(op, in, out, attrs);
+}
+
+}  // namespace
+
+TEST(OpWork, ResNet18FirstConvAtBatch1) {
+  // 2 * N * Cout * Hout * Wout * Cin/group * kh * kw = 2*1*64*112*112*3*7*7.
+  OpWork w = work("Conv", {f32({1, 3, 224, 224}), f32({64, 3, 7, 7})}, {f32({1, 64, 112, 112})});
+  EXPECT_EQ(w.cls, OpClass::Conv);
+  EXPECT_DOUBLE_EQ(w.flops, 236027904.0);
+  // X 3*224*224*4 + W 64*3*49*4 + Y 64*112*112*4 bytes.
+  EXPECT_DOUBLE_EQ(w.bytes, 602112.0 + 37632.0 + 3211264.0);
+  EXPECT_EQ(w.dtype, DType::F32);
+  EXPECT_FALSE(w.estimated) << w.note;
+}
+
+TEST(OpWork, ConvBiasAddsOneFlopPerOutput) {
+  OpWork w = work("Conv", {f32({1, 3, 224, 224}), f32({64, 3, 7, 7}), f32({64})},
+                  {f32({1, 64, 112, 112})});
+  EXPECT_DOUBLE_EQ(w.flops, 236027904.0 + 802816.0);
+  EXPECT_DOUBLE_EQ(w.bytes, 602112.0 + 37632.0 + 256.0 + 3211264.0);
+}
+
+TEST(OpWork, DepthwiseConvUsesCinPerGroupFromTheWeights) {
+  AttrMap a;
+  a.set("group", Attr::ofInt(32));
+  // MobileNet-style 3x3 depthwise: W [32, 1, 3, 3]; 2 * 32*112*112 * 1 * 9.
+  OpWork w =
+      work("Conv", {f32({1, 32, 112, 112}), f32({32, 1, 3, 3})}, {f32({1, 32, 112, 112})}, a);
+  EXPECT_DOUBLE_EQ(w.flops, 7225344.0);
+}
+
+TEST(OpWork, ConvTransposeScattersEachInput) {
+  // X [1,16,8,8], W [16, 8, 4, 4]: 2 * 1024 inputs * 8 * 16.
+  OpWork w = work("ConvTranspose", {f32({1, 16, 8, 8}), f32({16, 8, 4, 4})}, {f32({1, 8, 18, 18})});
+  EXPECT_EQ(w.cls, OpClass::Conv);
+  EXPECT_DOUBLE_EQ(w.flops, 262144.0);
+}
+
+TEST(OpWork, GemmWithBiasAndTransposes) {
+  // A fully connected layer at batch 1: 2*1*1000*512 + 1000.
+  OpWork fc = work("Gemm", {f32({1, 512}), f32({512, 1000}), f32({1000})}, {f32({1, 1000})});
+  EXPECT_EQ(fc.cls, OpClass::Gemm);
+  EXPECT_DOUBLE_EQ(fc.flops, 1025000.0);
+  EXPECT_DOUBLE_EQ(fc.bytes, (512.0 + 512000.0 + 1000.0 + 1000.0) * 4);
+
+  AttrMap t;
+  t.set("transA", Attr::ofInt(1));
+  OpWork ta = work("Gemm", {f32({512, 4}), f32({512, 10})}, {f32({4, 10})}, t);
+  EXPECT_DOUBLE_EQ(ta.flops, 2.0 * 4 * 10 * 512);
+
+  OpWork big = work("Gemm", {f32({4096, 4096}), f32({4096, 4096})}, {f32({4096, 4096})});
+  EXPECT_DOUBLE_EQ(big.flops, 137438953472.0);  // 2 * 4096^3
+  EXPECT_DOUBLE_EQ(big.bytes, 3.0 * 4096 * 4096 * 4);
+}
+
+TEST(OpWork, BatchedAndVectorMatMul) {
+  // Attention scores: [8,12,128,64] x [8,12,64,128] -> 2 * (8*12*128*128) * 64.
+  OpWork w = work("MatMul", {f32({8, 12, 128, 64}), f32({8, 12, 64, 128})},
+                  {f32({8, 12, 128, 128})});
+  EXPECT_DOUBLE_EQ(w.flops, 201326592.0);
+  OpWork v = work("MatMul", {f32({64}), f32({64, 10})}, {f32({10})});
+  EXPECT_DOUBLE_EQ(v.flops, 1280.0);
+}
+
+TEST(OpWork, Pools) {
+  AttrMap a;
+  a.set("kernel_shape", Attr::ofInts({3, 3}));
+  a.set("strides", Attr::ofInts({2, 2}));
+  OpWork mp = work("MaxPool", {f32({1, 64, 112, 112})}, {f32({1, 64, 56, 56})}, a);
+  EXPECT_EQ(mp.cls, OpClass::Memory);
+  EXPECT_DOUBLE_EQ(mp.flops, 200704.0 * 9);
+  OpWork gap = work("GlobalAveragePool", {f32({1, 512, 7, 7})}, {f32({1, 512, 1, 1})});
+  EXPECT_DOUBLE_EQ(gap.flops, 25088.0);
+  EXPECT_DOUBLE_EQ(gap.bytes, (25088.0 + 512.0) * 4);
+}
+
+TEST(OpWork, ElementwiseAndTranscendental) {
+  OpWork relu = work("Relu", {f32({1, 64, 56, 56})}, {f32({1, 64, 56, 56})});
+  EXPECT_EQ(relu.cls, OpClass::Memory);
+  EXPECT_DOUBLE_EQ(relu.flops, 200704.0);
+  EXPECT_DOUBLE_EQ(relu.bytes, 2 * 200704.0 * 4);
+  // Broadcast add: bytes count each operand as stored.
+  OpWork add = work("Add", {f32({32, 100}), f32({100})}, {f32({32, 100})});
+  EXPECT_DOUBLE_EQ(add.flops, 3200.0);
+  EXPECT_DOUBLE_EQ(add.bytes, (3200.0 + 100.0 + 3200.0) * 4);
+  EXPECT_DOUBLE_EQ(work("Erf", {f32({1000})}, {f32({1000})}).flops, 4000.0);
+  EXPECT_DOUBLE_EQ(work("Sigmoid", {f32({1000})}, {f32({1000})}).flops, 4000.0);
+  EXPECT_DOUBLE_EQ(work("Clip", {f32({1000}), absent(), absent()}, {f32({1000})}).flops, 2000.0);
+  EXPECT_DOUBLE_EQ(work("Sum", {f32({10}), f32({10}), f32({10})}, {f32({10})}).flops, 20.0);
+  EXPECT_DOUBLE_EQ(work("Max", {f32({10})}, {f32({10})}).flops, 10.0);  // one input: a copy, 1/elem
+}
+
+TEST(OpWork, ReductionsAndNormalisations) {
+  EXPECT_DOUBLE_EQ(work("ReduceSum", {f32({64, 100})}, {f32({64, 1})}).flops, 6400.0);
+  EXPECT_DOUBLE_EQ(work("ReduceMean", {f32({64, 100})}, {f32({64, 1})}).flops, 6464.0);
+  EXPECT_DOUBLE_EQ(work("Softmax", {f32({32, 1000})}, {f32({32, 1000})}).flops, 256000.0);
+  OpWork ln = work("LayerNormalization", {f32({2, 128, 768}), f32({768}), f32({768})},
+                   {f32({2, 128, 768})});
+  EXPECT_DOUBLE_EQ(ln.flops, 7.0 * 196608);
+  OpWork bn = work("BatchNormalization",
+                   {f32({1, 64, 56, 56}), f32({64}), f32({64}), f32({64}), f32({64})},
+                   {f32({1, 64, 56, 56})});
+  EXPECT_DOUBLE_EQ(bn.flops, 2.0 * 200704);
+  EXPECT_DOUBLE_EQ(bn.bytes, (2 * 200704.0 + 4 * 64) * 4);
+}
+
+TEST(OpWork, DataMovementMovesBytesOnly) {
+  AttrMap perm;
+  perm.set("perm", Attr::ofInts({2, 0, 1}));
+  OpWork t = work("Transpose", {f32({2, 3, 4})}, {f32({4, 2, 3})}, perm);
+  EXPECT_EQ(t.cls, OpClass::Memory);
+  EXPECT_DOUBLE_EQ(t.flops, 0);
+  EXPECT_DOUBLE_EQ(t.bytes, 192.0);
+  // Embedding lookup: only the 16 gathered rows are read, not the 50000-row table.
+  OpWork g = work("Gather", {f32({50000, 512}), TensorType{DType::I64, {1, 16}}},
+                  {f32({1, 16, 512})});
+  EXPECT_DOUBLE_EQ(g.bytes, 2.0 * 16 * 512 * 4 + 16 * 8);
+  OpWork s = work("Slice",
+                  {f32({1, 1000}), TensorType{DType::I64, {1}}, TensorType{DType::I64, {1}}},
+                  {f32({1, 10})});
+  EXPECT_DOUBLE_EQ(s.bytes, 2.0 * 40 + 16);
+}
+
+TEST(OpWork, MetadataOpsAreFree) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape",
+                         "Constant", "Dropout"}) {
+    OpWork w = work(op, {f32({1, 512, 1, 1})}, {f32({1, 512})});
+    EXPECT_EQ(w.cls, OpClass::Free) << op;
+    EXPECT_DOUBLE_EQ(w.flops, 0) << op;
+    EXPECT_DOUBLE_EQ(w.bytes, 0) << op;
+  }
+}
+
+TEST(OpWork, DTypeIsTheFirstFloatingInput) {
+  OpWork d = work("Gemm", {TensorType{DType::F64, {4, 4}}, TensorType{DType::F64, {4, 4}}},
+                  {TensorType{DType::F64, {4, 4}}});
+  EXPECT_EQ(d.dtype, DType::F64);
+  EXPECT_DOUBLE_EQ(d.bytes, 3 * 16 * 8.0);
+  OpWork i = work("Add", {TensorType{DType::I64, {4}}, TensorType{DType::I64, {4}}},
+                  {TensorType{DType::I64, {4}}});
+  EXPECT_EQ(i.dtype, DType::I64);
+}
+
+TEST(OpWork, GuessesAreMarked) {
+  OpWork u = work("FancyOp", {f32({8})}, {f32({2, 8})});
+  EXPECT_TRUE(u.estimated);
+  EXPECT_DOUBLE_EQ(u.flops, 16.0);
+  EXPECT_NE(u.note.find("FancyOp"), std::string::npos) << u.note;
+  OpWork dyn = work("Relu", {f32({-1, 10})}, {f32({-1, 10})});
+  EXPECT_TRUE(dyn.estimated);
+  EXPECT_DOUBLE_EQ(dyn.flops, 10.0);
+  EXPECT_NE(dyn.note.find("unknown dims"), std::string::npos) << dyn.note;
+}

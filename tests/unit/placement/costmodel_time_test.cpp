@@ -1,0 +1,123 @@
+// CostModel without a profile: roofline op times and link transfer times, hand-computed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "compiler/placement/CostModel.h"
+
+using namespace tandem;
+
+namespace {
+
+TensorType f32(Shape s) { return TensorType{DType::F32, std::move(s)}; }
+
+// A CPU with round figures so the expected times are easy to check by hand.
+DeviceSpec roundCpu() {
+  DeviceSpec c = liveCpuSpec("cpu");
+  c.peakF32FlopsPerSec = 100e9;
+  c.peakF64FlopsPerSec = 50e9;
+  c.memoryBandwidthBytesPerSec = 20e9;
+  c.dispatchOverheadSec = 1e-6;
+  return c;
+}
+
+CostModel h100Model(CostOptions o = {}) {
+  DeviceSpec gpu;
+  EXPECT_TRUE(builtinGpuSpec("h100", "cuda:0", &gpu).isOk());
+  DeviceSet set;
+  EXPECT_TRUE(DeviceSet::fromSpecs({roundCpu(), gpu}, &set).isOk());
+  return CostModel(set, o);
+}
+
+OpWork gemm4096() {
+  return estimateOpWork("Gemm", {f32({4096, 4096}), f32({4096, 4096})}, {f32({4096, 4096})}, {});
+}
+
+}  // namespace
+
+TEST(CostModelOps, BigF32GemmOnH100IsComputeBoundAtTheFp32Peak) {
+  CostModel m = h100Model();
+  OpCost c = m.opCost(gemm4096(), 1);
+  // 2*4096^3 / 67e12 + 5 us launch; memory 3*4096^2*4 / 3.35e12 = 60 us is hidden.
+  EXPECT_DOUBLE_EQ(c.seconds, 137438953472.0 / 67e12 + 5e-6);
+  EXPECT_NEAR(c.seconds, 2.0563e-3, 1e-7);
+  EXPECT_DOUBLE_EQ(c.memorySec, 201326592.0 / 3.35e12);
+  EXPECT_TRUE(c.computeBound());
+  EXPECT_EQ(c.precision, Precision::F32);
+  EXPECT_STREQ(c.source, "roofline");
+}
+
+TEST(CostModelOps, Tf32IsUsedOnlyWhenAllowed) {
+  CostOptions o;
+  o.allowTf32 = true;
+  CostModel m = h100Model(o);
+  OpCost c = m.opCost(gemm4096(), 1);
+  EXPECT_EQ(c.precision, Precision::TF32);
+  EXPECT_DOUBLE_EQ(c.seconds, 137438953472.0 / 494.5e12 + 5e-6);
+  // The CPU has no TF32: same op there stays at its F32 rate.
+  EXPECT_EQ(m.precisionFor(gemm4096(), 0), Precision::F32);
+  EXPECT_DOUBLE_EQ(m.opTime(gemm4096(), 0), 137438953472.0 / 100e9 + 1e-6);
+}
+
+TEST(CostModelOps, SmallElementwiseIsMemoryPlusOverhead) {
+  CostModel m = h100Model();
+  OpWork relu = estimateOpWork("Relu", {f32({1, 64, 56, 56})}, {f32({1, 64, 56, 56})}, {});
+  // 1,605,632 bytes: GPU 5 us + 1605632/3.35e12; CPU 1 us + 1605632/20e9 = 81.3 us.
+  OpCost g = m.opCost(relu, 1);
+  EXPECT_DOUBLE_EQ(g.seconds, 5e-6 + 1605632.0 / 3.35e12);
+  EXPECT_FALSE(g.computeBound());
+  EXPECT_DOUBLE_EQ(m.opTime(relu, 0), 1e-6 + 1605632.0 / 20e9);
+  // A batch-1 FC layer: the launch dominates on the GPU, so the CPU is not far behind.
+  OpWork fc = estimateOpWork("Gemm", {f32({1, 512}), f32({512, 10})}, {f32({1, 10})}, {});
+  EXPECT_DOUBLE_EQ(m.opTime(fc, 1), 5e-6 + (512.0 + 5120 + 10) * 4 / 3.35e12);
+  EXPECT_DOUBLE_EQ(m.opTime(fc, 0), 1e-6 + (512.0 + 5120 + 10) * 4 / 20e9);
+}
+
+TEST(CostModelOps, PrecisionFollowsTheDType) {
+  CostModel m = h100Model();
+  TensorType d1024{DType::F64, {1024, 1024}};
+  OpWork d = estimateOpWork("Gemm", {d1024, d1024}, {d1024}, {});
+  EXPECT_EQ(m.precisionFor(d, 1), Precision::F64);
+  EXPECT_DOUBLE_EQ(m.opCost(d, 1).computeSec, 2.0 * 1024 * 1024 * 1024 / 34e12);
+  TensorType h1024{DType::F16, {1024, 1024}};
+  OpWork h = estimateOpWork("MatMul", {h1024, h1024}, {h1024}, {});
+  EXPECT_EQ(m.precisionFor(h, 1), Precision::F16);
+  EXPECT_DOUBLE_EQ(m.opCost(h, 1).computeSec, 2.0 * 1024 * 1024 * 1024 / 989.5e12);
+}
+
+TEST(CostModelOps, FreeOpsCostNothingAnywhere) {
+  CostModel m = h100Model();
+  OpWork r = estimateOpWork("Reshape", {f32({1, 512, 1, 1}), TensorType{DType::I64, {2}}},
+                            {f32({1, 512})}, {});
+  for (size_t d = 0; d < 2; ++d) {
+    OpCost c = m.opCost(r, d);
+    EXPECT_DOUBLE_EQ(c.seconds, 0);
+    EXPECT_STREQ(c.source, "free");
+  }
+}
+
+TEST(CostModelTransfers, PcieGen5PinnedAndPageable) {
+  DeviceSet set;
+  ASSERT_TRUE(DeviceSet::parse("cpu,cuda:0=h100,cuda:1=h100", &set).isOk());
+  CostModel m(set);
+  // 1 MB host -> H100 over PCIe Gen5: 5 us + 1e6 / 55e9 = 23.18 us pinned; pageable at half rate.
+  EXPECT_DOUBLE_EQ(m.transferTime(0, 1, 1e6), 5e-6 + 1e6 / 55e9);
+  EXPECT_NEAR(m.transferTime(0, 1, 1e6), 23.18e-6, 0.01e-6);
+  EXPECT_DOUBLE_EQ(m.transferTime(0, 1, 1e6, HostMemory::Pageable), 5e-6 + 1e6 / 27.5e9);
+  EXPECT_DOUBLE_EQ(m.transferTime(1, 0, 1e6, HostMemory::Pinned), 5e-6 + 1e6 / 55e9);
+  // GPU to GPU over NVLink 4: 3 us + 1e6 / 391.5e9; host memory does not matter.
+  EXPECT_DOUBLE_EQ(m.transferTime(1, 2, 1e6, HostMemory::Pageable), 3e-6 + 1e6 / (0.87 * 450e9));
+  EXPECT_DOUBLE_EQ(m.transferTime(2, 2, 1e9), 0);
+  EXPECT_DOUBLE_EQ(m.transferTime("CPU:0", "gpu:1", 0, HostMemory::Pinned), 5e-6);
+  EXPECT_TRUE(std::isinf(m.transferTime("cpu", "cuda:7", 1, HostMemory::Pinned)));
+}
+
+TEST(CostModelTransfers, DefaultHostMemoryComesFromTheOptions) {
+  DeviceSet set;
+  ASSERT_TRUE(DeviceSet::parse("cpu,cuda:0=a100", &set).isOk());
+  CostOptions o;
+  o.hostMemory = HostMemory::Pageable;
+  CostModel m(set, o);
+  // A100 over PCIe Gen4: 25 GB/s pinned, 12.5 GB/s pageable.
+  EXPECT_DOUBLE_EQ(m.transferTime(0, 1, 25e6), 5e-6 + 2e-3);
+}
