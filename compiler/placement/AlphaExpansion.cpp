@@ -76,11 +76,12 @@ double localSearch(const UnitGraph& g, const std::vector<double>& unitCost, int 
 //  - Two devices: one binary cut with every unit's source side on device 0 and its sink side on
 //    device 1 -- Stone 1977's cut, exact (see MinCut.cpp); the start labelling is irrelevant.
 //  - More: local search with expansion (and swap) moves, which stops in a local minimum with
-//    respect to those moves (within a factor 2 of the optimum for metric costs, Boykov et al.
-//    2001 Thm. 6.1; ours are not metric when a device lacks kernels or links violate the
-//    triangle inequality). Which minimum depends on the start, so small graphs run it from
-//    several (below) and keep the best; large graphs run once, from the start of lowest energy.
-//    placer_expansion_test measures the result against an ILP optimum.
+//    respect to those moves. For metric pairwise energies such a minimum is within a constant
+//    factor of the optimum (Boykov et al. 2001, Thm. 6.1); ours are not pairwise (one charge per
+//    value and device), lack kernels and may break the triangle inequality, so no bound holds
+//    and we measure instead (placer_expansion_test: against an ILP optimum). Which minimum is
+//    reached depends on the start, so small graphs run the search from several starts (below)
+//    and keep the best; large graphs run once, from the start of lowest energy.
 double minimizeEnergy(const UnitGraph& g, const std::vector<double>& unitCost, int maxCycles,
                       std::vector<DeviceId>& label, PlacerStats& stats) {
   const int D = g.numDevices;

@@ -234,8 +234,9 @@ EvalResult evaluatePlacement(const PlacementProblem& p, const std::vector<Device
 //  1. validate the problem and order it topologically (a cycle is an error);
 //  2. resolve pins and colocation into units (Colocation.cpp);
 //  3. cost policy: minimise the total cost over units -- one device: trivial; two: Stone's
-//     exact cut; more: alpha-expansion from each unit's cheapest device -- within memory
-//     capacities (AlphaExpansion.cpp); then, with refinement on, the HEFT sweeps (Heft.cpp).
+//     exact cut; more: alpha-expansion (and swap) local search from one or several starts --
+//     within memory capacities (AlphaExpansion.cpp); then, with refinement on, the HEFT sweeps
+//     (Heft.cpp).
 //     Baseline policies: their rule per unit (Baselines.cpp);
 //  4. reasons for the ops constraints did not explain, and the price of the plan.
 PlaceResult placeGraph(const PlacementProblem& p, const PlacerOptions& o) {

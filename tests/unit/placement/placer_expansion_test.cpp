@@ -235,10 +235,14 @@ TEST(PlacerExpansion, MemoryCapacityMovesTheCheapestOpsOff) {
     ASSERT_TRUE(r.ok()) << r.error;
     // cuda:0 holds two ops (100 bytes): the two that save most; cuda:1 holds one (60 bytes).
     // With three devices any one of op0..op2 may take cuda:1 (each costs 0.5 s more there).
-    if (D == 2) EXPECT_EQ(r.placement.device, (std::vector<DeviceId>{1, 1, 0, 0}));
+    if (D == 2) {
+      EXPECT_EQ(r.placement.device, (std::vector<DeviceId>{1, 1, 0, 0}));
+    }
     EXPECT_EQ(r.placement.device[3], 0);
     EXPECT_LE(r.placement.cost.bytesPerDevice[1], 100u);
-    if (D == 3) EXPECT_LE(r.placement.cost.bytesPerDevice[2], 60u);
+    if (D == 3) {
+      EXPECT_LE(r.placement.cost.bytesPerDevice[2], 60u);
+    }
     EXPECT_DOUBLE_EQ(r.placement.cost.totalSeconds, D == 3 ? 1 + 2 + 3.5 + 10 : 1 + 2 + 10 + 10);
     EXPECT_GE(r.placement.stats.memoryRounds, 1);
   }
