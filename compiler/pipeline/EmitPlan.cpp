@@ -343,7 +343,8 @@ class PlanEmitter {
     std::ostringstream os;
     auto quote = [](const std::string& s) {
       std::string q = "\"";
-      for (char c : s) q += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      // Escape quotes only: labels carry DOT's own "\n" line breaks.
+      for (char c : s) q += c == '"' ? std::string("\\\"") : std::string(1, c);
       return q + "\"";
     };
     os << "digraph placement {\n  rankdir=TB;\n  node [shape=box, style=filled];\n";

@@ -25,5 +25,16 @@ check 2 "usage error" -- "$tandem" run model.onnx --iterations 0
 check 2 "usage error" -- "$tandem" run model.onnx --inputs a --random
 check 2 "--dim expects" -- "$tandem" compile x.onnx -o y.tplan --dim N
 check 1 "cannot open" -- "$tandem" compile /nonexistent/model.onnx -o /tmp/never.tplan
+relu=/usr/share/libonnx-testdata/data/node/test_relu/model.onnx
+work=$(mktemp -d)
+check 0 "digraph placement" -- "$tandem" compile $relu -o $work/a.tplan --log-placement=dot
+check 0 "\"reason\": \"only-kernel\"" -- "$tandem" compile $relu -o $work/a.tplan --log-placement=json
+check 0 "estimated time: plan \(cost\)" -- "$tandem" compile $relu -o $work/a.tplan --log-placement
+check 0 "candidates: cpu .*cuda:0" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=h100 --log-placement
+check 0 "policy\(greedy\)" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=h100 --placement greedy --log-placement
+check 2 "--target: .*unknown GPU model 'v100'" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=v100
+check 2 "usage error" -- "$tandem" compile $relu -o $work/a.tplan --placement fastest
+check 0 "PASS" -- "$tandem" run $relu --inputs ${relu%/model.onnx}/test_data_set_0 --expect ${relu%/model.onnx}/test_data_set_0 --target cpu,cpu:1
+rm -rf "$work"
 echo "$fails failed"
 [ "$fails" = 0 ]

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "llvm/Support/raw_ostream.h"
+#include "compiler/placement/DeviceSpec.h"
 #include "runtime/Device.h"
 #include "tools/driver/Driver.h"
 
@@ -56,6 +57,11 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
     c->pins.push_back({p.substr(0, eq), dev});
   }
   c->strictPlacement = f.strictPlacement;
+  if (!f.target.empty()) {
+    DeviceSet set;
+    Status st = DeviceSet::parse(f.target, &set);
+    if (!st.isOk()) return "--target: " + st.message();
+  }
   c->target = f.target;
   c->profilePath = f.profile;
   c->placementPolicy = f.placement;
