@@ -142,6 +142,7 @@ struct Executable::Impl {
   std::vector<std::vector<Tensor*>> stepOutputs;
   std::vector<std::string> inputNames, outputNames;
   std::vector<TensorType> inputTypes, outputTypes;
+  std::vector<std::string> notes;
 
   // Multi-device plans: one stream per device; each step waits on the events (completion) of
   // the steps on other devices it depends on: read-after-write through values and
@@ -172,12 +173,19 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
 
   // 1. Devices: every device the plan names must be live. Only the CPU exists in this build.
   // Host devices cpu, cpu:1, ... are slices of the one CPU (own arena, stream and thread pool).
+  // A plan made for a GPU (--target cpu,cuda:0=h100) still runs where no CUDA backend is: its
+  // cuda:N steps run on the CPU as a separate host device (own arena and stream), and the
+  // executable says so once per device (Executable::notes).
   auto checkDevice = [&](const std::string& dev, const std::string& what) -> Status {
     std::string c = canonicalDeviceName(dev.empty() ? "cpu" : dev);
-    if (c.rfind("cpu", 0) != 0)
-      return Status::error(what + " is placed on '" + dev +
-                           "', which is not present (live devices: cpu, and cpu:N host slices)");
-    return Status::ok();
+    if (c.rfind("cpu", 0) == 0) return Status::ok();
+    if (c.rfind("cuda", 0) == 0 && options.deviceFallback) {
+      std::string note = c + " is not available (this build has no CUDA backend): its steps run on the CPU";
+      if (std::find(m.notes.begin(), m.notes.end(), note) == m.notes.end()) m.notes.push_back(note);
+      return Status::ok();
+    }
+    return Status::error(what + " is placed on '" + dev +
+                         "', which is not present (live devices: cpu, and cpu:N host slices)");
   };
 
   // 2. Arenas, one per device, sized by the memory plan.
@@ -356,6 +364,8 @@ const std::vector<std::string>& Executable::inputNames() const { return impl_->i
 const std::vector<TensorType>& Executable::inputTypes() const { return impl_->inputTypes; }
 const std::vector<std::string>& Executable::outputNames() const { return impl_->outputNames; }
 const std::vector<TensorType>& Executable::outputTypes() const { return impl_->outputTypes; }
+
+const std::vector<std::string>& Executable::notes() const { return impl_->notes; }
 
 std::vector<std::string> Executable::stepImpls() const {
   std::vector<std::string> r;

@@ -14,6 +14,9 @@ namespace tandem {
 struct LoadOptions {
   /// Intra-op threads for CPU kernels (oneDNN/OpenMP). 0 = the library default (all cores).
   int threads = 0;
+  /// A plan step on a device this build cannot drive (cuda:N without the CUDA backend) runs on
+  /// the CPU instead, with a note (notes()); false makes it an error.
+  bool deviceFallback = true;
 };
 
 /// Per-step timing of one run, in seconds.
@@ -58,6 +61,9 @@ class Executable {
   /// callers must use separate Executables (one arena each).
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
              RunStats* stats = nullptr, bool profile = false);
+
+  /// One line per decision the user should know about, e.g. a device fallback.
+  const std::vector<std::string>& notes() const;
 
   /// Implementation chosen for each step, in order (for logs and tests).
   std::vector<std::string> stepImpls() const;

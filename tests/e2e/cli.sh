@@ -35,6 +35,7 @@ check 0 "policy\(greedy\)" -- "$tandem" compile $relu -o $work/a.tplan --target 
 check 2 "--target: .*unknown GPU model 'v100'" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=v100
 check 2 "usage error" -- "$tandem" compile $relu -o $work/a.tplan --placement fastest
 check 0 "PASS" -- "$tandem" run $relu --inputs ${relu%/model.onnx}/test_data_set_0 --expect ${relu%/model.onnx}/test_data_set_0 --target cpu,cpu:1
+check 0 "cuda:0 is not available .*run on the CPU" -- "$tandem" run $relu --inputs ${relu%/model.onnx}/test_data_set_0 --expect ${relu%/model.onnx}/test_data_set_0 --target cpu,cuda:0=h100 --placement gpu
 rm -rf "$work"
 echo "$fails failed"
 [ "$fails" = 0 ]

@@ -263,6 +263,7 @@ int runRun(const RunOptionsCli& o) {
     if (!st.isOk()) return fail(st.message());
     printPlacementLog(o.common, m.compiled);
   }
+  for (const std::string& n : m.exe->notes()) std::fprintf(stderr, "tandem: note: %s\n", n.c_str());
   if (o.inputs.empty()) {
     std::mt19937 rng(42);
     for (const TensorType& t : m.exe->inputTypes()) inputs.push_back(randomTensor(t, rng));

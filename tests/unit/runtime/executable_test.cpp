@@ -135,10 +135,38 @@ TEST(Executable, RejectsMalformedPlans) {
 TEST(Executable, RefusesDevicesThatAreNotPresent) {
   std::unique_ptr<Executable> exe;
   plan::Plan p = addReluPlan();
-  p.mutable_steps(1)->set_device("cuda:0");
+  p.mutable_steps(1)->set_device("tpu:0");
   Status st = Executable::load(p, LoadOptions{1}, &exe);
+  EXPECT_NE(st.message().find("placed on 'tpu:0', which is not present"), std::string::npos)
+      << st.message();
+  p = addReluPlan();
+  p.mutable_steps(1)->set_device("cuda:0");
+  LoadOptions strict{1};
+  strict.deviceFallback = false;
+  st = Executable::load(p, strict, &exe);
   EXPECT_NE(st.message().find("placed on 'cuda:0', which is not present"), std::string::npos)
       << st.message();
+}
+
+TEST(Executable, GpuStepsFallBackToTheCpuWithOneNote) {
+  // relu on cuda:0 with its own arena, fed by a copy: the plan a GPU target produces.
+  plan::Plan p = addReluPlan();
+  p.mutable_values(3)->set_device("cuda:0");
+  p.mutable_values(3)->set_arena_offset(0);
+  p.mutable_steps(1)->set_device("cuda:0");
+  plan::Arena* a = p.add_arenas();
+  a->set_device("cuda:0");
+  a->set_bytes(64);
+  std::unique_ptr<Executable> exe;
+  Status st = Executable::load(p, LoadOptions{1}, &exe);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(exe->notes().size(), 1u);
+  EXPECT_EQ(exe->notes()[0],
+            "cuda:0 is not available (this build has no CUDA backend): its steps run on the CPU");
+  std::vector<Tensor> out;
+  ASSERT_TRUE(exe->run({input23()}, &out).isOk());
+  EXPECT_FLOAT_EQ(out[0].data<float>()[2], 4.f);
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], 0.f);
 }
 
 TEST(Executable, GraphOutputMayBeAConstantOrAnInput) {
