@@ -115,9 +115,9 @@ std::string checkBias(const Ctx& c, size_t i, int64_t m) {
   return "";
 }
 
-}  // namespace
-
-std::string inferConv(const Ctx& c) {
+// Operands and group of Conv-11 / ConvTranspose-11: X, W (same float dtype, same rank, an
+// image of rank >= 3), optional B; group >= 1.
+std::string checkConvOperands(const Ctx& c, int64_t* group) {
   static const std::vector<const char*> names = {"X", "W", "B"};
   if (auto e = checkArity(c, 2, 3, 1, 1, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
@@ -128,8 +128,18 @@ std::string inferConv(const Ctx& c) {
   if (wd.size() != x.size())
     return c.fail("input 1 (W) has rank " + std::to_string(wd.size()) + " but X has rank " +
                   std::to_string(x.size()));
-  int64_t group = c.attrs.getInt("group", 1);
-  if (group < 1) return c.fail("attribute group=" + std::to_string(group) + " must be >= 1");
+  *group = c.attrs.getInt("group", 1);
+  if (*group < 1) return c.fail("attribute group=" + std::to_string(*group) + " must be >= 1");
+  return "";
+}
+
+}  // namespace
+
+std::string inferConv(const Ctx& c) {
+  int64_t group = 1;
+  if (auto e = checkConvOperands(c, &group); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  const auto& wd = c.in[1].dims;
   int64_t m = wd[0], cin = x[1], wc = wd[1];
   if (cin != kUnknownDim && wc != kUnknownDim && cin != wc * group)
     return c.fail("X has " + std::to_string(cin) + " channels but W expects " +
@@ -156,18 +166,10 @@ std::string inferConv(const Ctx& c) {
 std::string inferConvTranspose(const Ctx& c) {
   // W is (C, M/group, k...); out = stride*(in-1) + output_padding + (k-1)*dilation + 1 - pads,
   // or attribute output_shape, or in*stride under SAME_*.
-  static const std::vector<const char*> names = {"X", "W", "B"};
-  if (auto e = checkArity(c, 2, 3, 1, 1, names); !e.empty()) return e;
-  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
-  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
-  if (auto e = checkImage(c, 0, "X"); !e.empty()) return e;
+  int64_t group = 1;
+  if (auto e = checkConvOperands(c, &group); !e.empty()) return e;
   const auto& x = c.in[0].dims;
   const auto& wd = c.in[1].dims;
-  if (wd.size() != x.size())
-    return c.fail("input 1 (W) has rank " + std::to_string(wd.size()) + " but X has rank " +
-                  std::to_string(x.size()));
-  int64_t group = c.attrs.getInt("group", 1);
-  if (group < 1) return c.fail("attribute group=" + std::to_string(group) + " must be >= 1");
   if (x[1] != kUnknownDim && wd[0] != kUnknownDim && x[1] != wd[0])
     return c.fail("X has " + std::to_string(x[1]) + " channels but W expects " +
                   std::to_string(wd[0]) + " (W is C x M/group x kernel)");

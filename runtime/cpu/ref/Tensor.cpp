@@ -58,6 +58,25 @@ Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   });
 }
 
+// y[i] = x[offset(i)] where walking y's shape `ys` in row-major order steps x by `st` per dim:
+// Transpose (permuted strides) and Expand (zero strides on broadcast dims) are both this.
+Status makeStridedGather(const KernelContext& ctx, const Shape& ys, const std::vector<int64_t>& st,
+                         std::unique_ptr<Kernel>* out) {
+  RunFn fn;
+  dispatchBySize(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [ys, st](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = static_cast<const T*>(in[0]->raw());
+      T* y = static_cast<T*>(outs[0]->raw());
+      forEachStrided<1>(ys, {st.data()}, {0},
+                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
 // ---- Transpose -----------------------------------------------------------------------------
 
 Status createTranspose(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
@@ -82,19 +101,7 @@ Status createTranspose(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   if (ys != ctx.outputTypes[0].shape)
     return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) + " is not " +
                             shapeToString(ys));
-  RunFn fn;
-  dispatchBySize(ctx.inputTypes[0].dtype, [&](auto tag) {
-    using T = decltype(tag);
-    fn = [ys, st](const Inputs& in, const Outputs& outs) -> Status {
-      const T* x = static_cast<const T*>(in[0]->raw());
-      T* y = static_cast<T*>(outs[0]->raw());
-      forEachStrided<1>(ys, {st.data()}, {0},
-                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
-      return Status::ok();
-    };
-  });
-  if (!fn) return opError(ctx, "unsupported dtype");
-  return makeKernel(out, std::move(fn));
+  return makeStridedGather(ctx, ys, st, out);
 }
 
 // ---- Expand: the output shape (broadcast of input and `shape`) is given --------------------
@@ -106,19 +113,7 @@ Status createExpand(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return opError(ctx, "input " + shapeToString(xs) + " does not broadcast to the output " +
                             shapeToString(ys));
   const std::vector<int64_t> st = broadcastStrides(xs, ys);
-  RunFn fn;
-  dispatchBySize(ctx.inputTypes[0].dtype, [&](auto tag) {
-    using T = decltype(tag);
-    fn = [ys, st](const Inputs& in, const Outputs& outs) -> Status {
-      const T* x = static_cast<const T*>(in[0]->raw());
-      T* y = static_cast<T*>(outs[0]->raw());
-      forEachStrided<1>(ys, {st.data()}, {0},
-                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
-      return Status::ok();
-    };
-  });
-  if (!fn) return opError(ctx, "unsupported dtype");
-  return makeKernel(out, std::move(fn));
+  return makeStridedGather(ctx, ys, st, out);
 }
 
 // ---- Shape-15: dims [start, end) of the input, both clamped into [0, rank] -----------------
