@@ -17,7 +17,8 @@ class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfe
   void runOnOperation() override {
     // 1. Snapshot the values of @main: arguments, then each op's results in order.
     // 2. For each value, group its uses by the consumer's device; skip uses on the producer's
-    //    device and uses without a device (func.return: outputs are read where they are).
+    //    device. func.return reads on the host (the device graph inputs arrive on): an output
+    //    produced elsewhere gets its own copy back, the run-boundary D2H the placer charged.
     // 3. For each other device, in order of first use: a constant is cloned onto that device
     //    (weights are uploaded once at load, never copied per run); any other value gets one
     //    tandem.copy inserted right after the producer (after earlier copies, for arguments at
@@ -35,6 +36,15 @@ class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfe
     for (mlir::Operation& op : body)
       if (!deviceOfOp(&op).empty()) values.append(op.result_begin(), op.result_end());
 
+    // The host: where the graph inputs arrive (the place pass records it on each argument),
+    // else the first target.
+    std::string host;
+    for (unsigned i = 0; i < main.getNumArguments() && host.empty(); ++i)
+      if (auto d = main.getArgAttrOfType<mlir::StringAttr>(i, kArgDeviceAttr)) host = d.str();
+    if (host.empty())
+      if (auto devs = module->getAttrOfType<mlir::ArrayAttr>(kDevicesAttr); devs && !devs.empty())
+        if (auto d = llvm::dyn_cast<mlir::StringAttr>(devs[0])) host = d.str();
+
     mlir::OpBuilder b(ctx);
     for (mlir::Value v : values) {
       std::string from = deviceOfValue(v);
@@ -43,7 +53,9 @@ class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfe
       llvm::SmallVector<std::pair<std::string, llvm::SmallVector<mlir::OpOperand*>>> byDevice;
       for (mlir::OpOperand& use : v.getUses()) {
         if (llvm::isa<CopyOp>(use.getOwner())) continue;  // already a transfer
-        std::string to = deviceOfOp(use.getOwner());
+        std::string to = llvm::isa<mlir::func::ReturnOp>(use.getOwner())
+                             ? host
+                             : deviceOfOp(use.getOwner());
         if (to.empty() || to == from) continue;
         auto it = llvm::find_if(byDevice, [&](const auto& e) { return e.first == to; });
         if (it == byDevice.end()) {

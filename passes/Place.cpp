@@ -186,10 +186,17 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         if (it != opIndex.end()) pv.consumers.push_back(it->second);
       }
       if (source != placement::ValueSource::Constant) {
+        // Graph inputs and outputs live in the caller's ordinary (pageable) host memory: the
+        // driver stages those copies through a pinned bounce buffer. Copies between steps use
+        // the runtime's own pinned staging buffers.
+        HostMemory m = source == placement::ValueSource::GraphInput || !pv.outputDevices.empty()
+                           ? HostMemory::Pageable
+                           : HostMemory::Pinned;
         pv.transferSeconds.assign(numDevices * numDevices, 0.0);
         for (int a = 0; a < numDevices; ++a)
           for (int b = 0; b < numDevices; ++b)
-            if (a != b) pv.transferSeconds[a * numDevices + b] = model->transferTime(a, b, pv.bytes);
+            if (a != b)
+              pv.transferSeconds[a * numDevices + b] = model->transferTime(a, b, pv.bytes, m);
       }
       problem.values.push_back(std::move(pv));
     };

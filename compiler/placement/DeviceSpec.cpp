@@ -121,6 +121,42 @@ const std::vector<GpuModel>& gpuModels() {
   return models;
 }
 
+// Built-in CPU models, for cross-compiling to a host that is not this machine (e.g. the CPU
+// beside an H100) and for machine-independent placement tests. One entry is one socket.
+struct CpuModel {
+  const char* key;
+  std::vector<const char*> aliases;
+  const char* description;
+  int cores;
+  int lanes;              // f32 SIMD lanes per FMA unit
+  int flopsPerLaneCycle;  // FMA units x 2
+  double frequencyHz;     // sustained all-core frequency under vector load
+  double bandwidth;       // achievable DRAM bytes/s
+  double capacity;        // bytes
+  double dispatchSec;     // per-step dispatch incl. an OpenMP fork/join across all cores
+};
+
+// Figures (one socket):
+//  - Intel Xeon Platinum 8480+ (Sapphire Rapids; the DGX H100 has two 8480C): 56 cores, two
+//    AVX-512 FMA units per core, 2.0 GHz base (taken as the sustained AVX-512 all-core clock),
+//    8 channels DDR5-4800 = 307 GB/s peak (Intel ARK); we assume 80% of it, what STREAM triad
+//    typically reaches.
+//  - AMD EPYC 9654 (Genoa): 96 cores, AVX-512 executed on two 256-bit FMA pipes (8 f32 lanes x
+//    2 units), 2.4 GHz base, 12 channels DDR5-4800 = 461 GB/s peak (AMD datasheet); 80% assumed.
+// Dispatch: an OpenMP parallel region across 56-96 threads costs a few microseconds (EPCC
+// syncbench orders of magnitude); 3 us assumed, where this machine's live CPU uses 1 us.
+// Capacity: 1 TiB per socket (the DGX H100's 2 TB in two sockets).
+const std::vector<CpuModel>& cpuModels() {
+  static const std::vector<CpuModel> models = {
+      {"xeon-8480", {"xeon-8480+", "xeon-8480c", "spr-56c"},
+       "Intel Xeon Platinum 8480+ (56 cores, avx512+fma, 2.00 GHz)", 56, 16, 4, 2.0e9,
+       0.8 * 307.2e9, 1024 * kGiB, 3e-6},
+      {"epyc-9654", {"genoa-96c"}, "AMD EPYC 9654 (96 cores, avx512 on 256-bit pipes, 2.40 GHz)",
+       96, 8, 4, 2.4e9, 0.8 * 460.8e9, 1024 * kGiB, 3e-6},
+  };
+  return models;
+}
+
 std::string lower(std::string s) {
   for (char& c : s) c = (char)std::tolower((unsigned char)c);
   return s;
@@ -220,6 +256,39 @@ Status builtinGpuSpec(const std::string& modelOrAlias, const std::string& device
                        ")");
 }
 
+std::string knownCpuModelsText() {
+  std::string s = "live (this machine)";
+  for (const CpuModel& m : cpuModels()) s += std::string(", ") + m.key;
+  return s;
+}
+
+Status builtinCpuSpec(const std::string& modelOrAlias, const std::string& deviceName,
+                      DeviceSpec* out) {
+  std::string want = lower(trim(modelOrAlias));
+  for (const CpuModel& m : cpuModels()) {
+    bool match = want == m.key;
+    for (const char* a : m.aliases) match = match || want == a;
+    if (!match) continue;
+    DeviceSpec s;
+    s.name = deviceName;
+    s.kind = DeviceKind::Cpu;
+    s.model = m.key;
+    s.description = m.description;
+    s.cores = m.cores;
+    s.simdF32Lanes = m.lanes;
+    s.frequencyHz = m.frequencyHz;
+    s.peakF32FlopsPerSec = (double)m.cores * m.lanes * m.flopsPerLaneCycle * m.frequencyHz;
+    s.peakF64FlopsPerSec = s.peakF32FlopsPerSec / 2;
+    s.memoryBandwidthBytesPerSec = m.bandwidth;
+    s.memoryCapacityBytes = (int64_t)m.capacity;
+    s.dispatchOverheadSec = m.dispatchSec;
+    *out = std::move(s);
+    return Status::ok();
+  }
+  return Status::error("unknown CPU model '" + modelOrAlias + "' (known: " + knownCpuModelsText() +
+                       ")");
+}
+
 DeviceSpec liveCpuSpec(const std::string& deviceName, int shareCount) {
   shareCount = std::max(1, shareCount);
   DeviceSpec s;
@@ -311,8 +380,8 @@ Status DeviceSet::parse(const std::string& targetList, DeviceSet* out) {
       rawName = trim(e.substr(0, eq));
       model = trim(e.substr(eq + 1));
       if (model.empty())
-        return Status::error("target entry '" + e + "': missing model after '=' (known: " +
-                             knownGpuModelsText() + ")");
+        return Status::error("target entry '" + e + "': missing model after '=' (known GPUs: " +
+                             knownGpuModelsText() + "; CPUs: " + knownCpuModelsText() + ")");
     }
     std::string name = canonicalDeviceName(rawName);
     if (name.empty())
@@ -323,27 +392,28 @@ Status DeviceSet::parse(const std::string& targetList, DeviceSet* out) {
         return Status::error("target entry '" + e + "' repeats device '" + name +
                              "' (given as '" + p.entry + "')");
     bool isCpu = name.rfind("cpu", 0) == 0;
-    if (isCpu && !model.empty())
-      return Status::error("target entry '" + e + "': a CPU device takes no model (its spec is "
-                           "measured on this machine; use a calibration profile to change it)");
+    if (isCpu && lower(model) == "live") model.clear();
     if (!isCpu && model.empty())
       return Status::error("target entry '" + e + "': a CUDA device needs a model, e.g. " + name +
                            "=h100 (known: " + knownGpuModelsText() + ")");
-    cpuCount += isCpu;
+    cpuCount += isCpu && model.empty();  // live CPUs split this machine's cores
     parsed.push_back({name, model, e});
   }
-  if (cpuCount == 0)
+  bool anyCpu = false;
+  for (const Parsed& p : parsed) anyCpu |= p.name.rfind("cpu", 0) == 0;
+  if (!anyCpu)
     return Status::error("target list '" + targetList + "' has no CPU device: add 'cpu' (graph "
                          "inputs and outputs live in host memory)");
 
   std::vector<DeviceSpec> specs;
   for (const Parsed& p : parsed) {
-    if (p.model.empty()) {
+    bool isCpu = p.name.rfind("cpu", 0) == 0;
+    if (isCpu && p.model.empty()) {
       specs.push_back(liveCpuSpec(p.name, cpuCount));
       continue;
     }
     DeviceSpec s;
-    Status st = builtinGpuSpec(p.model, p.name, &s);
+    Status st = isCpu ? builtinCpuSpec(p.model, p.name, &s) : builtinGpuSpec(p.model, p.name, &s);
     if (!st) return st.withContext("target entry '" + p.entry + "'");
     specs.push_back(std::move(s));
   }
@@ -483,7 +553,7 @@ std::string DeviceSet::toString() const {
   for (const DeviceSpec& d : devices_) {
     if (!s.empty()) s += ",";
     s += d.name;
-    if (d.isGpu()) s += "=" + d.model;
+    if (d.isGpu() || d.model != "x86-64") s += "=" + d.model;
   }
   return s;
 }

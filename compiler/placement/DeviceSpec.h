@@ -94,6 +94,14 @@ std::string knownGpuModelsText();
 Status builtinGpuSpec(const std::string& modelOrAlias, const std::string& deviceName,
                       DeviceSpec* out);
 
+/// The built-in CPU models for cross-compiling ("xeon-8480", "epyc-9654"): one socket each,
+/// from vendor figures (see DeviceSpec.cpp). "live (this machine), xeon-8480, epyc-9654".
+std::string knownCpuModelsText();
+/// The built-in spec of a CPU model or alias (case-insensitive), named `deviceName`.
+/// Error: "unknown CPU model 'm1' (known: live (this machine), xeon-8480, epyc-9654)".
+Status builtinCpuSpec(const std::string& modelOrAlias, const std::string& deviceName,
+                      DeviceSpec* out);
+
 /// The CPU of this machine as a spec: `cores` (sched_getaffinity) / `shareCount` cores, SIMD
 /// width from cpuid (__builtin_cpu_supports: AVX-512F 16 lanes, AVX2 8, else SSE 4), 2 FLOPs
 /// per FMA and 2 FMA units (without FMA: one add and one mul port, also 2 FLOPs per lane), at
@@ -109,8 +117,11 @@ class DeviceSet {
  public:
   /// Parses a target list: comma-separated entries NAME or NAME=MODEL. NAME is any spelling
   /// runtime/Device.h canonicalDeviceName accepts (cpu, CPU:0, cpu:1, cuda:0, gpu:1,
-  /// /device:GPU:0); CUDA devices need a MODEL (knownGpuModelsText()); CPU devices take none and
-  /// are derived from this machine, k CPU entries splitting its cores k ways ("cpu,cpu:1").
+  /// /device:GPU:0); CUDA devices need a MODEL (knownGpuModelsText()). A CPU device without a
+  /// model (or "=live") is this machine, k such entries splitting its cores k ways ("cpu,cpu:1");
+  /// with a built-in CPU model (knownCpuModelsText(), e.g. "cpu=xeon-8480") it is that socket,
+  /// for plans made for another host and for placement results that do not depend on this
+  /// machine.
   /// At least one CPU device is required (graph inputs and outputs live in host memory).
   /// Links: every CPU<->GPU pair over the GPU's PCIe link (H2D and D2H), GPU<->GPU over NVLink
   /// when both models have the same NVLink generation else via the host, CPU<->CPU by memcpy.

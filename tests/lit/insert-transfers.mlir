@@ -2,16 +2,20 @@
 
 // One copy per (value, device): two consumers on cpu:1 share one copy, inserted right after
 // the producer; the consumer on the producer's device reads the original; a third device gets
-// its own copy.
+// its own copy. Graph outputs are read on the host (where the inputs arrive): each output made
+// on another device is copied back once, right after its producer.
 // CHECK-LABEL: func.func @main
 // CHECK: %[[R:.*]] = tandem.relu %arg0 {device = "cpu"}
 // CHECK-NEXT: %[[C1:.*]] = tandem.copy %[[R]] {device = "cpu:1", from = "cpu", placement_reason = "transfer", to = "cpu:1"} : tensor<4xf32>
 // CHECK-NEXT: %[[C2:.*]] = tandem.copy %[[R]] {device = "cpu:2", from = "cpu", placement_reason = "transfer", to = "cpu:2"} : tensor<4xf32>
-// CHECK-NEXT: tandem.neg %[[C1]] {device = "cpu:1"}
-// CHECK-NEXT: tandem.abs %[[R]] {device = "cpu"}
-// CHECK-NEXT: tandem.exp %[[C1]] {device = "cpu:1"}
-// CHECK-NEXT: tandem.sigmoid %[[C2]] {device = "cpu:2"}
-// CHECK-NOT: tandem.copy
+// CHECK-NEXT: %[[N:.*]] = tandem.neg %[[C1]] {device = "cpu:1"}
+// CHECK-NEXT: %[[NB:.*]] = tandem.copy %[[N]] {device = "cpu", from = "cpu:1", placement_reason = "transfer", to = "cpu"}
+// CHECK-NEXT: %[[A:.*]] = tandem.abs %[[R]] {device = "cpu"}
+// CHECK-NEXT: %[[E:.*]] = tandem.exp %[[C1]] {device = "cpu:1"}
+// CHECK-NEXT: %[[EB:.*]] = tandem.copy %[[E]] {device = "cpu", from = "cpu:1", placement_reason = "transfer", to = "cpu"}
+// CHECK-NEXT: %[[S:.*]] = tandem.sigmoid %[[C2]] {device = "cpu:2"}
+// CHECK-NEXT: %[[SB:.*]] = tandem.copy %[[S]] {device = "cpu", from = "cpu:2", placement_reason = "transfer", to = "cpu"}
+// CHECK-NEXT: return %[[NB]], %[[A]], %[[EB]], %[[SB]]
 func.func @main(%x: tensor<4xf32> {tandem.device = "cpu"}) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %0 = tandem.relu %x {device = "cpu"} : (tensor<4xf32>) -> tensor<4xf32>
   %1 = tandem.neg %0 {device = "cpu:1"} : (tensor<4xf32>) -> tensor<4xf32>
@@ -30,8 +34,10 @@ func.func @main(%x: tensor<4xf32> {tandem.device = "cpu"}) -> (tensor<4xf32>, te
 // CHECK-NEXT: %[[W:.*]] = tandem.constant {device = "cpu"} dense<2.000000e+00>
 // CHECK-NEXT: %[[W1:.*]] = tandem.constant {device = "cpu:1", placement_candidates = ["cpu:1"], placement_reason = "copy-of-constant(cpu)"} dense<2.000000e+00>
 // CHECK-NEXT: tandem.add %arg0, %[[W]] {device = "cpu"}
-// CHECK-NEXT: tandem.mul %[[X1]], %[[W1]] {device = "cpu:1"}
-// CHECK-NEXT: tandem.sub %[[X1]], %[[W1]] {device = "cpu:1"}
+// CHECK-NEXT: %[[M:.*]] = tandem.mul %[[X1]], %[[W1]] {device = "cpu:1"}
+// CHECK-NEXT: tandem.copy %[[M]] {device = "cpu", from = "cpu:1", placement_reason = "transfer", to = "cpu"}
+// CHECK-NEXT: %[[S:.*]] = tandem.sub %[[X1]], %[[W1]] {device = "cpu:1"}
+// CHECK-NEXT: tandem.copy %[[S]] {device = "cpu", from = "cpu:1", placement_reason = "transfer", to = "cpu"}
 // CHECK-NOT: tandem.copy
 func.func @main(%x: tensor<4xf32> {tandem.device = "cpu"}) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %w = tandem.constant {device = "cpu"} dense<2.0> : tensor<4xf32>

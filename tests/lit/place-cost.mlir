@@ -23,4 +23,3 @@ func.func @main(%x: tensor<4xf16>) -> tensor<4xf16> {
   %0 = tandem.abs %x : (tensor<4xf16>) -> tensor<4xf16>
   return %0 : tensor<4xf16>
 }
-

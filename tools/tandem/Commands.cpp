@@ -150,8 +150,9 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
   cmd->add_option("--pin", f.pins, "Pin an op to a device: NODE=DEVICE (soft unless --strict-placement)");
   cmd->add_flag("--strict-placement", f.strictPlacement, "Unsatisfiable pins are errors");
   cmd->add_option("--target", f.target,
-                  "Devices to place on, with models: e.g. cpu,cuda:0=h100 (a100, h100, h100-pcie, "
-                  "h200; cpu,cpu:1 splits the CPU). Default: the live devices");
+                  "Devices to place on, with models: e.g. cpu,cuda:0=h100 (GPUs: a100, a100-pcie, "
+                  "h100, h100-pcie, h200; CPUs: live (default), xeon-8480, epyc-9654; cpu,cpu:1 "
+                  "splits this CPU). Default: the live devices");
   cmd->add_option("--profile", f.profile, "Cost-model profile JSON written by 'tandem calibrate'");
   cmd->add_option("--placement", f.placement,
                   "Placement policy: cost (minimum estimated time), greedy (TensorFlow: GPU "

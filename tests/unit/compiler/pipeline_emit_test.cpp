@@ -155,7 +155,7 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
   const plan::Plan& p = r.plan;
-  ASSERT_EQ(p.steps_size(), 4);
+  ASSERT_EQ(p.steps_size(), 5);
   EXPECT_EQ(p.steps(0).op_type(), "Add");
   EXPECT_EQ(p.steps(0).placement_reason(), "pinned");
   EXPECT_EQ(p.steps(1).op_type(), "Copy");
@@ -169,6 +169,11 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   EXPECT_EQ(value(r, p.steps(2).outputs(0)).device(), "cpu:1");
   // The Reshape's constant shape is on its consumer's device.
   EXPECT_EQ(value(r, p.steps(3).inputs(1)).device(), "cpu:1");
+  // The graph output, made on cpu:1, comes back to the host (where the input arrived).
+  EXPECT_EQ(p.steps(4).op_type(), "Copy");
+  EXPECT_EQ(p.steps(4).name(), "copy:reshape1->cpu");
+  EXPECT_EQ(p.steps(4).inputs(0), p.steps(3).outputs(0));
+  EXPECT_EQ(value(r, p.steps(4).outputs(0)).device(), "cpu");
   ASSERT_EQ(p.arenas_size(), 2);
   EXPECT_EQ(p.arenas(0).device(), "cpu");
   EXPECT_EQ(p.arenas(1).device(), "cpu:1");
@@ -182,11 +187,15 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   EXPECT_NE(r.placementLogText.find("relu1 (Relu): cpu:1 [pinned] candidates: cpu "),
             std::string::npos)
       << r.placementLogText;
-  EXPECT_NE(r.placementLogText.find("copies: 1 (32 bytes moved)"), std::string::npos);
+  EXPECT_NE(r.placementLogText.find("copy reshape1: cpu:1 -> cpu, 32 bytes, "), std::string::npos)
+      << r.placementLogText;
+  EXPECT_NE(r.placementLogText.find("copies: 2 (64 bytes moved)"), std::string::npos);
   auto j = nlohmann::json::parse(r.placementLogJson);
-  ASSERT_EQ(j["copies"].size(), 1u);
+  ASSERT_EQ(j["copies"].size(), 2u);
   EXPECT_EQ(j["copies"][0]["to"], "cpu:1");
   EXPECT_EQ(j["copies"][0]["bytes"], 32);
+  EXPECT_EQ(j["copies"][1]["from"], "cpu:1");
+  EXPECT_EQ(j["copies"][1]["to"], "cpu");
 }
 
 TEST_F(PipelineTest, StrictPinWithoutKernelFails) {

@@ -219,11 +219,46 @@ TEST(DeviceSetParse, BadEntriesAreNamedInTheMessage) {
   m = parseError("cpu,");
   EXPECT_NE(m.find("entry 2 is empty"), std::string::npos) << m;
   m = parseError("cpu=h100");
-  EXPECT_NE(m.find("a CPU device takes no model"), std::string::npos) << m;
+  EXPECT_NE(m.find("target entry 'cpu=h100': unknown CPU model 'h100' (known: live (this "
+                   "machine), xeon-8480, epyc-9654)"),
+            std::string::npos)
+      << m;
+  m = parseError("cpu,cuda:0=xeon-8480");
+  EXPECT_NE(m.find("unknown GPU model 'xeon-8480'"), std::string::npos) << m;
   m = parseError("cpu,cuda:0=");
   EXPECT_NE(m.find("missing model"), std::string::npos) << m;
   m = parseError("");
   EXPECT_NE(m.find("empty target list"), std::string::npos) << m;
+}
+
+TEST(DeviceSetParse, BuiltinCpuModelsAreSocketsFromVendorFigures) {
+  DeviceSet s;
+  ASSERT_TRUE(DeviceSet::parse("cpu=Xeon-8480,cpu:1=xeon-8480+,cuda:0=h100", &s));
+  ASSERT_EQ(s.size(), 3u);
+  const DeviceSpec& x = s.device(0);
+  EXPECT_EQ(x.model, "xeon-8480");
+  EXPECT_FALSE(x.isGpu());
+  // 56 cores x 16 lanes x 2 FMA units x 2 FLOPs x 2.0 GHz; two sockets are not split.
+  EXPECT_DOUBLE_EQ(x.peakF32FlopsPerSec, 56.0 * 16 * 4 * 2.0e9);
+  EXPECT_DOUBLE_EQ(s.device(1).peakF32FlopsPerSec, x.peakF32FlopsPerSec);
+  EXPECT_DOUBLE_EQ(x.memoryBandwidthBytesPerSec, 0.8 * 307.2e9);
+  EXPECT_DOUBLE_EQ(x.dispatchOverheadSec, 3e-6);
+  EXPECT_EQ(s.toString(), "cpu=xeon-8480,cpu:1=xeon-8480,cuda:0=h100-sxm");
+  // Host-to-host link between the sockets: memcpy at half the DRAM bandwidth.
+  EXPECT_DOUBLE_EQ(s.link(0, 1)->pinnedBytesPerSec, 0.8 * 307.2e9 / 2);
+  // The H2D link of the GPU does not depend on which CPU is the host.
+  EXPECT_DOUBLE_EQ(s.link(0, 2)->pinnedBytesPerSec, 55e9);
+
+  DeviceSet e;
+  ASSERT_TRUE(DeviceSet::parse("cpu=epyc-9654", &e));
+  EXPECT_DOUBLE_EQ(e.device(0).peakF32FlopsPerSec, 96.0 * 8 * 4 * 2.4e9);
+
+  // "=live" is this machine, the same as no model.
+  DeviceSet live, plain;
+  ASSERT_TRUE(DeviceSet::parse("cpu=live", &live));
+  ASSERT_TRUE(DeviceSet::parse("cpu", &plain));
+  EXPECT_EQ(live.device(0).peakF32FlopsPerSec, plain.device(0).peakF32FlopsPerSec);
+  EXPECT_EQ(live.toString(), "cpu");
 }
 
 TEST(DeviceSetLive, IsTheCpuOnlyInThisBuild) {

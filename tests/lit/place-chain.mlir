@@ -1,0 +1,29 @@
+// RUN: tandem-opt %s -verify-diagnostics --tandem-place="target=cpu,cuda:0=h100" --tandem-insert-transfers | FileCheck %s
+
+// An op without a CUDA kernel inside a GPU chain: f64 Abs has no CUDA kernel (the CUDA
+// table's f64 support is data movement only), so it goes to the CPU between two 2-GFLOP
+// matmuls that the cost model sends to cuda:0. The cast to f64 stays on the GPU (moving its
+// 8 MB result costs less than the CPU's 0.6 ms cast); the cast back reads f64, which has no
+// CUDA kernel either, so it joins the Abs. Exactly the copies it needs: one down (D2H), one up
+// (H2D), plus the graph inputs and the output at the run boundary; each input is copied once
+// although %b has two readers.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[B:.*]] = tandem.copy %arg1 {{.*}}from = "cpu", {{.*}}to = "cuda:0"
+// CHECK-NEXT: %[[A:.*]] = tandem.copy %arg0 {{.*}}from = "cpu", {{.*}}to = "cuda:0"
+// CHECK-NEXT: tandem.mat_mul %[[A]], %[[B]] {device = "cuda:0"
+// CHECK-NEXT: tandem.cast {{.*}}device = "cuda:0"
+// CHECK-NEXT: tandem.copy {{.*}}from = "cuda:0", {{.*}}to = "cpu"
+// CHECK-NEXT: tandem.abs {{.*}}device = "cpu", placement_candidates = ["cpu"]{{.*}}placement_reason = "only-kernel"
+// CHECK-NEXT: tandem.cast {{.*}}device = "cpu", placement_candidates = ["cpu"]{{.*}}placement_reason = "only-kernel"
+// CHECK-NEXT: tandem.copy {{.*}}from = "cpu", {{.*}}to = "cuda:0"
+// CHECK-NEXT: tandem.mat_mul {{.*}}, %[[B]] {device = "cuda:0"
+// CHECK-NEXT: %[[OUT:.*]] = tandem.copy {{.*}}from = "cuda:0", {{.*}}to = "cpu"
+// CHECK-NEXT: return %[[OUT]]
+func.func @main(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
+  %0 = tandem.mat_mul %a, %b : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm1")
+  %1 = tandem.cast %0 {to = 11 : i64} : (tensor<1024x1024xf32>) -> tensor<1024x1024xf64> loc("to_f64")
+  %2 = tandem.abs %1 : (tensor<1024x1024xf64>) -> tensor<1024x1024xf64> loc("abs_f64")
+  %3 = tandem.cast %2 {to = 1 : i64} : (tensor<1024x1024xf64>) -> tensor<1024x1024xf32> loc("to_f32")
+  %4 = tandem.mat_mul %3, %b : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm2")
+  return %4 : tensor<1024x1024xf32>
+}
