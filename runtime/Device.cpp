@@ -6,7 +6,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace tandem {
@@ -65,6 +70,44 @@ std::vector<DeviceInfo> discoverDevices() {
 
 std::vector<std::string> discoveryNotes() {
   return {"cuda: backend not built into this binary (CPU-only build); plans run on the CPU"};
+}
+
+int defaultThreads(std::string* why, int samples) {
+  if (why) why->clear();
+  const int cores = availableCores();
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  if (cores <= 1) return 1;
+  double sum = 0;
+  int got = 0;
+  for (int i = 0; i < samples; ++i) {
+    if (i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::ifstream in("/proc/stat");
+    std::string key;
+    long value = 0;
+    while (in >> key) {
+      if (key == "procs_running") {
+        if (in >> value) sum += (double)value, ++got;
+        break;
+      }
+      in.ignore(1 << 20, '\n');
+    }
+  }
+  if (got == 0) return cores;  // no /proc/stat: assume the machine is ours
+  // procs_running counts this thread too.
+  double busy = std::max(0.0, sum / got - 1.0);
+  int threads = std::max(1, std::min(cores, cores - (int)std::lround(busy)));
+  if (threads < cores && why) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "%.1f of %d cores busy with other processes: running with %d thread%s "
+                  "(--threads sets the count)",
+                  busy, cores, threads, threads == 1 ? "" : "s");
+    *why = buf;
+  }
+  return threads;
 }
 
 std::string canonicalDeviceName(const std::string& raw) {

@@ -166,10 +166,17 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   Impl& m = *exe->impl_;
   m.plan = planIn;
   const plan::Plan& p = m.plan;
-  m.threads = options.threads;
   if (p.version() != 1)
     return Status::error("plan version " + std::to_string(p.version()) + " is not supported (expected 1)");
-  if (m.threads > 0) omp_set_num_threads(m.threads);
+  // No count given: the cores that are idle now (an OpenMP barrier that waits for a thread
+  // sharing its core with another process costs a time slice per op; see defaultThreads).
+  m.threads = options.threads;
+  if (m.threads <= 0) {
+    std::string why;
+    m.threads = defaultThreads(&why);
+    if (!why.empty()) m.notes.push_back(why);
+  }
+  omp_set_num_threads(m.threads);
 
   // 1. Devices: every device the plan names must be live. Only the CPU exists in this build.
   // Host devices cpu, cpu:1, ... are slices of the one CPU (own arena, stream and thread pool).
@@ -255,7 +262,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     ctx.opType = s.op_type();
     ctx.nodeName = s.name();
     ctx.attrs = &m.stepAttrs[si];
-    ctx.threads = m.threads > 0 ? m.threads : availableCores();
+    ctx.threads = m.threads;
     std::vector<const Tensor*> ins;
     std::vector<Tensor*> outs;
     for (int id : s.inputs()) {
@@ -291,8 +298,8 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   }
   if (m.devices.size() > 1) {
     exe->planStreams();
-    int perDevice = std::max(1, (m.threads > 0 ? m.threads : availableCores()) / (int)m.devices.size());
-    if (m.threads > 0) perDevice = m.threads;  // an explicit count applies to every device
+    int perDevice = std::max(1, m.threads / (int)m.devices.size());
+    if (options.threads > 0) perDevice = options.threads;  // an explicit count: every device
     for (size_t d = 0; d < m.devices.size(); ++d)
       m.streams.push_back(std::make_unique<StreamWorker>(perDevice));
     m.stepDoneRun.assign(m.kernels.size(), 0);
@@ -366,6 +373,7 @@ const std::vector<std::string>& Executable::outputNames() const { return impl_->
 const std::vector<TensorType>& Executable::outputTypes() const { return impl_->outputTypes; }
 
 const std::vector<std::string>& Executable::notes() const { return impl_->notes; }
+int Executable::threads() const { return impl_->threads; }
 
 std::vector<std::string> Executable::stepImpls() const {
   std::vector<std::string> r;

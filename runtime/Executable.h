@@ -12,7 +12,9 @@
 namespace tandem {
 
 struct LoadOptions {
-  /// Intra-op threads for CPU kernels (oneDNN/OpenMP). 0 = the library default (all cores).
+  /// Intra-op threads for CPU kernels (oneDNN/OpenMP). 0 = defaultThreads() (runtime/Device.h):
+  /// the cores not busy with other processes at load time, with a note when that is fewer than
+  /// all of them.
   int threads = 0;
   /// A plan step on a device this build cannot drive (cuda:N without the CUDA backend) runs on
   /// the CPU instead, with a note (notes()); false makes it an error.
@@ -64,6 +66,8 @@ class Executable {
 
   /// One line per decision the user should know about, e.g. a device fallback.
   const std::vector<std::string>& notes() const;
+  /// The intra-op thread count in use (LoadOptions::threads, or the one chosen for 0).
+  int threads() const;
 
   /// Implementation chosen for each step, in order (for logs and tests).
   std::vector<std::string> stepImpls() const;

@@ -302,8 +302,8 @@ int runRun(const RunOptionsCli& o) {
     std::printf("\n");
   }
   double med = median(times) * 1e3, mn = *std::min_element(times.begin(), times.end()) * 1e3;
-  std::printf("latency: median %.3f ms, min %.3f ms over %zu runs (%d warm-up, threads %s)\n", med, mn,
-              times.size(), warmup, o.threads ? std::to_string(o.threads).c_str() : "all");
+  std::printf("latency: median %.3f ms, min %.3f ms over %zu runs (%d warm-up, threads %d%s)\n",
+              med, mn, times.size(), warmup, m.exe->threads(), o.threads ? "" : ", auto");
   if (o.profile) {
     std::printf("profile of the last run:\n");
     for (auto& s : stats.steps)

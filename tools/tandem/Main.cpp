@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   runCmd->add_option("--iterations", run.iterations, "Timed runs (median latency reported)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   runCmd->add_option("--warmup", run.warmup, "Untimed runs before timing")->check(CLI::NonNegativeNumber);
-  runCmd->add_option("--threads", run.threads, "Intra-op threads (0 = all cores)")
+  runCmd->add_option("--threads", run.threads, "Intra-op threads (0 = auto: the cores not busy with other processes)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   runCmd->add_flag("--step-times", run.profile, "Print per-step times (device, kernel) of the last run");
   addCommonCompileFlags(runCmd, run.common);
