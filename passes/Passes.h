@@ -38,6 +38,9 @@ inline constexpr const char* kDeviceAttr = "device";                            
 inline constexpr const char* kPlacementReasonAttr = "placement_reason";          // StrAttr
 inline constexpr const char* kPlacementCandidatesAttr = "placement_candidates";  // [StrAttr]
 inline constexpr const char* kPlacementCostsAttr = "placement_costs";  // {device: f64 seconds}
+// {into: producer name, devices: [StrAttr]}: the op fuses into its producer on these devices,
+// and placement_costs there are the fused costs (compiler/placement/Fusion.h).
+inline constexpr const char* kPlacementFusionAttr = "placement_fusion";
 inline constexpr const char* kArenaOffsetAttr = "arena_offset";  // I64ArrayAttr, per result
 /// @main argument/result attributes.
 inline constexpr const char* kNameAttr = "tandem.name";                    // ONNX input/output name

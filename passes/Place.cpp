@@ -4,6 +4,7 @@
 
 #include "compiler/OpBuilding.h"
 #include "compiler/placement/CostModel.h"
+#include "compiler/placement/Fusion.h"
 #include "compiler/placement/KernelCapabilities.h"
 #include "compiler/placement/OpWork.h"
 #include "compiler/placement/Placer.h"
@@ -92,6 +93,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     // 2. Ops.
     llvm::DenseMap<mlir::Operation*, int> opIndex;
     std::vector<mlir::Operation*> ops;
+    std::vector<OpWork> works;  // per op, for the fusion discount
     llvm::SmallVector<ConstantOp> constants;
     bool ok = true;
     auto typeOf = [](mlir::Value v) {
@@ -160,6 +162,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       }
       opIndex[&op] = (int)problem.ops.size();
       ops.push_back(&op);
+      works.push_back(work);
       problem.ops.push_back(std::move(pop));
     }
     if (!ok) return signalPassFailure();
@@ -167,7 +170,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       if (!used) main.emitWarning() << "tandem-place: pin '" << node << "' matches no op";
 
     // Values: op results, graph inputs (on the host), constants (uploaded once, no transfer).
+    llvm::DenseMap<mlir::Value, int> valueIndex;
     auto addValue = [&](mlir::Value v, placement::ValueSource source, int producer) {
+      valueIndex[v] = (int)problem.values.size();
       placement::PlacementValue pv;
       pv.name = valueName(v);
       pv.source = source;
@@ -205,6 +210,36 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     for (ConstantOp c : constants) addValue(c.getResult(), placement::ValueSource::Constant, placement::kNone);
     for (size_t i = 0; i < ops.size(); ++i)
       for (mlir::Value r : ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
+
+    // Fusion: a pointwise op that reads the only result of a producer it fuses into on device
+    // d (compiler/placement/Fusion.h) costs only its arithmetic there, when the producer is on
+    // d too. Exactly: its cost on d drops by r_d (dispatch + memory time), and the producer's
+    // value pays r_d more to cross to d (splitting the pair forfeits the fusion). For the
+    // pair this is the energy -r_d when both are on d, 0 otherwise: submodular, so the min cut
+    // stays exact.
+    std::vector<std::pair<std::string, std::vector<std::string>>> fusibleInto(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      placement::PlacementOp& pop = problem.ops[i];
+      if (!isFusiblePointwise(pop.opType) || ops[i]->getNumOperands() == 0) continue;
+      mlir::Value x = ops[i]->getOperand(0);
+      auto producerIt = opIndex.find(x.getDefiningOp());
+      if (producerIt == opIndex.end() || !x.hasOneUse() || !valueIndex.count(x)) continue;
+      const placement::PlacementOp& producer = problem.ops[producerIt->second];
+      placement::PlacementValue& pv = problem.values[valueIndex[x]];
+      for (int d = 0; d < numDevices; ++d) {
+        if (!pop.feasible(d) || !producer.feasible(d) ||
+            !fusesIntoProducer(problem.devices[d].kind, producer.opType, pop.opType))
+          continue;
+        OpCost c = model->opCost(works[i], d);
+        double saved = std::min(pop.computeSeconds[d], std::max(0.0, c.seconds - c.computeSec));
+        if (!(saved > 0)) continue;
+        pop.computeSeconds[d] -= saved;
+        for (int a = 0; a < numDevices; ++a)
+          if (a != d) pv.transferSeconds[a * numDevices + d] += saved;
+        fusibleInto[i].first = producer.name;
+        fusibleInto[i].second.push_back(targets[d]);
+      }
+    }
 
     // 3. Solve, then price every baseline on the same graph for the log.
     placement::PlacerOptions popts;
@@ -267,6 +302,13 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       op->setAttr(kPlacementReasonAttr, mlir::StringAttr::get(ctx, result.placement.reason[i]));
       op->setAttr(kPlacementCandidatesAttr, strAttrs(candidates));
       op->setAttr(kPlacementCostsAttr, mlir::DictionaryAttr::get(ctx, costs));
+      if (!fusibleInto[i].second.empty())
+        op->setAttr(kPlacementFusionAttr,
+                    mlir::DictionaryAttr::get(
+                        ctx, {mlir::NamedAttribute(mlir::StringAttr::get(ctx, "into"),
+                                                   mlir::StringAttr::get(ctx, fusibleInto[i].first)),
+                              mlir::NamedAttribute(mlir::StringAttr::get(ctx, "devices"),
+                                                   strAttrs(fusibleInto[i].second))}));
     }
     // Weights go where they are first read (insert-transfers duplicates them for other devices,
     // loaded once at plan load); graph inputs arrive in host memory.

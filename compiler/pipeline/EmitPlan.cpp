@@ -238,8 +238,31 @@ class PlanEmitter {
       candText += (candText.empty() ? "" : ", ") + c;
       if (costs.count(c)) candText += " " + formatSeconds(costs[c]);
     }
+    // Fusion the costs assume: "fused into X" when X is on the same device and fuses there.
+    std::string fusionText;
+    nlohmann::json fusion;
+    if (auto f = op->getAttrOfType<mlir::DictionaryAttr>(kPlacementFusionAttr)) {
+      auto into = f.getAs<mlir::StringAttr>("into");
+      std::vector<std::string> devs;
+      if (auto d = f.getAs<mlir::ArrayAttr>("devices"))
+        for (mlir::Attribute a : d)
+          if (auto s = llvm::dyn_cast<mlir::StringAttr>(a)) devs.push_back(s.str());
+      mlir::Operation* producer = op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr;
+      bool fused = into && producer && deviceOfOp(producer) == device &&
+                   std::find(devs.begin(), devs.end(), device) != devs.end();
+      if (into) {
+        fusion = {{"into", into.str()}, {"devices", devs}, {"fused", fused}};
+        fusionText = fused ? "; fused into " + into.str() : "; fusible into " + into.str() + " on " +
+                                                              [&] {
+                                                                std::string t;
+                                                                for (auto& d : devs)
+                                                                  t += (t.empty() ? "" : ", ") + d;
+                                                                return t;
+                                                              }();
+      }
+    }
     logLines_.push_back(name + " (" + step->op_type() + "): " + device + " [" +
-                        step->placement_reason() + "] candidates: " + candText);
+                        step->placement_reason() + "] candidates: " + candText + fusionText);
     ops_.push_back({{"name", name},
                     {"op_type", step->op_type()},
                     {"device", device},
@@ -247,6 +270,7 @@ class PlanEmitter {
                     {"candidates", candidates},
                     {"estimated_seconds", costs},
                     {"location", step->location()}});
+    if (!fusion.is_null()) ops_.back()["fusion"] = fusion;
     dotNodes_.push_back({name, step->op_type(), device});
     for (mlir::Value v : op->getOperands())
       if (std::string from = dotNameOf(v); !from.empty()) dotEdges_.push_back({from, name});
@@ -331,7 +355,8 @@ class PlanEmitter {
   static std::string formatSeconds(double s) {
     char buf[32];
     if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.3gms", s * 1e3);
-    else std::snprintf(buf, sizeof buf, "%.3gus", s * 1e6);
+    else if (s >= 1e-7 || s == 0) std::snprintf(buf, sizeof buf, "%.3gus", s * 1e6);
+    else std::snprintf(buf, sizeof buf, "%.3gns", s * 1e9);
     return buf;
   }
 

@@ -23,3 +23,33 @@ func.func @main(%x: tensor<4xf16>) -> tensor<4xf16> {
   %0 = tandem.abs %x : (tensor<4xf16>) -> tensor<4xf16>
   return %0 : tensor<4xf16>
 }
+
+// -----
+
+// Fusion-aware placement: the Relu reading the only result of a GPU matmul fuses into it on
+// cuda:0 (cuBLASLt ReLU epilogue), so it stays there although alone it would cost a 5 us launch
+// against 1 us on the CPU; its fused cost on each device is what the log shows. When the matmul
+// result is also a graph output (two readers) nothing fuses and the Relu moves to the CPU.
+// GPU-LABEL: func.func @main
+// GPU: tandem.mat_mul {{.*}}device = "cuda:0"
+// GPU: tandem.relu {{.*}}device = "cuda:0", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "mm"}, placement_reason = "cost"
+func.func @main(%x: tensor<1x12544xf32>) -> tensor<1x128xf32> {
+  %w = tandem.constant dense<1.0> : tensor<12544x128xf32>
+  %0 = tandem.mat_mul %x, %w : (tensor<1x12544xf32>, tensor<12544x128xf32>) -> tensor<1x128xf32> loc("mm")
+  %1 = tandem.relu %0 : (tensor<1x128xf32>) -> tensor<1x128xf32> loc("relu")
+  return %1 : tensor<1x128xf32>
+}
+
+// -----
+
+// GPU-LABEL: func.func @main
+// GPU: tandem.mat_mul {{.*}}device = "cuda:0"
+// GPU: tandem.relu
+// GPU-NOT: placement_fusion
+// GPU-SAME: device = "cpu"
+func.func @main(%x: tensor<1x12544xf32>) -> (tensor<1x128xf32>, tensor<1x128xf32>) {
+  %w = tandem.constant dense<1.0> : tensor<12544x128xf32>
+  %0 = tandem.mat_mul %x, %w : (tensor<1x12544xf32>, tensor<12544x128xf32>) -> tensor<1x128xf32> loc("mm")
+  %1 = tandem.relu %0 : (tensor<1x128xf32>) -> tensor<1x128xf32> loc("relu")
+  return %0, %1 : tensor<1x128xf32>, tensor<1x128xf32>
+}
