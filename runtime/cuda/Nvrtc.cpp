@@ -60,7 +60,7 @@ __device__ __forceinline__ float td_warp_min(float v) {
     __syncthreads();                                                        \
     if (lane == 0) sh[warp] = v;                                            \
     __syncthreads();                                                        \
-    v = (threadIdx.x < (blockDim.x >> 5)) ? sh[lane] : (INIT);              \
+    v = (lane < (blockDim.x >> 5)) ? sh[lane] : (INIT);                     \
     return WARP(v);                                                         \
   }
 TD_BLOCK_REDUCE(td_block_sum, td_warp_sum, 0.0f)
