@@ -73,7 +73,7 @@ class CudnnConvKernel : public Kernel {
         TANDEM_CUDA_RETURN(cudnnGetConvolutionBackwardDataWorkspaceSize(dc_->dnn, w_, x_, conv_, y_, bwd_, &wsBytes_));
     }
     if (!chosen_) return Status::error(opLabel(ctx) + ": cuDNN has no algorithm for this convolution");
-    if (wsBytes_) TANDEM_RETURN_IF_ERROR(dc_->allocate(wsBytes_, opLabel(ctx) + " cuDNN workspace", &ws_));
+    dc_->reserveWorkspace(wsBytes_);
     return Status::ok();
   }
 
@@ -81,10 +81,10 @@ class CudnnConvKernel : public Kernel {
     const float one = 1.f, zero = 0.f;
     if (!transpose_)
       TANDEM_CUDA_RETURN(cudnnConvolutionForward(dc_->dnn, &one, x_, ins[0]->raw(), w_, ins[1]->raw(), conv_, fwd_,
-                                                 ws_, wsBytes_, &zero, y_, outs[0]->raw()));
+                                                 dc_->workspace, wsBytes_, &zero, y_, outs[0]->raw()));
     else
       TANDEM_CUDA_RETURN(cudnnConvolutionBackwardData(dc_->dnn, &one, w_, ins[1]->raw(), x_, ins[0]->raw(), conv_,
-                                                      bwd_, ws_, wsBytes_, &zero, y_, outs[0]->raw()));
+                                                      bwd_, dc_->workspace, wsBytes_, &zero, y_, outs[0]->raw()));
     if (b_ && ins.size() > 2 && ins[2])
       TANDEM_CUDA_RETURN(cudnnAddTensor(dc_->dnn, &one, b_, ins[2]->raw(), &one, y_, outs[0]->raw()));
     return Status::ok();
@@ -99,8 +99,7 @@ class CudnnConvKernel : public Kernel {
   cudnnConvolutionFwdAlgo_t fwd_{};
   cudnnConvolutionBwdDataAlgo_t bwd_{};
   bool chosen_ = false;
-  void* ws_ = nullptr;
-  size_t wsBytes_ = 0;
+  size_t wsBytes_ = 0;  // this call's need; the shared workspace is at least this large
 };
 
 Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {

@@ -185,6 +185,8 @@ class CudaBackend : public DeviceBackend {
   Status finishLoad(const std::vector<Kernel*>& kernels) override {
     TANDEM_CUDA_RETURN(cudaSetDevice(ctx_.ordinal));
     TANDEM_RETURN_IF_ERROR(ctx_.program.compileAndLoad(ctx_.ccMajor, ctx_.ccMinor).withContext(device_));
+    if (ctx_.workspaceBytes && !ctx_.workspace)
+      TANDEM_RETURN_IF_ERROR(ctx_.allocate(ctx_.workspaceBytes, "the plan's cuBLASLt/cuDNN workspace", &ctx_.workspace));
     for (Kernel* k : kernels) TANDEM_RETURN_IF_ERROR(k->prepare());
     // Parameter uploads of kernel creation ran on the compute stream; finish them now.
     return check(cudaStreamSynchronize(ctx_.compute), "cudaStreamSynchronize");

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,13 @@ class DeviceContext {
   cudnnHandle_t dnn = nullptr;
   CachingArena* arena = nullptr;  // the device's arena, shared by every plan on the device
   GeneratedProgram program;       // all generated kernels of the plan, compiled once at load
+
+  /// Scratch shared by the plan's cuBLASLt and cuDNN calls (they run one after another on the
+  /// compute stream, so one buffer serves all). Kernels reserve their need at creation; the
+  /// backend allocates the largest in finishLoad(); kernels read `workspace` when they run.
+  void reserveWorkspace(size_t bytes) { workspaceBytes = std::max(workspaceBytes, bytes); }
+  size_t workspaceBytes = 0;
+  void* workspace = nullptr;
 
   /// Device memory for the lifetime of the plan (workspaces, uploaded parameters); freed when
   /// the context is destroyed. `forWhat` names the step for the out-of-memory error.

@@ -55,7 +55,7 @@ class LtMatmulKernel : public GeneratedKernel {
         TANDEM_CUDA_RETURN(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st, sizeof st));
       }
     }
-    TANDEM_RETURN_IF_ERROR(ctx.cuda->allocate(kWorkspaceBytes, opLabel(ctx) + " cuBLASLt workspace", &workspace_));
+    ctx.cuda->reserveWorkspace(kWorkspaceBytes);
     TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceCreate(&pref_));
     size_t ws = kWorkspaceBytes;
     TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
@@ -93,8 +93,8 @@ class LtMatmulKernel : public GeneratedKernel {
     float beta = expandC ? beta_ : 0.f;
     for (const LtCall& c : calls)
       TANDEM_CUDA_RETURN(cublasLtMatmul(dc_->lt, desc_, &alpha_, b + c.bOffset, la_, a + c.aOffset, lb_, &beta,
-                                        d + c.dOffset, lc_, d + c.dOffset, lc_, &algo_, workspace_,
-                                        kWorkspaceBytes, dc_->compute));
+                                        d + c.dOffset, lc_, d + c.dOffset, lc_, &algo_, dc_->workspace,
+                                        dc_->workspaceBytes, dc_->compute));
     return Status::ok();
   }
 
@@ -105,7 +105,6 @@ class LtMatmulKernel : public GeneratedKernel {
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
-  void* workspace_ = nullptr;
   size_t copyFn_ = 0;
 };
 
