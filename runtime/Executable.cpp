@@ -236,7 +236,8 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       BackendOptions bo;
       bo.memoryFraction = options.gpuMemoryFraction;
       std::unique_ptr<DeviceBackend> b;
-      Status st = createCudaBackend(std::stoi(c.substr(5)), bo, &b);
+      Status st = options.backendFactory ? options.backendFactory(c, &b)
+                                         : createCudaBackend(std::stoi(c.substr(5)), bo, &b);
       if (st.isOk()) {
         m.backends[c] = std::move(b);
         m.anyCuda = true;

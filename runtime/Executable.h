@@ -1,10 +1,12 @@
 // A Plan bound to live devices: kernels created and weights prepared once, then run many times.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/Plan.pb.h"
+#include "runtime/Backend.h"
 #include "runtime/Kernel.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
@@ -21,6 +23,9 @@ struct LoadOptions {
   /// each GPU's memory at first use and never grows (an allocation past it is an error naming
   /// the step and the bytes). The first plan loaded on a device fixes its mode for the process.
   double gpuMemoryFraction = 0;
+  /// Creates the backend of a non-host device ("cuda:0"); null uses the built-in CUDA backend.
+  /// For tests (a fake asynchronous device) and backends built outside this library.
+  std::function<Status(const std::string& device, std::unique_ptr<DeviceBackend>* out)> backendFactory;
 };
 
 /// Per-step timing of one run, in seconds.
