@@ -157,7 +157,8 @@ struct Executable::Impl {
   std::vector<std::unique_ptr<Event>> stepEvent;  // recorded after a step others wait on
   // Graph inputs/outputs on a CUDA device cross through pinned staging buffers.
   std::vector<void*> inputStaging, outputStaging;
-  std::vector<std::unique_ptr<Event>> inputsUploaded;  // per CUDA backend with inputs
+  std::vector<std::unique_ptr<Event>> inputsUploaded;  // per GPU backend, in backends order
+  std::vector<std::unique_ptr<Event>> computeDrained;  // per GPU backend: outputs may leave
   std::vector<Tensor> values;                // by value id: arena views or constants
   std::vector<TensorType> valueTypes;
   std::vector<AttrMap> stepAttrs;
@@ -187,6 +188,7 @@ struct Executable::Impl {
     kernels.clear();
     stepEvent.clear();
     inputsUploaded.clear();
+    computeDrained.clear();
     auto freeHost = [&](void* p) {
       for (auto& b : backends)
         if (!b.second->isHost()) return b.second->deallocateHost(p);
@@ -454,9 +456,11 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     }
     for (auto& b : m.backends) {
       if (b.second->isHost()) continue;
-      std::unique_ptr<Event> e;
-      TANDEM_RETURN_IF_ERROR(b.second->createEvent(&e));
-      m.inputsUploaded.push_back(std::move(e));
+      std::unique_ptr<Event> up, drained;
+      TANDEM_RETURN_IF_ERROR(b.second->createEvent(&up));
+      TANDEM_RETURN_IF_ERROR(b.second->createEvent(&drained));
+      m.inputsUploaded.push_back(std::move(up));
+      m.computeDrained.push_back(std::move(drained));
     }
   } else if (m.devices.size() > 1) {
     m.stepStream = m.stepDevice;
@@ -658,12 +662,14 @@ Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector
       stats->steps.push_back({s.name(), s.op_type(), s.device(), m.kernels[si]->implName(),
                               std::chrono::duration<double>(Clock::now() - s0).count()});
   }
-  for (auto& b : m.backends) {
-    if (b.second->isHost()) continue;
-    std::unique_ptr<Event> drained;
-    TANDEM_RETURN_IF_ERROR(b.second->createEvent(&drained));
-    TANDEM_RETURN_IF_ERROR(b.second->recordEvent(Queue::Compute, *drained));
-    TANDEM_RETURN_IF_ERROR(b.second->waitEvent(Queue::DeviceToHost, *drained));
+  {
+    size_t e = 0;
+    for (auto& b : m.backends) {
+      if (b.second->isHost()) continue;
+      Event& drained = *m.computeDrained[e++];
+      TANDEM_RETURN_IF_ERROR(b.second->recordEvent(Queue::Compute, drained));
+      TANDEM_RETURN_IF_ERROR(b.second->waitEvent(Queue::DeviceToHost, drained));
+    }
   }
   for (int i = 0; i < p.outputs_size(); ++i) {
     if (!m.outputStaging[i]) continue;
