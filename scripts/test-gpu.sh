@@ -25,3 +25,4 @@ ctest --test-dir "$build" -LE 'gpu|slow' --output-on-failure -j "$(nproc)"
 
 echo "== gpu benchmarks"
 "$build/examples/gpu_matmul_sweep"
+"$build/examples/gpu_fetch_every_step"
