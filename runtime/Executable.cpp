@@ -154,6 +154,7 @@ struct Executable::Impl {
   std::vector<DeviceBackend*> stepBackend;   // the backend that runs (or, for copies, issues) it
   std::vector<Queue> stepQueue;
   std::vector<int> stepStream;               // index of (device, queue): the unit of ordering
+  std::vector<std::string> stepImpl;         // kernel implName(), or the copy's queue
   std::vector<std::unique_ptr<Event>> stepEvent;  // recorded after a step others wait on
   // Graph inputs/outputs on a CUDA device cross through pinned staging buffers.
   std::vector<void*> inputStaging, outputStaging;
@@ -411,6 +412,10 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       }
     }
     m.stepKind.push_back(kind);
+    m.stepImpl.push_back(kind == StepKind::CopyH2D   ? "copy-h2d"
+                         : kind == StepKind::CopyD2H ? "copy-d2h"
+                         : kind == StepKind::CopyD2D ? "copy-d2d"
+                                                     : k->implName());
     m.stepBackend.push_back(backend);
     m.stepQueue.push_back(queue);
     m.kernels.push_back(std::move(k));
@@ -542,9 +547,7 @@ const std::vector<TensorType>& Executable::outputTypes() const { return impl_->o
 const std::vector<std::string>& Executable::notes() const { return impl_->notes; }
 
 std::vector<std::string> Executable::stepImpls() const {
-  std::vector<std::string> r;
-  for (auto& k : impl_->kernels) r.push_back(k->implName());
-  return r;
+  return impl_->stepImpl;
 }
 
 Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
@@ -659,7 +662,7 @@ Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector
       return st.withContext(label);
     }
     if (profile && stats)
-      stats->steps.push_back({s.name(), s.op_type(), s.device(), m.kernels[si]->implName(),
+      stats->steps.push_back({s.name(), s.op_type(), s.device(), m.stepImpl[si],
                               std::chrono::duration<double>(Clock::now() - s0).count()});
   }
   {

@@ -182,6 +182,11 @@ TEST(ExecutableAsync, CrossDeviceResultsAreRightUnderTheWorstQueueOrder) {
   ASSERT_TRUE(st.isOk()) << st.message();
   ASSERT_NE(gpu, nullptr);
   EXPECT_TRUE(exe->notes().empty());
+  // Copies run on the link's queue, not as kernels.
+  std::vector<std::string> impls = exe->stepImpls();
+  ASSERT_EQ(impls.size(), 5u);
+  EXPECT_EQ(impls[0], "copy-h2d");
+  EXPECT_EQ(impls[3], "copy-d2h");
   for (int run = 0; run < 3; ++run) {
     Tensor x = Tensor::alloc(DType::F32, {256});
     for (int i = 0; i < 256; ++i) x.data<float>()[i] = (float)((i * 7 + run * 13) % 11) - 5.f;
