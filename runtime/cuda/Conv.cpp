@@ -1,7 +1,10 @@
 // Conv-11 and ConvTranspose-11 through cuDNN (legacy convolution API, NCHW FP32, FMA math so
 // results match the CPU within FP32 rounding): 1-D (as 2-D with a unit dim), 2-D and 3-D, groups,
-// strides, dilations; pads must be symmetric as cuDNN's are (asymmetric SAME_* pads are an error
-// naming the pads). Algorithm and workspace are chosen once at load; bias by cudnnAddTensor.
+// strides, dilations. cuDNN pads symmetrically: a Conv whose begin and end pads differ
+// (SAME_UPPER with stride 2, explicit asymmetric pads) first zero-pads X into a plan-lifetime
+// buffer with the generated index-map gather, then convolves it unpadded. ConvTranspose pads
+// must fit cuDNN's symmetric form (else an error naming the pads). Algorithm and workspace are
+// chosen once at load; bias by cudnnAddTensor.
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/Generated.h"
 
@@ -12,15 +15,42 @@ namespace {
 
 std::vector<int> toInts(const Shape& s) { return std::vector<int>(s.begin(), s.end()); }
 
-class CudnnConvKernel : public Kernel {
+class CudnnConvKernel : public GeneratedKernel {
  public:
-  explicit CudnnConvKernel(DeviceContext* dc, bool transpose) : dc_(dc), transpose_(transpose) {}
+  CudnnConvKernel(DeviceContext* dc, bool transpose) : GeneratedKernel(dc), transpose_(transpose) {}
   ~CudnnConvKernel() override {
     for (auto d : {x_, y_, b_}) if (d) cudnnDestroyTensorDescriptor(d);
     if (w_) cudnnDestroyFilterDescriptor(w_);
     if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
   }
-  std::string implName() const override { return transpose_ ? "cudnn:bwd-data" : "cudnn"; }
+  std::string implName() const override {
+    return transpose_ ? "cudnn:bwd-data" : prepad_ ? "nvrtc-pad+cudnn" : "cudnn";
+  }
+
+  // Zero-pads X (shape xs, begin pads pb, end pads pe per spatial dim) into a buffer of this
+  // plan; returns the padded shape. Index maps as Pad's constant mode.
+  Status usePrepad(const KernelContext& ctx, const Shape& xs, const std::vector<int64_t>& pb,
+                   const std::vector<int64_t>& pe, Shape* padded) {
+    *padded = xs;
+    for (size_t i = 0; i < pb.size(); ++i) (*padded)[i + 2] += pb[i] + pe[i];
+    TANDEM_RETURN_IF_ERROR(use(padName(DType::F32), padSource(DType::F32), &padFn_));
+    TANDEM_RETURN_IF_ERROR(makeGeo(ctx, *padded, {denseStrides(xs)}, &padGeo_));
+    std::vector<int64_t> maps;
+    for (size_t d = 0; d < padded->size(); ++d) {
+      padGeo_.aux[d] = (int64_t)maps.size();
+      int64_t begin = d < 2 ? 0 : pb[d - 2];
+      for (int64_t o = 0; o < (*padded)[d]; ++o) {
+        int64_t s = o - begin;
+        maps.push_back(s >= 0 && s < xs[d] ? s : -1);
+      }
+    }
+    void* deviceMaps = nullptr;
+    TANDEM_RETURN_IF_ERROR(dc_->upload(maps.data(), maps.size() * sizeof(int64_t), opLabel(ctx) + " pad maps", &deviceMaps));
+    maps_ = deviceMaps;
+    TANDEM_RETURN_IF_ERROR(dc_->allocate(numElements(*padded) * sizeof(float), opLabel(ctx) + " padded input", &padded_));
+    prepad_ = true;
+    return Status::ok();
+  }
 
   // x: the op's input, y: its output, w: the weight, all with >= 2 spatial dims (1-D padded).
   Status init(const KernelContext& ctx, Shape xs, Shape ys, Shape ws, std::vector<int64_t> pads,
@@ -79,8 +109,17 @@ class CudnnConvKernel : public Kernel {
 
   Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
     const float one = 1.f, zero = 0.f;
+    const void* x = ins[0]->raw();
+    if (prepad_) {
+      const void* in = x;
+      void* out = padded_;
+      uint32_t fill = 0;  // +0.0f
+      void* args[] = {&padGeo_, &out, &in, &maps_, &fill};
+      TANDEM_RETURN_IF_ERROR(launchGridStride(*dc_, fn(padFn_), padGeo_.n, args));
+      x = padded_;
+    }
     if (!transpose_)
-      TANDEM_CUDA_RETURN(cudnnConvolutionForward(dc_->dnn, &one, x_, ins[0]->raw(), w_, ins[1]->raw(), conv_, fwd_,
+      TANDEM_CUDA_RETURN(cudnnConvolutionForward(dc_->dnn, &one, x_, x, w_, ins[1]->raw(), conv_, fwd_,
                                                  dc_->workspace, wsBytes_, &zero, y_, outs[0]->raw()));
     else
       TANDEM_CUDA_RETURN(cudnnConvolutionBackwardData(dc_->dnn, &one, w_, ins[1]->raw(), x_, ins[0]->raw(), conv_,
@@ -91,8 +130,12 @@ class CudnnConvKernel : public Kernel {
   }
 
  private:
-  DeviceContext* dc_;
   bool transpose_;
+  bool prepad_ = false;
+  TdGeo padGeo_;
+  size_t padFn_ = 0;
+  const void* maps_ = nullptr;
+  void* padded_ = nullptr;
   cudnnTensorDescriptor_t x_ = nullptr, y_ = nullptr, b_ = nullptr;
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
@@ -142,7 +185,12 @@ Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   }
   bool bias = ctx.inputTypes.size() > 2 && ctx.inputTypes[2].present();
   auto k = std::make_unique<CudnnConvKernel>(ctx.cuda, transpose);
-  TANDEM_RETURN_IF_ERROR(k->init(ctx, xs, ys, ws, pb, strides, dil, group, bias));
+  Shape convIn = xs;
+  if (!transpose && pb != pe) {
+    TANDEM_RETURN_IF_ERROR(k->usePrepad(ctx, xs, pb, pe, &convIn));
+    pb.assign(pb.size(), 0);
+  }
+  TANDEM_RETURN_IF_ERROR(k->init(ctx, convIn, ys, ws, pb, strides, dil, group, bias));
   *out = std::move(k);
   return Status::ok();
 }

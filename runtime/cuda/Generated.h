@@ -81,6 +81,12 @@ class GeneratedKernel : public Kernel {
 std::string copyKernelName(DType t);
 std::string copyKernelSource(DType t);
 
+/// Source of the dtype-agnostic gather through per-dim index maps "td_pad_<bits>" (Indexing.cpp):
+/// out[i] = all maps[g.aux[d] + idx_d] >= 0 ? in[sum maps[...] * istr0] : fill. Pad, and the
+/// asymmetric-padding path of Conv.
+std::string padName(DType t);
+std::string padSource(DType t);
+
 /// Each category's generated functions for every dtype it supports (name, source).
 std::vector<std::pair<std::string, std::string>> elementwiseSources();  // Elementwise.cpp
 std::vector<std::pair<std::string, std::string>> tensorSources();       // Tensor.cpp

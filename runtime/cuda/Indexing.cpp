@@ -7,6 +7,30 @@
 namespace tandem {
 namespace cuda {
 
+std::string padName(DType t) { return std::string("td_pad_") + bitsTypeName(t); }
+
+// maps: for dim d, entries [g.aux[d], g.aux[d] + dims[d]) give the input index or -1 (fill).
+std::string padSource(DType t) {
+  std::string T = bitsTypeName(t);
+  return "extern \"C\" __global__ void " + padName(t) + "(TdGeo g, " + T + "* __restrict__ out, const " + T +
+         "* __restrict__ in, const i64* __restrict__ maps, " + T + R"( fill) {
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < g.n; i += (i64)gridDim.x * blockDim.x) {
+    i64 r = i, io = 0;
+    bool inside = true;
+    for (int d = g.rank - 1; d >= 0; --d) {
+      i64 x = r % g.dims[d];
+      r /= g.dims[d];
+      i64 s = maps[g.aux[d] + x];
+      if (s < 0) inside = false;
+      io += s * g.istr[0][d];
+    }
+    out[i] = inside ? in[io] : fill;
+  }
+}
+)";
+}
+
+
 namespace {
 
 std::string gatherName(DType data, DType index) {
@@ -68,29 +92,6 @@ Status createGather(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return Status::error(opLabel(ctx) + ": gathers from an empty axis");
   *out = std::move(k);
   return Status::ok();
-}
-
-std::string padName(DType t) { return std::string("td_pad_") + bitsTypeName(t); }
-
-// maps: for dim d, entries [g.aux[d], g.aux[d] + dims[d]) give the input index or -1 (fill).
-std::string padSource(DType t) {
-  std::string T = bitsTypeName(t);
-  return "extern \"C\" __global__ void " + padName(t) + "(TdGeo g, " + T + "* __restrict__ out, const " + T +
-         "* __restrict__ in, const i64* __restrict__ maps, " + T + R"( fill) {
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < g.n; i += (i64)gridDim.x * blockDim.x) {
-    i64 r = i, io = 0;
-    bool inside = true;
-    for (int d = g.rank - 1; d >= 0; --d) {
-      i64 x = r % g.dims[d];
-      r /= g.dims[d];
-      i64 s = maps[g.aux[d] + x];
-      if (s < 0) inside = false;
-      io += s * g.istr[0][d];
-    }
-    out[i] = inside ? in[io] : fill;
-  }
-}
-)";
 }
 
 class PadKernel : public GeneratedKernel {

@@ -325,6 +325,15 @@ TEST(CudaKernels, ConvAndPool) {
   OpCase same{"Conv SAME_UPPER even", "Conv", {}, {randomF32({1, 2, 8, 8}), randomF32({3, 2, 3, 3})}, {false, true}, {f32({1, 3, 8, 8})}, 1e-4};
   same.attrs.set("auto_pad", Attr::ofString("SAME_UPPER"));
   checkAgainstCpu(same);
+  OpCase same2{"Conv SAME_UPPER stride 2 (asymmetric pads)", "Conv", {}, {randomF32({1, 2, 8, 8}), randomF32({3, 2, 3, 3}), randomF32({3})},
+               {false, true, true}, {f32({1, 3, 4, 4})}, 1e-4};
+  same2.attrs.set("auto_pad", Attr::ofString("SAME_UPPER"));
+  same2.attrs.set("strides", Attr::ofInts({2, 2}));
+  checkAgainstCpu(same2);
+  OpCase asym{"Conv explicit asymmetric pads", "Conv", {}, {randomF32({2, 3, 7, 6}), randomF32({4, 3, 3, 2})},
+              {false, true}, {f32({2, 4, 8, 8})}, 1e-4};
+  asym.attrs.set("pads", Attr::ofInts({2, 0, 1, 3}));
+  checkAgainstCpu(asym);
   OpCase ct{"ConvTranspose stride 2", "ConvTranspose", {}, {randomF32({1, 4, 5, 5}), randomF32({4, 3, 3, 3}), randomF32({3})},
             {false, true, true}, {f32({1, 3, 11, 11})}, 1e-4};
   ct.attrs.set("strides", Attr::ofInts({2, 2}));
