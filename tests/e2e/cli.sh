@@ -28,7 +28,7 @@ check 1 "cannot open" -- "$tandem" compile /nonexistent/model.onnx -o /tmp/never
 relu=/usr/share/libonnx-testdata/data/node/test_relu/model.onnx
 work=$(mktemp -d)
 check 0 "digraph placement" -- "$tandem" compile $relu -o $work/a.tplan --log-placement=dot
-check 0 "\"reason\": \"only-kernel\"" -- "$tandem" compile $relu -o $work/a.tplan --log-placement=json
+check 0 "\"reason\": \"only-kernel\"" -- "$tandem" compile $relu -o $work/a.tplan --log-placement=json --target cpu
 check 0 "estimated time: plan \(cost\)" -- "$tandem" compile $relu -o $work/a.tplan --log-placement
 check 0 "candidates: cpu .*cuda:0" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=h100 --log-placement
 check 0 "policy\(greedy\)" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=h100 --placement greedy --log-placement
