@@ -1,6 +1,7 @@
 // The CUDA backend: discovery through the runtime API (static cudart, no libcuda link), the
 // per-device caching arena, three streams per device (compute, H2D, D2H), events, and kernels.
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -185,8 +186,14 @@ class CudaBackend : public DeviceBackend {
   Status finishLoad(const std::vector<Kernel*>& kernels) override {
     TANDEM_CUDA_RETURN(cudaSetDevice(ctx_.ordinal));
     TANDEM_RETURN_IF_ERROR(ctx_.program.compileAndLoad(ctx_.ccMajor, ctx_.ccMinor).withContext(device_));
-    if (ctx_.workspaceBytes && !ctx_.workspace)
+    // A later load on the same backend (calibration loads one op at a time) may need more.
+    if (ctx_.workspaceBytes > workspaceHeld_) {
+      TANDEM_CUDA_RETURN(cudaStreamSynchronize(ctx_.compute));
+      if (ctx_.workspace) ctx_.release(ctx_.workspace);
+      ctx_.workspace = nullptr;
       TANDEM_RETURN_IF_ERROR(ctx_.allocate(ctx_.workspaceBytes, "the plan's cuBLASLt/cuDNN workspace", &ctx_.workspace));
+      workspaceHeld_ = ctx_.workspaceBytes;
+    }
     for (Kernel* k : kernels) TANDEM_RETURN_IF_ERROR(k->prepare());
     // Parameter uploads of kernel creation ran on the compute stream; finish them now.
     return check(cudaStreamSynchronize(ctx_.compute), "cudaStreamSynchronize");
@@ -237,6 +244,7 @@ class CudaBackend : public DeviceBackend {
   mutable std::mutex mu_;
   std::map<void*, size_t> live_;
   size_t inUse_ = 0, peak_ = 0;
+  size_t workspaceHeld_ = 0;
 };
 
 std::string versionText(int v) {  // 12080 -> "12.8"
@@ -276,6 +284,13 @@ Status DeviceContext::upload(const void* host, size_t bytes, const std::string& 
   // Synchronous: load time only, and `host` may be a temporary.
   TANDEM_CUDA_RETURN(cudaMemcpyAsync(*out, host, bytes, cudaMemcpyHostToDevice, compute));
   return check(cudaStreamSynchronize(compute), "cudaStreamSynchronize").withContext(forWhat);
+}
+
+void DeviceContext::release(void* p) {
+  auto it = std::find(owned_.begin(), owned_.end(), p);
+  if (it == owned_.end()) return;
+  owned_.erase(it);
+  arena->free(p);
 }
 
 DeviceContext::~DeviceContext() {

@@ -51,6 +51,8 @@ class DeviceContext {
   Status allocate(size_t bytes, const std::string& forWhat, void** out);
   /// Uploads host bytes at load time (synchronously on the compute stream); returns the device copy.
   Status upload(const void* host, size_t bytes, const std::string& forWhat, void** out);
+  /// Frees a block from allocate()/upload() early (the caller has synchronised its users).
+  void release(void* p);
   /// Bytes held through allocate()/upload().
   size_t ownedBytes() const { return ownedBytes_; }
   ~DeviceContext();

@@ -216,15 +216,20 @@ std::string GeneratedProgram::translationUnit() const {
 }
 
 Status GeneratedProgram::compileAndLoad(int ccMajor, int ccMinor) {
-  if (sources_.empty()) return Status::ok();
+  if (sources_.empty() || (library_ && loadedCount_ == sources_.size())) return Status::ok();
+  if (library_) older_.push_back(library_);
+  library_ = nullptr;
   std::string ptx;
   TANDEM_RETURN_IF_ERROR(compileToPtx(translationUnit(), nvrtcOptions(), ptxArchFor(ccMajor, ccMinor),
                                       nvrtcCacheDir(), &ptx, &cacheHit_));
   cudaError_t e = cudaLibraryLoadData(&library_, ptx.c_str(), nullptr, nullptr, 0, nullptr,
                                       nullptr, 0);
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    library_ = nullptr;
     return Status::error(std::string("cudaLibraryLoadData of the generated kernels: ") +
                          cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  }
+  loadedCount_ = sources_.size();
   return Status::ok();
 }
 
@@ -238,6 +243,7 @@ Status GeneratedProgram::function(const std::string& name, cudaKernel_t* out) co
 
 GeneratedProgram::~GeneratedProgram() {
   if (library_) cudaLibraryUnload(library_);
+  for (cudaLibrary_t l : older_) cudaLibraryUnload(l);
 }
 
 }  // namespace cuda

@@ -48,7 +48,8 @@ class GeneratedProgram {
   bool empty() const { return sources_.empty(); }
   /// The whole translation unit: the prelude, then every added source in name order.
   std::string translationUnit() const;
-  /// Compiles (or takes from the cache) and loads the program on the current device.
+  /// Compiles (or takes from the cache) and loads the program on the current device; again
+  /// only when kernels were added since the last load (earlier handles stay valid).
   Status compileAndLoad(int ccMajor, int ccMinor);
   /// The kernel `name`; only after compileAndLoad().
   Status function(const std::string& name, cudaKernel_t* out) const;
@@ -57,7 +58,9 @@ class GeneratedProgram {
 
  private:
   std::map<std::string, std::string> sources_;
-  cudaLibrary_t library_ = nullptr;
+  cudaLibrary_t library_ = nullptr;            // the latest load: has every added kernel
+  std::vector<cudaLibrary_t> older_;           // earlier loads, kept while kernels use them
+  size_t loadedCount_ = 0;                     // sources_.size() at the latest load
   bool cacheHit_ = false;
 };
 
