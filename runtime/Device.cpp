@@ -1,5 +1,7 @@
-// CPU discovery through the OS and oneDNN; the CUDA slot reports that it is not built yet.
+// Device discovery: the CPU through the OS and oneDNN, CUDA devices through the CUDA backend.
 #include "runtime/Device.h"
+
+#include "runtime/Backend.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -65,11 +67,17 @@ std::vector<DeviceInfo> discoverDevices() {
                      std::to_string(v->patch)},
       {"threading", "OpenMP"},
   };
-  return {cpu};
+  std::vector<DeviceInfo> all = {cpu};
+  std::string note;
+  for (DeviceInfo& d : discoverCudaDevices(&note)) all.push_back(std::move(d));
+  return all;
 }
 
 std::vector<std::string> discoveryNotes() {
-  return {"cuda: backend not built into this binary (CPU-only build); plans run on the CPU"};
+  std::string note;
+  discoverCudaDevices(&note);
+  if (note.empty()) return {};
+  return {note};
 }
 
 int defaultThreads(std::string* why, int samples) {

@@ -1,4 +1,5 @@
-// The executor: binds a Plan to the CPU (arenas, constants, kernels) and runs its steps in order.
+// The executor: binds a Plan to its devices through the backend interface (runtime/Backend.h:
+// arenas, constants, kernels) and runs its steps in order, on streams with events across devices.
 #include "runtime/Executable.h"
 
 #include <omp.h>
@@ -14,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/Backend.h"
 #include "runtime/Device.h"
 
 namespace tandem {
@@ -130,10 +132,34 @@ class StreamWorker {
 
 }  // namespace
 
+// How a step runs once a CUDA device is live: a kernel on its device's compute queue, or one of
+// the copies insert-transfers emitted, on the queue that owns the link.
+enum class StepKind { Kernel, HostCopy, CopyH2D, CopyD2H, CopyD2D };
+
 struct Executable::Impl {
   plan::Plan plan;
   int threads = 0;
-  std::map<std::string, Tensor> arenas;      // device -> arena bytes
+  // Backends by canonical device name; a cuda:N that fell back to the CPU has a CPU backend.
+  std::map<std::string, std::unique_ptr<DeviceBackend>> backends;
+  struct Arena {
+    DeviceBackend* backend = nullptr;
+    void* base = nullptr;
+    int64_t bytes = 0;
+    bool pinnedHost = false;  // a host arena allocated by a CUDA backend (DMA-able)
+  };
+  std::map<std::string, Arena> arenas;       // device -> arena
+  bool anyCuda = false;                      // a live CUDA backend drives some step
+  std::map<std::pair<int, std::string>, Tensor> deviceConstants;  // (value, device) -> copy
+  std::vector<StepKind> stepKind;
+  std::vector<DeviceBackend*> stepBackend;   // the backend that runs (or, for copies, issues) it
+  std::vector<Queue> stepQueue;
+  std::vector<int> stepStream;               // index of (device, queue): the unit of ordering
+  std::vector<std::string> stepImpl;         // kernel implName(), or the copy's queue
+  std::vector<std::unique_ptr<Event>> stepEvent;  // recorded after a step others wait on
+  // Graph inputs/outputs on a CUDA device cross through pinned staging buffers.
+  std::vector<void*> inputStaging, outputStaging;
+  std::vector<std::unique_ptr<Event>> inputsUploaded;  // per GPU backend, in backends order
+  std::vector<std::unique_ptr<Event>> computeDrained;  // per GPU backend: outputs may leave
   std::vector<Tensor> values;                // by value id: arena views or constants
   std::vector<TensorType> valueTypes;
   std::vector<AttrMap> stepAttrs;
@@ -155,6 +181,30 @@ struct Executable::Impl {
   std::condition_variable eventCv;
   std::vector<uint64_t> stepDoneRun;        // the run number a step last finished in
   uint64_t runNumber = 0;
+
+  ~Impl() {
+    // Device work first, then what it used, then the backends themselves.
+    for (auto& b : backends) b.second->synchronize();
+    streams.clear();
+    kernels.clear();
+    stepEvent.clear();
+    inputsUploaded.clear();
+    computeDrained.clear();
+    auto freeHost = [&](void* p) {
+      for (auto& b : backends)
+        if (!b.second->isHost()) return b.second->deallocateHost(p);
+    };
+    for (void* p : inputStaging) if (p) freeHost(p);
+    for (void* p : outputStaging) if (p) freeHost(p);
+    for (auto& c : deviceConstants) backends[c.first.second]->deallocate(c.second.raw());
+    deviceConstants.clear();
+    for (auto& a : arenas) {
+      if (a.second.pinnedHost) freeHost(a.second.base);
+      else a.second.backend->deallocate(a.second.base);
+    }
+    arenas.clear();
+    backends.clear();
+  }
 };
 
 Executable::Executable() : impl_(new Impl) {}
@@ -178,29 +228,63 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   }
   omp_set_num_threads(m.threads);
 
-  // 1. Devices: every device the plan names must be live. Only the CPU exists in this build.
-  // Host devices cpu, cpu:1, ... are slices of the one CPU (own arena, stream and thread pool).
-  // A plan made for a GPU (--target cpu,cuda:0=h100) still runs where no CUDA backend is: its
-  // cuda:N steps run on the CPU as a separate host device (own arena and stream), and the
-  // executable says so once per device (Executable::notes).
+  // 1. Devices: every device the plan names gets a backend. Host devices cpu, cpu:1, ... are
+  // slices of the one CPU (own arena, stream and thread pool). cuda:N gets the CUDA backend when
+  // it is built and the device is there; otherwise, with deviceFallback, its steps run on the
+  // CPU as a separate host device (own arena and stream), and the executable says why, once per
+  // device (Executable::notes).
+  int cpuThreads = m.threads > 0 ? m.threads : availableCores();
   auto checkDevice = [&](const std::string& dev, const std::string& what) -> Status {
     std::string c = canonicalDeviceName(dev.empty() ? "cpu" : dev);
-    if (c.rfind("cpu", 0) == 0) return Status::ok();
-    if (c.rfind("cuda", 0) == 0 && options.deviceFallback) {
-      std::string note = c + " is not available (this build has no CUDA backend): its steps run on the CPU";
-      if (std::find(m.notes.begin(), m.notes.end(), note) == m.notes.end()) m.notes.push_back(note);
+    if (m.backends.count(c)) return Status::ok();
+    if (c.rfind("cpu", 0) == 0) {
+      m.backends[c] = createCpuBackend(c, cpuThreads);
       return Status::ok();
     }
-    return Status::error(what + " is placed on '" + dev +
-                         "', which is not present (live devices: cpu, and cpu:N host slices)");
+    std::string why = "unknown device kind";
+    if (c.rfind("cuda:", 0) == 0) {
+      BackendOptions bo;
+      bo.memoryFraction = options.gpuMemoryFraction;
+      std::unique_ptr<DeviceBackend> b;
+      Status st = options.backendFactory ? options.backendFactory(c, &b)
+                                         : createCudaBackend(std::stoi(c.substr(5)), bo, &b);
+      if (st.isOk()) {
+        m.backends[c] = std::move(b);
+        m.anyCuda = true;
+        return Status::ok();
+      }
+      why = st.message();
+      if (options.deviceFallback) {
+        m.notes.push_back(c + " is not available (" + why + "): its steps run on the CPU");
+        m.backends[c] = createCpuBackend(c, cpuThreads);
+        return Status::ok();
+      }
+    }
+    return Status::error(what + " is placed on '" + dev + "', which is not present (" + why +
+                         "; live devices: cpu, cpu:N host slices and the visible cuda:N)");
   };
 
-  // 2. Arenas, one per device, sized by the memory plan.
+  // 2. Arenas, one per device, sized by the memory plan. Devices are bound first so that, when
+  // a GPU is live, host arenas come pinned and copies to and from them are asynchronous DMA.
+  for (const plan::Arena& a : p.arenas()) TANDEM_RETURN_IF_ERROR(checkDevice(a.device(), "arena"));
+  for (const plan::Step& s : p.steps()) TANDEM_RETURN_IF_ERROR(checkDevice(s.device(), "step"));
+  DeviceBackend* firstCuda = nullptr;
+  for (auto& b : m.backends)
+    if (!b.second->isHost() && !firstCuda) firstCuda = b.second.get();
   for (const plan::Arena& a : p.arenas()) {
-    TANDEM_RETURN_IF_ERROR(checkDevice(a.device(), "arena"));
     if (a.bytes() < 0) return Status::error("arena for " + a.device() + " has negative size");
-    m.arenas[canonicalDeviceName(a.device().empty() ? "cpu" : a.device())] =
-        Tensor::alloc(DType::U8, {a.bytes()});
+    std::string dev = canonicalDeviceName(a.device().empty() ? "cpu" : a.device());
+    Impl::Arena arena;
+    arena.backend = m.backends[dev].get();
+    arena.bytes = a.bytes();
+    if (arena.backend->isHost() && firstCuda) {
+      TANDEM_RETURN_IF_ERROR(firstCuda->allocateHost((size_t)a.bytes(), &arena.base).withContext("arena of " + dev));
+      std::memset(arena.base, 0, (size_t)a.bytes());
+      arena.pinnedHost = true;
+    } else {
+      TANDEM_RETURN_IF_ERROR(arena.backend->allocate((size_t)a.bytes(), "the plan's arena", &arena.base));
+    }
+    m.arenas[dev] = arena;
   }
 
   // 3. Values: arena views for intermediates and inputs, owned tensors for constants.
@@ -226,11 +310,12 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     auto it = m.arenas.find(canonicalDeviceName(v.device().empty() ? "cpu" : v.device()));
     if (it == m.arenas.end()) return Status::error(what + ": no arena for device '" + v.device() + "'");
     size_t bytes = (size_t)numElements(tt.shape) * dtypeSize(tt.dtype);
-    if (v.arena_offset() < 0 || v.arena_offset() + (int64_t)bytes > it->second.numel())
+    if (v.arena_offset() < 0 || v.arena_offset() + (int64_t)bytes > it->second.bytes)
       return Status::error(what + ": arena slot [" + std::to_string(v.arena_offset()) + ", +" +
                            std::to_string(bytes) + ") is outside the arena of " +
-                           std::to_string(it->second.numel()) + " bytes");
-    m.values[i] = Tensor::view(tt.dtype, tt.shape, it->second.data<uint8_t>() + v.arena_offset());
+                           std::to_string(it->second.bytes) + " bytes");
+    m.values[i] = Tensor::view(tt.dtype, tt.shape, static_cast<uint8_t*>(it->second.base) + v.arena_offset());
+    m.values[i].setDevice(it->first);
   }
 
   auto checkId = [&](int id, const std::string& what) -> Status {
@@ -250,8 +335,9 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     m.outputTypes.push_back(m.valueTypes[id]);
   }
 
-  // 4. Kernels, created once: oneDNN primitives are built and weights reordered here.
-  const KernelRegistry& reg = KernelRegistry::global();
+  // 4. Kernels, created once by their device's backend: oneDNN primitives are built and weights
+  // reordered, cuDNN/cuBLASLt descriptors made and generated kernels gathered here. Constants a
+  // CUDA step reads are uploaded once, per device. Copies get the queue of their link.
   m.stepAttrs.resize(p.steps_size());
   for (int si = 0; si < p.steps_size(); ++si) {
     const plan::Step& s = p.steps(si);
@@ -262,7 +348,9 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     ctx.opType = s.op_type();
     ctx.nodeName = s.name();
     ctx.attrs = &m.stepAttrs[si];
-    ctx.threads = m.threads;
+    ctx.threads = cpuThreads;
+    std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
+    DeviceBackend* backend = m.backends[dev].get();
     std::vector<const Tensor*> ins;
     std::vector<Tensor*> outs;
     for (int id : s.inputs()) {
@@ -276,6 +364,21 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       ctx.inputTypes.push_back(m.valueTypes[id]);
       bool isConst = p.values(id).kind() == plan::Value::CONSTANT;
       ctx.constInputs.push_back(isConst ? &m.values[id] : nullptr);
+      if (isConst && !backend->isHost()) {
+        auto key = std::make_pair(id, dev);
+        auto c = m.deviceConstants.find(key);
+        if (c == m.deviceConstants.end()) {
+          const Tensor& host = m.values[id];
+          void* d = nullptr;
+          TANDEM_RETURN_IF_ERROR(backend->allocate(host.bytes(), label + " constant '" + p.values(id).name() + "'", &d));
+          Tensor t = Tensor::view(host.dtype(), host.shape(), d);
+          t.setDevice(dev);
+          c = m.deviceConstants.emplace(key, t).first;
+          TANDEM_RETURN_IF_ERROR(backend->copyFromHost(d, host.raw(), host.bytes()).withContext(label));
+        }
+        ins.push_back(&c->second);
+        continue;
+      }
       ins.push_back(&m.values[id]);
     }
     for (int id : s.outputs()) {
@@ -285,18 +388,94 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       ctx.outputTypes.push_back(m.valueTypes[id]);
       outs.push_back(&m.values[id]);
     }
-    std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
     auto di = std::find(m.devices.begin(), m.devices.end(), dev);
     m.stepDevice.push_back((int)(di - m.devices.begin()));
     if (di == m.devices.end()) m.devices.push_back(dev);
     std::unique_ptr<Kernel> k;
-    if (s.op_type() == "Copy") k = std::make_unique<HostCopyKernel>();
-    else TANDEM_RETURN_IF_ERROR(reg.create("cpu", ctx, &k).withContext(label));
+    StepKind kind = StepKind::Kernel;
+    Queue queue = Queue::Compute;
+    if (s.op_type() == "Copy") {
+      k = std::make_unique<HostCopyKernel>();
+      kind = StepKind::HostCopy;
+      if (ins.size() != 1 || outs.size() != 1 || !ins[0] || ins[0]->bytes() != outs[0]->bytes())
+        return Status::error(label + ": a copy has one input and one output of the same size");
+      DeviceBackend* from = m.backends[canonicalDeviceName(ins[0]->device())].get();
+      DeviceBackend* to = m.backends[canonicalDeviceName(outs[0]->device())].get();
+      if (!from || !to) return Status::error(label + ": copy between unknown devices");
+      if (!from->isHost() && !to->isHost()) kind = StepKind::CopyD2D, backend = to;
+      else if (!to->isHost()) kind = StepKind::CopyH2D, backend = to, queue = Queue::HostToDevice;
+      else if (!from->isHost()) kind = StepKind::CopyD2H, backend = from, queue = Queue::DeviceToHost;
+    } else {
+      TANDEM_RETURN_IF_ERROR(backend->createKernel(ctx, &k).withContext(label));
+      // A GPU kernel reads and writes its own device's memory only; insert-transfers guarantees
+      // it, and a hand-made plan that breaks it must fail here, not fault on the device.
+      if (!backend->isHost()) {
+        for (const Tensor* t : ins)
+          if (t && t->device() != dev)
+            return Status::error(label + " on " + dev + " reads a value on " + t->device() + " without a copy");
+        for (const Tensor* t : outs)
+          if (t->device() != dev)
+            return Status::error(label + " on " + dev + " writes a value on " + t->device());
+      }
+    }
+    m.stepKind.push_back(kind);
+    m.stepImpl.push_back(kind == StepKind::CopyH2D   ? "copy-h2d"
+                         : kind == StepKind::CopyD2H ? "copy-d2h"
+                         : kind == StepKind::CopyD2D ? "copy-d2d"
+                                                     : k->implName());
+    m.stepBackend.push_back(backend);
+    m.stepQueue.push_back(queue);
     m.kernels.push_back(std::move(k));
     m.stepInputs.push_back(std::move(ins));
     m.stepOutputs.push_back(std::move(outs));
   }
-  if (m.devices.size() > 1) {
+  // 5. Each backend finishes its kernels (CUDA: one NVRTC program for the plan), then the
+  // ordering units: with a live GPU, every (device, queue) is a stream and the host runs the
+  // steps in plan order, waiting only on events; otherwise one stream per host device.
+  for (auto& b : m.backends) {
+    std::vector<Kernel*> ks;
+    for (size_t si = 0; si < m.kernels.size(); ++si)
+      if (m.stepBackend[si] == b.second.get() && m.stepKind[si] == StepKind::Kernel) ks.push_back(m.kernels[si].get());
+    TANDEM_RETURN_IF_ERROR(b.second->finishLoad(ks));
+  }
+  for (auto& b : m.backends) TANDEM_RETURN_IF_ERROR(b.second->synchronize().withContext("loading the plan"));
+  if (m.anyCuda) {
+    std::map<std::pair<DeviceBackend*, int>, int> ids;
+    for (size_t si = 0; si < m.kernels.size(); ++si) {
+      auto key = std::make_pair(m.stepBackend[si], (int)m.stepQueue[si]);
+      auto it = ids.emplace(key, (int)ids.size()).first;
+      m.stepStream.push_back(it->second);
+    }
+    exe->planStreams();
+    m.stepEvent.resize(m.kernels.size());
+    for (size_t si = 0; si < m.kernels.size(); ++si)
+      for (int d : m.crossDeps[si])
+        if (!m.stepEvent[d] && !m.stepBackend[d]->isHost())
+          TANDEM_RETURN_IF_ERROR(m.stepBackend[d]->createEvent(&m.stepEvent[d]));
+    // Graph inputs and outputs on a GPU cross through pinned staging, once per run.
+    for (int id : p.inputs()) {
+      void* staging = nullptr;
+      DeviceBackend* b = m.backends[m.values[id].device()].get();
+      if (!b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(m.values[id].bytes(), &staging));
+      m.inputStaging.push_back(staging);
+    }
+    for (int id : p.outputs()) {
+      void* staging = nullptr;
+      const Tensor& v = m.values[id];
+      DeviceBackend* b = p.values(id).kind() == plan::Value::CONSTANT ? nullptr : m.backends[v.device()].get();
+      if (b && !b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(v.bytes(), &staging));
+      m.outputStaging.push_back(staging);
+    }
+    for (auto& b : m.backends) {
+      if (b.second->isHost()) continue;
+      std::unique_ptr<Event> up, drained;
+      TANDEM_RETURN_IF_ERROR(b.second->createEvent(&up));
+      TANDEM_RETURN_IF_ERROR(b.second->createEvent(&drained));
+      m.inputsUploaded.push_back(std::move(up));
+      m.computeDrained.push_back(std::move(drained));
+    }
+  } else if (m.devices.size() > 1) {
+    m.stepStream = m.stepDevice;
     exe->planStreams();
     int perDevice = std::max(1, m.threads / (int)m.devices.size());
     if (options.threads > 0) perDevice = options.threads;  // an explicit count: every device
@@ -313,7 +492,7 @@ void Executable::planStreams() {
   // 2. Walk steps in plan order keeping, per arena, the steps that touched each byte range
   //    since it was last written; a step depends on the last writer of what it reads (RAW) and
   //    on every earlier reader and writer of the ranges it writes (WAR, WAW).
-  // 3. Keep only dependencies on other devices: a stream already runs its own steps in order.
+  // 3. Keep only dependencies on other streams: a stream already runs its own steps in order.
   Impl& m = *impl_;
   const plan::Plan& p = m.plan;
   struct Touch { int64_t begin, end; int step; bool write; };
@@ -354,7 +533,7 @@ void Executable::planStreams() {
       list.push_back({b, e, si, true});
     }
     for (int d : deps)
-      if (m.stepDevice[d] != m.stepDevice[si]) m.crossDeps[si].push_back(d);
+      if (m.stepStream[d] != m.stepStream[si]) m.crossDeps[si].push_back(d);
   }
 }
 
@@ -376,9 +555,7 @@ const std::vector<std::string>& Executable::notes() const { return impl_->notes;
 int Executable::threads() const { return impl_->threads; }
 
 std::vector<std::string> Executable::stepImpls() const {
-  std::vector<std::string> r;
-  for (auto& k : impl_->kernels) r.push_back(k->implName());
-  return r;
+  return impl_->stepImpl;
 }
 
 Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
@@ -398,6 +575,14 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
       return Status::error("input '" + m.inputNames[i] + "': expected " + dtypeName(want.dtype) +
                            shapeToString(want.shape) + ", got " + dtypeName(in.dtype()) +
                            shapeToString(in.shape()));
+  }
+  if (m.anyCuda) {
+    TANDEM_RETURN_IF_ERROR(runWithDevices(inputs, outputs, stats, profile));
+    if (stats) stats->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    return Status::ok();
+  }
+  for (int i = 0; i < p.inputs_size(); ++i) {
+    const Tensor& in = inputs[i];
     Tensor& slot = m.values[p.inputs(i)];
     if (in.bytes()) std::memcpy(slot.raw(), in.raw(), in.bytes());
   }
@@ -420,6 +605,108 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
   for (int id : p.outputs()) outputs->push_back(Tensor::copyOf(m.values[id]));
   if (stats) stats->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return Status::ok();
+}
+
+Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+                                  RunStats* stats, bool profile) {
+  // 1. Inputs: host slots by memcpy; GPU slots through pinned staging on the H2D queue, and each
+  //    GPU's compute queue waits for its uploads (one event per device, no host sync).
+  // 2. Steps in plan order on this thread: a step first waits for the events of the steps on
+  //    other streams it depends on (the host blocks only when a CPU step needs GPU results),
+  //    then runs (CPU) or is enqueued on its stream (GPU kernel or copy), then records its
+  //    event if a later step on another stream waits for it.
+  // 3. Outputs: GPU outputs are copied back on the D2H queue after the compute queue drains,
+  //    then the one synchronisation of the run, then the host copies.
+  Impl& m = *impl_;
+  const plan::Plan& p = m.plan;
+  for (int i = 0; i < p.inputs_size(); ++i) {
+    const Tensor& in = inputs[i];
+    Tensor& slot = m.values[p.inputs(i)];
+    if (!m.inputStaging[i]) {
+      if (in.bytes()) std::memcpy(slot.raw(), in.raw(), in.bytes());
+      continue;
+    }
+    if (in.bytes()) std::memcpy(m.inputStaging[i], in.raw(), in.bytes());
+    TANDEM_RETURN_IF_ERROR(m.backends[slot.device()]->copyFromHost(slot.raw(), m.inputStaging[i], in.bytes())
+                               .withContext("input '" + m.inputNames[i] + "'"));
+  }
+  {
+    size_t e = 0;
+    for (auto& b : m.backends) {
+      if (b.second->isHost()) continue;
+      Event& ev = *m.inputsUploaded[e++];
+      TANDEM_RETURN_IF_ERROR(b.second->recordEvent(Queue::HostToDevice, ev));
+      TANDEM_RETURN_IF_ERROR(b.second->waitEvent(Queue::Compute, ev));
+      // Device-to-host copies may read inputs placed on the GPU too.
+      TANDEM_RETURN_IF_ERROR(b.second->waitEvent(Queue::DeviceToHost, ev));
+    }
+  }
+  for (size_t si = 0; si < m.kernels.size(); ++si) {
+    const plan::Step& s = p.steps(si);
+    std::string label = stepLabel(s, (int)si);
+    DeviceBackend* b = m.stepBackend[si];
+    for (int d : m.crossDeps[si]) {
+      if (!m.stepEvent[d]) continue;  // a CPU step: done when it returned
+      if (b->isHost()) TANDEM_RETURN_IF_ERROR(m.stepBackend[d]->hostWait(*m.stepEvent[d]).withContext(label));
+      else TANDEM_RETURN_IF_ERROR(b->waitEvent(m.stepQueue[si], *m.stepEvent[d]).withContext(label));
+    }
+    auto s0 = Clock::now();
+    const Tensor* in = m.stepInputs[si].empty() ? nullptr : m.stepInputs[si][0];
+    Tensor* out = m.stepOutputs[si].empty() ? nullptr : m.stepOutputs[si][0];
+    Status st;
+    switch (m.stepKind[si]) {
+      case StepKind::Kernel:
+      case StepKind::HostCopy: st = b->launch(*m.kernels[si], m.stepInputs[si], m.stepOutputs[si]); break;
+      case StepKind::CopyH2D: st = b->copyFromHost(out->raw(), in->raw(), in->bytes()); break;
+      case StepKind::CopyD2H: st = b->copyToHost(out->raw(), in->raw(), in->bytes()); break;
+      case StepKind::CopyD2D: st = b->copyOnDevice(Queue::Compute, out->raw(), in->raw(), in->bytes()); break;
+    }
+    if (st.isOk() && m.stepEvent[si]) st = b->recordEvent(m.stepQueue[si], *m.stepEvent[si]);
+    // Profiling times each step to completion, which serialises the GPU: use it to find slow
+    // steps, not to measure the whole run.
+    if (st.isOk() && profile) st = b->synchronize();
+    if (!st.isOk()) {
+      for (auto& bb : m.backends) bb.second->synchronize();
+      return st.withContext(label);
+    }
+    if (profile && stats)
+      stats->steps.push_back({s.name(), s.op_type(), s.device(), m.stepImpl[si],
+                              std::chrono::duration<double>(Clock::now() - s0).count()});
+  }
+  {
+    size_t e = 0;
+    for (auto& b : m.backends) {
+      if (b.second->isHost()) continue;
+      Event& drained = *m.computeDrained[e++];
+      TANDEM_RETURN_IF_ERROR(b.second->recordEvent(Queue::Compute, drained));
+      TANDEM_RETURN_IF_ERROR(b.second->waitEvent(Queue::DeviceToHost, drained));
+    }
+  }
+  for (int i = 0; i < p.outputs_size(); ++i) {
+    if (!m.outputStaging[i]) continue;
+    const Tensor& v = m.values[p.outputs(i)];
+    TANDEM_RETURN_IF_ERROR(m.backends[v.device()]->copyToHost(m.outputStaging[i], v.raw(), v.bytes())
+                               .withContext("output '" + m.outputNames[i] + "'"));
+  }
+  for (auto& b : m.backends) TANDEM_RETURN_IF_ERROR(b.second->synchronize().withContext("end of run"));
+  outputs->clear();
+  for (int i = 0; i < p.outputs_size(); ++i) {
+    const Tensor& v = m.values[p.outputs(i)];
+    if (!m.outputStaging[i]) {
+      outputs->push_back(Tensor::copyOf(v));
+      continue;
+    }
+    Tensor t = Tensor::alloc(v.dtype(), v.shape());
+    if (v.bytes()) std::memcpy(t.raw(), m.outputStaging[i], v.bytes());
+    outputs->push_back(t);
+  }
+  return Status::ok();
+}
+
+std::vector<std::pair<std::string, size_t>> Executable::peakBytes() const {
+  std::vector<std::pair<std::string, size_t>> r;
+  for (auto& b : impl_->backends) r.push_back({b.first, b.second->peakBytes()});
+  return r;
 }
 
 Status Executable::runOnStreams(RunStats* stats, bool profile) {

@@ -1,10 +1,12 @@
 // A Plan bound to live devices: kernels created and weights prepared once, then run many times.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "compiler/Plan.pb.h"
+#include "runtime/Backend.h"
 #include "runtime/Kernel.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
@@ -19,6 +21,13 @@ struct LoadOptions {
   /// A plan step on a device this build cannot drive (cuda:N without the CUDA backend) runs on
   /// the CPU instead, with a note (notes()); false makes it an error.
   bool deviceFallback = true;
+  /// GPU memory: 0 grows each device's arena on demand; in (0, 1] preallocates that fraction of
+  /// each GPU's memory at first use and never grows (an allocation past it is an error naming
+  /// the step and the bytes). The first plan loaded on a device fixes its mode for the process.
+  double gpuMemoryFraction = 0;
+  /// Creates the backend of a non-host device ("cuda:0"); null uses the built-in CUDA backend.
+  /// For tests (a fake asynchronous device) and backends built outside this library.
+  std::function<Status(const std::string& device, std::unique_ptr<DeviceBackend>* out)> backendFactory;
 };
 
 /// Per-step timing of one run, in seconds.
@@ -59,7 +68,9 @@ class Executable {
   /// (otherwise an error naming the input, expected and actual). `outputs` receives owning
   /// tensors. With `profile`, stats->steps gets one entry per step. A plan over several host
   /// devices (cpu, cpu:1) runs each device's steps on its own stream (thread + OpenMP pool)
-  /// with events for cross-device dependencies. Not reentrant: concurrent
+  /// with events for cross-device dependencies. With a live GPU, each GPU has a compute, an H2D
+  /// and a D2H stream; steps are enqueued in plan order, cross-stream dependencies are events,
+  /// and the run synchronises once, when the outputs are copied back. Not reentrant: concurrent
   /// callers must use separate Executables (one arena each).
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
              RunStats* stats = nullptr, bool profile = false);
@@ -72,10 +83,16 @@ class Executable {
   /// Implementation chosen for each step, in order (for logs and tests).
   std::vector<std::string> stepImpls() const;
 
+  /// Per device of the plan: the most bytes this executable held there at once (arena,
+  /// constants, workspaces), e.g. {{"cpu", 4096}, {"cuda:0", 1 << 20}}.
+  std::vector<std::pair<std::string, size_t>> peakBytes() const;
+
  private:
   Executable();
   void planStreams();
   Status runOnStreams(RunStats* stats, bool profile);
+  Status runWithDevices(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+                        RunStats* stats, bool profile);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

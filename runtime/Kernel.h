@@ -12,6 +12,10 @@
 
 namespace tandem {
 
+namespace cuda {
+class DeviceContext;  // runtime/cuda/CudaCommon.h: streams, library handles, NVRTC program
+}
+
 /// Static type of a kernel operand. An absent optional input has dtype Undefined.
 struct TensorType {
   DType dtype = DType::Undefined;
@@ -32,6 +36,9 @@ struct KernelContext {
   /// operands) whose value is known at load: kernels reorder/prepack it here, once.
   std::vector<const Tensor*> constInputs;
   int threads = 1;                    // intra-op threads for this kernel
+  /// Set by the CUDA backend for "cuda" kernels (its streams, handles and the plan's NVRTC
+  /// program); null for CPU kernels.
+  cuda::DeviceContext* cuda = nullptr;
 };
 
 /// One op instance bound to static shapes. run() is called once per execution with buffers of
@@ -44,6 +51,9 @@ class Kernel {
                      const std::vector<Tensor*>& outputs) = 0;
   /// Implementation actually chosen, e.g. "dnnl:jit:avx2" or "ref".
   virtual std::string implName() const = 0;
+  /// Called once after every kernel of the plan was created and the backend finished loading
+  /// (CUDA: the plan's NVRTC program is compiled; generated kernels look up their function).
+  virtual Status prepare() { return Status::ok(); }
 };
 
 using KernelFactory =
@@ -52,7 +62,7 @@ using KernelFactory =
 /// A registry entry: one op on one device kind, for the input dtypes `accepts` approves.
 struct KernelDef {
   std::string opType;      // ONNX op type
-  std::string deviceKind;  // "cpu" (later "cuda")
+  std::string deviceKind;  // "cpu" or "cuda"
   std::string impl;        // "dnnl", "ref", ...
   int priority = 0;        // the highest-priority def whose accepts() holds is used
   /// dtypes of the present inputs in ONNX order (absent optional inputs omitted).
@@ -91,5 +101,6 @@ std::function<bool(const std::vector<DType>&)> acceptsFirstInput(std::vector<DTy
 // Add a new file's function here and to registerAllKernels() in runtime/KernelRegistry.cpp.
 void registerCpuReferenceKernels(KernelRegistry& r);  // runtime/cpu/ref/*.cpp
 void registerCpuDnnlKernels(KernelRegistry& r);       // runtime/cpu/dnnl/*.cpp
+void registerCudaKernels(KernelRegistry& r);          // runtime/cuda/*.cpp (none when not built)
 
 }  // namespace tandem

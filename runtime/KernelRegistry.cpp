@@ -8,6 +8,7 @@ KernelRegistry& KernelRegistry::global() {
     auto* reg = new KernelRegistry();
     registerCpuDnnlKernels(*reg);
     registerCpuReferenceKernels(*reg);
+    registerCudaKernels(*reg);
     return reg;
   }();
   return *r;

@@ -422,8 +422,27 @@ Status DeviceSet::parse(const std::string& targetList, DeviceSet* out) {
 
 DeviceSet DeviceSet::live() {
   std::vector<DeviceSpec> specs;
-  for (const DeviceInfo& d : discoverDevices())
+  for (const DeviceInfo& d : discoverDevices()) {
     if (d.kind == "cpu") specs.push_back(liveCpuSpec(d.name, 1));
+    if (d.kind != "cuda") continue;
+    // A live GPU gets the built-in spec of its model; an unknown model the A100's (the most
+    // conservative table entry), said in the spec's notes. Calibration replaces either.
+    std::string model;
+    for (const auto& [k, v] : d.properties)
+      if (k == "model") model = v;
+    std::string lower;
+    for (char c : model) lower += (char)std::tolower((unsigned char)c);
+    bool pcie = lower.find("pcie") != std::string::npos;
+    std::string alias = lower.find("h200") != std::string::npos   ? "h200"
+                        : lower.find("h100") != std::string::npos ? (pcie ? "h100-pcie" : "h100")
+                        : lower.find("a100") != std::string::npos ? (pcie ? "a100-pcie" : "a100")
+                                                                  : "";
+    DeviceSpec g;
+    if (!builtinGpuSpec(alias.empty() ? "a100" : alias, d.name, &g)) continue;
+    if (alias.empty())
+      g.notes.push_back("no built-in spec for '" + model + "': the A100 table is assumed (run tandem calibrate)");
+    specs.push_back(std::move(g));
+  }
   DeviceSet set;
   // Discovery always reports the CPU, so this cannot fail; fall back to a bare CPU regardless.
   if (!fromSpecs(specs, &set)) fromSpecs({liveCpuSpec("cpu", 1)}, &set);

@@ -1,4 +1,4 @@
-// RUN: tandem-opt %s -split-input-file -verify-diagnostics --tandem-place | FileCheck %s
+// RUN: tandem-opt %s -split-input-file -verify-diagnostics --tandem-place="target=cpu" | FileCheck %s
 // RUN: tandem-opt %s -split-input-file -verify-diagnostics --tandem-place="target=cpu,cuda:0=h100" | FileCheck %s --check-prefix=GPU
 
 // Placement where the cost model decides, and where nothing can run an op.

@@ -1,4 +1,4 @@
-// RUN: tandem-opt %s -verify-diagnostics --tandem-place | FileCheck %s
+// RUN: tandem-opt %s -verify-diagnostics --tandem-place="target=cpu" | FileCheck %s
 // RUN: tandem-opt %s -verify-diagnostics --tandem-place="devices=cpu,cpu:1 pins=relu1=cpu:1" | FileCheck %s --check-prefix=TWO
 // RUN: tandem-opt %s -verify-diagnostics --tandem-place="target=cpu,cuda:0=h100 pins=relu1=cuda:0,neg1=cuda:3" | FileCheck %s --check-prefix=SOFT
 // RUN: not tandem-opt %s --tandem-place="target=cpu,cuda:0=h100 pins=neg1=gpu:3 strict=true" 2>&1 | FileCheck %s --check-prefix=STRICT

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compiler/ShapeInference.h"
+#include "runtime/Backend.h"
 #include "runtime/Device.h"
 #include "runtime/Kernel.h"
 #include "tools/tandem/Commands.h"
@@ -181,6 +182,187 @@ void row(const std::string& what, const std::string& value, const std::string& d
 }
 
 int calibrate(const CalibrateOptions& o);
+
+// ---- GPU (cuda:0), when one is live ---------------------------------------------------------
+
+// One op on the GPU: the kernel and device buffers of its operands and result.
+struct GpuBench {
+  AttrMap attrs;
+  std::vector<Tensor> hostInputs;
+  std::vector<Tensor> inputs, outputs;  // device views
+  std::unique_ptr<Kernel> kernel;
+};
+
+Status makeGpuBench(DeviceBackend& gpu, const std::string& opType, const std::vector<Operand>& operands,
+                    AttrMap attrs, GpuBench* b) {
+  b->attrs = std::move(attrs);
+  std::vector<OperandInfo> infos;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    b->hostInputs.push_back(Tensor::alloc(DType::F32, operands[i].shape));
+    fill(&b->hostInputs.back(), (uint32_t)i + 1);
+    OperandInfo oi;
+    oi.dtype = DType::F32;
+    oi.dims = operands[i].shape;
+    infos.push_back(oi);
+  }
+  std::vector<ResultInfo> results;
+  std::string err = inferResultTypes(opType, infos, b->attrs, 1, &results);
+  if (!err.empty()) return Status::error(opType + ": " + err);
+  KernelContext ctx;
+  ctx.opType = opType;
+  ctx.nodeName = "calibrate." + opType;
+  ctx.attrs = &b->attrs;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    ctx.inputTypes.push_back(TensorType{DType::F32, operands[i].shape});
+    ctx.constInputs.push_back(operands[i].constant ? &b->hostInputs[i] : nullptr);
+    void* p = nullptr;
+    TANDEM_RETURN_IF_ERROR(gpu.allocate(b->hostInputs[i].bytes(), "calibration input", &p));
+    TANDEM_RETURN_IF_ERROR(gpu.copyFromHost(p, b->hostInputs[i].raw(), b->hostInputs[i].bytes()));
+    b->inputs.push_back(Tensor::view(DType::F32, operands[i].shape, p));
+  }
+  for (const ResultInfo& r : results) {
+    ctx.outputTypes.push_back(TensorType{r.dtype, r.dims});
+    void* p = nullptr;
+    TANDEM_RETURN_IF_ERROR(gpu.allocate(numElements(r.dims) * dtypeSize(r.dtype), "calibration output", &p));
+    b->outputs.push_back(Tensor::view(r.dtype, r.dims, p));
+  }
+  TANDEM_RETURN_IF_ERROR(gpu.createKernel(ctx, &b->kernel));
+  TANDEM_RETURN_IF_ERROR(gpu.finishLoad({b->kernel.get()}));
+  return gpu.synchronize();
+}
+
+// Median seconds per launch: batches of `perBatch` launches, each batch timed to completion.
+Status timeGpuBench(DeviceBackend& gpu, GpuBench& b, Clock::time_point deadline, int perBatch, double* out) {
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> outs;
+  for (const Tensor& t : b.inputs) ins.push_back(&t);
+  for (Tensor& t : b.outputs) outs.push_back(&t);
+  TANDEM_RETURN_IF_ERROR(gpu.launch(*b.kernel, ins, outs));
+  TANDEM_RETURN_IF_ERROR(gpu.synchronize());
+  std::vector<double> times;
+  while (times.size() < 3 || (times.size() < 1000 && Clock::now() < deadline)) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < perBatch; ++i) TANDEM_RETURN_IF_ERROR(gpu.launch(*b.kernel, ins, outs));
+    TANDEM_RETURN_IF_ERROR(gpu.synchronize());
+    times.push_back(secondsSince(t0) / perBatch);
+  }
+  *out = median(times);
+  return Status::ok();
+}
+
+// Measures cuda:0 like the CPU: launch overhead (back-to-back launches of a one-element Relu),
+// GEMM, conv and elementwise throughput, and H2D/D2H bandwidth from pinned and pageable memory.
+// Adds "cuda:0" to `devices` and the cpu <-> cuda:0 links; a GPU that is not there is a note.
+Status calibrateGpu(double seconds, const std::vector<ConvLayer>& convs, json* devices, json* links) {
+  std::unique_ptr<DeviceBackend> gpu;
+  Status avail = createCudaBackend(0, BackendOptions{}, &gpu);
+  if (!avail) {
+    std::printf("cuda:0 not calibrated: %s\n", avail.message().c_str());
+    return Status::ok();
+  }
+  const std::vector<int64_t> gemmSizes = {64, 256, 512, 1024, 2048, 4096};
+  std::vector<double> ewBytes;
+  for (double b = 4096; b <= 256.0 * 1024 * 1024; b *= 4) ewBytes.push_back(b);
+  const size_t steps = 1 + gemmSizes.size() + convs.size() + ewBytes.size() + 2;
+  const auto start = Clock::now();
+  size_t step = 0;
+  auto nextDeadline = [&] {
+    ++step;
+    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds * step / steps));
+  };
+  std::printf("calibrating cuda:0, about %.0f s\n", seconds);
+  json dev;
+  dev["kind"] = "cuda";
+  double launch = 0;
+  {
+    GpuBench b;
+    Status st = makeGpuBench(*gpu, "Relu", {Operand{Shape{1}}}, {}, &b);
+    if (st) st = timeGpuBench(*gpu, b, nextDeadline(), 1000, &launch);
+    if (!st) return st.withContext("cuda:0 launch overhead");
+    dev["dispatch_overhead_s"] = launch;
+    char v[32];
+    std::snprintf(v, sizeof v, "%8.2f us", launch * 1e6);
+    row("cuda:0 launch overhead", v, "Relu on 1 element, back to back");
+  }
+  dev["gemm"] = json::array();
+  for (int64_t s : gemmSizes) {
+    GpuBench b;
+    double t = 0;
+    Status st = makeGpuBench(*gpu, "Gemm", {Operand{Shape{s, s}}, Operand{Shape{s, s}, true}}, {}, &b);
+    if (st) st = timeGpuBench(*gpu, b, nextDeadline(), s <= 512 ? 100 : 10, &t);
+    if (!st) return st.withContext("cuda:0 gemm " + std::to_string(s));
+    double rate = 2.0 * s * s * s / netSeconds(t, launch);
+    dev["gemm"].push_back({{"size", s}, {"flops_per_s", rate}});
+    row("cuda:0 gemm " + std::to_string(s) + "^3", fmtRate(rate, "FLOP/s"), fmtMs(t));
+  }
+  dev["conv"] = json::array();
+  for (const ConvLayer& c : convs) {
+    AttrMap a;
+    int64_t k = c.w[2];
+    a.set("kernel_shape", Attr::ofInts({k, k}));
+    a.set("strides", Attr::ofInts({c.stride, c.stride}));
+    a.set("pads", Attr::ofInts({c.pad, c.pad, c.pad, c.pad}));
+    GpuBench b;
+    double t = 0;
+    Status st = makeGpuBench(*gpu, "Conv", {Operand{c.x}, Operand{c.w, true}, Operand{Shape{c.w[0]}, true}}, a, &b);
+    if (st) st = timeGpuBench(*gpu, b, nextDeadline(), 20, &t);
+    if (!st) return st.withContext(std::string("cuda:0 conv ") + c.name);
+    const Shape& y = b.outputs[0].shape();
+    double outElems = (double)numElements(y);
+    double flops = 2.0 * outElems * c.w[1] * c.w[2] * c.w[3] + outElems;
+    double rate = flops / netSeconds(t, launch);
+    dev["conv"].push_back({{"flops", flops}, {"flops_per_s", rate}, {"layer", c.name}});
+    row(std::string("cuda:0 conv ") + c.name, fmtRate(rate, "FLOP/s"), fmtMs(t));
+  }
+  dev["elementwise"] = json::array();
+  for (double bytes : ewBytes) {
+    int64_t n = std::max<int64_t>(1, (int64_t)(bytes / 12));
+    GpuBench b;
+    double t = 0;
+    Status st = makeGpuBench(*gpu, "Add", {Operand{Shape{n}}, Operand{Shape{n}}}, {}, &b);
+    if (st) st = timeGpuBench(*gpu, b, nextDeadline(), 20, &t);
+    if (!st) return st.withContext("cuda:0 elementwise " + fmtBytes(bytes));
+    double moved = 12.0 * n;
+    double rate = moved / netSeconds(t, launch);
+    dev["elementwise"].push_back({{"bytes", moved}, {"bytes_per_s", rate}});
+    row("cuda:0 add " + fmtBytes(moved), fmtRate(rate, "B/s"), fmtMs(t));
+  }
+  // Links: 64 MB copies from pinned and from pageable host memory, and a 4-byte copy for latency.
+  const size_t bytes = 64u << 20;
+  void *pinned = nullptr, *dbuf = nullptr;
+  TANDEM_RETURN_IF_ERROR(gpu->allocateHost(bytes, &pinned));
+  TANDEM_RETURN_IF_ERROR(gpu->allocate(bytes, "calibration copy buffer", &dbuf));
+  std::vector<char> pageable(bytes, 1);
+  auto timeCopy = [&](bool h2d, void* host, size_t n, Clock::time_point deadline, double* out) -> Status {
+    std::vector<double> times;
+    while (times.size() < 3 || (times.size() < 1000 && Clock::now() < deadline)) {
+      auto t0 = Clock::now();
+      TANDEM_RETURN_IF_ERROR(h2d ? gpu->copyFromHost(dbuf, host, n) : gpu->copyToHost(host, dbuf, n));
+      TANDEM_RETURN_IF_ERROR(gpu->synchronize());
+      times.push_back(secondsSince(t0));
+    }
+    *out = median(times);
+    return Status::ok();
+  };
+  for (bool h2d : {true, false}) {
+    auto deadline = nextDeadline();
+    auto third = [&](int i) { return Clock::now() + (deadline - Clock::now()) * i / 3; };
+    double tPinned = 0, tPageable = 0, tSmall = 0;
+    TANDEM_RETURN_IF_ERROR(timeCopy(h2d, pinned, bytes, third(1), &tPinned));
+    TANDEM_RETURN_IF_ERROR(timeCopy(h2d, pageable.data(), bytes, third(2), &tPageable));
+    TANDEM_RETURN_IF_ERROR(timeCopy(h2d, pinned, 4, deadline, &tSmall));
+    std::string from = h2d ? "cpu" : "cuda:0", to = h2d ? "cuda:0" : "cpu";
+    links->push_back({{"from", from}, {"to", to}, {"latency_s", tSmall},
+                      {"bytes_per_s", bytes / std::max(tPinned - tSmall, 1e-9)},
+                      {"pageable_bytes_per_s", bytes / std::max(tPageable - tSmall, 1e-9)}});
+    row(std::string(h2d ? "H2D" : "D2H") + " 64 MB pinned / pageable",
+        fmtRate(bytes / tPinned, "B/s") + " / " + fmtRate(bytes / tPageable, "B/s"), "latency " + fmtMs(tSmall));
+  }
+  gpu->deallocate(dbuf);
+  gpu->deallocateHost(pinned);
+  (*devices)["cuda:0"] = dev;
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -369,7 +551,12 @@ int calibrate(const CalibrateOptions& o) {
   profile["tool"] = "tandem calibrate";
   profile["seconds"] = secondsSince(start);
   if (load >= 0) profile["load_average"] = load;  // at the start, for whoever reads the figures
-  profile["devices"] = {{"cpu", dev}};
+  json devices = {{"cpu", dev}};
+  {
+    Status st = calibrateGpu(o.seconds, convs, &devices, &links);
+    if (!st) return failed("calibrating cuda:0", st);
+  }
+  profile["devices"] = devices;
   profile["links"] = links;
   Status st = writeAtomically(o.output, profile.dump(2) + "\n");
   if (!st) {

@@ -18,7 +18,12 @@ struct CalibrateOptions {
 ///     weights are);
 ///   - conv throughput (FLOP/s) for MNIST- and ResNet-like layers from 0.3 MFLOP to 1.9 GFLOP;
 ///   - elementwise bandwidth (bytes/s) of an f32 Add moving 4 KB ... 64 MB (read + written);
-///   - a host-memcpy link cpu <-> cpu:1 (64 MB memcpy), used by two-CPU target sets.
+///   - a host-memcpy link cpu <-> cpu:1 (64 MB memcpy), used by two-CPU target sets;
+///   - when cuda:0 is live (CUDA backend built, driver and device present), the same figures for
+///     it with its own kernels (launch overhead from back-to-back launches; GEMM up to 4096^3;
+///     elementwise up to 256 MB) and the cpu <-> cuda:0 links: latency (4-byte copy) and 64 MB
+///     bandwidth from pinned and from pageable host memory, each direction. It gets the same
+///     time budget again; without a GPU one line says why and the profile has the CPU only.
 /// Each figure is the median of repeated runs (at least 3, as many as the time budget allows),
 /// minus the dispatch overhead, which the cost model adds separately. Prints a table and writes
 /// the profile. Returns the exit code: 0 ok, 1 when a kernel or the output file fails (message

@@ -115,6 +115,7 @@ struct Loaded {
 // are shape operands in practice: Reshape's shape, Slice's starts), the rest bind input shapes.
 Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
                 const CommonCompileFlags& flags, const CompileOptions& base, int threads,
+                double gpuMemoryFraction,
                 Loaded* out, std::vector<Tensor>* remainingInputs) {
   std::vector<std::string> names;
   TANDEM_RETURN_IF_ERROR(onnxGraphInputs(path, &names));
@@ -140,6 +141,7 @@ Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
   printNotes(out->compiled);
   LoadOptions lo;
   lo.threads = threads;
+  lo.gpuMemoryFraction = gpuMemoryFraction;
   return Executable::load(out->compiled.plan, lo, &out->exe).withContext(path);
 }
 
@@ -256,11 +258,12 @@ int runRun(const RunOptionsCli& o) {
   if (isPlan) {
     LoadOptions lo;
     lo.threads = o.threads;
+    lo.gpuMemoryFraction = o.gpuMemoryFraction;
     Status st = Executable::loadFile(o.model, lo, &m.exe);
     if (!st.isOk()) return fail(st.message());
     inputs = given;
   } else {
-    Status st = loadOnnx(o.model, given, o.common, co, o.threads, &m, &inputs);
+    Status st = loadOnnx(o.model, given, o.common, co, o.threads, o.gpuMemoryFraction, &m, &inputs);
     if (!st.isOk()) return fail(st.message());
     printPlacementLog(o.common, m.compiled);
   }
@@ -304,6 +307,10 @@ int runRun(const RunOptionsCli& o) {
   double med = median(times) * 1e3, mn = *std::min_element(times.begin(), times.end()) * 1e3;
   std::printf("latency: median %.3f ms, min %.3f ms over %zu runs (%d warm-up, threads %d%s)\n",
               med, mn, times.size(), warmup, m.exe->threads(), o.threads ? "" : ", auto");
+  std::string peak;
+  for (auto& [dev, bytes] : m.exe->peakBytes())
+    peak += (peak.empty() ? "" : ", ") + dev + " " + std::to_string(bytes) + " bytes";
+  std::printf("peak memory: %s\n", peak.c_str());
   if (o.profile) {
     std::printf("profile of the last run:\n");
     for (auto& s : stats.steps)
@@ -335,7 +342,8 @@ int runBench(const BenchOptions& o) {
         Loaded m;
         std::vector<Tensor> inputs, outputs;
         CommonCompileFlags flags;
-        st = loadOnnx(dir + "/model.onnx", given, flags, CompileOptions{}, threads, &m, &inputs);
+        st = loadOnnx(dir + "/model.onnx", given, flags, CompileOptions{}, threads, o.gpuMemoryFraction, &m,
+                      &inputs);
         if (!st.isOk()) { status = fail(st.message()); continue; }
         RunStats stats;
         for (int i = 0; i < o.warmup && st.isOk(); ++i) st = m.exe->run(inputs, &outputs, &stats);

@@ -37,6 +37,7 @@ struct RunOptionsCli {
   int warmup = -1;  // -1: 1 when iterations > 1, else 0
   int threads = 0;
   bool profile = false;
+  double gpuMemoryFraction = 0;  // 0: GPU arenas grow on demand
   CommonCompileFlags common;
 };
 struct BenchOptions {
@@ -46,6 +47,7 @@ struct BenchOptions {
   double minSec = 3;
   int warmup = 5;
   std::vector<int> dataSets;
+  double gpuMemoryFraction = 0;
 };
 
 int runDevices(const DevicesOptions& o);

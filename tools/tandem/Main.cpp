@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
   using namespace tandem::cli;
   CLI::App app{"Tandem: compile ONNX models and C++ graphs into placed, memory-planned plans and "
-               "run them (CPU via oneDNN)."};
+               "run them (CPU via oneDNN, NVIDIA GPUs via cuBLASLt/cuDNN/NVRTC)."};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
 
@@ -47,6 +47,9 @@ int main(int argc, char** argv) {
   runCmd->add_option("--threads", run.threads, "Intra-op threads (0 = auto: the cores not busy with other processes)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
   runCmd->add_flag("--step-times", run.profile, "Print per-step times (device, kernel) of the last run");
+  runCmd->add_option("--gpu-memory-fraction", run.gpuMemoryFraction,
+                     "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
+      ->check(CLI::Range(0.0, 1.0));
   addCommonCompileFlags(runCmd, run.common);
 
   BenchOptions bench;
@@ -59,6 +62,9 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--min-sec", bench.minSec, "Timed seconds at least")->capture_default_str();
   benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first")->capture_default_str();
   benchCmd->add_option("--data-sets", bench.dataSets, "Only these test_data_set indices")->delimiter(',');
+  benchCmd->add_option("--gpu-memory-fraction", bench.gpuMemoryFraction,
+                       "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
+      ->check(CLI::Range(0.0, 1.0));
 
   CalibrateOptions calibrate;
   CLI::App* calibrateCmd = app.add_subcommand(

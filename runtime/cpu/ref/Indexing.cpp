@@ -94,7 +94,8 @@ Status createSplit(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 // ---- Slice-13 ------------------------------------------------------------------------------
 
-/// Per-dim first element, step and count of a slice, clamped as ONNX Slice-13 specifies.
+}  // namespace
+
 Status slicePlan(const OpName& op, const Shape& xs, const Inputs& in, std::vector<int64_t>* start,
                  std::vector<int64_t>* step, Shape* count) {
   const int64_t r = (int64_t)xs.size();
@@ -143,6 +144,8 @@ Status slicePlan(const OpName& op, const Shape& xs, const Inputs& in, std::vecto
   }
   return Status::ok();
 }
+
+namespace {
 
 Status createSlice(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   if (ctx.inputTypes.size() < 3) return opError(ctx, "expects data, starts, ends");

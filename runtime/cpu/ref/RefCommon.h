@@ -278,6 +278,11 @@ Status windowTable(const OpName& op, const Shape& iter, const Shape& bounds,
                    const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads,
                    WindowTable* table);
 
+/// Per-dim first element, step and count of a slice, clamped as ONNX Slice-13 specifies; `in`
+/// holds data, starts, ends and optional axes, steps (Indexing.cpp; shared with CUDA Slice).
+Status slicePlan(const OpName& op, const Shape& xs, const Inputs& in, std::vector<int64_t>* start,
+                 std::vector<int64_t>* step, Shape* count);
+
 /// Reads an INTS attribute of exactly `n` values, or `dflt` repeated when absent.
 Status intsAttr(const KernelContext& ctx, const char* name, size_t n, int64_t dflt,
                 std::vector<int64_t>* out);

@@ -56,6 +56,7 @@ class PipelineTest : public ::testing::Test {
 
 TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
   CompileOptions options;
+  options.target = "cpu";  // the live set would add any GPU of the machine running the test
   options.dimBindings = {{"N", 2}};
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
@@ -123,6 +124,7 @@ TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
 
 TEST_F(PipelineTest, PlacementLogTextAndJson) {
   CompileOptions options;
+  options.target = "cpu";
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
   // defaultDim 1 bound the symbolic batch and said so.

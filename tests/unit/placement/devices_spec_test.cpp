@@ -261,13 +261,20 @@ TEST(DeviceSetParse, BuiltinCpuModelsAreSocketsFromVendorFigures) {
   EXPECT_EQ(live.toString(), "cpu");
 }
 
-TEST(DeviceSetLive, IsTheCpuOnlyInThisBuild) {
+TEST(DeviceSetLive, IsTheCpuAndTheDiscoveredGpus) {
   DeviceSet s = DeviceSet::live();
-  ASSERT_EQ(s.size(), 1u);
+  size_t gpus = 0;
+  for (const DeviceInfo& d : discoverDevices()) gpus += d.kind == "cuda";
+  ASSERT_EQ(s.size(), 1u + gpus);
   EXPECT_EQ(s.device(0).name, "cpu");
   EXPECT_EQ(s.device(0).cores, availableCores());
   EXPECT_EQ(s.hostIndex(), 0);
-  EXPECT_TRUE(s.links().empty());
+  for (size_t i = 1; i < s.size(); ++i) {
+    EXPECT_EQ(s.device(i).name, "cuda:" + std::to_string(i - 1));
+    EXPECT_EQ(s.device(i).kind, DeviceKind::Cuda);
+    EXPECT_NE(s.link("cpu", s.device(i).name), nullptr);
+  }
+  EXPECT_EQ(s.links().empty(), gpus == 0);
 }
 
 TEST(DeviceSetFromSpecs, RejectsBadSpecs) {

@@ -1,0 +1,110 @@
+// The CUDA op table (see runtime/cuda/CudaKernelTable.h): compiled into every build.
+#include "runtime/cuda/CudaKernelTable.h"
+
+#include <algorithm>
+#include <map>
+
+namespace tandem {
+
+namespace {
+
+enum class Rule {
+  AllF32,     // every present input f32 (math, conv, norms, reductions)
+  SameOf,     // every input of one dtype from the set (binary arithmetic, comparisons)
+  FirstOf,    // data input in the set; later inputs are i32/i64 shape operands read at load
+  Where,      // bool condition, then two inputs of one dtype from the set
+};
+
+struct Entry {
+  Rule rule;
+  std::vector<DType> set;
+};
+
+const std::vector<DType>& f32() { static const std::vector<DType> s = {DType::F32}; return s; }
+const std::vector<DType>& arith() {
+  static const std::vector<DType> s = {DType::F32, DType::I32, DType::I64};
+  return s;
+}
+const std::vector<DType>& any() {
+  static const std::vector<DType> s = {DType::F32, DType::F64, DType::I32, DType::I64,
+                                       DType::U8,  DType::I8,  DType::Bool};
+  return s;
+}
+
+const std::map<std::string, Entry>& table() {
+  static const std::map<std::string, Entry> t = [] {
+    std::map<std::string, Entry> m;
+    for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf",
+                           "Reciprocal", "Softplus", "LeakyRelu", "Elu", "Selu", "HardSigmoid",
+                           "Clip", "Pow", "PRelu", "Softmax", "LogSoftmax", "LayerNormalization",
+                           "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
+                           "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+      m[op] = {Rule::AllF32, f32()};
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ArgMax"})
+      m[op] = {Rule::FirstOf, f32()};  // axes (opset 13/18) is a constant i64 input
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Min", "Max", "Sum", "Less", "Greater"})
+      m[op] = {Rule::SameOf, arith()};
+    m["Equal"] = {Rule::SameOf, {DType::F32, DType::I32, DType::I64, DType::Bool}};
+    m["Where"] = {Rule::Where, any()};
+    for (const char* op : {"Cast", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze",
+                           "Unsqueeze", "Transpose", "Expand", "Slice", "Concat", "Split",
+                           "Tile", "Pad", "Gather"})
+      m[op] = {Rule::FirstOf, any()};
+    m["Concat"] = {Rule::SameOf, any()};
+    return m;
+  }();
+  return t;
+}
+
+bool in(const std::vector<DType>& s, DType d) { return std::find(s.begin(), s.end(), d) != s.end(); }
+
+}  // namespace
+
+const std::vector<std::string>& cudaKernelOps() {
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v;
+    for (auto& e : table()) v.push_back(e.first);
+    return v;
+  }();
+  return ops;
+}
+
+bool cudaKernelAccepts(const std::string& opType, const std::vector<DType>& dts) {
+  auto it = table().find(opType);
+  if (it == table().end() || dts.empty()) return false;
+  const Entry& e = it->second;
+  switch (e.rule) {
+    case Rule::AllF32:
+      return std::all_of(dts.begin(), dts.end(), [](DType d) { return d == DType::F32; });
+    case Rule::SameOf:
+      return in(e.set, dts[0]) &&
+             std::all_of(dts.begin(), dts.end(), [&](DType d) { return d == dts[0]; });
+    case Rule::FirstOf:
+      if (!in(e.set, dts[0])) return false;
+      // Shape operands are integers, except Pad's constant_value (the data dtype) and Clip.
+      for (size_t i = 1; i < dts.size(); ++i)
+        if (dts[i] != DType::I64 && dts[i] != DType::I32 && !(opType == "Pad" && i == 2 && dts[i] == dts[0]))
+          return false;
+      return true;
+    case Rule::Where:
+      return dts.size() == 3 && dts[0] == DType::Bool && in(e.set, dts[1]) && dts[2] == dts[1];
+  }
+  return false;
+}
+
+std::string cudaKernelDTypesText(const std::string& opType) {
+  auto it = table().find(opType);
+  if (it == table().end()) return "";
+  std::string s;
+  for (size_t i = 0; i < it->second.set.size(); ++i)
+    s += (i ? "," : "") + std::string(dtypeName(it->second.set[i]));
+  switch (it->second.rule) {
+    case Rule::AllF32: return s;
+    case Rule::SameOf: return s + " (all the same)";
+    case Rule::FirstOf: return s + " (data; i32/i64 shape operands)";
+    case Rule::Where: return "bool, " + s;
+  }
+  return s;
+}
+
+}  // namespace tandem

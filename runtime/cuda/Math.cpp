@@ -1,0 +1,205 @@
+// Gemm and MatMul through cuBLASLt, in FP32 (CUBLAS_COMPUTE_32F: no TF32, so results match the
+// CPU within FP32 rounding). Row-major C = A B is computed as column-major C^T = B^T A^T.
+// Epilogues: a [N] bias (Gemm's C when it is a row vector and beta = 1) and ReLU when the step
+// carries activation="Relu" (the gemm-epilogue fusion contract). Other C shapes are expanded into
+// the output by the generated strided copy, then accumulated with beta.
+// MatMul batches: a single B folds A's batch into rows (one GEMM); equal batches make one
+// strided-batched call; any other broadcast one call per output matrix.
+#include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/cuda/Generated.h"
+
+namespace tandem {
+namespace cuda {
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+struct LtCall {
+  int64_t aOffset = 0, bOffset = 0, dOffset = 0;  // elements, for per-matrix calls
+};
+
+class LtMatmulKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  ~LtMatmulKernel() override {
+    if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
+    for (cublasLtMatrixLayout_t l : {la_, lb_, lc_}) if (l) cublasLtMatrixLayoutDestroy(l);
+    if (desc_) cublasLtMatmulDescDestroy(desc_);
+  }
+  std::string implName() const override { return "cublasLt"; }
+
+  // Row-major problem: D[M,N] = alpha * op(A)[M,K] op(B)[K,N] (+ epilogue), `batch` matrices
+  // with element strides sa, sb (0 = shared) and M*N for D.
+  Status init(const KernelContext& ctx, int64_t M, int64_t N, int64_t K, bool transA, bool transB,
+              int64_t batch, int64_t sa, int64_t sb, float alpha, float beta, bool bias, bool relu) {
+    M_ = M, N_ = N, K_ = K, alpha_ = alpha, beta_ = beta;
+    TANDEM_CUDA_RETURN(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    // Column-major view: first operand is our B, second our A.
+    cublasOperation_t opFirst = transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst));
+    TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond));
+    cublasLtEpilogue_t epi = bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                  : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+    TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+    // Layouts (column-major): our B is N x K (ld N) or, transposed in storage, K x N (ld K).
+    TANDEM_CUDA_RETURN(cublasLtMatrixLayoutCreate(&la_, CUDA_R_32F, transB ? K : N, transB ? N : K, transB ? K : N));
+    TANDEM_CUDA_RETURN(cublasLtMatrixLayoutCreate(&lb_, CUDA_R_32F, transA ? M : K, transA ? K : M, transA ? M : K));
+    TANDEM_CUDA_RETURN(cublasLtMatrixLayoutCreate(&lc_, CUDA_R_32F, N, M, N));
+    if (batch > 1) {
+      int32_t count = (int32_t)batch;
+      int64_t sd = M * N;
+      for (auto [l, st] : {std::pair{la_, sb}, std::pair{lb_, sa}, std::pair{lc_, sd}}) {
+        TANDEM_CUDA_RETURN(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count));
+        TANDEM_CUDA_RETURN(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st, sizeof st));
+      }
+    }
+    ctx.cuda->reserveWorkspace(kWorkspaceBytes);
+    TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceCreate(&pref_));
+    size_t ws = kWorkspaceBytes;
+    TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    TANDEM_CUDA_RETURN(cublasLtMatmulAlgoGetHeuristic(ctx.cuda->lt, desc_, la_, lb_, lc_, lc_, pref_, 1, &result, &found));
+    if (found == 0)
+      return Status::error(opLabel(ctx) + ": cuBLASLt has no algorithm for " + std::to_string(M) + "x" +
+                           std::to_string(K) + " * " + std::to_string(K) + "x" + std::to_string(N));
+    algo_ = result.algo;
+    return Status::ok();
+  }
+
+  int aIn = 0, bIn = 1, biasIn = -1;   // input indices
+  std::vector<LtCall> calls = {LtCall{}};
+  // Gemm's non-vector C: expanded into the output before the product (beta accumulates it).
+  bool expandC = false;
+  TdGeo cGeo;
+  Status useCopy(DType t) { return use(copyKernelName(t), copyKernelSource(t), &copyFn_); }
+
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    float* d = static_cast<float*>(outs[0]->raw());
+    const float* a = static_cast<const float*>(ins[aIn]->raw());
+    const float* b = static_cast<const float*>(ins[bIn]->raw());
+    if (biasIn >= 0) {
+      const void* bias = ins[biasIn]->raw();
+      TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    if (expandC) {
+      const void* c = ins[2]->raw();
+      void* o = d;
+      void* args[] = {&cGeo, &o, &c};
+      TANDEM_RETURN_IF_ERROR(launchGridStride(*dc_, fn(copyFn_), cGeo.n, args));
+    }
+    float beta = expandC ? beta_ : 0.f;
+    for (const LtCall& c : calls)
+      TANDEM_CUDA_RETURN(cublasLtMatmul(dc_->lt, desc_, &alpha_, b + c.bOffset, la_, a + c.aOffset, lb_, &beta,
+                                        d + c.dOffset, lc_, d + c.dOffset, lc_, &algo_, dc_->workspace,
+                                        dc_->workspaceBytes, dc_->compute));
+    return Status::ok();
+  }
+
+ private:
+  int64_t M_ = 0, N_ = 0, K_ = 0;
+  float alpha_ = 1.f, beta_ = 0.f;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
+  cublasLtMatmulPreference_t pref_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  size_t copyFn_ = 0;
+};
+
+bool isRelu(const KernelContext& ctx) { return ctx.attrs->getString("activation", "") == "Relu"; }
+
+Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& as = ctx.inputTypes[0].shape;
+  const Shape& bs = ctx.inputTypes[1].shape;
+  if (as.size() != 2 || bs.size() != 2)
+    return Status::error(opLabel(ctx) + ": A and B must be matrices, got " + shapeToString(as) + " and " + shapeToString(bs));
+  bool tA = ctx.attrs->getInt("transA", 0) != 0, tB = ctx.attrs->getInt("transB", 0) != 0;
+  int64_t M = tA ? as[1] : as[0], K = tA ? as[0] : as[1];
+  int64_t Kb = tB ? bs[1] : bs[0], N = tB ? bs[0] : bs[1];
+  if (K != Kb) return Status::error(opLabel(ctx) + ": inner dimensions differ (" + std::to_string(K) + " vs " + std::to_string(Kb) + ")");
+  if (M == 0 || N == 0 || K == 0)
+    return Status::error(opLabel(ctx) + ": empty matrices are not supported by the CUDA kernel");
+  if (ctx.outputTypes[0].shape != Shape{M, N})
+    return Status::error(opLabel(ctx) + ": output " + shapeToString(ctx.outputTypes[0].shape) + " is not [" +
+                         std::to_string(M) + "," + std::to_string(N) + "]");
+  float alpha = ctx.attrs->getFloat("alpha", 1.f), beta = ctx.attrs->getFloat("beta", 1.f);
+  bool hasC = ctx.inputTypes.size() > 2 && ctx.inputTypes[2].present() && beta != 0.f;
+  Shape cs = hasC ? ctx.inputTypes[2].shape : Shape{};
+  bool biasVector = hasC && beta == 1.f && numElements(cs) == N && (cs == Shape{N} || cs == Shape{1, N});
+  auto k = std::make_unique<LtMatmulKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, tA, tB, 1, 0, 0, alpha, beta, biasVector, isRelu(ctx)));
+  if (biasVector) k->biasIn = 2;
+  if (hasC && !biasVector) {
+    if (!ref::broadcastsTo(cs, {M, N}))
+      return Status::error(opLabel(ctx) + ": C " + shapeToString(cs) + " does not broadcast to [" +
+                           std::to_string(M) + "," + std::to_string(N) + "]");
+    if (isRelu(ctx))
+      return Status::error(opLabel(ctx) + ": a ReLU epilogue with a non-vector C is not supported on CUDA");
+    k->expandC = true;
+    TANDEM_RETURN_IF_ERROR(k->useCopy(DType::F32));
+    TANDEM_RETURN_IF_ERROR(makeGeo(ctx, {M, N}, {ref::broadcastStrides(cs, {M, N})}, &k->cGeo));
+  }
+  *out = std::move(k);
+  return Status::ok();
+}
+
+// MatMul (numpy semantics): 1-D operands are promoted and the promoted dim dropped; batch dims
+// broadcast.
+Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  Shape as = ctx.inputTypes[0].shape, bs = ctx.inputTypes[1].shape;
+  if (as.empty() || bs.empty()) return Status::error(opLabel(ctx) + ": MatMul operands must have rank >= 1");
+  if (as.size() == 1) as.insert(as.begin(), 1);
+  if (bs.size() == 1) bs.push_back(1);
+  int64_t M = as[as.size() - 2], K = as.back(), Kb = bs[bs.size() - 2], N = bs.back();
+  if (K != Kb) return Status::error(opLabel(ctx) + ": inner dimensions differ (" + std::to_string(K) + " vs " + std::to_string(Kb) + ")");
+  Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2), batch;
+  size_t r = std::max(ab.size(), bb.size());
+  while (ab.size() < r) ab.insert(ab.begin(), 1);
+  while (bb.size() < r) bb.insert(bb.begin(), 1);
+  for (size_t d = 0; d < r; ++d) {
+    if (ab[d] != bb[d] && ab[d] != 1 && bb[d] != 1)
+      return Status::error(opLabel(ctx) + ": batch dims " + shapeToString(ab) + " and " + shapeToString(bb) + " do not broadcast");
+    batch.push_back(std::max(ab[d], bb[d]));
+  }
+  int64_t nb = numElements(batch), na = numElements(ab), nbb = numElements(bb);
+  if (numElements(ctx.outputTypes[0].shape) != nb * M * N)
+    return Status::error(opLabel(ctx) + ": output " + shapeToString(ctx.outputTypes[0].shape) + " does not hold " +
+                         std::to_string(nb) + " products of " + std::to_string(M) + "x" + std::to_string(N));
+  if (M == 0 || N == 0 || K == 0)
+    return Status::error(opLabel(ctx) + ": empty matrices are not supported by the CUDA kernel");
+  auto k = std::make_unique<LtMatmulKernel>(ctx.cuda);
+  if (nbb == 1) {
+    // B is one matrix: A's batch (whole, or one matrix) folds into its rows, one GEMM.
+    if (na != 1 && ab != batch) return Status::error(opLabel(ctx) + ": internal: batch of A is not the output batch");
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, M * na, N, K, false, false, 1, 0, 0, 1.f, 0.f, false, isRelu(ctx)));
+  } else if (ab == batch && bb == batch) {
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, nb, M * K, K * N, 1.f, 0.f, false, isRelu(ctx)));
+  } else {
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, 1, 0, 0, 1.f, 0.f, false, isRelu(ctx)));
+    k->calls.clear();
+    std::vector<int64_t> sa = ref::broadcastStrides(ab, batch), sb = ref::broadcastStrides(bb, batch);
+    ref::forEachIndex(batch, [&](int64_t linear, const int64_t* idx) {
+      LtCall c;
+      for (size_t d = 0; d < r; ++d) {
+        c.aOffset += idx[d] * sa[d] * M * K;
+        c.bOffset += idx[d] * sb[d] * K * N;
+      }
+      c.dOffset = linear * M * N;
+      k->calls.push_back(c);
+    });
+  }
+  *out = std::move(k);
+  return Status::ok();
+}
+
+}  // namespace
+
+void registerMathKernels(KernelRegistry& r) {
+  addCuda(r, "Gemm", "cublasLt", createGemm);
+  addCuda(r, "MatMul", "cublasLt", createMatMul);
+}
+
+}  // namespace cuda
+}  // namespace tandem

@@ -1,0 +1,238 @@
+// Normalisations: Softmax-13/LogSoftmax-13 and LayerNormalization-17 as generated kernels (one
+// block per row, block-wide reductions), BatchNormalization (inference) through cuDNN for 4-D
+// inputs with epsilon >= CUDNN_BN_MIN_EPSILON, otherwise a generated per-channel kernel.
+#include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/cuda/Generated.h"
+
+namespace tandem {
+namespace cuda {
+
+namespace {
+
+std::string softmaxName(bool log) { return log ? "td_logsoftmax_f32" : "td_softmax_f32"; }
+
+// Row r of the [outer, axis, inner] view starts at (r / inner) * axisLen * inner + r % inner and
+// steps by inner.
+std::string softmaxSource(bool log) {
+  return "extern \"C\" __global__ void " + softmaxName(log) +
+         "(i64 rows, i64 axisLen, i64 inner, float* __restrict__ out, const float* __restrict__ in) {\n" +
+         R"(  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    i64 base = (row / inner) * axisLen * inner + row % inner;
+    float m = -__int_as_float(0x7f800000);
+    for (i64 k = threadIdx.x; k < axisLen; k += blockDim.x) m = fmaxf(m, in[base + k * inner]);
+    m = td_block_max(m);
+    float s = 0.f;
+    for (i64 k = threadIdx.x; k < axisLen; k += blockDim.x) s += expf(in[base + k * inner] - m);
+    s = td_block_sum(s);
+    for (i64 k = threadIdx.x; k < axisLen; k += blockDim.x) {
+      float x = in[base + k * inner] - m;
+      out[base + k * inner] = )" + std::string(log ? "x - logf(s)" : "expf(x) / s") + R"(;
+    }
+  }
+}
+)";
+}
+
+class SoftmaxKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  Status init(bool log) { return use(softmaxName(log), softmaxSource(log), &fn_); }
+  int64_t rows = 0, axisLen = 0, inner = 0;
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    void* o = outs[0]->raw();
+    const void* i = ins[0]->raw();
+    void* args[] = {&rows, &axisLen, &inner, &o, &i};
+    return launchBlocks(*dc_, fn(fn_), rows, axisLen >= 256 ? 256 : 64, args);
+  }
+
+ private:
+  size_t fn_ = 0;
+};
+
+Status createSoftmax(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  auto k = std::make_unique<SoftmaxKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init(ctx.opType == "LogSoftmax"));
+  if (xs.empty()) {
+    k->rows = 1, k->axisLen = 1, k->inner = 1;
+  } else {
+    int64_t axis;
+    if (!ref::normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+      return Status::error(opLabel(ctx) + ": axis out of range for rank " + std::to_string(xs.size()));
+    k->axisLen = xs[axis];
+    k->inner = ref::product(xs, axis + 1, xs.size());
+    k->rows = ref::product(xs, 0, axis) * k->inner;
+  }
+  if (ctx.outputTypes[0].shape != xs) return Status::error(opLabel(ctx) + ": output shape differs from the input");
+  *out = std::move(k);
+  return Status::ok();
+}
+
+const char* kLayerNormName = "td_layernorm_f32";
+
+std::string layerNormSource() {
+  return std::string("extern \"C\" __global__ void ") + kLayerNormName +
+         "(i64 rows, i64 cols, float eps, float* __restrict__ out, const float* __restrict__ x, "
+         "const float* __restrict__ scale, const float* __restrict__ bias, float* __restrict__ mean, "
+         "float* __restrict__ invstd) {\n" +
+         R"(  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * cols;
+    float s = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) s += xr[k];
+    float mu = td_block_sum(s) / (float)cols;
+    float v = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) { float d = xr[k] - mu; v += d * d; }
+    float inv = 1.f / sqrtf(td_block_sum(v) / (float)cols + eps);
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x)
+      out[row * cols + k] = (xr[k] - mu) * inv * scale[k] + (bias ? bias[k] : 0.f);
+    if (threadIdx.x == 0) {
+      if (mean) mean[row] = mu;
+      if (invstd) invstd[row] = inv;
+    }
+  }
+}
+)";
+}
+
+class LayerNormKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  Status init() { return use(kLayerNormName, layerNormSource(), &fn_); }
+  int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    void* o = outs[0]->raw();
+    const void* x = ins[0]->raw();
+    const void* s = ins[1]->raw();
+    const void* b = ins.size() > 2 && ins[2] ? ins[2]->raw() : nullptr;
+    void* mean = outs.size() > 1 && outs[1] ? outs[1]->raw() : nullptr;
+    void* inv = outs.size() > 2 && outs[2] ? outs[2]->raw() : nullptr;
+    void* args[] = {&rows, &cols, &eps, &o, &x, &s, &b, &mean, &inv};
+    return launchBlocks(*dc_, fn(fn_), rows, cols >= 256 ? 256 : 64, args);
+  }
+
+ private:
+  size_t fn_ = 0;
+};
+
+Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis;
+  if (!ref::normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+    return Status::error(opLabel(ctx) + ": axis out of range for rank " + std::to_string(xs.size()));
+  auto k = std::make_unique<LayerNormKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init());
+  k->rows = ref::product(xs, 0, axis);
+  k->cols = ref::product(xs, axis, xs.size());
+  k->eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  // The CUDA kernel takes Scale and B with one value per normalised element (the usual case);
+  // other broadcasts of them are an error here (the CPU kernel has them).
+  for (size_t i = 1; i < 3 && i < ctx.inputTypes.size(); ++i)
+    if (ctx.inputTypes[i].present() && numElements(ctx.inputTypes[i].shape) != k->cols)
+      return Status::error(opLabel(ctx) + ": the CUDA kernel needs " + (i == 1 ? "Scale" : "B") + " to have " +
+                           std::to_string(k->cols) + " elements, got " + shapeToString(ctx.inputTypes[i].shape));
+  for (size_t i = 1; i < 3 && i < ctx.outputTypes.size(); ++i)
+    if (ctx.outputTypes[i].present() &&
+        (ctx.outputTypes[i].dtype != DType::F32 || numElements(ctx.outputTypes[i].shape) != k->rows))
+      return Status::error(opLabel(ctx) + ": Mean/InvStdDev outputs must be f32 with " + std::to_string(k->rows) + " elements");
+  *out = std::move(k);
+  return Status::ok();
+}
+
+const char* kBatchNormName = "td_batchnorm_f32";
+
+std::string batchNormSource() {
+  return std::string("extern \"C\" __global__ void ") + kBatchNormName +
+         "(i64 n, i64 C, i64 inner, float eps, float* __restrict__ y, const float* __restrict__ x, "
+         "const float* __restrict__ scale, const float* __restrict__ bias, const float* __restrict__ mean, "
+         "const float* __restrict__ var) {\n" +
+         R"(  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (i64)gridDim.x * blockDim.x) {
+    i64 c = (i / inner) % C;
+    y[i] = (x[i] - mean[c]) / sqrtf(var[c] + eps) * scale[c] + bias[c];
+  }
+}
+)";
+}
+
+class BatchNormKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  ~BatchNormKernel() override {
+    if (xDesc_) cudnnDestroyTensorDescriptor(xDesc_);
+    if (pDesc_) cudnnDestroyTensorDescriptor(pDesc_);
+  }
+  Status init(const KernelContext& ctx) {
+    const Shape& xs = ctx.inputTypes[0].shape;
+    n_ = numElements(xs);
+    C_ = xs[1];
+    inner_ = ref::product(xs, 2, xs.size());
+    eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
+    if (xs.size() == 4 && eps_ >= CUDNN_BN_MIN_EPSILON && n_ > 0) {
+      TANDEM_CUDA_RETURN(cudnnCreateTensorDescriptor(&xDesc_));
+      TANDEM_CUDA_RETURN(cudnnCreateTensorDescriptor(&pDesc_));
+      TANDEM_CUDA_RETURN(cudnnSetTensor4dDescriptor(xDesc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)xs[0],
+                                                    (int)xs[1], (int)xs[2], (int)xs[3]));
+      TANDEM_CUDA_RETURN(cudnnDeriveBNTensorDescriptor(pDesc_, xDesc_, CUDNN_BATCHNORM_SPATIAL));
+      return Status::ok();
+    }
+    return use(kBatchNormName, batchNormSource(), &fn_);
+  }
+  std::string implName() const override { return xDesc_ ? "cudnn" : "nvrtc"; }
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    if (xDesc_) {
+      const float one = 1.f, zero = 0.f;
+      return check(cudnnBatchNormalizationForwardInference(
+                       dc_->dnn, CUDNN_BATCHNORM_SPATIAL, &one, &zero, xDesc_, ins[0]->raw(), xDesc_,
+                       outs[0]->raw(), pDesc_, ins[1]->raw(), ins[2]->raw(), ins[3]->raw(), ins[4]->raw(), eps_),
+                   "cudnnBatchNormalizationForwardInference");
+    }
+    void* y = outs[0]->raw();
+    const void* p[5];
+    for (int i = 0; i < 5; ++i) p[i] = ins[i]->raw();
+    float eps = (float)eps_;
+    void* args[] = {&n_, &C_, &inner_, &eps, &y, &p[0], &p[1], &p[2], &p[3], &p[4]};
+    return launchGridStride(*dc_, fn(fn_), n_, args);
+  }
+
+ private:
+  int64_t n_ = 0, C_ = 0, inner_ = 0;
+  double eps_ = 1e-5;
+  cudnnTensorDescriptor_t xDesc_ = nullptr, pDesc_ = nullptr;
+  size_t fn_ = 0;
+};
+
+Status createBatchNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  if (xs.size() < 2) return Status::error(opLabel(ctx) + ": X must have rank >= 2, got " + shapeToString(xs));
+  if (ctx.inputTypes.size() < 5) return Status::error(opLabel(ctx) + ": expects X, scale, B, mean, var");
+  for (size_t i = 1; i < 5; ++i)
+    if (ctx.inputTypes[i].shape != Shape{xs[1]})
+      return Status::error(opLabel(ctx) + ": input " + std::to_string(i) + " must have shape [" +
+                           std::to_string(xs[1]) + "], got " + shapeToString(ctx.inputTypes[i].shape));
+  if (ctx.attrs->getInt("training_mode", 0) != 0)
+    return Status::error(opLabel(ctx) + ": the CUDA kernel is inference-only (training_mode=1 is not supported)");
+  if (ctx.outputTypes[0].shape != xs) return Status::error(opLabel(ctx) + ": output shape differs from X");
+  auto k = std::make_unique<BatchNormKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init(ctx));
+  *out = std::move(k);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> normSources() {
+  return {{softmaxName(false), softmaxSource(false)},
+          {softmaxName(true), softmaxSource(true)},
+          {kLayerNormName, layerNormSource()},
+          {kBatchNormName, batchNormSource()}};
+}
+
+void registerNormKernels(KernelRegistry& r) {
+  addCuda(r, "Softmax", "nvrtc", createSoftmax);
+  addCuda(r, "LogSoftmax", "nvrtc", createSoftmax);
+  addCuda(r, "LayerNormalization", "nvrtc", createLayerNorm);
+  addCuda(r, "BatchNormalization", "cudnn", createBatchNorm);
+}
+
+}  // namespace cuda
+}  // namespace tandem

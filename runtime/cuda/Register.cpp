@@ -1,0 +1,39 @@
+// Registration of the CUDA kernels: every def's dtypes come from the op table
+// (runtime/cuda/CudaKernelTable.h), the one the placer reads when the backend is not built.
+#include "runtime/cuda/CudaCommon.h"
+#include "runtime/cuda/CudaKernelTable.h"
+
+namespace tandem {
+
+void registerCudaKernels(KernelRegistry& r) {
+  cuda::registerElementwiseKernels(r);
+  cuda::registerMathKernels(r);
+  cuda::registerConvKernels(r);
+  cuda::registerPoolKernels(r);
+  cuda::registerNormKernels(r);
+  cuda::registerReductionKernels(r);
+  cuda::registerTensorKernels(r);
+  cuda::registerIndexingKernels(r);
+}
+
+namespace cuda {
+
+void addCuda(KernelRegistry& r, const std::string& op, const std::string& impl, KernelFactory create) {
+  KernelDef d;
+  d.opType = op;
+  d.deviceKind = "cuda";
+  d.impl = impl;
+  d.priority = 0;
+  d.accepts = [op](const std::vector<DType>& dts) { return cudaKernelAccepts(op, dts); };
+  d.dtypesText = cudaKernelDTypesText(op);
+  d.create = [create = std::move(create)](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    if (!ctx.cuda) return Status::error("internal: a CUDA kernel was created without a CUDA device context");
+    if (ctx.outputTypes.empty() || !ctx.outputTypes[0].present()) return Status::error(opLabel(ctx) + ": output 0 is required");
+    if (ctx.inputTypes.empty() || !ctx.inputTypes[0].present()) return Status::error(opLabel(ctx) + ": input 0 is required");
+    return create(ctx, out);
+  };
+  r.add(std::move(d));
+}
+
+}  // namespace cuda
+}  // namespace tandem

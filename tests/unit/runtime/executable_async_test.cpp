@@ -1,0 +1,251 @@
+// The executor's GPU path (streams, events, staging) against a fake asynchronous device that
+// needs no GPU: its queues run work only when the host waits, and then in the worst order the
+// waits allow (device-to-host first, compute last), so a missing event or a missing wait gives
+// wrong numbers here instead of a race on real hardware.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+
+#include "runtime/Backend.h"
+#include "runtime/Executable.h"
+
+using namespace tandem;
+
+namespace {
+
+struct FakeEvent : Event {
+  int queue = -1;      // -1: never recorded (already "happened")
+  size_t position = 0; // done when that queue has run this many operations
+};
+
+class FakeGpu : public DeviceBackend {
+ public:
+  explicit FakeGpu(std::string name) : name_(std::move(name)) {}
+  ~FakeGpu() override {
+    for (void* p : owned_) std::free(p);
+  }
+  const std::string& device() const override { return name_; }
+  const std::string& kind() const override { return kind_; }
+  bool isHost() const override { return false; }
+  Status allocate(size_t bytes, const std::string&, void** out) override {
+    *out = std::calloc(1, bytes + 1);
+    owned_.push_back(*out);
+    peak_ += bytes;
+    return Status::ok();
+  }
+  void deallocate(void*) override {}
+  size_t peakBytes() const override { return peak_; }
+  Status allocateHost(size_t bytes, void** out) override { return allocate(bytes, "", out); }
+  void deallocateHost(void*) override {}
+  Status copyFromHost(void* dst, const void* src, size_t n) override { return enqueue(Queue::HostToDevice, copy(dst, src, n)); }
+  Status copyToHost(void* dst, const void* src, size_t n) override { return enqueue(Queue::DeviceToHost, copy(dst, src, n)); }
+  Status copyOnDevice(Queue q, void* dst, const void* src, size_t n) override { return enqueue(q, copy(dst, src, n)); }
+  Status createKernel(KernelContext ctx, std::unique_ptr<Kernel>* out) override {
+    return KernelRegistry::global().create("cpu", ctx, out);  // host memory: CPU kernels compute
+  }
+  Status finishLoad(const std::vector<Kernel*>&) override { return Status::ok(); }
+  Status launch(Kernel& k, const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    ++launches;
+    return enqueue(Queue::Compute, [&k, in, out] { k.run(in, out); return true; });
+  }
+  Status createEvent(std::unique_ptr<Event>* out) override {
+    *out = std::make_unique<FakeEvent>();
+    return Status::ok();
+  }
+  Status recordEvent(Queue q, Event& e) override {
+    auto& fe = static_cast<FakeEvent&>(e);
+    fe.queue = (int)q;
+    fe.position = enqueued_[(int)q];
+    ++records;
+    return Status::ok();
+  }
+  Status waitEvent(Queue q, Event& e) override {
+    auto* fe = dynamic_cast<FakeEvent*>(&e);
+    if (!fe || fe->queue < 0) return Status::ok();
+    FakeGpu* owner = this;  // every fake event in these tests comes from this device
+    int eq = fe->queue;
+    size_t pos = fe->position;
+    ++waits;
+    return enqueue(q, [owner, eq, pos] { return owner->done_[eq] >= pos; });
+  }
+  Status hostWait(Event& e) override {
+    auto& fe = static_cast<FakeEvent&>(e);
+    ++hostWaits;
+    while (fe.queue >= 0 && done_[fe.queue] < fe.position)
+      if (!step()) return Status::error("fake gpu: deadlock waiting for an event");
+    return Status::ok();
+  }
+  Status synchronize() override {
+    while (step()) {}
+    for (int q = 0; q < 3; ++q)
+      if (!queues_[q].empty()) return Status::error("fake gpu: deadlock (a queue waits for an event never reached)");
+    return Status::ok();
+  }
+  int launches = 0, records = 0, waits = 0, hostWaits = 0;
+
+ private:
+  using Op = std::function<bool()>;  // returns false while it must wait
+  static Op copy(void* dst, const void* src, size_t n) {
+    return [=] { std::memcpy(dst, src, n); return true; };
+  }
+  Status enqueue(Queue q, Op op) {
+    queues_[(int)q].push_back(std::move(op));
+    ++enqueued_[(int)q];
+    return Status::ok();
+  }
+  // Runs one operation, trying device-to-host first and compute last; false if none can run.
+  bool step() {
+    for (int q : {2, 1, 0}) {
+      if (queues_[q].empty()) continue;
+      if (!queues_[q].front()()) continue;
+      queues_[q].pop_front();
+      ++done_[q];
+      return true;
+    }
+    return false;
+  }
+  std::string name_, kind_ = "cuda";
+  std::deque<Op> queues_[3];
+  size_t enqueued_[3] = {0, 0, 0}, done_[3] = {0, 0, 0};
+  std::vector<void*> owned_;
+  size_t peak_ = 0;
+};
+
+plan::Value* value(plan::Plan& p, const std::string& name, plan::Value::Kind kind, const std::string& dev, int64_t off) {
+  plan::Value* v = p.add_values();
+  v->set_id(p.values_size() - 1);
+  v->set_name(name);
+  v->set_dtype((int)DType::F32);
+  v->add_dims(256);
+  v->set_device(dev);
+  v->set_kind(kind);
+  v->set_arena_offset(off);
+  v->set_bytes(1024);
+  return v;
+}
+
+void step(plan::Plan& p, const std::string& op, const std::string& dev, std::vector<int> in, int out) {
+  plan::Step* s = p.add_steps();
+  s->set_op_type(op);
+  s->set_name(op + std::to_string(p.steps_size()));
+  s->set_device(dev);
+  for (int i : in) s->add_inputs(i);
+  s->add_outputs(out);
+}
+
+// x (cpu) -> copy to cuda:0 -> Relu -> Exp (cuda:0) -> copy to cpu -> Add(r, x) on the cpu.
+// Graph outputs: y (cpu) and e (still on cuda:0, copied back at the end). The GPU arena reuses
+// x_gpu's slot for e, so the Exp must wait for nobody but the Relu, and the second run's upload
+// must not overwrite data the first run still reads.
+plan::Plan crossingPlan() {
+  plan::Plan p;
+  p.set_version(1);
+  value(p, "x", plan::Value::INPUT, "cpu", 0);            // 0
+  value(p, "x_gpu", plan::Value::INTERMEDIATE, "cuda:0", 0);    // 1
+  value(p, "r_gpu", plan::Value::INTERMEDIATE, "cuda:0", 1024); // 2
+  value(p, "e_gpu", plan::Value::INTERMEDIATE, "cuda:0", 0);    // 3 (reuses x_gpu's slot)
+  value(p, "e", plan::Value::INTERMEDIATE, "cpu", 1024);        // 4
+  value(p, "y", plan::Value::INTERMEDIATE, "cpu", 2048);        // 5
+  step(p, "Copy", "cuda:0", {0}, 1);
+  step(p, "Relu", "cuda:0", {1}, 2);
+  step(p, "Exp", "cuda:0", {2}, 3);
+  step(p, "Copy", "cpu", {3}, 4);
+  step(p, "Add", "cpu", {4, 0}, 5);
+  p.add_inputs(0);
+  p.add_outputs(5);
+  p.add_outputs(2);
+  for (auto [dev, bytes] : {std::pair<const char*, int>{"cpu", 3072}, {"cuda:0", 2048}}) {
+    plan::Arena* a = p.add_arenas();
+    a->set_device(dev);
+    a->set_bytes(bytes);
+  }
+  return p;
+}
+
+TEST(ExecutableAsync, CrossDeviceResultsAreRightUnderTheWorstQueueOrder) {
+  FakeGpu* gpu = nullptr;
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [&](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    auto g = std::make_unique<FakeGpu>(dev);
+    gpu = g.get();
+    *out = std::move(g);
+    return Status::ok();
+  };
+  std::unique_ptr<Executable> exe;
+  Status st = Executable::load(crossingPlan(), lo, &exe);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_TRUE(exe->notes().empty());
+  // Copies run on the link's queue, not as kernels.
+  std::vector<std::string> impls = exe->stepImpls();
+  ASSERT_EQ(impls.size(), 5u);
+  EXPECT_EQ(impls[0], "copy-h2d");
+  EXPECT_EQ(impls[3], "copy-d2h");
+  for (int run = 0; run < 3; ++run) {
+    Tensor x = Tensor::alloc(DType::F32, {256});
+    for (int i = 0; i < 256; ++i) x.data<float>()[i] = (float)((i * 7 + run * 13) % 11) - 5.f;
+    std::vector<Tensor> out;
+    st = exe->run({x}, &out);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(out.size(), 2u);
+    for (int i = 0; i < 256; ++i) {
+      float v = x.data<float>()[i], r = std::max(v, 0.f);
+      ASSERT_FLOAT_EQ(out[0].data<float>()[i], std::exp(r) + v) << "run " << run << " element " << i;
+      ASSERT_FLOAT_EQ(out[1].data<float>()[i], r) << "run " << run << " element " << i;
+    }
+  }
+  // Two kernels per run on the device; the host waits only for the copy the CPU Add reads.
+  EXPECT_EQ(gpu->launches, 6);
+  EXPECT_EQ(gpu->hostWaits, 3);
+  EXPECT_GT(gpu->waits, 0);
+}
+
+TEST(ExecutableAsync, ProfilingStillGivesRightResults) {
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    *out = std::make_unique<FakeGpu>(dev);
+    return Status::ok();
+  };
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(crossingPlan(), lo, &exe).isOk());
+  Tensor x = Tensor::alloc(DType::F32, {256});
+  for (int i = 0; i < 256; ++i) x.data<float>()[i] = (float)(i % 5) - 2.f;
+  std::vector<Tensor> out;
+  RunStats stats;
+  ASSERT_TRUE(exe->run({x}, &out, &stats, true).isOk());
+  ASSERT_EQ(stats.steps.size(), 5u);
+  EXPECT_EQ(stats.steps[1].device, "cuda:0");
+  EXPECT_FLOAT_EQ(out[0].data<float>()[3], std::exp(1.f) + 1.f);
+}
+
+TEST(ExecutableAsync, AFailingDeviceIsTheFallbackNoteOrAnError) {
+  plan::Plan p = crossingPlan();
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [](const std::string&, std::unique_ptr<DeviceBackend>*) {
+    return Status::error("no CUDA driver: test");
+  };
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(p, lo, &exe).isOk());
+  ASSERT_EQ(exe->notes().size(), 1u);
+  EXPECT_EQ(exe->notes()[0], "cuda:0 is not available (no CUDA driver: test): its steps run on the CPU");
+  Tensor x = Tensor::alloc(DType::F32, {256});
+  x.data<float>()[0] = 2.f;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(exe->run({x}, &out).isOk());
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], std::exp(2.f) + 2.f);
+  lo.deviceFallback = false;
+  Status st = Executable::load(p, lo, &exe);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("placed on 'cuda:0', which is not present (no CUDA driver: test"), std::string::npos)
+      << st.message();
+}
+
+}  // namespace
