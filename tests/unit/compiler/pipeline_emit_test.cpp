@@ -107,10 +107,11 @@ TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
   EXPECT_EQ(y.id(), p.steps(2).outputs(0));
   EXPECT_EQ(std::vector<int64_t>(y.dims().begin(), y.dims().end()), (std::vector<int64_t>{2, 4}));
 
-  // Arena: four 32-byte values padded to 64; x[-1,1] add[1,2] relu[2,4] reshape[4,end]:
-  // x and relu share offset 0, add and reshape share 64.
+  // Arena: four 32-byte values padded to 64; x[-1,1] add[1,2] relu[2,4] reshape[4,end]. Add
+  // overwrites x (its last reader, same size) and Relu the Add's result, in place: x, add and
+  // relu share offset 0; reshape (not element-wise) gets 64.
   EXPECT_EQ(x.arena_offset(), 0);
-  EXPECT_EQ(value(r, p.steps(0).outputs(0)).arena_offset(), 64);
+  EXPECT_EQ(value(r, p.steps(0).outputs(0)).arena_offset(), 0);
   EXPECT_EQ(value(r, p.steps(1).outputs(0)).arena_offset(), 0);
   EXPECT_EQ(y.arena_offset(), 64);
   ASSERT_EQ(p.arenas_size(), 1);
@@ -133,6 +134,8 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
             "relu1 (Relu): cpu [only-kernel] candidates: cpu 1us\n"
             "reshape1 (Reshape): cpu [only-kernel] candidates: cpu 0us\n"
             "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 128 bytes\n"
+            "kernels before -> after fusion: cpu 3 -> 3; arena peak of all intermediates: cpu "
+            "128 of 256 bytes\n"
             "estimated time: plan (cost) 2us; baselines: cost 2us, cpu 2us, gpu 2us, "
             "greedy 2us, ort 2us\n");
   auto j = nlohmann::json::parse(r.placementLogJson);
@@ -172,9 +175,9 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   ASSERT_EQ(p.arenas_size(), 2);
   EXPECT_EQ(p.arenas(0).device(), "cpu");
   EXPECT_EQ(p.arenas(1).device(), "cpu:1");
-  // cpu: x[-1,1], add[1,2] overlap. cpu:1: copy[2,3], relu[3,5], reshape[5,6]: copy and
-  // reshape share a slot.
-  EXPECT_EQ(p.arenas(0).bytes(), 128);
+  // cpu: the add overwrites x in place. cpu:1: copy[2,3], relu[3,5], reshape[5,6]: relu
+  // overwrites the copy, reshape needs a second slot.
+  EXPECT_EQ(p.arenas(0).bytes(), 64);
   EXPECT_EQ(p.arenas(1).bytes(), 128);
   EXPECT_EQ(p.arenas(1).unplanned_bytes(), 192);
   EXPECT_NE(r.placementLogText.find("copy add1: cpu -> cpu:1, 32 bytes, "), std::string::npos)
