@@ -73,12 +73,14 @@ llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
       for (mlir::Value v : op->getOperands()) out.push_back(v);
       return out;
     }
-    // The epilogue's Add reads the running result and one block argument: the residual.
+    // The epilogue's Add reads the running result and one block argument: the residual. Not
+    // when the anchor reads that value too (y = conv(x) + x): a convolution must not write
+    // over its own source.
     for (mlir::Operation& inner : fused.getBody().front())
       if (onnxOpType(&inner) == "Add")
         for (mlir::Value v : inner.getOperands())
           if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v))
-            out.push_back(op->getOperand(arg.getArgNumber()));
+            if (arg.hasOneUse()) out.push_back(op->getOperand(arg.getArgNumber()));
     return out;
   }
   std::string type = onnxOpType(op);

@@ -105,3 +105,31 @@ func.func @main(%x: tensor<?x3xf32> {tandem.device = "cpu", tandem.name = "x"}) 
   %0 = tandem.relu %x {device = "cpu"} : (tensor<?x3xf32>) -> tensor<?x3xf32> loc("relu1")
   return %0 : tensor<?x3xf32>
 }
+
+// -----
+
+// A conv epilogue's output takes its residual's slot (oneDNN's sum reads it there), but not
+// when the convolution also reads that value (conv(x) + x): a conv must not overwrite its own
+// source while reading it.
+// x, r: 64-byte slots at 0 and 64; the first epilogue writes r's slot (64); the second may not
+// write its own source's slot (64 again) and takes x's, dead by then (0).
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %arg1: tensor<1x2x2x2xf32> {tandem.arena_offset = 64 : i64
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %arg1) {arena_offset = [64]
+// CHECK: tandem.fused "conv-epilogue"(%[[F]], %{{.*}}) {arena_offset = [0]
+func.func @main(%x: tensor<1x2x2x2xf32> {tandem.device = "cpu"}, %r: tensor<1x2x2x2xf32> {tandem.device = "cpu"}) -> tensor<1x2x2x2xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %0 = tandem.fused "conv-epilogue"(%x, %w, %r) {device = "cpu"} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  ^bb0(%a: tensor<1x2x2x2xf32>, %b: tensor<2x2x1x1xf32>, %c: tensor<1x2x2x2xf32>):
+    %1 = tandem.conv %a, %b : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+    %2 = tandem.add %1, %c : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+    tandem.yield %2 : tensor<1x2x2x2xf32>
+  }
+  %3 = tandem.fused "conv-epilogue"(%0, %w) {device = "cpu"} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32> {
+  ^bb0(%a: tensor<1x2x2x2xf32>, %b: tensor<2x2x1x1xf32>):
+    %1 = tandem.conv %a, %b : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+    %2 = tandem.add %1, %a : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+    tandem.yield %2 : tensor<1x2x2x2xf32>
+  }
+  return %3 : tensor<1x2x2x2xf32>
+}
