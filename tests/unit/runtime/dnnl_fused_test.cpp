@@ -135,6 +135,92 @@ TEST(DnnlFused, ConvSumInPlace) {
   expectClose(aliased, toDouble(want), 1e-4);
 }
 
+/// Plain NCHW <-> the runtime's channel-blocked layout (nChw8c / nChw16c), via oneDNN.
+Tensor relayout(const Tensor& t, bool toBlocked) {
+  using namespace dnnlcpu;
+  dims d = toDims(t.shape());
+  Tensor out = Tensor::alloc(DType::F32, t.shape());
+  dnnl::memory::desc from = toBlocked ? plainDesc(d) : channelBlockedDesc(d);
+  dnnl::memory::desc to = toBlocked ? channelBlockedDesc(d) : plainDesc(d);
+  dnnl::memory a(from, cpuEngine(), const_cast<void*>(t.raw())), b(to, cpuEngine(), out.raw());
+  dnnl::reorder(a, b).execute(cpuStream(), a, b);
+  cpuStream().wait();
+  return out;
+}
+
+// Conv -> Relu -> residual Add: oneDNN 2.6 has no JIT convolution for eltwise-then-sum post-ops
+// (it offers ref:any), so the step runs unfused and says why. With blocked activations (the
+// plan's input_layouts / output_layouts) the unfused ops run on plain copies.
+TEST(DnnlFused, ConvReluThenSumRunsUnfused) {
+  for (bool blocked : {false, true}) {
+    BodyBuilder b;
+    AttrMap conv;
+    conv.set("pads", Attr::ofInts({1, 1, 1, 1}));
+    int c = b.add("Conv", {0, 1, 2}, conv);
+    int r = b.add("Relu", {BodyBuilder::result(c)});
+    int s = b.add("Add", {BodyBuilder::result(r), 3});
+    OpCase plain;
+    plain.op = "Fused";
+    plain.attrs = b.finish("conv-epilogue", {s});
+    plain.inputs = {randomTensor({2, 16, 7, 7}, 21), randomTensor({16, 16, 3, 3}, 22, -0.2f, 0.2f),
+                    randomTensor({16}, 23), randomTensor({2, 16, 7, 7}, 24)};
+    plain.constant = {false, true, true, false};
+    plain.outputs = {{2, 16, 7, 7}};
+    std::string refImpl;
+    Tensor want = runWith(refRegistry(), plain, &refImpl);
+
+    OpCase oc = plain;
+    if (blocked) {
+      oc.attrs.set("input_layouts", Attr::ofStrings({"blocked", "", "", "blocked"}));
+      oc.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+      oc.inputs[0] = relayout(plain.inputs[0], true);
+      oc.inputs[3] = relayout(plain.inputs[3], true);
+    }
+    std::string impl;
+    Tensor got = runWith(fullRegistry(), oc, &impl);
+    EXPECT_EQ(impl.rfind("unfused(dnnl:jit:avx", 0), 0u) << impl;
+    EXPECT_NE(impl.find("post-ops regress (fused dnnl:ref:any vs unfused dnnl:jit:avx"),
+              std::string::npos)
+        << impl;
+    EXPECT_EQ(impl.find("(via plain layout)") != std::string::npos, blocked) << impl;
+    expectClose(blocked ? relayout(got, false) : got, toDouble(want), 1e-4);
+  }
+}
+
+// The blocked layout on the fast path: Conv + sum + Relu with blocked X, residual and Y runs as
+// one primitive with no reorder at all, and matches the plain computation.
+TEST(DnnlFused, ConvEpilogueOnBlockedActivationsHasNoReorders) {
+  BodyBuilder b;
+  AttrMap conv;
+  conv.set("pads", Attr::ofInts({1, 1, 1, 1}));
+  int c = b.add("Conv", {0, 1, 2}, conv);
+  int s = b.add("Add", {BodyBuilder::result(c), 3});
+  int r = b.add("Relu", {BodyBuilder::result(s)});
+  OpCase plain;
+  plain.op = "Fused";
+  plain.attrs = b.finish("conv-epilogue", {r});
+  plain.inputs = {randomTensor({2, 16, 7, 7}, 25), randomTensor({16, 16, 3, 3}, 26, -0.2f, 0.2f),
+                  randomTensor({16}, 27), randomTensor({2, 16, 7, 7}, 28)};
+  plain.constant = {false, true, true, false};
+  plain.outputs = {{2, 16, 7, 7}};
+  std::string refImpl, impl;
+  Tensor want = runWith(refRegistry(), plain, &refImpl);
+  OpCase oc = plain;
+  oc.attrs.set("input_layouts", Attr::ofStrings({"blocked", "", "", "blocked"}));
+  oc.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+  oc.inputs[0] = relayout(plain.inputs[0], true);
+  oc.inputs[3] = relayout(plain.inputs[3], true);
+  Tensor got = runWith(fullRegistry(), oc, &impl);
+  EXPECT_NE(impl.find("+post-ops[sum+eltwise_relu]"), std::string::npos) << impl;
+  EXPECT_EQ(impl.find("reorders["), std::string::npos) << impl;
+  expectClose(relayout(got, false), toDouble(want), 1e-4);
+  // The reference kernels cannot read blocked bytes: the registry refuses rather than guess.
+  std::unique_ptr<Kernel> k;
+  Status st = refRegistry().create("cpu", oc.context(), &k);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("blocked activation layout"), std::string::npos) << st.message();
+}
+
 // Gemm with a bias row: + residual (sum) then Relu fuses; Relu then + residual makes oneDNN
 // 2.6 fall from gemm:jit to its reference matmul, so that group runs unfused and says why.
 // And MatMul + Sigmoid.
