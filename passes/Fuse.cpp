@@ -163,6 +163,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     g.members.push_back(anchor);
     std::string device = deviceOfOp(anchor);
     mlir::Value cur = anchor->getResult(0);
+    bool activated = false;
     while (cur.hasOneUse()) {
       mlir::Operation* user = *cur.getUsers().begin();
       std::string ut = onnxOpType(user);
@@ -179,8 +180,15 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         if (user->getNumOperands() != 2 || !sumFree) break;
         mlir::Value other = user->getOperand(user->getOperand(0) == cur ? 1 : 0);
         if (other == cur || other.getType() != cur.getType() || isConstant(other)) break;
+        if (activated) {
+          // oneDNN 2.6 has only reference kernels for a sum after an eltwise post-op (conv
+          // jit:avx2 and matmul gemm:jit both fall to ref:any): keep conv + activation fused.
+          refuse(user, "sum after an activation (oneDNN has no fast kernel for it)");
+          break;
+        }
         sumFree = false;
       } else {
+        activated = true;
         if (user->getOperand(0) != cur) break;
         if (ut == "Clip" ? !clipBoundsConstant(user) : user->getNumOperands() != 1) break;
       }

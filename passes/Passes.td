@@ -155,7 +155,8 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
     root's `device`, and `tandem.copy` is never a member. The CPU rules:
     1. Epilogues: a Conv, Gemm or MatMul (f32) absorbs its chain of single consumers while each
        is a post-op oneDNN applies in the same primitive: one residual Add of a same-typed
-       non-constant value (oneDNN `sum`; Gemm only when its C is absent or a bias row) and
+       non-constant value (oneDNN `sum`; Gemm only when its C is absent or a bias row; not
+       after an activation, which oneDNN 2.6 runs only with reference kernels) and
        activations (Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Tanh, Exp, Sqrt, Abs, Neg,
        Clip with constant bounds, Gelu). Kind `conv-epilogue` / `gemm-epilogue`. At load the
        runtime compares the fused primitive's implementation with the unfused one and runs the

@@ -144,3 +144,22 @@ func.func @main(%x: tensor<1x3x8x8xf32> {tandem.device = "cpu"}) -> (tensor<1x25
   %f = tandem.flatten %c2 {device = "cpu"} : (tensor<1x16x4x4xf32>) -> tensor<1x256xf32>
   return %f, %c2 : tensor<1x256xf32>, tensor<1x16x4x4xf32>
 }
+
+// -----
+
+// Refused, would regress oneDNN's implementation: a residual sum after an activation has only
+// a reference kernel in oneDNN 2.6 (conv jit:avx2 falls to ref:any), so the Conv keeps its Relu
+// and the Add runs on its own.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"
+// CHECK: tandem.conv
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.add %[[F]], %arg1 {device = "cpu", fusion_refused = "sum after an activation (oneDNN has no fast kernel for it)"}
+func.func @main(%x: tensor<1x2x3x3xf32> {tandem.device = "cpu"}, %r: tensor<1x2x3x3xf32> {tandem.device = "cpu"}) -> tensor<1x2x3x3xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %c = tandem.conv %x, %w {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %y = tandem.relu %c {device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %s = tandem.add %y, %r {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  return %s : tensor<1x2x3x3xf32>
+}
