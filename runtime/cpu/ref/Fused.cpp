@@ -281,7 +281,9 @@ class LoopKernel : public Kernel {
     const int threads = chunks >= 16 ? threads_ : 1;
 #pragma omp parallel num_threads(threads)
     {
-      std::vector<float> regs(nregs * kChunk);
+      // Per-thread scratch, grown once: run() does not allocate in the steady state.
+      static thread_local std::vector<float> regs;
+      if (regs.size() < nregs * kChunk) regs.resize(nregs * kChunk);
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < chunks; ++c) {
         const int64_t start = c * kChunk;
