@@ -33,6 +33,8 @@ struct CompileOptions {
   /// User pins: node name -> device. Soft unless strictPlacement.
   std::vector<std::pair<std::string, std::string>> pins;
   bool strictPlacement = false;
+  /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
+  bool fuse = true;
   /// When non-null, the IR is printed here after every pass (--print-ir-after-all).
   llvm::raw_ostream* printIrAfterAll = nullptr;
 };
@@ -45,7 +47,7 @@ struct CompileResult {
   std::vector<std::string> notes;  // e.g. "symbolic dim 'N' bound to 1"
 };
 
-/// Runs verify → infer-shapes → canonicalize → place → insert-transfers → plan-memory →
+/// Runs verify → infer-shapes → canonicalize → place → insert-transfers → fuse → plan-memory →
 /// emit-plan on `module` (mutated in place). On failure, errors have been emitted as MLIR
 /// diagnostics on the ops' locations and failure is returned.
 mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& options,

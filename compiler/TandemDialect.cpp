@@ -83,6 +83,24 @@ mlir::LogicalResult ConstantOp::inferReturnTypes(mlir::MLIRContext*,
   return mlir::success();
 }
 
+// ---- tandem.fused ----
+
+mlir::LogicalResult FusedOp::verify() {
+  mlir::Block& body = getBody().front();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "region has " << body.getNumArguments() << " arguments for "
+                         << getInputs().size() << " inputs";
+  for (auto [arg, in] : llvm::zip(body.getArguments(), getInputs()))
+    if (arg.getType() != in.getType())
+      return emitOpError() << "region argument type " << arg.getType()
+                           << " differs from its input " << in.getType();
+  auto yield = llvm::dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield) return emitOpError("region must end in tandem.yield");
+  if (yield.getValues().getTypes() != getOutputs().getTypes())
+    return emitOpError("tandem.yield types differ from the results");
+  return mlir::success();
+}
+
 // ---- Generic inference for ONNX ops ----
 
 namespace detail {

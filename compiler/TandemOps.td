@@ -130,6 +130,9 @@ def Tandem_SigmoidOp : Tandem_OnnxOp<"sigmoid", "Sigmoid", "13", "elementwise 1 
 def Tandem_HardSigmoidOp : Tandem_OnnxOp<"hard_sigmoid", "HardSigmoid", "6",
     "max(0, min(1, alpha * x + beta))", (ins Float:$alpha, Float:$beta)>;
 def Tandem_TanhOp : Tandem_OnnxOp<"tanh", "Tanh", "13", "elementwise hyperbolic tangent">;
+def Tandem_GeluOp : Tandem_OnnxOp<"gelu", "Gelu", "20",
+    "0.5 x (1 + erf(x / sqrt 2)); approximate = \"tanh\": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
+    (ins Str:$approximate)>;
 def Tandem_SoftplusOp : Tandem_OnnxOp<"softplus", "Softplus", "1", "elementwise ln(e^x + 1)">;
 def Tandem_ClipOp : Tandem_OnnxOp<"clip", "Clip", "13",
     "clamp to [min, max]; min and max are optional scalar inputs">;
@@ -285,6 +288,48 @@ def Tandem_CopyOp : Tandem_Op<"copy", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($output)";
   let extraClassDeclaration = [{
     static ::llvm::StringRef getOnnxName() { return "Copy"; }
+  }];
+}
+
+def Tandem_FusedOp : Tandem_Op<"fused", [Pure, IsolatedFromAbove]> {
+  let summary = "a fusion group: ops of one device run as one kernel (DESIGN §2 FusionGroup)";
+  let description = [{
+    Created by --tandem-fuse after placement. The region's block arguments are the group's
+    external inputs (the operands, in order); its ops are ordinary tandem ops of one device;
+    `tandem.yield` returns the group's outputs (the results, in order). `kind` says how the
+    runtime executes it: `conv-epilogue` / `gemm-epilogue` (the first body op is a Conv, Gemm
+    or MatMul; every later op is one post-op applied to the running result: a residual Add as
+    oneDNN's `sum`, or an element-wise activation), or `elementwise` (one loop over memory,
+    several outputs allowed). Every body result has the type of the first output.
+
+    ```mlir
+    %y = tandem.fused "conv-epilogue" (%x, %w, %b, %r) {device = "cpu"} :
+        (tensor<1x8x4x4xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>, tensor<1x8x4x4xf32>)
+        -> tensor<1x8x4x4xf32> {
+    ^bb0(%a: tensor<1x8x4x4xf32>, %b0: tensor<8x8x3x3xf32>, %b1: tensor<8xf32>, %b2: tensor<1x8x4x4xf32>):
+      %c = tandem.conv %a, %b0, %b1 {pads = [1, 1, 1, 1]} : ...
+      %s = tandem.add %c, %b2 : ...
+      %t = tandem.relu %s : ...
+      tandem.yield %t : tensor<1x8x4x4xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<AnyTensor>:$inputs, StrAttr:$kind);
+  let results = (outs Variadic<AnyTensor>:$outputs);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kind `(` $inputs `)` attr-dict `:` functional-type($inputs, $outputs) $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getOnnxName() { return "Fused"; }
+  }];
+}
+
+def Tandem_YieldOp : Tandem_Op<"yield", [Pure, Terminator, HasParent<"FusedOp">]> {
+  let summary = "the outputs of a tandem.fused region";
+  let arguments = (ins Variadic<AnyTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+  let extraClassDeclaration = [{
+    static ::llvm::StringRef getOnnxName() { return ""; }
   }];
 }
 

@@ -45,6 +45,9 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     //    c. Shape of a static-shaped value becomes an i64 constant; an inference
     //       BatchNormalization whose input is a Conv with constant weights (and no other
     //       reader) is folded into the Conv's weights and bias;
+    //    c'. the last op of a written-out composite becomes the composite op: GELU (erf and
+    //       tanh forms), LayerNorm over the last axis, Softmax, 2-D MatMul + Add as Gemm
+    //       (CanonicalizePatterns.cpp);
     //    d. an op whose operands are all constants is evaluated with its CPU kernel from the
     //       registry and replaced by tandem.constant results, unless the results would exceed
     //       fold-limit elements and the inputs' size (Expand/Tile would bloat the plan). Ops
@@ -72,6 +75,7 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
       }
       if (type == "Shape" && foldShape(rewriter, &op)) continue;
       if (type == "BatchNormalization" && foldBatchNormIntoConv(rewriter, &op)) continue;
+      if (rewriteCompositeOp(rewriter, &op)) continue;
       if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), isConstantOrNone)) {
         mlir::FailureOr<bool> folded = foldWithKernel(rewriter, &op, type);
         if (mlir::failed(folded)) return signalPassFailure();

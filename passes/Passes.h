@@ -7,6 +7,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"
 #include "runtime/Tensor.h"
 
@@ -24,6 +25,7 @@ std::unique_ptr<mlir::Pass> createCanonicalizePass(const TandemCanonicalizeOptio
 std::unique_ptr<mlir::Pass> createPlacePass();
 std::unique_ptr<mlir::Pass> createPlacePass(const TandemPlaceOptions& options);
 std::unique_ptr<mlir::Pass> createInsertTransfersPass();
+std::unique_ptr<mlir::Pass> createFusePass();
 std::unique_ptr<mlir::Pass> createPlanMemoryPass();
 std::unique_ptr<mlir::Pass> createPlanMemoryPass(const TandemPlanMemoryOptions& options);
 
@@ -42,6 +44,10 @@ inline constexpr const char* kPlacementCostsAttr = "placement_costs";  // {devic
 // and placement_costs there are the fused costs (compiler/placement/Fusion.h).
 inline constexpr const char* kPlacementFusionAttr = "placement_fusion";
 inline constexpr const char* kArenaOffsetAttr = "arena_offset";  // I64ArrayAttr, per result
+inline constexpr const char* kFusionRefusedAttr = "fusion_refused";  // StrAttr: why not fused
+/// [StrAttr] per result: "blocked" where the value stays in oneDNN's channel-blocked layout
+/// between CPU steps (set by --tandem-fuse; emitted as step input_layouts/output_layouts).
+inline constexpr const char* kResultLayoutsAttr = "result_layouts";
 /// @main argument/result attributes.
 inline constexpr const char* kNameAttr = "tandem.name";                    // ONNX input/output name
 inline constexpr const char* kDimParamsAttr = "tandem.dim_params";         // [StrAttr] per dim
@@ -97,6 +103,14 @@ mlir::LogicalResult bindInputShapes(mlir::ModuleOp module,
 /// Re-infers `op`'s result types from its current operands (refining dynamic dims) and sets
 /// them. Non-tandem ops are left alone. Errors are emitted on the op's location.
 mlir::LogicalResult reinferResultTypes(mlir::Operation* op);
+
+/// Canonicalization's composite-op recognition (CanonicalizePatterns.cpp), with `op` the last
+/// op of a pattern: GELU in erf and tanh forms -> Gelu; LayerNorm written out over the last
+/// axis (ReduceMean, Sub, Pow or Mul, ReduceMean, Add eps, Sqrt, Div, optional constant scale
+/// and bias) -> LayerNormalization; Exp / ReduceSum (with or without the max subtraction) ->
+/// Softmax; 2-D MatMul + Add -> Gemm. Replaces `op` and returns true on a match; the ops it
+/// made dead are left for DCE.
+bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op);
 
 /// Makes @main's result types equal to the types of the values it returns.
 void updateMainResultTypes(mlir::func::FuncOp main);

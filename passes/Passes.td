@@ -58,7 +58,9 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     A forward walk over @main: re-infer each op's result types (operands may have become
     constants); fold Identity and inference Dropout to their input; fold Shape of a
     static-shaped value to a constant; fold an inference BatchNormalization into the Conv that
-    feeds it (constant weights, no other reader of the Conv); fold any op whose operands are
+    feeds it (constant weights, no other reader of the Conv); recognise written-out composites
+    by their last op (GELU in erf and tanh forms -> Gelu; LayerNorm over the last axis ->
+    LayerNormalization; exp / reduce-sum softmax -> Softmax; 2-D MatMul + Add -> Gemm); fold any op whose operands are
     all constants by running its CPU kernel from the kernel registry (skipped when the result
     would exceed `fold-limit` elements and be larger than the inputs). Then remove unused ops
     and merge identical ones (MLIR's CSE), which also merges duplicate constants.
@@ -146,6 +148,42 @@ def TandemInsertTransfers : Pass<"tandem-insert-transfers", "mlir::ModuleOp"> {
   let constructor = "::tandem::createInsertTransfersPass()";
 }
 
+def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
+  let summary = "Group ops of one device into tandem.fused kernels (CPU: oneDNN epilogues, element-wise loops)";
+  let description = [{
+    Runs after placement and transfer insertion. Groups never span devices: members share the
+    root's `device`, and `tandem.copy` is never a member. The CPU rules:
+    1. Epilogues: a Conv, Gemm or MatMul (f32) absorbs its chain of single consumers while each
+       is a post-op oneDNN applies in the same primitive: one residual Add of a same-typed
+       non-constant value (oneDNN `sum`; Gemm only when its C is absent or a bias row; not
+       after an activation, which oneDNN 2.6 runs only with reference kernels) and
+       activations (Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Tanh, Exp, Sqrt, Abs, Neg,
+       Clip with constant bounds, Gelu). Kind `conv-epilogue` / `gemm-epilogue`. At load the
+       runtime compares the fused primitive's implementation with the unfused one and runs the
+       group unfused if fusing would fall to a gemm or reference kernel.
+    2. Element-wise chains (kind `elementwise`), visited consumers first: producers of the same
+       type (operands of the result's type or scalars) join; one also read outside becomes an
+       extra output only if the group stays convex and those readers follow the root.
+    3. Reductions are not fused (a reduction may only be a group root; none is offered yet).
+    A producer kept out of a group for a device boundary or convexity gets `fusion_refused`.
+
+    ```mlir
+    %c = tandem.conv %x, %w, %b {device = "cpu"} : ...
+    %s = tandem.add %c, %r {device = "cpu"} : ...
+    %y = tandem.relu %s {device = "cpu"} : ...
+    // becomes
+    %y = tandem.fused "conv-epilogue" (%x, %w, %b, %r) {device = "cpu"} : (...) -> ... {
+    ^bb0(%a0: ..., %a1: ..., %a2: ..., %a3: ...):
+      %0 = tandem.conv %a0, %a1, %a2 {device = "cpu"} : ...
+      %1 = tandem.add %0, %a3 {device = "cpu"} : ...
+      %2 = tandem.relu %1 {device = "cpu"} : ...
+      tandem.yield %2 : ...
+    }
+    ```
+  }];
+  let constructor = "::tandem::createFusePass()";
+}
+
 def TandemPlanMemory : Pass<"tandem-plan-memory", "mlir::ModuleOp"> {
   let summary = "Assign per-device arena offsets from liveness (greedy by size)";
   let description = [{
@@ -153,7 +191,10 @@ def TandemPlanMemory : Pass<"tandem-plan-memory", "mlir::ModuleOp"> {
     inputs from the start, graph outputs to the end). Each device has one arena; offsets are
     assigned with TFLite's "greedy by size" strategy (Pisarchyk & Lee 2020): values in
     decreasing size order, each in the best-fitting gap among the values whose lifetimes
-    overlap it. Sizes are rounded up to `alignment` bytes. Constants are not in arenas.
+    overlap it. Before that, in-place reuse: a result shares the buffer of an operand that its
+    kernel may overwrite (unary element-wise ops; operand 0 of Add/Sub/Mul/Div/Max/Min; any
+    operand of an element-wise tandem.fused; the residual of a fused epilogue) when the op is
+    that operand's last reader and dtype, element count and device agree. Sizes are rounded up to `alignment` bytes. Constants are not in arenas.
     Records `arena_offset` (one per result) on ops, `tandem.arena_offset` on @main's
     arguments, and `tandem.arena_peak_bytes` / `tandem.arena_unplanned_bytes` (per device) on
     the module. A value with a dynamic dim is an error naming it.

@@ -224,6 +224,23 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       mlir::Value x = ops[i]->getOperand(0);
       auto producerIt = opIndex.find(x.getDefiningOp());
       if (producerIt == opIndex.end() || !x.hasOneUse() || !valueIndex.count(x)) continue;
+      // As passes/Fuse.cpp groups: every operand of a pointwise member has the member's result
+      // type or is a single element (no broadcast loops), f32 only.
+      auto sameShaped = [](mlir::Operation* op) {
+        mlir::Type rt = op->getResult(0).getType();
+        auto r = llvm::dyn_cast<mlir::RankedTensorType>(rt);
+        if (!r || !r.hasStaticShape() || !r.getElementType().isF32()) return false;
+        for (mlir::Value v : op->getOperands()) {
+          auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+          if (v.getType() != rt && !(t && t.hasStaticShape() && t.getNumElements() == 1))
+            return false;
+        }
+        return true;
+      };
+      mlir::Operation* producerOp = x.getDefiningOp();
+      if (!sameShaped(ops[i]) ||
+          (isFusiblePointwise(onnxOpType(producerOp)) && !sameShaped(producerOp)))
+        continue;
       const placement::PlacementOp& producer = problem.ops[producerIt->second];
       placement::PlacementValue& pv = problem.values[valueIndex[x]];
       for (int d = 0; d < numDevices; ++d) {

@@ -2,6 +2,7 @@
 // greedy-by-size strategy.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
@@ -56,6 +57,38 @@ int64_t assignOffsets(std::vector<Buffer*>& buffers) {
   return peak;
 }
 
+// Operands `op`'s kernel may overwrite with its result: element-wise kernels read each
+// element before writing the same element (unary ops and operand 0 of binary ops, as oneDNN's
+// in-place rule for binary is src0 == dst); a fused element-wise loop writes a chunk only
+// after reading it, so any operand; a fused epilogue only its residual, which oneDNN's sum
+// reads from the output buffer anyway.
+llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
+  static const std::set<std::string> unary = {
+      "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt",
+      "Abs", "Neg", "Reciprocal", "Erf", "Softplus", "Clip", "Gelu"};
+  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  if (auto fused = llvm::dyn_cast<FusedOp>(op)) {
+    llvm::SmallVector<mlir::Value> out;
+    if (fused.getKind() == "elementwise") {
+      for (mlir::Value v : op->getOperands()) out.push_back(v);
+      return out;
+    }
+    // The epilogue's Add reads the running result and one block argument: the residual. Not
+    // when the anchor reads that value too (y = conv(x) + x): a convolution must not write
+    // over its own source.
+    for (mlir::Operation& inner : fused.getBody().front())
+      if (onnxOpType(&inner) == "Add")
+        for (mlir::Value v : inner.getOperands())
+          if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v))
+            if (arg.hasOneUse()) out.push_back(op->getOperand(arg.getArgNumber()));
+    return out;
+  }
+  std::string type = onnxOpType(op);
+  if ((unary.count(type) || binary.count(type)) && op->getNumOperands() >= 1)
+    return {op->getOperand(0)};
+  return {};
+}
+
 class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
  public:
   using TandemPlanMemoryBase::TandemPlanMemoryBase;
@@ -65,8 +98,10 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
     // 2. One buffer per graph input (live from -1) and per result of each placed, non-constant
     //    op (live from its op); each lives to its last consumer, graph outputs to the end.
     //    Sizes need static shapes and are rounded up to `alignment`.
-    // 3. Per device, assign offsets greedy by size; peak = the highest end.
-    // 4. Record offsets on ops and arguments, and peak/unplanned bytes per device on the module.
+    // 3. In place: a result shares the buffer of an operand its kernel may overwrite when the
+    //    op is that operand's last reader (same dtype, element count and device).
+    // 4. Per device, assign offsets greedy by size; peak = the highest end.
+    // 5. Record offsets on ops and arguments, and peak/unplanned bytes per device on the module.
     mlir::ModuleOp module = getOperation();
     mlir::func::FuncOp main = getMainFunc(module);
     if (!main) {
@@ -130,10 +165,46 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
     }
     if (!ok) return signalPassFailure();
 
+    // In place: a result takes the buffer of an operand the op may overwrite, when this op is
+    // that operand's last reader and both have the same dtype, element count and device. The
+    // operand's buffer then lives on to the result's last use.
+    llvm::DenseMap<mlir::Value, size_t> bufferOf;
+    for (size_t i = 0; i < buffers.size(); ++i) bufferOf[buffers[i].value] = i;
+    std::vector<int64_t> ownLast(buffers.size());
+    for (size_t i = 0; i < buffers.size(); ++i) ownLast[i] = buffers[i].last;
+    std::vector<int64_t> aliasOf(buffers.size(), -1);  // index of the buffer shared, or -1
+    auto rootOf = [&](size_t i) {
+      while (aliasOf[i] >= 0) i = (size_t)aliasOf[i];
+      return i;
+    };
+    for (mlir::Operation& op : body) {
+      llvm::SmallVector<mlir::Value> candidates = overwritableOperands(&op);
+      llvm::SmallPtrSet<mlir::Value, 4> taken;
+      for (mlir::Value r : op.getResults()) {
+        auto rt = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
+        if (!rt || !bufferOf.count(r)) continue;
+        size_t ri = bufferOf[r];
+        for (mlir::Value v : candidates) {
+          auto vt = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+          if (!vt || taken.count(v) || !bufferOf.count(v)) continue;
+          size_t vi = bufferOf[v];
+          if (ownLast[vi] != index[&op] || devices[vi] != devices[ri] ||
+              vt.getElementType() != rt.getElementType() ||
+              vt.getNumElements() != rt.getNumElements())
+            continue;
+          size_t root = rootOf(vi);
+          aliasOf[ri] = (int64_t)root;
+          buffers[root].last = std::max(buffers[root].last, buffers[ri].last);
+          taken.insert(v);
+          break;
+        }
+      }
+    }
+
     std::map<std::string, std::vector<Buffer*>> perDevice;
     std::map<std::string, int64_t> unplanned;
     for (size_t i = 0; i < buffers.size(); ++i) {
-      perDevice[devices[i]].push_back(&buffers[i]);
+      if (aliasOf[i] < 0) perDevice[devices[i]].push_back(&buffers[i]);
       unplanned[devices[i]] += buffers[i].size;
     }
     llvm::SmallVector<mlir::NamedAttribute> peakAttrs, unplannedAttrs;
@@ -145,7 +216,8 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
     }
 
     llvm::DenseMap<mlir::Value, int64_t> offsetOf;
-    for (const Buffer& buf : buffers) offsetOf[buf.value] = buf.offset;
+    for (size_t i = 0; i < buffers.size(); ++i)
+      offsetOf[buffers[i].value] = buffers[rootOf(i)].offset;
     for (mlir::BlockArgument arg : main.getArguments())
       main.setArgAttr(arg.getArgNumber(), kArgArenaOffsetAttr, b.getI64IntegerAttr(offsetOf[arg]));
     for (mlir::Operation& op : body) {

@@ -3,6 +3,7 @@
 # models, data sets (batch 1 and 32) and thread counts, and prints Tandem/ORT latency ratios
 # measured in the same run. Not a test: takes minutes.
 # usage: scripts/bench-vs-ort.sh [--rounds R] [--threads "1 2"] [MODEL_DIR...]
+# BUILD_DIR=build-x uses an already built tree instead of building build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=2 threads="1 2"
@@ -15,7 +16,8 @@ while [ $# -gt 0 ]; do
 done
 models=("$@")
 [ ${#models[@]} -eq 0 ] && models=(../shared/models/mnist_cnn ../shared/models/mnist_cnn_bn_keepbn ../shared/models/mlp ../shared/models/resnet18)
-bash scripts/build.sh >/dev/null
+build=${BUILD_DIR:-build}
+[ "$build" = build ] && bash scripts/build.sh >/dev/null
 ORT_DIR=${ORT_DIR:-/tmp/ort}
 if [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
   echo "installing onnxruntime-node into $ORT_DIR (npm)" >&2
@@ -26,7 +28,7 @@ out=$(mktemp)
 for r in $(seq "$rounds"); do
   for m in "${models[@]}"; do
     for t in $threads; do
-      build/tools/tandem bench "$m" --threads "$t" --min-runs 20 --min-sec 2 | sed "s/^/tandem\t/" >>"$out"
+      "$build"/tools/tandem bench "$m" --threads "$t" --min-runs 20 --min-sec 2 | sed "s/^/tandem\t/" >>"$out"
       NODE_PATH=$ORT_DIR/node_modules node ../shared/peers/ort_bench.js --threads "$t" --min-runs 20 \
         --min-sec 2 --opt all "$m" | sed "s/^/ort\t/" >>"$out"
     done

@@ -189,6 +189,9 @@ class PlanEmitter {
     step->set_placement_reason(reason ? reason.str() : "");
     AttrMap attrs = toAttrMap(op);
     for (const auto& [name, a] : attrs.all()) fillAttribute(name, a, step->add_attrs());
+    auto fused = llvm::dyn_cast<FusedOp>(op);
+    if (fused) addFusedBody(fused, step);
+    addLayouts(op, step);
     for (mlir::Value v : op->getOperands()) {
       auto it = ids_.find(v);
       assert(it != ids_.end() && "operand used before its definition");
@@ -223,6 +226,91 @@ class PlanEmitter {
       bytesMoved_ += bytes;
       return mlir::success();
     }
+    kernelsAfter_[device] += 1;
+    if (fused) {
+      // One log line per original op, each saying which kernel it runs in.
+      std::string group = name + " [" + fused.getKind().str() + "]";
+      for (mlir::Operation& inner : fused.getBody().front().without_terminator())
+        if (!llvm::isa<NoneOp>(inner)) {
+          std::string n = nodeName(inner.getLoc());
+          logOp(&inner, n.empty() ? valueName(inner.getResult(0)) : n, onnxOpType(&inner), device,
+                locationString(inner.getLoc()), group);
+        }
+      for (mlir::Value v : op->getOperands())
+        if (std::string from = dotNameOf(v); !from.empty()) dotEdges_.push_back({from, name});
+      dotNodes_.push_back({name, "Fused " + fused.getKind().str(), device});
+      return mlir::success();
+    }
+    logOp(op, name, step->op_type(), device, step->location(), "");
+    dotNodes_.push_back({name, step->op_type(), device});
+    for (mlir::Value v : op->getOperands())
+      if (std::string from = dotNameOf(v); !from.empty()) dotEdges_.push_back({from, name});
+    return mlir::success();
+  }
+
+  // The body of a tandem.fused as flat step attributes (the runtime's Fused kernel reads them;
+  // runtime/cpu/ref/Fused.h documents the encoding): `ops` (ONNX types in order),
+  // `op_input_counts` and `op_inputs` (per body op, its operands: k >= 0 is the step's input k,
+  // -1 an absent optional input, -2 - j the result of body op j), `outputs_from` (the body op
+  // each step output is), and each body op's attributes prefixed "<index>.".
+  void addFusedBody(FusedOp fused, plan::Step* step) {
+    mlir::Block& block = fused.getBody().front();
+    llvm::DenseMap<mlir::Value, int64_t> ref;
+    for (mlir::BlockArgument a : block.getArguments()) ref[a] = a.getArgNumber();
+    Attr ops = Attr::ofStrings({});
+    Attr counts = Attr::ofInts({}), inputs = Attr::ofInts({}), from = Attr::ofInts({});
+    int64_t index = 0;
+    for (mlir::Operation& inner : block) {
+      if (llvm::isa<NoneOp>(inner)) {
+        ref[inner.getResult(0)] = -1;
+        continue;
+      }
+      if (auto yield = llvm::dyn_cast<YieldOp>(inner)) {
+        for (mlir::Value v : yield.getValues()) from.ints.push_back(ref.lookup(v));
+        continue;
+      }
+      ops.strings.push_back(onnxOpType(&inner));
+      counts.ints.push_back(inner.getNumOperands());
+      for (mlir::Value v : inner.getOperands()) inputs.ints.push_back(ref.lookup(v));
+      AttrMap innerAttrs = toAttrMap(&inner);
+      for (const auto& [name, a] : innerAttrs.all())
+        fillAttribute(std::to_string(index) + "." + name, a, step->add_attrs());
+      ref[inner.getResult(0)] = -2 - index;
+      ++index;
+    }
+    fillAttribute("ops", ops, step->add_attrs());
+    fillAttribute("op_input_counts", counts, step->add_attrs());
+    fillAttribute("op_inputs", inputs, step->add_attrs());
+    fillAttribute("outputs_from", from, step->add_attrs());
+  }
+
+  // Step attributes input_layouts / output_layouts (runtime/cpu/dnnl/DnnlCommon.h): "blocked"
+  // where --tandem-fuse kept the value in oneDNN's channel-blocked layout; left out when none.
+  static std::string layoutOf(mlir::Value v) {
+    mlir::Operation* d = v.getDefiningOp();
+    auto list = d ? d->getAttrOfType<mlir::ArrayAttr>(kResultLayoutsAttr) : nullptr;
+    unsigned i = llvm::cast<mlir::OpResult>(v).getResultNumber();
+    if (!list || i >= list.size()) return "";
+    return llvm::cast<mlir::StringAttr>(list[i]).str();
+  }
+  void addLayouts(mlir::Operation* op, plan::Step* step) {
+    Attr in = Attr::ofStrings({}), out = Attr::ofStrings({});
+    bool any = false;
+    for (mlir::Value v : op->getOperands()) {
+      in.strings.push_back(llvm::isa<mlir::OpResult>(v) ? layoutOf(v) : "");
+      any |= !in.strings.back().empty();
+    }
+    for (mlir::Value v : op->getResults()) {
+      out.strings.push_back(layoutOf(v));
+      any |= !out.strings.back().empty();
+    }
+    if (!any) return;
+    fillAttribute("input_layouts", in, step->add_attrs());
+    fillAttribute("output_layouts", out, step->add_attrs());
+  }
+
+  void logOp(mlir::Operation* op, const std::string& name, const std::string& opType,
+             const std::string& device, const std::string& location, const std::string& group) {
     std::vector<std::string> candidates;
     if (auto cands = op->getAttrOfType<mlir::ArrayAttr>(kPlacementCandidatesAttr))
       for (mlir::Attribute a : cands)
@@ -238,44 +326,49 @@ class PlanEmitter {
       candText += (candText.empty() ? "" : ", ") + c;
       if (costs.count(c)) candText += " " + formatSeconds(costs[c]);
     }
-    // Fusion the costs assume: "fused into X" when X is on the same device and fuses there.
-    std::string fusionText;
-    nlohmann::json fusion;
+    auto reasonAttr = op->getAttrOfType<mlir::StringAttr>(kPlacementReasonAttr);
+    std::string reason = reasonAttr ? reasonAttr.str() : "";
+    auto refused = op->getAttrOfType<mlir::StringAttr>(kFusionRefusedAttr);
+    std::string fusion = !group.empty() ? "fused in " + group
+                         : refused        ? "not fused: " + refused.str()
+                                          : "";
+    // The fusion the placer's costs assumed (placement_fusion: the producer it fuses into and
+    // the devices where it does). Said only when the fuse pass did not fuse the op after all.
+    nlohmann::json assumed;
     if (auto f = op->getAttrOfType<mlir::DictionaryAttr>(kPlacementFusionAttr)) {
       auto into = f.getAs<mlir::StringAttr>("into");
       std::vector<std::string> devs;
       if (auto d = f.getAs<mlir::ArrayAttr>("devices"))
         for (mlir::Attribute a : d)
-          if (auto s = llvm::dyn_cast<mlir::StringAttr>(a)) devs.push_back(s.str());
-      mlir::Operation* producer = op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr;
-      bool fused = into && producer && deviceOfOp(producer) == device &&
-                   std::find(devs.begin(), devs.end(), device) != devs.end();
+          if (auto str = llvm::dyn_cast<mlir::StringAttr>(a)) devs.push_back(str.str());
       if (into) {
-        fusion = {{"into", into.str()}, {"devices", devs}, {"fused", fused}};
-        fusionText = fused ? "; fused into " + into.str() : "; fusible into " + into.str() + " on " +
-                                                              [&] {
-                                                                std::string t;
-                                                                for (auto& d : devs)
-                                                                  t += (t.empty() ? "" : ", ") + d;
-                                                                return t;
-                                                              }();
+        assumed = {{"into", into.str()}, {"devices", devs}};
+        bool here = std::find(devs.begin(), devs.end(), device) != devs.end();
+        mlir::Operation* producer =
+            op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr;
+        bool split = producer && llvm::isa<CopyOp>(producer);
+        if (group.empty() && here)
+          fusion += (fusion.empty() ? "" : "; ") +
+                    (split ? "fusible into " + into.str() +
+                                 " here, but it is on another device (the copy carries the "
+                                 "fusion forfeited)"
+                           : "costed as fused into " + into.str() + " but not fused");
       }
     }
-    logLines_.push_back(name + " (" + step->op_type() + "): " + device + " [" +
-                        step->placement_reason() + "] candidates: " + candText + fusionText);
-    ops_.push_back({{"name", name},
-                    {"op_type", step->op_type()},
-                    {"device", device},
-                    {"reason", step->placement_reason()},
-                    {"candidates", candidates},
-                    {"estimated_seconds", costs},
-                    {"location", step->location()}});
-    if (!fusion.is_null()) ops_.back()["fusion"] = fusion;
-    dotNodes_.push_back({name, step->op_type(), device});
-    for (mlir::Value v : op->getOperands())
-      if (std::string from = dotNameOf(v); !from.empty()) dotEdges_.push_back({from, name});
+    logLines_.push_back(name + " (" + opType + "): " + device + " [" + reason +
+                        "] candidates: " + candText + (fusion.empty() ? "" : "; " + fusion));
+    nlohmann::json entry = {{"name", name},
+                            {"op_type", opType},
+                            {"device", device},
+                            {"reason", reason},
+                            {"candidates", candidates},
+                            {"estimated_seconds", costs},
+                            {"location", location}};
+    if (!group.empty()) entry["fused_in"] = group;
+    if (refused) entry["fusion_refused"] = refused.str();
+    if (!assumed.is_null()) entry["placement_fusion"] = assumed;
+    ops_.push_back(std::move(entry));
     opsPerDevice_[device] += 1;
-    return mlir::success();
   }
 
   void writeLog(const std::map<std::string, int64_t>& peak,
@@ -287,9 +380,20 @@ class PlanEmitter {
       opsText += (opsText.empty() ? "" : ", ") + d + " " + std::to_string(n);
     for (const auto& [d, n] : peak)
       peakText += (peakText.empty() ? "" : ", ") + d + " " + std::to_string(n) + " bytes";
+    std::string kernelsText;
+    for (const auto& [d, n] : opsPerDevice_)
+      kernelsText += (kernelsText.empty() ? "" : ", ") + d + " " + std::to_string(n) + " -> " +
+                     std::to_string(kernelsAfter_.count(d) ? kernelsAfter_.at(d) : 0);
+    std::string unplannedText;
+    for (const auto& [d, n] : peak)
+      unplannedText += (unplannedText.empty() ? "" : ", ") + d + " " + std::to_string(n) + " of " +
+                       std::to_string(unplanned.count(d) ? unplanned.at(d) : 0) + " bytes";
     text << "summary: ops: " << (opsText.empty() ? "none" : opsText)
          << "; copies: " << copies_.size() << " (" << bytesMoved_
          << " bytes moved); arena peak: " << (peakText.empty() ? "none" : peakText) << "\n";
+    text << "kernels before -> after fusion: " << (kernelsText.empty() ? "none" : kernelsText)
+         << "; arena peak of all intermediates: " << (unplannedText.empty() ? "none" : unplannedText)
+         << "\n";
     // Estimated time of this plan and of every baseline placement of the same graph.
     nlohmann::json estimates = nlohmann::json::object();
     if (auto e = module_->getAttrOfType<mlir::DictionaryAttr>(kPlacementEstimatesAttr)) {
@@ -327,6 +431,8 @@ class PlanEmitter {
                     {"bytes_moved", bytesMoved_},
                     {"arena_peak_bytes", peak},
                     {"arena_unplanned_bytes", unplanned},
+                    {"kernels_before_fusion", opsPerDevice_},
+                    {"kernels_after_fusion", kernelsAfter_},
                     {"estimates", estimates}};
     // Node names come from the model file: replace invalid UTF-8 rather than throw.
     result_->placementLogJson = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -403,7 +509,7 @@ class PlanEmitter {
   std::set<int> outputNamed_;
   std::vector<std::string> logLines_;
   std::vector<nlohmann::json> ops_, copies_;
-  std::map<std::string, int64_t> opsPerDevice_, constantsPerDevice_, constantBytesPerDevice_;
+  std::map<std::string, int64_t> opsPerDevice_, kernelsAfter_, constantsPerDevice_, constantBytesPerDevice_;
   int64_t bytesMoved_ = 0;
 };
 

@@ -72,6 +72,8 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   if (mlir::failed(runPass(module, createCanonicalizePass(), options))) return mlir::failure();
   if (mlir::failed(runPass(module, placePass(options), options))) return mlir::failure();
   if (mlir::failed(runPass(module, createInsertTransfersPass(), options))) return mlir::failure();
+  if (options.fuse && mlir::failed(runPass(module, createFusePass(), options)))
+    return mlir::failure();
   if (mlir::failed(runPass(module, createPlanMemoryPass(), options))) return mlir::failure();
   if (mlir::failed(emitPlan(module, result))) return mlir::failure();
   return mlir::success();

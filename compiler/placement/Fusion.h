@@ -17,8 +17,7 @@ bool isFusiblePointwise(const std::string& opType);
 /// reader of it) fuses into `producer` on a device of kind `deviceKind` ("cpu", "cuda"):
 ///   cpu:  Conv, ConvTranspose, Gemm, MatMul + pointwise (oneDNN eltwise/binary/sum post-ops);
 ///         pointwise + pointwise (one loop over memory)
-///   cuda: Gemm, MatMul + Relu/Add (cuBLASLt bias and ReLU epilogues); Conv + Relu/Add (cuDNN
-///         conv-bias-activation); pointwise + pointwise (one NVRTC kernel)
+///   cuda: nothing yet: the fuse pass forms CPU groups only (passes/Fuse.cpp)
 bool fusesIntoProducer(const std::string& deviceKind, const std::string& producer,
                        const std::string& consumer);
 

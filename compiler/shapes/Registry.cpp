@@ -40,6 +40,7 @@ const std::map<std::string, ShapeFn>& opTable() {
       {"HardSigmoid", inferUnaryFloat},
       {"Identity", inferIdentity},
       {"LayerNormalization", inferLayerNorm},
+      {"Gelu", inferUnaryFloat},
       {"LeakyRelu", inferUnaryFloat},
       {"Less", inferCompare},
       {"Log", inferUnaryFloat},

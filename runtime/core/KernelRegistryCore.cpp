@@ -21,8 +21,23 @@ bool KernelRegistry::supports(const std::string& opType, const std::string& devi
   return false;
 }
 
+namespace {
+// A step whose activations the plan keeps in oneDNN's blocked layout (`input_layouts` /
+// `output_layouts`, set by --tandem-fuse) needs a kernel that reads those attributes: only the
+// dnnl ones do. Any other kernel would read the bytes as row-major.
+bool hasBlockedLayout(const KernelContext& ctx) {
+  if (!ctx.attrs) return false;
+  for (const char* name : {"input_layouts", "output_layouts"})
+    if (const Attr* a = ctx.attrs->find(name))
+      for (const std::string& s : a->strings)
+        if (s == "blocked") return true;
+  return false;
+}
+}  // namespace
+
 Status KernelRegistry::create(const std::string& deviceKind, const KernelContext& ctx,
                               std::unique_ptr<Kernel>* out) const {
+  const bool blocked = hasBlockedLayout(ctx);
   std::vector<DType> dts;
   for (const TensorType& t : ctx.inputTypes)
     if (t.present()) dts.push_back(t.dtype);
@@ -31,6 +46,10 @@ Status KernelRegistry::create(const std::string& deviceKind, const KernelContext
     if (d.opType != ctx.opType || d.deviceKind != deviceKind) continue;
     if (d.accepts && !d.accepts(dts)) continue;
     if (d.supportsContext && !d.supportsContext(ctx)) continue;
+    if (blocked && d.impl != "dnnl") {
+      lastError = d.impl + ": cannot read the blocked activation layout the plan gives it";
+      continue;
+    }
     Status st = d.create(ctx, out);
     if (st.isOk()) return st;
     lastError = d.impl + ": " + st.message();

@@ -13,8 +13,16 @@ mkdir -p "$work"
 batch=$([ "$k" = 0 ] && echo 1 || echo 32)
 plan="$work/$name.b$batch.tplan"
 rm -f "$plan"
-"$tandem" compile "$dir/model.onnx" -o "$plan" --dim N=$batch --log-placement
+out=$("$tandem" compile "$dir/model.onnx" -o "$plan" --dim N=$batch --log-placement 2>&1)
+echo "$out"
 test -s "$plan"
+# Fusion report: resnet18's 49 ONNX nodes run as 24 kernels (20 convs with their Relu / residual
+# Add / Relu epilogues, MaxPool, GlobalAveragePool, Flatten, Gemm).
+if [ "$name" = resnet18 ]; then
+  grep -q "cpu: 49 kernels before fusion, 24 after" <<<"$out"
+fi
 "$tandem" run "$plan" --inputs "$dir/test_data_set_$k" --expect "$dir/test_data_set_$k" --atol 1e-4 --rtol 1e-3
 # The ONNX path (compile in-process) must agree too.
 "$tandem" run "$dir/model.onnx" --inputs "$dir/test_data_set_$k" --expect "$dir/test_data_set_$k" --threads 1
+# And without fusion (one kernel per op, plain layouts): the same outputs.
+"$tandem" run "$dir/model.onnx" --dim N=$batch --inputs "$dir/test_data_set_$k" --expect "$dir/test_data_set_$k" --no-fuse

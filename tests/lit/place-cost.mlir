@@ -26,30 +26,32 @@ func.func @main(%x: tensor<4xf16>) -> tensor<4xf16> {
 
 // -----
 
-// Fusion-aware placement: the Relu reading the only result of a GPU matmul fuses into it on
-// cuda:0 (cuBLASLt ReLU epilogue), so it stays there although alone it would cost a 5 us launch
-// against 1 us on the CPU; its fused cost on each device is what the log shows. When the matmul
-// result is also a graph output (two readers) nothing fuses and the Relu moves to the CPU.
+// Fusion-aware placement: the Relu reading the only result of a matmul pinned to the CPU fuses
+// into it there (a oneDNN eltwise post-op), so it costs its arithmetic alone on the CPU and stays
+// with it, although alone its 8 MB memory pass would cost far more than on the GPU, where the
+// next matmul runs: the 4 MB crossing is the same either way. When the first matmul's result is
+// also a graph output (two readers) nothing fuses and the Relu goes to cuda:0.
 // GPU-LABEL: func.func @main
+// GPU: tandem.mat_mul {{.*}}device = "cpu"
+// GPU: tandem.relu {{.*}}device = "cpu", {{.*}}placement_fusion = {devices = ["cpu"], into = "mm1"}, placement_reason = "cost"
 // GPU: tandem.mat_mul {{.*}}device = "cuda:0"
-// GPU: tandem.relu {{.*}}device = "cuda:0", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "mm"}, placement_reason = "cost"
-func.func @main(%x: tensor<1x12544xf32>) -> tensor<1x128xf32> {
-  %w = tandem.constant dense<1.0> : tensor<12544x128xf32>
-  %0 = tandem.mat_mul %x, %w : (tensor<1x12544xf32>, tensor<12544x128xf32>) -> tensor<1x128xf32> loc("mm")
-  %1 = tandem.relu %0 : (tensor<1x128xf32>) -> tensor<1x128xf32> loc("relu")
-  return %1 : tensor<1x128xf32>
+func.func @main(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
+  %0 = tandem.mat_mul %a, %b {device = "cpu"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm1")
+  %1 = tandem.relu %0 : (tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("relu")
+  %2 = tandem.mat_mul %1, %b : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm2")
+  return %2 : tensor<1024x1024xf32>
 }
 
 // -----
 
 // GPU-LABEL: func.func @main
-// GPU: tandem.mat_mul {{.*}}device = "cuda:0"
+// GPU: tandem.mat_mul {{.*}}device = "cpu"
 // GPU: tandem.relu
 // GPU-NOT: placement_fusion
-// GPU-SAME: device = "cpu"
-func.func @main(%x: tensor<1x12544xf32>) -> (tensor<1x128xf32>, tensor<1x128xf32>) {
-  %w = tandem.constant dense<1.0> : tensor<12544x128xf32>
-  %0 = tandem.mat_mul %x, %w : (tensor<1x12544xf32>, tensor<12544x128xf32>) -> tensor<1x128xf32> loc("mm")
-  %1 = tandem.relu %0 : (tensor<1x128xf32>) -> tensor<1x128xf32> loc("relu")
-  return %0, %1 : tensor<1x128xf32>, tensor<1x128xf32>
+// GPU-SAME: device = "cuda:0"
+func.func @main(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>) -> (tensor<1024x1024xf32>, tensor<1024x1024xf32>) {
+  %0 = tandem.mat_mul %a, %b {device = "cpu"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm1")
+  %1 = tandem.relu %0 : (tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("relu")
+  %2 = tandem.mat_mul %1, %b : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm2")
+  return %0, %2 : tensor<1024x1024xf32>, tensor<1024x1024xf32>
 }

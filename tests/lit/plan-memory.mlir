@@ -1,13 +1,14 @@
 // RUN: tandem-opt %s -split-input-file -verify-diagnostics --tandem-plan-memory | FileCheck %s
 
-// A chain: values whose lifetimes do not overlap share offsets (x and %1 at 0, %0 and %2 at 64),
-// so the arena peaks at 2 slots of 64 bytes instead of 4 (12-byte tensors round up to 64).
-// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 128 : i64}, tandem.arena_unplanned_bytes = {cpu = 256 : i64}}
+// An element-wise chain runs in place: each op is its operand's last reader, so relu, neg and
+// exp all overwrite x's slot and the arena is one slot of 64 bytes instead of 4 (12-byte
+// tensors round up to 64).
+// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 64 : i64}, tandem.arena_unplanned_bytes = {cpu = 256 : i64}}
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: tandem.arena_offset = 0 : i64
-// CHECK-NEXT: tandem.relu %arg0 {arena_offset = [64], device = "cpu"}
+// CHECK-NEXT: tandem.relu %arg0 {arena_offset = [0], device = "cpu"}
 // CHECK-NEXT: tandem.neg %{{.*}} {arena_offset = [0], device = "cpu"}
-// CHECK-NEXT: tandem.exp %{{.*}} {arena_offset = [64], device = "cpu"}
+// CHECK-NEXT: tandem.exp %{{.*}} {arena_offset = [0], device = "cpu"}
 func.func @main(%x: tensor<3xf32> {tandem.device = "cpu"}) -> tensor<3xf32> {
   %0 = tandem.relu %x {device = "cpu"} : (tensor<3xf32>) -> tensor<3xf32>
   %1 = tandem.neg %0 {device = "cpu"} : (tensor<3xf32>) -> tensor<3xf32>
@@ -17,10 +18,54 @@ func.func @main(%x: tensor<3xf32> {tandem.device = "cpu"}) -> tensor<3xf32> {
 
 // -----
 
-// Graph outputs live to the end (%0 keeps its slot); the larger value is placed first and the
-// small ones reuse the input's slot once it is dead. Constants take no arena space.
-// Op indices: constant 0, relu 1, reduce_sum 2, exp 3, return 4.
-// x: 256 B [-1, 2], %0: 256 B [1, 4], %1: 64 B [2, 3], %2: 64 B [3, 4].
+// No in-place reuse without liveness reuse: transposes (not element-wise) ping-pong between two
+// slots (x and %1 at 0, %0 and %2 at 64), 2 slots of 64 bytes instead of 4.
+// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 128 : i64}, tandem.arena_unplanned_bytes = {cpu = 256 : i64}}
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: tandem.arena_offset = 0 : i64
+// CHECK-NEXT: tandem.transpose %arg0 {arena_offset = [64], device = "cpu"}
+// CHECK-NEXT: tandem.transpose %{{.*}} {arena_offset = [0], device = "cpu"}
+// CHECK-NEXT: tandem.transpose %{{.*}} {arena_offset = [64], device = "cpu"}
+func.func @main(%x: tensor<1x3xf32> {tandem.device = "cpu"}) -> tensor<3x1xf32> {
+  %0 = tandem.transpose %x {device = "cpu"} : (tensor<1x3xf32>) -> tensor<3x1xf32>
+  %1 = tandem.transpose %0 {device = "cpu"} : (tensor<3x1xf32>) -> tensor<1x3xf32>
+  %2 = tandem.transpose %1 {device = "cpu"} : (tensor<1x3xf32>) -> tensor<3x1xf32>
+  return %2 : tensor<3x1xf32>
+}
+
+// -----
+
+// In place only where it is safe: Add overwrites operand 0 (x, last read here); the sub's
+// operand 0 (%0) is read again by the mul, so the sub gets a new slot; the fused element-wise
+// loop overwrites its operand (%1, last read there); the mul overwrites %0 at last.
+// Op indices: constant 0, add 1, sub 2, fused 3, mul 4, return 5.
+// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 128 : i64}, tandem.arena_unplanned_bytes = {cpu = 320 : i64}}
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: tandem.arena_offset = 0 : i64
+// CHECK: tandem.add %arg0, %{{.*}} {arena_offset = [0], device = "cpu"}
+// CHECK-NEXT: tandem.sub %{{.*}}, %{{.*}} {arena_offset = [64], device = "cpu"}
+// CHECK-NEXT: tandem.fused "elementwise"(%{{.*}}) {arena_offset = [64], device = "cpu"}
+// CHECK: tandem.mul %{{.*}}, %{{.*}} {arena_offset = [0], device = "cpu"}
+func.func @main(%x: tensor<16xf32> {tandem.device = "cpu"}) -> tensor<16xf32> {
+  %c = tandem.constant {device = "cpu"} dense<1.0> : tensor<f32>
+  %0 = tandem.add %x, %c {device = "cpu"} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  %1 = tandem.sub %0, %c {device = "cpu"} : (tensor<16xf32>, tensor<f32>) -> tensor<16xf32>
+  %2 = tandem.fused "elementwise"(%1) {device = "cpu"} : (tensor<16xf32>) -> tensor<16xf32> {
+  ^bb0(%a: tensor<16xf32>):
+    %e = tandem.exp %a : (tensor<16xf32>) -> tensor<16xf32>
+    %n = tandem.neg %e : (tensor<16xf32>) -> tensor<16xf32>
+    tandem.yield %n : tensor<16xf32>
+  }
+  %3 = tandem.mul %0, %2 {device = "cpu"} : (tensor<16xf32>, tensor<16xf32>) -> tensor<16xf32>
+  return %3 : tensor<16xf32>
+}
+
+// -----
+
+// Graph outputs live to the end (%0 keeps its slot); the larger value is placed first. relu is
+// not in place (x is read again by reduce_sum); exp overwrites %1, its last reader. Constants
+// take no arena space. Op indices: constant 0, relu 1, reduce_sum 2, exp 3, return 4.
+// x: 256 B [-1, 2], %0: 256 B [1, 4], %1 and %2 (one slot): 64 B [2, 4].
 // CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 576 : i64}, tandem.arena_unplanned_bytes = {cpu = 640 : i64}}
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: tandem.arena_offset = 0 : i64
@@ -28,7 +73,7 @@ func.func @main(%x: tensor<3xf32> {tandem.device = "cpu"}) -> tensor<3xf32> {
 // CHECK-NOT: arena_offset
 // CHECK-NEXT: tandem.relu %arg0 {arena_offset = [256], device = "cpu"}
 // CHECK-NEXT: tandem.reduce_sum %arg0, %{{.*}} {arena_offset = [512], device = "cpu"}
-// CHECK-NEXT: tandem.exp %{{.*}} {arena_offset = [0], device = "cpu"}
+// CHECK-NEXT: tandem.exp %{{.*}} {arena_offset = [512], device = "cpu"}
 func.func @main(%x: tensor<4x16xf32> {tandem.device = "cpu"}) -> (tensor<4x16xf32>, tensor<4x1xf32>) {
   %axes = tandem.constant {device = "cpu"} dense<1> : tensor<1xi64>
   %0 = tandem.relu %x {device = "cpu"} : (tensor<4x16xf32>) -> tensor<4x16xf32>
@@ -39,12 +84,13 @@ func.func @main(%x: tensor<4x16xf32> {tandem.device = "cpu"}) -> (tensor<4x16xf3
 
 // -----
 
-// One arena per device: a copy's result lives on its destination.
-// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 128 : i64, "cpu:1" = 128 : i64}, tandem.arena_unplanned_bytes = {cpu = 128 : i64, "cpu:1" = 128 : i64}}
+// One arena per device: a copy's result lives on its destination; in-place reuse stays within
+// a device (relu over x on cpu, neg over the copy on cpu:1; the copy itself never aliases).
+// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 64 : i64, "cpu:1" = 64 : i64}, tandem.arena_unplanned_bytes = {cpu = 128 : i64, "cpu:1" = 128 : i64}}
 // CHECK-LABEL: func.func @main
-// CHECK-NEXT: tandem.relu %arg0 {arena_offset = [64], device = "cpu"}
+// CHECK-NEXT: tandem.relu %arg0 {arena_offset = [0], device = "cpu"}
 // CHECK-NEXT: tandem.copy %{{.*}} {arena_offset = [0], device = "cpu:1"
-// CHECK-NEXT: tandem.neg %{{.*}} {arena_offset = [64], device = "cpu:1"}
+// CHECK-NEXT: tandem.neg %{{.*}} {arena_offset = [0], device = "cpu:1"}
 func.func @main(%x: tensor<3xf32> {tandem.device = "cpu"}) -> tensor<3xf32> {
   %0 = tandem.relu %x {device = "cpu"} : (tensor<3xf32>) -> tensor<3xf32>
   %1 = tandem.copy %0 {device = "cpu:1", from = "cpu", to = "cpu:1"} : tensor<3xf32>
@@ -58,4 +104,32 @@ func.func @main(%x: tensor<3xf32> {tandem.device = "cpu"}) -> tensor<3xf32> {
 func.func @main(%x: tensor<?x3xf32> {tandem.device = "cpu", tandem.name = "x"}) -> tensor<?x3xf32> {
   %0 = tandem.relu %x {device = "cpu"} : (tensor<?x3xf32>) -> tensor<?x3xf32> loc("relu1")
   return %0 : tensor<?x3xf32>
+}
+
+// -----
+
+// A conv epilogue's output takes its residual's slot (oneDNN's sum reads it there), but not
+// when the convolution also reads that value (conv(x) + x): a conv must not overwrite its own
+// source while reading it.
+// x, r: 64-byte slots at 0 and 64; the first epilogue writes r's slot (64); the second may not
+// write its own source's slot (64 again) and takes x's, dead by then (0).
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %arg1: tensor<1x2x2x2xf32> {tandem.arena_offset = 64 : i64
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %arg1) {arena_offset = [64]
+// CHECK: tandem.fused "conv-epilogue"(%[[F]], %{{.*}}) {arena_offset = [0]
+func.func @main(%x: tensor<1x2x2x2xf32> {tandem.device = "cpu"}, %r: tensor<1x2x2x2xf32> {tandem.device = "cpu"}) -> tensor<1x2x2x2xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %0 = tandem.fused "conv-epilogue"(%x, %w, %r) {device = "cpu"} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  ^bb0(%a: tensor<1x2x2x2xf32>, %b: tensor<2x2x1x1xf32>, %c: tensor<1x2x2x2xf32>):
+    %1 = tandem.conv %a, %b : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+    %2 = tandem.add %1, %c : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+    tandem.yield %2 : tensor<1x2x2x2xf32>
+  }
+  %3 = tandem.fused "conv-epilogue"(%0, %w) {device = "cpu"} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32> {
+  ^bb0(%a: tensor<1x2x2x2xf32>, %b: tensor<2x2x1x1xf32>):
+    %1 = tandem.conv %a, %b : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+    %2 = tandem.add %1, %a : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+    tandem.yield %2 : tensor<1x2x2x2xf32>
+  }
+  return %3 : tensor<1x2x2x2xf32>
 }

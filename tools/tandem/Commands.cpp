@@ -57,6 +57,7 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
     c->pins.push_back({p.substr(0, eq), dev});
   }
   c->strictPlacement = f.strictPlacement;
+  c->fuse = !f.noFuse;
   if (!f.target.empty()) {
     DeviceSet set;
     Status st = DeviceSet::parse(f.target, &set);
@@ -151,6 +152,7 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
   cmd->add_option("--dim", f.dims, "Bind a symbolic dim: NAME=VALUE (e.g. N=32); others bind to 1");
   cmd->add_option("--pin", f.pins, "Pin an op to a device: NODE=DEVICE (soft unless --strict-placement)");
   cmd->add_flag("--strict-placement", f.strictPlacement, "Unsatisfiable pins are errors");
+  cmd->add_flag("--no-fuse", f.noFuse, "Skip the fuse pass: one kernel per op");
   cmd->add_option("--target", f.target,
                   "Devices to place on, with models: e.g. cpu,cuda:0=h100 (GPUs: a100, a100-pcie, "
                   "h100, h100-pcie, h200; CPUs: live (default), xeon-8480, epyc-9654; cpu,cpu:1 "
@@ -236,6 +238,19 @@ int runCompile(const CompileOptionsCli& o) {
   std::fprintf(stderr, "tandem: wrote %s: %d steps, %d values, arena peak %lld bytes (%lld without reuse)\n",
                o.output.c_str(), r.plan.steps_size(), r.plan.values_size(), (long long)peak,
                (long long)unplanned);
+  // Per device: kernels before and after fusion (copies excluded), arena peak vs the sum of
+  // all intermediates.
+  auto log = nlohmann::json::parse(r.placementLogJson, nullptr, /*allow_exceptions=*/false);
+  if (!log.is_discarded() && log.contains("summary")) {
+    const auto& sum = log["summary"];
+    for (auto& a : r.plan.arenas()) {
+      const std::string& d = a.device();
+      long long before = sum["kernels_before_fusion"].value(d, 0LL);
+      long long after = sum["kernels_after_fusion"].value(d, 0LL);
+      std::fprintf(stderr, "tandem: %s: %lld kernels before fusion, %lld after; arena peak %lld bytes of %lld bytes of intermediates\n",
+                   d.c_str(), before, after, (long long)a.bytes(), (long long)a.unplanned_bytes());
+    }
+  }
   return kExitOk;
 }
 

@@ -17,6 +17,7 @@ struct CommonCompileFlags {
   std::string profile;                // calibration profile JSON
   std::string placement = "cost";     // cost, greedy, ort, cpu, gpu
   bool strictPlacement = false;
+  bool noFuse = false;  // --no-fuse: one kernel per op
   std::string logPlacement;           // "", "text", "json", "dot"
   bool logPlacementSet = false;
   bool printIrAfterAll = false;

@@ -130,8 +130,27 @@ dnnl::memory::desc channelBlockedDesc(const dims& d) {
   return dnnl::memory::desc(d, dnnl::memory::data_type::f32, t);
 }
 
+bool isBlocked(const KernelContext& ctx, bool input, size_t i) {
+  const Attr* a = ctx.attrs ? ctx.attrs->find(input ? "input_layouts" : "output_layouts") : nullptr;
+  return a && a->kind == Attr::Kind::Strings && i < a->strings.size() &&
+         a->strings[i] == "blocked";
+}
+
+dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d) {
+  return isBlocked(ctx, input, i) ? channelBlockedDesc(d) : plainDesc(d);
+}
+
 bool isReferenceImpl(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).find("ref") != std::string::npos;
+}
+
+bool implRegresses(const std::string& unfused, const std::string& fused) {
+  auto rank = [](const std::string& impl) {
+    if (impl.find("ref") != std::string::npos) return 0;
+    if (impl.find("gemm") != std::string::npos) return 1;
+    return 2;
+  };
+  return rank(fused) < rank(unfused);
 }
 
 dnnl::primitive_attr baseAttr() {
@@ -202,6 +221,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlNormKernels(r);
   dnnlcpu::registerDnnlEltwiseKernels(r);
   dnnlcpu::registerDnnlBinaryKernels(r);
+  dnnlcpu::registerDnnlFusedKernels(r);
 }
 
 }  // namespace tandem

@@ -54,6 +54,15 @@ dnnl::memory::desc permutedDesc(const dims& d, const std::vector<int>& order);
 /// layout for this CPU (nChw16c with AVX-512, nChw8c otherwise): the layout its optimized
 /// pooling kernels need when the primitive cannot be given format_tag::any.
 dnnl::memory::desc channelBlockedDesc(const dims& d);
+/// Activation layouts between steps. A step's `input_layouts` / `output_layouts` attributes
+/// (STRINGS, one per input / output, set by --tandem-fuse) say "blocked" where the value's
+/// arena bytes are in channelBlockedDesc layout (so consecutive oneDNN ops skip the reorders),
+/// "" where they are plain row-major. The compiler marks only 4-D f32 values whose channel
+/// count is a multiple of 16, so the blocked and plain sizes agree for 8- and 16-wide blocks.
+bool isBlocked(const KernelContext& ctx, bool input, size_t i);
+/// The descriptor of the caller's buffer for input/output i: blocked or plain.
+dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d);
+
 /// True when `pd` is a generic reference implementation (used to fall back to plain layouts
 /// when a blocked layout brings no optimized kernel).
 bool isReferenceImpl(const dnnl::primitive_desc_base& pd);
@@ -177,6 +186,48 @@ Status guardRun(const char* op, F&& body) {
   }
 }
 
+/// One oneDNN eltwise application: dst = f_{a,alpha,beta}(src).
+struct EltwiseStep {
+  dnnl::algorithm a;
+  float alpha = 0.f, beta = 0.f;
+};
+/// The eltwise steps of an ONNX activation (ctx: its op type, attributes, constant bounds), in
+/// order; false when oneDNN has no exact form (DnnlEltwise.cpp). Used by the eltwise kernels
+/// and for post-ops of fused steps.
+bool eltwiseSteps(const KernelContext& ctx, std::vector<EltwiseStep>* steps);
+
+/// Post-ops a "Fused" step appends to a Conv / Gemm / MatMul primitive (DnnlFused.cpp).
+struct Epilogue {
+  struct Item {
+    bool sum = false;  // oneDNN sum (scale 1): adds what dst holds, i.e. the residual
+    EltwiseStep eltwise;
+  };
+  std::vector<Item> items;  // in order; at most one sum
+  int sumInput = -1;  // index of the kernel input holding the residual the sum adds, or -1
+  std::string text;   // "sum+eltwise_relu", for implName()
+  /// Appends the items to `po`.
+  void appendTo(dnnl::post_ops* po) const {
+    for (const Item& i : items) {
+      if (i.sum) po->append_sum(1.f);
+      else po->append_eltwise(1.f, i.eltwise.a, i.eltwise.alpha, i.eltwise.beta);
+    }
+  }
+};
+
+/// True when oneDNN's implementation `fused` (impl_info_str) is a worse class than `unfused`:
+/// classes are reference ("ref" in the name) < gemm-based ("gemm") < direct JIT (the rest).
+/// Post-ops that push a convolution from jit:avx2 to gemm:jit ran 10-17x slower here.
+bool implRegresses(const std::string& unfused, const std::string& fused);
+
+/// Conv (anchor context: ONNX Conv inputs X, W, [B], and at index 3 the residual when
+/// ep.sumInput == 3) and Gemm / MatMul with post-ops. When the post-ops make oneDNN choose a
+/// worse implementation than the plain op (implRegresses), returns ok with *out empty and
+/// *regressed = "fused <impl> vs unfused <impl>".
+Status createConvEpilogue(const KernelContext& anchor, const Epilogue& ep,
+                          std::unique_ptr<Kernel>* out, std::string* regressed);
+Status createMatMulEpilogue(const KernelContext& anchor, const Epilogue& ep,
+                            std::unique_ptr<Kernel>* out, std::string* regressed);
+
 /// A KernelDef for impl "dnnl" on "cpu" with priority 10 (above the reference kernels).
 KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> supports,
                   KernelFactory create);
@@ -188,6 +239,7 @@ void registerDnnlPoolKernels(KernelRegistry& r);      // DnnlPool.cpp: Max/Avg/G
 void registerDnnlNormKernels(KernelRegistry& r);      // DnnlNorm.cpp: BN, LN, (Log)Softmax
 void registerDnnlEltwiseKernels(KernelRegistry& r);   // DnnlEltwise.cpp: unary activations
 void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub/Mul/Div/Min/Max
+void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
 
 }  // namespace dnnlcpu
 }  // namespace tandem

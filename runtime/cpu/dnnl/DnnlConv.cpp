@@ -1,5 +1,6 @@
 // oneDNN Conv (ONNX Conv-11) and ConvTranspose (ONNX ConvTranspose-11) for 1-D/2-D/3-D f32.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "runtime/cpu/dnnl/DnnlCommon.h"
@@ -197,14 +198,19 @@ bool convGeometry(const KernelContext& ctx, bool transpose, ConvGeometry* g, std
 
 class ConvKernel : public DnnlKernel {
  public:
-  Status init(const KernelContext& ctx, bool transpose) {
+  /// `ep`: post-ops of a fused step (Conv only); when they would make oneDNN fall to a worse
+  /// implementation, *regressed is set and the kernel is left unbuilt.
+  Status init(const KernelContext& ctx, bool transpose, const Epilogue* ep = nullptr,
+              std::string* regressed = nullptr) {
     std::string why;
     ConvGeometry g;
     if (!convGeometry(ctx, transpose, &g, &why)) return Status::error(ctx.opType + ": " + why);
     op_ = transpose ? "ConvTranspose" : "Conv";
     dnnl::engine& eng = cpuEngine();
     const bool blocked = kConvBlockedActivations;
-    dnnl::memory::desc srcPlain = plainDesc(g.srcDims), dstPlain = plainDesc(g.dstDims);
+    // The caller's buffers: plain, or blocked when the plan carries that layout here.
+    dnnl::memory::desc srcPlain = userDesc(ctx, true, 0, g.srcDims);
+    dnnl::memory::desc dstPlain = userDesc(ctx, false, 0, g.dstDims);
     dnnl::memory::desc srcMd = blocked ? anyDesc(g.srcDims) : srcPlain;
     dnnl::memory::desc dstMd = blocked ? anyDesc(g.dstDims) : dstPlain;
     dnnl::memory::desc wMd = anyDesc(g.weightsDims);
@@ -212,6 +218,11 @@ class ConvKernel : public DnnlKernel {
     hasBias_ = !g.biasDims.empty();
     if (hasBias_) bMd = plainDesc(g.biasDims);
     dnnl::primitive_attr attr = baseAttr();
+    if (ep) {
+      dnnl::post_ops po;
+      ep->appendTo(&po);
+      attr.set_post_ops(po);
+    }
 
     dnnl::memory::desc chosenSrc, chosenW, chosenDst;
     if (!transpose) {
@@ -219,6 +230,15 @@ class ConvKernel : public DnnlKernel {
                                         dnnl::algorithm::convolution_direct, srcMd, wMd, bMd,
                                         dstMd, g.strides, g.dilations, g.padL, g.padR);
       dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+      if (ep) {
+        // The same convolution without post-ops: what the group would run unfused.
+        dnnl::convolution_forward::primitive_desc plain(d, baseAttr(), eng);
+        if (implRegresses(plain.impl_info_str(), pd.impl_info_str())) {
+          *regressed = std::string("fused dnnl:") + pd.impl_info_str() + " vs unfused dnnl:" +
+                       plain.impl_info_str();
+          return Status::ok();
+        }
+      }
       prim_ = dnnl::convolution_forward(pd);
       chosenSrc = pd.src_desc();
       chosenW = pd.weights_desc();
@@ -240,6 +260,26 @@ class ConvKernel : public DnnlKernel {
 
     src_.init(srcPlain, chosenSrc, /*isInput=*/true, &ws_);
     dst_.init(dstPlain, chosenDst, /*isInput=*/false, &ws_);
+    if (ep && ep->sumInput >= 0) {
+      // oneDNN's sum adds what dst holds: the residual, put there (in dst's layout) per run.
+      // Either a copy (same layout as the primitive's dst, skipped when planned in place) or
+      // a reorder into it.
+      sumInput_ = ep->sumInput;
+      dnnl::memory::desc residualMd = userDesc(ctx, true, (size_t)sumInput_, g.dstDims);
+      residualReorders_ = residualMd != chosenDst;
+      if (residualReorders_) {
+        residual_ = dnnl::memory(residualMd, eng, DNNL_MEMORY_NONE);
+        residualReorder_ = dnnl::reorder(residual_, dst_.inner());
+        residualArgs_.add(DNNL_ARG_FROM, residual_);
+        residualArgs_.add(DNNL_ARG_TO, dst_.inner());
+      }
+    }
+    if (ep) impl_ += " +post-ops[" + ep->text + "]";
+    // Which activations are reordered per run (none between blocked neighbours).
+    if (src_.reordered() || dst_.reordered())
+      impl_ += std::string(" reorders[") + (src_.reordered() ? "src" : "") +
+               (src_.reordered() && dst_.reordered() ? "," : "") +
+               (dst_.reordered() ? "dst" : "") + "]";
     const Tensor* wConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
     if (wConst) {
       // Weights are reordered into the primitive's layout once, here, never in run().
@@ -274,6 +314,17 @@ class ConvKernel : public DnnlKernel {
       }
       if (hasBias_ && !constB_) bind(bias_, in[2]->raw());
       dst_.bindBuffers(out[0]->raw(), ws);
+      if (sumInput_ >= 0) {
+        const Tensor* r = in[sumInput_];
+        void* inner = dst_.inner().get_data_handle();
+        if (residualReorders_) {
+          bind(residual_, r->raw());
+          residualArgs_.execute(residualReorder_);
+        } else if (r->raw() != inner) {
+          // Not planned in place: the residual is copied into Y, which the sum then reads.
+          std::memcpy(inner, r->raw(), r->bytes());
+        }
+      }
       args_.execute(prim_);
       dst_.toUser();
       return Status::ok();
@@ -289,6 +340,11 @@ class ConvKernel : public DnnlKernel {
   dnnl::memory constWeights_, constBias_, bias_;
   bool hasBias_ = false, constW_ = false, constB_ = false;
   ExecArgs args_;
+  int sumInput_ = -1;
+  bool residualReorders_ = false;
+  dnnl::memory residual_;
+  dnnl::reorder residualReorder_;
+  ExecArgs residualArgs_;
 };
 
 KernelFactory convFactory(bool transpose) {
@@ -311,6 +367,16 @@ std::function<bool(const KernelContext&)> convSupports(bool transpose) {
 }
 
 }  // namespace
+
+Status createConvEpilogue(const KernelContext& anchor, const Epilogue& ep,
+                          std::unique_ptr<Kernel>* out, std::string* regressed) {
+  return guardDnnl(anchor, [&] {
+    auto k = std::make_unique<ConvKernel>();
+    TANDEM_RETURN_IF_ERROR(k->init(anchor, /*transpose=*/false, &ep, regressed));
+    if (regressed->empty()) *out = std::move(k);
+    return Status::ok();
+  });
+}
 
 void registerDnnlConvKernels(KernelRegistry& r) {
   r.add(makeDef("Conv", convSupports(false), convFactory(false)));

@@ -1,5 +1,5 @@
 // oneDNN unary element-wise ops for f32 (ONNX opset 17 semantics): Relu, LeakyRelu, Elu, Selu,
-// Sigmoid, HardSigmoid, Tanh, Clip (constant bounds), Exp, Sqrt, Abs, Neg, Reciprocal, and Pow
+// Sigmoid, HardSigmoid, Tanh, Clip (constant bounds), Exp, Sqrt, Abs, Neg, Reciprocal, Gelu, and Pow
 // with a constant scalar exponent. Erf has no oneDNN algorithm. Log and Softplus are left to
 // the reference kernels on purpose: oneDNN 2.6's JIT log has an absolute error of ~3e-6 around
 // 1 (Log(1) = -1.4e-6, failing ONNX's test_log_example at atol 1e-7), and soft_relu inherits it
@@ -16,16 +16,12 @@ namespace {
 
 using alg = dnnl::algorithm;
 
-/// One oneDNN eltwise application: dst = f_{alg,alpha,beta}(src).
-struct Step {
-  alg a;
-  float alpha = 0.f, beta = 0.f;
-};
-
 /// ONNX op -> one or two eltwise steps (the second runs in place on Y). Two-step forms are
 /// exact compositions of the ONNX formula: Selu = gamma * elu_alpha(x); HardSigmoid =
 /// clip(alpha*x + beta, 0, 1).
-bool stepsFor(const KernelContext& ctx, std::vector<Step>* steps) {
+}  // namespace
+
+bool eltwiseSteps(const KernelContext& ctx, std::vector<EltwiseStep>* steps) {
   const AttrMap& at = *ctx.attrs;
   const std::string& op = ctx.opType;
   if (op == "Relu") *steps = {{alg::eltwise_relu, 0.f}};
@@ -73,24 +69,29 @@ bool stepsFor(const KernelContext& ctx, std::vector<Step>* steps) {
     }
     if ((double)(float)v != v) return false;
     *steps = {{alg::eltwise_pow, 1.f, (float)v}};
+  } else if (op == "Gelu") {
+    *steps = {{at.getString("approximate", "none") == "tanh" ? alg::eltwise_gelu_tanh
+                                                             : alg::eltwise_gelu_erf}};
   } else {
     return false;
   }
   return true;
 }
 
+namespace {
+
 bool eltwiseSupported(const KernelContext& ctx) {
   if (ctx.inputTypes.empty() || ctx.outputTypes.empty() || hasEmptyTensor(ctx)) return false;
   if (ctx.inputTypes[0].shape != ctx.outputTypes[0].shape) return false;
-  std::vector<Step> steps;
-  return stepsFor(ctx, &steps);
+  std::vector<EltwiseStep> steps;
+  return eltwiseSteps(ctx, &steps);
 }
 
 class EltwiseKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx) {
-    std::vector<Step> steps;
-    if (!eltwiseSupported(ctx) || !stepsFor(ctx, &steps))
+    std::vector<EltwiseStep> steps;
+    if (!eltwiseSupported(ctx) || !eltwiseSteps(ctx, &steps))
       return Status::error(ctx.opType + ": unsupported configuration for the oneDNN kernel");
     op_ = ctx.opType;
     dnnl::engine& eng = cpuEngine();
@@ -154,7 +155,7 @@ Status createEltwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 void registerDnnlEltwiseKernels(KernelRegistry& r) {
   for (const char* op : {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh",
-                         "Clip", "Exp", "Sqrt", "Abs", "Neg", "Reciprocal"})
+                         "Clip", "Exp", "Sqrt", "Abs", "Neg", "Reciprocal", "Gelu"})
     r.add(makeDef(op, eltwiseSupported, createEltwise));
   KernelDef pow = makeDef("Pow", eltwiseSupported, createEltwise);
   // Base f32, exponent any numeric dtype (it is read once as a constant scalar).

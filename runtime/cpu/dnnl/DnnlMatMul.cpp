@@ -16,24 +16,47 @@ class MatMulKernel : public DnnlKernel {
  public:
   /// `srcMd`/`wMd`/`dstMd`: how the caller's buffers are laid out (weights may be strided for
   /// transB). A constant weights tensor is prepacked into the layout the primitive prefers.
+  /// `ep`: post-ops of a fused step after Gemm's own sum; when they would make oneDNN fall to
+  /// a worse implementation, *regressed is set and the kernel is left unbuilt. `biasConst`: a
+  /// constant [1, N] bias row added by the primitive (fused Gemm whose C is a bias row).
   Status init(const char* op, const dnnl::memory::desc& srcMd, const dnnl::memory::desc& wMd,
               const dnnl::memory::desc& dstMd, const Tensor* wConst, float alpha, float beta,
-              bool sumPostOp) {
+              bool sumPostOp, const Epilogue* ep = nullptr, std::string* regressed = nullptr,
+              const Tensor* biasConst = nullptr) {
     op_ = op;
     dnnl::engine& eng = cpuEngine();
-    dnnl::primitive_attr attr = baseAttr();
-    if (alpha != 1.f) attr.set_output_scales(0, {alpha});
-    if (sumPostOp) {
+    auto makeAttr = [&](bool withEpilogue) {
+      dnnl::primitive_attr attr = baseAttr();
+      if (alpha != 1.f) attr.set_output_scales(0, {alpha});
       dnnl::post_ops po;
-      po.append_sum(beta);
-      attr.set_post_ops(po);
-    }
+      if (sumPostOp) po.append_sum(beta);
+      if (withEpilogue) ep->appendTo(&po);
+      if (po.len() > 0) attr.set_post_ops(po);
+      return attr;
+    };
     dnnl::memory::dims wDims = wMd.dims();
     dnnl::memory::desc wWant = wConst ? anyDesc(wDims) : wMd;
-    dnnl::matmul::desc d(srcMd, wWant, dstMd);
-    dnnl::matmul::primitive_desc pd(d, attr, eng);
+    dnnl::memory::desc biasMd;
+    if (biasConst) biasMd = plainDesc({1, dstMd.dims().back()});
+    dnnl::matmul::desc d = biasConst ? dnnl::matmul::desc(srcMd, wWant, biasMd, dstMd)
+                                     : dnnl::matmul::desc(srcMd, wWant, dstMd);
+    dnnl::matmul::primitive_desc pd(d, makeAttr(ep != nullptr), eng);
+    if (ep) {
+      dnnl::matmul::primitive_desc plain(d, makeAttr(false), eng);
+      if (implRegresses(plain.impl_info_str(), pd.impl_info_str())) {
+        *regressed = std::string("fused dnnl:") + pd.impl_info_str() + " vs unfused dnnl:" +
+                     plain.impl_info_str();
+        return Status::ok();
+      }
+      sumInput_ = ep->sumInput;
+    }
     prim_ = dnnl::matmul(pd);
     setImpl(pd);
+    if (ep) impl_ += " +post-ops[" + ep->text + "]";
+    if (biasConst) {
+      bias_ = prepackConstant(*biasConst, biasMd, biasMd);
+      args_.add(DNNL_ARG_BIAS, bias_);
+    }
     scratch_.init(pd, &ws_, &args_);
     src_ = dnnl::memory(srcMd, eng, DNNL_MEMORY_NONE);
     dst_ = dnnl::memory(dstMd, eng, DNNL_MEMORY_NONE);
@@ -60,6 +83,8 @@ class MatMulKernel : public DnnlKernel {
     std::lock_guard<std::mutex> lock(mu_);
     return guardRun(op_, [&] {
       if (fillC_) fillC(in[2]->data<float>(), out[0]->data<float>());
+      if (sumInput_ >= 0 && in[sumInput_]->raw() != out[0]->raw())
+        std::memcpy(out[0]->raw(), in[sumInput_]->raw(), in[sumInput_]->bytes());
       char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
       scratch_.bindBuffers(ws);
       bind(src_, in[0]->raw());
@@ -85,7 +110,8 @@ class MatMulKernel : public DnnlKernel {
   dnnl::primitive prim_;
   WorkspaceLayout ws_;
   Scratchpad scratch_;
-  dnnl::memory src_, weights_, dst_;
+  dnnl::memory src_, weights_, dst_, bias_;
+  int sumInput_ = -1;
   bool constW_ = false;
   bool fillC_ = false;
   int64_t m_ = 0, n_ = 0, cRows_ = 0, cCols_ = 0;
@@ -250,6 +276,44 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 }
 
 }  // namespace
+
+Status createMatMulEpilogue(const KernelContext& ctx, const Epilogue& ep,
+                            std::unique_ptr<Kernel>* out, std::string* regressed) {
+  return guardDnnl(ctx, [&] {
+    auto k = std::make_unique<MatMulKernel>();
+    if (ctx.opType == "MatMul") {
+      MatMulShape m;
+      std::string why;
+      if (!matmulShape(ctx, &m, &why)) return Status::error("MatMul: " + why);
+      const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
+      TANDEM_RETURN_IF_ERROR(k->init("MatMul", plainDesc(m.src), plainDesc(m.weights),
+                                     plainDesc(m.dst), bConst, 1.f, 0.f, false, &ep, regressed));
+    } else {
+      GemmShape g;
+      std::string why;
+      if (!gemmShape(ctx, &g, &why)) return Status::error("Gemm: " + why);
+      const int64_t M = g.M, K = g.K, N = g.N;
+      dnnl::memory::desc srcMd(dims{M, K}, dnnl::memory::data_type::f32,
+                               g.transA ? dims{1, M} : dims{K, 1});
+      dnnl::memory::desc wMd(dims{K, N}, dnnl::memory::data_type::f32,
+                             g.transB ? dims{1, K} : dims{N, 1});
+      const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
+      const float alpha = ctx.attrs->getFloat("alpha", 1.f);
+      const float beta = ctx.attrs->getFloat("beta", 1.f);
+      // A constant bias row with alpha = beta = 1 is the primitive's bias, leaving the sum free
+      // for a residual; any other C stays Gemm's own sum.
+      const Tensor* cConst = g.hasC && ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
+      bool biasRow = cConst && g.cRows == 1 && g.cCols == N && alpha == 1.f && beta == 1.f;
+      bool cSum = g.hasC && !biasRow;
+      if (cSum && ep.sumInput >= 0) return Status::error("Gemm: C and a residual both need sum");
+      TANDEM_RETURN_IF_ERROR(k->init("Gemm", srcMd, wMd, plainDesc({M, N}), bConst, alpha, beta,
+                                     cSum, &ep, regressed, biasRow ? cConst : nullptr));
+      if (cSum) k->setBroadcastC(M, N, g.cRows, g.cCols);
+    }
+    if (regressed->empty()) *out = std::move(k);
+    return Status::ok();
+  });
+}
 
 void registerDnnlMatMulKernels(KernelRegistry& r) {
   r.add(makeDef(

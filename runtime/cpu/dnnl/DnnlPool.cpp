@@ -137,6 +137,9 @@ class PoolKernel : public DnnlKernel {
                                           : "GlobalAveragePool";
     dnnl::engine& eng = cpuEngine();
     dnnl::memory::desc srcPlain = plainDesc(g.src), dstPlain = plainDesc(g.dst);
+    // The caller's buffers: plain, or blocked when the plan carries that layout here.
+    dnnl::memory::desc srcUser = userDesc(ctx, true, 0, g.src);
+    dnnl::memory::desc dstUser = userDesc(ctx, false, 0, g.dst);
     // Layout policy: oneDNN's optimized pooling kernels need channel-blocked tensors; its plain
     // NCHW pooling is a scalar loop. Measured on the AVX2 build machine, 1 thread, ResNet
     // max-pool 3x3/2 on 64x112x112, including both reorders: batch 1 0.89 vs 13.5 ms, batch
@@ -155,10 +158,14 @@ class PoolKernel : public DnnlKernel {
     prim_ = dnnl::pooling_v2_forward(pd);
     setImpl(pd);
     scratch_.init(pd, &ws_, &args_);
-    src_.init(srcPlain, pd.src_desc(), /*isInput=*/true, &ws_);
-    dst_.init(dstPlain, pd.dst_desc(), /*isInput=*/false, &ws_);
+    src_.init(srcUser, pd.src_desc(), /*isInput=*/true, &ws_);
+    dst_.init(dstUser, pd.dst_desc(), /*isInput=*/false, &ws_);
     args_.add(DNNL_ARG_SRC, src_.inner());
     args_.add(DNNL_ARG_DST, dst_.inner());
+    if (src_.reordered() || dst_.reordered())
+      impl_ += std::string(" reorders[") + (src_.reordered() ? "src" : "") +
+               (src_.reordered() && dst_.reordered() ? "," : "") +
+               (dst_.reordered() ? "dst" : "") + "]";
     return Status::ok();
   }
 

@@ -124,6 +124,17 @@ auto seluMake = [](const AttrMap& a) {
     return x <= 0 ? T(T(gamma) * (T(alpha) * std::exp(x) - T(alpha))) : T(T(gamma) * x);
   };
 };
+// ONNX Gelu-20: exact (erf) form, or the tanh approximation when approximate = "tanh".
+auto geluMake = [](const AttrMap& a) {
+  bool tanhForm = a.getString("approximate", "none") == "tanh";
+  return [tanhForm](auto x) {
+    using T = decltype(x);
+    if (tanhForm)
+      return T(T(0.5) * x *
+               (T(1) + std::tanh(T(0.7978845608028654) * (x + T(0.044715) * x * x * x))));
+    return T(T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476))));
+  };
+};
 auto hardSigmoidMake = [](const AttrMap& a) {
   double alpha = a.getFloat("alpha", 0.2f);
   double beta = a.getFloat("beta", 0.5f);
@@ -410,6 +421,7 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "Elu", F, unaryFactory(eluMake));
   addRef(r, "Selu", F, unaryFactory(seluMake));
   addRef(r, "HardSigmoid", F, unaryFactory(hardSigmoidMake));
+  addRef(r, "Gelu", F, unaryFactory(geluMake));
   addRef(r, "Neg", signedTypes(), unaryFactory(simple(negOp)));
   addRef(r, "Abs", numericTypes(), unaryFactory(simple(absOp)));
   addRef(r, "Relu", signedTypes(), unaryFactory(simple(reluOp)));

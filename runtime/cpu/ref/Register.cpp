@@ -16,6 +16,7 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerReductionKernels(r);
   ref::registerTensorKernels(r);
   ref::registerIndexingKernels(r);
+  ref::registerFusedKernels(r);
 }
 
 namespace ref {

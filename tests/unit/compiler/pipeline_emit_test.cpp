@@ -2,8 +2,6 @@
 // bytes, steps) and the placement log (text lines and JSON).
 #include <gtest/gtest.h>
 
-#include <regex>
-
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -110,10 +108,11 @@ TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
   EXPECT_EQ(y.id(), p.steps(2).outputs(0));
   EXPECT_EQ(std::vector<int64_t>(y.dims().begin(), y.dims().end()), (std::vector<int64_t>{2, 4}));
 
-  // Arena: four 32-byte values padded to 64; x[-1,1] add[1,2] relu[2,4] reshape[4,end]:
-  // x and relu share offset 0, add and reshape share 64.
+  // Arena: four 32-byte values padded to 64; x[-1,1] add[1,2] relu[2,4] reshape[4,end]. Add
+  // overwrites x (its last reader, same size) and Relu the Add's result, in place: x, add and
+  // relu share offset 0; reshape (not element-wise) gets 64.
   EXPECT_EQ(x.arena_offset(), 0);
-  EXPECT_EQ(value(r, p.steps(0).outputs(0)).arena_offset(), 64);
+  EXPECT_EQ(value(r, p.steps(0).outputs(0)).arena_offset(), 0);
   EXPECT_EQ(value(r, p.steps(1).outputs(0)).arena_offset(), 0);
   EXPECT_EQ(y.arena_offset(), 64);
   ASSERT_EQ(p.arenas_size(), 1);
@@ -132,18 +131,17 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
   EXPECT_EQ(r.notes[0], "symbolic dim 'N' of input 'x' bound to 1");
   // One line per op with each candidate's estimated time (tiny ops: the 1 us CPU dispatch
   // overhead; Reshape is free), the summary, and the estimates of the plan and the baselines.
-  // The Relu reads the Add's only result and fuses into it (one loop), so it costs its
-  // arithmetic alone: 8 FLOPs at this machine's peak, nanoseconds.
-  EXPECT_TRUE(std::regex_match(
-      r.placementLogText,
-      std::regex("add1 \\(Add\\): cpu \\[only-kernel\\] candidates: cpu 1us\n"
-                 "relu1 \\(Relu\\): cpu \\[only-kernel\\] candidates: cpu [0-9.e+-]+ns; fused "
-                 "into add1\n"
-                 "reshape1 \\(Reshape\\): cpu \\[only-kernel\\] candidates: cpu 0us\n"
-                 "summary: ops: cpu 3; copies: 0 \\(0 bytes moved\\); arena peak: cpu 128 bytes\n"
-                 "estimated time: plan \\(cost\\) 1us; baselines: cost 1us, cpu 1us, gpu 1us, "
-                 "greedy 1us, ort 1us\n")))
-      << r.placementLogText;
+  // The Add broadcasts a vector: the fuse pass's loop takes same-shaped operands only, so
+  // neither it nor the placer's costs fuse the Relu into it.
+  EXPECT_EQ(r.placementLogText,
+            "add1 (Add): cpu [only-kernel] candidates: cpu 1us\n"
+            "relu1 (Relu): cpu [only-kernel] candidates: cpu 1us\n"
+            "reshape1 (Reshape): cpu [only-kernel] candidates: cpu 0us\n"
+            "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 128 bytes\n"
+            "kernels before -> after fusion: cpu 3 -> 3; arena peak of all intermediates: cpu "
+            "128 of 256 bytes\n"
+            "estimated time: plan (cost) 2us; baselines: cost 2us, cpu 2us, gpu 2us, "
+            "greedy 2us, ort 2us\n");
   auto j = nlohmann::json::parse(r.placementLogJson);
   EXPECT_EQ(j["version"], 1);
   EXPECT_EQ(j["devices"], nlohmann::json::array({"cpu"}));
@@ -186,9 +184,9 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   ASSERT_EQ(p.arenas_size(), 2);
   EXPECT_EQ(p.arenas(0).device(), "cpu");
   EXPECT_EQ(p.arenas(1).device(), "cpu:1");
-  // cpu: x[-1,1], add[1,2] overlap. cpu:1: copy[2,3], relu[3,5], reshape[5,6]: copy and
-  // reshape share a slot.
-  EXPECT_EQ(p.arenas(0).bytes(), 128);
+  // cpu: the add overwrites x in place. cpu:1: copy[2,3], relu[3,5], reshape[5,6]: relu
+  // overwrites the copy, reshape needs a second slot.
+  EXPECT_EQ(p.arenas(0).bytes(), 64);
   EXPECT_EQ(p.arenas(1).bytes(), 128);
   EXPECT_EQ(p.arenas(1).unplanned_bytes(), 192);
   EXPECT_NE(r.placementLogText.find("copy add1: cpu -> cpu:1, 32 bytes, "), std::string::npos)

@@ -71,7 +71,9 @@ const std::vector<std::string> kOpsInScope = {"Conv",
                                               "ReduceMin",
                                               "ArgMax",
                                               "Pad",
-                                              "Tile"};
+                                              "Tile",
+                                              "Gelu",
+                                              "Fused"};
 
 TEST(RefRegistry, EveryOpInScopeHasOneWellFormedDef) {
   KernelRegistry r;

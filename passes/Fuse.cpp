@@ -1,0 +1,367 @@
+// --tandem-fuse: per-device fusion groups (tandem.fused) after placement and transfers: CPU
+// Conv/Gemm/MatMul epilogues (residual sum + activations as oneDNN post-ops) and element-wise
+// chains run as one loop.
+#include <set>
+
+#include "compiler/OpBuilding.h"
+#include "llvm/ADT/DenseSet.h"
+#include "compiler/TandemDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "passes/Passes.h"
+
+namespace tandem {
+#define GEN_PASS_DEF_TANDEMFUSE
+#include "passes/Passes.h.inc"
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+// Unary activations oneDNN can apply as eltwise post-ops (the mapping the runtime uses is
+// runtime/cpu/dnnl/DnnlEltwise.cpp's; Log and Softplus stay out for the accuracy reason noted
+// there).
+const std::set<std::string>& postOpActivations() {
+  static const std::set<std::string> s = {"Relu", "LeakyRelu", "Elu",  "Selu", "Sigmoid",
+                                          "HardSigmoid", "Tanh", "Exp", "Sqrt", "Abs",
+                                          "Neg", "Clip", "Gelu"};
+  return s;
+}
+
+// Ops the CPU element-wise loop kernel evaluates (runtime/cpu/ref/Fused.cpp).
+const std::set<std::string>& loopUnary() {
+  static const std::set<std::string> s = {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid",
+                                          "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs",
+                                          "Neg", "Reciprocal", "Erf", "Softplus", "Clip", "Gelu"};
+  return s;
+}
+const std::set<std::string>& loopBinary() {
+  static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  return s;
+}
+
+bool isF32(mlir::Value v) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() && t.getElementType().isF32();
+}
+
+bool isConstant(mlir::Value v) { return v.getDefiningOp<ConstantOp>() != nullptr; }
+bool isNone(mlir::Value v) { return v.getDefiningOp<NoneOp>() != nullptr; }
+
+int64_t numElementsOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements();
+}
+
+// Clip's bounds must be constant scalars (absent is fine): oneDNN fixes them at creation.
+bool clipBoundsConstant(mlir::Operation* op) {
+  for (unsigned i = 1; i < op->getNumOperands(); ++i) {
+    mlir::Value b = op->getOperand(i);
+    if (isNone(b)) continue;
+    if (!isConstant(b) || numElementsOf(b) != 1) return false;
+  }
+  return true;
+}
+
+// One op of an element-wise loop: f32 result with every operand either of the result's type or
+// a scalar, so all body values share one shape and the loop needs no broadcasting.
+bool loopFusible(mlir::Operation* op) {
+  if (op->getNumResults() != 1 || !isF32(op->getResult(0))) return false;
+  std::string type = onnxOpType(op);
+  mlir::Type rt = op->getResult(0).getType();
+  if (loopUnary().count(type)) {
+    if (type == "Clip" && !clipBoundsConstant(op)) return false;
+    if (type != "Clip" && op->getNumOperands() != 1) return false;
+    return op->getOperand(0).getType() == rt;
+  }
+  if (loopBinary().count(type)) {
+    if (op->getNumOperands() != 2) return false;
+    bool full = false;
+    for (mlir::Value v : op->getOperands()) {
+      if (!isF32(v)) return false;
+      if (v.getType() == rt) full = true;
+      else if (numElementsOf(v) != 1) return false;
+    }
+    return full;
+  }
+  return false;
+}
+
+struct Group {
+  std::string kind;
+  llvm::SmallVector<mlir::Operation*> members;  // program order; the last is the root
+};
+
+class FusePass : public impl::TandemFuseBase<FusePass> {
+ public:
+  void runOnOperation() override {
+    // 1. Only ops on CPU devices are fused (the rules below are the CPU backend's); every group
+    //    lies on one device, and tandem.copy is never a member, so no group crosses a device
+    //    boundary or a transfer.
+    // 2. Epilogue groups, forward: a Conv / Gemm / MatMul (f32) absorbs the chain of its single
+    //    consumers on the same device while each is a post-op: an Add of a same-typed
+    //    non-constant value (the residual, oneDNN `sum`; one per group) or an activation.
+    // 3. Element-wise groups, consumers first (XLA instruction fusion): a loop-fusible root
+    //    absorbs loop-fusible producers of the same type and device. A producer read only
+    //    inside the group becomes internal; one also read outside becomes an extra output, if
+    //    the group stays convex (no path leaves it and comes back) and its outside readers
+    //    come after the root. No reductions are fused (a reduction could only be a root).
+    // 4. Each group of two or more ops becomes one tandem.fused at the root's position; its
+    //    operands are the external inputs, its results the values read outside.
+    //    A producer kept out for a reason worth seeing gets `fusion_refused`.
+    // 5. Layout: a 4-D f32 activation with a multiple of 16 channels, written by a CPU op whose
+    //    oneDNN kernel can write the channel-blocked layout (Conv, a conv-epilogue, Max/Average
+    //    pool) and read only by ops of the same device that can read it (a Conv's X, a
+    //    conv-epilogue's X or residual, a pool's input), stays blocked between them
+    //    (`result_layouts`): reorders happen only where such a region meets other ops.
+    mlir::ModuleOp module = getOperation();
+    mlir::func::FuncOp main = getMainFunc(module);
+    if (!main) {
+      module.emitError("tandem-fuse: module has no func.func @main");
+      return signalPassFailure();
+    }
+    mlir::Block& body = main.getBody().front();
+    std::vector<Group> groups;
+    grouped_.clear();
+
+    for (mlir::Operation& op : body)
+      if (onCpu(&op)) formEpilogue(&op, &groups);
+    llvm::SmallVector<mlir::Operation*> ops;
+    for (mlir::Operation& op : body) ops.push_back(&op);
+    for (mlir::Operation* op : llvm::reverse(ops))
+      if (onCpu(op) && !grouped_.count(op) && loopFusible(op)) formElementwise(op, &groups);
+
+    for (Group& g : groups) materialize(g);
+    for (mlir::Operation& op : body) markLayouts(&op);
+  }
+
+ private:
+  static bool onCpu(mlir::Operation* op) {
+    std::string d = deviceOfOp(op);
+    return !d.empty() && deviceKindOf(d) == "cpu" && !llvm::isa<CopyOp, ConstantOp, NoneOp>(op);
+  }
+
+  void refuse(mlir::Operation* op, const std::string& why) {
+    op->setAttr(kFusionRefusedAttr, mlir::StringAttr::get(op->getContext(), why));
+  }
+
+  void formEpilogue(mlir::Operation* anchor, std::vector<Group>* groups) {
+    std::string type = onnxOpType(anchor);
+    if (type != "Conv" && type != "Gemm" && type != "MatMul") return;
+    if (anchor->getNumResults() != 1 || !isF32(anchor->getResult(0))) return;
+    // Gemm's C is its own sum unless it is a bias row ([N] or [1, N]); a second sum is not
+    // offered by oneDNN.
+    bool sumFree = true;
+    if (type == "Gemm" && anchor->getNumOperands() > 2 && !isNone(anchor->getOperand(2))) {
+      auto c = llvm::cast<mlir::RankedTensorType>(anchor->getOperand(2).getType());
+      auto y = llvm::cast<mlir::RankedTensorType>(anchor->getResult(0).getType());
+      int64_t n = y.getDimSize(1);
+      sumFree = (c.getRank() == 1 && c.getDimSize(0) == n) ||
+                (c.getRank() == 2 && c.getDimSize(0) == 1 && c.getDimSize(1) == n);
+    }
+    Group g;
+    g.kind = type == "Conv" ? "conv-epilogue" : "gemm-epilogue";
+    g.members.push_back(anchor);
+    std::string device = deviceOfOp(anchor);
+    mlir::Value cur = anchor->getResult(0);
+    bool activated = false;
+    while (cur.hasOneUse()) {
+      mlir::Operation* user = *cur.getUsers().begin();
+      std::string ut = onnxOpType(user);
+      bool candidate = postOpActivations().count(ut) || ut == "Add";
+      if (!candidate || user->getNumResults() != 1 ||
+          user->getResult(0).getType() != cur.getType())
+        break;
+      if (deviceOfOp(user) != device) {
+        refuse(user, "on " + deviceOfOp(user) + ", producer on " + device);
+        break;
+      }
+      if (grouped_.count(user)) break;
+      if (ut == "Add") {
+        if (user->getNumOperands() != 2 || !sumFree) break;
+        mlir::Value other = user->getOperand(user->getOperand(0) == cur ? 1 : 0);
+        if (other == cur || other.getType() != cur.getType() || isConstant(other)) break;
+        if (activated) {
+          // oneDNN 2.6 has only reference kernels for a sum after an eltwise post-op (conv
+          // jit:avx2 and matmul gemm:jit both fall to ref:any): keep conv + activation fused.
+          refuse(user, "sum after an activation (oneDNN has no fast kernel for it)");
+          break;
+        }
+        sumFree = false;
+      } else {
+        activated = true;
+        if (user->getOperand(0) != cur) break;
+        if (ut == "Clip" ? !clipBoundsConstant(user) : user->getNumOperands() != 1) break;
+      }
+      g.members.push_back(user);
+      cur = user->getResult(0);
+    }
+    if (g.members.size() < 2) return;
+    for (mlir::Operation* m : g.members) grouped_.insert(m);
+    groups->push_back(std::move(g));
+  }
+
+  void formElementwise(mlir::Operation* root, std::vector<Group>* groups) {
+    llvm::SmallPtrSet<mlir::Operation*, 8> in;
+    in.insert(root);
+    std::string device = deviceOfOp(root);
+    mlir::Type type = root->getResult(0).getType();
+    llvm::SmallVector<mlir::Operation*> work = {root};
+    while (!work.empty()) {
+      mlir::Operation* m = work.pop_back_val();
+      for (mlir::Value v : m->getOperands()) {
+        mlir::Operation* p = v.getDefiningOp();
+        if (!p || in.count(p) || grouped_.count(p) || !loopFusible(p) ||
+            p->getResult(0).getType() != type || llvm::isa<CopyOp>(p))
+          continue;
+        if (deviceOfOp(p) != device) {
+          refuse(p, "on " + deviceOfOp(p) + ", consumer on " + device);
+          continue;
+        }
+        bool readOutside = llvm::any_of(p->getUsers(), [&](mlir::Operation* u) { return !in.count(u); });
+        if (readOutside) {
+          in.insert(p);
+          if (!convex(in)) {
+            in.erase(p);
+            refuse(p, "non-convex");
+            continue;
+          }
+          bool late = llvm::all_of(p->getUsers(), [&](mlir::Operation* u) {
+            return in.count(u) || root->isBeforeInBlock(u);
+          });
+          if (!late) {
+            in.erase(p);
+            refuse(p, "read outside before the group's root");
+            continue;
+          }
+        } else {
+          in.insert(p);
+        }
+        work.push_back(p);
+      }
+    }
+    if (in.size() < 2) return;
+    Group g;
+    g.kind = "elementwise";
+    for (mlir::Operation& op : *root->getBlock())
+      if (in.count(&op)) g.members.push_back(&op);
+    for (mlir::Operation* m : g.members) grouped_.insert(m);
+    groups->push_back(std::move(g));
+  }
+
+  // Convex: no path from a member through non-members back to a member. Forward search from
+  // the members' outside readers over non-members; reaching a member closes such a path.
+  static bool convex(const llvm::SmallPtrSetImpl<mlir::Operation*>& in) {
+    llvm::SmallPtrSet<mlir::Operation*, 32> seen;
+    llvm::SmallVector<mlir::Operation*> work;
+    for (mlir::Operation* m : in)
+      for (mlir::Operation* u : m->getUsers())
+        if (!in.count(u) && seen.insert(u).second) work.push_back(u);
+    while (!work.empty()) {
+      mlir::Operation* x = work.pop_back_val();
+      for (mlir::Operation* u : x->getUsers()) {
+        if (in.count(u)) return false;
+        if (seen.insert(u).second) work.push_back(u);
+      }
+    }
+    return true;
+  }
+
+  void materialize(Group& g) {
+    mlir::Operation* root = g.members.back();
+    llvm::SmallPtrSet<mlir::Operation*, 8> in(g.members.begin(), g.members.end());
+    llvm::SmallVector<mlir::Value> inputs, outputs;
+    llvm::SmallVector<mlir::Location> locs;
+    for (mlir::Operation* m : g.members) {
+      locs.push_back(m->getLoc());
+      for (mlir::Value v : m->getOperands()) {
+        mlir::Operation* d = v.getDefiningOp();
+        if ((d && in.count(d)) || isNone(v) || llvm::is_contained(inputs, v)) continue;
+        inputs.push_back(v);
+      }
+      bool outside = llvm::any_of(m->getUsers(), [&](mlir::Operation* u) { return !in.count(u); });
+      if (outside || m == root) outputs.push_back(m->getResult(0));
+    }
+
+    mlir::OpBuilder b(root);
+    llvm::SmallVector<mlir::Type> inTypes, outTypes;
+    for (mlir::Value v : inputs) inTypes.push_back(v.getType());
+    for (mlir::Value v : outputs) outTypes.push_back(v.getType());
+    auto fused = b.create<FusedOp>(b.getFusedLoc(locs), outTypes, inputs, b.getStringAttr(g.kind));
+    // Placement facts are the root's: same device for every member by construction.
+    for (const char* a : {kDeviceAttr, kPlacementReasonAttr})
+      if (mlir::Attribute v = root->getAttr(a)) fused->setAttr(a, v);
+    mlir::Block* block = b.createBlock(&fused.getBody(), {}, inTypes,
+                                       llvm::SmallVector<mlir::Location>(inputs.size(), root->getLoc()));
+    mlir::IRMapping map;
+    for (auto [v, arg] : llvm::zip(inputs, block->getArguments())) map.map(v, arg);
+    b.setInsertionPointToStart(block);
+    for (mlir::Operation* m : g.members) {
+      for (mlir::Value v : m->getOperands())
+        if (isNone(v) && !map.contains(v)) map.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+      b.clone(*m, map);
+    }
+    llvm::SmallVector<mlir::Value> yielded;
+    for (mlir::Value v : outputs) yielded.push_back(map.lookup(v));
+    b.create<YieldOp>(root->getLoc(), yielded);
+
+    for (auto [v, r] : llvm::zip(outputs, fused.getResults()))
+      v.replaceUsesWithIf(r, [&](mlir::OpOperand& use) { return !in.count(use.getOwner()); });
+    for (mlir::Operation* m : llvm::reverse(g.members)) m->erase();
+  }
+
+  // Pools whose oneDNN kernel the runtime uses (plain ONNX attributes; ceil_mode 0).
+  static bool isPlainPool(mlir::Operation* op) {
+    std::string t = onnxOpType(op);
+    if (t == "GlobalAveragePool" || t == "GlobalMaxPool") return true;
+    if (t != "MaxPool" && t != "AveragePool") return false;
+    auto ceil = op->getAttrOfType<mlir::IntegerAttr>("ceil_mode");
+    return !ceil || ceil.getInt() == 0;
+  }
+
+  static bool writesBlocked(mlir::Operation* op) {
+    if (auto f = llvm::dyn_cast<FusedOp>(op)) return f.getKind() == "conv-epilogue";
+    std::string t = onnxOpType(op);
+    return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0);
+  }
+
+  static bool readsBlocked(mlir::OpOperand& use) {
+    mlir::Operation* op = use.getOwner();
+    unsigned i = use.getOperandNumber();
+    if (auto f = llvm::dyn_cast<FusedOp>(op)) {
+      if (f.getKind() != "conv-epilogue") return false;
+      mlir::BlockArgument arg = f.getBody().front().getArgument(i);
+      return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
+        std::string t = onnxOpType(u.getOwner());
+        return (t == "Conv" && u.getOperandNumber() == 0) || t == "Add";
+      });
+    }
+    std::string t = onnxOpType(op);
+    return i == 0 && (t == "Conv" || isPlainPool(op));
+  }
+
+  void markLayouts(mlir::Operation* op) {
+    if (!onCpu(op) || !writesBlocked(op)) return;
+    std::string device = deviceOfOp(op);
+    llvm::SmallVector<mlir::Attribute> layouts;
+    bool any = false;
+    for (mlir::Value r : op->getResults()) {
+      auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
+      bool blocked = t && t.hasStaticShape() && t.getRank() == 4 && t.getElementType().isF32() &&
+                     t.getDimSize(1) % 16 == 0 && !r.use_empty() &&
+                     llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
+                       return deviceOfOp(u.getOwner()) == device && readsBlocked(u);
+                     });
+      any |= blocked;
+      layouts.push_back(mlir::StringAttr::get(op->getContext(), blocked ? "blocked" : ""));
+    }
+    if (any) op->setAttr(kResultLayoutsAttr, mlir::ArrayAttr::get(op->getContext(), layouts));
+  }
+
+  llvm::DenseSet<mlir::Operation*> grouped_;
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> createFusePass() { return std::make_unique<FusePass>(); }
+
+}  // namespace tandem

@@ -1,0 +1,214 @@
+// "Fused" conv-epilogue / gemm-epilogue steps as one oneDNN primitive with post-ops (residual
+// Add as `sum`, activations as `eltwise`), or unfused when post-ops would cost the fast kernel.
+#include <oneapi/dnnl/dnnl_debug.h>
+
+#include <string>
+
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+#include "runtime/cpu/ref/Fused.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+/// Maps the step's inputs onto the anchor kernel's (X, W, [B], residual at index 3).
+class EpilogueKernel : public Kernel {
+ public:
+  EpilogueKernel(std::unique_ptr<Kernel> inner, std::vector<int64_t> refs)
+      : inner_(std::move(inner)), refs_(std::move(refs)), args_(refs_.size()) {}
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < refs_.size(); ++i) args_[i] = refs_[i] >= 0 ? in[refs_[i]] : nullptr;
+    return inner_->run(args_, out);
+  }
+  std::string implName() const override { return inner_->implName(); }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  std::vector<int64_t> refs_;  // per anchor input: step input index or -1
+  std::vector<const Tensor*> args_;
+  std::mutex mu_;
+};
+
+/// Runs a plain-layout kernel (the unfused composite) for a step whose inputs or outputs are
+/// blocked: blocked inputs are reordered into owned plain copies first, outputs computed into
+/// plain buffers and reordered into the step's blocked outputs.
+class PlainLayoutAdapter : public Kernel {
+ public:
+  Status init(const KernelContext& ctx, std::unique_ptr<Kernel> inner) {
+    inner_ = std::move(inner);
+    dnnl::engine& eng = cpuEngine();
+    auto side = [&](bool input, const std::vector<TensorType>& types, std::vector<Side>* out) {
+      for (size_t i = 0; i < types.size(); ++i) {
+        Side sd;
+        if (types[i].present() && isBlocked(ctx, input, i)) {
+          dims d = toDims(types[i].shape);
+          sd.blocked = dnnl::memory(channelBlockedDesc(d), eng, DNNL_MEMORY_NONE);
+          sd.plainTensor = Tensor::alloc(types[i].dtype, types[i].shape);
+          sd.plain = dnnl::memory(plainDesc(d), eng, sd.plainTensor.raw());
+          sd.reorder = input ? dnnl::reorder(sd.blocked, sd.plain) : dnnl::reorder(sd.plain, sd.blocked);
+          sd.args.add(DNNL_ARG_FROM, input ? sd.blocked : sd.plain);
+          sd.args.add(DNNL_ARG_TO, input ? sd.plain : sd.blocked);
+          sd.used = true;
+        }
+        out->push_back(std::move(sd));
+      }
+    };
+    side(true, ctx.inputTypes, &ins_);
+    side(false, ctx.outputTypes, &outs_);
+    return Status::ok();
+  }
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("Fused", [&] {
+      std::vector<const Tensor*> a(in);
+      std::vector<Tensor*> b(out);
+      for (size_t i = 0; i < ins_.size() && i < in.size(); ++i)
+        if (ins_[i].used && in[i]) {
+          bind(ins_[i].blocked, in[i]->raw());
+          ins_[i].args.execute(ins_[i].reorder);
+          a[i] = &ins_[i].plainTensor;
+        }
+      for (size_t i = 0; i < outs_.size(); ++i)
+        if (outs_[i].used) b[i] = &outs_[i].plainTensor;
+      TANDEM_RETURN_IF_ERROR(inner_->run(a, b));
+      for (size_t i = 0; i < outs_.size(); ++i)
+        if (outs_[i].used) {
+          bind(outs_[i].blocked, out[i]->raw());
+          outs_[i].args.execute(outs_[i].reorder);
+        }
+      return Status::ok();
+    });
+  }
+  std::string implName() const override { return inner_->implName() + " (via plain layout)"; }
+
+ private:
+  struct Side {
+    bool used = false;
+    dnnl::memory blocked, plain;
+    Tensor plainTensor;
+    dnnl::reorder reorder;
+    ExecArgs args;
+  };
+  std::unique_ptr<Kernel> inner_;
+  std::vector<Side> ins_, outs_;
+  std::mutex mu_;
+};
+
+bool anyBlocked(const KernelContext& ctx) {
+  for (size_t i = 0; i < ctx.inputTypes.size(); ++i)
+    if (isBlocked(ctx, true, i)) return true;
+  for (size_t i = 0; i < ctx.outputTypes.size(); ++i)
+    if (isBlocked(ctx, false, i)) return true;
+  return false;
+}
+
+bool isEpilogueKind(const KernelContext& ctx) {
+  std::string k = ctx.attrs->getString("kind", "");
+  return k == "conv-epilogue" || k == "gemm-epilogue";
+}
+
+Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& ctx,
+                           std::unique_ptr<Kernel>* out) {
+  // 1. Decode the body: op 0 is the anchor, every later op one post-op on the running result.
+  // 2. Post-ops: an Add whose other operand is a step input is the sum (residual as anchor
+  //    input 3); an activation maps to its eltwise steps. Anything else: not expressible here.
+  // 3. Build the primitive; if oneDNN's implementation regresses against the plain op, run the
+  //    group unfused and say why in implName().
+  fused::Body body;
+  TANDEM_RETURN_IF_ERROR(fused::parseBody(ctx, &body));
+  if (body.outputsFrom.size() != 1 || body.outputsFrom[0] != (int64_t)body.ops.size() - 1)
+    return Status::error("Fused epilogue: the last body op must be the only output");
+  const fused::BodyOp& anchorOp = body.ops[0];
+  KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
+  std::vector<int64_t> refs = anchorOp.refs;
+  for (int64_t r : refs)
+    if (r < -1) return Status::error("Fused epilogue: anchor reads a body result");
+  while (anchor.inputTypes.size() < 3) {
+    anchor.inputTypes.push_back(TensorType{});
+    anchor.constInputs.push_back(nullptr);
+    refs.push_back(-1);
+  }
+  // The step's activation layouts, as the anchor sees them (X, and the residual below).
+  AttrMap anchorAttrs = anchorOp.attrs;
+  auto layout = [&](int64_t stepInput) {
+    return stepInput >= 0 && isBlocked(ctx, true, (size_t)stepInput) ? "blocked" : "";
+  };
+  std::vector<std::string> inLayouts = {layout(refs[0]), "", ""};
+  anchorAttrs.set("output_layouts", Attr::ofStrings({isBlocked(ctx, false, 0) ? "blocked" : ""}));
+  anchor.attrs = &anchorAttrs;
+  Epilogue ep;
+  for (size_t k = 1; k < body.ops.size(); ++k) {
+    const fused::BodyOp& op = body.ops[k];
+    const int64_t prev = -2 - (int64_t)(k - 1);
+    if (op.type == "Add") {
+      if (op.refs.size() != 2 || ep.sumInput >= 0) return Status::error("Fused epilogue: bad Add");
+      int64_t other = op.refs[0] == prev ? op.refs[1] : op.refs[1] == prev ? op.refs[0] : -1;
+      if (other < 0) return Status::error("Fused epilogue: Add does not read a step input");
+      if (ctx.inputTypes[other].shape != ctx.outputTypes[0].shape ||
+          ctx.inputTypes[other].dtype != DType::F32)
+        return Status::error("Fused epilogue: residual type differs from the output");
+      ep.sumInput = 3;
+      anchor.inputTypes.resize(3);
+      anchor.constInputs.resize(3);
+      refs.resize(3);
+      anchor.inputTypes.push_back(ctx.inputTypes[other]);
+      anchor.constInputs.push_back(nullptr);
+      refs.push_back(other);
+      inLayouts.push_back(layout(other));
+      ep.items.push_back({true, {}});
+      ep.text += std::string(ep.text.empty() ? "" : "+") + "sum";
+      continue;
+    }
+    if (op.refs.empty() || op.refs[0] != prev)
+      return Status::error("Fused epilogue: " + op.type + " does not read the previous result");
+    KernelContext c = fused::bodyOpContext(ctx, body, k);
+    std::vector<EltwiseStep> steps;
+    if (!eltwiseSteps(c, &steps)) return Status::error("Fused epilogue: no post-op for " + op.type);
+    for (const EltwiseStep& s : steps) {
+      ep.items.push_back({false, s});
+      ep.text += std::string(ep.text.empty() ? "" : "+") + dnnl_alg_kind2str((dnnl_alg_kind_t)s.a);
+    }
+  }
+
+  anchorAttrs.set("input_layouts", Attr::ofStrings(inLayouts));
+  std::unique_ptr<Kernel> inner;
+  std::string regressed;
+  if (anchorOp.type == "Conv") {
+    TANDEM_RETURN_IF_ERROR(createConvEpilogue(anchor, ep, &inner, &regressed));
+  } else if (anchorOp.type == "Gemm" || anchorOp.type == "MatMul") {
+    TANDEM_RETURN_IF_ERROR(createMatMulEpilogue(anchor, ep, &inner, &regressed));
+  } else {
+    return Status::error("Fused epilogue: anchor " + anchorOp.type + " is not Conv/Gemm/MatMul");
+  }
+  if (!regressed.empty()) {
+    std::unique_ptr<Kernel> unfused;
+    TANDEM_RETURN_IF_ERROR(fused::createUnfused(
+        registry, ctx, body, "post-ops regress (" + regressed + ")", &unfused));
+    if (!anyBlocked(ctx)) {
+      *out = std::move(unfused);
+      return Status::ok();
+    }
+    auto adapter = std::make_unique<PlainLayoutAdapter>();
+    TANDEM_RETURN_IF_ERROR(adapter->init(ctx, std::move(unfused)));
+    *out = std::move(adapter);
+    return Status::ok();
+  }
+  *out = std::make_unique<EpilogueKernel>(std::move(inner), refs);
+  return Status::ok();
+}
+
+}  // namespace
+
+void registerDnnlFusedKernels(KernelRegistry& r) {
+  const KernelRegistry* reg = &r;
+  KernelDef d = makeDef("Fused", isEpilogueKind,
+                        [reg](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+                          return createFusedEpilogue(*reg, ctx, out);
+                        });
+  d.dtypesText = "f32 (conv/gemm epilogues)";
+  r.add(std::move(d));
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem

@@ -1,0 +1,53 @@
+// The CPU side of tandem.fused steps (op type "Fused"): the body encoding the plan carries, and
+// the two kernels every backend can fall back to (unfused composite, element-wise loop).
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/Kernel.h"
+
+namespace tandem {
+namespace fused {
+
+/// One op of a fusion group's body.
+struct BodyOp {
+  std::string type;           // ONNX op type
+  AttrMap attrs;              // its attributes (the step's "<index>.<name>" attributes)
+  std::vector<int64_t> refs;  // per operand: k >= 0 step input k; -1 absent; -2 - j body op j
+};
+
+/// A "Fused" step decoded. Step attributes (written by compiler/pipeline/EmitPlan.cpp):
+///   kind (STRING): "conv-epilogue", "gemm-epilogue" or "elementwise";
+///   ops (STRINGS): body op types in execution order; op_input_counts, op_inputs (INTS): the
+///   operands of each body op, concatenated, encoded as BodyOp::refs; outputs_from (INTS): per
+///   step output, -2 - j for body op j; "<j>.<attr>": attribute <attr> of body op j.
+/// Every body op has one result, of the type of the step's output 0 (the fuse pass's rule).
+struct Body {
+  std::string kind;
+  std::vector<BodyOp> ops;
+  std::vector<int64_t> outputsFrom;  // body op index per step output
+};
+
+/// Decodes and checks the body (references in range, earlier ops only, one output at least).
+Status parseBody(const KernelContext& ctx, Body* out);
+
+/// The KernelContext of body op `k`: its operands typed from the step (step inputs, constant
+/// values included) or, for body results, as the step's output 0. `attrs` must outlive it.
+KernelContext bodyOpContext(const KernelContext& step, const Body& body, size_t k);
+
+/// Runs the body op by op with the best kernel `registry` has for each (intermediates in buffers
+/// owned by the kernel; outputs copied out last, so outputs may alias inputs). `note` is added
+/// to implName() to say why the group runs unfused. `registry` must outlive the kernel's
+/// creation (the one the Fused def is registered in).
+Status createUnfused(const KernelRegistry& registry, const KernelContext& ctx, const Body& body,
+                     const std::string& note, std::unique_ptr<Kernel>* out);
+
+/// One loop over memory for an "elementwise" body (f32, operands full-size or scalar): each
+/// chunk of elements is read once, evaluated through the whole body in registers/L1, and every
+/// output written once. Outputs may alias inputs. Fails for ops the loop does not know.
+Status createElementwiseLoop(const KernelContext& ctx, const Body& body,
+                             std::unique_ptr<Kernel>* out);
+
+}  // namespace fused
+}  // namespace tandem

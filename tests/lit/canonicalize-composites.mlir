@@ -1,0 +1,176 @@
+// RUN: tandem-opt %s -split-input-file --tandem-canonicalize | FileCheck %s
+
+// GELU, erf form as PyTorch exports it: x * (erf(x / 1.4142135) + 1) * 0.5.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[G:.*]] = tandem.gelu %arg0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %s2 = tandem.constant dense<1.41421354> : tensor<f32>
+  %one = tandem.constant dense<1.0> : tensor<f32>
+  %half = tandem.constant dense<0.5> : tensor<f32>
+  %0 = tandem.div %x, %s2 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %1 = tandem.erf %0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %2 = tandem.add %1, %one : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %3 = tandem.mul %x, %2 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %4 = tandem.mul %3, %half : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  return %4 : tensor<2x8xf32>
+}
+
+// -----
+
+// GELU, tanh form: 0.5 * x * (1 + tanh(0.7978846 * (x + 0.044715 * x^3))).
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[G:.*]] = tandem.gelu %arg0 {approximate = "tanh"}
+// CHECK-NEXT: return %[[G]]
+func.func @main(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %three = tandem.constant dense<3.0> : tensor<f32>
+  %k = tandem.constant dense<0.044715> : tensor<f32>
+  %c = tandem.constant dense<0.797884583> : tensor<f32>
+  %one = tandem.constant dense<1.0> : tensor<f32>
+  %half = tandem.constant dense<0.5> : tensor<f32>
+  %0 = tandem.pow %x, %three : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %1 = tandem.mul %k, %0 : (tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+  %2 = tandem.add %x, %1 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %3 = tandem.mul %2, %c : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %4 = tandem.tanh %3 : (tensor<8xf32>) -> tensor<8xf32>
+  %5 = tandem.add %one, %4 : (tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+  %6 = tandem.mul %half, %x : (tensor<f32>, tensor<8xf32>) -> tensor<8xf32>
+  %7 = tandem.mul %6, %5 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %7 : tensor<8xf32>
+}
+
+// -----
+
+// Not GELU: the scale is 0.25, and the erf argument is x / 2 (not / sqrt 2); both stay.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.gelu
+// CHECK: tandem.erf
+// CHECK-NOT: tandem.gelu
+func.func @main(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %s2 = tandem.constant dense<1.41421354> : tensor<f32>
+  %two = tandem.constant dense<2.0> : tensor<f32>
+  %one = tandem.constant dense<1.0> : tensor<f32>
+  %half = tandem.constant dense<0.5> : tensor<f32>
+  %quarter = tandem.constant dense<0.25> : tensor<f32>
+  %0 = tandem.div %x, %s2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %1 = tandem.erf %0 : (tensor<8xf32>) -> tensor<8xf32>
+  %2 = tandem.add %1, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %3 = tandem.mul %x, %2 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %4 = tandem.mul %3, %quarter : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %5 = tandem.div %x, %two : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %6 = tandem.erf %5 : (tensor<8xf32>) -> tensor<8xf32>
+  %7 = tandem.add %6, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %8 = tandem.mul %x, %7 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %9 = tandem.mul %8, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %4, %9 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// LayerNorm written out over the last axis, with scale and bias.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[LN:.*]] = tandem.layer_normalization %arg0, %{{.*}}, %{{.*}} {axis = -1 : i64, epsilon = 9.99999974E-6 : f32}
+// CHECK-NOT: tandem.reduce_mean
+// CHECK: return %[[LN]]
+func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %two = tandem.constant dense<2.0> : tensor<f32>
+  %eps = tandem.constant dense<1.0e-5> : tensor<f32>
+  %g = tandem.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %b = tandem.constant dense<[0.5, 0.5, 0.5, 0.5]> : tensor<4xf32>
+  %m = tandem.reduce_mean %x {axes = [-1]} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+  %d = tandem.sub %x, %m : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  %p = tandem.pow %d, %two : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %v = tandem.reduce_mean %p {axes = [-1]} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+  %e = tandem.add %v, %eps : (tensor<2x1xf32>, tensor<f32>) -> tensor<2x1xf32>
+  %s = tandem.sqrt %e : (tensor<2x1xf32>) -> tensor<2x1xf32>
+  %n = tandem.div %d, %s : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  %y = tandem.mul %n, %g : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %z = tandem.add %y, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %z : tensor<2x4xf32>
+}
+
+// -----
+
+// Not LayerNorm: the variance is taken over axis 0, the mean over axis 1.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.layer_normalization
+// CHECK: tandem.reduce_mean
+func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %two = tandem.constant dense<2.0> : tensor<f32>
+  %eps = tandem.constant dense<1.0e-5> : tensor<f32>
+  %m = tandem.reduce_mean %x {axes = [1]} : (tensor<2x4xf32>) -> tensor<2x1xf32>
+  %d = tandem.sub %x, %m : (tensor<2x4xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
+  %p = tandem.pow %d, %two : (tensor<2x4xf32>, tensor<f32>) -> tensor<2x4xf32>
+  %v = tandem.reduce_mean %p {axes = [0]} : (tensor<2x4xf32>) -> tensor<1x4xf32>
+  %e = tandem.add %v, %eps : (tensor<1x4xf32>, tensor<f32>) -> tensor<1x4xf32>
+  %s = tandem.sqrt %e : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %n = tandem.div %d, %s : (tensor<2x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+  return %n : tensor<2x4xf32>
+}
+
+// -----
+
+// Softmax written out with the max subtraction, along axis 1.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[S:.*]] = tandem.softmax %arg0 {axis = 1 : i64}
+// CHECK-NEXT: return %[[S]]
+func.func @main(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
+  %axes = tandem.constant dense<[1]> : tensor<1xi64>
+  %m = tandem.reduce_max %x {axes = [1]} : (tensor<3x5xf32>) -> tensor<3x1xf32>
+  %d = tandem.sub %x, %m : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>
+  %e = tandem.exp %d : (tensor<3x5xf32>) -> tensor<3x5xf32>
+  %s = tandem.reduce_sum %e, %axes : (tensor<3x5xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %y = tandem.div %e, %s : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+
+// -----
+
+// Not Softmax: the max is taken along axis 0 but the sum along axis 1.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.softmax
+// CHECK: tandem.reduce_sum
+func.func @main(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
+  %axes = tandem.constant dense<[1]> : tensor<1xi64>
+  %m = tandem.reduce_max %x {axes = [0]} : (tensor<3x5xf32>) -> tensor<1x5xf32>
+  %d = tandem.sub %x, %m : (tensor<3x5xf32>, tensor<1x5xf32>) -> tensor<3x5xf32>
+  %e = tandem.exp %d : (tensor<3x5xf32>) -> tensor<3x5xf32>
+  %s = tandem.reduce_sum %e, %axes : (tensor<3x5xf32>, tensor<1xi64>) -> tensor<3x1xf32>
+  %y = tandem.div %e, %s : (tensor<3x5xf32>, tensor<3x1xf32>) -> tensor<3x5xf32>
+  return %y : tensor<3x5xf32>
+}
+
+// -----
+
+// MatMul + bias Add becomes Gemm (either operand order of the Add).
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[W:.*]] = tandem.constant
+// CHECK-NEXT: %[[B:.*]] = tandem.constant
+// CHECK-NEXT: %[[G:.*]] = tandem.gemm %arg0, %[[W]], %[[B]] : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @main(%a: tensor<2x3xf32>) -> tensor<2x4xf32> {
+  %w = tandem.constant dense<1.0> : tensor<3x4xf32>
+  %b = tandem.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %0 = tandem.mat_mul %a, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %1 = tandem.add %b, %0 : (tensor<4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %1 : tensor<2x4xf32>
+}
+
+// -----
+
+// Not Gemm: a batched (3-D) MatMul, and a MatMul whose result is also returned.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.gemm
+// CHECK: tandem.mat_mul
+// CHECK: tandem.add
+// CHECK: tandem.mat_mul
+// CHECK: tandem.add
+func.func @main(%a: tensor<5x2x3xf32>, %c: tensor<2x3xf32>) -> (tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %w = tandem.constant dense<1.0> : tensor<3x4xf32>
+  %b = tandem.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %0 = tandem.mat_mul %a, %w : (tensor<5x2x3xf32>, tensor<3x4xf32>) -> tensor<5x2x4xf32>
+  %1 = tandem.add %0, %b : (tensor<5x2x4xf32>, tensor<4xf32>) -> tensor<5x2x4xf32>
+  %2 = tandem.mat_mul %c, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %3 = tandem.add %2, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %1, %2, %3 : tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}

@@ -1,0 +1,165 @@
+// RUN: tandem-opt %s -split-input-file --tandem-fuse | FileCheck %s
+
+// Conv + residual Add + Relu: one conv-epilogue group whose inputs are X, W, B and the residual
+// (oneDNN sum); the Add and Relu are gone from the top level.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %{{.*}}, %arg1) {device = "cpu"}
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<1x2x3x3xf32>, %[[W:.*]]: tensor<2x2x1x1xf32>, %[[B:.*]]: tensor<2xf32>, %[[R:.*]]: tensor<1x2x3x3xf32>):
+// CHECK-NEXT: %[[C:.*]] = tandem.conv %[[X]], %[[W]], %[[B]] {device = "cpu"}
+// CHECK-NEXT: %[[S:.*]] = tandem.add %[[C]], %[[R]] {device = "cpu"}
+// CHECK-NEXT: %[[Y:.*]] = tandem.relu %[[S]] {device = "cpu"}
+// CHECK-NEXT: tandem.yield %[[Y]] : tensor<1x2x3x3xf32>
+// CHECK: return %[[F]]
+func.func @main(%x: tensor<1x2x3x3xf32> {tandem.device = "cpu"}, %r: tensor<1x2x3x3xf32> {tandem.device = "cpu"}) -> tensor<1x2x3x3xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<2xf32>
+  %c = tandem.conv %x, %w, %b {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+  %s = tandem.add %c, %r {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = tandem.relu %s {device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  return %y : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Gemm + Relu: a gemm-epilogue. The Add of a constant after the Relu is not a residual (no
+// sum of a constant), so the chain stops there and the Add stays outside.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "gemm-epilogue"(%arg0, %{{.*}}, %{{.*}})
+// CHECK: tandem.gemm
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.add %[[F]], %{{.*}} {device = "cpu"}
+func.func @main(%a: tensor<2x3xf32> {tandem.device = "cpu"}) -> tensor<2x4xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<3x4xf32>
+  %c = tandem.constant {device = "cpu"} dense<1.0> : tensor<4xf32>
+  %k = tandem.constant {device = "cpu"} dense<2.0> : tensor<2x4xf32>
+  %g = tandem.gemm %a, %w, %c {device = "cpu"} : (tensor<2x3xf32>, tensor<3x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %r = tandem.relu %g {device = "cpu"} : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %s = tandem.add %r, %k {device = "cpu"} : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return %s : tensor<2x4xf32>
+}
+
+// -----
+
+// A Conv read twice is not an epilogue anchor: its result must be visible outside.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.fused
+// CHECK: tandem.conv
+// CHECK-NEXT: tandem.relu
+func.func @main(%x: tensor<1x1x2x2xf32> {tandem.device = "cpu"}) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<1x1x1x1xf32>
+  %c = tandem.conv %x, %w {device = "cpu"} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x2x2xf32>
+  %y = tandem.relu %c {device = "cpu"} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return %c, %y : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>
+}
+
+// -----
+
+// An element-wise chain with a scalar constant becomes one loop: (x + y) * 0.5, then tanh.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "elementwise"(%arg0, %arg1, %{{.*}}) {device = "cpu"}
+// CHECK: tandem.add
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.tanh
+// CHECK-NEXT: tandem.yield
+// CHECK-NOT: tandem.add
+// CHECK: return %[[F]]
+func.func @main(%x: tensor<8xf32> {tandem.device = "cpu"}, %y: tensor<8xf32> {tandem.device = "cpu"}) -> tensor<8xf32> {
+  %h = tandem.constant {device = "cpu"} dense<0.5> : tensor<f32>
+  %0 = tandem.add %x, %y {device = "cpu"} : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %1 = tandem.mul %0, %h {device = "cpu"} : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %2 = tandem.tanh %1 {device = "cpu"} : (tensor<8xf32>) -> tensor<8xf32>
+  return %2 : tensor<8xf32>
+}
+
+// -----
+
+// A producer also read outside joins as a second output when the group stays convex (its
+// outside reader, the return, comes after the root).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]]:2 = tandem.fused "elementwise"(%arg0) {device = "cpu"}
+// CHECK: %[[E:.*]] = tandem.exp
+// CHECK-NEXT: %[[N:.*]] = tandem.neg %[[E]]
+// CHECK-NEXT: tandem.yield %[[E]], %[[N]]
+// CHECK: return %[[F]]#0, %[[F]]#1
+func.func @main(%x: tensor<8xf32> {tandem.device = "cpu"}) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0 = tandem.exp %x {device = "cpu"} : (tensor<8xf32>) -> tensor<8xf32>
+  %1 = tandem.neg %0 {device = "cpu"} : (tensor<8xf32>) -> tensor<8xf32>
+  return %0, %1 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Refused, non-convex: exp -> transpose -> add would leave the group {exp, add} and come back.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.fused
+// CHECK: tandem.exp %arg0 {device = "cpu", fusion_refused = "non-convex"}
+// CHECK-NEXT: tandem.transpose
+// CHECK-NEXT: tandem.add
+func.func @main(%x: tensor<4x4xf32> {tandem.device = "cpu"}) -> tensor<4x4xf32> {
+  %0 = tandem.exp %x {device = "cpu"} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %1 = tandem.transpose %0 {device = "cpu", perm = [1, 0]} : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %2 = tandem.add %0, %1 {device = "cpu"} : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %2 : tensor<4x4xf32>
+}
+
+// -----
+
+// Refused, across devices: the Relu on cpu:1 reads the Conv on cpu directly (no copy yet) and
+// is not absorbed; the element-wise neg -> exp pair on cpu:1 does not take the cpu producer
+// either.
+// CHECK-LABEL: func.func @main
+// CHECK: tandem.conv
+// CHECK-NEXT: tandem.relu %{{.*}} {device = "cpu:1", fusion_refused = "on cpu:1, producer on cpu"}
+// CHECK: tandem.neg %arg1 {device = "cpu", fusion_refused = "on cpu, consumer on cpu:1"}
+// CHECK-NEXT: tandem.exp
+// CHECK-NOT: tandem.fused
+func.func @main(%x: tensor<1x1x2x2xf32> {tandem.device = "cpu"}, %v: tensor<4xf32> {tandem.device = "cpu"}) -> (tensor<1x1x2x2xf32>, tensor<4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<1x1x1x1xf32>
+  %c = tandem.conv %x, %w {device = "cpu"} : (tensor<1x1x2x2xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x2x2xf32>
+  %y = tandem.relu %c {device = "cpu:1"} : (tensor<1x1x2x2xf32>) -> tensor<1x1x2x2xf32>
+  %n = tandem.neg %v {device = "cpu"} : (tensor<4xf32>) -> tensor<4xf32>
+  %e = tandem.exp %n {device = "cpu:1"} : (tensor<4xf32>) -> tensor<4xf32>
+  return %y, %e : tensor<1x1x2x2xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Layout: 16-channel activations between oneDNN convs and pools stay channel-blocked
+// (`result_layouts`); a value also read by a non-oneDNN op (the Flatten), or returned, stays
+// plain, and so does the 3-channel graph input.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[C1:.*]] = tandem.fused "conv-epilogue"(%arg0, %{{.*}}) {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[P:.*]] = tandem.max_pool %[[C1]] {device = "cpu", kernel_shape = [2, 2], result_layouts = ["blocked"], strides = [2, 2]}
+// CHECK: %[[C2:.*]] = tandem.conv %[[P]], %{{.*}} {device = "cpu"}
+// CHECK-NOT: result_layouts
+// CHECK: tandem.flatten %[[C2]]
+func.func @main(%x: tensor<1x3x8x8xf32> {tandem.device = "cpu"}) -> (tensor<1x256xf32>, tensor<1x16x4x4xf32>) {
+  %w1 = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x3x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x16x1x1xf32>
+  %c1 = tandem.conv %x, %w1 {device = "cpu"} : (tensor<1x3x8x8xf32>, tensor<16x3x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %r1 = tandem.relu %c1 {device = "cpu"} : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %p = tandem.max_pool %r1 {device = "cpu", kernel_shape = [2, 2], strides = [2, 2]} : (tensor<1x16x8x8xf32>) -> tensor<1x16x4x4xf32>
+  %c2 = tandem.conv %p, %w2 {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %f = tandem.flatten %c2 {device = "cpu"} : (tensor<1x16x4x4xf32>) -> tensor<1x256xf32>
+  return %f, %c2 : tensor<1x256xf32>, tensor<1x16x4x4xf32>
+}
+
+// -----
+
+// Refused, would regress oneDNN's implementation: a residual sum after an activation has only
+// a reference kernel in oneDNN 2.6 (conv jit:avx2 falls to ref:any), so the Conv keeps its Relu
+// and the Add runs on its own.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"
+// CHECK: tandem.conv
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.add %[[F]], %arg1 {device = "cpu", fusion_refused = "sum after an activation (oneDNN has no fast kernel for it)"}
+func.func @main(%x: tensor<1x2x3x3xf32> {tandem.device = "cpu"}, %r: tensor<1x2x3x3xf32> {tandem.device = "cpu"}) -> tensor<1x2x3x3xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %c = tandem.conv %x, %w {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %y = tandem.relu %c {device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %s = tandem.add %y, %r {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  return %s : tensor<1x2x3x3xf32>
+}

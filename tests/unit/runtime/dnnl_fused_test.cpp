@@ -1,0 +1,332 @@
+// "Fused" steps (tandem.fused in the plan): oneDNN epilogues and the element-wise loop against
+// the same body run op by op with the reference kernels; the regression rule; aliasing.
+#include "dnnl_test_util.h"
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+#include "runtime/cpu/ref/Fused.h"
+
+namespace tandem {
+namespace dnnltest {
+namespace {
+
+/// A registry with both CPU backends (dnnl first by priority), like the executor's.
+const KernelRegistry& fullRegistry() {
+  static KernelRegistry* r = [] {
+    auto* reg = new KernelRegistry();
+    registerCpuDnnlKernels(*reg);
+    registerCpuReferenceKernels(*reg);
+    return reg;
+  }();
+  return *r;
+}
+/// Only the reference kernels: the unfused composite runs every body op with them.
+const KernelRegistry& refRegistry() {
+  static KernelRegistry* r = [] {
+    auto* reg = new KernelRegistry();
+    registerCpuReferenceKernels(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+/// Body encoding of compiler/pipeline/EmitPlan.cpp: ops, operand refs, "<j>.<attr>".
+struct BodyBuilder {
+  AttrMap attrs;
+  std::vector<std::string> ops;
+  std::vector<int64_t> counts, refs, from;
+  int add(const std::string& op, std::vector<int64_t> operands, AttrMap a = {}) {
+    int j = (int)ops.size();
+    ops.push_back(op);
+    counts.push_back((int64_t)operands.size());
+    refs.insert(refs.end(), operands.begin(), operands.end());
+    for (const auto& [name, v] : a.all()) attrs.set(std::to_string(j) + "." + name, v);
+    return j;
+  }
+  static int64_t result(int j) { return -2 - j; }
+  AttrMap finish(const std::string& kind, std::vector<int> outputs) {
+    AttrMap m = attrs;
+    m.set("kind", Attr::ofString(kind));
+    m.set("ops", Attr::ofStrings(ops));
+    m.set("op_input_counts", Attr::ofInts(counts));
+    m.set("op_inputs", Attr::ofInts(refs));
+    std::vector<int64_t> f;
+    for (int j : outputs) f.push_back(result(j));
+    m.set("outputs_from", Attr::ofInts(f));
+    return m;
+  }
+};
+
+Tensor runWith(const KernelRegistry& reg, const OpCase& c, std::string* impl,
+               std::vector<Tensor>* allOutputs = nullptr) {
+  std::unique_ptr<Kernel> k;
+  Status st = reg.create("cpu", c.context(), &k);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (!k) return Tensor();
+  *impl = k->implName();
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : c.inputs) in.push_back(t.defined() ? &t : nullptr);
+  std::vector<Tensor> outs;
+  for (const Shape& s : c.outputs) outs.push_back(Tensor::alloc(DType::F32, s));
+  std::vector<Tensor*> ptrs;
+  for (Tensor& t : outs) ptrs.push_back(&t);
+  st = k->run(in, ptrs);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (allOutputs) *allOutputs = outs;
+  return outs[0];
+}
+
+TEST(DnnlFused, RegressionClasses) {
+  EXPECT_TRUE(dnnlcpu::implRegresses("jit:avx2", "gemm:jit"));
+  EXPECT_TRUE(dnnlcpu::implRegresses("jit:avx2", "ref:any"));
+  EXPECT_TRUE(dnnlcpu::implRegresses("gemm:jit", "ref:any"));
+  EXPECT_FALSE(dnnlcpu::implRegresses("jit:avx2", "jit:avx2"));
+  EXPECT_FALSE(dnnlcpu::implRegresses("gemm:jit", "gemm:jit"));  // matmul's normal kernel
+  EXPECT_FALSE(dnnlcpu::implRegresses("gemm:jit", "brg:avx512_core"));
+}
+
+// ResNet's residual block tail: Conv(3x3, pad 1) + B, + residual (sum), Relu; 16 channels so the
+// blocked JIT kernel applies. The fused primitive must keep that kernel and match op-by-op.
+TEST(DnnlFused, ConvSumReluMatchesUnfused) {
+  BodyBuilder b;
+  AttrMap conv;
+  conv.set("pads", Attr::ofInts({1, 1, 1, 1}));
+  int c = b.add("Conv", {0, 1, 2}, conv);
+  int s = b.add("Add", {BodyBuilder::result(c), 3});
+  int r = b.add("Relu", {BodyBuilder::result(s)});
+  OpCase oc;
+  oc.op = "Fused";
+  oc.attrs = b.finish("conv-epilogue", {r});
+  oc.inputs = {randomTensor({2, 16, 7, 7}, 1), randomTensor({16, 16, 3, 3}, 2, -0.2f, 0.2f),
+               randomTensor({16}, 3), randomTensor({2, 16, 7, 7}, 4)};
+  oc.constant = {false, true, true, false};
+  oc.outputs = {{2, 16, 7, 7}};
+  std::string fusedImpl, refImpl;
+  Tensor got = runWith(fullRegistry(), oc, &fusedImpl);
+  Tensor want = runWith(refRegistry(), oc, &refImpl);
+  EXPECT_NE(fusedImpl.find("+post-ops[sum+eltwise_relu]"), std::string::npos) << fusedImpl;
+  EXPECT_EQ(fusedImpl.find("gemm"), std::string::npos) << fusedImpl;
+  EXPECT_EQ(refImpl.rfind("unfused(ref + ref + ref)", 0), 0u) << refImpl;
+  expectClose(got, toDouble(want), 1e-4);
+  // Some output must be clamped by the Relu and some positive, or the test proves little.
+  int zeros = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) zeros += got.data<float>()[i] == 0.f;
+  EXPECT_GT(zeros, 0);
+  EXPECT_LT(zeros, got.numel());
+}
+
+// The residual planned in place: the output buffer is the residual's (plan-memory's rule).
+TEST(DnnlFused, ConvSumInPlace) {
+  BodyBuilder b;
+  int c = b.add("Conv", {0, 1});
+  int s = b.add("Add", {3, BodyBuilder::result(c)});  // residual first: either order is a sum
+  OpCase oc;
+  oc.op = "Fused";
+  oc.attrs = b.finish("conv-epilogue", {s});
+  Tensor x = randomTensor({1, 8, 5, 5}, 5), w = randomTensor({8, 8, 1, 1}, 6);
+  Tensor res = randomTensor({1, 8, 5, 5}, 7);
+  oc.inputs = {x, w, Tensor(), res};
+  oc.constant = {false, true, false, false};
+  oc.outputs = {{1, 8, 5, 5}};
+  std::string impl;
+  Tensor want = runWith(refRegistry(), oc, &impl);
+  std::unique_ptr<Kernel> k;
+  ASSERT_TRUE(fullRegistry().create("cpu", oc.context(), &k).isOk());
+  Tensor aliased = Tensor::copyOf(res);
+  ASSERT_TRUE(k->run({&x, &w, nullptr, &aliased}, {&aliased}).isOk());
+  expectClose(aliased, toDouble(want), 1e-4);
+}
+
+/// Plain NCHW <-> the runtime's channel-blocked layout (nChw8c / nChw16c), via oneDNN.
+Tensor relayout(const Tensor& t, bool toBlocked) {
+  using namespace dnnlcpu;
+  dims d = toDims(t.shape());
+  Tensor out = Tensor::alloc(DType::F32, t.shape());
+  dnnl::memory::desc from = toBlocked ? plainDesc(d) : channelBlockedDesc(d);
+  dnnl::memory::desc to = toBlocked ? channelBlockedDesc(d) : plainDesc(d);
+  dnnl::memory a(from, cpuEngine(), const_cast<void*>(t.raw())), b(to, cpuEngine(), out.raw());
+  dnnl::reorder(a, b).execute(cpuStream(), a, b);
+  cpuStream().wait();
+  return out;
+}
+
+// Conv -> Relu -> residual Add: oneDNN 2.6 has no JIT convolution for eltwise-then-sum post-ops
+// (it offers ref:any), so the step runs unfused and says why. With blocked activations (the
+// plan's input_layouts / output_layouts) the unfused ops run on plain copies.
+TEST(DnnlFused, ConvReluThenSumRunsUnfused) {
+  for (bool blocked : {false, true}) {
+    BodyBuilder b;
+    AttrMap conv;
+    conv.set("pads", Attr::ofInts({1, 1, 1, 1}));
+    int c = b.add("Conv", {0, 1, 2}, conv);
+    int r = b.add("Relu", {BodyBuilder::result(c)});
+    int s = b.add("Add", {BodyBuilder::result(r), 3});
+    OpCase plain;
+    plain.op = "Fused";
+    plain.attrs = b.finish("conv-epilogue", {s});
+    plain.inputs = {randomTensor({2, 16, 7, 7}, 21), randomTensor({16, 16, 3, 3}, 22, -0.2f, 0.2f),
+                    randomTensor({16}, 23), randomTensor({2, 16, 7, 7}, 24)};
+    plain.constant = {false, true, true, false};
+    plain.outputs = {{2, 16, 7, 7}};
+    std::string refImpl;
+    Tensor want = runWith(refRegistry(), plain, &refImpl);
+
+    OpCase oc = plain;
+    if (blocked) {
+      oc.attrs.set("input_layouts", Attr::ofStrings({"blocked", "", "", "blocked"}));
+      oc.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+      oc.inputs[0] = relayout(plain.inputs[0], true);
+      oc.inputs[3] = relayout(plain.inputs[3], true);
+    }
+    std::string impl;
+    Tensor got = runWith(fullRegistry(), oc, &impl);
+    EXPECT_EQ(impl.rfind("unfused(dnnl:jit:avx", 0), 0u) << impl;
+    EXPECT_NE(impl.find("post-ops regress (fused dnnl:ref:any vs unfused dnnl:jit:avx"),
+              std::string::npos)
+        << impl;
+    EXPECT_EQ(impl.find("(via plain layout)") != std::string::npos, blocked) << impl;
+    expectClose(blocked ? relayout(got, false) : got, toDouble(want), 1e-4);
+  }
+}
+
+// The blocked layout on the fast path: Conv + sum + Relu with blocked X, residual and Y runs as
+// one primitive with no reorder at all, and matches the plain computation.
+TEST(DnnlFused, ConvEpilogueOnBlockedActivationsHasNoReorders) {
+  BodyBuilder b;
+  AttrMap conv;
+  conv.set("pads", Attr::ofInts({1, 1, 1, 1}));
+  int c = b.add("Conv", {0, 1, 2}, conv);
+  int s = b.add("Add", {BodyBuilder::result(c), 3});
+  int r = b.add("Relu", {BodyBuilder::result(s)});
+  OpCase plain;
+  plain.op = "Fused";
+  plain.attrs = b.finish("conv-epilogue", {r});
+  plain.inputs = {randomTensor({2, 16, 7, 7}, 25), randomTensor({16, 16, 3, 3}, 26, -0.2f, 0.2f),
+                  randomTensor({16}, 27), randomTensor({2, 16, 7, 7}, 28)};
+  plain.constant = {false, true, true, false};
+  plain.outputs = {{2, 16, 7, 7}};
+  std::string refImpl, impl;
+  Tensor want = runWith(refRegistry(), plain, &refImpl);
+  OpCase oc = plain;
+  oc.attrs.set("input_layouts", Attr::ofStrings({"blocked", "", "", "blocked"}));
+  oc.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+  oc.inputs[0] = relayout(plain.inputs[0], true);
+  oc.inputs[3] = relayout(plain.inputs[3], true);
+  Tensor got = runWith(fullRegistry(), oc, &impl);
+  EXPECT_NE(impl.find("+post-ops[sum+eltwise_relu]"), std::string::npos) << impl;
+  EXPECT_EQ(impl.find("reorders["), std::string::npos) << impl;
+  expectClose(relayout(got, false), toDouble(want), 1e-4);
+  // The reference kernels cannot read blocked bytes: the registry refuses rather than guess.
+  std::unique_ptr<Kernel> k;
+  Status st = refRegistry().create("cpu", oc.context(), &k);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("blocked activation layout"), std::string::npos) << st.message();
+}
+
+// Gemm with a bias row: + residual (sum) then Relu fuses; Relu then + residual makes oneDNN
+// 2.6 fall from gemm:jit to its reference matmul, so that group runs unfused and says why.
+// And MatMul + Sigmoid.
+TEST(DnnlFused, GemmAndMatMulEpilogues) {
+  for (bool sumFirst : {true, false}) {
+    BodyBuilder b;
+    AttrMap g;
+    g.set("transB", Attr::ofInt(1));
+    int gm = b.add("Gemm", {0, 1, 2}, g);
+    int last;
+    if (sumFirst) {
+      int s = b.add("Add", {BodyBuilder::result(gm), 3});
+      last = b.add("Relu", {BodyBuilder::result(s)});
+    } else {
+      int r = b.add("Relu", {BodyBuilder::result(gm)});
+      last = b.add("Add", {BodyBuilder::result(r), 3});
+    }
+    OpCase oc;
+    oc.op = "Fused";
+    oc.attrs = b.finish("gemm-epilogue", {last});
+    oc.inputs = {randomTensor({4, 6}, 8), randomTensor({5, 6}, 9), randomTensor({5}, 10),
+                 randomTensor({4, 5}, 11)};
+    oc.constant = {false, true, true, false};
+    oc.outputs = {{4, 5}};
+    std::string fusedImpl, refImpl;
+    Tensor got = runWith(fullRegistry(), oc, &fusedImpl);
+    Tensor want = runWith(refRegistry(), oc, &refImpl);
+    if (sumFirst) {
+      EXPECT_NE(fusedImpl.find("+post-ops[sum+eltwise_relu]"), std::string::npos) << fusedImpl;
+    } else {
+      EXPECT_EQ(fusedImpl.rfind("unfused(dnnl:gemm:jit + ", 0), 0u) << fusedImpl;
+      EXPECT_NE(fusedImpl.find("post-ops regress (fused dnnl:ref"), std::string::npos)
+          << fusedImpl;
+    }
+    expectClose(got, toDouble(want), 1e-4);
+  }
+  {
+    BodyBuilder b;
+    int mm = b.add("MatMul", {0, 1});
+    int sg = b.add("Sigmoid", {BodyBuilder::result(mm)});
+    OpCase oc;
+    oc.op = "Fused";
+    oc.attrs = b.finish("gemm-epilogue", {sg});
+    oc.inputs = {randomTensor({3, 4}, 12), randomTensor({4, 2}, 13)};
+    oc.constant = {false, true};
+    oc.outputs = {{3, 2}};
+    std::string fusedImpl, refImpl;
+    Tensor got = runWith(fullRegistry(), oc, &fusedImpl);
+    Tensor want = runWith(refRegistry(), oc, &refImpl);
+    EXPECT_NE(fusedImpl.find("+post-ops[eltwise_logistic]"), std::string::npos) << fusedImpl;
+    expectClose(got, toDouble(want), 1e-4);
+  }
+}
+
+// Element-wise loop: (x + y) * 0.5 -> tanh with exp(x) as a second output; large enough for
+// several chunks; then run with output 0 aliasing input x (in place).
+TEST(DnnlFused, ElementwiseLoopMatchesUnfusedAndAliases) {
+  BodyBuilder b;
+  int e = b.add("Exp", {0});
+  int a = b.add("Add", {0, 1});
+  int m = b.add("Mul", {BodyBuilder::result(a), 2});
+  int t = b.add("Tanh", {BodyBuilder::result(m)});
+  int r = b.add("Sub", {BodyBuilder::result(t), BodyBuilder::result(e)});
+  OpCase oc;
+  oc.op = "Fused";
+  oc.attrs = b.finish("elementwise", {r, e});
+  const int64_t n = 5000;
+  oc.inputs = {randomTensor({n}, 14), randomTensor({n}, 15), scalarF32(0.5f)};
+  oc.constant = {false, false, true};
+  oc.outputs = {{n}, {n}};
+  std::string loopImpl, refImpl;
+  std::vector<Tensor> got, want;
+  runWith(fullRegistry(), oc, &loopImpl, &got);
+  runWith(refRegistry(), oc, &refImpl, &want);
+  EXPECT_EQ(loopImpl, "fused-loop(5 ops)");
+  expectClose(got[0], toDouble(want[0]), 1e-5);
+  expectClose(got[1], toDouble(want[1]), 1e-5);
+
+  std::unique_ptr<Kernel> k;
+  ASSERT_TRUE(fullRegistry().create("cpu", oc.context(), &k).isOk());
+  Tensor x = Tensor::copyOf(oc.inputs[0]);
+  Tensor second = Tensor::alloc(DType::F32, {n});
+  ASSERT_TRUE(k->run({&x, &oc.inputs[1], &oc.inputs[2]}, {&x, &second}).isOk());
+  expectClose(x, toDouble(want[0]), 1e-5);
+  expectClose(second, toDouble(want[1]), 1e-5);
+}
+
+// A body the loop cannot run (broadcasting operand) falls back to the unfused composite and
+// says so; the result is still right.
+TEST(DnnlFused, ElementwiseFallsBackUnfused) {
+  BodyBuilder b;
+  int a = b.add("Add", {0, 1});
+  int r = b.add("Relu", {BodyBuilder::result(a)});
+  OpCase oc;
+  oc.op = "Fused";
+  oc.attrs = b.finish("elementwise", {r});
+  oc.inputs = {randomTensor({3, 4}, 16), randomTensor({4}, 17)};
+  oc.outputs = {{3, 4}};
+  std::string impl, refImpl;
+  Tensor got = runWith(fullRegistry(), oc, &impl);
+  Tensor want = runWith(refRegistry(), oc, &refImpl);
+  EXPECT_NE(impl.find("unfused("), std::string::npos) << impl;
+  EXPECT_NE(impl.find("no loop form"), std::string::npos) << impl;
+  expectClose(got, toDouble(want), 1e-6);
+}
+
+}  // namespace
+}  // namespace dnnltest
+}  // namespace tandem
