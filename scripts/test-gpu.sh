@@ -26,3 +26,5 @@ ctest --test-dir "$build" -LE 'gpu|slow' --output-on-failure -j "$(nproc)"
 echo "== gpu benchmarks"
 "$build/examples/gpu_matmul_sweep"
 "$build/examples/gpu_fetch_every_step"
+echo "== item-8 benchmarks (scripts/bench-gpu.sh)"
+TANDEM_GPU_BUILD_DIR="$build" bash scripts/bench-gpu.sh
