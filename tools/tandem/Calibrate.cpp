@@ -401,7 +401,12 @@ int calibrate(const CalibrateOptions& o) {
     out.close();
     std::remove(probe.c_str());
   }
-  const int threads = o.threads > 0 ? o.threads : availableCores();
+  // The runtime's default (defaultThreads: the idle cores), so the tables describe the thread
+  // count plans will run with; on a busy machine that avoids measuring OpenMP barriers waiting
+  // for descheduled threads (milliseconds per "dispatch").
+  std::string fewerThreads;
+  const int threads = o.threads > 0 ? o.threads : defaultThreads(&fewerThreads);
+  if (!fewerThreads.empty()) std::fprintf(stderr, "tandem calibrate: note: %s\n", fewerThreads.c_str());
   omp_set_num_threads(threads);
 
   std::string cpuModel = "unknown";

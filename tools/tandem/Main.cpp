@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   calibrateCmd->add_option("-o,--output", calibrate.output, "Profile JSON to write")->required();
   calibrateCmd->add_option("--seconds", calibrate.seconds, "Measurement budget in seconds")
       ->check(CLI::PositiveNumber)->capture_default_str();
-  calibrateCmd->add_option("--threads", calibrate.threads, "Threads (0 = all cores)")
+  calibrateCmd->add_option("--threads", calibrate.threads, "Threads (0 = auto: the cores not busy with other processes, as tandem run)")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
 
   try {
