@@ -43,6 +43,9 @@ inline constexpr const char* kPlacementCostsAttr = "placement_costs";  // {devic
 // {into: producer name, devices: [StrAttr]}: the op fuses into its producer on these devices,
 // and placement_costs there are the fused costs (compiler/placement/Fusion.h).
 inline constexpr const char* kPlacementFusionAttr = "placement_fusion";
+// {device: StrAttr why}: devices with a kernel for the op's dtypes that refuse this instance
+// (attributes, shapes: compiler/placement/KernelCapabilities.h deviceKindRejects).
+inline constexpr const char* kPlacementRefusedAttr = "placement_refused";
 inline constexpr const char* kArenaOffsetAttr = "arena_offset";  // I64ArrayAttr, per result
 inline constexpr const char* kFusionRefusedAttr = "fusion_refused";  // StrAttr: why not fused
 /// [StrAttr] per result: "blocked" where the value stays in oneDNN's channel-blocked layout

@@ -136,12 +136,38 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         outs.push_back(typeOf(r));
         pop.memoryBytes += bytesOf(r);
       }
-      OpWork work = estimateOpWork(type, ins, outs, toAttrMap(&op));
+      AttrMap attrs = toAttrMap(&op);
+      OpWork work = estimateOpWork(type, ins, outs, attrs);
+      // Beyond dtypes: a backend may refuse this instance's attributes or shapes at load
+      // (deviceKindRejects); such a device is not a candidate, and the log says why.
+      KernelContext kctx;
+      kctx.opType = type;
+      kctx.nodeName = node;
+      kctx.attrs = &attrs;
+      kctx.inputTypes = ins;
+      kctx.outputTypes = outs;
+      static const Tensor kConstantMarker;
+      for (mlir::Value v : op.getOperands())
+        kctx.constInputs.push_back(v.getDefiningOp<ConstantOp>() ? &kConstantMarker : nullptr);
       bool anyFeasible = false;
+      std::vector<std::pair<std::string, std::string>> refusals;
       for (int d = 0; d < numDevices; ++d) {
         bool feasible = deviceKindSupports(problem.devices[d].kind, type, dts);
+        if (feasible) {
+          std::string why = deviceKindRejects(problem.devices[d].kind, kctx);
+          if (!why.empty()) {
+            feasible = false;
+            refusals.push_back({targets[d], why});
+          }
+        }
         pop.computeSeconds.push_back(feasible ? model->opTime(work, d) : placement::kNoKernel);
         anyFeasible |= feasible;
+      }
+      if (!refusals.empty()) {
+        llvm::SmallVector<mlir::NamedAttribute> r;
+        for (auto& [dev, why] : refusals)
+          r.push_back({mlir::StringAttr::get(ctx, dev), mlir::StringAttr::get(ctx, why)});
+        op.setAttr(kPlacementRefusedAttr, mlir::DictionaryAttr::get(ctx, r));
       }
       if (!anyFeasible) {
         op.emitError() << "no kernel for " << type << " on (" << dtypesText(dts)

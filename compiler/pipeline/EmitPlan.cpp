@@ -355,6 +355,14 @@ class PlanEmitter {
                            : "costed as fused into " + into.str() + " but not fused");
       }
     }
+    // Devices that have a kernel for the dtypes but refuse this instance.
+    nlohmann::json refusedBy;
+    if (auto r = op->getAttrOfType<mlir::DictionaryAttr>(kPlacementRefusedAttr))
+      for (const mlir::NamedAttribute& a : r)
+        if (auto why = llvm::dyn_cast<mlir::StringAttr>(a.getValue())) {
+          refusedBy[a.getName().str()] = why.str();
+          candText += "; not " + a.getName().str() + ": " + why.str();
+        }
     logLines_.push_back(name + " (" + opType + "): " + device + " [" + reason +
                         "] candidates: " + candText + (fusion.empty() ? "" : "; " + fusion));
     nlohmann::json entry = {{"name", name},
@@ -367,6 +375,7 @@ class PlanEmitter {
     if (!group.empty()) entry["fused_in"] = group;
     if (refused) entry["fusion_refused"] = refused.str();
     if (!assumed.is_null()) entry["placement_fusion"] = assumed;
+    if (!refusedBy.is_null()) entry["refused_by"] = refusedBy;
     ops_.push_back(std::move(entry));
     opsPerDevice_[device] += 1;
   }

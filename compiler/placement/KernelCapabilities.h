@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/DType.h"
+#include "runtime/Kernel.h"
 
 namespace tandem {
 
@@ -18,5 +19,16 @@ bool deviceKindSupports(const std::string& deviceKind, const std::string& opType
 
 /// True when the answer for `deviceKind` comes from a capability table (backend not built).
 bool isCapabilityTableOnly(const std::string& deviceKind);
+
+/// Why `deviceKind` cannot run this op instance although it has a kernel for its dtypes, or ""
+/// when it can. `ctx` carries the op type, attributes and static operand types; a non-null
+/// constInputs[i] marks input i as a constant (its value is not read). The CUDA limits mirrored
+/// here are the ones its kernels refuse at load (runtime/cuda/Pool.cpp, Normalization.cpp,
+/// Tensor.cpp, Indexing.cpp, Elementwise.cpp, Reduction.cpp): pools whose output cuDNN's
+/// symmetric-pad floor rounding does not reproduce (ceil_mode, asymmetric pads), dilated pools,
+/// MaxPool's Indices output, training-mode BatchNormalization, Dropout's mask output, non-constant
+/// Pad/Slice/Clip/reduction parameters, LayerNormalization with a broadcast Scale or B. A plan
+/// that put such an op on the GPU would fail to load; the placer keeps it on the CPU instead.
+std::string deviceKindRejects(const std::string& deviceKind, const KernelContext& ctx);
 
 }  // namespace tandem

@@ -55,3 +55,18 @@ func.func @main(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>) -> (tensor
   %2 = tandem.mat_mul %1, %b : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm2")
   return %0, %2 : tensor<1024x1024xf32>, tensor<1024x1024xf32>
 }
+
+// -----
+
+// Beyond dtypes: cuDNN pools with symmetric pads and floor rounding, so a ceil_mode MaxPool has
+// no CUDA kernel for this instance (the backend would refuse it at load). The placer keeps it
+// on the CPU and records why; the same pool without ceil_mode is a GPU candidate like any other.
+// GPU-LABEL: func.func @main
+// GPU: tandem.max_pool {{.*}}ceil_mode = 1 : i64, device = "cpu", {{.*}}placement_candidates = ["cpu"], {{.*}}placement_reason = "only-kernel", placement_refused = {"cuda:0" = "cuDNN's symmetric-pad, floor-rounded pooling does not give this output (ceil_mode or asymmetric pads)"}
+// GPU: tandem.max_pool {{.*}}placement_candidates = ["cpu", "cuda:0"]
+// GPU-NOT: placement_refused
+func.func @main(%x: tensor<32x64x57x57xf32>) -> (tensor<32x64x29x29xf32>, tensor<32x64x28x28xf32>) {
+  %0 = tandem.max_pool %x {ceil_mode = 1 : i64, kernel_shape = [2, 2], strides = [2, 2]} : (tensor<32x64x57x57xf32>) -> tensor<32x64x29x29xf32> loc("pool_ceil")
+  %1 = tandem.max_pool %x {kernel_shape = [2, 2], strides = [2, 2]} : (tensor<32x64x57x57xf32>) -> tensor<32x64x28x28xf32> loc("pool_floor")
+  return %0, %1 : tensor<32x64x29x29xf32>, tensor<32x64x28x28xf32>
+}

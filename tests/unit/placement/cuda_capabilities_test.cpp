@@ -76,3 +76,68 @@ TEST(CudaCapabilities, HostOnlyOpsStayOnTheCpu) {
 }
 
 }  // namespace
+
+namespace {
+
+struct Instance {
+  AttrMap attrs;
+  KernelContext ctx;
+  Tensor marker;
+  Instance(const std::string& op, std::vector<Shape> ins, std::vector<Shape> outs,
+           std::vector<bool> constant = {}) {
+    ctx.opType = op;
+    ctx.attrs = &attrs;
+    for (size_t i = 0; i < ins.size(); ++i) {
+      ctx.inputTypes.push_back({DType::F32, ins[i]});
+      ctx.constInputs.push_back(i < constant.size() && constant[i] ? &marker : nullptr);
+    }
+    for (const Shape& s : outs) ctx.outputTypes.push_back({DType::F32, s});
+  }
+  std::string rejects() { return deviceKindRejects("cuda", ctx); }
+};
+
+}  // namespace
+
+TEST(CudaInstanceLimits, MirrorWhatTheKernelsRefuseAtLoad) {
+  // Pools: floor-rounded symmetric pads are fine; ceil_mode and dilation are not; no Indices.
+  Instance pool("MaxPool", {{1, 8, 57, 57}}, {{1, 8, 28, 28}});
+  pool.attrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  pool.attrs.set("strides", Attr::ofInts({2, 2}));
+  EXPECT_EQ(pool.rejects(), "");
+  Instance ceil("MaxPool", {{1, 8, 57, 57}}, {{1, 8, 29, 29}});
+  ceil.attrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  ceil.attrs.set("strides", Attr::ofInts({2, 2}));
+  ceil.attrs.set("ceil_mode", Attr::ofInt(1));
+  EXPECT_NE(ceil.rejects().find("ceil_mode"), std::string::npos);
+  Instance dil("MaxPool", {{1, 8, 16, 16}}, {{1, 8, 14, 14}});
+  dil.attrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  dil.attrs.set("dilations", Attr::ofInts({2, 2}));
+  EXPECT_NE(dil.rejects().find("dilated"), std::string::npos);
+  Instance idx("MaxPool", {{1, 8, 16, 16}}, {{1, 8, 8, 8}, {1, 8, 8, 8}});
+  idx.attrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  idx.attrs.set("strides", Attr::ofInts({2, 2}));
+  EXPECT_NE(idx.rejects().find("Indices"), std::string::npos);
+
+  Instance bn("BatchNormalization", {{2, 4, 3, 3}, {4}, {4}, {4}, {4}}, {{2, 4, 3, 3}});
+  EXPECT_EQ(bn.rejects(), "");
+  bn.attrs.set("training_mode", Attr::ofInt(1));
+  EXPECT_NE(bn.rejects().find("training_mode"), std::string::npos);
+
+  Instance drop("Dropout", {{4}}, {{4}, {4}});
+  EXPECT_NE(drop.rejects().find("mask"), std::string::npos);
+
+  // Pad's pads operand: a constant is fine, a computed one is not.
+  Instance padConst("Pad", {{4, 4}, {4}}, {{6, 6}}, {false, true});
+  EXPECT_EQ(padConst.rejects(), "");
+  Instance padRuntime("Pad", {{4, 4}, {4}}, {{6, 6}}, {false, false});
+  EXPECT_NE(padRuntime.rejects().find("input 1 to be a constant"), std::string::npos);
+
+  // LayerNormalization: Scale of the normalized shape, not a broadcast one.
+  Instance ln("LayerNormalization", {{2, 3, 8}, {8}, {8}}, {{2, 3, 8}});
+  EXPECT_EQ(ln.rejects(), "");
+  Instance lnb("LayerNormalization", {{2, 3, 8}, {1}, {8}}, {{2, 3, 8}});
+  EXPECT_NE(lnb.rejects().find("no broadcast"), std::string::npos);
+
+  // The CPU refuses none of these.
+  EXPECT_EQ(deviceKindRejects("cpu", ceil.ctx), "");
+}
