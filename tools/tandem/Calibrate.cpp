@@ -63,35 +63,42 @@ void fill(Tensor* t, uint32_t seed) {
   }
 }
 
-Status makeBench(const std::string& opType, const std::vector<Operand>& operands, AttrMap attrs,
-                 int threads, Bench* b) {
-  b->attrs = std::move(attrs);
+// The host side of a bench: deterministic host inputs for `operands`, and a kernel context
+// with their types, the inferred result types and the constant inputs marked (`attrs` must
+// outlive `ctx`).
+Status benchContext(const std::string& opType, const std::vector<Operand>& operands,
+                    const AttrMap* attrs, int threads, std::vector<Tensor>* hostInputs,
+                    KernelContext* ctx) {
   std::vector<OperandInfo> infos;
   for (size_t i = 0; i < operands.size(); ++i) {
-    b->inputs.push_back(Tensor::alloc(DType::F32, operands[i].shape));
-    fill(&b->inputs.back(), (uint32_t)i + 1);
+    hostInputs->push_back(Tensor::alloc(DType::F32, operands[i].shape));
+    fill(&hostInputs->back(), (uint32_t)i + 1);
     OperandInfo oi;
     oi.dtype = DType::F32;
     oi.dims = operands[i].shape;
     infos.push_back(oi);
   }
   std::vector<ResultInfo> results;
-  std::string err = inferResultTypes(opType, infos, b->attrs, 1, &results);
+  std::string err = inferResultTypes(opType, infos, *attrs, 1, &results);
   if (!err.empty()) return Status::error(opType + ": " + err);
-
-  KernelContext ctx;
-  ctx.opType = opType;
-  ctx.nodeName = "calibrate." + opType;
-  ctx.attrs = &b->attrs;
-  ctx.threads = threads;
+  ctx->opType = opType;
+  ctx->nodeName = "calibrate." + opType;
+  ctx->attrs = attrs;
+  ctx->threads = threads;
   for (size_t i = 0; i < operands.size(); ++i) {
-    ctx.inputTypes.push_back(TensorType{DType::F32, operands[i].shape});
-    ctx.constInputs.push_back(operands[i].constant ? &b->inputs[i] : nullptr);
+    ctx->inputTypes.push_back(TensorType{DType::F32, operands[i].shape});
+    ctx->constInputs.push_back(operands[i].constant ? &(*hostInputs)[i] : nullptr);
   }
-  for (const ResultInfo& r : results) {
-    ctx.outputTypes.push_back(TensorType{r.dtype, r.dims});
-    b->outputs.push_back(Tensor::alloc(r.dtype, r.dims));
-  }
+  for (const ResultInfo& r : results) ctx->outputTypes.push_back(TensorType{r.dtype, r.dims});
+  return Status::ok();
+}
+
+Status makeBench(const std::string& opType, const std::vector<Operand>& operands, AttrMap attrs,
+                 int threads, Bench* b) {
+  b->attrs = std::move(attrs);
+  KernelContext ctx;
+  TANDEM_RETURN_IF_ERROR(benchContext(opType, operands, &b->attrs, threads, &b->inputs, &ctx));
+  for (const TensorType& t : ctx.outputTypes) b->outputs.push_back(Tensor::alloc(t.dtype, t.shape));
   return KernelRegistry::global().create("cpu", ctx, &b->kernel);
 }
 
@@ -196,35 +203,18 @@ struct GpuBench {
 Status makeGpuBench(DeviceBackend& gpu, const std::string& opType, const std::vector<Operand>& operands,
                     AttrMap attrs, GpuBench* b) {
   b->attrs = std::move(attrs);
-  std::vector<OperandInfo> infos;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    b->hostInputs.push_back(Tensor::alloc(DType::F32, operands[i].shape));
-    fill(&b->hostInputs.back(), (uint32_t)i + 1);
-    OperandInfo oi;
-    oi.dtype = DType::F32;
-    oi.dims = operands[i].shape;
-    infos.push_back(oi);
-  }
-  std::vector<ResultInfo> results;
-  std::string err = inferResultTypes(opType, infos, b->attrs, 1, &results);
-  if (!err.empty()) return Status::error(opType + ": " + err);
   KernelContext ctx;
-  ctx.opType = opType;
-  ctx.nodeName = "calibrate." + opType;
-  ctx.attrs = &b->attrs;
-  for (size_t i = 0; i < operands.size(); ++i) {
-    ctx.inputTypes.push_back(TensorType{DType::F32, operands[i].shape});
-    ctx.constInputs.push_back(operands[i].constant ? &b->hostInputs[i] : nullptr);
+  TANDEM_RETURN_IF_ERROR(benchContext(opType, operands, &b->attrs, 1, &b->hostInputs, &ctx));
+  for (const Tensor& h : b->hostInputs) {
     void* p = nullptr;
-    TANDEM_RETURN_IF_ERROR(gpu.allocate(b->hostInputs[i].bytes(), "calibration input", &p));
-    TANDEM_RETURN_IF_ERROR(gpu.copyFromHost(p, b->hostInputs[i].raw(), b->hostInputs[i].bytes()));
-    b->inputs.push_back(Tensor::view(DType::F32, operands[i].shape, p));
+    TANDEM_RETURN_IF_ERROR(gpu.allocate(h.bytes(), "calibration input", &p));
+    TANDEM_RETURN_IF_ERROR(gpu.copyFromHost(p, h.raw(), h.bytes()));
+    b->inputs.push_back(Tensor::view(DType::F32, h.shape(), p));
   }
-  for (const ResultInfo& r : results) {
-    ctx.outputTypes.push_back(TensorType{r.dtype, r.dims});
+  for (const TensorType& t : ctx.outputTypes) {
     void* p = nullptr;
-    TANDEM_RETURN_IF_ERROR(gpu.allocate(numElements(r.dims) * dtypeSize(r.dtype), "calibration output", &p));
-    b->outputs.push_back(Tensor::view(r.dtype, r.dims, p));
+    TANDEM_RETURN_IF_ERROR(gpu.allocate(numElements(t.shape) * dtypeSize(t.dtype), "calibration output", &p));
+    b->outputs.push_back(Tensor::view(t.dtype, t.shape, p));
   }
   TANDEM_RETURN_IF_ERROR(gpu.createKernel(ctx, &b->kernel));
   TANDEM_RETURN_IF_ERROR(gpu.finishLoad({b->kernel.get()}));
