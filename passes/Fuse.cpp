@@ -364,4 +364,34 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
 
 std::unique_ptr<mlir::Pass> createFusePass() { return std::make_unique<FusePass>(); }
 
+bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) {
+  if (consumer->getNumResults() != 1 || producer->getNumResults() != 1) return false;
+  mlir::Value x = producer->getResult(0);
+  // Element-wise loop: both loop-fusible, of one result type.
+  if (loopFusible(producer) && loopFusible(consumer) &&
+      x.getType() == consumer->getResult(0).getType())
+    return true;
+  // Epilogue: an f32 Conv/Gemm/MatMul with an activation on its result, or a residual sum of a
+  // same-typed non-constant value (formEpilogue's rules for the first member).
+  std::string pt = onnxOpType(producer), ct = onnxOpType(consumer);
+  if ((pt != "Conv" && pt != "Gemm" && pt != "MatMul") || !isF32(x) ||
+      consumer->getResult(0).getType() != x.getType())
+    return false;
+  if (postOpActivations().count(ct))
+    return consumer->getOperand(0) == x &&
+           (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);
+  if (ct == "Add" && consumer->getNumOperands() == 2) {
+    mlir::Value other = consumer->getOperand(consumer->getOperand(0) == x ? 1 : 0);
+    bool sumFree = true;  // Gemm's C is its own sum unless it is a bias row
+    if (pt == "Gemm" && producer->getNumOperands() > 2 && !isNone(producer->getOperand(2))) {
+      auto c = llvm::cast<mlir::RankedTensorType>(producer->getOperand(2).getType());
+      int64_t n = llvm::cast<mlir::RankedTensorType>(x.getType()).getDimSize(1);
+      sumFree = (c.getRank() == 1 && c.getDimSize(0) == n) ||
+                (c.getRank() == 2 && c.getDimSize(0) == 1 && c.getDimSize(1) == n);
+    }
+    return sumFree && other != x && other.getType() == x.getType() && !isConstant(other);
+  }
+  return false;
+}
+
 }  // namespace tandem

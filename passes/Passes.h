@@ -26,6 +26,11 @@ std::unique_ptr<mlir::Pass> createPlacePass();
 std::unique_ptr<mlir::Pass> createPlacePass(const TandemPlaceOptions& options);
 std::unique_ptr<mlir::Pass> createInsertTransfersPass();
 std::unique_ptr<mlir::Pass> createFusePass();
+/// Whether the fuse pass's CPU rules put `consumer` (reading `producer`'s result) in one kernel
+/// with it: an element-wise loop of one result type, or a Conv/Gemm/MatMul epilogue (activation
+/// post-op or residual sum). Devices are not looked at.
+/// The place pass prices fusion with this, so its costs and the fuse pass agree.
+bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer);
 std::unique_ptr<mlir::Pass> createPlanMemoryPass();
 std::unique_ptr<mlir::Pass> createPlanMemoryPass(const TandemPlanMemoryOptions& options);
 
@@ -41,7 +46,7 @@ inline constexpr const char* kPlacementReasonAttr = "placement_reason";         
 inline constexpr const char* kPlacementCandidatesAttr = "placement_candidates";  // [StrAttr]
 inline constexpr const char* kPlacementCostsAttr = "placement_costs";  // {device: f64 seconds}
 // {into: producer name, devices: [StrAttr]}: the op fuses into its producer on these devices,
-// and placement_costs there are the fused costs (compiler/placement/Fusion.h).
+// and placement_costs there are the fused costs (cpuFusesIntoProducer, passes/Fuse.cpp).
 inline constexpr const char* kPlacementFusionAttr = "placement_fusion";
 // {device: StrAttr why}: devices with a kernel for the op's dtypes that refuse this instance
 // (attributes, shapes: compiler/placement/KernelCapabilities.h deviceKindRejects).

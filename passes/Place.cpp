@@ -4,7 +4,6 @@
 
 #include "compiler/OpBuilding.h"
 #include "compiler/placement/CostModel.h"
-#include "compiler/placement/Fusion.h"
 #include "compiler/placement/KernelCapabilities.h"
 #include "compiler/placement/OpWork.h"
 #include "compiler/placement/Placer.h"
@@ -237,41 +236,25 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     for (size_t i = 0; i < ops.size(); ++i)
       for (mlir::Value r : ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
 
-    // Fusion: a pointwise op that reads the only result of a producer it fuses into on device
-    // d (compiler/placement/Fusion.h) costs only its arithmetic there, when the producer is on
-    // d too. Exactly: its cost on d drops by r_d (dispatch + memory time), and the producer's
-    // value pays r_d more to cross to d (splitting the pair forfeits the fusion). For the
-    // pair this is the energy -r_d when both are on d, 0 otherwise: submodular, so the min cut
-    // stays exact.
+    // Fusion: an op that reads the only result of a producer it fuses into on CPU device d
+    // (the fuse pass's own rule, cpuFusesIntoProducer; the fuse pass forms CPU groups only)
+    // costs only its arithmetic there, when the producer is on d too. Exactly: its cost on d
+    // drops by r_d (dispatch + memory time), and the producer's value pays r_d more to cross to
+    // d (splitting the pair forfeits the fusion). For the pair this is the energy -r_d when
+    // both are on d, 0 otherwise: submodular, so the min cut stays exact.
     std::vector<std::pair<std::string, std::vector<std::string>>> fusibleInto(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       placement::PlacementOp& pop = problem.ops[i];
-      if (!isFusiblePointwise(pop.opType) || ops[i]->getNumOperands() == 0) continue;
+      if (ops[i]->getNumOperands() == 0) continue;
       mlir::Value x = ops[i]->getOperand(0);
       auto producerIt = opIndex.find(x.getDefiningOp());
-      if (producerIt == opIndex.end() || !x.hasOneUse() || !valueIndex.count(x)) continue;
-      // As passes/Fuse.cpp groups: every operand of a pointwise member has the member's result
-      // type or is a single element (no broadcast loops), f32 only.
-      auto sameShaped = [](mlir::Operation* op) {
-        mlir::Type rt = op->getResult(0).getType();
-        auto r = llvm::dyn_cast<mlir::RankedTensorType>(rt);
-        if (!r || !r.hasStaticShape() || !r.getElementType().isF32()) return false;
-        for (mlir::Value v : op->getOperands()) {
-          auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-          if (v.getType() != rt && !(t && t.hasStaticShape() && t.getNumElements() == 1))
-            return false;
-        }
-        return true;
-      };
-      mlir::Operation* producerOp = x.getDefiningOp();
-      if (!sameShaped(ops[i]) ||
-          (isFusiblePointwise(onnxOpType(producerOp)) && !sameShaped(producerOp)))
+      if (producerIt == opIndex.end() || !x.hasOneUse() || !valueIndex.count(x) ||
+          !cpuFusesIntoProducer(x.getDefiningOp(), ops[i]))
         continue;
       const placement::PlacementOp& producer = problem.ops[producerIt->second];
       placement::PlacementValue& pv = problem.values[valueIndex[x]];
       for (int d = 0; d < numDevices; ++d) {
-        if (!pop.feasible(d) || !producer.feasible(d) ||
-            !fusesIntoProducer(problem.devices[d].kind, producer.opType, pop.opType))
+        if (problem.devices[d].kind != "cpu" || !pop.feasible(d) || !producer.feasible(d))
           continue;
         OpCost c = model->opCost(works[i], d);
         double saved = std::min(pop.computeSeconds[d], std::max(0.0, c.seconds - c.computeSec));
