@@ -144,6 +144,23 @@ bool isReferenceImpl(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).find("ref") != std::string::npos;
 }
 
+bool avx2Epilogue(const Epilogue* ep, bool* sum, bool* relu) {
+  *sum = *relu = false;
+  if (!ep) return true;
+  for (size_t i = 0; i < ep->items.size(); ++i) {
+    const Epilogue::Item& it = ep->items[i];
+    if (it.sum) {
+      if (i != 0) return false;
+      *sum = true;
+    } else if (it.eltwise.a == dnnl::algorithm::eltwise_relu && it.eltwise.alpha == 0.f && !*relu) {
+      *relu = true;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool implRegresses(const std::string& unfused, const std::string& fused) {
   auto rank = [](const std::string& impl) {
     if (impl.find("ref") != std::string::npos) return 0;

@@ -214,6 +214,11 @@ struct Epilogue {
   }
 };
 
+/// The epilogue as the AVX2 kernels (runtime/cpu/avx2) apply it: an optional sum first, then at
+/// most one ReLU (eltwise_relu, alpha 0). False for anything else (oneDNN then runs the step).
+/// `ep` may be null (no post-ops).
+bool avx2Epilogue(const Epilogue* ep, bool* sum, bool* relu);
+
 /// True when oneDNN's implementation `fused` (impl_info_str) is a worse class than `unfused`:
 /// classes are reference ("ref" in the name) < gemm-based ("gemm") < direct JIT (the rest).
 /// Post-ops that push a convolution from jit:avx2 to gemm:jit ran 10-17x slower here.

@@ -3,7 +3,10 @@
 #include <cstring>
 #include <string>
 
+#include "runtime/cpu/avx2/Winograd.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
+
+#include <omp.h>
 
 namespace tandem {
 namespace dnnlcpu {
@@ -274,20 +277,21 @@ class ConvKernel : public DnnlKernel {
         residualArgs_.add(DNNL_ARG_TO, dst_.inner());
       }
     }
+    const Tensor* wConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
+    const Tensor* bConst = ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
+    if (!transpose) initWinograd(g, chosenSrc, chosenDst, wConst, hasBias_ ? bConst : nullptr, ep);
     if (ep) impl_ += " +post-ops[" + ep->text + "]";
     // Which activations are reordered per run (none between blocked neighbours).
     if (src_.reordered() || dst_.reordered())
       impl_ += std::string(" reorders[") + (src_.reordered() ? "src" : "") +
                (src_.reordered() && dst_.reordered() ? "," : "") +
                (dst_.reordered() ? "dst" : "") + "]";
-    const Tensor* wConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
     if (wConst) {
       // Weights are reordered into the primitive's layout once, here, never in run().
       constWeights_ = prepackConstant(*wConst, g.weightsPlain, chosenW);
     } else {
       weights_.init(g.weightsPlain, chosenW, /*isInput=*/true, &ws_);
     }
-    const Tensor* bConst = ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
     if (hasBias_) {
       if (bConst) constBias_ = prepackConstant(*bConst, bMd, bMd);
       else bias_ = dnnl::memory(bMd, eng, DNNL_MEMORY_NONE);
@@ -325,13 +329,61 @@ class ConvKernel : public DnnlKernel {
           std::memcpy(inner, r->raw(), r->bytes());
         }
       }
-      args_.execute(prim_);
+      if (wino_) {
+        wino_->run(static_cast<const float*>(src_.inner().get_data_handle()),
+                   static_cast<float*>(dst_.inner().get_data_handle()), winoSum_, winoRelu_,
+                   omp_get_max_threads());
+      } else {
+        args_.execute(prim_);
+      }
       dst_.toUser();
       return Status::ok();
     });
   }
 
  private:
+  /// 3x3 stride-1 convolutions with at least 64 input and output channels run as Winograd
+  /// F(2x2, 3x3) (runtime/cpu/avx2/Winograd.h) when oneDNN chose the 8-channel-blocked layout
+  /// for both activations (AVX2 machines), the weights and bias are constant and the post-ops
+  /// are at most a sum then a ReLU. Measured against oneDNN 2.6's jit:avx2 direct kernel on
+  /// the ResNet-18 shapes at batch 32 (1 thread, CPU time): 1.24x (64 ch @ 56), 1.44x (128 @
+  /// 28), 1.72x (256 @ 14), 1.73x (512 @ 7). With 32 input channels the transforms eat the gain
+  /// (1.04x on MNIST's 32 -> 64 @ 26), hence the 64-channel floor.
+  void initWinograd(const ConvGeometry& g, const dnnl::memory::desc& chosenSrc,
+                    const dnnl::memory::desc& chosenDst, const Tensor* wConst,
+                    const Tensor* bConst, const Epilogue* ep) {
+    using tag = dnnl::memory::format_tag;
+    const auto f32 = dnnl::memory::data_type::f32;
+    if (!avx2::available() || g.spatial != 2 || g.group != 1 || !wConst ||
+        (hasBias_ && !bConst) || !avx2Epilogue(ep, &winoSum_, &winoRelu_))
+      return;
+    const dims& w = g.weightsDims;
+    if (w.size() != 4 || w[2] != 3 || w[3] != 3 || w[0] < 64 || w[1] < 64 ||
+        g.strides != dims{1, 1} || g.dilations != dims{0, 0})
+      return;
+    if (chosenSrc != dnnl::memory::desc(g.srcDims, f32, tag::nChw8c) ||
+        chosenDst != dnnl::memory::desc(g.dstDims, f32, tag::nChw8c))
+      return;
+    avx2::Conv3x3Shape s;
+    s.N = g.srcDims[0];
+    s.C = g.srcDims[1];
+    s.H = g.srcDims[2];
+    s.W = g.srcDims[3];
+    s.K = g.dstDims[1];
+    s.OH = g.dstDims[2];
+    s.OW = g.dstDims[3];
+    s.padTop = g.padL[0];
+    s.padLeft = g.padL[1];
+    auto wino = std::make_unique<avx2::WinogradConv3x3>();
+    if (!wino->prepare(s, wConst->data<float>(), bConst ? bConst->data<float>() : nullptr))
+      return;
+    wino_ = std::move(wino);
+    impl_ = "avx2:winograd_2x2_3x3";
+  }
+
+  std::unique_ptr<avx2::WinogradConv3x3> wino_;
+  bool winoSum_ = false, winoRelu_ = false;
+
   const char* op_ = "Conv";
   dnnl::primitive prim_;
   WorkspaceLayout ws_;

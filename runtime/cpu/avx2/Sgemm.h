@@ -1,0 +1,61 @@
+// f32 GEMM with a prepacked right-hand matrix, AVX2 + FMA register-blocked micro-kernels
+// (6 rows x 16 columns in 12 ymm accumulators, the BLIS/GotoBLAS scheme: Goto & van de Geijn,
+// "Anatomy of High-Performance Matrix Multiplication", TOMS 2008). Used where oneDNN 2.6's
+// gemm:jit (which packs nothing ahead of time) leaves speed on the table: Gemm/MatMul with
+// constant weights and the Winograd convolution's per-position products.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace tandem {
+namespace avx2 {
+
+/// True when this CPU executes AVX2 and FMA3 (the kernels below must not be called otherwise).
+bool available();
+
+/// A K x N f32 matrix packed in column panels of 16 (the last one 8 wide when N % 16 == 8):
+/// panel p holds columns [16p, 16p + width) as K rows of `width` contiguous floats, 32-byte
+/// aligned. N must be a multiple of 8.
+class PackedB {
+ public:
+  /// Packs b, whose element (k, n) is b[k * strideK + n * strideN] (strideK = N, strideN = 1 for
+  /// a row-major K x N matrix; strideK = 1, strideN = K for its transpose stored N x K).
+  /// Returns false (and packs nothing) when N % 8 != 0 or K < 1.
+  bool pack(const float* b, int64_t K, int64_t N, int64_t strideK, int64_t strideN);
+  int64_t rows() const { return K_; }
+  int64_t cols() const { return N_; }
+  int64_t panels() const { return (N_ + 15) / 16; }
+  /// First float of panel p; its width is min(16, N - 16p).
+  const float* panel(int64_t p) const { return data_.get() + p * 16 * K_; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  std::unique_ptr<float, Free> data_;
+  int64_t K_ = 0, N_ = 0;
+};
+
+/// What is applied to each result element before it is stored, in this order: + bias[n]
+/// (optional, N floats), + the value C held before (accumulate: a residual sum, oneDNN's `sum`
+/// post-op), then max(x, 0) when relu.
+struct GemmEpilogue {
+  const float* bias = nullptr;
+  bool accumulate = false;
+  bool relu = false;
+};
+
+/// C[M x N] = A[M x K] * B, then the epilogue. A's rows are lda floats apart, C's ldc; no
+/// alignment is required of A or C. Single-threaded over panels [panelBegin, panelEnd) of B
+/// (callers split panels or rows among threads). M >= 0.
+void sgemm(int64_t M, const float* A, int64_t lda, const PackedB& B, float* C, int64_t ldc,
+           const GemmEpilogue& ep, int64_t panelBegin, int64_t panelEnd);
+
+/// The same over all panels, split among `threads` OpenMP threads (1: the calling thread).
+void sgemmParallel(int64_t M, const float* A, int64_t lda, const PackedB& B, float* C,
+                   int64_t ldc, const GemmEpilogue& ep, int threads);
+
+}  // namespace avx2
+}  // namespace tandem

@@ -1,0 +1,230 @@
+// The AVX2 kernels (runtime/cpu/avx2: packed-B GEMM, Winograd F(2x2, 3x3)) against naive
+// double-precision loops, directly and through the Conv / Gemm / Fused kernels that choose them.
+#include <cmath>
+#include <random>
+
+#include "dnnl_test_util.h"
+#include "runtime/cpu/avx2/Sgemm.h"
+#include "runtime/cpu/avx2/Winograd.h"
+
+namespace tandem {
+namespace dnnltest {
+namespace {
+
+#define SKIP_WITHOUT_AVX2() \
+  if (!avx2::available()) GTEST_SKIP() << "this CPU has no AVX2/FMA"
+
+std::vector<float> randomVec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
+void expectNear(const std::vector<float>& got, const std::vector<double>& want, double tol,
+                const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 5; ++i)
+    if (!(std::fabs(got[i] - want[i]) <= tol * std::max(1.0, std::fabs(want[i])))) {
+      ADD_FAILURE() << what << " [" << i << "]: got " << got[i] << ", want " << want[i];
+      ++bad;
+    }
+}
+
+struct GemmCase {
+  int64_t M, K, N;
+  bool transB, bias, accumulate, relu;
+  int threads;
+};
+
+void checkGemm(const GemmCase& c) {
+  const int64_t lda = c.K + 3, ldc = c.N + 5;  // padded rows: strides are honoured
+  std::vector<float> A = randomVec(c.M * lda, 1), B = randomVec(c.K * c.N, 2),
+                     bias = randomVec(c.N, 3), C = randomVec(c.M * ldc, 4);
+  avx2::PackedB pb;
+  ASSERT_TRUE(c.transB ? pb.pack(B.data(), c.K, c.N, 1, c.K) : pb.pack(B.data(), c.K, c.N, c.N, 1));
+  std::vector<double> want(C.begin(), C.end());
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double acc = c.bias ? bias[j] : 0.0;
+      for (int64_t k = 0; k < c.K; ++k)
+        acc += (double)A[i * lda + k] * (c.transB ? B[j * c.K + k] : B[k * c.N + j]);
+      if (c.accumulate) acc += C[i * ldc + j];
+      if (c.relu) acc = std::max(acc, 0.0);
+      want[i * ldc + j] = acc;
+    }
+  avx2::GemmEpilogue ep;
+  ep.bias = c.bias ? bias.data() : nullptr;
+  ep.accumulate = c.accumulate;
+  ep.relu = c.relu;
+  avx2::sgemmParallel(c.M, A.data(), lda, pb, C.data(), ldc, ep, c.threads);
+  expectNear(C, want, 1e-4,
+             "M" + std::to_string(c.M) + " K" + std::to_string(c.K) + " N" + std::to_string(c.N));
+}
+
+TEST(Avx2Sgemm, MatchesNaiveOverShapesAndEpilogues) {
+  SKIP_WITHOUT_AVX2();
+  // Every row remainder (1-6 and blocks of 6), K across the 256-deep blocking, 8-wide tails.
+  for (int64_t M : {1, 2, 5, 6, 7, 13, 32})
+    for (int64_t K : {1, 7, 256, 300})
+      for (int64_t N : {8, 16, 24, 40})
+        checkGemm({M, K, N, (M + K) % 2 == 0, N != 16, M % 3 == 0, K != 7, 1});
+}
+
+TEST(Avx2Sgemm, ThreadsSplitPanelsOrRows) {
+  SKIP_WITHOUT_AVX2();
+  checkGemm({32, 784, 512, true, true, false, true, 2});  // panels split
+  checkGemm({50, 64, 16, false, true, true, true, 2});    // one panel: rows split
+  checkGemm({3, 64, 8, false, false, false, false, 4});   // fewer row blocks than threads
+}
+
+TEST(Avx2Sgemm, PackRejectsWidthsNotMultipleOf8) {
+  std::vector<float> b(12 * 10);
+  avx2::PackedB pb;
+  EXPECT_FALSE(pb.pack(b.data(), 12, 10, 10, 1));
+  EXPECT_FALSE(pb.pack(b.data(), 0, 8, 8, 1));
+}
+
+// nChw8c <-> NCHW for tests: element (n, c, h, w) at ((n*C/8 + c/8)*H + h)*W*8 + w*8 + c%8.
+size_t blockedIndex(int64_t n, int64_t c, int64_t h, int64_t w, int64_t C, int64_t H, int64_t W) {
+  return (size_t)((((n * (C / 8) + c / 8) * H + h) * W + w) * 8 + c % 8);
+}
+
+struct WinoCase {
+  int64_t N, C, K, H, W, padT, padL, padB, padR;
+  bool bias, accumulate, relu;
+  int threads;
+};
+
+void checkWinograd(const WinoCase& c) {
+  const int64_t OH = c.H + c.padT + c.padB - 2, OW = c.W + c.padL + c.padR - 2;
+  std::vector<float> x = randomVec(c.N * c.C * c.H * c.W, 11),
+                     w = randomVec(c.K * c.C * 9, 12, -0.3f, 0.3f), b = randomVec(c.K, 13),
+                     y = randomVec(c.N * c.K * OH * OW, 14);
+  std::vector<double> want(y.size());
+  for (int64_t n = 0; n < c.N; ++n)
+    for (int64_t k = 0; k < c.K; ++k)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = c.bias ? b[k] : 0.0;
+          for (int64_t ch = 0; ch < c.C; ++ch)
+            for (int64_t i = 0; i < 3; ++i)
+              for (int64_t j = 0; j < 3; ++j) {
+                int64_t ih = oh - c.padT + i, iw = ow - c.padL + j;
+                if (ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                acc += (double)x[blockedIndex(n, ch, ih, iw, c.C, c.H, c.W)] *
+                       w[((k * c.C + ch) * 3 + i) * 3 + j];
+              }
+          size_t o = blockedIndex(n, k, oh, ow, c.K, OH, OW);
+          if (c.accumulate) acc += y[o];
+          if (c.relu) acc = std::max(acc, 0.0);
+          want[o] = acc;
+        }
+  avx2::WinogradConv3x3 wc;
+  avx2::Conv3x3Shape s{c.N, c.C, c.H, c.W, c.K, OH, OW, c.padT, c.padL};
+  ASSERT_TRUE(wc.prepare(s, w.data(), c.bias ? b.data() : nullptr));
+  wc.run(x.data(), y.data(), c.accumulate, c.relu, c.threads);
+  expectNear(y, want, 1e-4,
+             "N" + std::to_string(c.N) + " C" + std::to_string(c.C) + " K" + std::to_string(c.K) +
+                 " " + std::to_string(c.H) + "x" + std::to_string(c.W));
+}
+
+TEST(Avx2Winograd, MatchesNaiveConvolution) {
+  SKIP_WITHOUT_AVX2();
+  // Odd and even outputs (partial tiles), no / symmetric / asymmetric / 2-wide padding,
+  // epilogues on and off, several tile blocks (N 3 x 9x9 tiles > one block at C=K=8).
+  checkWinograd({1, 8, 8, 6, 6, 1, 1, 1, 1, true, false, false, 1});
+  checkWinograd({2, 16, 24, 7, 9, 1, 1, 1, 1, true, true, true, 1});
+  checkWinograd({1, 8, 16, 5, 8, 0, 0, 0, 0, false, false, true, 1});
+  checkWinograd({3, 8, 8, 17, 18, 1, 0, 0, 1, true, true, false, 1});
+  checkWinograd({1, 24, 8, 4, 4, 2, 2, 2, 2, true, false, true, 1});
+  checkWinograd({2, 64, 64, 14, 14, 1, 1, 1, 1, true, true, true, 2});
+  checkWinograd({1, 8, 8, 3, 3, 0, 1, 2, 1, false, true, false, 2});
+}
+
+TEST(Avx2Winograd, RejectsUnsupportedShapes) {
+  std::vector<float> w(16 * 16 * 9);
+  avx2::WinogradConv3x3 wc;
+  EXPECT_FALSE(wc.prepare({1, 12, 8, 8, 16, 8, 8, 1, 1}, w.data(), nullptr));  // C % 8
+  EXPECT_FALSE(wc.prepare({1, 16, 8, 8, 12, 8, 8, 1, 1}, w.data(), nullptr));  // K % 8
+  EXPECT_FALSE(wc.prepare({1, 16, 8, 8, 16, 10, 10, 3, 3}, w.data(), nullptr));  // pad 3
+  EXPECT_FALSE(wc.prepare({1, 16, 8, 8, 16, 8, 12, 1, 1}, w.data(), nullptr));  // OW: pad 5
+}
+
+// Through the registry: a ResNet-like 3x3 Conv with 64 channels picks Winograd (plain user
+// buffers, so the kernel's reorders run too) and matches the reference kernel.
+TEST(Avx2Winograd, ConvKernelChoosesItAndMatchesReference) {
+  SKIP_WITHOUT_AVX2();
+  OpCase oc;
+  oc.op = "Conv";
+  oc.attrs.set("pads", Attr::ofInts({1, 1, 1, 1}));
+  oc.inputs = {randomTensor({2, 64, 9, 10}, 21), randomTensor({64, 64, 3, 3}, 22, -0.1f, 0.1f),
+               randomTensor({64}, 23)};
+  oc.constant = {false, true, true};
+  oc.outputs = {{2, 64, 9, 10}};
+  std::string impl;
+  Tensor got = runOnce(oc, &impl);
+  EXPECT_EQ(impl.rfind("avx2:winograd_2x2_3x3", 0), 0u) << impl;
+  KernelRegistry refOnly;
+  registerCpuReferenceKernels(refOnly);
+  std::unique_ptr<Kernel> rk;
+  ASSERT_TRUE(refOnly.create("cpu", oc.context(), &rk).isOk());
+  Tensor want = Tensor::alloc(DType::F32, {2, 64, 9, 10});
+  std::vector<Tensor*> outs = {&want};
+  ASSERT_TRUE(rk->run({&oc.inputs[0], &oc.inputs[1], &oc.inputs[2]}, outs).isOk());
+  expectClose(got, toDouble(want), 1e-4);
+}
+
+// Strided and 32-channel convolutions keep oneDNN's direct kernel.
+TEST(Avx2Winograd, NotChosenOutsideItsRange) {
+  SKIP_WITHOUT_AVX2();
+  OpCase oc;
+  oc.op = "Conv";
+  oc.attrs.set("pads", Attr::ofInts({1, 1, 1, 1}));
+  oc.attrs.set("strides", Attr::ofInts({2, 2}));
+  oc.inputs = {randomTensor({1, 64, 8, 8}, 31), randomTensor({64, 64, 3, 3}, 32)};
+  oc.constant = {false, true};
+  oc.outputs = {{1, 64, 4, 4}};
+  std::string impl;
+  runOnce(oc, &impl);
+  EXPECT_EQ(impl.find("winograd"), std::string::npos) << impl;
+  OpCase narrow;
+  narrow.op = "Conv";
+  narrow.inputs = {randomTensor({1, 32, 8, 8}, 33), randomTensor({64, 32, 3, 3}, 34)};
+  narrow.constant = {false, true};
+  narrow.outputs = {{1, 64, 6, 6}};
+  runOnce(narrow, &impl);
+  EXPECT_EQ(impl.find("winograd"), std::string::npos) << impl;
+}
+
+// Gemm with constant transposed weights, a bias row: the packed GEMM, matching the reference.
+TEST(Avx2Sgemm, GemmKernelChoosesItAndMatchesReference) {
+  SKIP_WITHOUT_AVX2();
+  OpCase oc;
+  oc.op = "Gemm";
+  oc.attrs.set("transB", Attr::ofInt(1));
+  oc.inputs = {randomTensor({9, 70}, 41), randomTensor({24, 70}, 42), randomTensor({24}, 43)};
+  oc.constant = {false, true, true};
+  oc.outputs = {{9, 24}};
+  std::string impl;
+  Tensor got = runOnce(oc, &impl);
+  EXPECT_EQ(impl.rfind("avx2:sgemm_packed", 0), 0u) << impl;
+  KernelRegistry refOnly;
+  registerCpuReferenceKernels(refOnly);
+  std::unique_ptr<Kernel> rk;
+  ASSERT_TRUE(refOnly.create("cpu", oc.context(), &rk).isOk());
+  Tensor want = Tensor::alloc(DType::F32, {9, 24});
+  std::vector<Tensor*> outs = {&want};
+  ASSERT_TRUE(rk->run({&oc.inputs[0], &oc.inputs[1], &oc.inputs[2]}, outs).isOk());
+  expectClose(got, toDouble(want), 1e-4);
+  // Non-constant weights stay with oneDNN (nothing to pack ahead).
+  oc.constant = {false, false, true};
+  runOnce(oc, &impl);
+  EXPECT_EQ(impl.find("avx2"), std::string::npos) << impl;
+}
+
+}  // namespace
+}  // namespace dnnltest
+}  // namespace tandem
