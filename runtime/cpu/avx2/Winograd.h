@@ -41,8 +41,14 @@ class WinogradConv3x3 {
   int64_t tilesPerBlock() const { return tb_; }
 
  private:
-  void runBlock(const float* src, float* dst, int64_t tile0, int64_t tiles, float* scratch,
-                bool accumulate, bool relu) const;
+  // The three phases of one block of `tiles` tiles from tile0, each over a part of its range
+  // (channel blocks, B panels, output channel blocks) so that threads can share a block.
+  // scratch: V [16][tiles][C] then M [16][tiles][K].
+  void inputPhase(const float* src, int64_t tile0, int64_t tiles, float* scratch, int64_t cb0,
+                  int64_t cb1) const;
+  void gemmPhase(int64_t tiles, float* scratch, int64_t panel0, int64_t panel1) const;
+  void outputPhase(float* dst, int64_t tile0, int64_t tiles, const float* scratch,
+                   bool accumulate, bool relu, int64_t kb0, int64_t kb1) const;
 
   Conv3x3Shape s_;
   int64_t tilesH_ = 0, tilesW_ = 0, tb_ = 0;

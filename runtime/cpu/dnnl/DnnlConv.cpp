@@ -342,13 +342,13 @@ class ConvKernel : public DnnlKernel {
   }
 
  private:
-  /// 3x3 stride-1 convolutions with at least 64 input and output channels run as Winograd
+  /// 3x3 stride-1 convolutions with at least 32 input and output channels run as Winograd
   /// F(2x2, 3x3) (runtime/cpu/avx2/Winograd.h) when oneDNN chose the 8-channel-blocked layout
   /// for both activations (AVX2 machines), the weights and bias are constant and the post-ops
-  /// are at most a sum then a ReLU. Measured against oneDNN 2.6's jit:avx2 direct kernel on
-  /// the ResNet-18 shapes at batch 32 (1 thread, CPU time): 1.24x (64 ch @ 56), 1.44x (128 @
-  /// 28), 1.72x (256 @ 14), 1.73x (512 @ 7). With 32 input channels the transforms eat the gain
-  /// (1.04x on MNIST's 32 -> 64 @ 26), hence the 64-channel floor.
+  /// are at most a sum then a ReLU. Measured against oneDNN 2.6's jit:avx2 direct kernel (1
+  /// thread, same run, noisy shared machine): ResNet-18 shapes at batch 32 1.3-1.5x (64 ch @
+  /// 56), 1.5-1.8x (128 @ 28), 1.6-2.2x (256 @ 14), 1.6-2.0x (512 @ 7); MNIST's 32 -> 64 @ 26
+  /// 1.14-1.24x. With 16 channels the transforms eat the gain (0.9x), hence the 32 floor.
   void initWinograd(const ConvGeometry& g, const dnnl::memory::desc& chosenSrc,
                     const dnnl::memory::desc& chosenDst, const Tensor* wConst,
                     const Tensor* bConst, const Epilogue* ep) {
@@ -358,7 +358,7 @@ class ConvKernel : public DnnlKernel {
         (hasBias_ && !bConst) || !avx2Epilogue(ep, &winoSum_, &winoRelu_))
       return;
     const dims& w = g.weightsDims;
-    if (w.size() != 4 || w[2] != 3 || w[3] != 3 || w[0] < 64 || w[1] < 64 ||
+    if (w.size() != 4 || w[2] != 3 || w[3] != 3 || w[0] < 32 || w[1] < 32 ||
         g.strides != dims{1, 1} || g.dilations != dims{0, 0})
       return;
     if (chosenSrc != dnnl::memory::desc(g.srcDims, f32, tag::nChw8c) ||

@@ -134,7 +134,8 @@ void checkWinograd(const WinoCase& c) {
 TEST(Avx2Winograd, MatchesNaiveConvolution) {
   SKIP_WITHOUT_AVX2();
   // Odd and even outputs (partial tiles), no / symmetric / asymmetric / 2-wide padding,
-  // epilogues on and off, several tile blocks (N 3 x 9x9 tiles > one block at C=K=8).
+  // epilogues on and off, several tile blocks (N 3 x 9x9 tiles > one block at C=K=8), and
+  // 2-3 threads sharing blocks (few tiles) or splitting them (many tiles).
   checkWinograd({1, 8, 8, 6, 6, 1, 1, 1, 1, true, false, false, 1});
   checkWinograd({2, 16, 24, 7, 9, 1, 1, 1, 1, true, true, true, 1});
   checkWinograd({1, 8, 16, 5, 8, 0, 0, 0, 0, false, false, true, 1});
@@ -142,6 +143,9 @@ TEST(Avx2Winograd, MatchesNaiveConvolution) {
   checkWinograd({1, 24, 8, 4, 4, 2, 2, 2, 2, true, false, true, 1});
   checkWinograd({2, 64, 64, 14, 14, 1, 1, 1, 1, true, true, true, 2});
   checkWinograd({1, 8, 8, 3, 3, 0, 1, 2, 1, false, true, false, 2});
+  // Many tiles on 2 threads: the tile-parallel path (above: threads share each block).
+  checkWinograd({2, 8, 16, 31, 32, 1, 1, 1, 1, true, true, true, 2});
+  checkWinograd({3, 16, 8, 29, 29, 1, 1, 1, 1, false, false, true, 3});
 }
 
 TEST(Avx2Winograd, RejectsUnsupportedShapes) {
@@ -192,7 +196,7 @@ TEST(Avx2Winograd, NotChosenOutsideItsRange) {
   EXPECT_EQ(impl.find("winograd"), std::string::npos) << impl;
   OpCase narrow;
   narrow.op = "Conv";
-  narrow.inputs = {randomTensor({1, 32, 8, 8}, 33), randomTensor({64, 32, 3, 3}, 34)};
+  narrow.inputs = {randomTensor({1, 16, 8, 8}, 33), randomTensor({64, 16, 3, 3}, 34)};
   narrow.constant = {false, true};
   narrow.outputs = {{1, 64, 6, 6}};
   runOnce(narrow, &impl);
