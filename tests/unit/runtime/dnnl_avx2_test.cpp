@@ -4,6 +4,7 @@
 #include <random>
 
 #include "dnnl_test_util.h"
+#include "runtime/cpu/avx2/Pool.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/avx2/Winograd.h"
 
@@ -227,6 +228,74 @@ TEST(Avx2Sgemm, GemmKernelChoosesItAndMatchesReference) {
   oc.constant = {false, false, true};
   runOnce(oc, &impl);
   EXPECT_EQ(impl.find("avx2"), std::string::npos) << impl;
+}
+
+// MaxPool on blocked input through the registry (the plan's input_layouts says "blocked"):
+// blocked or plain output, windows clipped at padded edges, against a naive pool of the plain
+// tensor. The input handed over is the plain tensor rearranged to nChw8c.
+void checkMaxPool(Shape x, std::vector<int64_t> k, std::vector<int64_t> st,
+                  std::vector<int64_t> pads, bool dstBlocked) {
+  const int64_t N = x[0], C = x[1], H = x[2], W = x[3];
+  const int64_t OH = (H + pads[0] + pads[2] - k[0]) / st[0] + 1;
+  const int64_t OW = (W + pads[1] + pads[3] - k[1]) / st[1] + 1;
+  Tensor plain = randomTensor(x, 51);
+  Tensor blocked = Tensor::alloc(DType::F32, x);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          blocked.data<float>()[blockedIndex(n, c, h, w, C, H, W)] =
+              plain.data<float>()[((n * C + c) * H + h) * W + w];
+  OpCase oc;
+  oc.op = "MaxPool";
+  oc.attrs.set("kernel_shape", Attr::ofInts(k));
+  oc.attrs.set("strides", Attr::ofInts(st));
+  oc.attrs.set("pads", Attr::ofInts(pads));
+  oc.attrs.set("input_layouts", Attr::ofStrings({"blocked"}));
+  if (dstBlocked) oc.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+  oc.inputs = {blocked};
+  oc.outputs = {{N, C, OH, OW}};
+  std::string impl;
+  Tensor got = runOnce(oc, &impl);
+  EXPECT_EQ(impl, std::string("avx2:maxpool_nChw8c") + (dstBlocked ? "" : " to nchw"));
+  std::vector<double> want(N * C * OH * OW);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double m = -INFINITY;
+          for (int64_t i = 0; i < k[0]; ++i)
+            for (int64_t j = 0; j < k[1]; ++j) {
+              int64_t h = oh * st[0] - pads[0] + i, w = ow * st[1] - pads[1] + j;
+              if (h >= 0 && h < H && w >= 0 && w < W)
+                m = std::max(m, (double)plain.data<float>()[((n * C + c) * H + h) * W + w]);
+            }
+          size_t o = dstBlocked ? blockedIndex(n, c, oh, ow, C, OH, OW)
+                                : (size_t)(((n * C + c) * OH + oh) * OW + ow);
+          want[o] = m;
+        }
+  expectClose(got, want, 0);
+}
+
+TEST(Avx2MaxPool, BlockedInputToBlockedAndPlainOutput) {
+  SKIP_WITHOUT_AVX2();
+  checkMaxPool({2, 16, 11, 12}, {3, 3}, {2, 2}, {1, 1, 1, 1}, true);   // ResNet's stem pool
+  checkMaxPool({2, 16, 11, 12}, {3, 3}, {2, 2}, {1, 1, 1, 1}, false);
+  checkMaxPool({3, 64, 24, 24}, {2, 2}, {2, 2}, {0, 0, 0, 0}, false);  // MNIST's pool -> Flatten
+  checkMaxPool({1, 8, 7, 5}, {3, 2}, {1, 2}, {2, 0, 0, 1}, true);      // asymmetric everything
+}
+
+TEST(Avx2MaxPool, PlainInputStaysWithOneDnn) {
+  SKIP_WITHOUT_AVX2();
+  OpCase oc;
+  oc.op = "MaxPool";
+  oc.attrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  oc.attrs.set("strides", Attr::ofInts({2, 2}));
+  oc.inputs = {randomTensor({1, 16, 8, 8}, 61)};
+  oc.outputs = {{1, 16, 4, 4}};
+  std::string impl;
+  runOnce(oc, &impl);
+  EXPECT_EQ(impl.rfind("dnnl:", 0), 0u) << impl;
 }
 
 }  // namespace
