@@ -61,11 +61,14 @@ int64_t assignOffsets(std::vector<Buffer*>& buffers) {
 // element before writing the same element (unary ops and operand 0 of binary ops, as oneDNN's
 // in-place rule for binary is src0 == dst); a fused element-wise loop writes a chunk only
 // after reading it, so any operand; a fused epilogue only its residual, which oneDNN's sum
-// reads from the output buffer anyway.
+// reads from the output buffer anyway. The reshaping ops (Identity, Flatten, Reshape, Squeeze,
+// Unsqueeze) keep the row-major bytes, so sharing the buffer makes their copy vanish (their
+// kernels skip a copy onto itself).
 llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
   static const std::set<std::string> unary = {
       "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt",
-      "Abs", "Neg", "Reciprocal", "Erf", "Softplus", "Clip", "Gelu"};
+      "Abs", "Neg", "Reciprocal", "Erf", "Softplus", "Clip", "Gelu",
+      "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"};
   static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
   if (auto fused = llvm::dyn_cast<FusedOp>(op)) {
     llvm::SmallVector<mlir::Value> out;

@@ -133,3 +133,19 @@ func.func @main(%x: tensor<1x2x2x2xf32> {tandem.device = "cpu"}, %r: tensor<1x2x
   }
   return %3 : tensor<1x2x2x2xf32>
 }
+
+// -----
+
+// Flatten keeps the row-major bytes: it shares the Relu's slot (its last reader) and its copy
+// vanishes; one slot instead of two. A Flatten whose input is read again later gets its own.
+// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 128 : i64}
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: tandem.relu %arg0 {arena_offset = [0], device = "cpu"}
+// CHECK-NEXT: tandem.flatten %{{.*}} {arena_offset = [0], axis = 1 : i64, device = "cpu"}
+// CHECK-NEXT: tandem.flatten %{{.*}} {arena_offset = [64], axis = 1 : i64, device = "cpu"}
+func.func @main(%x: tensor<1x2x2xf32> {tandem.device = "cpu"}) -> (tensor<1x4xf32>, tensor<1x4xf32>) {
+  %0 = tandem.relu %x {device = "cpu"} : (tensor<1x2x2xf32>) -> tensor<1x2x2xf32>
+  %1 = tandem.flatten %0 {axis = 1 : i64, device = "cpu"} : (tensor<1x2x2xf32>) -> tensor<1x4xf32>
+  %2 = tandem.flatten %1 {axis = 1 : i64, device = "cpu"} : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  return %1, %2 : tensor<1x4xf32>, tensor<1x4xf32>
+}

@@ -109,15 +109,15 @@ TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
   EXPECT_EQ(std::vector<int64_t>(y.dims().begin(), y.dims().end()), (std::vector<int64_t>{2, 4}));
 
   // Arena: four 32-byte values padded to 64; x[-1,1] add[1,2] relu[2,4] reshape[4,end]. Add
-  // overwrites x (its last reader, same size) and Relu the Add's result, in place: x, add and
-  // relu share offset 0; reshape (not element-wise) gets 64.
+  // overwrites x (its last reader, same size), Relu the Add's result and Reshape (same bytes,
+  // row-major) the Relu's, in place: all four share offset 0.
   EXPECT_EQ(x.arena_offset(), 0);
   EXPECT_EQ(value(r, p.steps(0).outputs(0)).arena_offset(), 0);
   EXPECT_EQ(value(r, p.steps(1).outputs(0)).arena_offset(), 0);
-  EXPECT_EQ(y.arena_offset(), 64);
+  EXPECT_EQ(y.arena_offset(), 0);
   ASSERT_EQ(p.arenas_size(), 1);
   EXPECT_EQ(p.arenas(0).device(), "cpu");
-  EXPECT_EQ(p.arenas(0).bytes(), 128);
+  EXPECT_EQ(p.arenas(0).bytes(), 64);
   EXPECT_EQ(p.arenas(0).unplanned_bytes(), 256);
 }
 
@@ -137,9 +137,9 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
             "add1 (Add): cpu [only-kernel] candidates: cpu 1us\n"
             "relu1 (Relu): cpu [only-kernel] candidates: cpu 1us\n"
             "reshape1 (Reshape): cpu [only-kernel] candidates: cpu 0us\n"
-            "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 128 bytes\n"
+            "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 64 bytes\n"
             "kernels before -> after fusion: cpu 3 -> 3; arena peak of all intermediates: cpu "
-            "128 of 256 bytes\n"
+            "64 of 256 bytes\n"
             "estimated time: plan (cost) 2us; baselines: cost 2us, cpu 2us, gpu 2us, "
             "greedy 2us, ort 2us\n");
   auto j = nlohmann::json::parse(r.placementLogJson);
@@ -149,7 +149,7 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
   EXPECT_EQ(j["ops"][1]["name"], "relu1");
   EXPECT_EQ(j["ops"][1]["reason"], "only-kernel");
   EXPECT_EQ(j["summary"]["ops_per_device"]["cpu"], 3);
-  EXPECT_EQ(j["summary"]["arena_peak_bytes"]["cpu"], 128);
+  EXPECT_EQ(j["summary"]["arena_peak_bytes"]["cpu"], 64);
   EXPECT_EQ(j["constants"]["count_per_device"]["cpu"], 2);
   EXPECT_EQ(r.plan.placement_log_json(), r.placementLogJson);
 }
@@ -185,9 +185,9 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   EXPECT_EQ(p.arenas(0).device(), "cpu");
   EXPECT_EQ(p.arenas(1).device(), "cpu:1");
   // cpu: the add overwrites x in place. cpu:1: copy[2,3], relu[3,5], reshape[5,6]: relu
-  // overwrites the copy, reshape needs a second slot.
+  // overwrites the copy and reshape the relu's result: one slot.
   EXPECT_EQ(p.arenas(0).bytes(), 64);
-  EXPECT_EQ(p.arenas(1).bytes(), 128);
+  EXPECT_EQ(p.arenas(1).bytes(), 64);
   EXPECT_EQ(p.arenas(1).unplanned_bytes(), 192);
   EXPECT_NE(r.placementLogText.find("copy add1: cpu -> cpu:1, 32 bytes, "), std::string::npos)
       << r.placementLogText;
@@ -245,7 +245,8 @@ TEST_F(PipelineTest, PrintsIrAfterEveryStep) {
     EXPECT_GT(at, last == 0 ? 0 : last) << step << " out of order";
     last = at;
   }
-  EXPECT_NE(ir.find("arena_offset = [64]"), std::string::npos);
+  // plan-memory records each value's offset (everything shares slot 0 here).
+  EXPECT_NE(ir.find("arena_offset = [0]"), std::string::npos);
 }
 
 }  // namespace
