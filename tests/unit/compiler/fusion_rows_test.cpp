@@ -58,6 +58,7 @@ struct Compiled {
   plan::Plan plan;
   std::vector<Tensor> outputs;
   std::vector<std::string> impls;
+  std::string log;
 };
 
 Compiled compileAndRun(bool fuse) {
@@ -71,6 +72,7 @@ Compiled compileAndRun(bool fuse) {
   Status st = compileModuleToPlan(*module, co, &r);
   EXPECT_TRUE(st.isOk()) << st.message();
   run.plan = r.plan;
+  run.log = r.placementLogText;
   std::unique_ptr<Executable> exe;
   st = Executable::load(r.plan, LoadOptions{2}, &exe);
   EXPECT_TRUE(st.isOk()) << st.message();
@@ -132,6 +134,15 @@ TEST(FusionRows, SameOutputsAsUnfusedAndRowKernelsRun) {
     EXPECT_NE(s.op_type(), "Neg");
     EXPECT_NE(s.op_type(), "LayerNormalization");
   }
+  // The log says where each copy of the Neg runs and why the Exp was not copied.
+  size_t first = fused.log.find("(Neg): cpu");
+  ASSERT_NE(first, std::string::npos) << fused.log;
+  EXPECT_NE(fused.log.find("duplicated: a copy in each of 2 readers", first), std::string::npos)
+      << fused.log;
+  EXPECT_NE(fused.log.find("(Neg): cpu", first + 1), std::string::npos) << fused.log;
+  EXPECT_NE(fused.log.find("not duplicated: Exp is expensive (2 readers)"), std::string::npos)
+      << fused.log;
+  EXPECT_NE(fused.log.find("[add-layernorm]"), std::string::npos) << fused.log;
   int steps = fused.plan.steps_size(), plainSteps = plain.plan.steps_size();
   EXPECT_LT(steps, plainSteps - 8) << "fused " << steps << " vs unfused " << plainSteps;
 }
