@@ -102,8 +102,8 @@ bool isCheapLoopOp(const std::string& type) {
 // need the finished row, so fusing one as a producer would recompute it per element.
 bool isReductionLike(mlir::Operation* op) {
   static const std::set<std::string> s = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                                          "ArgMax", "Softmax", "LogSoftmax",
-                                          "LayerNormalization"};
+                                          "ReduceL2", "ReduceSumSquare", "ArgMax", "Softmax",
+                                          "LogSoftmax", "LayerNormalization"};
   return s.count(onnxOpType(op)) > 0;
 }
 
@@ -139,7 +139,7 @@ bool reducedAxes(mlir::Operation* op, int64_t rank, llvm::SmallVector<int64_t>* 
 }
 
 // A root of a row group (runtime/cpu/ref/Fused.cpp's row kernel): an f32 reduction
-// (ReduceSum/Mean/Max/Min) over the last axes, a Softmax/LogSoftmax over the last axis, or a
+// (ReduceSum/Mean/Max/Min/L2/SumSquare) over the last axes, a Softmax/LogSoftmax over the last axis, or a
 // LayerNormalization over the last axis with Scale and B of that axis' length (one result).
 // Each output element is then one contiguous run ("row") of X, operand 0, so the element-wise
 // producers of X can be computed row by row while the row is reduced.
@@ -165,7 +165,8 @@ bool rowRoot(mlir::Operation* op) {
     }
     return true;
   }
-  if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax" || t == "ReduceMin") {
+  if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax" || t == "ReduceMin" ||
+      t == "ReduceL2" || t == "ReduceSumSquare") {
     llvm::SmallVector<int64_t> axes;
     if (!reducedAxes(op, rank, &axes)) return false;
     for (size_t i = 0; i < axes.size(); ++i)  // a suffix: rank-k, ..., rank-1

@@ -165,7 +165,7 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        type (operands of the result's type or scalars) join; one also read outside becomes an
        extra output only if the group stays convex and those readers follow the root.
     3. Row groups: a reduction over the last axes (ReduceSum with constant axes, ReduceMean,
-       ReduceMax, ReduceMin), a Softmax/LogSoftmax or a LayerNormalization over the last axis
+       ReduceMax, ReduceMin, ReduceL2, ReduceSumSquare), a Softmax/LogSoftmax or a LayerNormalization over the last axis
        (Scale/B of that length) absorbs the element-wise producers of its X by rule 2; one
        kernel computes them row by row while reducing (kinds `reduction`, `softmax`,
        `layernorm`, and `add-layernorm` when X is a member Add: the transformer's residual

@@ -118,3 +118,20 @@ func.func @main(%x: tensor<2x8xf32> {tandem.device = "cpu"}, %r: tensor<2x8xf32>
   %b = tandem.abs %e {device = "cpu:1"} : (tensor<2x8xf32>) -> tensor<2x8xf32>
   return %n, %a, %b : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// ReduceL2 over the last axis with an Abs and a scale before it: one reduction kernel.
+// CHECK-LABEL: func.func @main
+// CHECK: tandem.fused "reduction"(%arg0, %{{.*}}) {device = "cpu"}
+// CHECK: tandem.abs
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.reduce_l2
+// CHECK-NEXT: tandem.yield
+func.func @main(%x: tensor<3x5xf32> {tandem.device = "cpu"}) -> tensor<3x1xf32> {
+  %c = tandem.constant {device = "cpu"} dense<2.0> : tensor<f32>
+  %0 = tandem.abs %x {device = "cpu"} : (tensor<3x5xf32>) -> tensor<3x5xf32>
+  %1 = tandem.mul %0, %c {device = "cpu"} : (tensor<3x5xf32>, tensor<f32>) -> tensor<3x5xf32>
+  %2 = tandem.reduce_l2 %1 {axes = [1], device = "cpu"} : (tensor<3x5xf32>) -> tensor<3x1xf32>
+  return %2 : tensor<3x1xf32>
+}

@@ -375,7 +375,8 @@ class LoopKernel : public Kernel {
 
 // ---- row kernel ----
 
-enum class RowOp { Sum, Mean, Max, Min, Softmax, LogSoftmax, LayerNorm };
+// Reductions first (up to Min), then the roots that keep the row.
+enum class RowOp { Sum, Mean, SumSquare, L2, Max, Min, Softmax, LogSoftmax, LayerNorm };
 
 bool isRowKind(const std::string& kind) {
   return kind == "reduction" || kind == "softmax" || kind == "layernorm" ||
@@ -390,7 +391,8 @@ class RowKernel : public Kernel {
     const BodyOp& root = body.ops[last];
     static const std::pair<const char*, RowOp> table[] = {
         {"ReduceSum", RowOp::Sum}, {"ReduceMean", RowOp::Mean}, {"ReduceMax", RowOp::Max},
-        {"ReduceMin", RowOp::Min}, {"Softmax", RowOp::Softmax},
+        {"ReduceMin", RowOp::Min}, {"ReduceSumSquare", RowOp::SumSquare},
+        {"ReduceL2", RowOp::L2}, {"Softmax", RowOp::Softmax},
         {"LogSoftmax", RowOp::LogSoftmax}, {"LayerNormalization", RowOp::LayerNorm}};
     bool known = false;
     for (const auto& [name, op] : table)
@@ -503,6 +505,10 @@ class RowKernel : public Kernel {
             case RowOp::Mean:
               for (int64_t i = 0; i < len; ++i) sum += x[i];
               break;
+            case RowOp::SumSquare:
+            case RowOp::L2:
+              for (int64_t i = 0; i < len; ++i) sum += double(x[i]) * x[i];
+              break;
             case RowOp::Max:
               for (int64_t i = 0; i < len; ++i) {
                 nan |= std::isnan(x[i]);
@@ -527,6 +533,8 @@ class RowKernel : public Kernel {
         switch (op_) {
           case RowOp::Sum: Y[r] = float(sum); break;
           case RowOp::Mean: Y[r] = float(sum / double(cols_)); break;
+          case RowOp::SumSquare: Y[r] = float(sum); break;
+          case RowOp::L2: Y[r] = float(std::sqrt(sum)); break;
           case RowOp::Max:
           case RowOp::Min: Y[r] = nan ? std::numeric_limits<float>::quiet_NaN() : ext; break;
           case RowOp::Softmax:

@@ -56,7 +56,7 @@ Status createElementwiseLoop(const KernelContext& ctx, const Body& body,
 
 /// One pass over memory for a row group (f32): the body is element-wise loop ops (as above, on
 /// X's shape) and last the root, reading X as operand 0: ReduceSum/ReduceMean/ReduceMax/
-/// ReduceMin over the last axes, Softmax/LogSoftmax or LayerNormalization (Scale, optional B of
+/// ReduceMin/ReduceL2/ReduceSumSquare over the last axes, Softmax/LogSoftmax or LayerNormalization (Scale, optional B of
 /// the row's length) over the last axis. Each row of X (the reduced run) is computed by the
 /// loop chunk by chunk and reduced as it comes, or kept in a row buffer (L1/L2-resident) for
 /// the normalising roots (statistics, then the normalised row); loop values that are step

@@ -380,6 +380,8 @@ TEST(DnnlFused, RowKernelMatchesUnfusedForEveryRoot) {
       {"ReduceMean", attrs({{"axes", Attr::ofInts({-1})}}), {3, 4, 1}},
       {"ReduceMax", attrs({{"axes", Attr::ofInts({2})}, {"keepdims", Attr::ofInt(0)}}), {3, 4}},
       {"ReduceMin", attrs({{"axes", Attr::ofInts({-1})}}), {3, 4, 1}},
+      {"ReduceL2", attrs({{"axes", Attr::ofInts({-1})}, {"keepdims", Attr::ofInt(0)}}), {3, 4}},
+      {"ReduceSumSquare", attrs({{"axes", Attr::ofInts({1, 2})}}), {3, 1, 1}},
       {"Softmax", attrs({}), xs},
       {"LogSoftmax", attrs({{"axis", Attr::ofInt(2)}}), xs},
       {"LayerNormalization", attrs({{"epsilon", Attr::ofFloat(1e-3f)}}), xs, false, true},
