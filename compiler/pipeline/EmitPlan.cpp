@@ -393,7 +393,10 @@ class PlanEmitter {
     if (!assumed.is_null()) entry["placement_fusion"] = assumed;
     if (!refusedBy.is_null()) entry["refused_by"] = refusedBy;
     ops_.push_back(std::move(entry));
-    opsPerDevice_[device] += 1;
+    // A duplicated op is logged once per copy but is one op of the graph (and one kernel
+    // before fusion).
+    if (!dup || duplicatedSeen_.insert(device + "\n" + name + "\n" + location).second)
+      opsPerDevice_[device] += 1;
   }
 
   void writeLog(const std::map<std::string, int64_t>& peak,
@@ -534,6 +537,7 @@ class PlanEmitter {
   std::set<int> outputNamed_;
   std::vector<std::string> logLines_;
   std::vector<nlohmann::json> ops_, copies_;
+  std::set<std::string> duplicatedSeen_;  // device, name, location of duplicated ops logged
   std::map<std::string, int64_t> opsPerDevice_, kernelsAfter_, constantsPerDevice_, constantBytesPerDevice_;
   int64_t bytesMoved_ = 0;
 };
