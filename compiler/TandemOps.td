@@ -195,6 +195,11 @@ def Tandem_ReduceMaxOp : Tandem_OnnxOp<"reduce_max", "ReduceMax", "13",
     "max over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
 def Tandem_ReduceMinOp : Tandem_OnnxOp<"reduce_min", "ReduceMin", "13",
     "min over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceL2Op : Tandem_OnnxOp<"reduce_l2", "ReduceL2", "13",
+    "square root of the sum of squares over `axes` (attribute; all when absent)",
+    (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceSumSquareOp : Tandem_OnnxOp<"reduce_sum_square", "ReduceSumSquare", "13",
+    "sum of squares over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
 def Tandem_ReduceSumOp : Tandem_OnnxOp<"reduce_sum", "ReduceSum", "13",
     "sum over the axes input (all, or none with noop_with_empty_axes, when absent)",
     (ins Int:$keepdims, Int:$noop_with_empty_axes)>;

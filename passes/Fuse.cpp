@@ -1,10 +1,12 @@
 // --tandem-fuse: per-device fusion groups (tandem.fused) after placement and transfers: CPU
 // Conv/Gemm/MatMul epilogues (residual sum + activations as oneDNN post-ops) and element-wise
 // chains run as one loop.
+#include <algorithm>
 #include <set>
 
 #include "compiler/OpBuilding.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "compiler/TandemDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -86,6 +88,105 @@ bool loopFusible(mlir::Operation* op) {
   return false;
 }
 
+// XLA's IsExpensive for the loop ops: transcendental functions, divisions and square roots
+// cost tens of cycles per element, the rest one or two instructions. Only cheap ops are
+// computed again in every consumer (duplication); an op not listed here counts as expensive.
+bool isCheapLoopOp(const std::string& type) {
+  static const std::set<std::string> s = {"Relu", "LeakyRelu", "HardSigmoid", "Abs", "Neg",
+                                          "Clip", "Add", "Sub", "Mul", "Max", "Min"};
+  return s.count(type) > 0;
+}
+
+// Ops that fold a run of elements into one value or need a whole row before writing any of it.
+// They are group roots only, never producers inside a group: a consumer reading them would
+// need the finished row, so fusing one as a producer would recompute it per element.
+bool isReductionLike(mlir::Operation* op) {
+  static const std::set<std::string> s = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
+                                          "ReduceL2", "ReduceSumSquare", "ArgMax", "Softmax",
+                                          "LogSoftmax", "LayerNormalization"};
+  return s.count(onnxOpType(op)) > 0;
+}
+
+int64_t intAttrOr(mlir::Operation* op, const char* name, int64_t dflt) {
+  auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
+  return a ? a.getInt() : dflt;
+}
+
+// The axes a Reduce* op folds (ReduceSum-13: the axes input, which must be a constant; the
+// others: the `axes` attribute; absent: every axis), normalised; false when unknown or when
+// the op would be the identity (noop_with_empty_axes).
+bool reducedAxes(mlir::Operation* op, int64_t rank, llvm::SmallVector<int64_t>* axes) {
+  std::vector<int64_t> raw;
+  if (onnxOpType(op) == "ReduceSum") {
+    if (op->getNumOperands() > 1 && !isNone(op->getOperand(1))) {
+      Tensor t;
+      if (!getConstantValue(op->getOperand(1), &t) || t.dtype() != DType::I64) return false;
+      for (int64_t i = 0; i < t.numel(); ++i) raw.push_back(t.data<int64_t>()[i]);
+    }
+    if (raw.empty() && intAttrOr(op, "noop_with_empty_axes", 0)) return false;
+  } else if (auto a = op->getAttrOfType<mlir::ArrayAttr>("axes")) {
+    for (mlir::Attribute e : a) raw.push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
+  }
+  axes->clear();
+  if (raw.empty())
+    for (int64_t d = 0; d < rank; ++d) axes->push_back(d);
+  for (int64_t a : raw) {
+    if (a < -rank || a >= rank) return false;
+    axes->push_back(a < 0 ? a + rank : a);
+  }
+  llvm::sort(*axes);
+  return std::unique(axes->begin(), axes->end()) == axes->end();
+}
+
+// A root of a row group (runtime/cpu/ref/Fused.cpp's row kernel): an f32 reduction
+// (ReduceSum/Mean/Max/Min/L2/SumSquare) over the last axes, a Softmax/LogSoftmax over the last axis, or a
+// LayerNormalization over the last axis with Scale and B of that axis' length (one result).
+// Each output element is then one contiguous run ("row") of X, operand 0, so the element-wise
+// producers of X can be computed row by row while the row is reduced.
+bool rowRoot(mlir::Operation* op) {
+  if (op->getNumResults() != 1 || op->getNumOperands() < 1 || !isF32(op->getOperand(0)) ||
+      !isF32(op->getResult(0)))
+    return false;
+  auto xt = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+  const int64_t rank = xt.getRank();
+  if (rank == 0 || xt.getNumElements() == 0) return false;
+  std::string t = onnxOpType(op);
+  auto lastAxis = [&](int64_t a) { return a == -1 || a == rank - 1; };
+  if (t == "Softmax" || t == "LogSoftmax") return lastAxis(intAttrOr(op, "axis", -1));
+  if (t == "LayerNormalization") {
+    if (!lastAxis(intAttrOr(op, "axis", -1)) || op->getNumOperands() < 2) return false;
+    for (unsigned i = 1; i < op->getNumOperands() && i < 3; ++i) {
+      mlir::Value p = op->getOperand(i);
+      if (i == 2 && isNone(p)) continue;
+      auto pt = llvm::dyn_cast<mlir::RankedTensorType>(p.getType());
+      if (!isF32(p) || pt.getRank() != 1 || pt.getDimSize(0) != xt.getDimSize(rank - 1) ||
+          p == op->getOperand(0))
+        return false;
+    }
+    return true;
+  }
+  if (t == "ReduceSum" || t == "ReduceMean" || t == "ReduceMax" || t == "ReduceMin" ||
+      t == "ReduceL2" || t == "ReduceSumSquare") {
+    llvm::SmallVector<int64_t> axes;
+    if (!reducedAxes(op, rank, &axes)) return false;
+    for (size_t i = 0; i < axes.size(); ++i)  // a suffix: rank-k, ..., rank-1
+      if (axes[i] != rank - (int64_t)axes.size() + (int64_t)i) return false;
+    return !axes.empty();
+  }
+  return false;
+}
+
+// Whether `consumer` can take the loop-fusible `producer` into its group: an element-wise op
+// of the producer's type (a loop member or root), or a row root reading it as X only.
+bool absorbsLoopProducer(mlir::Operation* consumer, mlir::Operation* producer) {
+  mlir::Value x = producer->getResult(0);
+  if (loopFusible(consumer)) return consumer->getResult(0).getType() == x.getType();
+  if (!rowRoot(consumer) || consumer->getOperand(0) != x) return false;
+  for (unsigned i = 1; i < consumer->getNumOperands(); ++i)
+    if (consumer->getOperand(i) == x) return false;
+  return true;
+}
+
 struct Group {
   std::string kind;
   llvm::SmallVector<mlir::Operation*> members;  // program order; the last is the root
@@ -104,7 +205,15 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    absorbs loop-fusible producers of the same type and device. A producer read only
     //    inside the group becomes internal; one also read outside becomes an extra output, if
     //    the group stays convex (no path leaves it and comes back) and its outside readers
-    //    come after the root. No reductions are fused (a reduction could only be a root).
+    //    come after the root. Before that, duplication (XLA): a cheap loop op whose every
+    //    reader would absorb it into its group is copied once per reader, so no group has to
+    //    materialise it (duplicateCheapProducers).
+    //    Row groups in the same sweep: a reduction over the last axes (ReduceSum/Mean/Max/Min),
+    //    Softmax/LogSoftmax or LayerNormalization over the last axis absorbs the loop-fusible
+    //    producers of its X the same way (kind `reduction`, `softmax`, `layernorm`, and
+    //    `add-layernorm` for the residual sum feeding a LayerNormalization, whose sum is an
+    //    output when read outside). A reduction is only ever a root, never a producer in a
+    //    group (noteReductionProducers says so where a loop would have taken it).
     // 4. Each group of two or more ops becomes one tandem.fused at the root's position; its
     //    operands are the external inputs, its results the values read outside.
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
@@ -125,10 +234,15 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
 
     for (mlir::Operation& op : body)
       if (onCpu(&op)) formEpilogue(&op, &groups);
+    duplicateCheapProducers(body);
     llvm::SmallVector<mlir::Operation*> ops;
     for (mlir::Operation& op : body) ops.push_back(&op);
-    for (mlir::Operation* op : llvm::reverse(ops))
-      if (onCpu(op) && !grouped_.count(op) && loopFusible(op)) formElementwise(op, &groups);
+    for (mlir::Operation* op : llvm::reverse(ops)) {
+      if (!onCpu(op) || grouped_.count(op)) continue;
+      if (rowRoot(op)) formRowGroup(op, &groups);
+      else if (loopFusible(op)) formElementwise(op, &groups);
+    }
+    noteReductionProducers(body);
 
     for (Group& g : groups) materialize(g);
     for (mlir::Operation& op : body) markLayouts(&op);
@@ -234,7 +348,13 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
             continue;
           }
         } else {
+          // Read only inside, yet a path may still leave an earlier member and reach p.
           in.insert(p);
+          if (!convexBefore(in, root)) {
+            in.erase(p);
+            refuse(p, "non-convex");
+            continue;
+          }
         }
         work.push_back(p);
       }
@@ -246,6 +366,152 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       if (in.count(&op)) g.members.push_back(&op);
     for (mlir::Operation* m : g.members) grouped_.insert(m);
     groups->push_back(std::move(g));
+  }
+
+  // Row groups, consumers first like element-wise ones: a row root absorbs the loop-fusible
+  // producers of its X (operand 0; of X's type and the root's device) and theirs, so the row
+  // kernel computes them while it reduces each row and X is never written to memory. Scale,
+  // bias and axes operands stay inputs. A root alone is no group.
+  void formRowGroup(mlir::Operation* root, std::vector<Group>* groups) {
+    llvm::SmallPtrSet<mlir::Operation*, 8> in;
+    in.insert(root);
+    growLoopProducers(root, root->getOperand(0), &in);
+    if (in.size() < 2) return;
+    Group g;
+    std::string t = onnxOpType(root);
+    if (t == "LayerNormalization") {
+      mlir::Operation* x = root->getOperand(0).getDefiningOp();
+      g.kind = x && in.count(x) && onnxOpType(x) == "Add" ? "add-layernorm" : "layernorm";
+    } else {
+      g.kind = t == "Softmax" || t == "LogSoftmax" ? "softmax" : "reduction";
+    }
+    for (mlir::Operation& op : *root->getBlock())
+      if (in.count(&op)) g.members.push_back(&op);
+    for (mlir::Operation* m : g.members) grouped_.insert(m);
+    groups->push_back(std::move(g));
+  }
+
+  // formElementwise's producer rules from one seed value: loop-fusible producers of the seed's
+  // type on the root's device join while the group stays convex and their outside readers
+  // follow the root; a member's operands are followed in turn.
+  void growLoopProducers(mlir::Operation* root, mlir::Value seed,
+                         llvm::SmallPtrSetImpl<mlir::Operation*>* in) {
+    std::string device = deviceOfOp(root);
+    mlir::Type type = seed.getType();
+    llvm::SmallVector<mlir::Value> work = {seed};
+    while (!work.empty()) {
+      mlir::Operation* p = work.pop_back_val().getDefiningOp();
+      if (!p || in->count(p) || grouped_.count(p) || !loopFusible(p) ||
+          p->getResult(0).getType() != type || llvm::isa<CopyOp>(p))
+        continue;
+      if (deviceOfOp(p) != device) {
+        refuse(p, "on " + deviceOfOp(p) + ", consumer on " + device);
+        continue;
+      }
+      in->insert(p);
+      if (!convexBefore(*in, root)) {
+        in->erase(p);
+        refuse(p, "non-convex");
+        continue;
+      }
+      bool late = llvm::all_of(p->getUsers(), [&](mlir::Operation* u) {
+        return in->count(u) || root->isBeforeInBlock(u);
+      });
+      if (!late) {
+        in->erase(p);
+        refuse(p, "read outside before the group's root");
+        continue;
+      }
+      for (mlir::Value v : p->getOperands()) work.push_back(v);
+    }
+  }
+
+  // convex() for a group whose members all precede `root` (producers of it): a path that
+  // leaves the group and comes back lies between members, so the search starts from the
+  // readers of the members other than the root and never goes past the root.
+  static bool convexBefore(const llvm::SmallPtrSetImpl<mlir::Operation*>& in,
+                           mlir::Operation* root) {
+    llvm::SmallPtrSet<mlir::Operation*, 32> seen;
+    llvm::SmallVector<mlir::Operation*> work;
+    auto visit = [&](mlir::Operation* u) {
+      if (u->getBlock() == root->getBlock() && u->isBeforeInBlock(root) && seen.insert(u).second)
+        work.push_back(u);
+    };
+    for (mlir::Operation* m : in)
+      if (m != root)
+        for (mlir::Operation* u : m->getUsers())
+          if (!in.count(u)) visit(u);
+    while (!work.empty()) {
+      mlir::Operation* x = work.pop_back_val();
+      for (mlir::Operation* u : x->getUsers()) {
+        if (in.count(u)) return false;
+        visit(u);
+      }
+    }
+    return true;
+  }
+
+  // Duplication, XLA's rule for instruction fusion: a producer read by several fusions is
+  // computed again inside each one, instead of being written once and read back by each,
+  // when it is cheap (isCheapLoopOp: the copies cost less than the memory round trip).
+  // Here: a loop-fusible op whose every reader is on its device and would absorb it into its
+  // group (absorbsLoopProducer; not already in an epilogue) gets one copy per reader, each read
+  // by that reader alone, so each reader's group takes its copy and the value is never
+  // materialised. Visited consumers first, so a chain of cheap ops is copied whole. The copies
+  // carry `fusion_duplicated`; an expensive op that qualified otherwise gets
+  // `fusion_not_duplicated` and is materialised once as before. Never across devices.
+  void duplicateCheapProducers(mlir::Block& body) {
+    llvm::SmallVector<mlir::Operation*> candidates;
+    for (mlir::Operation& op : body)
+      if (onCpu(&op) && !grouped_.count(&op) && loopFusible(&op)) candidates.push_back(&op);
+    for (mlir::Operation* p : llvm::reverse(candidates)) {
+      llvm::SmallVector<mlir::Operation*> readers;
+      for (mlir::Operation* u : p->getUsers())
+        if (!llvm::is_contained(readers, u)) readers.push_back(u);
+      if (readers.size() < 2) continue;
+      std::string device = deviceOfOp(p);
+      bool absorbed = llvm::all_of(readers, [&](mlir::Operation* u) {
+        return u->getBlock() == p->getBlock() && onCpu(u) && deviceOfOp(u) == device &&
+               !grouped_.count(u) && absorbsLoopProducer(u, p);
+      });
+      if (!absorbed) continue;
+      std::string n = std::to_string(readers.size()) + " readers";
+      mlir::MLIRContext* ctx = p->getContext();
+      if (!isCheapLoopOp(onnxOpType(p))) {
+        p->setAttr(kFusionNotDuplicatedAttr,
+                   mlir::StringAttr::get(ctx, onnxOpType(p) + " is expensive (" + n + ")"));
+        continue;
+      }
+      llvm::sort(readers, [](mlir::Operation* a, mlir::Operation* b) { return a->isBeforeInBlock(b); });
+      p->setAttr(kFusionDuplicatedAttr, mlir::StringAttr::get(ctx, "a copy in each of " + n));
+      for (mlir::Operation* u : llvm::drop_begin(readers)) {
+        mlir::OpBuilder b(u);
+        mlir::Operation* copy = b.clone(*p);
+        u->replaceUsesOfWith(p->getResult(0), copy->getResult(0));
+      }
+    }
+  }
+
+  // A reduction is a group root only. Where a loop op or a row root on the same device reads a
+  // reduction's result of its loop type (the one case the loop rules would otherwise take),
+  // the reduction gets `fusion_refused` saying so, unless it roots a group of its own.
+  void noteReductionProducers(mlir::Block& body) {
+    for (mlir::Operation& op : body) {
+      if (!onCpu(&op)) continue;
+      bool row = rowRoot(&op);
+      if (!row && !loopFusible(&op)) continue;
+      mlir::Type type = row ? op.getOperand(0).getType() : op.getResult(0).getType();
+      llvm::SmallVector<mlir::Value> reads;
+      if (row) reads.push_back(op.getOperand(0));
+      else reads.append(op.operand_begin(), op.operand_end());
+      for (mlir::Value v : reads) {
+        mlir::Operation* d = v.getDefiningOp();
+        if (!d || v.getType() != type || grouped_.count(d) || !isReductionLike(d) ||
+            deviceOfOp(d) != deviceOfOp(&op))
+          continue;
+        refuse(d, "a reduction fuses only as a group root, not as a producer");
+      }
+    }
   }
 
   // Convex: no path from a member through non-members back to a member. Forward search from
@@ -373,6 +639,8 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
     return true;
   // Epilogue: an f32 Conv/Gemm/MatMul with an activation on its result, or a residual sum of a
   // same-typed non-constant value (formEpilogue's rules for the first member).
+  // Row group: a reduction-like root computes its loop-fusible producer row by row.
+  if (loopFusible(producer) && rowRoot(consumer) && consumer->getOperand(0) == x) return true;
   std::string pt = onnxOpType(producer), ct = onnxOpType(consumer);
   if ((pt != "Conv" && pt != "Gemm" && pt != "MatMul") || !isF32(x) ||
       consumer->getResult(0).getType() != x.getType())

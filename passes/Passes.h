@@ -27,8 +27,10 @@ std::unique_ptr<mlir::Pass> createPlacePass(const TandemPlaceOptions& options);
 std::unique_ptr<mlir::Pass> createInsertTransfersPass();
 std::unique_ptr<mlir::Pass> createFusePass();
 /// Whether the fuse pass's CPU rules put `consumer` (reading `producer`'s result) in one kernel
-/// with it: an element-wise loop of one result type, or a Conv/Gemm/MatMul epilogue (activation
-/// post-op or residual sum). Devices are not looked at.
+/// with it: an element-wise loop of one result type, a row group (a reduction over the last
+/// axes, Softmax/LogSoftmax or LayerNormalization over the last axis, reading a loop-fusible
+/// producer as its X), or a Conv/Gemm/MatMul epilogue (activation post-op or residual sum).
+/// Devices are not looked at.
 /// The place pass prices fusion with this, so its costs and the fuse pass agree.
 bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer);
 std::unique_ptr<mlir::Pass> createPlanMemoryPass();
@@ -53,6 +55,11 @@ inline constexpr const char* kPlacementFusionAttr = "placement_fusion";
 inline constexpr const char* kPlacementRefusedAttr = "placement_refused";
 inline constexpr const char* kArenaOffsetAttr = "arena_offset";  // I64ArrayAttr, per result
 inline constexpr const char* kFusionRefusedAttr = "fusion_refused";  // StrAttr: why not fused
+/// StrAttr on a cheap producer copied into each of its readers' groups (--tandem-fuse's
+/// duplication), e.g. "a copy in each of 2 readers"; `fusion_not_duplicated` says why one that
+/// qualified otherwise was not ("Exp is expensive (2 readers)").
+inline constexpr const char* kFusionDuplicatedAttr = "fusion_duplicated";
+inline constexpr const char* kFusionNotDuplicatedAttr = "fusion_not_duplicated";
 /// [StrAttr] per result: "blocked" where the value stays in oneDNN's channel-blocked layout
 /// between CPU steps (set by --tandem-fuse; emitted as step input_layouts/output_layouts).
 inline constexpr const char* kResultLayoutsAttr = "result_layouts";

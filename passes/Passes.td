@@ -149,7 +149,7 @@ def TandemInsertTransfers : Pass<"tandem-insert-transfers", "mlir::ModuleOp"> {
 }
 
 def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
-  let summary = "Group ops of one device into tandem.fused kernels (CPU: oneDNN epilogues, element-wise loops)";
+  let summary = "Group ops of one device into tandem.fused kernels (CPU: oneDNN epilogues, element-wise loops, reductions with their producers)";
   let description = [{
     Runs after placement and transfer insertion. Groups never span devices: members share the
     root's `device`, and `tandem.copy` is never a member. The CPU rules:
@@ -164,7 +164,19 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
     2. Element-wise chains (kind `elementwise`), visited consumers first: producers of the same
        type (operands of the result's type or scalars) join; one also read outside becomes an
        extra output only if the group stays convex and those readers follow the root.
-    3. Reductions are not fused (a reduction may only be a group root; none is offered yet).
+    3. Row groups: a reduction over the last axes (ReduceSum with constant axes, ReduceMean,
+       ReduceMax, ReduceMin, ReduceL2, ReduceSumSquare), a Softmax/LogSoftmax or a LayerNormalization over the last axis
+       (Scale/B of that length) absorbs the element-wise producers of its X by rule 2; one
+       kernel computes them row by row while reducing (kinds `reduction`, `softmax`,
+       `layernorm`, and `add-layernorm` when X is a member Add: the transformer's residual
+       sum, an extra output when read outside). A reduction is only ever a root: one read by
+       a loop gets `fusion_refused` saying so.
+    4. Duplication (XLA's instruction fusion): before rules 2 and 3, a cheap loop op (Relu,
+       LeakyRelu, HardSigmoid, Abs, Neg, Clip, Add, Sub, Mul, Max, Min; XLA's IsExpensive
+       rules out Exp, Log, Tanh, Erf, Sqrt, Div, ...) whose every reader is on its device and
+       would absorb it (a loop op of its type, or a row root reading it as X) is copied into
+       each reader (`fusion_duplicated`), so no group materialises it. An expensive one gets
+       `fusion_not_duplicated` and is materialised once.
     A producer kept out of a group for a device boundary or convexity gets `fusion_refused`.
 
     ```mlir
@@ -178,6 +190,16 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
       %1 = tandem.add %0, %a3 {device = "cpu"} : ...
       %2 = tandem.relu %1 {device = "cpu"} : ...
       tandem.yield %2 : ...
+    }
+
+    %s = tandem.add %x, %r {device = "cpu"} : ...
+    %n = tandem.layer_normalization %s, %g, %b {device = "cpu"} : ...   // %s also returned
+    // becomes
+    %f:2 = tandem.fused "add-layernorm" (%x, %r, %g, %b) {device = "cpu"} : (...) -> (...) {
+    ^bb0(%a0: ..., %a1: ..., %a2: ..., %a3: ...):
+      %0 = tandem.add %a0, %a1 {device = "cpu"} : ...
+      %1 = tandem.layer_normalization %0, %a2, %a3 {device = "cpu"} : ...
+      tandem.yield %0, %1 : ...
     }
     ```
   }];

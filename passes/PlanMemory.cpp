@@ -76,6 +76,21 @@ llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
       for (mlir::Value v : op->getOperands()) out.push_back(v);
       return out;
     }
+    // A row group (reduction, softmax, layernorm, add-layernorm) reads a row's loop operands
+    // before it writes any output element of that row, so those of its loop members may be
+    // overwritten; not the root's own operands (scale, bias, axes), read for every row.
+    llvm::StringRef kind = fused.getKind();
+    if (kind == "reduction" || kind == "softmax" || kind == "layernorm" ||
+        kind == "add-layernorm") {
+      mlir::Block& block = fused.getBody().front();
+      mlir::Operation* root = block.getTerminator()->getPrevNode();
+      for (mlir::BlockArgument arg : block.getArguments())
+        if (!arg.use_empty() && llvm::all_of(arg.getUsers(), [&](mlir::Operation* u) {
+              return u != root;
+            }))
+          out.push_back(op->getOperand(arg.getArgNumber()));
+      return out;
+    }
     // The epilogue's Add reads the running result and one block argument: the residual. Not
     // when the anchor reads that value too (y = conv(x) + x): a convolution must not write
     // over its own source.

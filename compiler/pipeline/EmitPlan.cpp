@@ -252,13 +252,16 @@ class PlanEmitter {
   // runtime/cpu/ref/Fused.h documents the encoding): `ops` (ONNX types in order),
   // `op_input_counts` and `op_inputs` (per body op, its operands: k >= 0 is the step's input k,
   // -1 an absent optional input, -2 - j the result of body op j), `outputs_from` (the body op
-  // each step output is), and each body op's attributes prefixed "<index>.".
+  // each step output is), `op_ranks` and `op_dims` (each body op's result shape, the dims
+  // concatenated: a reduction root's differs from its loop's), and each body op's attributes
+  // prefixed "<index>.".
   void addFusedBody(FusedOp fused, plan::Step* step) {
     mlir::Block& block = fused.getBody().front();
     llvm::DenseMap<mlir::Value, int64_t> ref;
     for (mlir::BlockArgument a : block.getArguments()) ref[a] = a.getArgNumber();
     Attr ops = Attr::ofStrings({});
     Attr counts = Attr::ofInts({}), inputs = Attr::ofInts({}), from = Attr::ofInts({});
+    Attr ranks = Attr::ofInts({}), dims = Attr::ofInts({});
     int64_t index = 0;
     for (mlir::Operation& inner : block) {
       if (llvm::isa<NoneOp>(inner)) {
@@ -272,6 +275,9 @@ class PlanEmitter {
       ops.strings.push_back(onnxOpType(&inner));
       counts.ints.push_back(inner.getNumOperands());
       for (mlir::Value v : inner.getOperands()) inputs.ints.push_back(ref.lookup(v));
+      auto type = llvm::cast<mlir::RankedTensorType>(inner.getResult(0).getType());
+      ranks.ints.push_back(type.getRank());
+      for (int64_t d : type.getShape()) dims.ints.push_back(d);
       AttrMap innerAttrs = toAttrMap(&inner);
       for (const auto& [name, a] : innerAttrs.all())
         fillAttribute(std::to_string(index) + "." + name, a, step->add_attrs());
@@ -282,6 +288,8 @@ class PlanEmitter {
     fillAttribute("op_input_counts", counts, step->add_attrs());
     fillAttribute("op_inputs", inputs, step->add_attrs());
     fillAttribute("outputs_from", from, step->add_attrs());
+    fillAttribute("op_ranks", ranks, step->add_attrs());
+    fillAttribute("op_dims", dims, step->add_attrs());
   }
 
   // Step attributes input_layouts / output_layouts (runtime/cpu/dnnl/DnnlCommon.h): "blocked"
@@ -355,6 +363,12 @@ class PlanEmitter {
                            : "costed as fused into " + into.str() + " but not fused");
       }
     }
+    // Producer duplication (--tandem-fuse): a copy of this op runs in each reader's group, or
+    // why it was materialised instead.
+    auto dup = op->getAttrOfType<mlir::StringAttr>(kFusionDuplicatedAttr);
+    auto notDup = op->getAttrOfType<mlir::StringAttr>(kFusionNotDuplicatedAttr);
+    if (dup) fusion += (fusion.empty() ? "" : ", ") + std::string("duplicated: ") + dup.str();
+    if (notDup) fusion += (fusion.empty() ? "" : "; ") + std::string("not duplicated: ") + notDup.str();
     // Devices that have a kernel for the dtypes but refuse this instance.
     nlohmann::json refusedBy;
     if (auto r = op->getAttrOfType<mlir::DictionaryAttr>(kPlacementRefusedAttr))
@@ -374,10 +388,15 @@ class PlanEmitter {
                             {"location", location}};
     if (!group.empty()) entry["fused_in"] = group;
     if (refused) entry["fusion_refused"] = refused.str();
+    if (dup) entry["fusion_duplicated"] = dup.str();
+    if (notDup) entry["fusion_not_duplicated"] = notDup.str();
     if (!assumed.is_null()) entry["placement_fusion"] = assumed;
     if (!refusedBy.is_null()) entry["refused_by"] = refusedBy;
     ops_.push_back(std::move(entry));
-    opsPerDevice_[device] += 1;
+    // A duplicated op is logged once per copy but is one op of the graph (and one kernel
+    // before fusion).
+    if (!dup || duplicatedSeen_.insert(device + "\n" + name + "\n" + location).second)
+      opsPerDevice_[device] += 1;
   }
 
   void writeLog(const std::map<std::string, int64_t>& peak,
@@ -518,6 +537,7 @@ class PlanEmitter {
   std::set<int> outputNamed_;
   std::vector<std::string> logLines_;
   std::vector<nlohmann::json> ops_, copies_;
+  std::set<std::string> duplicatedSeen_;  // device, name, location of duplicated ops logged
   std::map<std::string, int64_t> opsPerDevice_, kernelsAfter_, constantsPerDevice_, constantBytesPerDevice_;
   int64_t bytesMoved_ = 0;
 };

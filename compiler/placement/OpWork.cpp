@@ -64,7 +64,8 @@ const std::set<std::string> kTwoFlops = {"Clip", "PRelu", "LeakyRelu"};
 const std::set<std::string> kTranscendental = {"Exp", "Log",  "Erf", "Tanh", "Sigmoid",
                                                "Softplus", "Elu", "Selu", "Pow"};
 const std::set<std::string> kVariadic = {"Sum", "Max", "Min"};
-const std::set<std::string> kReduce = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax"};
+const std::set<std::string> kReduce = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax",
+                                        "ReduceL2", "ReduceSumSquare"};
 const std::set<std::string> kDataMovement = {"Transpose", "Concat", "Split", "Pad",  "Tile",
                                              "Expand",    "Cast"};
 constexpr double kTranscendentalFlops = 4;

@@ -50,7 +50,7 @@ struct OpWork {
 ///   Exp Log Erf Tanh Sigmoid Softplus Elu Selu Pow: 4 per element (vector approximations of
 ///   transcendental functions cost several FMAs; these ops are memory-bound on every device
 ///   anyway, so the exact count rarely matters)
-///   ReduceSum/Max/Min, ArgMax: numel(X); ReduceMean: numel(X) + N
+///   ReduceSum/Max/Min/L2/SumSquare, ArgMax: numel(X); ReduceMean: numel(X) + N
 ///   Softmax/LogSoftmax: 8 per element (max, subtract, exp = 4, sum, divide)
 ///   LayerNormalization: 6 per element (+1 with bias); BatchNormalization (inference): 2
 ///   Transpose Concat Split Slice Gather Pad Tile Expand Cast ConstantOfShape: 0 (data movement)

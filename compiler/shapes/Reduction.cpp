@@ -1,4 +1,4 @@
-// Shape functions of ReduceMean/Max/Min-13 (axes attribute), ReduceSum-13 (axes input) and
+// Shape functions of ReduceMean/Max/Min/L2/SumSquare-13 (axes attribute), ReduceSum-13 (axes input) and
 // ArgMax-13.
 #include <set>
 

@@ -96,7 +96,7 @@ std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
 std::string inferLayerNorm(const Ctx& c);
 // Reduction.cpp
-std::string inferReduce(const Ctx& c);        // ReduceMean ReduceSum ReduceMax ReduceMin
+std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL2 ReduceSumSquare
 std::string inferArgMax(const Ctx& c);
 // Tensor.cpp
 std::string inferFlatten(const Ctx& c);

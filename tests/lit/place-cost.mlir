@@ -70,3 +70,19 @@ func.func @main(%x: tensor<32x64x57x57xf32>) -> (tensor<32x64x29x29xf32>, tensor
   %1 = tandem.max_pool %x {kernel_shape = [2, 2], strides = [2, 2]} : (tensor<32x64x57x57xf32>) -> tensor<32x64x28x28xf32> loc("pool_floor")
   return %0, %1 : tensor<32x64x29x29xf32>, tensor<32x64x28x28xf32>
 }
+
+// -----
+
+// Fusion-aware placement for a row group: the LayerNormalization reading the only result of
+// a residual Add pinned to the CPU is priced as fused into it there (add-layernorm: the row
+// kernel reads the sum from registers, not memory), as the fuse pass will group them.
+// CHECK-LABEL: func.func @main
+// CHECK: tandem.layer_normalization {{.*}}placement_fusion = {devices = ["cpu"], into = "add1"}
+// GPU-LABEL: func.func @main
+// GPU: tandem.layer_normalization {{.*}}device = "cpu", {{.*}}placement_fusion = {devices = ["cpu"], into = "add1"}
+func.func @main(%x: tensor<4096x1024xf32>, %r: tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
+  %g = tandem.constant dense<1.0> : tensor<1024xf32>
+  %s = tandem.add %x, %r {device = "cpu"} : (tensor<4096x1024xf32>, tensor<4096x1024xf32>) -> tensor<4096x1024xf32> loc("add1")
+  %n = tandem.layer_normalization %s, %g : (tensor<4096x1024xf32>, tensor<1024xf32>) -> tensor<4096x1024xf32> loc("ln1")
+  return %n : tensor<4096x1024xf32>
+}

@@ -1,5 +1,5 @@
-// "Fused" steps on the CPU without oneDNN post-ops: body decoding, the unfused composite and
-// the one-pass element-wise loop (runtime/cpu/ref/Fused.h).
+// "Fused" steps on the CPU without oneDNN post-ops: body decoding, the unfused composite, the
+// one-pass element-wise loop and the row kernel (runtime/cpu/ref/Fused.h).
 #include "runtime/cpu/ref/Fused.h"
 
 #include <omp.h>
@@ -50,9 +50,24 @@ Status parseBody(const KernelContext& ctx, Body* out) {
   }
   if (out->outputsFrom.empty() || out->outputsFrom.size() != ctx.outputTypes.size())
     return Status::error("Fused: outputs_from does not match the step's outputs");
-  for (const TensorType& t : ctx.outputTypes)
-    if (t.dtype != ctx.outputTypes[0].dtype || t.shape != ctx.outputTypes[0].shape)
-      return Status::error("Fused: outputs differ in type");
+  std::vector<int64_t> ranks = a.getInts("op_ranks"), dims = a.getInts("op_dims");
+  if (ranks.empty()) {
+    out->shapes.assign(out->ops.size(), ctx.outputTypes[0].shape);
+  } else {
+    if (ranks.size() != out->ops.size()) return Status::error("Fused: op_ranks does not match ops");
+    size_t d = 0;
+    for (int64_t r : ranks) {
+      if (r < 0 || d + r > dims.size()) return Status::error("Fused: op_dims too short");
+      out->shapes.emplace_back(dims.begin() + d, dims.begin() + d + r);
+      d += r;
+    }
+    if (d != dims.size()) return Status::error("Fused: op_dims too long");
+  }
+  for (size_t i = 0; i < ctx.outputTypes.size(); ++i) {
+    const TensorType& t = ctx.outputTypes[i];
+    if (t.dtype != ctx.outputTypes[0].dtype || t.shape != out->shapes[out->outputsFrom[i]])
+      return Status::error("Fused: output " + std::to_string(i) + " differs in type from its body op");
+  }
   return Status::ok();
 }
 
@@ -71,11 +86,11 @@ KernelContext bodyOpContext(const KernelContext& step, const Body& body, size_t 
       c.inputTypes.push_back(TensorType{});
       c.constInputs.push_back(nullptr);
     } else {
-      c.inputTypes.push_back(step.outputTypes[0]);
+      c.inputTypes.push_back(TensorType{step.outputTypes[0].dtype, body.shapes[-2 - r]});
       c.constInputs.push_back(nullptr);
     }
   }
-  c.outputTypes = {step.outputTypes[0]};
+  c.outputTypes = {TensorType{step.outputTypes[0].dtype, body.shapes[k]}};
   return c;
 }
 
@@ -94,7 +109,7 @@ class UnfusedKernel : public Kernel {
       std::unique_ptr<Kernel> kernel;
       TANDEM_RETURN_IF_ERROR(registry.create("cpu", c, &kernel));
       kernels_.push_back(std::move(kernel));
-      temps_.push_back(Tensor::alloc(ctx.outputTypes[0].dtype, ctx.outputTypes[0].shape));
+      temps_.push_back(Tensor::alloc(ctx.outputTypes[0].dtype, body_.shapes[k]));
     }
     return Status::ok();
   }
@@ -205,79 +220,128 @@ float apply(const Instr& in, float x, float y) {
   return x;
 }
 
+constexpr int64_t kChunk = 512;  // floats per register per chunk: 2 KiB, stays in L1
+
+// Compiles body ops [0, count) into loop instructions over `n` elements: operands are step
+// inputs of n elements or scalars (constant ones folded in), or earlier body results.
+Status compileLoop(const KernelContext& ctx, const Body& body, size_t count, int64_t n,
+                   std::vector<Instr>* prog) {
+  for (size_t j = 0; j < count; ++j) {
+    const BodyOp& op = body.ops[j];
+    Instr ins;
+    if (!codeFor(op, &ins.code)) return Status::error("Fused elementwise: no loop form of " + op.type);
+    std::vector<Operand> ops;
+    for (size_t i = 0; i < op.refs.size(); ++i) {
+      int64_t r = op.refs[i];
+      Operand o;
+      if (r >= 0) {
+        const TensorType& t = ctx.inputTypes[r];
+        if (t.dtype != DType::F32) return Status::error("Fused elementwise: only f32 operands");
+        int64_t m = numElements(t.shape);
+        if (m != n && m != 1) return Status::error("Fused elementwise: operand needs broadcasting");
+        o.input = (int)r;
+        o.scalar = m == 1 && n != 1;
+        const Tensor* c = r < (int64_t)ctx.constInputs.size() ? ctx.constInputs[r] : nullptr;
+        if (o.scalar && c) {
+          o.constant = true;
+          o.value = c->data<float>()[0];
+        }
+      } else if (r <= -2) {
+        o.reg = (int)(-2 - r);
+        if (numElements(body.shapes[o.reg]) != n)
+          return Status::error("Fused elementwise: body result of another size");
+      }
+      ops.push_back(o);
+    }
+    if (ins.code == Code::Clip) {
+      // Bounds are constant scalars (the fuse pass requires it); absent means unbounded.
+      ins.p = -std::numeric_limits<float>::infinity();
+      ins.q = std::numeric_limits<float>::infinity();
+      for (size_t i = 1; i < ops.size() && i <= 2; ++i) {
+        if (op.refs[i] == -1) continue;
+        const Tensor* c = op.refs[i] >= 0 ? ctx.constInputs[op.refs[i]] : nullptr;
+        if (!c) return Status::error("Fused elementwise: Clip bounds must be constants");
+        (i == 1 ? ins.p : ins.q) = c->data<float>()[0];
+      }
+      ops.resize(1);
+    } else if (ins.code == Code::LeakyRelu) {
+      ins.p = op.attrs.getFloat("alpha", 0.01f);
+    } else if (ins.code == Code::Elu) {
+      ins.p = op.attrs.getFloat("alpha", 1.0f);
+    } else if (ins.code == Code::Selu) {
+      ins.p = op.attrs.getFloat("alpha", 1.67326319217681884765625f);
+      ins.q = op.attrs.getFloat("gamma", 1.05070102214813232421875f);
+    } else if (ins.code == Code::HardSigmoid) {
+      ins.p = op.attrs.getFloat("alpha", 0.2f);
+      ins.q = op.attrs.getFloat("beta", 0.5f);
+    }
+    bool binary = ins.code >= Code::Add;
+    if (ops.size() != (binary ? 2u : 1u))
+      return Status::error("Fused elementwise: " + op.type + " has the wrong operand count");
+    ins.a = ops[0];
+    if (binary) ins.b = ops[1];
+    prog->push_back(ins);
+  }
+  return Status::ok();
+}
+
+// Non-constant scalar operands, read once per run.
+std::vector<float> readScalars(const std::vector<const Tensor*>& in) {
+  std::vector<float> scalars(in.size(), 0.f);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] && in[i]->numel() == 1 && in[i]->dtype() == DType::F32)
+      scalars[i] = in[i]->data<float>()[0];
+  return scalars;
+}
+
+// Runs `prog` on elements [start, start + len) (len <= kChunk): register k (kChunk floats at
+// regs + k * kChunk) gets instruction k's values.
+void evalChunk(const std::vector<Instr>& prog, float* regs, const std::vector<const Tensor*>& in,
+               const std::vector<float>& scalars, int64_t start, int64_t len) {
+  for (size_t k = 0; k < prog.size(); ++k) {
+    const Instr& ins = prog[k];
+    float* dst = regs + k * kChunk;
+    auto src = [&](const Operand& o, float* tmp) -> const float* {
+      if (o.reg >= 0) return regs + o.reg * kChunk;
+      if (o.scalar) {
+        float v = o.constant ? o.value : scalars[o.input];
+        std::fill(tmp, tmp + len, v);
+        return tmp;
+      }
+      return in[o.input]->data<float>() + start;
+    };
+    float ta[kChunk], tb[kChunk];
+    const float* a = src(ins.a, ta);
+    const float* b = ins.code >= Code::Add ? src(ins.b, tb) : a;
+    switch (ins.code) {
+      // The hot simple cases as their own loops so the compiler vectorises them.
+      case Code::Relu: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] < 0 ? 0.f : a[i]; break;
+      case Code::Add: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] + b[i]; break;
+      case Code::Sub: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] - b[i]; break;
+      case Code::Mul: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] * b[i]; break;
+      case Code::Div: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] / b[i]; break;
+      default: for (int64_t i = 0; i < len; ++i) dst[i] = apply(ins, a[i], b[i]); break;
+    }
+  }
+}
+
 class LoopKernel : public Kernel {
  public:
-  static constexpr int64_t kChunk = 512;  // floats per register per chunk: 2 KiB, stays in L1
-
   Status init(const KernelContext& ctx, const Body& body) {
     if (ctx.outputTypes[0].dtype != DType::F32)
       return Status::error("Fused elementwise: only f32");
     n_ = numElements(ctx.outputTypes[0].shape);
     threads_ = std::max(1, ctx.threads);
     outputsFrom_ = body.outputsFrom;
-    for (const BodyOp& op : body.ops) {
-      Instr ins;
-      if (!codeFor(op, &ins.code)) return Status::error("Fused elementwise: no loop form of " + op.type);
-      std::vector<Operand> ops;
-      for (size_t i = 0; i < op.refs.size(); ++i) {
-        int64_t r = op.refs[i];
-        Operand o;
-        if (r >= 0) {
-          const TensorType& t = ctx.inputTypes[r];
-          if (t.dtype != DType::F32) return Status::error("Fused elementwise: only f32 operands");
-          int64_t n = numElements(t.shape);
-          if (n != n_ && n != 1) return Status::error("Fused elementwise: operand needs broadcasting");
-          o.input = (int)r;
-          o.scalar = n == 1 && n_ != 1;
-          const Tensor* c = r < (int64_t)ctx.constInputs.size() ? ctx.constInputs[r] : nullptr;
-          if (o.scalar && c) {
-            o.constant = true;
-            o.value = c->data<float>()[0];
-          }
-        } else if (r <= -2) {
-          o.reg = (int)(-2 - r);
-        }
-        ops.push_back(o);
-      }
-      if (ins.code == Code::Clip) {
-        // Bounds are constant scalars (the fuse pass requires it); absent means unbounded.
-        ins.p = -std::numeric_limits<float>::infinity();
-        ins.q = std::numeric_limits<float>::infinity();
-        for (size_t i = 1; i < ops.size() && i <= 2; ++i) {
-          if (op.refs[i] == -1) continue;
-          const Tensor* c = ctx.constInputs[op.refs[i]];
-          if (!c) return Status::error("Fused elementwise: Clip bounds must be constants");
-          (i == 1 ? ins.p : ins.q) = c->data<float>()[0];
-        }
-        ops.resize(1);
-      } else if (ins.code == Code::LeakyRelu) {
-        ins.p = op.attrs.getFloat("alpha", 0.01f);
-      } else if (ins.code == Code::Elu) {
-        ins.p = op.attrs.getFloat("alpha", 1.0f);
-      } else if (ins.code == Code::Selu) {
-        ins.p = op.attrs.getFloat("alpha", 1.67326319217681884765625f);
-        ins.q = op.attrs.getFloat("gamma", 1.05070102214813232421875f);
-      } else if (ins.code == Code::HardSigmoid) {
-        ins.p = op.attrs.getFloat("alpha", 0.2f);
-        ins.q = op.attrs.getFloat("beta", 0.5f);
-      }
-      bool binary = ins.code >= Code::Add;
-      if (ops.size() != (binary ? 2u : 1u))
-        return Status::error("Fused elementwise: " + op.type + " has the wrong operand count");
-      ins.a = ops[0];
-      if (binary) ins.b = ops[1];
-      prog_.push_back(ins);
-    }
-    return Status::ok();
+    for (const Shape& sh : body.shapes)
+      if (numElements(sh) != n_) return Status::error("Fused elementwise: body ops differ in size");
+    return compileLoop(ctx, body, body.ops.size(), n_, &prog_);
   }
 
   Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     const int64_t chunks = (n_ + kChunk - 1) / kChunk;
     const size_t nregs = prog_.size();
-    // Non-constant scalar operands are read per run.
-    std::vector<float> scalars(in.size(), 0.f);
-    for (size_t i = 0; i < in.size(); ++i)
-      if (in[i] && in[i]->numel() == 1) scalars[i] = in[i]->data<float>()[0];
+    const std::vector<float> scalars = readScalars(in);
     const int threads = chunks >= 16 ? threads_ : 1;
 #pragma omp parallel num_threads(threads)
     {
@@ -288,31 +352,7 @@ class LoopKernel : public Kernel {
       for (int64_t c = 0; c < chunks; ++c) {
         const int64_t start = c * kChunk;
         const int64_t len = std::min(kChunk, n_ - start);
-        for (size_t k = 0; k < nregs; ++k) {
-          const Instr& ins = prog_[k];
-          float* dst = regs.data() + k * kChunk;
-          auto src = [&](const Operand& o, float* tmp) -> const float* {
-            if (o.reg >= 0) return regs.data() + o.reg * kChunk;
-            if (o.scalar) {
-              float v = o.constant ? o.value : scalars[o.input];
-              std::fill(tmp, tmp + len, v);
-              return tmp;
-            }
-            return in[o.input]->data<float>() + start;
-          };
-          float ta[kChunk], tb[kChunk];
-          const float* a = src(ins.a, ta);
-          const float* b = ins.code >= Code::Add ? src(ins.b, tb) : a;
-          switch (ins.code) {
-            // The hot simple cases as their own loops so the compiler vectorises them.
-            case Code::Relu: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] < 0 ? 0.f : a[i]; break;
-            case Code::Add: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] + b[i]; break;
-            case Code::Sub: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] - b[i]; break;
-            case Code::Mul: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] * b[i]; break;
-            case Code::Div: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] / b[i]; break;
-            default: for (int64_t i = 0; i < len; ++i) dst[i] = apply(ins, a[i], b[i]); break;
-          }
-        }
+        evalChunk(prog_, regs.data(), in, scalars, start, len);
         // Outputs last: every read of this chunk is done, so an output may alias an input.
         for (size_t o = 0; o < out.size(); ++o)
           std::memcpy(out[o]->data<float>() + start, regs.data() + outputsFrom_[o] * kChunk,
@@ -333,6 +373,219 @@ class LoopKernel : public Kernel {
   int threads_ = 1;
 };
 
+// ---- row kernel ----
+
+// Reductions first (up to Min), then the roots that keep the row.
+enum class RowOp { Sum, Mean, SumSquare, L2, Max, Min, Softmax, LogSoftmax, LayerNorm };
+
+bool isRowKind(const std::string& kind) {
+  return kind == "reduction" || kind == "softmax" || kind == "layernorm" ||
+         kind == "add-layernorm";
+}
+
+class RowKernel : public Kernel {
+ public:
+  Status init(const KernelContext& ctx, const Body& body) {
+    if (ctx.outputTypes[0].dtype != DType::F32) return Status::error("Fused row: only f32");
+    const size_t last = body.ops.size() - 1;
+    const BodyOp& root = body.ops[last];
+    static const std::pair<const char*, RowOp> table[] = {
+        {"ReduceSum", RowOp::Sum}, {"ReduceMean", RowOp::Mean}, {"ReduceMax", RowOp::Max},
+        {"ReduceMin", RowOp::Min}, {"ReduceSumSquare", RowOp::SumSquare},
+        {"ReduceL2", RowOp::L2}, {"Softmax", RowOp::Softmax},
+        {"LogSoftmax", RowOp::LogSoftmax}, {"LayerNormalization", RowOp::LayerNorm}};
+    bool known = false;
+    for (const auto& [name, op] : table)
+      if (root.type == name) {
+        op_ = op;
+        known = true;
+      }
+    if (!known) return Status::error("Fused row: no row form of " + root.type);
+    if (root.refs.empty() || root.refs[0] == -1) return Status::error("Fused row: root has no X");
+    const int64_t xr = root.refs[0];
+    Shape xs;
+    if (xr >= 0) {
+      if (ctx.inputTypes[xr].dtype != DType::F32) return Status::error("Fused row: X not f32");
+      xInput_ = (int)xr;
+      xs = ctx.inputTypes[xr].shape;
+    } else {
+      xReg_ = (int)(-2 - xr);
+      xs = body.shapes[xReg_];
+    }
+    const int64_t rank = (int64_t)xs.size();
+    n_ = numElements(xs);
+    if (rank == 0 || n_ == 0) return Status::error("Fused row: X is a scalar or empty");
+
+    // The row: the trailing dims the root folds.
+    int64_t firstRowDim = rank - 1;
+    if (op_ == RowOp::Softmax || op_ == RowOp::LogSoftmax || op_ == RowOp::LayerNorm) {
+      int64_t axis = root.attrs.getInt("axis", -1);
+      if (axis != -1 && axis != rank - 1) return Status::error("Fused row: axis is not the last");
+    } else {
+      std::vector<int64_t> axes = root.attrs.getInts("axes");
+      if (root.refs.size() > 1 && root.refs[1] >= 0) {
+        const Tensor* c = root.refs[1] < (int64_t)ctx.constInputs.size()
+                              ? ctx.constInputs[root.refs[1]] : nullptr;
+        if (!c || c->dtype() != DType::I64) return Status::error("Fused row: axes not constant i64");
+        axes.assign(c->data<int64_t>(), c->data<int64_t>() + c->numel());
+      }
+      if (axes.empty() && root.attrs.getInt("noop_with_empty_axes", 0))
+        return Status::error("Fused row: reduction over no axes");
+      std::vector<bool> reduced(rank, axes.empty());
+      for (int64_t a : axes) {
+        if (a < -rank || a >= rank) return Status::error("Fused row: axis out of range");
+        reduced[a < 0 ? a + rank : a] = true;
+      }
+      firstRowDim = rank;
+      while (firstRowDim > 0 && reduced[firstRowDim - 1]) --firstRowDim;
+      for (int64_t d = 0; d < firstRowDim; ++d)
+        if (reduced[d]) return Status::error("Fused row: reduced axes are not the last ones");
+    }
+    cols_ = 1;
+    for (int64_t d = firstRowDim; d < rank; ++d) cols_ *= xs[d];
+    rows_ = n_ / cols_;
+    const bool reduces = op_ <= RowOp::Min;
+    if (numElements(body.shapes[last]) != (reduces ? rows_ : n_))
+      return Status::error("Fused row: root result has the wrong size");
+    if (op_ == RowOp::LayerNorm) {
+      epsilon_ = root.attrs.getFloat("epsilon", 1e-5f);
+      auto param = [&](size_t i, int* slot) -> Status {
+        if (root.refs.size() <= i || root.refs[i] == -1) return Status::ok();
+        int64_t r = root.refs[i];
+        if (r < 0 || ctx.inputTypes[r].dtype != DType::F32 ||
+            numElements(ctx.inputTypes[r].shape) != cols_)
+          return Status::error("Fused row: LayerNormalization scale/bias must be f32 [" +
+                               std::to_string(cols_) + "] step inputs");
+        *slot = (int)r;
+        return Status::ok();
+      };
+      TANDEM_RETURN_IF_ERROR(param(1, &scaleInput_));
+      TANDEM_RETURN_IF_ERROR(param(2, &biasInput_));
+      if (scaleInput_ < 0) return Status::error("Fused row: LayerNormalization without Scale");
+    }
+    TANDEM_RETURN_IF_ERROR(compileLoop(ctx, body, last, n_, &prog_));
+    for (size_t o = 0; o < body.outputsFrom.size(); ++o) {
+      if (body.outputsFrom[o] == (int64_t)last) rootOut_ = (int)o;
+      else loopOuts_.push_back({(int)o, (int)body.outputsFrom[o]});
+    }
+    if (rootOut_ < 0) return Status::error("Fused row: the root is not an output");
+    threads_ = std::max(1, ctx.threads);
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    const std::vector<float> scalars = readScalars(in);
+    const float* scale = scaleInput_ >= 0 ? in[scaleInput_]->data<float>() : nullptr;
+    const float* bias = biasInput_ >= 0 ? in[biasInput_]->data<float>() : nullptr;
+    float* Y = out[rootOut_]->data<float>();
+    const size_t nregs = std::max<size_t>(prog_.size(), 1);
+    const bool keepsRow = op_ > RowOp::Min;
+    const int threads = rows_ >= 2 && n_ >= 16 * kChunk ? threads_ : 1;
+#pragma omp parallel num_threads(threads)
+    {
+      // Per-thread scratch, grown once: the loop's registers and, for the normalising roots,
+      // the row itself (read from memory once, then re-read from cache).
+      static thread_local std::vector<float> regs, row;
+      if (regs.size() < nregs * kChunk) regs.resize(nregs * kChunk);
+      if (keepsRow && (int64_t)row.size() < cols_) row.resize(cols_);
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows_; ++r) {
+        const int64_t base = r * cols_;
+        double sum = 0;
+        float ext = op_ == RowOp::Max ? -std::numeric_limits<float>::infinity()
+                                      : std::numeric_limits<float>::infinity();
+        bool nan = false;
+        for (int64_t c0 = 0; c0 < cols_; c0 += kChunk) {
+          const int64_t len = std::min(kChunk, cols_ - c0);
+          evalChunk(prog_, regs.data(), in, scalars, base + c0, len);
+          const float* x = xReg_ >= 0 ? regs.data() + xReg_ * kChunk
+                                      : in[xInput_]->data<float>() + base + c0;
+          switch (op_) {
+            case RowOp::Sum:
+            case RowOp::Mean:
+              for (int64_t i = 0; i < len; ++i) sum += x[i];
+              break;
+            case RowOp::SumSquare:
+            case RowOp::L2:
+              for (int64_t i = 0; i < len; ++i) sum += double(x[i]) * x[i];
+              break;
+            case RowOp::Max:
+              for (int64_t i = 0; i < len; ++i) {
+                nan |= std::isnan(x[i]);
+                ext = x[i] > ext ? x[i] : ext;
+              }
+              break;
+            case RowOp::Min:
+              for (int64_t i = 0; i < len; ++i) {
+                nan |= std::isnan(x[i]);
+                ext = x[i] < ext ? x[i] : ext;
+              }
+              break;
+            default:
+              std::memcpy(row.data() + c0, x, sizeof(float) * len);
+              break;
+          }
+          // The chunk is read: loop outputs (the residual sum) may overwrite it.
+          for (const auto& [o, reg] : loopOuts_)
+            std::memcpy(out[o]->data<float>() + base + c0, regs.data() + reg * kChunk,
+                        sizeof(float) * len);
+        }
+        switch (op_) {
+          case RowOp::Sum: Y[r] = float(sum); break;
+          case RowOp::Mean: Y[r] = float(sum / double(cols_)); break;
+          case RowOp::SumSquare: Y[r] = float(sum); break;
+          case RowOp::L2: Y[r] = float(std::sqrt(sum)); break;
+          case RowOp::Max:
+          case RowOp::Min: Y[r] = nan ? std::numeric_limits<float>::quiet_NaN() : ext; break;
+          case RowOp::Softmax:
+          case RowOp::LogSoftmax: {
+            float mx = -std::numeric_limits<float>::infinity();
+            for (int64_t c = 0; c < cols_; ++c) mx = std::max(mx, row[c]);
+            double s = 0;
+            for (int64_t c = 0; c < cols_; ++c) s += std::exp(double(row[c]) - mx);
+            float* y = Y + base;
+            if (op_ == RowOp::Softmax) {
+              const double inv = 1.0 / s;
+              for (int64_t c = 0; c < cols_; ++c) y[c] = float(std::exp(double(row[c]) - mx) * inv);
+            } else {
+              const double lse = double(mx) + std::log(s);
+              for (int64_t c = 0; c < cols_; ++c) y[c] = float(double(row[c]) - lse);
+            }
+            break;
+          }
+          case RowOp::LayerNorm: {
+            double mean = 0, var = 0;
+            for (int64_t c = 0; c < cols_; ++c) mean += row[c];
+            mean /= double(cols_);
+            for (int64_t c = 0; c < cols_; ++c) var += (row[c] - mean) * (row[c] - mean);
+            const double inv = 1.0 / std::sqrt(var / double(cols_) + epsilon_);
+            float* y = Y + base;
+            for (int64_t c = 0; c < cols_; ++c)
+              y[c] = float((row[c] - mean) * inv * scale[c] + (bias ? bias[c] : 0.f));
+            break;
+          }
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  std::string implName() const override {
+    return "fused-rows(" + std::to_string(prog_.size()) + " ops + root)";
+  }
+
+ private:
+  RowOp op_ = RowOp::Sum;
+  std::vector<Instr> prog_;
+  int xInput_ = -1, xReg_ = -1;
+  int scaleInput_ = -1, biasInput_ = -1;
+  int rootOut_ = -1;
+  std::vector<std::pair<int, int>> loopOuts_;  // (step output, loop register)
+  int64_t n_ = 0, rows_ = 0, cols_ = 0;
+  double epsilon_ = 1e-5;
+  int threads_ = 1;
+};
+
 Status createFused(const KernelRegistry& registry, const KernelContext& ctx,
                    std::unique_ptr<Kernel>* out) {
   Body body;
@@ -341,6 +594,11 @@ Status createFused(const KernelRegistry& registry, const KernelContext& ctx,
     Status st = createElementwiseLoop(ctx, body, out);
     if (st.isOk()) return st;
     return createUnfused(registry, ctx, body, "no loop form: " + st.message(), out);
+  }
+  if (isRowKind(body.kind)) {
+    Status st = createRowKernel(ctx, body, out);
+    if (st.isOk()) return st;
+    return createUnfused(registry, ctx, body, "no row form: " + st.message(), out);
   }
   return createUnfused(registry, ctx, body, "", out);
 }
@@ -358,6 +616,13 @@ Status createUnfused(const KernelRegistry& registry, const KernelContext& ctx, c
 Status createElementwiseLoop(const KernelContext& ctx, const Body& body,
                              std::unique_ptr<Kernel>* out) {
   auto k = std::make_unique<LoopKernel>();
+  TANDEM_RETURN_IF_ERROR(k->init(ctx, body));
+  *out = std::move(k);
+  return Status::ok();
+}
+
+Status createRowKernel(const KernelContext& ctx, const Body& body, std::unique_ptr<Kernel>* out) {
+  auto k = std::make_unique<RowKernel>();
   TANDEM_RETURN_IF_ERROR(k->init(ctx, body));
   *out = std::move(k);
   return Status::ok();

@@ -1,5 +1,6 @@
 // The CPU side of tandem.fused steps (op type "Fused"): the body encoding the plan carries, and
-// the two kernels every backend can fall back to (unfused composite, element-wise loop).
+// the kernels every backend can fall back to (unfused composite, element-wise loop, row kernel
+// for a reduction root with element-wise producers).
 #pragma once
 #include <memory>
 #include <string>
@@ -18,14 +19,18 @@ struct BodyOp {
 };
 
 /// A "Fused" step decoded. Step attributes (written by compiler/pipeline/EmitPlan.cpp):
-///   kind (STRING): "conv-epilogue", "gemm-epilogue" or "elementwise";
+///   kind (STRING): "conv-epilogue", "gemm-epilogue", "elementwise", or a row group:
+///   "reduction", "softmax", "layernorm", "add-layernorm";
 ///   ops (STRINGS): body op types in execution order; op_input_counts, op_inputs (INTS): the
 ///   operands of each body op, concatenated, encoded as BodyOp::refs; outputs_from (INTS): per
-///   step output, -2 - j for body op j; "<j>.<attr>": attribute <attr> of body op j.
-/// Every body op has one result, of the type of the step's output 0 (the fuse pass's rule).
+///   step output, -2 - j for body op j; op_ranks, op_dims (INTS, optional): each body op's
+///   result shape, dims concatenated; "<j>.<attr>": attribute <attr> of body op j.
+/// Every body op has one result, of the step's dtype; its shape is op_dims' or, without them,
+/// that of the step's output 0.
 struct Body {
   std::string kind;
   std::vector<BodyOp> ops;
+  std::vector<Shape> shapes;         // result shape per body op
   std::vector<int64_t> outputsFrom;  // body op index per step output
 };
 
@@ -33,7 +38,7 @@ struct Body {
 Status parseBody(const KernelContext& ctx, Body* out);
 
 /// The KernelContext of body op `k`: its operands typed from the step (step inputs, constant
-/// values included) or, for body results, as the step's output 0. `attrs` must outlive it.
+/// values included) or, for body results, by Body::shapes. `attrs` must outlive it.
 KernelContext bodyOpContext(const KernelContext& step, const Body& body, size_t k);
 
 /// Runs the body op by op with the best kernel `registry` has for each (intermediates in buffers
@@ -48,6 +53,17 @@ Status createUnfused(const KernelRegistry& registry, const KernelContext& ctx, c
 /// output written once. Outputs may alias inputs. Fails for ops the loop does not know.
 Status createElementwiseLoop(const KernelContext& ctx, const Body& body,
                              std::unique_ptr<Kernel>* out);
+
+/// One pass over memory for a row group (f32): the body is element-wise loop ops (as above, on
+/// X's shape) and last the root, reading X as operand 0: ReduceSum/ReduceMean/ReduceMax/
+/// ReduceMin/ReduceL2/ReduceSumSquare over the last axes, Softmax/LogSoftmax or LayerNormalization (Scale, optional B of
+/// the row's length) over the last axis. Each row of X (the reduced run) is computed by the
+/// loop chunk by chunk and reduced as it comes, or kept in a row buffer (L1/L2-resident) for
+/// the normalising roots (statistics, then the normalised row); loop values that are step
+/// outputs (the residual sum of add-layernorm) are written as they are made. Outputs may alias
+/// the loop's inputs (plan-memory's rule). Statistics accumulate in double. Fails for a body
+/// of another form.
+Status createRowKernel(const KernelContext& ctx, const Body& body, std::unique_ptr<Kernel>* out);
 
 }  // namespace fused
 }  // namespace tandem

@@ -1,5 +1,6 @@
-// Reference reduction kernels: ReduceSum-13 (axes input), ReduceMean/ReduceMax/ReduceMin-13
-// (axes attribute; an axes input as in opset 18 is also read), ArgMax-13.
+// Reference reduction kernels: ReduceSum-13 (axes input), ReduceMean/ReduceMax/ReduceMin/
+// ReduceL2/ReduceSumSquare-13 (axes attribute; an axes input as in opset 18 is also read),
+// ArgMax-13.
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -8,7 +9,7 @@ namespace tandem {
 namespace ref {
 namespace {
 
-enum class RedOp { Sum, Mean, Max, Min };
+enum class RedOp { Sum, Mean, Max, Min, L2, SumSquare };
 
 /// Which input dims are reduced, from the axes (possibly negative, maybe empty).
 Status reducedDims(const OpName& ctx, const std::vector<int64_t>& axes, int64_t rank,
@@ -63,6 +64,15 @@ Status runReduce(const OpName& ctx, RedOp op, const std::vector<int64_t>& axes, 
   std::vector<int64_t> st = rowMajorStrides(kept);
   for (int64_t d = 0; d < rank; ++d)
     if (reduced[d]) st[d] = 0;
+  if (op == RedOp::L2 || op == RedOp::SumSquare) {
+    std::vector<AccOf<T>> acc(nOut, AccOf<T>(0));
+    forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+      acc[o[0]] += AccOf<T>(X[i]) * AccOf<T>(X[i]);
+    });
+    for (int64_t j = 0; j < nOut; ++j)
+      Y[j] = op == RedOp::L2 ? T(std::sqrt(double(acc[j]))) : T(acc[j]);
+    return Status::ok();
+  }
   if (op == RedOp::Sum || op == RedOp::Mean) {
     std::vector<AccOf<T>> acc(nOut, AccOf<T>(0));
     forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
@@ -183,6 +193,8 @@ void registerReductionKernels(KernelRegistry& r) {
   addRef(r, "ReduceMean", N, reduceFactory(RedOp::Mean));
   addRef(r, "ReduceMax", N, reduceFactory(RedOp::Max));
   addRef(r, "ReduceMin", N, reduceFactory(RedOp::Min));
+  addRef(r, "ReduceL2", N, reduceFactory(RedOp::L2));
+  addRef(r, "ReduceSumSquare", N, reduceFactory(RedOp::SumSquare));
   addRef(r, "ArgMax", N, createArgMax);
 }
 

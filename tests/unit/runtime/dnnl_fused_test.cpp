@@ -1,5 +1,6 @@
-// "Fused" steps (tandem.fused in the plan): oneDNN epilogues and the element-wise loop against
-// the same body run op by op with the reference kernels; the regression rule; aliasing.
+// "Fused" steps (tandem.fused in the plan): oneDNN epilogues, the element-wise loop and the row
+// kernel against the same body run op by op with the reference kernels; the regression rule;
+// aliasing.
 #include "dnnl_test_util.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 #include "runtime/cpu/ref/Fused.h"
@@ -42,8 +43,19 @@ struct BodyBuilder {
     return j;
   }
   static int64_t result(int j) { return -2 - j; }
-  AttrMap finish(const std::string& kind, std::vector<int> outputs) {
+  /// `shapes`: each body op's result shape (op_ranks/op_dims), for bodies whose ops differ.
+  AttrMap finish(const std::string& kind, std::vector<int> outputs,
+                 const std::vector<Shape>& shapes = {}) {
     AttrMap m = attrs;
+    if (!shapes.empty()) {
+      std::vector<int64_t> ranks, dims;
+      for (const Shape& sh : shapes) {
+        ranks.push_back((int64_t)sh.size());
+        dims.insert(dims.end(), sh.begin(), sh.end());
+      }
+      m.set("op_ranks", Attr::ofInts(ranks));
+      m.set("op_dims", Attr::ofInts(dims));
+    }
     m.set("kind", Attr::ofString(kind));
     m.set("ops", Attr::ofStrings(ops));
     m.set("op_input_counts", Attr::ofInts(counts));
@@ -325,6 +337,130 @@ TEST(DnnlFused, ElementwiseFallsBackUnfused) {
   EXPECT_NE(impl.find("unfused("), std::string::npos) << impl;
   EXPECT_NE(impl.find("no loop form"), std::string::npos) << impl;
   expectClose(got, toDouble(want), 1e-6);
+}
+
+/// The body run op by op with the reference kernels (the unfused composite), all outputs.
+std::vector<Tensor> runUnfused(const OpCase& c) {
+  fused::Body body;
+  KernelContext ctx = c.context();
+  EXPECT_TRUE(fused::parseBody(ctx, &body).isOk());
+  std::unique_ptr<Kernel> k;
+  Status st = fused::createUnfused(refRegistry(), ctx, body, "", &k);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  std::vector<Tensor> outs;
+  for (const Shape& sh : c.outputs) outs.push_back(Tensor::alloc(DType::F32, sh));
+  if (!k) return outs;
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : c.inputs) in.push_back(&t);
+  std::vector<Tensor*> ptrs;
+  for (Tensor& t : outs) ptrs.push_back(&t);
+  st = k->run(in, ptrs);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return outs;
+}
+
+// Every row root over (a - b) * s (s a scalar read per run), with the difference also an
+// output: rows of 600 floats (longer than one chunk), 12 rows, so the threaded path runs too.
+TEST(DnnlFused, RowKernelMatchesUnfusedForEveryRoot) {
+  const Shape xs = {3, 4, 600};
+  struct Root {
+    std::string op;
+    AttrMap attrs;
+    Shape result;
+    bool axesInput = false;  // ReduceSum-13's axes as a constant step input
+    bool layerNorm = false;
+  };
+  auto attrs = [](std::vector<std::pair<std::string, Attr>> kv) {
+    AttrMap m;
+    for (auto& [k, v] : kv) m.set(k, v);
+    return m;
+  };
+  std::vector<Root> roots = {
+      {"ReduceSum", attrs({{"keepdims", Attr::ofInt(0)}}), {3}, true},
+      {"ReduceMean", attrs({{"axes", Attr::ofInts({-1})}}), {3, 4, 1}},
+      {"ReduceMax", attrs({{"axes", Attr::ofInts({2})}, {"keepdims", Attr::ofInt(0)}}), {3, 4}},
+      {"ReduceMin", attrs({{"axes", Attr::ofInts({-1})}}), {3, 4, 1}},
+      {"ReduceL2", attrs({{"axes", Attr::ofInts({-1})}, {"keepdims", Attr::ofInt(0)}}), {3, 4}},
+      {"ReduceSumSquare", attrs({{"axes", Attr::ofInts({1, 2})}}), {3, 1, 1}},
+      {"Softmax", attrs({}), xs},
+      {"LogSoftmax", attrs({{"axis", Attr::ofInt(2)}}), xs},
+      {"LayerNormalization", attrs({{"epsilon", Attr::ofFloat(1e-3f)}}), xs, false, true},
+  };
+  for (const Root& root : roots) {
+    SCOPED_TRACE(root.op);
+    BodyBuilder b;
+    int d = b.add("Sub", {0, 1});
+    int m = b.add("Mul", {BodyBuilder::result(d), 2});
+    std::vector<int64_t> operands = {BodyBuilder::result(m)};
+    if (root.axesInput || root.layerNorm) operands.push_back(3);
+    if (root.layerNorm) operands.push_back(4);
+    int r = b.add(root.op, operands, root.attrs);
+    OpCase oc;
+    oc.op = "Fused";
+    oc.attrs = b.finish(root.layerNorm ? "layernorm" : root.op.rfind("Reduce", 0) == 0 ? "reduction" : "softmax",
+                        {r, d}, {xs, xs, root.result});
+    oc.inputs = {randomTensor(xs, 20), randomTensor(xs, 21), scalarF32(1.75f)};
+    oc.constant = {false, false, false};
+    if (root.axesInput) {
+      oc.inputs.push_back(Tensor::fromVector<int64_t>({2}, {-2, -1}));
+      oc.constant.push_back(true);
+    }
+    if (root.layerNorm) {
+      oc.inputs.push_back(randomTensor({600}, 22, 0.5f, 1.5f));
+      oc.inputs.push_back(randomTensor({600}, 23));
+      oc.constant.insert(oc.constant.end(), {true, true});
+    }
+    oc.outputs = {root.result, xs};
+    std::string impl;
+    std::vector<Tensor> got;
+    runWith(fullRegistry(), oc, &impl, &got);
+    std::vector<Tensor> want = runUnfused(oc);
+    EXPECT_EQ(impl, "fused-rows(2 ops + root)");
+    ASSERT_EQ(got.size(), 2u);
+    expectClose(got[0], toDouble(want[0]), 2e-5);
+    expectClose(got[1], toDouble(want[1]), 1e-6);
+  }
+}
+
+// add-layernorm in place, as plan-memory may plan it: the sum overwrites x and the norm r.
+TEST(DnnlFused, AddLayerNormInPlace) {
+  const Shape xs = {5, 1000};
+  BodyBuilder b;
+  int s = b.add("Add", {0, 1});
+  int n = b.add("LayerNormalization", {BodyBuilder::result(s), 2, 3});
+  OpCase oc;
+  oc.op = "Fused";
+  oc.attrs = b.finish("add-layernorm", {s, n}, {xs, xs});
+  oc.inputs = {randomTensor(xs, 30, -2.f, 3.f), randomTensor(xs, 31), randomTensor({1000}, 32),
+               randomTensor({1000}, 33)};
+  oc.constant = {false, false, true, true};
+  oc.outputs = {xs, xs};
+  std::vector<Tensor> want = runUnfused(oc);
+  std::unique_ptr<Kernel> k;
+  ASSERT_TRUE(fullRegistry().create("cpu", oc.context(), &k).isOk());
+  EXPECT_EQ(k->implName(), "fused-rows(1 ops + root)");
+  Tensor x = Tensor::copyOf(oc.inputs[0]), r = Tensor::copyOf(oc.inputs[1]);
+  ASSERT_TRUE(k->run({&x, &r, &oc.inputs[2], &oc.inputs[3]}, {&x, &r}).isOk());
+  expectClose(x, toDouble(want[0]), 1e-6);
+  expectClose(r, toDouble(want[1]), 1e-5);
+}
+
+// A reduction over a leading axis has no row form: the group runs unfused and says why.
+TEST(DnnlFused, RowKernelRefusesLeadingAxes) {
+  BodyBuilder b;
+  int a = b.add("Abs", {0});
+  AttrMap ax;
+  ax.set("axes", Attr::ofInts({0}));
+  int r = b.add("ReduceMean", {BodyBuilder::result(a)}, ax);
+  OpCase oc;
+  oc.op = "Fused";
+  oc.attrs = b.finish("reduction", {r}, {{4, 6}, {1, 6}});
+  oc.inputs = {randomTensor({4, 6}, 40)};
+  oc.outputs = {{1, 6}};
+  std::string impl;
+  Tensor got = runWith(fullRegistry(), oc, &impl);
+  EXPECT_NE(impl.find("no row form"), std::string::npos) << impl;
+  expectClose(got, toDouble(runUnfused(oc)[0]), 1e-6);
 }
 
 }  // namespace

@@ -25,6 +25,18 @@ TEST(RefReduceSum, AxesInputAndKeepdims) {
                       {21});
 }
 
+TEST(RefReduceL2AndSumSquare, KnownValues) {
+  Tensor x = f32({2, 2}, {3, 4, -1, 2});
+  AttrMap last = attrs({{"axes", Attr::ofInts({-1})}, {"keepdims", Attr::ofInt(0)}});
+  expectValues<float>(run1("ReduceL2", last, {x}, DType::F32, {2}), {2}, {5, 2.2360680f});
+  expectValues<float>(run1("ReduceSumSquare", last, {x}, DType::F32, {2}), {2}, {25, 5});
+  // Absent axes: all, kept as 1s.
+  expectValues<float>(run1("ReduceSumSquare", {}, {x}, DType::F32, {1, 1}), {1, 1}, {30});
+  expectValues<int64_t>(run1("ReduceSumSquare", attrs({{"axes", Attr::ofInts({0})}}),
+                             {i64({2, 2}, {1, 2, 3, 4})}, DType::I64, {1, 2}),
+                        {1, 2}, {10, 20});
+}
+
 TEST(RefReduceSum, EmptyAxes) {
   // Absent axes reduce everything, unless noop_with_empty_axes makes the op an identity.
   expectValues<float>(run1("ReduceSum", {}, {x23()}, DType::F32, {1, 1}), {1, 1}, {21});

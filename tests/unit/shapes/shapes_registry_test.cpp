@@ -17,13 +17,13 @@ const std::vector<std::string> kScope = {
     "LayerNormalization", "Dropout", "Identity", "Flatten", "Reshape", "Transpose", "Squeeze",
     "Unsqueeze", "Concat", "Split", "Slice", "Gather", "Shape", "Constant", "ConstantOfShape",
     "Cast", "Expand", "Where", "Equal", "Less", "Greater", "ReduceMean", "ReduceSum", "ReduceMax",
-    "ReduceMin", "ArgMax", "Pad", "Tile", "Gelu"};
+    "ReduceMin", "ReduceL2", "ReduceSumSquare", "ArgMax", "Pad", "Tile", "Gelu"};
 
 TEST(Registry, KnownOpsIsTheScopeSorted) {
   std::vector<std::string> want = kScope;
   std::sort(want.begin(), want.end());
   EXPECT_EQ(knownOps(), want);
-  EXPECT_EQ(knownOps().size(), 65u);
+  EXPECT_EQ(knownOps().size(), 67u);
   for (const auto& op : kScope) EXPECT_TRUE(isKnownOp(op)) << op;
   EXPECT_FALSE(isKnownOp("Resize"));
   EXPECT_FALSE(isKnownOp("conv"));  // ONNX names are case-sensitive
