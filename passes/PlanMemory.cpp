@@ -73,6 +73,9 @@ llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
       for (mlir::Value v : op->getOperands()) out.push_back(v);
       return out;
     }
+    // On CUDA a gemm-epilogue's Add is a bias row that cuBLASLt's epilogue reads while it
+    // writes the output: never shared (passes/FuseCuda.cpp).
+    if (fused.getKind() == "gemm-epilogue" && deviceKindOf(deviceOfOp(op)) == "cuda") return out;
     // The epilogue's Add reads the running result and one block argument: the residual. Not
     // when the anchor reads that value too (y = conv(x) + x): a convolution must not write
     // over its own source.
