@@ -10,6 +10,7 @@
 #include "compiler/TandemDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "passes/FuseCuda.h"
 #include "passes/Passes.h"
 
 namespace tandem {
@@ -195,7 +196,7 @@ struct Group {
 class FusePass : public impl::TandemFuseBase<FusePass> {
  public:
   void runOnOperation() override {
-    // 1. Only ops on CPU devices are fused (the rules below are the CPU backend's); every group
+    // 1. Steps 2-5 are the CPU backend's rules, for ops on CPU devices (6: cuda); every group
     //    lies on one device, and tandem.copy is never a member, so no group crosses a device
     //    boundary or a transfer.
     // 2. Epilogue groups, forward: a Conv / Gemm / MatMul (f32) absorbs the chain of its single
@@ -222,6 +223,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    pool) and read only by ops of the same device that can read it (a Conv's X, a
     //    conv-epilogue's X or residual, a pool's input), stays blocked between them
     //    (`result_layouts`): reorders happen only where such a region meets other ops.
+    // 6. Ops on cuda devices form the CUDA backend's groups (passes/FuseCuda.h: cuBLASLt
+    //    epilogues, residual Add + LayerNormalization, element-wise chains), materialised as in 4.
     mlir::ModuleOp module = getOperation();
     mlir::func::FuncOp main = getMainFunc(module);
     if (!main) {
@@ -243,6 +246,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       else if (loopFusible(op)) formElementwise(op, &groups);
     }
     noteReductionProducers(body);
+    // CUDA groups (passes/FuseCuda.cpp): the same one-device and convexity guarantees.
+    for (CudaFusionGroup& g : formCudaFusionGroups(body, grouped_))
+      groups.push_back(Group{g.kind, g.members});
 
     for (Group& g : groups) materialize(g);
     for (mlir::Operation& op : body) markLayouts(&op);

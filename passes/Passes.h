@@ -33,6 +33,10 @@ std::unique_ptr<mlir::Pass> createFusePass();
 /// Devices are not looked at.
 /// The place pass prices fusion with this, so its costs and the fuse pass agree.
 bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer);
+/// The same for the fuse pass's CUDA rules (passes/FuseCuda.cpp): an element-wise chain of one
+/// result type, a Gemm/MatMul with its bias Add or Relu/tanh-Gelu (cuBLASLt epilogue), or a
+/// same-shape Add feeding a LayerNormalization's X. Devices are not looked at.
+bool cudaFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer);
 std::unique_ptr<mlir::Pass> createPlanMemoryPass();
 std::unique_ptr<mlir::Pass> createPlanMemoryPass(const TandemPlanMemoryOptions& options);
 

@@ -149,7 +149,7 @@ def TandemInsertTransfers : Pass<"tandem-insert-transfers", "mlir::ModuleOp"> {
 }
 
 def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
-  let summary = "Group ops of one device into tandem.fused kernels (CPU: oneDNN epilogues, element-wise loops, reductions with their producers)";
+  let summary = "Group ops of one device into tandem.fused kernels (CPU: oneDNN epilogues, element-wise loops, reductions with their producers; CUDA: cuBLASLt epilogues, generated kernels)";
   let description = [{
     Runs after placement and transfer insertion. Groups never span devices: members share the
     root's `device`, and `tandem.copy` is never a member. The CPU rules:
@@ -177,6 +177,18 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        would absorb it (a loop op of its type, or a row root reading it as X) is copied into
        each reader (`fusion_duplicated`), so no group materialises it. An expensive one gets
        `fusion_not_duplicated` and is materialised once.
+    The CUDA rules (ops on cuda devices, passes/FuseCuda.cpp; same one-device and convexity
+    guarantees):
+    5. `gemm-epilogue`: an f32 Gemm or MatMul, then at most one bias Add (a row of N values; not
+       when Gemm has a C; MatMul only with one B matrix), then at most one Relu or Gelu with
+       approximate = "tanh" (cuBLASLt's GELU epilogue is the tanh approximation, so an exact
+       Gelu is refused): one cuBLASLt matmul with a BIAS / RELU / GELU (_BIAS) epilogue.
+    6. `add-layernorm`: a same-shape Add feeding a LayerNormalization's X (Scale/B one value per
+       normalised element, Mean/InvStdDev unread): one block per row computes the sum and the
+       normalisation; the sum is a second output when it is read outside (after the root).
+    7. `elementwise`: as rule 2, with the generated CUDA kernel's ops (the CPU loop's set): one
+       NVRTC kernel per group, one pass over memory.
+    Softmax and LayerNormalization alone are already one block per row.
     A producer kept out of a group for a device boundary or convexity gets `fusion_refused`.
 
     ```mlir

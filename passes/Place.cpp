@@ -236,8 +236,8 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     for (size_t i = 0; i < ops.size(); ++i)
       for (mlir::Value r : ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
 
-    // Fusion: an op that reads the only result of a producer it fuses into on CPU device d
-    // (the fuse pass's own rule, cpuFusesIntoProducer; the fuse pass forms CPU groups only)
+    // Fusion: an op that reads the only result of a producer it fuses into on device d (the
+    // fuse pass's own rules: cpuFusesIntoProducer on CPU devices, cudaFusesIntoProducer on cuda)
     // costs only its arithmetic there, when the producer is on d too. Exactly: its cost on d
     // drops by r_d (dispatch + memory time), and the producer's value pays r_d more to cross to
     // d (splitting the pair forfeits the fusion). For the pair this is the energy -r_d when
@@ -248,14 +248,16 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       if (ops[i]->getNumOperands() == 0) continue;
       mlir::Value x = ops[i]->getOperand(0);
       auto producerIt = opIndex.find(x.getDefiningOp());
-      if (producerIt == opIndex.end() || !x.hasOneUse() || !valueIndex.count(x) ||
-          !cpuFusesIntoProducer(x.getDefiningOp(), ops[i]))
-        continue;
+      if (producerIt == opIndex.end() || !x.hasOneUse() || !valueIndex.count(x)) continue;
+      bool cpuFuses = cpuFusesIntoProducer(x.getDefiningOp(), ops[i]);
+      bool cudaFuses = cudaFusesIntoProducer(x.getDefiningOp(), ops[i]);
+      if (!cpuFuses && !cudaFuses) continue;
       const placement::PlacementOp& producer = problem.ops[producerIt->second];
       placement::PlacementValue& pv = problem.values[valueIndex[x]];
       for (int d = 0; d < numDevices; ++d) {
-        if (problem.devices[d].kind != "cpu" || !pop.feasible(d) || !producer.feasible(d))
-          continue;
+        const std::string& kind = problem.devices[d].kind;
+        bool fuses = kind == "cpu" ? cpuFuses : kind == "cuda" && cudaFuses;
+        if (!fuses || !pop.feasible(d) || !producer.feasible(d)) continue;
         OpCost c = model->opCost(works[i], d);
         double saved = std::min(pop.computeSeconds[d], std::max(0.0, c.seconds - c.computeSec));
         if (!(saved > 0)) continue;

@@ -76,12 +76,18 @@ llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
       for (mlir::Value v : op->getOperands()) out.push_back(v);
       return out;
     }
+    // On CUDA a gemm-epilogue's Add is a bias row that cuBLASLt's epilogue reads while it
+    // writes the output: never shared (passes/FuseCuda.cpp).
+    if (fused.getKind() == "gemm-epilogue" && deviceKindOf(deviceOfOp(op)) == "cuda") return out;
     // A row group (reduction, softmax, layernorm, add-layernorm) reads a row's loop operands
     // before it writes any output element of that row, so those of its loop members may be
-    // overwritten; not the root's own operands (scale, bias, axes), read for every row.
+    // overwritten; not the root's own operands (scale, bias, axes), read for every row. That
+    // is the CPU row kernel's order; the CUDA Add + LayerNorm kernel rereads its inputs, so on
+    // other devices nothing is shared.
     llvm::StringRef kind = fused.getKind();
     if (kind == "reduction" || kind == "softmax" || kind == "layernorm" ||
         kind == "add-layernorm") {
+      if (deviceKindOf(deviceOfOp(op)) != "cpu") return out;
       mlir::Block& block = fused.getBody().front();
       mlir::Operation* root = block.getTerminator()->getPrevNode();
       for (mlir::BlockArgument arg : block.getArguments())

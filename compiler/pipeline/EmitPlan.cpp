@@ -209,7 +209,7 @@ class PlanEmitter {
     std::string name = step->name().empty() ? valueName(op->getResult(0)) : step->name();
     if (auto copy = llvm::dyn_cast<CopyOp>(op)) {
       int64_t bytes = plan_.values(step->outputs(0)).bytes();
-      std::string value = valueName(copy.getInput());
+      std::string value = placedValueName(copy.getInput());
       double seconds = copyEstimate(value, copy.getTo().str());
       logLines_.push_back("copy " + value + ": " + copy.getFrom().str() + " -> " +
                           copy.getTo().str() + ", " + std::to_string(bytes) + " bytes" +
@@ -465,6 +465,17 @@ class PlanEmitter {
     // Node names come from the model file: replace invalid UTF-8 rather than throw.
     result_->placementLogJson = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
     plan_.set_placement_log_json(result_->placementLogJson);
+  }
+
+  // The name the place pass knew a value by: a tandem.fused result is the body value it yields
+  // (the group itself is named after its first member).
+  static std::string placedValueName(mlir::Value v) {
+    if (auto f = v.getDefiningOp<FusedOp>()) {
+      mlir::Operation* yield = f.getBody().front().getTerminator();
+      mlir::Value inner = yield->getOperand(llvm::cast<mlir::OpResult>(v).getResultNumber());
+      if (inner.getDefiningOp()) return valueName(inner);
+    }
+    return valueName(v);
   }
 
   // Seconds the place pass estimated for copying `value` to `to`, or -1 when unknown.

@@ -35,7 +35,7 @@ const std::map<std::string, Entry>& table() {
   static const std::map<std::string, Entry> t = [] {
     std::map<std::string, Entry> m;
     for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf",
-                           "Reciprocal", "Softplus", "LeakyRelu", "Elu", "Selu", "HardSigmoid",
+                           "Reciprocal", "Softplus", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Gelu",
                            "Clip", "Pow", "PRelu", "Softmax", "LogSoftmax", "LayerNormalization",
                            "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
                            "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})

@@ -74,6 +74,7 @@ void registerNormKernels(KernelRegistry& r);         // Normalization.cpp (cuDNN
 void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp (NVRTC)
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp (NVRTC, copies)
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp (NVRTC)
+void registerFusedKernels(KernelRegistry& r);        // Fused.cpp (tandem.fused: cuBLASLt, NVRTC)
 
 /// Adds a "cuda" def for `op` whose accepted dtypes are exactly the table's
 /// (runtime/cuda/CudaKernelTable.h), so the placer's table and the registry cannot disagree.

@@ -35,6 +35,9 @@ const std::map<std::string, std::string>& unaryExprs() {
       {"HardSigmoid", "fmaxf(0.f, fminf(1.f, g.alpha * a + g.beta))"},
       {"Clip", "(a < g.alpha ? g.alpha : (a > g.beta ? g.beta : a))"},
       {"Identity", "a"},
+      // ONNX Gelu-20: g.alpha = 1 selects the tanh approximation (approximate = "tanh").
+      {"Gelu", "g.alpha != 0.f ? 0.5f * a * (1.f + tanhf(0.7978845608028654f * (a + 0.044715f * a * a * a)))"
+               " : 0.5f * a * (1.f + erff(a * 0.7071067811865476f))"},
   };
   return m;
 }
@@ -188,6 +191,7 @@ Status createElementwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out)
     TANDEM_RETURN_IF_ERROR(k->init(ctx, op, {dts[0]}, odt));
     TANDEM_RETURN_IF_ERROR(broadcastLaunch(ctx, oshape, {shapes[0]}, {0}, &l));
     if (op == "LeakyRelu") l.geo.alpha = floatAttr(ctx, "alpha", 0.01f);
+    if (op == "Gelu") l.geo.alpha = ctx.attrs->getString("approximate", "none") == "tanh" ? 1.f : 0.f;
     if (op == "Elu") l.geo.alpha = floatAttr(ctx, "alpha", 1.f);
     if (op == "Selu") {
       l.geo.alpha = floatAttr(ctx, "alpha", 1.67326319217681884765625f);
@@ -225,7 +229,7 @@ Status createElementwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out)
 const std::vector<const char*>& elementwiseOps() {
   static const std::vector<const char*> ops = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf", "Reciprocal", "Softplus",
-      "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip", "Add", "Sub", "Mul", "Div", "Min", "Max",
+      "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip", "Gelu", "Add", "Sub", "Mul", "Div", "Min", "Max",
       "Sum", "Pow", "PRelu", "Less", "Greater", "Equal", "Where", "Cast"};
   return ops;
 }

@@ -98,7 +98,8 @@ std::string copyKernelSource(DType t) {
 
 std::vector<std::pair<std::string, std::string>> allGeneratedSources() {
   std::vector<std::pair<std::string, std::string>> all;
-  for (auto* f : {elementwiseSources, tensorSources, indexingSources, reductionSources, normSources})
+  for (auto* f : {elementwiseSources, tensorSources, indexingSources, reductionSources, normSources,
+                  fusedSources})
     for (auto& s : f()) all.push_back(std::move(s));
   return all;
 }

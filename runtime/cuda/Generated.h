@@ -93,6 +93,8 @@ std::vector<std::pair<std::string, std::string>> tensorSources();       // Tenso
 std::vector<std::pair<std::string, std::string>> indexingSources();     // Indexing.cpp
 std::vector<std::pair<std::string, std::string>> reductionSources();    // Reduction.cpp
 std::vector<std::pair<std::string, std::string>> normSources();         // Normalization.cpp
+/// The fixed-source fused kernels (Fused.cpp); the element-wise ones are generated per body.
+std::vector<std::pair<std::string, std::string>> fusedSources();        // Fused.cpp
 
 /// Every generated function the backend can emit, instantiated for every dtype it supports
 /// (name, source); the compile-only test builds them all into one program.

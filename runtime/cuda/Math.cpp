@@ -1,8 +1,10 @@
 // Gemm and MatMul through cuBLASLt, in FP32 (CUBLAS_COMPUTE_32F: no TF32, so results match the
 // CPU within FP32 rounding). Row-major C = A B is computed as column-major C^T = B^T A^T.
-// Epilogues: a [N] bias (Gemm's C when it is a row vector and beta = 1) and ReLU when the step
-// carries activation="Relu" (the gemm-epilogue fusion contract). Other C shapes are expanded into
-// the output by the generated strided copy, then accumulated with beta.
+// Epilogues (the gemm-epilogue fusion contract, runtime/cuda/Fused.cpp): a [N] bias (Gemm's C
+// when it is a row vector and beta = 1; MatMul's optional third input) and the activation the
+// step attribute `activation` names: "Relu", or "Gelu" (cuBLASLt's GELU epilogue is the tanh
+// approximation, ONNX Gelu approximate="tanh"). Other C shapes are expanded into the output by
+// the generated strided copy, then accumulated with beta (no activation then).
 // MatMul batches: a single B folds A's batch into rows (one GEMM); equal batches make one
 // strided-batched call; any other broadcast one call per output matrix.
 #include "runtime/cpu/ref/RefCommon.h"
@@ -14,6 +16,8 @@ namespace cuda {
 namespace {
 
 constexpr size_t kWorkspaceBytes = 32u << 20;
+
+enum class Activation { None, Relu, Gelu };
 
 struct LtCall {
   int64_t aOffset = 0, bOffset = 0, dOffset = 0;  // elements, for per-matrix calls
@@ -32,7 +36,7 @@ class LtMatmulKernel : public GeneratedKernel {
   // Row-major problem: D[M,N] = alpha * op(A)[M,K] op(B)[K,N] (+ epilogue), `batch` matrices
   // with element strides sa, sb (0 = shared) and M*N for D.
   Status init(const KernelContext& ctx, int64_t M, int64_t N, int64_t K, bool transA, bool transB,
-              int64_t batch, int64_t sa, int64_t sb, float alpha, float beta, bool bias, bool relu) {
+              int64_t batch, int64_t sa, int64_t sb, float alpha, float beta, bool bias, Activation act) {
     M_ = M, N_ = N, K_ = K, alpha_ = alpha, beta_ = beta;
     TANDEM_CUDA_RETURN(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     // Column-major view: first operand is our B, second our A.
@@ -40,8 +44,16 @@ class LtMatmulKernel : public GeneratedKernel {
     cublasOperation_t opSecond = transA ? CUBLAS_OP_T : CUBLAS_OP_N;
     TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst));
     TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond));
-    cublasLtEpilogue_t epi = bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
-                                  : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
+    switch (act) {
+      case Activation::None: epi = bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT; break;
+      case Activation::Relu: epi = bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU; break;
+      case Activation::Gelu: epi = bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU; break;
+    }
+    if (bias) {
+      cudaDataType_t bt = CUDA_R_32F;
+      TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+    }
     TANDEM_CUDA_RETURN(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     // Layouts (column-major): our B is N x K (ld N) or, transposed in storage, K x N (ld K).
     TANDEM_CUDA_RETURN(cublasLtMatrixLayoutCreate(&la_, CUDA_R_32F, transB ? K : N, transB ? N : K, transB ? K : N));
@@ -108,7 +120,15 @@ class LtMatmulKernel : public GeneratedKernel {
   size_t copyFn_ = 0;
 };
 
-bool isRelu(const KernelContext& ctx) { return ctx.attrs->getString("activation", "") == "Relu"; }
+// The step's epilogue activation; an unknown name is an error at load, never a plain product.
+Status activationOf(const KernelContext& ctx, Activation* act) {
+  std::string a = ctx.attrs->getString("activation", "");
+  if (a.empty()) *act = Activation::None;
+  else if (a == "Relu") *act = Activation::Relu;
+  else if (a == "Gelu") *act = Activation::Gelu;
+  else return Status::error(opLabel(ctx) + ": activation '" + a + "' is not a cuBLASLt epilogue (Relu, Gelu)");
+  return Status::ok();
+}
 
 Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const Shape& as = ctx.inputTypes[0].shape;
@@ -128,15 +148,17 @@ Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   bool hasC = ctx.inputTypes.size() > 2 && ctx.inputTypes[2].present() && beta != 0.f;
   Shape cs = hasC ? ctx.inputTypes[2].shape : Shape{};
   bool biasVector = hasC && beta == 1.f && numElements(cs) == N && (cs == Shape{N} || cs == Shape{1, N});
+  Activation act;
+  TANDEM_RETURN_IF_ERROR(activationOf(ctx, &act));
+  if (hasC && !biasVector && act != Activation::None)
+    return Status::error(opLabel(ctx) + ": an activation epilogue with a C that is not a [N] bias row (beta 1) is not supported on CUDA");
   auto k = std::make_unique<LtMatmulKernel>(ctx.cuda);
-  TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, tA, tB, 1, 0, 0, alpha, beta, biasVector, isRelu(ctx)));
+  TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, tA, tB, 1, 0, 0, alpha, beta, biasVector, act));
   if (biasVector) k->biasIn = 2;
   if (hasC && !biasVector) {
     if (!ref::broadcastsTo(cs, {M, N}))
       return Status::error(opLabel(ctx) + ": C " + shapeToString(cs) + " does not broadcast to [" +
                            std::to_string(M) + "," + std::to_string(N) + "]");
-    if (isRelu(ctx))
-      return Status::error(opLabel(ctx) + ": a ReLU epilogue with a non-vector C is not supported on CUDA");
     k->expandC = true;
     TANDEM_RETURN_IF_ERROR(k->useCopy(DType::F32));
     TANDEM_RETURN_IF_ERROR(makeGeo(ctx, {M, N}, {ref::broadcastStrides(cs, {M, N})}, &k->cGeo));
@@ -169,15 +191,27 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
                          std::to_string(nb) + " products of " + std::to_string(M) + "x" + std::to_string(N));
   if (M == 0 || N == 0 || K == 0)
     return Status::error(opLabel(ctx) + ": empty matrices are not supported by the CUDA kernel");
+  // A third input is the gemm-epilogue's bias row ([N], every other dim 1): one vector for the
+  // whole product, so only where B is one matrix and the batch folds into rows.
+  bool bias = ctx.inputTypes.size() > 2 && ctx.inputTypes[2].present();
+  if (bias) {
+    const Shape& bsh = ctx.inputTypes[2].shape;
+    if (bsh.empty() || bsh.back() != N || numElements(bsh) != N)
+      return Status::error(opLabel(ctx) + ": the bias epilogue needs " + std::to_string(N) + " values along the last dim, got " + shapeToString(bsh));
+    if (nbb != 1) return Status::error(opLabel(ctx) + ": the bias epilogue needs B to be one matrix, got " + shapeToString(ctx.inputTypes[1].shape));
+  }
+  Activation act;
+  TANDEM_RETURN_IF_ERROR(activationOf(ctx, &act));
   auto k = std::make_unique<LtMatmulKernel>(ctx.cuda);
+  if (bias) k->biasIn = 2;
   if (nbb == 1) {
     // B is one matrix: A's batch (whole, or one matrix) folds into its rows, one GEMM.
     if (na != 1 && ab != batch) return Status::error(opLabel(ctx) + ": internal: batch of A is not the output batch");
-    TANDEM_RETURN_IF_ERROR(k->init(ctx, M * na, N, K, false, false, 1, 0, 0, 1.f, 0.f, false, isRelu(ctx)));
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, M * na, N, K, false, false, 1, 0, 0, 1.f, 0.f, bias, act));
   } else if (ab == batch && bb == batch) {
-    TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, nb, M * K, K * N, 1.f, 0.f, false, isRelu(ctx)));
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, nb, M * K, K * N, 1.f, 0.f, false, act));
   } else {
-    TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, 1, 0, 0, 1.f, 0.f, false, isRelu(ctx)));
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, 1, 0, 0, 1.f, 0.f, false, act));
     k->calls.clear();
     std::vector<int64_t> sa = ref::broadcastStrides(ab, batch), sb = ref::broadcastStrides(bb, batch);
     ref::forEachIndex(batch, [&](int64_t linear, const int64_t* idx) {

@@ -14,6 +14,7 @@ void registerCudaKernels(KernelRegistry& r) {
   cuda::registerReductionKernels(r);
   cuda::registerTensorKernels(r);
   cuda::registerIndexingKernels(r);
+  cuda::registerFusedKernels(r);
 }
 
 namespace cuda {

@@ -27,13 +27,14 @@ func.func @main(%x: tensor<4xf16>) -> tensor<4xf16> {
 // -----
 
 // Fusion-aware placement: the Relu reading the only result of a matmul pinned to the CPU fuses
-// into it there (a oneDNN eltwise post-op), so it costs its arithmetic alone on the CPU and stays
+// into it there (a oneDNN eltwise post-op; on cuda:0 it would be a cuBLASLt epilogue, but the
+// matmul is pinned), so it costs its arithmetic alone on the CPU and stays
 // with it, although alone its 8 MB memory pass would cost far more than on the GPU, where the
 // next matmul runs: the 4 MB crossing is the same either way. When the first matmul's result is
 // also a graph output (two readers) nothing fuses and the Relu goes to cuda:0.
 // GPU-LABEL: func.func @main
 // GPU: tandem.mat_mul {{.*}}device = "cpu"
-// GPU: tandem.relu {{.*}}device = "cpu", {{.*}}placement_fusion = {devices = ["cpu"], into = "mm1"}, placement_reason = "cost"
+// GPU: tandem.relu {{.*}}device = "cpu", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "mm1"}, placement_reason = "cost"
 // GPU: tandem.mat_mul {{.*}}device = "cuda:0"
 func.func @main(%a: tensor<1024x1024xf32>, %b: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
   %0 = tandem.mat_mul %a, %b {device = "cpu"} : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32> loc("mm1")
@@ -75,11 +76,12 @@ func.func @main(%x: tensor<32x64x57x57xf32>) -> (tensor<32x64x29x29xf32>, tensor
 
 // Fusion-aware placement for a row group: the LayerNormalization reading the only result of
 // a residual Add pinned to the CPU is priced as fused into it there (add-layernorm: the row
-// kernel reads the sum from registers, not memory), as the fuse pass will group them.
+// kernel reads the sum from registers, not memory), as the fuse pass will group them. With a
+// GPU, cuda:0 could fuse them too (one block per row), but the pinned Add keeps the pair on cpu.
 // CHECK-LABEL: func.func @main
 // CHECK: tandem.layer_normalization {{.*}}placement_fusion = {devices = ["cpu"], into = "add1"}
 // GPU-LABEL: func.func @main
-// GPU: tandem.layer_normalization {{.*}}device = "cpu", {{.*}}placement_fusion = {devices = ["cpu"], into = "add1"}
+// GPU: tandem.layer_normalization {{.*}}device = "cpu", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "add1"}
 func.func @main(%x: tensor<4096x1024xf32>, %r: tensor<4096x1024xf32>) -> tensor<4096x1024xf32> {
   %g = tandem.constant dense<1.0> : tensor<1024xf32>
   %s = tandem.add %x, %r {device = "cpu"} : (tensor<4096x1024xf32>, tensor<4096x1024xf32>) -> tensor<4096x1024xf32> loc("add1")

@@ -27,12 +27,15 @@
 // TWO: tandem.exp {{.*}} {device = "cpu:1", placement_candidates = ["cpu", "cpu:1"], {{.*}}placement_reason = "pinned"}
 
 // Soft placement on a CPU + H100 target (the CUDA capability table answers for the GPU): a
-// satisfiable pin holds, pins to devices that are not targets fall back and say why.
+// satisfiable pin holds, pins to devices that are not targets fall back and say why. The
+// element-wise chain fuses on either device (cpu- and cudaFusesIntoProducer), so with the Relu
+// pinned to cuda:0 the whole chain joins it there: one copy in and one out, as with the Add
+// alone on the CPU, but one fused kernel.
 // SOFT-LABEL: func.func @main
-// SOFT: tandem.add {{.*}} {device = "cpu", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_reason = "cost"}
-// SOFT: tandem.relu {{.*}} {device = "cuda:0", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_reason = "pinned"}
-// SOFT: tandem.neg {{.*}} {device = "cpu", {{.*}}placement_fusion = {devices = ["cpu"], into = "relu1"}, placement_reason = "fallback(cuda:3 is not a target)"}
-// SOFT: tandem.exp {{.*}} {device = "cpu", {{.*}}placement_reason = "fallback(cpu:1 is not a target)"}
+// SOFT: tandem.add {{.*}} {device = "cuda:0", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_reason = "cost"}
+// SOFT: tandem.relu {{.*}} {device = "cuda:0", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "add1"}, placement_reason = "pinned"}
+// SOFT: tandem.neg {{.*}} {device = "cuda:0", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "relu1"}, placement_reason = "fallback(cuda:3 is not a target)"}
+// SOFT: tandem.exp {{.*}} {device = "cuda:0", {{.*}}placement_reason = "fallback(cpu:1 is not a target)"}
 
 // Strict placement: the same kind of pin is an error on the op, naming the pin and the reason.
 // STRICT: error: loc("neg1"): tandem-place: op 'neg1' (Neg) is pinned to cuda:3 (strict placement), but cuda:3 is not a target

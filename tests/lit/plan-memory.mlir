@@ -149,3 +149,22 @@ func.func @main(%x: tensor<1x2x2xf32> {tandem.device = "cpu"}) -> (tensor<1x4xf3
   %2 = tandem.flatten %1 {axis = 1 : i64, device = "cpu"} : (tensor<1x4xf32>) -> tensor<1x4xf32>
   return %1, %2 : tensor<1x4xf32>, tensor<1x4xf32>
 }
+
+// -----
+
+// On CUDA a gemm-epilogue's Add is a bias row that cuBLASLt reads while it writes the output:
+// the output never takes the bias's slot (64), although it is the bias's last reader with the
+// same element count; x (0) is the product's source, so the output takes a new slot.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %arg1: tensor<16xf32> {tandem.arena_offset = 64 : i64
+// CHECK: tandem.fused "gemm-epilogue"(%arg0, %{{.*}}, %arg1) {arena_offset = [128]
+func.func @main(%x: tensor<1x16xf32> {tandem.device = "cuda:0"}, %b: tensor<16xf32> {tandem.device = "cuda:0"}) -> tensor<1x16xf32> {
+  %w = tandem.constant {device = "cuda:0"} dense<1.0> : tensor<16x16xf32>
+  %0 = tandem.fused "gemm-epilogue"(%x, %w, %b) {device = "cuda:0"} : (tensor<1x16xf32>, tensor<16x16xf32>, tensor<16xf32>) -> tensor<1x16xf32> {
+  ^bb0(%a: tensor<1x16xf32>, %m: tensor<16x16xf32>, %c: tensor<16xf32>):
+    %1 = tandem.gemm %a, %m : (tensor<1x16xf32>, tensor<16x16xf32>) -> tensor<1x16xf32>
+    %2 = tandem.add %1, %c : (tensor<1x16xf32>, tensor<16xf32>) -> tensor<1x16xf32>
+    tandem.yield %2 : tensor<1x16xf32>
+  }
+  return %0 : tensor<1x16xf32>
+}

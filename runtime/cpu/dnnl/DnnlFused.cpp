@@ -146,8 +146,12 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
       int64_t other = op.refs[0] == prev ? op.refs[1] : op.refs[1] == prev ? op.refs[0] : -1;
       if (other < 0) return Status::error("Fused epilogue: Add does not read a step input");
       if (ctx.inputTypes[other].shape != ctx.outputTypes[0].shape ||
-          ctx.inputTypes[other].dtype != DType::F32)
-        return Status::error("Fused epilogue: residual type differs from the output");
+          ctx.inputTypes[other].dtype != DType::F32) {
+        // A bias row (a CUDA gemm-epilogue run here because its GPU is absent) is no oneDNN
+        // sum: the group runs op by op, in plain layout as CUDA groups always are.
+        if (anyBlocked(ctx)) return Status::error("Fused epilogue: residual type differs from the output");
+        return fused::createUnfused(registry, ctx, body, "bias Add is no oneDNN sum", out);
+      }
       ep.sumInput = 3;
       anchor.inputTypes.resize(3);
       anchor.constInputs.resize(3);

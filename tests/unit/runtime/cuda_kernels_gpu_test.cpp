@@ -163,6 +163,11 @@ TEST(CudaKernels, UnaryOps) {
   OpCase leaky{"LeakyRelu alpha", "LeakyRelu", {}, {randomF32({100})}, {}, {f32({100})}};
   leaky.attrs.set("alpha", Attr::ofFloat(0.3f));
   checkAgainstCpu(leaky);
+  for (const char* form : {"none", "tanh"}) {
+    OpCase gelu{std::string("Gelu ") + form, "Gelu", {}, {randomF32({3, 70}, -4.f, 4.f)}, {}, {f32({3, 70})}};
+    gelu.attrs.set("approximate", Attr::ofString(form));
+    checkAgainstCpu(gelu);
+  }
   OpCase clip{"Clip", "Clip", {}, {randomF32({2, 50}), Tensor::fromVector<float>({}, {-0.5f}), Tensor::fromVector<float>({}, {1.f})},
               {false, true, true}, {f32({2, 50})}};
   checkAgainstCpu(clip);
@@ -359,7 +364,7 @@ TEST(CudaKernels, ConvAndPool) {
 TEST(CudaKernels, EveryTableOpHasACase) {
   std::set<std::string> covered = {
       "Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "Erf", "Softplus", "LeakyRelu", "Elu", "Selu",
-      "HardSigmoid", "Log", "Sqrt", "Reciprocal", "Clip", "Add", "Sub", "Mul", "Div", "Min", "Max", "Sum",
+      "HardSigmoid", "Gelu", "Log", "Sqrt", "Reciprocal", "Clip", "Add", "Sub", "Mul", "Div", "Min", "Max", "Sum",
       "Pow", "PRelu", "Less", "Greater", "Equal", "Where", "Cast", "Transpose", "Expand", "Tile", "Reshape",
       "Slice", "Concat", "Split", "Pad", "Gather", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
       "ArgMax", "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "Gemm", "MatMul",
@@ -367,6 +372,82 @@ TEST(CudaKernels, EveryTableOpHasACase) {
       // The reshape family shares one kernel (a device copy), covered by Reshape:
       "Identity", "Dropout", "Flatten", "Squeeze", "Unsqueeze"};
   for (const std::string& op : cudaKernelOps()) EXPECT_TRUE(covered.count(op)) << op << " has no differential case";
+}
+
+// A tandem.fused step ("Fused", runtime/cpu/ref/Fused.h encoding): body op types, each op's
+// operands (k >= 0 step input k, -1 absent, -2 - j body op j), the body op of each output.
+AttrMap fusedAttrs(const std::string& kind, std::vector<std::string> ops, std::vector<std::vector<int64_t>> operands,
+                   std::vector<int64_t> outputsFrom) {
+  AttrMap a;
+  a.set("kind", Attr::ofString(kind));
+  std::vector<int64_t> counts, flat;
+  for (auto& o : operands) {
+    counts.push_back((int64_t)o.size());
+    flat.insert(flat.end(), o.begin(), o.end());
+  }
+  a.set("ops", Attr::ofStrings(std::move(ops)));
+  a.set("op_input_counts", Attr::ofInts(counts));
+  a.set("op_inputs", Attr::ofInts(flat));
+  std::vector<int64_t> from;
+  for (int64_t j : outputsFrom) from.push_back(-2 - j);
+  a.set("outputs_from", Attr::ofInts(from));
+  return a;
+}
+
+// Fusion groups the fuse pass forms on cuda devices, against the CPU's run of the same step
+// (oneDNN post-ops, the element-wise loop, or op by op).
+TEST(CudaFused, GemmEpilogues) {
+  REQUIRE_GPU();
+  // Gemm + bias Add + Relu: cuBLASLt RELU_BIAS, the bias a step input.
+  OpCase relu{"Gemm+bias+Relu", "Fused", fusedAttrs("gemm-epilogue", {"Gemm", "Add", "Relu"}, {{0, 1}, {-2, 2}, {-3}}, {2}),
+              {randomF32({8, 16}), randomF32({16, 32}), randomF32({32})}, {false, true, false}, {f32({8, 32})}, 1e-4};
+  checkAgainstCpu(relu);
+  // Gemm (transB) with its own [1, N] C and tanh-Gelu: GELU_BIAS with C as the bias.
+  OpCase gelu{"Gemm(C)+Gelu", "Fused", fusedAttrs("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1, 2}, {-2}}, {1}),
+              {randomF32({5, 16}), randomF32({24, 16}), randomF32({1, 24})}, {false, true, true}, {f32({5, 24})}, 1e-4};
+  gelu.attrs.set("0.transB", Attr::ofInt(1));
+  gelu.attrs.set("1.approximate", Attr::ofString("tanh"));
+  checkAgainstCpu(gelu);
+  // 3-D MatMul with one B matrix, bias first in the Add, tanh-Gelu.
+  OpCase mm{"MatMul+bias+Gelu", "Fused", fusedAttrs("gemm-epilogue", {"MatMul", "Add", "Gelu"}, {{0, 1}, {2, -2}, {-3}}, {2}),
+            {randomF32({2, 4, 16}), randomF32({16, 24}), randomF32({24})}, {false, true, true}, {f32({2, 4, 24})}, 1e-4};
+  mm.attrs.set("2.approximate", Attr::ofString("tanh"));
+  checkAgainstCpu(mm);
+  // Activation alone (no bias): RELU.
+  checkAgainstCpu(OpCase{"MatMul+Relu", "Fused", fusedAttrs("gemm-epilogue", {"MatMul", "Relu"}, {{0, 1}, {-2}}, {1}),
+                         {randomF32({6, 16}), randomF32({16, 8})}, {false, true}, {f32({6, 8})}, 1e-4});
+}
+
+TEST(CudaFused, ElementwiseChainIsOneKernel) {
+  REQUIRE_GPU();
+  // (x * k) -> Sigmoid -> + y -> Clip(min -0.5) -> Gelu(erf); outputs the Gelu and the Sigmoid.
+  OpCase c{"elementwise chain", "Fused",
+           fusedAttrs("elementwise", {"Mul", "Sigmoid", "Add", "Clip", "Gelu"}, {{0, 1}, {-2}, {-3, 2}, {-4, 3, -1}, {-5}}, {4, 1}),
+           {randomF32({4, 300}), Tensor::fromVector<float>({}, {3.f}), randomF32({4, 300}), Tensor::fromVector<float>({}, {-0.5f})},
+           {false, false, false, true}, {f32({4, 300}), f32({4, 300})}, 1e-5};
+  checkAgainstCpu(c);
+  OpCase d{"elementwise attrs", "Fused",
+           fusedAttrs("elementwise", {"LeakyRelu", "Max", "Div", "Elu", "HardSigmoid"}, {{0}, {-2, 1}, {-3, 1}, {-4}, {-5}}, {4}),
+           {randomF32({1000}), randomF32({1000}, 0.5f, 2.f)}, {}, {f32({1000})}, 1e-5};
+  d.attrs.set("0.alpha", Attr::ofFloat(0.3f));
+  d.attrs.set("3.alpha", Attr::ofFloat(0.7f));
+  checkAgainstCpu(d);
+}
+
+TEST(CudaFused, ResidualAddLayerNorm) {
+  REQUIRE_GPU();
+  for (int64_t cols : {64, 300}) {  // 64 and 256 threads a block
+    OpCase c{"Add+LayerNorm cols=" + std::to_string(cols), "Fused",
+             fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1}),
+             {randomF32({6, cols}), randomF32({6, cols}), randomF32({cols}), randomF32({cols})}, {false, false, true, true},
+             {f32({6, cols}), f32({6, cols})}, 1e-4};
+    checkAgainstCpu(c);
+  }
+  // Only the normalised value out, no B; 3-D with axis 1 (rows of 5 * 40).
+  OpCase n{"Add+LayerNorm axis=1", "Fused", fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, -1}}, {1}),
+           {randomF32({3, 5, 40}), randomF32({3, 5, 40}), randomF32({5, 40})}, {false, false, true}, {f32({3, 5, 40})}, 1e-4};
+  n.attrs.set("1.axis", Attr::ofInt(1));
+  checkAgainstCpu(n);
 }
 
 // cpu -> cuda:0 (H2D copy) -> Relu on the GPU -> cuda:0 -> cpu (D2H copy) -> Add on the CPU.

@@ -164,6 +164,111 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
   EXPECT_NE(ptx.find(".entry td_ReduceSum_f32("), std::string::npos);
 }
 
+AttrMap fusedAttrs(const std::string& kind, std::vector<std::string> ops, std::vector<std::vector<int64_t>> operands,
+                   std::vector<int64_t> outputsFrom) {
+  AttrMap a;
+  a.set("kind", Attr::ofString(kind));
+  std::vector<int64_t> counts, flat;
+  for (auto& o : operands) {
+    counts.push_back((int64_t)o.size());
+    flat.insert(flat.end(), o.begin(), o.end());
+  }
+  a.set("ops", Attr::ofStrings(std::move(ops)));
+  a.set("op_input_counts", Attr::ofInts(counts));
+  a.set("op_inputs", Attr::ofInts(flat));
+  std::vector<int64_t> from;
+  for (int64_t j : outputsFrom) from.push_back(-2 - j);
+  a.set("outputs_from", Attr::ofInts(from));
+  return a;
+}
+
+Status createFusedOn(DeviceContext& dc, const AttrMap& attrs, std::vector<TensorType> in, std::vector<TensorType> out,
+                     std::vector<const Tensor*> constants, std::unique_ptr<Kernel>* k) {
+  KernelContext ctx;
+  ctx.opType = "Fused";
+  ctx.nodeName = "g1";
+  ctx.attrs = &attrs;
+  ctx.inputTypes = std::move(in);
+  ctx.outputTypes = std::move(out);
+  constants.resize(ctx.inputTypes.size(), nullptr);
+  ctx.constInputs = std::move(constants);
+  ctx.cuda = &dc;
+  return KernelRegistry::global().create("cuda", ctx, k);
+}
+
+// The kernels the CUDA backend generates for fusion groups (runtime/cuda/Fused.cpp) compile in
+// the plan's one program: an element-wise body with every op kind the generator knows, two of
+// them sharing nothing but the prelude, and the residual Add + LayerNormalization.
+TEST(Nvrtc, FusedGroupKernelsCompileToPtx) {
+  DeviceContext dc;
+  dc.device = "cuda:0";
+  TensorType x{DType::F32, {4, 300}}, scalar{DType::F32, {}}, row{DType::F32, {300}};
+  Tensor lo = Tensor::fromVector<float>({}, {-1.f});
+  AttrMap chain = fusedAttrs("elementwise", {"Mul", "Sigmoid", "Add", "Clip", "Gelu", "Gelu", "Max"},
+                             {{0, 1}, {-2}, {-3, 2}, {-4, 3, -1}, {-5}, {-6}, {-7, -3}}, {6, 1});
+  chain.set("5.approximate", Attr::ofString("tanh"));
+  AttrMap more = fusedAttrs("elementwise", {"LeakyRelu", "Elu", "Selu", "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt",
+                                            "Abs", "Neg", "Reciprocal", "Erf", "Softplus", "Relu", "Sub", "Div", "Min"},
+                            {{0}, {-2}, {-3}, {-4}, {-5}, {-6}, {-7}, {-8}, {-9}, {-10}, {-11}, {-12}, {-13}, {-14},
+                             {-15, 0}, {-16, 0}, {-17, 0}},
+                            {16});
+  AttrMap ln = fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1});
+  std::unique_ptr<Kernel> k1, k2, k3;
+  Status st = createFusedOn(dc, chain, {x, scalar, x, scalar}, {x, x}, {nullptr, nullptr, nullptr, &lo}, &k1);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(k1->implName(), "nvrtc-fused(7 ops)");
+  st = createFusedOn(dc, more, {x}, {x}, {}, &k2);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  st = createFusedOn(dc, ln, {x, x, row, row}, {x, x}, {}, &k3);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(k3->implName(), "nvrtc-add-layernorm");
+  std::string tu = dc.program.translationUnit();
+  // The constant Clip bound is baked in; the scalar input is read at [0], full-size ones at [i].
+  EXPECT_NE(tu.find("< -1.0f ? -1.0f :"), std::string::npos) << tu;
+  EXPECT_NE(tu.find("x1 = in1[0]"), std::string::npos) << tu;
+  EXPECT_NE(tu.find("x2 = in2[i]"), std::string::npos) << tu;
+  EXPECT_EQ(tu.find("x3 = in3"), std::string::npos) << tu;  // the bound is no load
+  std::string ptx;
+  bool hit;
+  st = compileToPtx(tu, nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  size_t entries = 0;
+  for (size_t p = ptx.find(".entry td_fused_ew_"); p != std::string::npos; p = ptx.find(".entry td_fused_ew_", p + 1)) ++entries;
+  EXPECT_EQ(entries, 2u);
+  EXPECT_NE(ptx.find(".entry td_add_layernorm_f32("), std::string::npos);
+}
+
+// What the CUDA backend cannot run as one kernel is an error at load that says what, never a
+// silently different computation.
+TEST(Nvrtc, FusedGroupsTheBackendCannotRunAreLoadErrors) {
+  DeviceContext dc;
+  TensorType x{DType::F32, {4, 8}}, w{DType::F32, {2, 4, 1, 1}}, bcast{DType::F32, {8}};
+  struct Case {
+    AttrMap attrs;
+    std::vector<TensorType> in;
+    std::string expect;
+  };
+  std::vector<Case> cases = {
+      {fusedAttrs("conv-epilogue", {"Conv", "Relu"}, {{0, 1}, {-2}}, {1}), {x, w},
+       "no kernel for fusion kind 'conv-epilogue'"},
+      {fusedAttrs("elementwise", {"Pow", "Relu"}, {{0, 0}, {-2}}, {1}), {x}, "Pow is not an op of the generated"},
+      {fusedAttrs("elementwise", {"Add", "Relu"}, {{0, 1}, {-2}}, {1}), {x, bcast}, "neither the output's shape"},
+      {fusedAttrs("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}}, {1}), {x, {DType::F32, {8, 8}}}, "exact Gelu"},
+      {fusedAttrs("gemm-epilogue", {"Gemm", "Sigmoid"}, {{0, 1}, {-2}}, {1}), {x, {DType::F32, {8, 8}}},
+       "Sigmoid is not a cuBLASLt epilogue"},
+      {fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 1}}, {1}), {x, bcast},
+       "no broadcasting"},
+  };
+  cases[3].attrs = fusedAttrs("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}, {-2}}, {1});
+  for (Case& c : cases) {
+    std::unique_ptr<Kernel> k;
+    Status st = createFusedOn(dc, c.attrs, c.in, {x}, {}, &k);
+    ASSERT_FALSE(st.isOk()) << c.expect;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("'g1'"), std::string::npos) << st.message();
+  }
+}
+
 TEST(Nvrtc, KernelsThatNeedDeviceMemorySayWhy) {
   DeviceContext dc;
   AttrMap attrs;

@@ -1,0 +1,35 @@
+// The CUDA rules of --tandem-fuse (passes/FuseCuda.cpp): which ops placed on a cuda device run as
+// one kernel of the CUDA backend (runtime/cuda/Fused.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallVector.h"
+#include "mlir/IR/Block.h"
+#include "mlir/IR/Operation.h"
+
+namespace tandem {
+
+/// One group the fuse pass turns into a tandem.fused: `members` in program order, the last the
+/// root (where the tandem.fused goes); every member has one used result, except a
+/// LayerNormalization root whose Mean/InvStdDev results are unused.
+struct CudaFusionGroup {
+  std::string kind;  // "gemm-epilogue", "add-layernorm" or "elementwise"
+  llvm::SmallVector<mlir::Operation*> members;
+};
+
+/// The groups over the ops of `body` placed on cuda devices that are not yet in `grouped` (the
+/// members found are added to it). Every group lies on one device and is convex; tandem.copy is
+/// never a member. Producers kept out for a reason worth seeing get `fusion_refused`.
+///   gemm-epilogue: an f32 Gemm/MatMul, then a bias Add ([N], one per group, none when Gemm has
+///     a C), then Relu or tanh-Gelu: one cuBLASLt matmul with its epilogue.
+///   layernorm: a same-shape Add feeding the X of a LayerNormalization (last-axis Scale/B, no
+///     Mean/InvStdDev read): one block per row computing the sum and the normalisation; the sum
+///     is an output too when it is read outside.
+///   elementwise: chains of f32 element-wise ops of one shape (operands full-size or scalar):
+///     one generated kernel, one pass over memory.
+std::vector<CudaFusionGroup> formCudaFusionGroups(mlir::Block& body,
+                                                  llvm::DenseSet<mlir::Operation*>& grouped);
+
+}  // namespace tandem
