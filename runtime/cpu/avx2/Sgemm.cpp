@@ -94,34 +94,47 @@ MicroFn pick(int64_t rows) {
 }
 
 // K is split into blocks of kKc: a panel's block (kKc x 16 floats, 16 KiB) stays in L1 while
-// every row block of A streams past it, and A's kKc-deep column block (M x kKc) stays in L2
-// while every panel passes, so A and B are each read from memory once even when A does not fit
-// in L2 (MNIST's 32 x 9216 fully connected input). Partial sums go through C.
+// every row block of A streams past it. Partial sums go through C.
 constexpr int64_t kKc = 256;
+
+// One kKc-deep slice of panel p against every row block of A (rows [rowBegin, rowEnd)).
+inline void panelSlice(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t lda,
+                       const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep,
+                       int64_t p, int64_t k0) {
+  const int64_t K = B.rows(), N = B.cols();
+  const int64_t kc = std::min(kKc, K - k0);
+  const bool last = k0 + kc == K;
+  const bool accumulate = k0 > 0 || ep.accumulate, relu = last && ep.relu;
+  const int64_t n0 = p * 16;
+  const bool wide = N - n0 >= 16;
+  const float* Bp = B.panel(p) + k0 * (wide ? 16 : 8);
+  const float* bias = last && ep.bias ? ep.bias + n0 : nullptr;
+  // Row blocks of near-equal height (32 rows: 6,6,5,5,5,5, not 6,6,6,6,6,2): a short block has
+  // too few accumulators to hide the FMA latency.
+  const int64_t m = rowEnd - rowBegin, blocks = (m + 5) / 6;
+  for (int64_t bi = 0, i = rowBegin; bi < blocks; ++bi) {
+    int64_t rows = m / blocks + (bi < m % blocks ? 1 : 0);
+    MicroFn f = wide ? pick<2>(rows) : pick<1>(rows);
+    f(kc, A + i * lda + k0, lda, Bp, C + i * ldc + n0, ldc, bias, accumulate, relu);
+    i += rows;
+  }
+}
 
 void rowsPanels(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t lda, const PackedB& B,
                 float* C, int64_t ldc, const GemmEpilogue& ep, int64_t panelBegin,
                 int64_t panelEnd) {
-  const int64_t K = B.rows(), N = B.cols();
-  // Row blocks of near-equal height (32 rows: 6,6,5,5,5,5, not 6,6,6,6,6,2): a short block has
-  // too few accumulators to hide the FMA latency.
-  const int64_t m = rowEnd - rowBegin, blocks = (m + 5) / 6;
-  for (int64_t k0 = 0; k0 < K; k0 += kKc) {
-    const int64_t kc = std::min(kKc, K - k0);
-    const bool first = k0 == 0, last = k0 + kc == K;
-    const bool accumulate = !first || ep.accumulate, relu = last && ep.relu;
-    for (int64_t p = panelBegin; p < panelEnd; ++p) {
-      const int64_t n0 = p * 16;
-      const bool wide = N - n0 >= 16;
-      const float* Bp = B.panel(p) + k0 * (wide ? 16 : 8);
-      const float* bias = last && ep.bias ? ep.bias + n0 : nullptr;
-      for (int64_t bi = 0, i = rowBegin; bi < blocks; ++bi) {
-        int64_t rows = m / blocks + (bi < m % blocks ? 1 : 0);
-        MicroFn f = wide ? pick<2>(rows) : pick<1>(rows);
-        f(kc, A + i * lda + k0, lda, Bp, C + i * ldc + n0, ldc, bias, accumulate, relu);
-        i += rows;
-      }
-    }
+  const int64_t K = B.rows();
+  // A that fits in half of L2 is reread from there for every panel, and B streams once,
+  // panel after panel, in order (the prefetcher's best case: MLP's 32 x 784 A). A larger A
+  // (MNIST's 32 x 9216) is taken one K slice at a time across all panels, so that each slice
+  // of A stays in L2 and A comes from memory once.
+  const bool aInL2 = (rowEnd - rowBegin) * K * (int64_t)sizeof(float) <= (256 << 10);
+  if (aInL2) {
+    for (int64_t p = panelBegin; p < panelEnd; ++p)
+      for (int64_t k0 = 0; k0 < K; k0 += kKc) panelSlice(rowBegin, rowEnd, A, lda, B, C, ldc, ep, p, k0);
+  } else {
+    for (int64_t k0 = 0; k0 < K; k0 += kKc)
+      for (int64_t p = panelBegin; p < panelEnd; ++p) panelSlice(rowBegin, rowEnd, A, lda, B, C, ldc, ep, p, k0);
   }
 }
 

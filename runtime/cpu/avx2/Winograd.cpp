@@ -94,10 +94,12 @@ void WinogradConv3x3::run(const float* src, float* dst, bool accumulate, bool re
   const int64_t tiles = s_.N * tilesH_ * tilesW_;
   const int64_t CB = s_.C / 8, KB = s_.K / 8, panels = u_[0].panels();
   threads = std::max(1, threads);
-  if (threads > 1 && tiles < 2 * threads * kMinTiles) {
-    // Few tiles (batch 1, late layers: 16 at 7x7): splitting them would make every thread
-    // stream the whole transformed filter (16 MiB at 512 channels) for a sliver of work.
-    // Threads share each block instead, splitting channels and B panels phase by phase.
+  const int64_t filterBytes = 16 * s_.C * s_.K * (int64_t)sizeof(float);
+  if (threads > 1 && tiles < 2 * threads * kMinTiles && filterBytes > (1 << 20)) {
+    // Few tiles and a large transformed filter (batch 1, late layers: 16 tiles at 7x7, 16 MiB
+    // at 512 channels): splitting the tiles would make every thread stream the whole filter
+    // for a sliver of work. Threads share each block instead, splitting channels and B panels
+    // phase by phase (three barriers per block, so not for small filters: MNIST's 128 KiB).
     const int64_t tb = std::min(tb_, tiles);
     float* scratch = threadScratch((size_t)16 * tb * (s_.C + s_.K));
 #pragma omp parallel num_threads(threads)

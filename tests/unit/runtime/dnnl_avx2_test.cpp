@@ -136,7 +136,7 @@ TEST(Avx2Winograd, MatchesNaiveConvolution) {
   SKIP_WITHOUT_AVX2();
   // Odd and even outputs (partial tiles), no / symmetric / asymmetric / 2-wide padding,
   // epilogues on and off, several tile blocks (N 3 x 9x9 tiles > one block at C=K=8), and
-  // 2-3 threads sharing blocks (few tiles) or splitting them (many tiles).
+  // 2-3 threads splitting the tiles or sharing blocks.
   checkWinograd({1, 8, 8, 6, 6, 1, 1, 1, 1, true, false, false, 1});
   checkWinograd({2, 16, 24, 7, 9, 1, 1, 1, 1, true, true, true, 1});
   checkWinograd({1, 8, 16, 5, 8, 0, 0, 0, 0, false, false, true, 1});
@@ -144,7 +144,10 @@ TEST(Avx2Winograd, MatchesNaiveConvolution) {
   checkWinograd({1, 24, 8, 4, 4, 2, 2, 2, 2, true, false, true, 1});
   checkWinograd({2, 64, 64, 14, 14, 1, 1, 1, 1, true, true, true, 2});
   checkWinograd({1, 8, 8, 3, 3, 0, 1, 2, 1, false, true, false, 2});
-  // Many tiles on 2 threads: the tile-parallel path (above: threads share each block).
+  // Few tiles and a transformed filter over 1 MiB (16 x 136 x 128 floats): 2 threads share
+  // each block, phase by phase.
+  checkWinograd({1, 136, 128, 6, 5, 1, 1, 1, 1, true, true, true, 2});
+  // Many tiles on 2 threads: the tile-parallel path.
   checkWinograd({2, 8, 16, 31, 32, 1, 1, 1, 1, true, true, true, 2});
   checkWinograd({3, 16, 8, 29, 29, 1, 1, 1, 1, false, false, true, 3});
 }
