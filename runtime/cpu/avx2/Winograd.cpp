@@ -147,12 +147,19 @@ TANDEM_AVX2 void WinogradConv3x3::inputPhase(const float* src, int64_t tile0, in
       const int64_t y0 = (r / tilesW_) * 2 - s_.padTop, x0 = (r % tilesW_) * 2 - s_.padLeft;
       const float* plane = src + ((n * (C / 8) + cb) * H) * W * 8;
       __m256 d[4][4], v[4][4];
-      for (int i = 0; i < 4; ++i) {
-        const int64_t y = y0 + i;
-        const bool rowIn = y >= 0 && y < H;
-        for (int j = 0; j < 4; ++j) {
-          const int64_t x = x0 + j;
-          d[i][j] = rowIn && x >= 0 && x < W ? _mm256_loadu_ps(plane + (y * W + x) * 8) : zero;
+      if (y0 >= 0 && x0 >= 0 && y0 + 4 <= H && x0 + 4 <= W) {
+        // Interior patch (most of them): no bounds checks.
+        const float* p = plane + (y0 * W + x0) * 8;
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) d[i][j] = _mm256_loadu_ps(p + (i * W + j) * 8);
+      } else {
+        for (int i = 0; i < 4; ++i) {
+          const int64_t y = y0 + i;
+          const bool rowIn = y >= 0 && y < H;
+          for (int j = 0; j < 4; ++j) {
+            const int64_t x = x0 + j;
+            d[i][j] = rowIn && x >= 0 && x < W ? _mm256_loadu_ps(plane + (y * W + x) * 8) : zero;
+          }
         }
       }
       inputTransform(d, v);
