@@ -520,22 +520,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     }
   }
 
-  // Convex: no path from a member through non-members back to a member. Forward search from
-  // the members' outside readers over non-members; reaching a member closes such a path.
   static bool convex(const llvm::SmallPtrSetImpl<mlir::Operation*>& in) {
-    llvm::SmallPtrSet<mlir::Operation*, 32> seen;
-    llvm::SmallVector<mlir::Operation*> work;
-    for (mlir::Operation* m : in)
-      for (mlir::Operation* u : m->getUsers())
-        if (!in.count(u) && seen.insert(u).second) work.push_back(u);
-    while (!work.empty()) {
-      mlir::Operation* x = work.pop_back_val();
-      for (mlir::Operation* u : x->getUsers()) {
-        if (in.count(u)) return false;
-        if (seen.insert(u).second) work.push_back(u);
-      }
-    }
-    return true;
+    return fusionGroupIsConvex(in);
   }
 
   void materialize(Group& g) {
@@ -635,6 +621,24 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
 }  // namespace
 
 std::unique_ptr<mlir::Pass> createFusePass() { return std::make_unique<FusePass>(); }
+
+// Forward search from the members' outside readers over non-members; reaching a member closes
+// a path that leaves the group and comes back.
+bool fusionGroupIsConvex(const llvm::SmallPtrSetImpl<mlir::Operation*>& in) {
+  llvm::SmallPtrSet<mlir::Operation*, 32> seen;
+  llvm::SmallVector<mlir::Operation*> work;
+  for (mlir::Operation* m : in)
+    for (mlir::Operation* u : m->getUsers())
+      if (!in.count(u) && seen.insert(u).second) work.push_back(u);
+  while (!work.empty()) {
+    mlir::Operation* x = work.pop_back_val();
+    for (mlir::Operation* u : x->getUsers()) {
+      if (in.count(u)) return false;
+      if (seen.insert(u).second) work.push_back(u);
+    }
+  }
+  return true;
+}
 
 bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) {
   if (consumer->getNumResults() != 1 || producer->getNumResults() != 1) return false;

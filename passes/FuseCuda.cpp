@@ -152,21 +152,7 @@ bool isFullAdd(mlir::Operation* op) {
 }
 
 // Convex: no path from a member through non-members back to a member (Fuse.cpp's rule).
-bool convex(const llvm::SmallPtrSetImpl<mlir::Operation*>& in) {
-  llvm::SmallPtrSet<mlir::Operation*, 32> seen;
-  llvm::SmallVector<mlir::Operation*> work;
-  for (mlir::Operation* m : in)
-    for (mlir::Operation* u : m->getUsers())
-      if (!in.count(u) && seen.insert(u).second) work.push_back(u);
-  while (!work.empty()) {
-    mlir::Operation* x = work.pop_back_val();
-    for (mlir::Operation* u : x->getUsers()) {
-      if (in.count(u)) return false;
-      if (seen.insert(u).second) work.push_back(u);
-    }
-  }
-  return true;
-}
+bool convex(const llvm::SmallPtrSetImpl<mlir::Operation*>& in) { return fusionGroupIsConvex(in); }
 
 void refuse(mlir::Operation* op, const std::string& why) {
   op->setAttr(kFusionRefusedAttr, mlir::StringAttr::get(op->getContext(), why));

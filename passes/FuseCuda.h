@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/SmallVector.h"
 #include "mlir/IR/Block.h"
 #include "mlir/IR/Operation.h"
@@ -31,5 +32,10 @@ struct CudaFusionGroup {
 ///     one generated kernel, one pass over memory.
 std::vector<CudaFusionGroup> formCudaFusionGroups(mlir::Block& body,
                                                   llvm::DenseSet<mlir::Operation*>& grouped);
+
+/// True when no path leaves the set `in` (ops of one block) through non-members and comes back
+/// to a member: the convexity every fusion group keeps (passes/Fuse.cpp, shared with the CUDA
+/// rules).
+bool fusionGroupIsConvex(const llvm::SmallPtrSetImpl<mlir::Operation*>& in);
 
 }  // namespace tandem

@@ -1,6 +1,7 @@
 // Differential tests of every CUDA kernel against the CPU kernel on the same inputs (ggml
 // test-backend-ops style), plus a placed plan that crosses cpu -> cuda:0 -> cpu. Needs a GPU
 // (ctest label gpu); without one every test prints the reason and skips.
+#include "fused_attrs_util.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -374,25 +375,6 @@ TEST(CudaKernels, EveryTableOpHasACase) {
   for (const std::string& op : cudaKernelOps()) EXPECT_TRUE(covered.count(op)) << op << " has no differential case";
 }
 
-// A tandem.fused step ("Fused", runtime/cpu/ref/Fused.h encoding): body op types, each op's
-// operands (k >= 0 step input k, -1 absent, -2 - j body op j), the body op of each output.
-AttrMap fusedAttrs(const std::string& kind, std::vector<std::string> ops, std::vector<std::vector<int64_t>> operands,
-                   std::vector<int64_t> outputsFrom) {
-  AttrMap a;
-  a.set("kind", Attr::ofString(kind));
-  std::vector<int64_t> counts, flat;
-  for (auto& o : operands) {
-    counts.push_back((int64_t)o.size());
-    flat.insert(flat.end(), o.begin(), o.end());
-  }
-  a.set("ops", Attr::ofStrings(std::move(ops)));
-  a.set("op_input_counts", Attr::ofInts(counts));
-  a.set("op_inputs", Attr::ofInts(flat));
-  std::vector<int64_t> from;
-  for (int64_t j : outputsFrom) from.push_back(-2 - j);
-  a.set("outputs_from", Attr::ofInts(from));
-  return a;
-}
 
 // Fusion groups the fuse pass forms on cuda devices, against the CPU's run of the same step
 // (oneDNN post-ops, the element-wise loop, or op by op).

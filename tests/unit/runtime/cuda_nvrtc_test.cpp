@@ -1,6 +1,7 @@
 // NVRTC compile-only tests (no GPU needed): every generated kernel the CUDA backend can emit
 // compiles for sm_90 in one program; kernels created from real op contexts compile too; the PTX
 // cache key covers source, options, architecture and NVRTC version; a cache hit is used.
+#include "fused_attrs_util.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -164,23 +165,6 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
   EXPECT_NE(ptx.find(".entry td_ReduceSum_f32("), std::string::npos);
 }
 
-AttrMap fusedAttrs(const std::string& kind, std::vector<std::string> ops, std::vector<std::vector<int64_t>> operands,
-                   std::vector<int64_t> outputsFrom) {
-  AttrMap a;
-  a.set("kind", Attr::ofString(kind));
-  std::vector<int64_t> counts, flat;
-  for (auto& o : operands) {
-    counts.push_back((int64_t)o.size());
-    flat.insert(flat.end(), o.begin(), o.end());
-  }
-  a.set("ops", Attr::ofStrings(std::move(ops)));
-  a.set("op_input_counts", Attr::ofInts(counts));
-  a.set("op_inputs", Attr::ofInts(flat));
-  std::vector<int64_t> from;
-  for (int64_t j : outputsFrom) from.push_back(-2 - j);
-  a.set("outputs_from", Attr::ofInts(from));
-  return a;
-}
 
 Status createFusedOn(DeviceContext& dc, const AttrMap& attrs, std::vector<TensorType> in, std::vector<TensorType> out,
                      std::vector<const Tensor*> constants, std::unique_ptr<Kernel>* k) {

@@ -1,6 +1,7 @@
 // Fusion groups formed on cuda devices run on the CPU when their GPU is absent (the executor's
 // device fallback): the CPU "Fused" kernels must compute them right, although a bias row is no
 // oneDNN sum and "add-layernorm" runs on the CPU row kernel. Checked against plain loops.
+#include "fused_attrs_util.h"
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,23 +13,6 @@ using namespace tandem;
 
 namespace {
 
-AttrMap fusedAttrs(const std::string& kind, std::vector<std::string> ops, std::vector<std::vector<int64_t>> operands,
-                   std::vector<int64_t> outputsFrom) {
-  AttrMap a;
-  a.set("kind", Attr::ofString(kind));
-  std::vector<int64_t> counts, flat;
-  for (auto& o : operands) {
-    counts.push_back((int64_t)o.size());
-    flat.insert(flat.end(), o.begin(), o.end());
-  }
-  a.set("ops", Attr::ofStrings(std::move(ops)));
-  a.set("op_input_counts", Attr::ofInts(counts));
-  a.set("op_inputs", Attr::ofInts(flat));
-  std::vector<int64_t> from;
-  for (int64_t j : outputsFrom) from.push_back(-2 - j);
-  a.set("outputs_from", Attr::ofInts(from));
-  return a;
-}
 
 Tensor randomF32(Shape s, unsigned seed) {
   std::mt19937 rng(seed);
