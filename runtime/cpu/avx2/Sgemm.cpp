@@ -124,18 +124,14 @@ void rowsPanels(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t lda, c
                 float* C, int64_t ldc, const GemmEpilogue& ep, int64_t panelBegin,
                 int64_t panelEnd) {
   const int64_t K = B.rows();
-  // A that fits in half of L2 is reread from there for every panel, and B streams once,
-  // panel after panel, in order (the prefetcher's best case: MLP's 32 x 784 A). A larger A
-  // (MNIST's 32 x 9216) is taken one K slice at a time across all panels, so that each slice
-  // of A stays in L2 and A comes from memory once.
-  const bool aInL2 = (rowEnd - rowBegin) * K * (int64_t)sizeof(float) <= (256 << 10);
-  if (aInL2) {
+  // One K slice of A (M x kKc) stays in L1/L2 while every panel passes, and A and B are each
+  // read from memory once even when A does not fit in L2 (MNIST's 32 x 9216). Measured against
+  // panel-outer order (B streaming panel after panel) on MLP's 32 x 784 x 512 and 32 x 512 x 512,
+  // 10 alternating runs on this noisy 2-vCPU machine: 5-10% faster on average, never slower by
+  // more than the noise.
+  for (int64_t k0 = 0; k0 < K; k0 += kKc)
     for (int64_t p = panelBegin; p < panelEnd; ++p)
-      for (int64_t k0 = 0; k0 < K; k0 += kKc) panelSlice(rowBegin, rowEnd, A, lda, B, C, ldc, ep, p, k0);
-  } else {
-    for (int64_t k0 = 0; k0 < K; k0 += kKc)
-      for (int64_t p = panelBegin; p < panelEnd; ++p) panelSlice(rowBegin, rowEnd, A, lda, B, C, ldc, ep, p, k0);
-  }
+      panelSlice(rowBegin, rowEnd, A, lda, B, C, ldc, ep, p, k0);
 }
 
 }  // namespace
