@@ -286,7 +286,9 @@ class ConvKernel : public DnnlKernel {
       impl_ += std::string(" reorders[") + (src_.reordered() ? "src" : "") +
                (src_.reordered() && dst_.reordered() ? "," : "") +
                (dst_.reordered() ? "dst" : "") + "]";
-    if (wConst) {
+    if (wConst && wino_) {
+      // Winograd keeps its own transformed filter; oneDNN's copy would never be read.
+    } else if (wConst) {
       // Weights are reordered into the primitive's layout once, here, never in run().
       constWeights_ = prepackConstant(*wConst, g.weightsPlain, chosenW);
     } else {
@@ -297,7 +299,7 @@ class ConvKernel : public DnnlKernel {
       else bias_ = dnnl::memory(bMd, eng, DNNL_MEMORY_NONE);
     }
     args_.add(DNNL_ARG_SRC, src_.inner());
-    args_.add(DNNL_ARG_WEIGHTS, wConst ? constWeights_ : weights_.inner());
+    if (!(wConst && wino_)) args_.add(DNNL_ARG_WEIGHTS, wConst ? constWeights_ : weights_.inner());
     if (hasBias_) args_.add(DNNL_ARG_BIAS, bConst ? constBias_ : bias_);
     args_.add(DNNL_ARG_DST, dst_.inner());
     constW_ = wConst != nullptr;
