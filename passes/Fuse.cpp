@@ -43,17 +43,10 @@ const std::set<std::string>& loopBinary() {
   return s;
 }
 
-bool isF32(mlir::Value v) {
-  auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() && t.getElementType().isF32();
-}
-
-bool isConstant(mlir::Value v) { return v.getDefiningOp<ConstantOp>() != nullptr; }
-bool isNone(mlir::Value v) { return v.getDefiningOp<NoneOp>() != nullptr; }
-
-int64_t numElementsOf(mlir::Value v) {
-  return llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements();
-}
+using fusion::isConstant;
+using fusion::isF32;
+using fusion::isNone;
+using fusion::numElementsOf;
 
 // Clip's bounds must be constant scalars (absent is fine): oneDNN fixes them at creation.
 bool clipBoundsConstant(mlir::Operation* op) {
@@ -621,6 +614,18 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
 }  // namespace
 
 std::unique_ptr<mlir::Pass> createFusePass() { return std::make_unique<FusePass>(); }
+
+namespace fusion {
+bool isF32(mlir::Value v) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  return t && t.hasStaticShape() && t.getElementType().isF32();
+}
+bool isConstant(mlir::Value v) { return v.getDefiningOp<ConstantOp>() != nullptr; }
+bool isNone(mlir::Value v) { return v.getDefiningOp<NoneOp>() != nullptr; }
+int64_t numElementsOf(mlir::Value v) {
+  return llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements();
+}
+}  // namespace fusion
 
 // Forward search from the members' outside readers over non-members; reaching a member closes
 // a path that leaves the group and comes back.

@@ -29,15 +29,10 @@ bool onCuda(mlir::Operation* op) {
   return !d.empty() && deviceKindOf(d) == "cuda" && !llvm::isa<CopyOp, ConstantOp, NoneOp>(op);
 }
 
-bool isF32(mlir::Value v) {
-  auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-  return t && t.hasStaticShape() && t.getElementType().isF32();
-}
-bool isConstant(mlir::Value v) { return v.getDefiningOp<ConstantOp>() != nullptr; }
-bool isNone(mlir::Value v) { return v.getDefiningOp<NoneOp>() != nullptr; }
-int64_t numElementsOf(mlir::Value v) {
-  return llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements();
-}
+using fusion::isConstant;
+using fusion::isF32;
+using fusion::isNone;
+using fusion::numElementsOf;
 
 std::string geluForm(mlir::Operation* op) {
   auto a = op->getAttrOfType<mlir::StringAttr>("approximate");

@@ -33,6 +33,17 @@ struct CudaFusionGroup {
 std::vector<CudaFusionGroup> formCudaFusionGroups(mlir::Block& body,
                                                   llvm::DenseSet<mlir::Operation*>& grouped);
 
+/// Value predicates of the fusion rules, shared by the CPU (passes/Fuse.cpp, which defines them)
+/// and CUDA rules.
+namespace fusion {
+/// A statically shaped f32 tensor.
+bool isF32(mlir::Value v);
+bool isConstant(mlir::Value v);  // made by tandem.constant
+bool isNone(mlir::Value v);      // an absent optional operand (tandem.none)
+/// Element count of a ranked tensor value (asserts a ranked tensor type).
+int64_t numElementsOf(mlir::Value v);
+}  // namespace fusion
+
 /// True when no path leaves the set `in` (ops of one block) through non-members and comes back
 /// to a member: the convexity every fusion group keeps (passes/Fuse.cpp, shared with the CUDA
 /// rules).

@@ -227,6 +227,8 @@ class ConvKernel : public DnnlKernel {
       attr.set_post_ops(po);
     }
 
+    const Tensor* wConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
+    const Tensor* bConst = ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
     dnnl::memory::desc chosenSrc, chosenW, chosenDst;
     if (!transpose) {
       dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
@@ -242,12 +244,16 @@ class ConvKernel : public DnnlKernel {
           return Status::ok();
         }
       }
-      prim_ = dnnl::convolution_forward(pd);
       chosenSrc = pd.src_desc();
       chosenW = pd.weights_desc();
       chosenDst = pd.dst_desc();
-      scratch_.init(pd, &ws_, &args_);
       setImpl(pd);
+      initWinograd(g, chosenSrc, chosenDst, wConst, hasBias_ ? bConst : nullptr, ep);
+      if (!wino_) {
+        // Only a primitive that runs is JIT-compiled (Winograd replaces it entirely).
+        prim_ = dnnl::convolution_forward(pd);
+        scratch_.init(pd, &ws_, &args_);
+      }
     } else {
       dnnl::deconvolution_forward::desc d(dnnl::prop_kind::forward_inference,
                                           dnnl::algorithm::deconvolution_direct, srcMd, wMd, bMd,
@@ -277,9 +283,6 @@ class ConvKernel : public DnnlKernel {
         residualArgs_.add(DNNL_ARG_TO, dst_.inner());
       }
     }
-    const Tensor* wConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
-    const Tensor* bConst = ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
-    if (!transpose) initWinograd(g, chosenSrc, chosenDst, wConst, hasBias_ ? bConst : nullptr, ep);
     if (ep) impl_ += " +post-ops[" + ep->text + "]";
     // Which activations are reordered per run (none between blocked neighbours).
     if (src_.reordered() || dst_.reordered())

@@ -227,17 +227,24 @@ bool gemmShape(const KernelContext& ctx, GemmShape* g, std::string* why) {
   return true;
 }
 
+// Gemm's A as [M, K] and B as [K, N] over the caller's buffers: transposes are strides, not
+// copies (A^T is [M, K] with strides {1, M}).
+dnnl::memory::desc gemmADesc(const GemmShape& g) {
+  return dnnl::memory::desc(dims{g.M, g.K}, dnnl::memory::data_type::f32,
+                            g.transA ? dims{1, g.M} : dims{g.K, 1});
+}
+dnnl::memory::desc gemmBDesc(const GemmShape& g) {
+  return dnnl::memory::desc(dims{g.K, g.N}, dnnl::memory::data_type::f32,
+                            g.transB ? dims{1, g.K} : dims{g.N, 1});
+}
+
 Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return guardDnnl(ctx, [&] {
     GemmShape g;
     std::string why;
     if (!gemmShape(ctx, &g, &why)) return Status::error("Gemm: " + why);
-    const int64_t M = g.M, K = g.K, N = g.N;
-    // Transposes are strides, not copies: A^T is [M, K] with strides {1, M}.
-    dnnl::memory::desc srcMd(dims{M, K}, dnnl::memory::data_type::f32,
-                             g.transA ? dims{1, M} : dims{K, 1});
-    dnnl::memory::desc wMd(dims{K, N}, dnnl::memory::data_type::f32,
-                           g.transB ? dims{1, K} : dims{N, 1});
+    const int64_t M = g.M, N = g.N;
+    const dnnl::memory::desc srcMd = gemmADesc(g), wMd = gemmBDesc(g);
     dnnl::memory::desc dstMd = plainDesc({M, N});
     const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
     auto k = std::make_unique<MatMulKernel>();
@@ -347,11 +354,8 @@ Status createMatMulEpilogue(const KernelContext& ctx, const Epilogue& ep,
       GemmShape g;
       std::string why;
       if (!gemmShape(ctx, &g, &why)) return Status::error("Gemm: " + why);
-      const int64_t M = g.M, K = g.K, N = g.N;
-      dnnl::memory::desc srcMd(dims{M, K}, dnnl::memory::data_type::f32,
-                               g.transA ? dims{1, M} : dims{K, 1});
-      dnnl::memory::desc wMd(dims{K, N}, dnnl::memory::data_type::f32,
-                             g.transB ? dims{1, K} : dims{N, 1});
+      const int64_t M = g.M, N = g.N;
+      const dnnl::memory::desc srcMd = gemmADesc(g), wMd = gemmBDesc(g);
       const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
       const float alpha = ctx.attrs->getFloat("alpha", 1.f);
       const float beta = ctx.attrs->getFloat("beta", 1.f);
