@@ -37,7 +37,10 @@ void maxPool2dBlocked8(const MaxPool2dShape& s, const float* src, float* dst, bo
   const int64_t CB = s.C / 8, planes = s.N * CB;
 #pragma omp parallel num_threads(std::max(1, threads)) if (threads > 1)
   {
-    std::vector<float> row(dstBlocked ? 0 : s.OW * 8);
+    // One output row of 8-channel vectors before it is spread to 8 planes; kept per thread
+    // across runs (no allocation per run).
+    thread_local std::vector<float> row;
+    if (!dstBlocked && row.size() < (size_t)s.OW * 8) row.resize(s.OW * 8);
 #pragma omp for schedule(static)
     for (int64_t pc = 0; pc < planes; ++pc) {
       const int64_t n = pc / CB, cb = pc % CB;
