@@ -348,12 +348,14 @@ class ConvKernel : public DnnlKernel {
 
  private:
   /// 3x3 stride-1 convolutions with at least 32 input and output channels run as Winograd
-  /// F(2x2, 3x3) (runtime/cpu/avx2/Winograd.h) when oneDNN chose the 8-channel-blocked layout
+  /// F(4x4, 3x3) or F(2x2, 3x3) (runtime/cpu/avx2/Winograd.h, which picks the tile by shape)
+  /// when oneDNN chose the 8-channel-blocked layout
   /// for both activations (AVX2 machines), the weights and bias are constant and the post-ops
   /// are at most a sum then a ReLU. Measured against oneDNN 2.6's jit:avx2 direct kernel (1
   /// thread, same run, noisy shared machine): ResNet-18 shapes at batch 32 1.3-1.5x (64 ch @
   /// 56), 1.5-1.8x (128 @ 28), 1.6-2.2x (256 @ 14), 1.6-2.0x (512 @ 7); MNIST's 32 -> 64 @ 26
-  /// 1.14-1.24x. With 16 channels the transforms eat the gain (0.9x), hence the 32 floor.
+  /// 1.14-1.24x (all with F(2x2); F(4x4) is 0.6-0.9x of F(2x2)'s time where it is chosen).
+  /// With 16 channels the transforms eat the gain (0.9x), hence the 32 floor.
   void initWinograd(const ConvGeometry& g, const dnnl::memory::desc& chosenSrc,
                     const dnnl::memory::desc& chosenDst, const Tensor* wConst,
                     const Tensor* bConst, const Epilogue* ep) {
@@ -383,7 +385,7 @@ class ConvKernel : public DnnlKernel {
     if (!wino->prepare(s, wConst->data<float>(), bConst ? bConst->data<float>() : nullptr))
       return;
     wino_ = std::move(wino);
-    impl_ = "avx2:winograd_2x2_3x3";
+    impl_ = wino_->outputTile() == 4 ? "avx2:winograd_4x4_3x3" : "avx2:winograd_2x2_3x3";
   }
 
   std::unique_ptr<avx2::WinogradConv3x3> wino_;

@@ -101,7 +101,8 @@ struct WinoCase {
   int threads;
 };
 
-void checkWinograd(const WinoCase& c) {
+// Runs F(m x m, 3x3) for m = outputTile against the direct convolution in double.
+void checkWinogradTile(const WinoCase& c, int outputTile) {
   const int64_t OH = c.H + c.padT + c.padB - 2, OW = c.W + c.padL + c.padR - 2;
   std::vector<float> x = randomVec(c.N * c.C * c.H * c.W, 11),
                      w = randomVec(c.K * c.C * 9, 12, -0.3f, 0.3f), b = randomVec(c.K, 13),
@@ -127,11 +128,17 @@ void checkWinograd(const WinoCase& c) {
         }
   avx2::WinogradConv3x3 wc;
   avx2::Conv3x3Shape s{c.N, c.C, c.H, c.W, c.K, OH, OW, c.padT, c.padL};
-  ASSERT_TRUE(wc.prepare(s, w.data(), c.bias ? b.data() : nullptr));
+  ASSERT_TRUE(wc.prepare(s, w.data(), c.bias ? b.data() : nullptr, outputTile));
+  ASSERT_EQ(wc.outputTile(), outputTile);
   wc.run(x.data(), y.data(), c.accumulate, c.relu, c.threads);
   expectNear(y, want, 1e-4,
-             "N" + std::to_string(c.N) + " C" + std::to_string(c.C) + " K" + std::to_string(c.K) +
+             "F(" + std::to_string(outputTile) + ") N" + std::to_string(c.N) + " C" + std::to_string(c.C) + " K" + std::to_string(c.K) +
                  " " + std::to_string(c.H) + "x" + std::to_string(c.W));
+}
+
+void checkWinograd(const WinoCase& c) {
+  checkWinogradTile(c, 2);
+  checkWinogradTile(c, 4);
 }
 
 TEST(Avx2Winograd, MatchesNaiveConvolution) {
@@ -161,6 +168,23 @@ TEST(Avx2Winograd, RejectsUnsupportedShapes) {
   EXPECT_FALSE(wc.prepare({1, 16, 8, 8, 12, 8, 8, 1, 1}, w.data(), nullptr));  // K % 8
   EXPECT_FALSE(wc.prepare({1, 16, 8, 8, 16, 10, 10, 3, 3}, w.data(), nullptr));  // pad 3
   EXPECT_FALSE(wc.prepare({1, 16, 8, 8, 16, 8, 12, 1, 1}, w.data(), nullptr));  // OW: pad 5
+  EXPECT_FALSE(wc.prepare({1, 16, 8, 8, 16, 8, 8, 1, 1}, w.data(), nullptr, 3));  // F(3x3, 3x3)
+}
+
+// F(4x4, 3x3) unless there are few 4x4 tiles for a large transformed filter.
+TEST(Avx2Winograd, ChoosesOutputTileByShape) {
+  SKIP_WITHOUT_AVX2();
+  auto tileFor = [](int64_t N, int64_t C, int64_t HW) {
+    std::vector<float> w(C * C * 9, 0.01f);
+    avx2::WinogradConv3x3 wc;
+    EXPECT_TRUE(wc.prepare({N, C, HW, HW, C, HW, HW, 1, 1}, w.data(), nullptr));
+    return wc.outputTile();
+  };
+  EXPECT_EQ(tileFor(1, 64, 56), 4);    // ResNet-18 layer 1, batch 1: 196 tiles
+  EXPECT_EQ(tileFor(1, 256, 14), 2);   // 16 tiles, 9 MiB filter
+  EXPECT_EQ(tileFor(1, 512, 7), 2);    // 4 tiles, 36 MiB filter
+  EXPECT_EQ(tileFor(32, 512, 7), 4);   // batch 32: 128 tiles
+  EXPECT_EQ(tileFor(1, 32, 8), 4);     // 4 tiles, but a 144 KiB filter
 }
 
 // Through the registry: a ResNet-like 3x3 Conv with 64 channels picks Winograd (plain user
@@ -176,7 +200,7 @@ TEST(Avx2Winograd, ConvKernelChoosesItAndMatchesReference) {
   oc.outputs = {{2, 64, 9, 10}};
   std::string impl;
   Tensor got = runOnce(oc, &impl);
-  EXPECT_EQ(impl.rfind("avx2:winograd_2x2_3x3", 0), 0u) << impl;
+  EXPECT_EQ(impl.rfind("avx2:winograd_4x4_3x3", 0), 0u) << impl;
   KernelRegistry refOnly;
   registerCpuReferenceKernels(refOnly);
   std::unique_ptr<Kernel> rk;
