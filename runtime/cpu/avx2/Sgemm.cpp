@@ -21,17 +21,19 @@ bool available() {
 void PackedB::Free::operator()(float* p) const { std::free(p); }
 
 bool PackedB::pack(const float* b, int64_t K, int64_t N, int64_t strideK, int64_t strideN) {
-  if (K < 1 || N < 8 || N % 8 != 0) return false;
+  if (K < 1 || N < 1) return false;
   K_ = K;
   N_ = N;
-  size_t bytes = (size_t)K * (size_t)N * sizeof(float);
+  size_t bytes = (size_t)K * (size_t)paddedCols() * sizeof(float);
   bytes = (bytes + 63) / 64 * 64;
   data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
   for (int64_t p = 0; p < panels(); ++p) {
-    int64_t n0 = p * 16, width = std::min<int64_t>(16, N - n0);
+    int64_t n0 = p * 16, width = std::min<int64_t>(16, paddedCols() - n0);
+    int64_t valid = std::min<int64_t>(width, N - n0);
     float* dst = data_.get() + p * 16 * K;
     for (int64_t k = 0; k < K; ++k)
-      for (int64_t j = 0; j < width; ++j) dst[k * width + j] = b[k * strideK + (n0 + j) * strideN];
+      for (int64_t j = 0; j < width; ++j)
+        dst[k * width + j] = j < valid ? b[k * strideK + (n0 + j) * strideN] : 0.f;
   }
   return true;
 }
@@ -206,16 +208,36 @@ inline void panelSlice(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t
   const bool last = k0 + kc == K;
   const bool accumulate = k0 > 0 || ep.accumulate, relu = last && ep.relu;
   const int64_t n0 = p * 16;
-  const bool wide = N - n0 >= 16;
-  const float* Bp = B.panel(p) + k0 * (wide ? 16 : 8);
+  const bool wide = B.paddedCols() - n0 >= 16;
+  const int64_t width = wide ? 16 : 8, valid = std::min(width, N - n0);
+  const float* Bp = B.panel(p) + k0 * width;
   const float* bias = last && ep.bias ? ep.bias + n0 : nullptr;
   // Row blocks of near-equal height (32 rows: 6,6,5,5,5,5, not 6,6,6,6,6,2): a short block has
   // too few accumulators to hide the FMA latency.
   const int64_t m = rowEnd - rowBegin, blocks = (m + 5) / 6;
+  if (valid == width) {
+    for (int64_t bi = 0, i = rowBegin; bi < blocks; ++bi) {
+      int64_t rows = m / blocks + (bi < m % blocks ? 1 : 0);
+      MicroFn f = wide ? pick<2>(rows) : pick<1>(rows);
+      f(kc, A + i * lda + k0, lda, Bp, C + i * ldc + n0, ldc, bias, accumulate, relu);
+      i += rows;
+    }
+    return;
+  }
+  // The panel's last columns are padding (N % 8 != 0): the kernel works on a 6 x 16 tile and
+  // only the valid columns go to C (and come from it first when accumulating).
+  alignas(32) float tile[6 * 16];
+  float biasPad[16] = {};
+  if (bias) std::copy(bias, bias + valid, biasPad);
   for (int64_t bi = 0, i = rowBegin; bi < blocks; ++bi) {
     int64_t rows = m / blocks + (bi < m % blocks ? 1 : 0);
+    if (accumulate)
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy(C + (i + r) * ldc + n0, C + (i + r) * ldc + n0 + valid, tile + r * 16);
     MicroFn f = wide ? pick<2>(rows) : pick<1>(rows);
-    f(kc, A + i * lda + k0, lda, Bp, C + i * ldc + n0, ldc, bias, accumulate, relu);
+    f(kc, A + i * lda + k0, lda, Bp, tile, 16, bias ? biasPad : nullptr, accumulate, relu);
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(tile + r * 16, tile + r * 16 + valid, C + (i + r) * ldc + n0);
     i += rows;
   }
 }

@@ -15,19 +15,21 @@ namespace avx2 {
 /// True when this CPU executes AVX2 and FMA3 (the kernels below must not be called otherwise).
 bool available();
 
-/// A K x N f32 matrix packed in column panels of 16 (the last one 8 wide when N % 16 == 8):
-/// panel p holds columns [16p, 16p + width) as K rows of `width` contiguous floats, 32-byte
-/// aligned. N must be a multiple of 8.
+/// A K x N f32 matrix packed in column panels of 16, N padded with zero columns to a multiple
+/// of 8 (so the last panel is 8 wide when the padded N % 16 == 8): panel p holds columns
+/// [16p, 16p + width) as K rows of `width` contiguous floats, 32-byte aligned. sgemm stores
+/// only the N real columns.
 class PackedB {
  public:
   /// Packs b, whose element (k, n) is b[k * strideK + n * strideN] (strideK = N, strideN = 1 for
   /// a row-major K x N matrix; strideK = 1, strideN = K for its transpose stored N x K).
-  /// Returns false (and packs nothing) when N % 8 != 0 or K < 1.
+  /// Returns false (and packs nothing) when K < 1 or N < 1.
   bool pack(const float* b, int64_t K, int64_t N, int64_t strideK, int64_t strideN);
   int64_t rows() const { return K_; }
   int64_t cols() const { return N_; }
+  int64_t paddedCols() const { return (N_ + 7) / 8 * 8; }
   int64_t panels() const { return (N_ + 15) / 16; }
-  /// First float of panel p; its width is min(16, N - 16p).
+  /// First float of panel p; its width is min(16, paddedCols() - 16p).
   const float* panel(int64_t p) const { return data_.get() + p * 16 * K_; }
 
  private:

@@ -119,8 +119,9 @@ class MatMulKernel : public DnnlKernel {
   /// Our AVX2 GEMM over weights packed once (runtime/cpu/avx2/Sgemm.h) instead of oneDNN 2.6's
   /// gemm:jit, which repacks nothing ahead and ran 10-25% slower on the models' fully
   /// connected layers (M = 32: 784x512, 512x512, 9216x128). Taken for a row-major A (M >= 4:
-  /// below that the product is a matrix-vector one, bound by reading B), constant weights with
-  /// N a multiple of 8, alpha 1, Gemm's C only as a bias row or with beta 1, and post-ops of at
+  /// below that the product is a matrix-vector one, bound by reading B), constant weights (any
+  /// N: columns past a multiple of 8 are zero-padded in the packing, e.g. a 10-class output
+  /// layer), alpha 1, Gemm's C only as a bias row or with beta 1, and post-ops of at
   /// most a sum then a ReLU. Returns false (oneDNN is built instead) otherwise.
   bool initAvx2(const dnnl::memory::desc& srcMd, const dnnl::memory::desc& wMd,
                 const dnnl::memory::desc& dstMd, const Tensor* wConst, float alpha, float beta,
@@ -132,7 +133,7 @@ class MatMulKernel : public DnnlKernel {
     const dnnl::memory::dims sd = srcMd.dims(), wd = wMd.dims(), dd = dstMd.dims();
     if (sd.size() != 2 || wd.size() != 2 || dd.size() != 2) return false;
     const int64_t M = sd[0], K = sd[1], N = wd[1];
-    if (M < 4 || N % 8 != 0 || wd[0] != K || dd[0] != M || dd[1] != N) return false;
+    if (M < 4 || wd[0] != K || dd[0] != M || dd[1] != N) return false;
     const dnnl_dim_t* ss = srcMd.data.format_desc.blocking.strides;
     const dnnl_dim_t* ws = wMd.data.format_desc.blocking.strides;
     const dnnl_dim_t* ds = dstMd.data.format_desc.blocking.strides;

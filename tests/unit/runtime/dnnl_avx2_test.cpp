@@ -69,10 +69,10 @@ TEST(Avx2Sgemm, MatchesNaiveOverShapesAndEpilogues) {
   SKIP_WITHOUT_AVX2();
   // Every row remainder (1-6 and blocks of 6), K across the 256-deep blocking and every
   // remainder of the assembly kernels' 4-step unrolling (K % 4 = 0..3, below and above one
-  // unrolled step), 8-wide tails.
+  // unrolled step), 8-wide tails, N not a multiple of 8 (padded panels: 3, 10, 27).
   for (int64_t M : {1, 2, 5, 6, 7, 13, 32})
     for (int64_t K : {1, 4, 7, 256, 258, 300, 301})
-      for (int64_t N : {8, 16, 24, 40})
+      for (int64_t N : {3, 8, 10, 16, 24, 27, 40})
         checkGemm({M, K, N, (M + K) % 2 == 0, N != 16, M % 3 == 0, K != 7, 1});
 }
 
@@ -83,11 +83,16 @@ TEST(Avx2Sgemm, ThreadsSplitPanelsOrRows) {
   checkGemm({3, 64, 8, false, false, false, false, 4});   // fewer row blocks than threads
 }
 
-TEST(Avx2Sgemm, PackRejectsWidthsNotMultipleOf8) {
-  std::vector<float> b(12 * 10);
+TEST(Avx2Sgemm, PackPadsWidthToMultipleOf8) {
+  std::vector<float> b(12 * 10, 1.f);
   avx2::PackedB pb;
-  EXPECT_FALSE(pb.pack(b.data(), 12, 10, 10, 1));
+  ASSERT_TRUE(pb.pack(b.data(), 12, 10, 10, 1));
+  EXPECT_EQ(pb.cols(), 10);
+  EXPECT_EQ(pb.paddedCols(), 16);
+  EXPECT_EQ(pb.panel(0)[10], 0.f);  // padding columns are zeros
+  EXPECT_EQ(pb.panel(0)[9], 1.f);
   EXPECT_FALSE(pb.pack(b.data(), 0, 8, 8, 1));
+  EXPECT_FALSE(pb.pack(b.data(), 12, 0, 0, 1));
 }
 
 // nChw8c <-> NCHW for tests: element (n, c, h, w) at ((n*C/8 + c/8)*H + h)*W*8 + w*8 + c%8.
@@ -239,9 +244,10 @@ TEST(Avx2Sgemm, GemmKernelChoosesItAndMatchesReference) {
   OpCase oc;
   oc.op = "Gemm";
   oc.attrs.set("transB", Attr::ofInt(1));
-  oc.inputs = {randomTensor({9, 70}, 41), randomTensor({24, 70}, 42), randomTensor({24}, 43)};
+  // 10 outputs (a classifier layer): packed with 6 zero columns of padding.
+  oc.inputs = {randomTensor({9, 70}, 41), randomTensor({10, 70}, 42), randomTensor({10}, 43)};
   oc.constant = {false, true, true};
-  oc.outputs = {{9, 24}};
+  oc.outputs = {{9, 10}};
   std::string impl;
   Tensor got = runOnce(oc, &impl);
   EXPECT_EQ(impl.rfind("avx2:sgemm_packed", 0), 0u) << impl;
@@ -249,7 +255,7 @@ TEST(Avx2Sgemm, GemmKernelChoosesItAndMatchesReference) {
   registerCpuReferenceKernels(refOnly);
   std::unique_ptr<Kernel> rk;
   ASSERT_TRUE(refOnly.create("cpu", oc.context(), &rk).isOk());
-  Tensor want = Tensor::alloc(DType::F32, {9, 24});
+  Tensor want = Tensor::alloc(DType::F32, {9, 10});
   std::vector<Tensor*> outs = {&want};
   ASSERT_TRUE(rk->run({&oc.inputs[0], &oc.inputs[1], &oc.inputs[2]}, outs).isOk());
   expectClose(got, toDouble(want), 1e-4);
