@@ -67,11 +67,12 @@ void checkGemm(const GemmCase& c) {
 
 TEST(Avx2Sgemm, MatchesNaiveOverShapesAndEpilogues) {
   SKIP_WITHOUT_AVX2();
-  // Every row remainder (1-6 and blocks of 6), K across the 256-deep blocking and every
+  // Every row remainder (1-6 and blocks of 6), K in one slice and across two or three balanced
+  // slices of at most 512 (600: 300 + 300; 1031: 344 + 344 + 343), and every
   // remainder of the assembly kernels' 4-step unrolling (K % 4 = 0..3, below and above one
   // unrolled step), 8-wide tails, N not a multiple of 8 (padded panels: 3, 10, 27).
   for (int64_t M : {1, 2, 5, 6, 7, 13, 32})
-    for (int64_t K : {1, 4, 7, 256, 258, 300, 301})
+    for (int64_t K : {1, 4, 7, 258, 301, 600, 1031})
       for (int64_t N : {3, 8, 10, 16, 24, 27, 40})
         checkGemm({M, K, N, (M + K) % 2 == 0, N != 16, M % 3 == 0, K != 7, 1});
 }
