@@ -10,6 +10,8 @@
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/Generated.h"
 
+#include <mutex>
+
 namespace tandem {
 namespace cuda {
 
@@ -89,6 +91,9 @@ class LtMatmulKernel : public GeneratedKernel {
   Status useCopy(DType t) { return use(copyKernelName(t), copyKernelSource(t), &copyFn_); }
 
   Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    // The bias pointer is an attribute of the shared descriptor, read when cublasLtMatmul
+    // enqueues: two runs of one plan from two host threads must not interleave set and enqueue.
+    std::lock_guard<std::mutex> lock(runMu_);
     float* d = static_cast<float*>(outs[0]->raw());
     const float* a = static_cast<const float*>(ins[aIn]->raw());
     const float* b = static_cast<const float*>(ins[bIn]->raw());
@@ -118,6 +123,7 @@ class LtMatmulKernel : public GeneratedKernel {
   cublasLtMatmulPreference_t pref_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
   size_t copyFn_ = 0;
+  std::mutex runMu_;
 };
 
 // The step's epilogue activation; an unknown name is an error at load, never a plain product.
