@@ -349,6 +349,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     ctx.nodeName = s.name();
     ctx.attrs = &m.stepAttrs[si];
     ctx.threads = cpuThreads;
+    ctx.winograd = options.winograd;
     std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
     DeviceBackend* backend = m.backends[dev].get();
     std::vector<const Tensor*> ins;

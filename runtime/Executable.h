@@ -25,6 +25,9 @@ struct LoadOptions {
   /// each GPU's memory at first use and never grows (an allocation past it is an error naming
   /// the step and the bytes). The first plan loaded on a device fixes its mode for the process.
   double gpuMemoryFraction = 0;
+  /// CPU 3x3 convolutions as Winograd: by shape (default), F(2x2, 3x3) only, or never
+  /// (runtime/Kernel.h, WinogradPolicy).
+  WinogradPolicy winograd = WinogradPolicy::Auto;
   /// Creates the backend of a non-host device ("cuda:0"); null uses the built-in CUDA backend.
   /// For tests (a fake asynchronous device) and backends built outside this library.
   std::function<Status(const std::string& device, std::unique_ptr<DeviceBackend>* out)> backendFactory;

@@ -26,6 +26,12 @@ struct TensorType {
 /// What a factory knows when it creates a kernel, once, at plan load time. Shapes are static.
 /// Semantics of every op are ONNX opset 17 (the importer normalises older opsets), inputs in
 /// ONNX positional order.
+/// Which 3x3 stride-1 convolutions may run as Winograd on the CPU (runtime/cpu/avx2/Winograd.h,
+/// AVX2 hosts): Auto picks F(4x4, 3x3) or F(2x2, 3x3) by shape (F(4x4) rounds 5-7x more than a
+/// plain f32 loop); Tile2x2 uses F(2x2) only (rounding at direct convolution's level); Off keeps
+/// oneDNN's direct convolution.
+enum class WinogradPolicy { Auto, Tile2x2, Off };
+
 struct KernelContext {
   std::string opType;                 // ONNX op type, e.g. "Conv"
   std::string nodeName;               // for messages; may be empty
@@ -36,6 +42,7 @@ struct KernelContext {
   /// operands) whose value is known at load: kernels reorder/prepack it here, once.
   std::vector<const Tensor*> constInputs;
   int threads = 1;                    // intra-op threads for this kernel
+  WinogradPolicy winograd = WinogradPolicy::Auto;  // CPU convolutions (LoadOptions::winograd)
   /// Set by the CUDA backend for "cuda" kernels (its streams, handles and the plan's NVRTC
   /// program); null for CPU kernels.
   cuda::DeviceContext* cuda = nullptr;

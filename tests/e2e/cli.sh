@@ -2,6 +2,7 @@
 # e2e: the CLI's non-model commands and usage errors: help on every command, exit codes.
 set -uo pipefail
 tandem=$1
+models=${2:-}  # ../shared/models, for the checks that need a real model (skipped when absent)
 fails=0
 check() {  # check EXPECTED_CODE REGEX -- cmd...
   local want=$1 regex=$2; shift 3
@@ -44,6 +45,19 @@ else
   check 0 "cuda:0 is not available \((this build has no CUDA backend|no CUDA driver: .*|no CUDA device.*)\): its steps run on the CPU" -- "$tandem" run $relu --inputs ${relu%/model.onnx}/test_data_set_0 --expect ${relu%/model.onnx}/test_data_set_0 --target cpu,cuda:0=h100 --placement gpu
 fi
 check 0 "^Conv +cuda +cudnn|^Conv +cpu +ref" -- "$tandem" kernels --op Conv
+check 2 "--winograd: 4x4 not in" -- "$tandem" run $relu --random --winograd 4x4
+# --winograd picks the algorithm of mnist_cnn's 32 -> 64 3x3 convolution (AVX2 hosts).
+mnist=$models/mnist_cnn
+if [ -n "$models" ] && [ -f "$mnist/model.onnx" ] && grep -qw avx2 /proc/cpuinfo; then
+  ds=$mnist/test_data_set_1
+  check 0 "net.2/Conv .*avx2:winograd_4x4_3x3" -- "$tandem" run $mnist/model.onnx --inputs $ds --step-times
+  check 0 "net.2/Conv .*avx2:winograd_2x2_3x3" -- "$tandem" run $mnist/model.onnx --inputs $ds --step-times --winograd 2x2
+  check 0 "net.2/Conv .*dnnl:jit" -- "$tandem" run $mnist/model.onnx --inputs $ds --step-times --winograd off
+  check 0 "PASS" -- "$tandem" run $mnist/model.onnx --inputs $ds --expect $ds --winograd off
+  check 0 "PASS" -- "$tandem" run $mnist/model.onnx --inputs $ds --expect $ds --winograd 2x2
+else
+  echo "skip: --winograd on mnist_cnn (needs $mnist and an AVX2 CPU)"
+fi
 rm -rf "$work"
 echo "$fails failed"
 [ "$fails" = 0 ]

@@ -112,11 +112,21 @@ struct Loaded {
   CompileResult compiled;
 };
 
+LoadOptions loadOptions(int threads, double gpuMemoryFraction, const std::string& winograd) {
+  LoadOptions lo;
+  lo.threads = threads;
+  lo.gpuMemoryFraction = gpuMemoryFraction;
+  // The CLI admits only these three spellings (Main.cpp).
+  lo.winograd = winograd == "off"   ? WinogradPolicy::Off
+                : winograd == "2x2" ? WinogradPolicy::Tile2x2
+                                    : WinogradPolicy::Auto;
+  return lo;
+}
+
 // ONNX path: integer graph inputs given in `given` are folded into the plan as constants (they
 // are shape operands in practice: Reshape's shape, Slice's starts), the rest bind input shapes.
 Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
-                const CommonCompileFlags& flags, const CompileOptions& base, int threads,
-                double gpuMemoryFraction,
+                const CommonCompileFlags& flags, const CompileOptions& base, const LoadOptions& lo,
                 Loaded* out, std::vector<Tensor>* remainingInputs) {
   std::vector<std::string> names;
   TANDEM_RETURN_IF_ERROR(onnxGraphInputs(path, &names));
@@ -140,9 +150,6 @@ Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
   if (flags.printIrAfterAll) std::cerr << irStream.str();
   if (!st.isOk()) return st;
   printNotes(out->compiled);
-  LoadOptions lo;
-  lo.threads = threads;
-  lo.gpuMemoryFraction = gpuMemoryFraction;
   return Executable::load(out->compiled.plan, lo, &out->exe).withContext(path);
 }
 
@@ -270,15 +277,13 @@ int runRun(const RunOptionsCli& o) {
   }
   Loaded m;
   std::vector<Tensor> inputs;
+  LoadOptions lo = loadOptions(o.threads, o.gpuMemoryFraction, o.winograd);
   if (isPlan) {
-    LoadOptions lo;
-    lo.threads = o.threads;
-    lo.gpuMemoryFraction = o.gpuMemoryFraction;
     Status st = Executable::loadFile(o.model, lo, &m.exe);
     if (!st.isOk()) return fail(st.message());
     inputs = given;
   } else {
-    Status st = loadOnnx(o.model, given, o.common, co, o.threads, o.gpuMemoryFraction, &m, &inputs);
+    Status st = loadOnnx(o.model, given, o.common, co, lo, &m, &inputs);
     if (!st.isOk()) return fail(st.message());
     printPlacementLog(o.common, m.compiled);
   }
@@ -357,8 +362,8 @@ int runBench(const BenchOptions& o) {
         Loaded m;
         std::vector<Tensor> inputs, outputs;
         CommonCompileFlags flags;
-        st = loadOnnx(dir + "/model.onnx", given, flags, CompileOptions{}, threads, o.gpuMemoryFraction, &m,
-                      &inputs);
+        st = loadOnnx(dir + "/model.onnx", given, flags, CompileOptions{},
+                      loadOptions(threads, o.gpuMemoryFraction, o.winograd), &m, &inputs);
         if (!st.isOk()) { status = fail(st.message()); continue; }
         RunStats stats;
         for (int i = 0; i < o.warmup && st.isOk(); ++i) st = m.exe->run(inputs, &outputs, &stats);

@@ -39,6 +39,7 @@ struct RunOptionsCli {
   int threads = 0;
   bool profile = false;
   double gpuMemoryFraction = 0;  // 0: GPU arenas grow on demand
+  std::string winograd = "auto";  // auto | 2x2 | off (LoadOptions::winograd)
   CommonCompileFlags common;
 };
 struct BenchOptions {
@@ -49,6 +50,7 @@ struct BenchOptions {
   int warmup = 5;
   std::vector<int> dataSets;
   double gpuMemoryFraction = 0;
+  std::string winograd = "auto";
 };
 
 int runDevices(const DevicesOptions& o);

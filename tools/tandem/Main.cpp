@@ -7,6 +7,13 @@
 #include "tools/tandem/Calibrate.h"
 #include "tools/tandem/Commands.h"
 
+namespace {
+const char* const kWinogradHelp =
+    "CPU 3x3 stride-1 convolutions (AVX2 hosts): auto = Winograd F(4x4,3x3) or F(2x2,3x3) by "
+    "shape (F(4x4) rounds 5-7x more than a plain f32 loop), 2x2 = F(2x2,3x3) only (rounding "
+    "at direct convolution's level), off = oneDNN's direct convolution";
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace tandem::cli;
   CLI::App app{"Tandem: compile ONNX models and C++ graphs into placed, memory-planned plans and "
@@ -50,6 +57,8 @@ int main(int argc, char** argv) {
   runCmd->add_option("--gpu-memory-fraction", run.gpuMemoryFraction,
                      "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
       ->check(CLI::Range(0.0, 1.0));
+  runCmd->add_option("--winograd", run.winograd, kWinogradHelp)
+      ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
   addCommonCompileFlags(runCmd, run.common);
 
   BenchOptions bench;
@@ -65,6 +74,8 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--gpu-memory-fraction", bench.gpuMemoryFraction,
                        "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
       ->check(CLI::Range(0.0, 1.0));
+  benchCmd->add_option("--winograd", bench.winograd, kWinogradHelp)
+      ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
 
   CalibrateOptions calibrate;
   CLI::App* calibrateCmd = app.add_subcommand(

@@ -248,7 +248,8 @@ class ConvKernel : public DnnlKernel {
       chosenW = pd.weights_desc();
       chosenDst = pd.dst_desc();
       setImpl(pd);
-      initWinograd(g, chosenSrc, chosenDst, wConst, hasBias_ ? bConst : nullptr, ep);
+      initWinograd(g, chosenSrc, chosenDst, wConst, hasBias_ ? bConst : nullptr, ep,
+                   ctx.winograd);
       if (!wino_) {
         // Only a primitive that runs is JIT-compiled (Winograd replaces it entirely).
         prim_ = dnnl::convolution_forward(pd);
@@ -348,18 +349,20 @@ class ConvKernel : public DnnlKernel {
 
  private:
   /// 3x3 stride-1 convolutions with at least 32 input and output channels run as Winograd
-  /// F(4x4, 3x3) or F(2x2, 3x3) (runtime/cpu/avx2/Winograd.h, which picks the tile by shape)
-  /// when oneDNN chose the 8-channel-blocked layout
-  /// for both activations (AVX2 machines), the weights and bias are constant and the post-ops
-  /// are at most a sum then a ReLU. Measured against oneDNN 2.6's jit:avx2 direct kernel (1
-  /// thread, same run, noisy shared machine): ResNet-18 shapes at batch 32 1.3-1.5x (64 ch @
-  /// 56), 1.5-1.8x (128 @ 28), 1.6-2.2x (256 @ 14), 1.6-2.0x (512 @ 7); MNIST's 32 -> 64 @ 26
-  /// 1.14-1.24x (all with F(2x2); F(4x4) is 0.6-0.9x of F(2x2)'s time where it is chosen).
-  /// With 16 channels the transforms eat the gain (0.9x), hence the 32 floor.
+  /// F(4x4, 3x3) or F(2x2, 3x3) (runtime/cpu/avx2/Winograd.h, which picks the tile by shape;
+  /// `policy` may limit it to F(2x2) or turn Winograd off: tandem --winograd) when oneDNN
+  /// chose the 8-channel-blocked layout for both activations (AVX2 machines), the weights and
+  /// bias are constant and the post-ops are at most a sum then a ReLU. Measured against oneDNN
+  /// 2.6's jit:avx2 direct kernel (1 thread, same run, noisy shared machine): ResNet-18 shapes
+  /// at batch 32 1.3-1.5x (64 ch @ 56), 1.5-1.8x (128 @ 28), 1.6-2.2x (256 @ 14), 1.6-2.0x
+  /// (512 @ 7); MNIST's 32 -> 64 @ 26 1.14-1.24x (all with F(2x2); F(4x4) takes 0.6-0.9x of
+  /// F(2x2)'s time where it is chosen). With 16 channels the transforms eat the gain (0.9x),
+  /// hence the 32 floor.
   void initWinograd(const ConvGeometry& g, const dnnl::memory::desc& chosenSrc,
                     const dnnl::memory::desc& chosenDst, const Tensor* wConst,
-                    const Tensor* bConst, const Epilogue* ep) {
+                    const Tensor* bConst, const Epilogue* ep, WinogradPolicy policy) {
     using tag = dnnl::memory::format_tag;
+    if (policy == WinogradPolicy::Off) return;
     const auto f32 = dnnl::memory::data_type::f32;
     if (!avx2::available() || g.spatial != 2 || g.group != 1 || !wConst ||
         (hasBias_ && !bConst) || !avx2Epilogue(ep, &winoSum_, &winoRelu_))
@@ -382,7 +385,8 @@ class ConvKernel : public DnnlKernel {
     s.padTop = g.padL[0];
     s.padLeft = g.padL[1];
     auto wino = std::make_unique<avx2::WinogradConv3x3>();
-    if (!wino->prepare(s, wConst->data<float>(), bConst ? bConst->data<float>() : nullptr))
+    const int tile = policy == WinogradPolicy::Tile2x2 ? 2 : 0;  // 0: by shape
+    if (!wino->prepare(s, wConst->data<float>(), bConst ? bConst->data<float>() : nullptr, tile))
       return;
     wino_ = std::move(wino);
     impl_ = wino_->outputTile() == 4 ? "avx2:winograd_4x4_3x3" : "avx2:winograd_2x2_3x3";

@@ -78,6 +78,7 @@ KernelContext bodyOpContext(const KernelContext& step, const Body& body, size_t 
   c.nodeName = step.nodeName;
   c.attrs = &op.attrs;
   c.threads = step.threads;
+  c.winograd = step.winograd;
   for (int64_t r : op.refs) {
     if (r >= 0) {
       c.inputTypes.push_back(step.inputTypes[r]);

@@ -204,9 +204,6 @@ TEST(Avx2Winograd, ConvKernelChoosesItAndMatchesReference) {
                randomTensor({64}, 23)};
   oc.constant = {false, true, true};
   oc.outputs = {{2, 64, 9, 10}};
-  std::string impl;
-  Tensor got = runOnce(oc, &impl);
-  EXPECT_EQ(impl.rfind("avx2:winograd_4x4_3x3", 0), 0u) << impl;
   KernelRegistry refOnly;
   registerCpuReferenceKernels(refOnly);
   std::unique_ptr<Kernel> rk;
@@ -214,7 +211,18 @@ TEST(Avx2Winograd, ConvKernelChoosesItAndMatchesReference) {
   Tensor want = Tensor::alloc(DType::F32, {2, 64, 9, 10});
   std::vector<Tensor*> outs = {&want};
   ASSERT_TRUE(rk->run({&oc.inputs[0], &oc.inputs[1], &oc.inputs[2]}, outs).isOk());
-  expectClose(got, toDouble(want), 1e-4);
+  // The load option (tandem --winograd) picks the algorithm: by shape, F(2x2) only, or none.
+  const std::pair<WinogradPolicy, const char*> cases[] = {
+      {WinogradPolicy::Auto, "avx2:winograd_4x4_3x3"},
+      {WinogradPolicy::Tile2x2, "avx2:winograd_2x2_3x3"},
+      {WinogradPolicy::Off, "dnnl:"}};
+  for (const auto& [policy, wantImpl] : cases) {
+    oc.winograd = policy;
+    std::string impl;
+    Tensor got = runOnce(oc, &impl);
+    EXPECT_EQ(impl.rfind(wantImpl, 0), 0u) << impl;
+    expectClose(got, toDouble(want), 1e-4);
+  }
 }
 
 // Strided and 32-channel convolutions keep oneDNN's direct kernel.

@@ -23,10 +23,12 @@ struct OpCase {
   std::vector<bool> constant;  // same length as inputs (missing entries: not constant)
   std::vector<Shape> outputs;  // an empty-optional output is given by outputAbsent
   std::vector<bool> outputAbsent;
+  WinogradPolicy winograd = WinogradPolicy::Auto;
 
   KernelContext context() const {
     KernelContext ctx;
     ctx.opType = op;
+    ctx.winograd = winograd;
     ctx.nodeName = "test_" + op;
     ctx.attrs = &attrs;
     for (size_t i = 0; i < inputs.size(); ++i) {
