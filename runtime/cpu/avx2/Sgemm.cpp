@@ -218,29 +218,32 @@ inline void panelSlice(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t
   // Row blocks of near-equal height (32 rows: 6,6,5,5,5,5, not 6,6,6,6,6,2): a short block has
   // too few accumulators to hide the FMA latency.
   const int64_t m = rowEnd - rowBegin, blocks = (m + 5) / 6;
-  if (valid == width) {
-    for (int64_t bi = 0, i = rowBegin; bi < blocks; ++bi) {
-      int64_t rows = m / blocks + (bi < m % blocks ? 1 : 0);
-      MicroFn f = wide ? pick<2>(rows) : pick<1>(rows);
-      f(kc, A + i * lda + k0, lda, Bp, C + i * ldc + n0, ldc, bias, accumulate, relu);
-      i += rows;
-    }
-    return;
-  }
-  // The panel's last columns are padding (N % 8 != 0): the kernel works on a 6 x 16 tile and
-  // only the valid columns go to C (and come from it first when accumulating).
+  // Where the panel's last columns are padding (N % 8 != 0) the kernel works on a 6 x 16 tile
+  // and only the valid columns go to C (and come from it first when accumulating).
+  const bool padded = valid < width;
   alignas(32) float tile[6 * 16];
-  float biasPad[16] = {};
-  if (bias) std::copy(bias, bias + valid, biasPad);
+  float biasPad[16];
+  if (padded && bias) {
+    std::fill(biasPad, biasPad + 16, 0.f);
+    std::copy(bias, bias + valid, biasPad);
+  }
   for (int64_t bi = 0, i = rowBegin; bi < blocks; ++bi) {
     int64_t rows = m / blocks + (bi < m % blocks ? 1 : 0);
-    if (accumulate)
-      for (int64_t r = 0; r < rows; ++r)
-        std::copy(C + (i + r) * ldc + n0, C + (i + r) * ldc + n0 + valid, tile + r * 16);
+    float* out = C + i * ldc + n0;
+    int64_t outLd = ldc;
+    if (padded) {
+      if (accumulate)
+        for (int64_t r = 0; r < rows; ++r)
+          std::copy(out + r * ldc, out + r * ldc + valid, tile + r * 16);
+      out = tile;
+      outLd = 16;
+    }
     MicroFn f = wide ? pick<2>(rows) : pick<1>(rows);
-    f(kc, A + i * lda + k0, lda, Bp, tile, 16, bias ? biasPad : nullptr, accumulate, relu);
-    for (int64_t r = 0; r < rows; ++r)
-      std::copy(tile + r * 16, tile + r * 16 + valid, C + (i + r) * ldc + n0);
+    f(kc, A + i * lda + k0, lda, Bp, out, outLd, padded && bias ? biasPad : bias, accumulate,
+      relu);
+    if (padded)
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy(tile + r * 16, tile + r * 16 + valid, C + (i + r) * ldc + n0);
     i += rows;
   }
 }

@@ -93,11 +93,12 @@ TANDEM_AVX2 inline void outputTransform1d(__m256* m, int stride) {
 // Transforms the input patches of `tiles` tiles from tile0, channel blocks [cb0, cb1), into
 // V [alpha^2][tiles][C]. Output tile M, patch alpha = M + 2, patches M apart.
 template <int M>
-TANDEM_AVX2 void inputTiles(const Conv3x3Shape& s, int64_t tilesW, const float* src,
-                            int64_t tile0, int64_t tiles, float* V, int64_t cb0, int64_t cb1) {
+TANDEM_AVX2 void inputTiles(const Conv3x3Shape& s, int64_t tilesH, int64_t tilesW,
+                            const float* src, int64_t tile0, int64_t tiles, float* V, int64_t cb0,
+                            int64_t cb1) {
   constexpr int A = M + 2;
   const int64_t C = s.C, H = s.H, W = s.W;
-  const int64_t perImage = ((s.OH + M - 1) / M) * tilesW;
+  const int64_t perImage = tilesH * tilesW;
   const __m256 zero = _mm256_setzero_ps();
   // Channel block outer so that neighbouring tiles share source lines.
   for (int64_t cb = cb0; cb < cb1; ++cb) {
@@ -134,12 +135,13 @@ TANDEM_AVX2 void inputTiles(const Conv3x3Shape& s, int64_t tilesW, const float* 
 // [kb0, kb1), then bias, the residual sum, ReLU. Partial tiles at the bottom and right edges
 // store only their in-range pixels.
 template <int M>
-TANDEM_AVX2 void outputTiles(const Conv3x3Shape& s, int64_t tilesW, const float* bias,
-                             float* dst, int64_t tile0, int64_t tiles, const float* scratch,
-                             bool accumulate, bool relu, int64_t kb0, int64_t kb1) {
+TANDEM_AVX2 void outputTiles(const Conv3x3Shape& s, int64_t tilesH, int64_t tilesW,
+                             const float* bias, float* dst, int64_t tile0, int64_t tiles,
+                             const float* scratch, bool accumulate, bool relu, int64_t kb0,
+                             int64_t kb1) {
   constexpr int A = M + 2;
   const int64_t C = s.C, K = s.K, OH = s.OH, OW = s.OW;
-  const int64_t perImage = ((OH + M - 1) / M) * tilesW;
+  const int64_t perImage = tilesH * tilesW;
   const float* prod = scratch + A * A * tiles * C;
   const __m256 zero = _mm256_setzero_ps();
   for (int64_t kb = kb0; kb < kb1; ++kb) {
@@ -275,9 +277,9 @@ void WinogradConv3x3::run(const float* src, float* dst, bool accumulate, bool re
 void WinogradConv3x3::inputPhase(const float* src, int64_t tile0, int64_t tiles, float* scratch,
                                  int64_t cb0, int64_t cb1) const {
   if (m_ == 2)
-    inputTiles<2>(s_, tilesW_, src, tile0, tiles, scratch, cb0, cb1);
+    inputTiles<2>(s_, tilesH_, tilesW_, src, tile0, tiles, scratch, cb0, cb1);
   else
-    inputTiles<4>(s_, tilesW_, src, tile0, tiles, scratch, cb0, cb1);
+    inputTiles<4>(s_, tilesH_, tilesW_, src, tile0, tiles, scratch, cb0, cb1);
 }
 
 void WinogradConv3x3::gemmPhase(int64_t tiles, float* scratch, int64_t panel0,
@@ -294,11 +296,11 @@ void WinogradConv3x3::gemmPhase(int64_t tiles, float* scratch, int64_t panel0,
 void WinogradConv3x3::outputPhase(float* dst, int64_t tile0, int64_t tiles, const float* scratch,
                                   bool accumulate, bool relu, int64_t kb0, int64_t kb1) const {
   if (m_ == 2)
-    outputTiles<2>(s_, tilesW_, bias_.data(), dst, tile0, tiles, scratch, accumulate, relu, kb0,
-                   kb1);
+    outputTiles<2>(s_, tilesH_, tilesW_, bias_.data(), dst, tile0, tiles, scratch, accumulate,
+                   relu, kb0, kb1);
   else
-    outputTiles<4>(s_, tilesW_, bias_.data(), dst, tile0, tiles, scratch, accumulate, relu, kb0,
-                   kb1);
+    outputTiles<4>(s_, tilesH_, tilesW_, bias_.data(), dst, tile0, tiles, scratch, accumulate,
+                   relu, kb0, kb1);
 }
 
 }  // namespace avx2
