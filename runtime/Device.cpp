@@ -16,6 +16,8 @@
 #include <thread>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
 namespace tandem {
 
 int availableCores() {
@@ -58,6 +60,7 @@ std::vector<DeviceInfo> discoverDevices() {
   cpu.kind = "cpu";
   const dnnl_version_t* v = dnnl_version();
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  dnnlcpu::applyCpuIsaCap();  // the ISA shown is the one the kernels will use
   cpu.properties = {
       {"model", cpuModelName()},
       {"cores", std::to_string(availableCores())},

@@ -1,5 +1,6 @@
 // AVX2 + FMA f32 GEMM over a prepacked B: micro-kernels of up to 6 rows x 16 columns.
 #include "runtime/cpu/avx2/Sgemm.h"
+#include "runtime/cpu/avx2/IsaCap.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -14,7 +15,8 @@ namespace tandem {
 namespace avx2 {
 
 bool available() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                         cpuIsaCap() >= CpuIsaCap::Avx2;
   return ok;
 }
 

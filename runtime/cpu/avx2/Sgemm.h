@@ -12,7 +12,8 @@
 namespace tandem {
 namespace avx2 {
 
-/// True when this CPU executes AVX2 and FMA3 (the kernels below must not be called otherwise).
+/// True when this CPU executes AVX2 and FMA3 and TANDEM_MAX_CPU_ISA does not cap below AVX2
+/// (runtime/cpu/avx2/IsaCap.h); the kernels below must not be called otherwise.
 bool available();
 
 /// A K x N f32 matrix packed in column panels of 16, N padded with zero columns to a multiple

@@ -5,11 +5,37 @@
 #include <cstdlib>
 #include <memory>
 
+#include "runtime/cpu/avx2/IsaCap.h"
+
 namespace tandem {
 namespace dnnlcpu {
 
+void applyCpuIsaCap() {
+  // oneDNN accepts a cap only before its first primitive or ISA query; the engine is created
+  // before either, and discoverDevices() calls this before it asks for the ISA.
+  static const bool applied = [] {
+    CpuIsaCap cap = cpuIsaCap();
+    if (cap == CpuIsaCap::Unlimited) return false;
+    using isa = dnnl::cpu_isa;
+    isa to = cap == CpuIsaCap::Sse41 ? isa::sse41
+             : cap == CpuIsaCap::Avx ? isa::avx
+             : cap == CpuIsaCap::Avx2 ? isa::avx2
+                                      : isa::avx512_core;
+    try {
+      dnnl::set_max_cpu_isa(to);
+    } catch (const dnnl::error&) {
+      return false;  // oneDNN already fixed its ISA (ONEDNN_MAX_CPU_ISA or an earlier query)
+    }
+    return true;
+  }();
+  (void)applied;
+}
+
 dnnl::engine& cpuEngine() {
-  static dnnl::engine* eng = new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine* eng = [] {
+    applyCpuIsaCap();
+    return new dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return *eng;
 }
 
@@ -114,20 +140,61 @@ void Scratchpad::init(const dnnl::primitive_desc_base& pd, WorkspaceLayout* ws,
   args->add(DNNL_ARG_SCRATCHPAD, mem_);
 }
 
+namespace {
+
+enum class ActivationLayout { Blocked8, Blocked16, ChannelsLast };
+
+// The layout oneDNN's convolution picks for its activations on this CPU (format_tag::any on a
+// ResNet-like 64-channel 3x3 layer): nChw8c from jit:avx2, nChw16c from the AVX-512 direct
+// kernels, nhwc from oneDNN 2.6's brgconv on AVX-512 hosts. Asked once, not assumed from the
+// ISA, so a oneDNN that prefers another layout on some host costs reorders, never correctness.
+ActivationLayout probeActivationLayout() {
+  using tag = dnnl::memory::format_tag;
+  const auto f32 = dnnl::memory::data_type::f32;
+  const dims src{1, 64, 28, 28}, wts{64, 64, 3, 3};
+  try {
+    dnnl::convolution_forward::desc cd(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        dnnl::memory::desc(src, f32, tag::any), dnnl::memory::desc(wts, f32, tag::any),
+        dnnl::memory::desc(src, f32, tag::any), {1, 1}, {1, 1}, {1, 1});
+    dnnl::convolution_forward::primitive_desc pd(cd, cpuEngine());
+    dnnl::memory::desc chosen = pd.src_desc();
+    if (chosen == dnnl::memory::desc(src, f32, tag::nhwc)) return ActivationLayout::ChannelsLast;
+    if (chosen == dnnl::memory::desc(src, f32, tag::nChw16c)) return ActivationLayout::Blocked16;
+  } catch (const dnnl::error&) {
+  }
+  return ActivationLayout::Blocked8;
+}
+
+ActivationLayout hostActivationLayout() {
+  static const ActivationLayout l = probeActivationLayout();
+  return l;
+}
+
+}  // namespace
+
 dnnl::memory::desc channelBlockedDesc(const dims& d) {
   using tag = dnnl::memory::format_tag;
-  using isa = dnnl::cpu_isa;
-  static const bool wide = [] {
-    isa i = dnnl::get_effective_cpu_isa();
-    return i == isa::avx512_mic || i == isa::avx512_mic_4ops || i == isa::avx512_core ||
-           i == isa::avx512_core_vnni || i == isa::avx512_core_bf16 ||
-           i == isa::avx512_core_amx;
-  }();
   assert(d.size() >= 3 && d.size() <= 5);
-  tag t = d.size() == 3 ? (wide ? tag::nCw16c : tag::nCw8c)
-          : d.size() == 4 ? (wide ? tag::nChw16c : tag::nChw8c)
-                          : (wide ? tag::nCdhw16c : tag::nCdhw8c);
-  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, t);
+  const size_t r = d.size() - 3;  // 0: 1-D, 1: 2-D, 2: 3-D spatial
+  static const tag blocked8[] = {tag::nCw8c, tag::nChw8c, tag::nCdhw8c};
+  static const tag blocked16[] = {tag::nCw16c, tag::nChw16c, tag::nCdhw16c};
+  static const tag channelsLast[] = {tag::nwc, tag::nhwc, tag::ndhwc};
+  switch (hostActivationLayout()) {
+    case ActivationLayout::ChannelsLast: return dnnl::memory::desc(d, dnnl::memory::data_type::f32, channelsLast[r]);
+    case ActivationLayout::Blocked16: return dnnl::memory::desc(d, dnnl::memory::data_type::f32, blocked16[r]);
+    case ActivationLayout::Blocked8: break;
+  }
+  return dnnl::memory::desc(d, dnnl::memory::data_type::f32, blocked8[r]);
+}
+
+const char* activationLayoutName() {
+  switch (hostActivationLayout()) {
+    case ActivationLayout::ChannelsLast: return "nhwc";
+    case ActivationLayout::Blocked16: return "nChw16c";
+    case ActivationLayout::Blocked8: break;
+  }
+  return "nChw8c";
 }
 
 bool isBlocked(const KernelContext& ctx, bool input, size_t i) {

@@ -13,6 +13,10 @@
 namespace tandem {
 namespace dnnlcpu {
 
+/// Caps oneDNN at TANDEM_MAX_CPU_ISA (runtime/cpu/avx2/IsaCap.h), once per process; a no-op
+/// when it is unset. cpuEngine() calls it first.
+void applyCpuIsaCap();
+
 /// The one CPU engine of the process (created on first use).
 dnnl::engine& cpuEngine();
 /// A CPU stream on cpuEngine(). One per calling thread: oneDNN streams are not thread-safe and
@@ -50,15 +54,19 @@ dnnl::memory::desc plainDesc(const dims& d);
 /// f32 descriptor of logical dims `d` stored densely in the physical order `order` (outermost
 /// first, e.g. {1,0,2,3} for ConvTranspose weights [C,M,k..] viewed as [M,C,k..]).
 dnnl::memory::desc permutedDesc(const dims& d, const std::vector<int>& order);
-/// f32 descriptor of an [N, C, spatial...] activation (rank 3-5) in oneDNN's channel-blocked
-/// layout for this CPU (nChw16c with AVX-512, nChw8c otherwise): the layout its optimized
-/// pooling kernels need when the primitive cannot be given format_tag::any.
+/// f32 descriptor of an [N, C, spatial...] activation (rank 3-5) in the layout oneDNN's
+/// convolution prefers on this CPU, asked of oneDNN once per process: nChw8c where it runs
+/// jit:avx2 (AVX2 hosts, or ONEDNN_MAX_CPU_ISA=AVX2), nhwc where oneDNN 2.6 runs brgconv
+/// (AVX-512 hosts), nChw16c for its AVX-512 direct kernels. Values marked "blocked" between
+/// steps are stored in this layout, so consecutive convolutions and pools skip the reorders.
 dnnl::memory::desc channelBlockedDesc(const dims& d);
+/// The name of that layout for 4-D activations: "nChw8c", "nChw16c" or "nhwc" (logs, tests).
+const char* activationLayoutName();
 /// Activation layouts between steps. A step's `input_layouts` / `output_layouts` attributes
 /// (STRINGS, one per input / output, set by --tandem-fuse) say "blocked" where the value's
 /// arena bytes are in channelBlockedDesc layout (so consecutive oneDNN ops skip the reorders),
 /// "" where they are plain row-major. The compiler marks only 4-D f32 values whose channel
-/// count is a multiple of 16, so the blocked and plain sizes agree for 8- and 16-wide blocks.
+/// count is a multiple of 16, so the blocked and plain sizes agree for every host layout.
 bool isBlocked(const KernelContext& ctx, bool input, size_t i);
 /// The descriptor of the caller's buffer for input/output i: blocked or plain.
 dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/dnnl/DnnlCommon.h"
 
 namespace tandem {
 namespace dnnltest {
@@ -135,6 +136,20 @@ inline void expectClose(const Tensor& got, const std::vector<double>& want, doub
 
 inline std::vector<double> toDouble(const Tensor& t) {
   return std::vector<double>(t.data<float>(), t.data<float>() + t.numel());
+}
+
+/// Plain NCHW <-> the runtime's activation layout on this host (dnnlcpu::channelBlockedDesc:
+/// nChw8c, nChw16c or nhwc), via a oneDNN reorder.
+inline Tensor relayout(const Tensor& t, bool toBlocked) {
+  using namespace dnnlcpu;
+  dims d = toDims(t.shape());
+  Tensor out = Tensor::alloc(DType::F32, t.shape());
+  dnnl::memory::desc from = toBlocked ? plainDesc(d) : channelBlockedDesc(d);
+  dnnl::memory::desc to = toBlocked ? channelBlockedDesc(d) : plainDesc(d);
+  dnnl::memory a(from, cpuEngine(), const_cast<void*>(t.raw())), b(to, cpuEngine(), out.raw());
+  dnnl::reorder(a, b).execute(cpuStream(), a, b);
+  cpuStream().wait();
+  return out;
 }
 
 }  // namespace dnnltest
