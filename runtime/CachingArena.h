@@ -50,6 +50,8 @@ class CachingArena {
   size_t peakBytes() const;      // most inUseBytes ever
   size_t reservedBytes() const;  // segments held (in use + cached)
   size_t segmentCount() const;
+  /// The most bytes this arena may ever hold: the preallocated size when fixed, 0 when it grows.
+  size_t limitBytes() const;
 
  private:
   struct Block {

@@ -159,7 +159,15 @@ struct Executable::Impl {
   // Graph inputs/outputs on a CUDA device cross through pinned staging buffers.
   std::vector<void*> inputStaging, outputStaging;
   std::vector<std::unique_ptr<Event>> inputsUploaded;  // per GPU backend, in backends order
-  std::vector<std::unique_ptr<Event>> computeDrained;  // per GPU backend: outputs may leave
+  // Before a GPU output leaves on its device's D2H queue, that queue waits for the queue that
+  // wrote the output last: compute for a kernel or a peer copy, H2D for an upload step.
+  struct OutputFence {
+    DeviceBackend* writer;   // records `event` on `queue` after the run's steps
+    Queue queue;
+    DeviceBackend* reader;   // its D2H queue waits for the event
+    std::unique_ptr<Event> event;
+  };
+  std::vector<OutputFence> outputFences;
   std::vector<Tensor> values;                // by value id: arena views or constants
   std::vector<TensorType> valueTypes;
   std::vector<AttrMap> stepAttrs;
@@ -189,7 +197,7 @@ struct Executable::Impl {
     kernels.clear();
     stepEvent.clear();
     inputsUploaded.clear();
-    computeDrained.clear();
+    outputFences.clear();
     auto freeHost = [&](void* p) {
       for (auto& b : backends)
         if (!b.second->isHost()) return b.second->deallocateHost(p);
@@ -469,11 +477,29 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     }
     for (auto& b : m.backends) {
       if (b.second->isHost()) continue;
-      std::unique_ptr<Event> up, drained;
+      std::unique_ptr<Event> up;
       TANDEM_RETURN_IF_ERROR(b.second->createEvent(&up));
-      TANDEM_RETURN_IF_ERROR(b.second->createEvent(&drained));
       m.inputsUploaded.push_back(std::move(up));
-      m.computeDrained.push_back(std::move(drained));
+    }
+    // One fence per (writer queue, reading device) among the staged outputs' last writers. An
+    // output no step writes is a graph input: its upload is already ordered (inputsUploaded).
+    for (int i = 0; i < p.outputs_size(); ++i) {
+      if (!m.outputStaging[i]) continue;
+      int id = p.outputs(i), last = -1;
+      for (int si = 0; si < p.steps_size(); ++si)
+        for (int o : p.steps(si).outputs())
+          if (o == id) last = si;
+      if (last < 0) continue;
+      DeviceBackend* reader = m.backends[m.values[id].device()].get();
+      DeviceBackend* writer = m.stepBackend[last];
+      Queue q = m.stepQueue[last];
+      bool known = false;
+      for (const Impl::OutputFence& f : m.outputFences)
+        known |= f.writer == writer && f.queue == q && f.reader == reader;
+      if (known) continue;
+      Impl::OutputFence f{writer, q, reader, nullptr};
+      TANDEM_RETURN_IF_ERROR(writer->createEvent(&f.event));
+      m.outputFences.push_back(std::move(f));
     }
   } else if (m.devices.size() > 1) {
     m.stepStream = m.stepDevice;
@@ -616,10 +642,21 @@ Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector
   //    other streams it depends on (the host blocks only when a CPU step needs GPU results),
   //    then runs (CPU) or is enqueued on its stream (GPU kernel or copy), then records its
   //    event if a later step on another stream waits for it.
-  // 3. Outputs: GPU outputs are copied back on the D2H queue after the compute queue drains,
-  //    then the one synchronisation of the run, then the host copies.
+  // 3. Outputs: GPU outputs are copied back on the D2H queue once the queue that wrote each
+  //    last has reached the end of the run, then the one synchronisation of the run, then the
+  //    host copies.
+  // Every exit, errors included, leaves the devices idle: the next run refills the pinned
+  // staging buffers and the arenas, which copies still in flight would otherwise read or write.
   Impl& m = *impl_;
   const plan::Plan& p = m.plan;
+  struct IdleOnExit {
+    Impl& m;
+    bool done = false;
+    ~IdleOnExit() {
+      if (!done)
+        for (auto& b : m.backends) b.second->synchronize();
+    }
+  } idleOnExit{m};
   for (int i = 0; i < p.inputs_size(); ++i) {
     const Tensor& in = inputs[i];
     Tensor& slot = m.values[p.inputs(i)];
@@ -666,22 +703,14 @@ Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector
     // Profiling times each step to completion, which serialises the GPU: use it to find slow
     // steps, not to measure the whole run.
     if (st.isOk() && profile) st = b->synchronize();
-    if (!st.isOk()) {
-      for (auto& bb : m.backends) bb.second->synchronize();
-      return st.withContext(label);
-    }
+    if (!st.isOk()) return st.withContext(label);
     if (profile && stats)
       stats->steps.push_back({s.name(), s.op_type(), s.device(), m.stepImpl[si],
                               std::chrono::duration<double>(Clock::now() - s0).count()});
   }
-  {
-    size_t e = 0;
-    for (auto& b : m.backends) {
-      if (b.second->isHost()) continue;
-      Event& drained = *m.computeDrained[e++];
-      TANDEM_RETURN_IF_ERROR(b.second->recordEvent(Queue::Compute, drained));
-      TANDEM_RETURN_IF_ERROR(b.second->waitEvent(Queue::DeviceToHost, drained));
-    }
+  for (Impl::OutputFence& f : m.outputFences) {
+    TANDEM_RETURN_IF_ERROR(f.writer->recordEvent(f.queue, *f.event));
+    TANDEM_RETURN_IF_ERROR(f.reader->waitEvent(Queue::DeviceToHost, *f.event));
   }
   for (int i = 0; i < p.outputs_size(); ++i) {
     if (!m.outputStaging[i]) continue;
@@ -689,7 +718,14 @@ Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector
     TANDEM_RETURN_IF_ERROR(m.backends[v.device()]->copyToHost(m.outputStaging[i], v.raw(), v.bytes())
                                .withContext("output '" + m.outputNames[i] + "'"));
   }
-  for (auto& b : m.backends) TANDEM_RETURN_IF_ERROR(b.second->synchronize().withContext("end of run"));
+  // Every device is synchronised even when one reports an error; the first error is the run's.
+  Status synced;
+  for (auto& b : m.backends) {
+    Status st = b.second->synchronize();
+    if (synced.isOk() && !st.isOk()) synced = st.withContext("end of run");
+  }
+  idleOnExit.done = true;
+  TANDEM_RETURN_IF_ERROR(synced);
   outputs->clear();
   for (int i = 0; i < p.outputs_size(); ++i) {
     const Tensor& v = m.values[p.outputs(i)];

@@ -136,5 +136,9 @@ size_t CachingArena::inUseBytes() const { std::lock_guard<std::mutex> l(mu_); re
 size_t CachingArena::peakBytes() const { std::lock_guard<std::mutex> l(mu_); return peak_; }
 size_t CachingArena::reservedBytes() const { std::lock_guard<std::mutex> l(mu_); return reserved_; }
 size_t CachingArena::segmentCount() const { std::lock_guard<std::mutex> l(mu_); return segmentSizes_.size(); }
+size_t CachingArena::limitBytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return fixed_ ? reserved_ : 0;
+}
 
 }  // namespace tandem

@@ -4,8 +4,11 @@
 // (SAME_UPPER with stride 2, explicit asymmetric pads) first zero-pads X into a plan-lifetime
 // buffer with the generated index-map gather, then convolves it unpadded. ConvTranspose pads
 // must fit cuDNN's symmetric form (else an error naming the pads). Algorithm and workspace are
-// chosen once at load; bias by cudnnAddTensor.
+// chosen once at load: cuDNN's best ranked algorithm whose workspace fits cudnnWorkspaceCap
+// (runtime/cuda/Choices.h), so a fast algorithm's hundreds of MB cannot break
+// --gpu-memory-fraction; bias by cudnnAddTensor.
 #include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/cuda/Choices.h"
 #include "runtime/cuda/Generated.h"
 
 namespace tandem {
@@ -86,23 +89,49 @@ class CudnnConvKernel : public GeneratedKernel {
       TANDEM_CUDA_RETURN(cudnnSetTensorNdDescriptor(b_, CUDNN_DATA_FLOAT, nd, toInts(bs).data(), dense(bs).data()));
     }
     int found = 0;
+    size_t cap = cudnnWorkspaceCap(dc_->arena ? dc_->arena->limitBytes() : 0);
+    std::vector<AlgoCandidate> ranked;
+    // Walks the ranked list: the first usable algorithm whose workspace (as cuDNN reports it for
+    // the chosen algorithm, which may differ from the estimate) fits the cap.
+    auto choose = [&](auto& perf, auto workspaceOf, auto* algo) -> Status {
+      for (int i = 0; i < found; ++i) ranked.push_back({perf[i].status == CUDNN_STATUS_SUCCESS, perf[i].memory});
+      for (;;) {
+        int i = firstAlgoWithin(ranked, cap);
+        if (i < 0) return Status::ok();
+        size_t bytes = 0;
+        TANDEM_RETURN_IF_ERROR(workspaceOf(perf[i].algo, &bytes));
+        if (bytes <= cap) {
+          *algo = perf[i].algo, wsBytes_ = bytes, chosen_ = true;
+          return Status::ok();
+        }
+        ranked[i].ok = false;
+      }
+    };
     if (!transpose_) {
       cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
       TANDEM_CUDA_RETURN(cudnnGetConvolutionForwardAlgorithm_v7(dc_->dnn, x_, w_, conv_, y_,
                                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
-      for (int i = 0; i < found && !chosen_; ++i)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS) fwd_ = perf[i].algo, chosen_ = true;
-      if (chosen_) TANDEM_CUDA_RETURN(cudnnGetConvolutionForwardWorkspaceSize(dc_->dnn, x_, w_, conv_, y_, fwd_, &wsBytes_));
+      TANDEM_RETURN_IF_ERROR(choose(perf, [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+        return check(cudnnGetConvolutionForwardWorkspaceSize(dc_->dnn, x_, w_, conv_, y_, a, bytes),
+                     "cudnnGetConvolutionForwardWorkspaceSize");
+      }, &fwd_));
     } else {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       TANDEM_CUDA_RETURN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dc_->dnn, w_, x_, conv_, y_,
                                                                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &found, perf));
-      for (int i = 0; i < found && !chosen_; ++i)
-        if (perf[i].status == CUDNN_STATUS_SUCCESS) bwd_ = perf[i].algo, chosen_ = true;
-      if (chosen_)
-        TANDEM_CUDA_RETURN(cudnnGetConvolutionBackwardDataWorkspaceSize(dc_->dnn, w_, x_, conv_, y_, bwd_, &wsBytes_));
+      TANDEM_RETURN_IF_ERROR(choose(perf, [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+        return check(cudnnGetConvolutionBackwardDataWorkspaceSize(dc_->dnn, w_, x_, conv_, y_, a, bytes),
+                     "cudnnGetConvolutionBackwardDataWorkspaceSize");
+      }, &bwd_));
     }
-    if (!chosen_) return Status::error(opLabel(ctx) + ": cuDNN has no algorithm for this convolution");
+    if (!chosen_) {
+      size_t least = SIZE_MAX;
+      for (const AlgoCandidate& c : ranked)
+        if (c.ok) least = std::min(least, c.memory);
+      if (least == SIZE_MAX) return Status::error(opLabel(ctx) + ": cuDNN has no algorithm for this convolution");
+      return Status::error(opLabel(ctx) + ": every cuDNN algorithm for this convolution needs more workspace than the cap of " +
+                           std::to_string(cap) + " bytes (least " + std::to_string(least) + ")");
+    }
     dc_->reserveWorkspace(wsBytes_);
     return Status::ok();
   }

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "runtime/Backend.h"
+#include "runtime/cuda/Choices.h"
 #include "runtime/cuda/CudaCommon.h"
 
 namespace tandem {
@@ -22,7 +23,7 @@ Status check(cudaError_t e, const char* call) {
 }
 Status check(cublasStatus_t e, const char* call) {
   if (e == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return Status::error(std::string(call) + ": cuBLAS status " + std::to_string((int)e));
+  return Status::error(cublasStatusText(call, e));
 }
 Status check(cudnnStatus_t e, const char* call) {
   if (e == CUDNN_STATUS_SUCCESS) return Status::ok();
@@ -101,14 +102,26 @@ class CudaBackend : public DeviceBackend {
     ctx_.arena = arena;
   }
   ~CudaBackend() override {
+    // 1. Drain the streams, 2. give back every block (the plan's and the context's own) while
+    // the streams that used them still exist, 3. the library handles, then the streams, and
+    // the context no longer names them. Nothing here may leave an error in cudart's per-thread
+    // last-error slot: the next launch of any backend on this thread would report it.
     cudaSetDevice(ctx_.ordinal);
     for (cudaStream_t s : {ctx_.compute, ctx_.h2d, ctx_.d2h})
       if (s) cudaStreamSynchronize(s);
     for (auto& p : live_) ctx_.arena->free(p.first);
+    live_.clear();
+    ctx_.releaseAll();
+    ctx_.program.unload();
     if (ctx_.dnn) cudnnDestroy(ctx_.dnn);
     if (ctx_.lt) cublasLtDestroy(ctx_.lt);
-    for (cudaStream_t s : {ctx_.compute, ctx_.h2d, ctx_.d2h})
-      if (s) cudaStreamDestroy(s);
+    ctx_.dnn = nullptr;
+    ctx_.lt = nullptr;
+    for (cudaStream_t* s : {&ctx_.compute, &ctx_.h2d, &ctx_.d2h}) {
+      if (*s) cudaStreamDestroy(*s);
+      *s = nullptr;
+    }
+    cudaGetLastError();
   }
 
   Status init() {
@@ -201,8 +214,12 @@ class CudaBackend : public DeviceBackend {
   Status launch(Kernel& k, const std::vector<const Tensor*>& inputs,
                 const std::vector<Tensor*>& outputs) override {
     TANDEM_CUDA_RETURN(cudaSetDevice(ctx_.ordinal));
+    // An error some earlier call left in the last-error slot is not this kernel's: clear it
+    // (a sticky one, a faulted context, shows again in the launch or the next synchronise).
+    cudaGetLastError();
     TANDEM_RETURN_IF_ERROR(k.run(inputs, outputs));
-    return check(cudaPeekAtLastError(), "kernel launch");
+    // Library calls (cuBLASLt, cuDNN) launch kernels whose launch errors land only here.
+    return check(cudaGetLastError(), "kernel launch");
   }
 
   Status createEvent(std::unique_ptr<Event>* out) override {
@@ -247,25 +264,19 @@ class CudaBackend : public DeviceBackend {
   size_t workspaceHeld_ = 0;
 };
 
-std::string versionText(int v) {  // 12080 -> "12.8"
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-
 // Why no CUDA device can be used, or "" when at least one can. Sets *count.
 std::string deviceCountProblem(int* count) {
   *count = 0;  // cudaGetDeviceCount leaves it unwritten when there is no driver
   cudaError_t e = cudaGetDeviceCount(count);
+  int driver = 0, runtime = 0;
   if (e != cudaSuccess) {
     cudaGetLastError();
     *count = 0;
-    if (e == cudaErrorNoDevice) return "no CUDA device: " + errorText("cudaGetDeviceCount", e);
-    return "no CUDA driver: " + errorText("cudaGetDeviceCount", e);
+    cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+    cudaRuntimeGetVersion(&runtime);
+    cudaGetLastError();
   }
-  if (*count == 0) {
-    const char* vis = std::getenv("CUDA_VISIBLE_DEVICES");
-    return std::string("no CUDA device") + (vis ? " (CUDA_VISIBLE_DEVICES=" + std::string(vis) + ")" : "");
-  }
-  return "";
+  return deviceCountProblemText(e, *count, driver, runtime, std::getenv("CUDA_VISIBLE_DEVICES"));
 }
 
 }  // namespace
@@ -273,7 +284,7 @@ std::string deviceCountProblem(int* count) {
 Status DeviceContext::allocate(size_t bytes, const std::string& forWhat, void** out) {
   if (!arena) return Status::error(forWhat + ": no CUDA device memory in this context (created without a device)");
   TANDEM_RETURN_IF_ERROR(arena->allocate(bytes, forWhat, out));
-  owned_.push_back(*out);
+  owned_.push_back({*out, bytes});
   ownedBytes_ += bytes;
   return Status::ok();
 }
@@ -287,16 +298,22 @@ Status DeviceContext::upload(const void* host, size_t bytes, const std::string& 
 }
 
 void DeviceContext::release(void* p) {
-  auto it = std::find(owned_.begin(), owned_.end(), p);
+  auto it = std::find_if(owned_.begin(), owned_.end(), [&](const std::pair<void*, size_t>& o) { return o.first == p; });
   if (it == owned_.end()) return;
+  ownedBytes_ -= it->second;
   owned_.erase(it);
   arena->free(p);
 }
 
-DeviceContext::~DeviceContext() {
+void DeviceContext::releaseAll() {
   if (compute) cudaStreamSynchronize(compute);
-  for (void* p : owned_) arena->free(p);
+  for (auto& o : owned_) arena->free(o.first);
+  owned_.clear();
+  ownedBytes_ = 0;
+  workspace = nullptr;
 }
+
+DeviceContext::~DeviceContext() { releaseAll(); }
 
 }  // namespace cuda
 
@@ -354,8 +371,8 @@ std::vector<DeviceInfo> discoverCudaDevices(std::string* note) {
         {"clock_khz", attr(cudaDevAttrClockRate)},
         {"memory_clock_khz", attr(cudaDevAttrMemoryClockRate)},
         {"memory_bus_bits", attr(cudaDevAttrGlobalMemoryBusWidth)},
-        {"driver", cuda::versionText(driver)},
-        {"runtime", cuda::versionText(runtime)},
+        {"driver", cuda::cudaVersionText(driver)},
+        {"runtime", cuda::cudaVersionText(runtime)},
         {"cudnn", std::to_string(cudnnGetVersion())},
         {"nvrtc", cuda::nvrtcVersionText()},
     };

@@ -53,12 +53,16 @@ class DeviceContext {
   Status upload(const void* host, size_t bytes, const std::string& forWhat, void** out);
   /// Frees a block from allocate()/upload() early (the caller has synchronised its users).
   void release(void* p);
+  /// Synchronises the compute stream (when there is one) and frees every block from
+  /// allocate()/upload(). The backend calls it before it destroys its streams; the destructor
+  /// calls it again (then a no-op) for contexts made without a backend.
+  void releaseAll();
   /// Bytes held through allocate()/upload().
   size_t ownedBytes() const { return ownedBytes_; }
   ~DeviceContext();
 
  private:
-  std::vector<void*> owned_;
+  std::vector<std::pair<void*, size_t>> owned_;
   size_t ownedBytes_ = 0;
 };
 

@@ -59,13 +59,16 @@ std::string kernelName(const std::string& op, const std::vector<DType>& in, DTyp
 }
 
 // One elementwise function: out[i] = (OUT)(expr) with inputs read through broadcast strides.
+// No __restrict__: the output may be an input's buffer. plan-memory lets a unary op, and a
+// binary op's operand 0, write in place (then in1 aliases too for x op x), and a variadic
+// op's later launches read the output as in0. Each element is read before it is written, by
+// the same thread, so aliasing is correct as long as the compiler is not told it cannot happen.
 std::string kernelSource(const std::string& name, const std::vector<DType>& in, DType out,
                          const std::string& expr) {
   std::string T[3];
   for (int k = 0; k < 3; ++k) T[k] = deviceTypeName(k < (int)in.size() ? in[k] : in[0]);
   std::string s = "extern \"C\" __global__ void " + name + "(TdGeo g, " + deviceTypeName(out) +
-                  "* __restrict__ out, const " + T[0] + "* __restrict__ in0, const " + T[1] +
-                  "* __restrict__ in1, const " + T[2] + "* __restrict__ in2) {\n";
+                  "* out, const " + T[0] + "* in0, const " + T[1] + "* in1, const " + T[2] + "* in2) {\n";
   s += R"(  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < g.n; i += (i64)gridDim.x * blockDim.x) {
     i64 o0 = i, o1 = i, o2 = i;
     if (!g.contiguous) {

@@ -5,11 +5,19 @@
 // step attribute `activation` names: "Relu", or "Gelu" (cuBLASLt's GELU epilogue is the tanh
 // approximation, ONNX Gelu approximate="tanh"). Other C shapes are expanded into the output by
 // the generated strided copy, then accumulated with beta (no activation then).
-// MatMul batches: a single B folds A's batch into rows (one GEMM); equal batches make one
-// strided-batched call; any other broadcast one call per output matrix.
+// MatMul batches: a single B folds A's batch into rows (one GEMM); equal batches, or a single A
+// against B's batch (stride 0), make one strided-batched call; any other broadcast one call per
+// output matrix.
+// Alignment: cuBLASLt's heuristic assumes 256-byte-aligned operands unless told otherwise, but
+// arena slots are only 64-byte aligned and matrices inside a batch may be 4; the algorithm is
+// chosen per run for the real alignment of the pointers (a plan may run with other buffers),
+// and cached per alignment.
 #include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/cuda/Choices.h"
 #include "runtime/cuda/Generated.h"
 
+#include <array>
+#include <map>
 #include <mutex>
 
 namespace tandem {
@@ -69,18 +77,16 @@ class LtMatmulKernel : public GeneratedKernel {
         TANDEM_CUDA_RETURN(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st, sizeof st));
       }
     }
+    batch_ = batch, sa_ = sa, sb_ = sb;
+    label_ = opLabel(ctx);
     ctx.cuda->reserveWorkspace(kWorkspaceBytes);
     TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceCreate(&pref_));
     size_t ws = kWorkspaceBytes;
     TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    TANDEM_CUDA_RETURN(cublasLtMatmulAlgoGetHeuristic(ctx.cuda->lt, desc_, la_, lb_, lc_, lc_, pref_, 1, &result, &found));
-    if (found == 0)
-      return Status::error(opLabel(ctx) + ": cuBLASLt has no algorithm for " + std::to_string(M) + "x" +
-                           std::to_string(K) + " * " + std::to_string(K) + "x" + std::to_string(N));
-    algo_ = result.algo;
-    return Status::ok();
+    // At load, with fully aligned operands: a problem cuBLASLt cannot do at all fails here.
+    const cublasLtMatmulAlgo_t* algo = nullptr;
+    uint32_t best = (uint32_t)kMaxOperandAlignment;
+    return algoFor({best, best, best}, &algo);
   }
 
   int aIn = 0, bIn = 1, biasIn = -1;   // input indices
@@ -108,20 +114,60 @@ class LtMatmulKernel : public GeneratedKernel {
       TANDEM_RETURN_IF_ERROR(launchGridStride(*dc_, fn(copyFn_), cGeo.n, args));
     }
     float beta = expandC ? beta_ : 0.f;
+    // The weakest alignment over every matrix this run touches (column-major first operand:
+    // our B; second: our A; C and D: the output).
+    size_t fs = sizeof(float);
+    uint32_t alB = (uint32_t)kMaxOperandAlignment, alA = alB, alD = alB;
+    for (const LtCall& c : calls) {
+      alB = std::min(alB, (uint32_t)batchAlignment((uintptr_t)(b + c.bOffset), sb_ * (int64_t)fs, batch_));
+      alA = std::min(alA, (uint32_t)batchAlignment((uintptr_t)(a + c.aOffset), sa_ * (int64_t)fs, batch_));
+      alD = std::min(alD, (uint32_t)batchAlignment((uintptr_t)(d + c.dOffset), M_ * N_ * (int64_t)fs, batch_));
+    }
+    const cublasLtMatmulAlgo_t* algo = nullptr;
+    TANDEM_RETURN_IF_ERROR(algoFor({alB, alA, alD}, &algo));
     for (const LtCall& c : calls)
       TANDEM_CUDA_RETURN(cublasLtMatmul(dc_->lt, desc_, &alpha_, b + c.bOffset, la_, a + c.aOffset, lb_, &beta,
-                                        d + c.dOffset, lc_, d + c.dOffset, lc_, &algo_, dc_->workspace,
+                                        d + c.dOffset, lc_, d + c.dOffset, lc_, algo, dc_->workspace,
                                         dc_->workspaceBytes, dc_->compute));
     return Status::ok();
   }
 
  private:
+  // Column-major operand alignments in bytes: {first (our B), second (our A), C = D}.
+  using Alignments = std::array<uint32_t, 3>;
+
+  // The heuristic's best algorithm for operands of these alignments, computed once per
+  // alignment. Callers hold runMu_ (or are in init, before any run).
+  Status algoFor(const Alignments& al, const cublasLtMatmulAlgo_t** out) {
+    auto it = algos_.find(al);
+    if (it == algos_.end()) {
+      uint32_t c = al[2];
+      TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al[0], sizeof al[0]));
+      TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al[1], sizeof al[1]));
+      TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &c, sizeof c));
+      TANDEM_CUDA_RETURN(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &c, sizeof c));
+      cublasLtMatmulHeuristicResult_t result{};
+      int found = 0;
+      TANDEM_CUDA_RETURN(cublasLtMatmulAlgoGetHeuristic(dc_->lt, desc_, la_, lb_, lc_, lc_, pref_, 1, &result, &found));
+      if (found == 0)
+        return Status::error(label_ + ": cuBLASLt has no algorithm for " + std::to_string(M_) + "x" +
+                             std::to_string(K_) + " * " + std::to_string(K_) + "x" + std::to_string(N_) +
+                             " with operands aligned to " + std::to_string(al[1]) + ", " + std::to_string(al[0]) +
+                             " and " + std::to_string(al[2]) + " bytes");
+      it = algos_.emplace(al, result.algo).first;
+    }
+    *out = &it->second;
+    return Status::ok();
+  }
+
   int64_t M_ = 0, N_ = 0, K_ = 0;
+  int64_t batch_ = 1, sa_ = 0, sb_ = 0;  // strided batch: count and element strides of A, B
   float alpha_ = 1.f, beta_ = 0.f;
+  std::string label_;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t la_ = nullptr, lb_ = nullptr, lc_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
-  cublasLtMatmulAlgo_t algo_{};
+  std::map<Alignments, cublasLtMatmulAlgo_t> algos_;
   size_t copyFn_ = 0;
   std::mutex runMu_;
 };
@@ -216,6 +262,10 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     TANDEM_RETURN_IF_ERROR(k->init(ctx, M * na, N, K, false, false, 1, 0, 0, 1.f, 0.f, bias, act));
   } else if (ab == batch && bb == batch) {
     TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, nb, M * K, K * N, 1.f, 0.f, false, act));
+  } else if (na == 1 && bb == batch) {
+    // One A against B's whole batch: a strided batch whose A stride is 0 (shared), not one call
+    // per matrix through pointers that may be only element-aligned.
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, nb, 0, K * N, 1.f, 0.f, false, act));
   } else {
     TANDEM_RETURN_IF_ERROR(k->init(ctx, M, N, K, false, false, 1, 0, 0, 1.f, 0.f, false, act));
     k->calls.clear();

@@ -1,4 +1,5 @@
-// NVRTC compilation, the on-disk PTX cache and loading through cudaLibraryLoadData.
+// NVRTC compilation (CUBIN, PTX as the fallback), the on-disk cache and loading through
+// cudaLibraryLoadData.
 #include "runtime/cuda/Nvrtc.h"
 
 #include <nvrtc.h>
@@ -127,37 +128,65 @@ Status nvrtcError(nvrtcResult r, const char* call) {
   return Status::error(std::string("NVRTC ") + call + ": " + nvrtcGetErrorString(r));
 }
 
+std::vector<int> supportedArchs() {
+  std::vector<int> archs;
+  int n = 0;
+  if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+    archs.resize(n);
+    if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) archs.clear();
+  }
+  return archs;
+}
+
+bool isCubinArch(const std::string& arch) { return arch.rfind("sm_", 0) == 0; }
+
+bool readFile(const std::string& file, std::string* out) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return false;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  return !out->empty();
+}
+
 }  // namespace
+
+NvrtcTarget nvrtcTargetFor(int major, int minor, const std::vector<int>& supported) {
+  int want = major * 10 + minor, best = 0;
+  for (int a : supported)
+    if (a <= want && a > best) best = a;
+  if (best == 0) return {"sm_" + std::to_string(want), true};
+  if (best / 10 == major) return {"sm_" + std::to_string(best), true};
+  return {"compute_" + std::to_string(best), false};
+}
+
+NvrtcTarget nvrtcTargetFor(int major, int minor) { return nvrtcTargetFor(major, minor, supportedArchs()); }
 
 std::string ptxArchFor(int major, int minor) {
   int want = major * 10 + minor, best = 0;
-  int n = 0;
-  if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
-    std::vector<int> archs(n);
-    if (nvrtcGetSupportedArchs(archs.data()) == NVRTC_SUCCESS)
-      for (int a : archs)
-        if (a <= want && a > best) best = a;
-  }
+  for (int a : supportedArchs())
+    if (a <= want && a > best) best = a;
   if (best == 0) best = want;
   return "compute_" + std::to_string(best);
 }
 
-Status compileToPtx(const std::string& source, const std::vector<std::string>& options,
-                    const std::string& arch, const std::string& cacheDir, std::string* ptx,
+std::string nvrtcCacheFile(const std::string& cacheDir, const std::string& source,
+                           const std::vector<std::string>& options, const std::string& arch) {
+  return cacheDir + "/" + arch + "-" + nvrtcCacheKey(source, options, arch, nvrtcVersionText()) +
+         (isCubinArch(arch) ? ".cubin" : ".ptx");
+}
+
+Status nvrtcCompile(const std::string& source, const std::vector<std::string>& options,
+                    const std::string& arch, const std::string& cacheDir, std::string* image,
                     bool* cacheHit) {
   *cacheHit = false;
+  bool cubin = isCubinArch(arch);
   std::string file;
   if (!cacheDir.empty()) {
-    file = cacheDir + "/" + nvrtcCacheKey(source, options, arch, nvrtcVersionText()) + ".ptx";
-    std::ifstream in(file, std::ios::binary);
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      *ptx = ss.str();
-      if (!ptx->empty()) {
-        *cacheHit = true;
-        return Status::ok();
-      }
+    file = nvrtcCacheFile(cacheDir, source, options, arch);
+    if (readFile(file, image)) {
+      *cacheHit = true;
+      return Status::ok();
     }
   }
   nvrtcProgram prog;
@@ -174,24 +203,26 @@ Status compileToPtx(const std::string& source, const std::vector<std::string>& o
     std::string log(logSize, '\0');
     if (logSize) nvrtcGetProgramLog(prog, &log[0]);
     nvrtcDestroyProgram(&prog);
-    return Status::error("NVRTC could not compile the generated kernels for " + arch + ":\n" + log);
+    return Status::error("NVRTC could not compile the generated kernels for " + arch + " (" +
+                         nvrtcGetErrorString(r) + "):\n" + log);
   }
   size_t size = 0;
-  r = nvrtcGetPTXSize(prog, &size);
+  r = cubin ? nvrtcGetCUBINSize(prog, &size) : nvrtcGetPTXSize(prog, &size);
   if (r != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&prog);
-    return nvrtcError(r, "nvrtcGetPTXSize");
+    return nvrtcError(r, cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize");
   }
-  ptx->assign(size, '\0');
-  r = nvrtcGetPTX(prog, &(*ptx)[0]);
+  image->assign(size, '\0');
+  if (size) r = cubin ? nvrtcGetCUBIN(prog, &(*image)[0]) : nvrtcGetPTX(prog, &(*image)[0]);
   nvrtcDestroyProgram(&prog);
-  if (r != NVRTC_SUCCESS) return nvrtcError(r, "nvrtcGetPTX");
+  if (r != NVRTC_SUCCESS) return nvrtcError(r, cubin ? "nvrtcGetCUBIN" : "nvrtcGetPTX");
+  if (image->empty()) return Status::error(std::string("NVRTC produced an empty ") + (cubin ? "CUBIN" : "PTX") + " for " + arch);
   // A failure to write the cache only costs the next load a compile; it is not an error.
   if (!file.empty() && makeDirs(cacheDir)) {
     std::string tmp = file + ".tmp" + std::to_string(getpid());
     {
       std::ofstream out(tmp, std::ios::binary);
-      out.write(ptx->data(), (std::streamsize)ptx->size());
+      out.write(image->data(), (std::streamsize)image->size());
     }
     if (std::rename(tmp.c_str(), file.c_str()) != 0) std::remove(tmp.c_str());
   }
@@ -219,16 +250,33 @@ Status GeneratedProgram::compileAndLoad(int ccMajor, int ccMinor) {
   if (sources_.empty() || (library_ && loadedCount_ == sources_.size())) return Status::ok();
   if (library_) older_.push_back(library_);
   library_ = nullptr;
-  std::string ptx;
-  TANDEM_RETURN_IF_ERROR(compileToPtx(translationUnit(), nvrtcOptions(), ptxArchFor(ccMajor, ccMinor),
-                                      nvrtcCacheDir(), &ptx, &cacheHit_));
-  cudaError_t e = cudaLibraryLoadData(&library_, ptx.c_str(), nullptr, nullptr, 0, nullptr,
-                                      nullptr, 0);
-  if (e != cudaSuccess) {
-    library_ = nullptr;
-    return Status::error(std::string("cudaLibraryLoadData of the generated kernels: ") +
-                         cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  std::string tu = translationUnit(), dir = nvrtcCacheDir();
+  // Compiles for `arch` and loads the image; the error says which step failed.
+  auto attempt = [&](const std::string& arch) -> Status {
+    std::string image;
+    TANDEM_RETURN_IF_ERROR(nvrtcCompile(tu, nvrtcOptions(), arch, dir, &image, &cacheHit_));
+    cudaError_t e = cudaLibraryLoadData(&library_, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      library_ = nullptr;
+      return Status::error("cudaLibraryLoadData of the generated kernels (" + arch + "): " +
+                           cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+    }
+    loadedArch_ = arch;
+    return Status::ok();
+  };
+  // A CUBIN needs neither the driver's PTX JIT nor a driver whose PTX ISA is as new as NVRTC's.
+  NvrtcTarget target = nvrtcTargetFor(ccMajor, ccMinor);
+  Status st = attempt(target.arch);
+  if (!st.isOk() && target.cubin) {
+    std::string ptxArch = ptxArchFor(ccMajor, ccMinor);
+    Status ptx = attempt(ptxArch);
+    if (!ptx.isOk())
+      return Status::error("no loadable image of the generated kernels: " + st.message() + "\nPTX fallback: " +
+                           ptx.message());
+    st = ptx;
   }
+  if (!st.isOk()) return st;
   loadedCount_ = sources_.size();
   return Status::ok();
 }
@@ -241,10 +289,16 @@ Status GeneratedProgram::function(const std::string& name, cudaKernel_t* out) co
   return Status::ok();
 }
 
-GeneratedProgram::~GeneratedProgram() {
+void GeneratedProgram::unload() {
   if (library_) cudaLibraryUnload(library_);
   for (cudaLibrary_t l : older_) cudaLibraryUnload(l);
+  library_ = nullptr;
+  older_.clear();
+  loadedCount_ = 0;
+  loadedArch_.clear();
 }
+
+GeneratedProgram::~GeneratedProgram() { unload(); }
 
 }  // namespace cuda
 }  // namespace tandem

@@ -1,5 +1,6 @@
-// NVRTC: the plan's generated kernels gathered into one program, compiled once to PTX, cached on
-// disk by a hash of (source, options, architecture, NVRTC version), loaded with the runtime API
+// NVRTC: the plan's generated kernels gathered into one program, compiled once to a CUBIN for the
+// device's real architecture (PTX only where NVRTC cannot emit one), cached on disk by a hash of
+// (source, options, architecture, NVRTC version), loaded with the runtime API
 // (cudaLibraryLoadData / cudaLibraryGetKernel, CUDA 12+). Compilation needs no GPU.
 #pragma once
 #include <cuda_runtime_api.h>
@@ -24,14 +25,36 @@ std::string nvrtcCacheKey(const std::string& source, const std::vector<std::stri
 /// ~/.cache/tandem/nvrtc. "" when none can be determined (no caching).
 std::string nvrtcCacheDir();
 
-/// Compiles `source` for virtual architecture `arch` ("compute_90") to PTX. With a non-empty
-/// `cacheDir`, a cached PTX for the same key is used instead (*cacheHit = true) and a fresh
-/// result is stored there (written to a temporary, then renamed). Errors carry NVRTC's log.
-Status compileToPtx(const std::string& source, const std::vector<std::string>& options,
-                    const std::string& arch, const std::string& cacheDir, std::string* ptx,
+/// The cache file of a compile: "<dir>/<arch>-<key>.cubin" for a real architecture ("sm_90"),
+/// "<dir>/<arch>-<key>.ptx" for a virtual one ("compute_90"); the key is nvrtcCacheKey() with
+/// this NVRTC's version.
+std::string nvrtcCacheFile(const std::string& cacheDir, const std::string& source,
+                           const std::vector<std::string>& options, const std::string& arch);
+
+/// Compiles `source` for `arch`: a real architecture ("sm_90") gives a CUBIN (an ELF image the
+/// driver loads without JIT), a virtual one ("compute_90") PTX text. With a non-empty
+/// `cacheDir`, the cached image of the same file name is used instead (*cacheHit = true) and a
+/// fresh result is stored there (written to a temporary, then renamed). Errors carry NVRTC's log.
+Status nvrtcCompile(const std::string& source, const std::vector<std::string>& options,
+                    const std::string& arch, const std::string& cacheDir, std::string* image,
                     bool* cacheHit);
 
-/// The newest virtual architecture NVRTC can target that is <= sm_<major><minor> ("compute_90").
+/// What to compile the generated kernels to for a device of compute capability major.minor,
+/// given the real architectures NVRTC supports (nvrtcGetSupportedArchs: 90 = sm_90): the newest
+/// one <= the device's. A CUBIN runs on devices of its major version and a minor >= its own, so
+/// when that architecture has the device's major it is "sm_XX" (cubin); otherwise (a device
+/// newer than this NVRTC) "compute_XX" PTX, which the driver JIT-compiles. With no supported
+/// list, the device's own "sm_XX".
+struct NvrtcTarget {
+  std::string arch;  // "sm_90" or "compute_100"
+  bool cubin = false;
+};
+NvrtcTarget nvrtcTargetFor(int major, int minor, const std::vector<int>& supportedArchs);
+/// The same with this NVRTC's list.
+NvrtcTarget nvrtcTargetFor(int major, int minor);
+
+/// The newest virtual architecture NVRTC can target that is <= sm_<major><minor> ("compute_90"):
+/// the PTX fallback when no CUBIN can be made or loaded.
 std::string ptxArchFor(int major, int minor);
 
 /// The options every Tandem program is compiled with.
@@ -49,11 +72,17 @@ class GeneratedProgram {
   /// The whole translation unit: the prelude, then every added source in name order.
   std::string translationUnit() const;
   /// Compiles (or takes from the cache) and loads the program on the current device; again
-  /// only when kernels were added since the last load (earlier handles stay valid).
+  /// only when kernels were added since the last load (earlier handles stay valid). A CUBIN for
+  /// nvrtcTargetFor(ccMajor, ccMinor); PTX when NVRTC cannot emit that CUBIN or the driver
+  /// refuses it. The error, when both fail, names both attempts.
   Status compileAndLoad(int ccMajor, int ccMinor);
   /// The kernel `name`; only after compileAndLoad().
   Status function(const std::string& name, cudaKernel_t* out) const;
   bool lastCompileWasCacheHit() const { return cacheHit_; }
+  /// The architecture of the latest load ("sm_90", or "compute_90" for PTX); "" before one.
+  const std::string& loadedArch() const { return loadedArch_; }
+  /// Unloads every loaded library (its kernels must have finished); later function() calls fail.
+  void unload();
   ~GeneratedProgram();
 
  private:
@@ -62,6 +91,7 @@ class GeneratedProgram {
   std::vector<cudaLibrary_t> older_;           // earlier loads, kept while kernels use them
   size_t loadedCount_ = 0;                     // sources_.size() at the latest load
   bool cacheHit_ = false;
+  std::string loadedArch_;
 };
 
 /// Common device-side definitions every generated kernel may use (index math, dtype aliases).

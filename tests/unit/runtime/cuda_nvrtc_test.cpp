@@ -1,6 +1,8 @@
 // NVRTC compile-only tests (no GPU needed): every generated kernel the CUDA backend can emit
-// compiles for sm_90 in one program; kernels created from real op contexts compile too; the PTX
-// cache key covers source, options, architecture and NVRTC version; a cache hit is used.
+// compiles for sm_90 in one program; kernels created from real op contexts compile too; a device
+// gets a CUBIN for its real architecture (PTX only past NVRTC's newest); the cache key and file
+// cover source, options, architecture, kind and NVRTC version; a cache hit is used; kernels
+// whose output may alias an input do not promise otherwise (__restrict__).
 #include "fused_attrs_util.h"
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -31,7 +33,7 @@ TEST(Nvrtc, EveryGeneratedKernelCompilesForSm90InOneProgram) {
   for (auto& s : all) ASSERT_TRUE(prog.add(s.first, s.second).isOk()) << s.first;
   std::string ptx;
   bool hit = true;
-  Status st = compileToPtx(prog.translationUnit(), nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  Status st = nvrtcCompile(prog.translationUnit(), nvrtcOptions(), "compute_90", "", &ptx, &hit);
   ASSERT_TRUE(st.isOk()) << st.message();
   EXPECT_FALSE(hit);
   // Each kernel is an entry point of the module under its own (extern "C") name.
@@ -42,7 +44,7 @@ TEST(Nvrtc, EveryGeneratedKernelCompilesForSm90InOneProgram) {
 TEST(Nvrtc, CompileErrorsCarryTheLog) {
   std::string ptx;
   bool hit;
-  Status st = compileToPtx(generatedPrelude() + "extern \"C\" __global__ void bad() { undefined_thing(); }",
+  Status st = nvrtcCompile(generatedPrelude() + "extern \"C\" __global__ void bad() { undefined_thing(); }",
                            nvrtcOptions(), "compute_90", "", &ptx, &hit);
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("undefined_thing"), std::string::npos) << st.message();
@@ -75,19 +77,21 @@ TEST(Nvrtc, CacheHitIsUsedAndMissIsStored) {
   std::string src = generatedPrelude() + copyKernelSource(DType::F32);
   std::string ptx1, ptx2;
   bool hit = true;
-  ASSERT_TRUE(compileToPtx(src, nvrtcOptions(), "compute_90", dir, &ptx1, &hit).isOk());
+  ASSERT_TRUE(nvrtcCompile(src, nvrtcOptions(), "compute_90", dir, &ptx1, &hit).isOk());
   EXPECT_FALSE(hit);
-  ASSERT_TRUE(compileToPtx(src, nvrtcOptions(), "compute_90", dir, &ptx2, &hit).isOk());
+  ASSERT_TRUE(nvrtcCompile(src, nvrtcOptions(), "compute_90", dir, &ptx2, &hit).isOk());
   EXPECT_TRUE(hit);
   EXPECT_EQ(ptx1, ptx2);
   // The file under the key is what a hit returns: replace it and the replacement comes back.
-  std::string file = dir + "/" + nvrtcCacheKey(src, nvrtcOptions(), "compute_90", nvrtcVersionText()) + ".ptx";
+  std::string file = nvrtcCacheFile(dir, src, nvrtcOptions(), "compute_90");
+  EXPECT_NE(file.find("/compute_90-"), std::string::npos) << file;
+  EXPECT_EQ(file.substr(file.size() - 4), ".ptx");
   { std::ofstream(file) << "// marker"; }
-  ASSERT_TRUE(compileToPtx(src, nvrtcOptions(), "compute_90", dir, &ptx2, &hit).isOk());
+  ASSERT_TRUE(nvrtcCompile(src, nvrtcOptions(), "compute_90", dir, &ptx2, &hit).isOk());
   EXPECT_TRUE(hit);
   EXPECT_EQ(ptx2, "// marker");
   // Another architecture is another key: a miss.
-  ASSERT_TRUE(compileToPtx(src, nvrtcOptions(), "compute_80", dir, &ptx2, &hit).isOk());
+  ASSERT_TRUE(nvrtcCompile(src, nvrtcOptions(), "compute_80", dir, &ptx2, &hit).isOk());
   EXPECT_FALSE(hit);
   EXPECT_NE(ptx2.find(".target sm_80"), std::string::npos);
   std::system(("rm -rf " + dir).c_str());
@@ -102,6 +106,70 @@ TEST(Nvrtc, CacheDirFollowsTheEnvironment) {
   unsetenv("XDG_CACHE_HOME");
   setenv("HOME", "/h", 1);
   EXPECT_EQ(nvrtcCacheDir(), "/h/.cache/tandem/nvrtc");
+}
+
+// A device gets a CUBIN for the newest real architecture NVRTC has at or below its own, when
+// that one is binary compatible (same major); past NVRTC's newest major, PTX for the driver's JIT.
+TEST(Nvrtc, TargetIsACubinForTheDevicesArchitecture) {
+  std::vector<int> archs = {75, 80, 86, 87, 89, 90, 100, 103, 120};
+  auto target = [&](int major, int minor) {
+    NvrtcTarget t = nvrtcTargetFor(major, minor, archs);
+    return t.arch + (t.cubin ? ":cubin" : ":ptx");
+  };
+  EXPECT_EQ(target(9, 0), "sm_90:cubin");
+  EXPECT_EQ(target(8, 0), "sm_80:cubin");
+  EXPECT_EQ(target(8, 9), "sm_89:cubin");
+  EXPECT_EQ(target(8, 8), "sm_87:cubin");   // 8.8 runs 8.7 code
+  EXPECT_EQ(target(10, 3), "sm_103:cubin");
+  EXPECT_EQ(target(12, 1), "sm_120:cubin");
+  EXPECT_EQ(target(13, 0), "compute_120:ptx");  // a device newer than this NVRTC
+  EXPECT_EQ(nvrtcTargetFor(9, 0, {80, 86}).arch, "compute_86");
+  EXPECT_EQ(nvrtcTargetFor(9, 0, {}).arch, "sm_90");  // no list: the device's own
+  // This NVRTC (CUDA 13) has sm_90: an H100 gets a CUBIN.
+  NvrtcTarget h100 = nvrtcTargetFor(9, 0);
+  EXPECT_EQ(h100.arch, "sm_90");
+  EXPECT_TRUE(h100.cubin);
+}
+
+// What the backend loads on a cc 9.0 device: an ELF image (no PTX JIT in the driver), cached under
+// a file name that carries the architecture and the kind.
+TEST(Nvrtc, CubinForCc90IsAnElfAndCachedPerArchitecture) {
+  std::string dir = tempDir();
+  ASSERT_FALSE(dir.empty());
+  std::string src = generatedPrelude() + copyKernelSource(DType::F32);
+  NvrtcTarget t = nvrtcTargetFor(9, 0);
+  ASSERT_TRUE(t.cubin);
+  std::string cubin, again, ptx;
+  bool hit = true;
+  Status st = nvrtcCompile(src, nvrtcOptions(), t.arch, dir, &cubin, &hit);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_FALSE(hit);
+  ASSERT_GT(cubin.size(), 4u);
+  EXPECT_EQ(cubin.substr(0, 4), std::string("\x7f" "ELF", 4));
+  EXPECT_NE(cubin.find(copyKernelName(DType::F32)), std::string::npos);  // the symbol is in it
+  ASSERT_TRUE(nvrtcCompile(src, nvrtcOptions(), t.arch, dir, &again, &hit).isOk());
+  EXPECT_TRUE(hit);
+  EXPECT_EQ(again, cubin);
+  std::string f90 = nvrtcCacheFile(dir, src, nvrtcOptions(), "sm_90");
+  std::string f80 = nvrtcCacheFile(dir, src, nvrtcOptions(), "sm_80");
+  std::string fPtx = nvrtcCacheFile(dir, src, nvrtcOptions(), "compute_90");
+  EXPECT_NE(f90, f80);
+  EXPECT_NE(f90, fPtx);
+  EXPECT_NE(f90.find("/sm_90-"), std::string::npos) << f90;
+  EXPECT_EQ(f90.substr(f90.size() - 6), ".cubin");
+  EXPECT_TRUE(std::ifstream(f90).good());
+  EXPECT_FALSE(std::ifstream(f80).good());
+  // sm_80 is another file and another image (a miss), also an ELF.
+  ASSERT_TRUE(nvrtcCompile(src, nvrtcOptions(), "sm_80", dir, &again, &hit).isOk());
+  EXPECT_FALSE(hit);
+  EXPECT_EQ(again.substr(0, 4), std::string("\x7f" "ELF", 4));
+  EXPECT_NE(again, cubin);
+  EXPECT_TRUE(std::ifstream(f80).good());
+  // The PTX fallback for the same device is text, not an ELF.
+  ASSERT_TRUE(nvrtcCompile(src, nvrtcOptions(), ptxArchFor(9, 0), dir, &ptx, &hit).isOk());
+  EXPECT_FALSE(hit);
+  EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 TEST(Nvrtc, PtxArchIsCappedAtWhatNvrtcSupports) {
@@ -158,7 +226,7 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
   }
   std::string ptx;
   bool hit;
-  Status st = compileToPtx(dc.program.translationUnit(), nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  Status st = nvrtcCompile(dc.program.translationUnit(), nvrtcOptions(), "compute_90", "", &ptx, &hit);
   ASSERT_TRUE(st.isOk()) << st.message();
   EXPECT_NE(ptx.find(".entry td_ew_Add_f32_f32_to_f32("), std::string::npos);
   EXPECT_NE(ptx.find(".entry td_ew_Less_f32_f32_to_bool("), std::string::npos);
@@ -214,7 +282,7 @@ TEST(Nvrtc, FusedGroupKernelsCompileToPtx) {
   EXPECT_EQ(tu.find("x3 = in3"), std::string::npos) << tu;  // the bound is no load
   std::string ptx;
   bool hit;
-  st = compileToPtx(tu, nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  st = nvrtcCompile(tu, nvrtcOptions(), "compute_90", "", &ptx, &hit);
   ASSERT_TRUE(st.isOk()) << st.message();
   size_t entries = 0;
   for (size_t p = ptx.find(".entry td_fused_ew_"); p != std::string::npos; p = ptx.find(".entry td_fused_ew_", p + 1)) ++entries;
@@ -269,6 +337,32 @@ TEST(Nvrtc, KernelsThatNeedDeviceMemorySayWhy) {
   Status st = KernelRegistry::global().create("cuda", ctx, &k);
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("op 'pad1' (Pad) index maps"), std::string::npos) << st.message();
+}
+
+// plan-memory lets an element-wise op write over its input (unary ops, a binary op's operand 0,
+// any operand of a fused element-wise group), and a variadic op's later launches read the output
+// as in0: none of those kernels may tell the compiler their pointers do not alias.
+TEST(Nvrtc, KernelsWhoseOutputMayAliasAnInputHaveNoRestrict) {
+  auto signature = [](const std::string& src) { return src.substr(0, src.find(')')); };
+  size_t checked = 0;
+  for (auto& s : elementwiseSources()) {
+    ASSERT_EQ(s.first.rfind("td_ew_", 0), 0u) << s.first;
+    std::string sig = signature(s.second);
+    EXPECT_NE(sig.find("* out"), std::string::npos) << sig;
+    EXPECT_EQ(sig.find("__restrict__"), std::string::npos) << sig;
+    ++checked;
+  }
+  EXPECT_GT(checked, 50u);
+  DeviceContext dc;
+  TensorType x{DType::F32, {4, 8}};
+  AttrMap chain = fusedAttrs("elementwise", {"Mul", "Relu"}, {{0, 1}, {-2}}, {1});
+  std::unique_ptr<Kernel> k;
+  Status st = createFusedOn(dc, chain, {x, x}, {x}, {}, &k);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::string tu = dc.program.translationUnit();
+  size_t at = tu.find("td_fused_ew_");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_EQ(signature(tu.substr(at)).find("__restrict__"), std::string::npos) << signature(tu.substr(at));
 }
 
 }  // namespace

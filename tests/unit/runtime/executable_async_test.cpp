@@ -43,7 +43,10 @@ class FakeGpu : public DeviceBackend {
   Status allocateHost(size_t bytes, void** out) override { return allocate(bytes, "", out); }
   void deallocateHost(void*) override {}
   Status copyFromHost(void* dst, const void* src, size_t n) override { return enqueue(Queue::HostToDevice, copy(dst, src, n)); }
-  Status copyToHost(void* dst, const void* src, size_t n) override { return enqueue(Queue::DeviceToHost, copy(dst, src, n)); }
+  Status copyToHost(void* dst, const void* src, size_t n) override {
+    if (++copiesToHost == failCopyToHostAt) return Status::error("fake gpu: copy to host refused");
+    return enqueue(Queue::DeviceToHost, copy(dst, src, n));
+  }
   Status copyOnDevice(Queue q, void* dst, const void* src, size_t n) override { return enqueue(q, copy(dst, src, n)); }
   Status createKernel(KernelContext ctx, std::unique_ptr<Kernel>* out) override {
     return KernelRegistry::global().create("cpu", ctx, out);  // host memory: CPU kernels compute
@@ -87,6 +90,9 @@ class FakeGpu : public DeviceBackend {
     return Status::ok();
   }
   int launches = 0, records = 0, waits = 0, hostWaits = 0;
+  int copiesToHost = 0, failCopyToHostAt = -1;  // the failCopyToHostAt-th copyToHost fails
+  /// Operations enqueued and not yet run: 0 when the device is idle.
+  size_t pending() const { return queues_[0].size() + queues_[1].size() + queues_[2].size(); }
 
  private:
   using Op = std::function<bool()>;  // returns false while it must wait
@@ -246,6 +252,98 @@ TEST(ExecutableAsync, AFailingDeviceIsTheFallbackNoteOrAnError) {
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("placed on 'cuda:0', which is not present (no CUDA driver: test"), std::string::npos)
       << st.message();
+}
+
+// A graph output on the GPU whose last writer is an upload step (H2D queue) that no kernel
+// reads: its copy back must wait for the H2D queue, not only for the compute queue. Here the
+// second upload reuses the slot the Relu read, so it waits for the Relu; once the compute queue
+// drains, the worst order copies the output back before the upload unless the D2H waits for it.
+TEST(ExecutableAsync, AnOutputWrittenByAnUploadStepIsCopiedBackAfterTheUpload) {
+  plan::Plan p;
+  p.set_version(1);
+  value(p, "x", plan::Value::INPUT, "cpu", 0);                   // 0
+  value(p, "x_gpu", plan::Value::INTERMEDIATE, "cuda:0", 0);     // 1
+  value(p, "r_gpu", plan::Value::INTERMEDIATE, "cuda:0", 1024);  // 2
+  value(p, "x2", plan::Value::INPUT, "cpu", 1024);               // 3
+  value(p, "x2_gpu", plan::Value::INTERMEDIATE, "cuda:0", 0);    // 4 (x_gpu's slot, free after the Relu)
+  step(p, "Copy", "cuda:0", {0}, 1);
+  step(p, "Relu", "cuda:0", {1}, 2);
+  step(p, "Copy", "cuda:0", {3}, 4);
+  p.add_inputs(0);
+  p.add_inputs(3);
+  p.add_outputs(2);
+  p.add_outputs(4);
+  for (auto [dev, bytes] : {std::pair<const char*, int>{"cpu", 2048}, {"cuda:0", 2048}}) {
+    plan::Arena* a = p.add_arenas();
+    a->set_device(dev);
+    a->set_bytes(bytes);
+  }
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    *out = std::make_unique<FakeGpu>(dev);
+    return Status::ok();
+  };
+  std::unique_ptr<Executable> exe;
+  Status st = Executable::load(p, lo, &exe);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  for (int run = 0; run < 3; ++run) {
+    Tensor x = Tensor::alloc(DType::F32, {256}), x2 = Tensor::alloc(DType::F32, {256});
+    for (int i = 0; i < 256; ++i) {
+      x.data<float>()[i] = (float)(i + 1000 * run) - 100.f;
+      x2.data<float>()[i] = (float)(3 * i + 7 * run + 1);
+    }
+    std::vector<Tensor> out;
+    st = exe->run({x, x2}, &out);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(out.size(), 2u);
+    for (int i = 0; i < 256; ++i) {
+      ASSERT_EQ(out[0].data<float>()[i], std::max(x.data<float>()[i], 0.f)) << "run " << run << " element " << i;
+      ASSERT_EQ(out[1].data<float>()[i], x2.data<float>()[i]) << "run " << run << " element " << i;
+    }
+  }
+}
+
+// A run that fails after it enqueued device work still leaves every device idle, so the next
+// run cannot refill staging or arena slots under a copy in flight; and the next run is right.
+TEST(ExecutableAsync, AFailedRunLeavesTheDeviceIdle) {
+  FakeGpu* gpu = nullptr;
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [&](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    auto g = std::make_unique<FakeGpu>(dev);
+    gpu = g.get();
+    *out = std::move(g);
+    return Status::ok();
+  };
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(crossingPlan(), lo, &exe).isOk());
+  Tensor x = Tensor::alloc(DType::F32, {256});
+  for (int i = 0; i < 256; ++i) x.data<float>()[i] = (float)(i % 9) - 4.f;
+  std::vector<Tensor> out;
+  // The run's copies to the host: the Copy step (1), then the GPU output r_gpu (2).
+  gpu->copiesToHost = 0;
+  gpu->failCopyToHostAt = 2;
+  Status st = exe->run({x}, &out);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("copy to host refused"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("output 'r_gpu'"), std::string::npos) << st.message();
+  EXPECT_EQ(gpu->pending(), 0u) << "the failed run returned with device work in flight";
+  // A failing step: the same.
+  gpu->copiesToHost = 0;
+  gpu->failCopyToHostAt = 1;
+  st = exe->run({x}, &out);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("Copy4"), std::string::npos) << st.message();
+  EXPECT_EQ(gpu->pending(), 0u);
+  gpu->failCopyToHostAt = -1;
+  st = exe->run({x}, &out);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  for (int i = 0; i < 256; ++i) {
+    float v = x.data<float>()[i], r = std::max(v, 0.f);
+    ASSERT_FLOAT_EQ(out[0].data<float>()[i], std::exp(r) + v) << i;
+    ASSERT_FLOAT_EQ(out[1].data<float>()[i], r) << i;
+  }
 }
 
 }  // namespace
