@@ -1,6 +1,8 @@
 // NVRTC compilation, the on-disk PTX cache and loading through cudaLibraryLoadData.
 #include "runtime/cuda/Nvrtc.h"
 
+#include "runtime/cuda/LazyLibraries.h"
+
 #include <nvrtc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -146,6 +148,8 @@ Status compileToPtx(const std::string& source, const std::vector<std::string>& o
                     const std::string& arch, const std::string& cacheDir, std::string* ptx,
                     bool* cacheHit) {
   *cacheHit = false;
+  // Also for a cache hit: the key holds the version of the NVRTC that would compile.
+  TANDEM_RETURN_IF_ERROR(loadCudaLibrary(CudaLibrary::Nvrtc));
   std::string file;
   if (!cacheDir.empty()) {
     file = cacheDir + "/" + nvrtcCacheKey(source, options, arch, nvrtcVersionText()) + ".ptx";

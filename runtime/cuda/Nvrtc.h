@@ -26,7 +26,8 @@ std::string nvrtcCacheDir();
 
 /// Compiles `source` for virtual architecture `arch` ("compute_90") to PTX. With a non-empty
 /// `cacheDir`, a cached PTX for the same key is used instead (*cacheHit = true) and a fresh
-/// result is stored there (written to a temporary, then renamed). Errors carry NVRTC's log.
+/// result is stored there (written to a temporary, then renamed). Errors carry NVRTC's log, or
+/// say why NVRTC cannot be loaded (it is opened here on first use: LazyLibraries.h).
 Status compileToPtx(const std::string& source, const std::vector<std::string>& options,
                     const std::string& arch, const std::string& cacheDir, std::string* ptx,
                     bool* cacheHit);
