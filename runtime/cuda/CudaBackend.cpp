@@ -25,12 +25,18 @@ Status check(cudaError_t e, const char* call) {
 // loader's message says why (LazyLibraries.h).
 Status check(cublasStatus_t e, const char* call) {
   if (e == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  if (!cudaLibraryLoaded(CudaLibrary::CublasLt)) return loadCudaLibrary(CudaLibrary::CublasLt).withContext(call);
+  if (!cudaLibraryLoaded(CudaLibrary::CublasLt)) {
+    Status why = loadCudaLibrary(CudaLibrary::CublasLt);
+    if (!why.isOk()) return why.withContext(call);
+  }
   return Status::error(std::string(call) + ": cuBLAS status " + std::to_string((int)e));
 }
 Status check(cudnnStatus_t e, const char* call) {
   if (e == CUDNN_STATUS_SUCCESS) return Status::ok();
-  if (!cudaLibraryLoaded(CudaLibrary::Cudnn)) return loadCudaLibrary(CudaLibrary::Cudnn).withContext(call);
+  if (!cudaLibraryLoaded(CudaLibrary::Cudnn)) {
+    Status why = loadCudaLibrary(CudaLibrary::Cudnn);
+    if (!why.isOk()) return why.withContext(call);
+  }
   return Status::error(std::string(call) + ": " + cudnnGetErrorString(e));
 }
 
