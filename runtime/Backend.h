@@ -89,10 +89,14 @@ std::unique_ptr<DeviceBackend> createCpuBackend(const std::string& device, int t
 /// The CUDA backend for cuda:`ordinal` (an index among the visible devices, CUDA_VISIBLE_DEVICES
 /// honoured). Fails with the reason when this build has no CUDA backend, there is no driver, or
 /// no such device ("no CUDA driver: cudaGetDeviceCount: ..."); the message has no device prefix.
+/// Then it opens cuBLASLt, cuDNN and NVRTC (dlopen, once per process: runtime/cuda/LazyLibraries.h)
+/// and fails naming the one that cannot be loaded ("cannot load cuBLASLt (...); ...").
 Status createCudaBackend(int ordinal, const BackendOptions& options,
                          std::unique_ptr<DeviceBackend>* out);
 
-/// CUDA devices for discoverDevices(), or one note saying why there are none.
+/// CUDA devices for discoverDevices(), or one note saying why there are none. With devices, it
+/// opens cuDNN and NVRTC for their versions; one that cannot be loaded shows as "unavailable"
+/// in the properties and the note says why.
 std::vector<DeviceInfo> discoverCudaDevices(std::string* note);
 
 /// Whether this binary was built with the CUDA backend.

@@ -9,6 +9,7 @@
 #include "runtime/Backend.h"
 #include "runtime/cuda/Choices.h"
 #include "runtime/cuda/CudaCommon.h"
+#include "runtime/cuda/LazyLibraries.h"
 
 namespace tandem {
 namespace cuda {
@@ -21,12 +22,22 @@ Status check(cudaError_t e, const char* call) {
   cudaGetLastError();  // clear a non-sticky error so later calls are not blamed for it
   return Status::error(errorText(call, e));
 }
+// A library that could not be loaded answers every call with its "not initialized" code; the
+// loader's message says why (LazyLibraries.h).
 Status check(cublasStatus_t e, const char* call) {
   if (e == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  if (!cudaLibraryLoaded(CudaLibrary::CublasLt)) {
+    Status why = loadCudaLibrary(CudaLibrary::CublasLt);
+    if (!why.isOk()) return why.withContext(call);
+  }
   return Status::error(cublasStatusText(call, e));
 }
 Status check(cudnnStatus_t e, const char* call) {
   if (e == CUDNN_STATUS_SUCCESS) return Status::ok();
+  if (!cudaLibraryLoaded(CudaLibrary::Cudnn)) {
+    Status why = loadCudaLibrary(CudaLibrary::Cudnn);
+    if (!why.isOk()) return why.withContext(call);
+  }
   return Status::error(std::string(call) + ": " + cudnnGetErrorString(e));
 }
 
@@ -328,6 +339,10 @@ Status createCudaBackend(int ordinal, const BackendOptions& options, std::unique
                          " visible)");
   if (options.memoryFraction < 0 || options.memoryFraction > 1)
     return Status::error("--gpu-memory-fraction must be in (0, 1], got " + std::to_string(options.memoryFraction));
+  // The math libraries are opened here, when a device is first used, not at process start
+  // (LazyLibraries.h); a missing one fails the backend with its name and the remedy.
+  for (cuda::CudaLibrary lib : {cuda::CudaLibrary::CublasLt, cuda::CudaLibrary::Cudnn, cuda::CudaLibrary::Nvrtc})
+    TANDEM_RETURN_IF_ERROR(cuda::loadCudaLibrary(lib));
   TANDEM_RETURN_IF_ERROR(cuda::check(cudaSetDevice(ordinal), "cudaSetDevice"));
   CachingArena* arena = nullptr;
   TANDEM_RETURN_IF_ERROR(cuda::deviceArena(ordinal, options.memoryFraction, &arena));
@@ -345,6 +360,17 @@ std::vector<DeviceInfo> discoverCudaDevices(std::string* note) {
     *note = "cuda: " + problem + "; plans run on the CPU";
     return out;
   }
+  // A device is there: open cuDNN and NVRTC for their versions. One that cannot be opened is
+  // reported (property and note), not fatal: the CPU still runs, and createCudaBackend will
+  // refuse the device with the same message.
+  auto libraryVersion = [&](cuda::CudaLibrary lib, auto version) -> std::string {
+    Status st = cuda::loadCudaLibrary(lib);
+    if (st.isOk()) return version();
+    *note += (note->empty() ? "cuda: " : "; ") + st.message();
+    return "unavailable";
+  };
+  std::string cudnn = libraryVersion(cuda::CudaLibrary::Cudnn, [] { return std::to_string(cudnnGetVersion()); });
+  std::string nvrtc = libraryVersion(cuda::CudaLibrary::Nvrtc, [] { return cuda::nvrtcVersionText(); });
   int driver = 0, runtime = 0;
   cudaDriverGetVersion(&driver);
   cudaRuntimeGetVersion(&runtime);
@@ -373,8 +399,8 @@ std::vector<DeviceInfo> discoverCudaDevices(std::string* note) {
         {"memory_bus_bits", attr(cudaDevAttrGlobalMemoryBusWidth)},
         {"driver", cuda::cudaVersionText(driver)},
         {"runtime", cuda::cudaVersionText(runtime)},
-        {"cudnn", std::to_string(cudnnGetVersion())},
-        {"nvrtc", cuda::nvrtcVersionText()},
+        {"cudnn", cudnn},
+        {"nvrtc", nvrtc},
     };
     if (vis) info.properties.push_back({"cuda_visible_devices", vis});
     out.push_back(std::move(info));

@@ -2,6 +2,8 @@
 // cudaLibraryLoadData.
 #include "runtime/cuda/Nvrtc.h"
 
+#include "runtime/cuda/LazyLibraries.h"
+
 #include <nvrtc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -180,6 +182,8 @@ Status nvrtcCompile(const std::string& source, const std::vector<std::string>& o
                     const std::string& arch, const std::string& cacheDir, std::string* image,
                     bool* cacheHit) {
   *cacheHit = false;
+  // Also for a cache hit: the key holds the version of the NVRTC that would compile.
+  TANDEM_RETURN_IF_ERROR(loadCudaLibrary(CudaLibrary::Nvrtc));
   bool cubin = isCubinArch(arch);
   std::string file;
   if (!cacheDir.empty()) {

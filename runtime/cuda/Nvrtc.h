@@ -34,7 +34,8 @@ std::string nvrtcCacheFile(const std::string& cacheDir, const std::string& sourc
 /// Compiles `source` for `arch`: a real architecture ("sm_90") gives a CUBIN (an ELF image the
 /// driver loads without JIT), a virtual one ("compute_90") PTX text. With a non-empty
 /// `cacheDir`, the cached image of the same file name is used instead (*cacheHit = true) and a
-/// fresh result is stored there (written to a temporary, then renamed). Errors carry NVRTC's log.
+/// fresh result is stored there (written to a temporary, then renamed). Errors carry NVRTC's log,
+/// or say why NVRTC cannot be loaded (it is opened here on first use: LazyLibraries.h).
 Status nvrtcCompile(const std::string& source, const std::vector<std::string>& options,
                     const std::string& arch, const std::string& cacheDir, std::string* image,
                     bool* cacheHit);
