@@ -25,6 +25,13 @@ if [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
     ONNXRUNTIME_NODE_INSTALL=skip npm install --silent onnxruntime-node@1.30.0 onnx-proto@8.0.1 >/dev/null)
 fi
 out=$(mktemp)
+# Figures without their host are rumours: name the CPU, its widest vector ISA, the ISA oneDNN
+# and Tandem use (TANDEM_MAX_CPU_ISA caps it) and the cores.
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+hw=$(grep -qw avx512f /proc/cpuinfo && echo avx512f || (grep -qw avx2 /proc/cpuinfo && echo avx2 || echo sse))
+used=$("$build"/tools/tandem devices | awk '$1 == "isa" {print $2; exit}')
+echo "host: $cpu; hardware ISA $hw; Tandem/oneDNN ISA $used${TANDEM_MAX_CPU_ISA:+ (TANDEM_MAX_CPU_ISA=$TANDEM_MAX_CPU_ISA)}; $(nproc) cores"
+echo "peer: ONNX Runtime $(node -e "console.log(require('$ORT_DIR/node_modules/onnxruntime-node/package.json').version)" 2>/dev/null || echo '?') (--opt all)"
 for r in $(seq "$rounds"); do
   for m in "${models[@]}"; do
     for t in $threads; do
