@@ -211,11 +211,13 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     // 4. Each group of two or more ops becomes one tandem.fused at the root's position; its
     //    operands are the external inputs, its results the values read outside.
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
-    // 5. Layout: a 4-D f32 activation with a multiple of 16 channels, written by a CPU op whose
-    //    oneDNN kernel can write the channel-blocked layout (Conv, a conv-epilogue, Max/Average
-    //    pool) and read only by ops of the same device that can read it (a Conv's X, a
-    //    conv-epilogue's X or residual, a pool's input), stays blocked between them
-    //    (`result_layouts`): reorders happen only where such a region meets other ops.
+    // 5. Layout: a 4-D f32 activation written by a CPU op whose oneDNN kernel can write the
+    //    host's activation layout (Conv, a conv-epilogue, Max/Average pool) and read only by
+    //    ops of the same device that can read it (a Conv's X, a conv-epilogue's X or residual,
+    //    a pool's input), stays "blocked" between them (`result_layouts`): reorders happen only
+    //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
+    //    nhwc, as oneDNN's convolution prefers on the host) and keeps a value plain where that
+    //    layout would pad its channels.
     // 6. Ops on cuda devices form the CUDA backend's groups (passes/FuseCuda.h: cuBLASLt
     //    epilogues, residual Add + LayerNormalization, element-wise chains), materialised as in 4.
     mlir::ModuleOp module = getOperation();
@@ -598,7 +600,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     for (mlir::Value r : op->getResults()) {
       auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
       bool blocked = t && t.hasStaticShape() && t.getRank() == 4 && t.getElementType().isF32() &&
-                     t.getDimSize(1) % 16 == 0 && !r.use_empty() &&
+                     !r.use_empty() &&
                      llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
                        return deviceOfOp(u.getOwner()) == device && readsBlocked(u);
                      });

@@ -125,7 +125,8 @@ func.func @main(%x: tensor<1x1x2x2xf32> {tandem.device = "cpu"}, %v: tensor<4xf3
 
 // -----
 
-// Layout: 16-channel activations between oneDNN convs and pools stay channel-blocked
+// Layout: activations between oneDNN convs and pools stay in the host's layout, whatever
+// their channel count (the runtime keeps a value plain where its layout would pad)
 // (`result_layouts`); a value also read by a non-oneDNN op (the Flatten), or returned, stays
 // plain, and so does the 3-channel graph input.
 // CHECK-LABEL: func.func @main
@@ -162,4 +163,19 @@ func.func @main(%x: tensor<1x2x3x3xf32> {tandem.device = "cpu"}, %r: tensor<1x2x
   %y = tandem.relu %c {device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
   %s = tandem.add %y, %r {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
   return %s : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Layout: any channel count is marked (24 here): whether the host layout fits is the runtime's
+// question (nhwc always does; nChw16c does not, and that value then stays plain).
+// CHECK-LABEL: func.func @main
+// CHECK: tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: tandem.conv
+func.func @main(%x: tensor<1x8x6x6xf32> {tandem.device = "cpu"}) -> tensor<1x24x6x6xf32> {
+  %w1 = tandem.constant {device = "cpu"} dense<0.1> : tensor<24x8x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<24x24x1x1xf32>
+  %c1 = tandem.conv %x, %w1 {device = "cpu"} : (tensor<1x8x6x6xf32>, tensor<24x8x1x1xf32>) -> tensor<1x24x6x6xf32>
+  %c2 = tandem.conv %c1, %w2 {device = "cpu"} : (tensor<1x24x6x6xf32>, tensor<24x24x1x1xf32>) -> tensor<1x24x6x6xf32>
+  return %c2 : tensor<1x24x6x6xf32>
 }

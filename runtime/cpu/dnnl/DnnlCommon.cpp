@@ -199,8 +199,17 @@ const char* activationLayoutName() {
 
 bool isBlocked(const KernelContext& ctx, bool input, size_t i) {
   const Attr* a = ctx.attrs ? ctx.attrs->find(input ? "input_layouts" : "output_layouts") : nullptr;
-  return a && a->kind == Attr::Kind::Strings && i < a->strings.size() &&
-         a->strings[i] == "blocked";
+  if (!a || a->kind != Attr::Kind::Strings || i >= a->strings.size() || a->strings[i] != "blocked")
+    return false;
+  // The arena holds the value's plain size. A host layout that pads the channels (nChw16c with
+  // 24 channels) would not fit, so such a value stays plain; producer and consumer see the same
+  // shape and the same host layout, so they agree.
+  const std::vector<TensorType>& types = input ? ctx.inputTypes : ctx.outputTypes;
+  if (i >= types.size() || types[i].dtype != DType::F32) return false;
+  const Shape& s = types[i].shape;
+  if (s.size() < 3 || s.size() > 5) return false;
+  dims d = toDims(s);
+  return channelBlockedDesc(d).get_size() == plainDesc(d).get_size();
 }
 
 dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d) {

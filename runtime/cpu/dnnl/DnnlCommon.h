@@ -65,8 +65,9 @@ const char* activationLayoutName();
 /// Activation layouts between steps. A step's `input_layouts` / `output_layouts` attributes
 /// (STRINGS, one per input / output, set by --tandem-fuse) say "blocked" where the value's
 /// arena bytes are in channelBlockedDesc layout (so consecutive oneDNN ops skip the reorders),
-/// "" where they are plain row-major. The compiler marks only 4-D f32 values whose channel
-/// count is a multiple of 16, so the blocked and plain sizes agree for every host layout.
+/// "" where they are plain row-major. The compiler marks 4-D f32 values of any channel count;
+/// a value is blocked only where the host layout stores it in its plain size (nhwc always,
+/// nChw8c / nChw16c when the channels are a multiple of the block), plain otherwise.
 bool isBlocked(const KernelContext& ctx, bool input, size_t i);
 /// The descriptor of the caller's buffer for input/output i: blocked or plain.
 dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d);
