@@ -359,6 +359,7 @@ void fusedElementwise(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
   for (int k = 0; k < 12; ++k) {
     Shape s = k == 0 ? Shape{0, 5} : g.shape(g.uniform(0, 4));
     std::vector<Tensor> inputs = {g.f32(s)};
+    if (k == 1 || k == 2) sprinkleSpecials(g, inputs[0]);  // NaN and inf through a chain
     std::vector<bool> constant = {false};
     std::vector<std::string> ops;
     std::vector<std::vector<int64_t>> refs;
