@@ -933,7 +933,7 @@ const std::map<std::string, OpEntry>& opTable() {
                [name, isMax](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
                  for (int k = 0; k < 10; ++k) {
                    int64_t ns = g.uniform(1, 3);
-                   Shape xs = {g.pick<int64_t>({1, 2}), g.pick<int64_t>({1, 3, 5})}, ys = xs;
+                   Shape xs = {k == 0 ? 0 : g.pick<int64_t>({1, 2}), g.pick<int64_t>({1, 3, 5})}, ys = xs;  // k 0: empty
                    std::vector<int64_t> window, strides, pads;
                    for (int64_t d = 0; d < ns; ++d) {
                      int64_t kk = g.pick<int64_t>({1, 2, 3}), s = g.pick<int64_t>({1, 2}), p = g.uniform(0, kk - 1);

@@ -12,6 +12,55 @@ using namespace tandem::cuda;
 
 namespace {
 
+Status createOn(DeviceContext& dc, const std::string& op, const AttrMap& attrs, std::vector<TensorType> in,
+                std::vector<TensorType> out, std::unique_ptr<Kernel>* k) {
+  KernelContext ctx;
+  ctx.opType = op;
+  ctx.nodeName = "n1";
+  ctx.attrs = &attrs;
+  ctx.inputTypes = std::move(in);
+  ctx.outputTypes = std::move(out);
+  ctx.constInputs.assign(ctx.inputTypes.size(), nullptr);
+  ctx.cuda = &dc;
+  return KernelRegistry::global().create("cuda", ctx, k);
+}
+
+TensorType f32(Shape s) { return TensorType{DType::F32, std::move(s)}; }
+
+// 2 * 32768 * 32769 = 2^31 + 65536 elements: past what cuDNN's int sizes describe.
+const Shape kBig4d = {1, 2, 32768, 32769};
+
+TEST(CudaLimits, PoolingOf2To31ElementsIsALoadError) {
+  DeviceContext dc;
+  AttrMap attrs;
+  attrs.set("kernel_shape", Attr::ofInts({1, 1}));
+  std::unique_ptr<Kernel> k;
+  Status st = createOn(dc, "MaxPool", attrs, {f32(kBig4d)}, {f32(kBig4d)}, &k);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("op 'n1' (MaxPool): [1,2,32768,32769] has 2147549184 elements; cuDNN pooling"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(CudaLimits, PoolingWithAnEmptyOutputDoesNothing) {
+  DeviceContext dc;
+  AttrMap attrs;
+  attrs.set("kernel_shape", Attr::ofInts({3, 3}));
+  for (Shape x : {Shape{0, 3, 8, 8}, Shape{2, 0, 8, 8}}) {
+    Shape y = x;
+    y[2] = y[3] = 6;
+    std::unique_ptr<Kernel> k;
+    Status st = createOn(dc, "MaxPool", attrs, {f32(x)}, {f32(y)}, &k);
+    ASSERT_TRUE(st.isOk()) << shapeToString(x) << ": " << st.message();
+    EXPECT_EQ(k->implName(), "none (empty output)");
+    Tensor in = Tensor::view(DType::F32, x, nullptr), out = Tensor::view(DType::F32, y, nullptr);
+    EXPECT_TRUE(k->run({&in}, {&out}).isOk());
+  }
+  std::unique_ptr<Kernel> k;
+  ASSERT_TRUE(createOn(dc, "GlobalAveragePool", AttrMap(), {f32({0, 4, 5, 5})}, {f32({0, 4, 1, 1})}, &k).isOk());
+  EXPECT_EQ(k->implName(), "none (empty output)");
+}
+
 TEST(CudaLimits, BlockLaunchesNeedWholeWarps) {
   DeviceContext dc;  // no device: a launch that got past the checks would fail in the driver
   for (int threads : {0, 16, 48, 100, 2048}) {
