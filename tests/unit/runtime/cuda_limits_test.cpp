@@ -30,6 +30,21 @@ TensorType f32(Shape s) { return TensorType{DType::F32, std::move(s)}; }
 // 2 * 32768 * 32769 = 2^31 + 65536 elements: past what cuDNN's int sizes describe.
 const Shape kBig4d = {1, 2, 32768, 32769};
 
+TEST(CudaLimits, BatchNormOf2To31ElementsUsesTheGeneratedKernel) {
+  DeviceContext dc;
+  AttrMap attrs;
+  TensorType c = f32({2});
+  std::unique_ptr<Kernel> k;
+  Status st = createOn(dc, "BatchNormalization", attrs, {f32(kBig4d), c, c, c, c}, {f32(kBig4d)}, &k);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(k->implName(), "nvrtc");
+  // Below the limit the 4-D case stays with cuDNN.
+  k.reset();
+  st = createOn(dc, "BatchNormalization", attrs, {f32({1, 2, 8, 8}), c, c, c, c}, {f32({1, 2, 8, 8})}, &k);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(k->implName(), "cudnn");
+}
+
 TEST(CudaLimits, PoolingOf2To31ElementsIsALoadError) {
   DeviceContext dc;
   AttrMap attrs;
