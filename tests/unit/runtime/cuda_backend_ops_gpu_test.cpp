@@ -886,7 +886,7 @@ const std::map<std::string, OpEntry>& opTable() {
                    ws = tr ? Shape{cin, cout / group} : Shape{cout, cin / group};
                    std::vector<int64_t> strides, dil, pb, pe, outPad;
                    std::string autoPad = tr ? "NOTSET" : g.pick<std::string>({"NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"});
-                   ys = {xs[0], tr ? cout : cout};
+                   ys = {xs[0], cout};
                    int64_t red = cin / group;
                    for (int64_t d = 0; d < ns; ++d) {
                      int64_t kk = g.pick<int64_t>({1, 2, 3, 5}), s = g.pick<int64_t>({1, 1, 2, 3}), dl = g.pick<int64_t>({1, 1, 2});
@@ -915,7 +915,7 @@ const std::map<std::string, OpEntry>& opTable() {
                    OpCase c{shapeToString(xs) + " w " + shapeToString(ws) + " -> " + shapeToString(ys), name, {},
                             {g.f32(xs, -1, 1), g.f32(ws, -1, 1)}, {false, true, true}, {f32t(ys)},
                             accumulation(red * (tr ? 2 : 1), 1.0, 1e-5)};
-                   if (bias) c.inputs.push_back(g.f32({tr ? cout : cout}));
+                   if (bias) c.inputs.push_back(g.f32({cout}));
                    c.attrs.set("strides", Attr::ofInts(strides));
                    c.attrs.set("dilations", Attr::ofInts(dil));
                    c.attrs.set("group", Attr::ofInt(group));
@@ -929,7 +929,8 @@ const std::map<std::string, OpEntry>& opTable() {
     for (const char* op : {"MaxPool", "AveragePool"}) {
       std::string name = op;
       bool isMax = name == "MaxPool";
-      m[op] = {isMax ? kExact : Tol{1e-6, 1e-6}, isMax ? "max rounds nothing" : "a window sum and one division",
+      m[op] = {isMax ? kExact : Tol{4e-6, 1e-6},
+               isMax ? "max rounds nothing" : "a sum of up to 27 values |x| <= 2 in another order (2 u 27), one division",
                [name, isMax](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
                  for (int k = 0; k < 10; ++k) {
                    int64_t ns = g.uniform(1, 3);
@@ -1066,7 +1067,7 @@ std::string indexText(const Shape& s, int64_t i) {
 std::string compare(const Tensor& gpu, const Tensor& cpu, const Tol& tol) {
   const int64_t n = cpu.numel();
   // Bit-identical buffers need no element loop (the 2^31-element tensors).
-  if (std::memcmp(gpu.raw(), cpu.raw(), cpu.bytes()) == 0) return "";
+  if (cpu.bytes() == 0 || std::memcmp(gpu.raw(), cpu.raw(), cpu.bytes()) == 0) return "";
   int64_t bad = 0, first = -1, argAbs = -1, argRel = -1;
   double maxAbs = 0, maxRel = 0;
   for (int64_t i = 0; i < n; ++i) {
