@@ -15,10 +15,11 @@ namespace cuda {
 namespace {
 
 // Expressions over a, b, c (inputs 0..2) and g.alpha/g.beta (attributes). f32 math uses the
-// single-precision functions; integer ops use plain C operators.
+// single-precision functions; integer ops use plain C operators. NaN follows the CPU reference
+// (numpy): Relu, Min and Max pass it on; Softplus never overflows for large inputs.
 const std::map<std::string, std::string>& unaryExprs() {
   static const std::map<std::string, std::string> m = {
-      {"Relu", "a > 0.f ? a : 0.f"},
+      {"Relu", "a < 0.f ? 0.f : a"},
       {"Sigmoid", "1.f / (1.f + expf(-a))"},
       {"Tanh", "tanhf(a)"},
       {"Exp", "expf(a)"},
@@ -28,7 +29,7 @@ const std::map<std::string, std::string>& unaryExprs() {
       {"Neg", "-a"},
       {"Erf", "erff(a)"},
       {"Reciprocal", "1.f / a"},
-      {"Softplus", "logf(expf(a) + 1.f)"},
+      {"Softplus", "a > 0.f ? a + log1pf(expf(-a)) : log1pf(expf(a))"},
       {"LeakyRelu", "a >= 0.f ? a : g.alpha * a"},
       {"Elu", "a >= 0.f ? a : g.alpha * (expf(a) - 1.f)"},
       {"Selu", "a > 0.f ? g.beta * a : g.beta * (g.alpha * expf(a) - g.alpha)"},
@@ -45,8 +46,11 @@ const std::map<std::string, std::string>& unaryExprs() {
 const std::map<std::string, std::string>& binaryExprs() {
   static const std::map<std::string, std::string> m = {
       {"Add", "a + b"},         {"Sub", "a - b"},          {"Mul", "a * b"},
-      {"Div", "a / b"},         {"Sum", "a + b"},          {"Min", "(b < a ? b : a)"},
-      {"Max", "(b > a ? b : a)"}, {"Pow", "powf(a, b)"},   {"PRelu", "a >= 0.f ? a : a * b"},
+      {"Div", "a / b"},         {"Sum", "a + b"},
+      // a != a only holds for NaN (never for integers): either NaN operand is the result.
+      {"Min", "(a != a ? a : b != b ? b : b < a ? b : a)"},
+      {"Max", "(a != a ? a : b != b ? b : b > a ? b : a)"},
+      {"Pow", "powf(a, b)"},    {"PRelu", "a >= 0.f ? a : a * b"},
       {"Less", "a < b"},        {"Greater", "a > b"},      {"Equal", "a == b"},
   };
   return m;

@@ -162,19 +162,16 @@ std::string opExpression(const KernelContext& ctx, const fused::BodyOp& op, cons
     }
     return e;
   }
+  // A and B stand for the operands (names of loads or earlier results); Max and Min pass a NaN
+  // operand on, as the CPU kernels do.
   static const std::vector<std::pair<std::string, std::string>> binary = {
       {"Add", "(A + B)"}, {"Sub", "(A - B)"}, {"Mul", "(A * B)"}, {"Div", "(A / B)"},
-      {"Max", "(B > A ? B : A)"}, {"Min", "(B < A ? B : A)"}};
+      {"Max", "(A != A ? A : B != B ? B : B > A ? B : A)"}, {"Min", "(A != A ? A : B != B ? B : B < A ? B : A)"}};
   for (auto& [name, pattern] : binary) {
     if (t != name) continue;
     if (op.refs.size() != 2 || !need(2)) return "";
-    std::string e = pattern;
-    e.replace(e.find('A'), 1, x[0]);
-    e.replace(e.find('B'), 1, x[1]);
-    size_t a2 = e.find('A');  // Max/Min name each operand twice
-    if (a2 != std::string::npos) e.replace(a2, 1, x[0]);
-    size_t b2 = e.find('B');
-    if (b2 != std::string::npos) e.replace(b2, 1, x[1]);
+    std::string e;
+    for (char ch : pattern) e += ch == 'A' ? x[0] : ch == 'B' ? x[1] : std::string(1, ch);
     return e;
   }
   if (op.refs.size() != 1) {
@@ -183,7 +180,7 @@ std::string opExpression(const KernelContext& ctx, const fused::BodyOp& op, cons
   }
   if (!need(1)) return "";
   const std::string& a = x[0];
-  if (t == "Relu") return "(" + a + " > 0.f ? " + a + " : 0.f)";
+  if (t == "Relu") return "(" + a + " < 0.f ? 0.f : " + a + ")";  // NaN passes, as on the CPU
   if (t == "Sigmoid") return "(1.f / (1.f + expf(-" + a + ")))";
   if (t == "Tanh") return "tanhf(" + a + ")";
   if (t == "Exp") return "expf(" + a + ")";
@@ -193,7 +190,8 @@ std::string opExpression(const KernelContext& ctx, const fused::BodyOp& op, cons
   if (t == "Neg") return "(-" + a + ")";
   if (t == "Erf") return "erff(" + a + ")";
   if (t == "Reciprocal") return "(1.f / " + a + ")";
-  if (t == "Softplus") return "logf(expf(" + a + ") + 1.f)";
+  if (t == "Softplus")  // log(1 + e^a) without overflow for large a
+    return "(" + a + " > 0.f ? " + a + " + log1pf(expf(-" + a + ")) : log1pf(expf(" + a + ")))";
   if (t == "LeakyRelu") return "(" + a + " >= 0.f ? " + a + " : " + f("alpha", 0.01f) + " * " + a + ")";
   if (t == "Elu") return "(" + a + " >= 0.f ? " + a + " : " + f("alpha", 1.f) + " * (expf(" + a + ") - 1.f))";
   if (t == "Selu") {

@@ -70,6 +70,10 @@ Status launchGridStride(DeviceContext& dc, cudaKernel_t fn, int64_t n, void** ar
 }
 
 Status launchBlocks(DeviceContext& dc, cudaKernel_t fn, int64_t items, int threads, void** args) {
+  // The prelude's block reductions read one partial per full warp.
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    return Status::error("internal: a block of " + std::to_string(threads) +
+                         " threads; generated block kernels need a multiple of 32 up to 1024");
   if (items <= 0) return Status::ok();
   int64_t blocks = std::min<int64_t>(items, 65535LL * 16);
   return check(cudaLaunchKernel((const void*)fn, dim3((unsigned)blocks), dim3(threads), args, 0, dc.compute),

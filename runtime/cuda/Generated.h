@@ -42,9 +42,12 @@ std::vector<int64_t> denseStrides(const Shape& s);
 Status makeGeo(const KernelContext& ctx, const Shape& iter,
                const std::vector<std::vector<int64_t>>& inStrides, TdGeo* out);
 
-/// Launches `fn` grid-stride over `n` elements (256 threads a block) on the compute stream.
+/// Launches `fn` grid-stride over `n` elements (256 threads a block, at most 32 blocks per SM) on
+/// the compute stream. Nothing is launched for n <= 0 (a zero-sized grid is a CUDA error).
 Status launchGridStride(DeviceContext& dc, cudaKernel_t fn, int64_t n, void** args);
-/// One block (of `threads`) per item, up to `items` blocks, on the compute stream.
+/// One block (of `threads`, a multiple of 32 up to 1024: the block reductions of the prelude
+/// need whole warps; else an internal error) per item, at most 65,535 * 16 blocks (the kernels
+/// loop over items by gridDim.x), on the compute stream. Nothing is launched for items <= 0.
 Status launchBlocks(DeviceContext& dc, cudaKernel_t fn, int64_t items, int threads, void** args);
 
 /// A kernel made of generated functions: names are added to the plan's program at creation and

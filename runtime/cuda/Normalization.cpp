@@ -1,6 +1,9 @@
 // Normalisations: Softmax-13/LogSoftmax-13 and LayerNormalization-17 as generated kernels (one
 // block per row, block-wide reductions), BatchNormalization (inference) through cuDNN for 4-D
-// inputs with epsilon >= CUDNN_BN_MIN_EPSILON, otherwise a generated per-channel kernel.
+// inputs with epsilon >= CUDNN_BN_MIN_EPSILON and fewer than 2^31 elements (cuDNN's int sizes),
+// otherwise a generated per-channel kernel (64-bit indices).
+#include <climits>
+
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/Generated.h"
 
@@ -167,7 +170,7 @@ class BatchNormKernel : public GeneratedKernel {
     C_ = xs[1];
     inner_ = ref::product(xs, 2, xs.size());
     eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
-    if (xs.size() == 4 && eps_ >= CUDNN_BN_MIN_EPSILON && n_ > 0) {
+    if (xs.size() == 4 && eps_ >= CUDNN_BN_MIN_EPSILON && n_ > 0 && n_ <= INT_MAX) {
       TANDEM_CUDA_RETURN(cudnnCreateTensorDescriptor(&xDesc_));
       TANDEM_CUDA_RETURN(cudnnCreateTensorDescriptor(&pDesc_));
       TANDEM_CUDA_RETURN(cudnnSetTensor4dDescriptor(xDesc_, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, (int)xs[0],

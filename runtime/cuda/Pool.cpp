@@ -1,6 +1,10 @@
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool through cuDNN pooling (NCHW FP32, 1-D as
 // 2-D with a unit dim, up to 3-D). cuDNN pads symmetrically and has no dilation: other cases
-// and MaxPool's Indices output are errors naming what is unsupported.
+// and MaxPool's Indices output are errors naming what is unsupported. An empty output (zero
+// batch or channels, which cuDNN's descriptors reject) is a kernel that does nothing; tensors of
+// 2^31 elements or more, which its int sizes and strides cannot describe, are an error.
+#include <climits>
+
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/Generated.h"
 
@@ -10,6 +14,13 @@ namespace cuda {
 namespace {
 
 std::vector<int> toInts(const Shape& s) { return std::vector<int>(s.begin(), s.end()); }
+
+// An op whose output has no elements: nothing to compute.
+class EmptyOutputKernel : public Kernel {
+ public:
+  Status run(const std::vector<const Tensor*>&, const std::vector<Tensor*>&) override { return Status::ok(); }
+  std::string implName() const override { return "none (empty output)"; }
+};
 
 class CudnnPoolKernel : public Kernel {
  public:
@@ -55,6 +66,15 @@ Status createPool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const Shape& ys = ctx.outputTypes[0].shape;
   if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size())
     return Status::error(opLabel(ctx) + ": the CUDA kernel pools 1-D to 3-D inputs, got " + shapeToString(xs));
+  if (numElements(ys) == 0) {
+    *out = std::make_unique<EmptyOutputKernel>();
+    return Status::ok();
+  }
+  // Dense strides are bounded by the element count: below 2^31 every size and stride fits an int.
+  for (const Shape* s : {&xs, &ys})
+    if (numElements(*s) > INT_MAX)
+      return Status::error(opLabel(ctx) + ": " + shapeToString(*s) + " has " + std::to_string(numElements(*s)) +
+                           " elements; cuDNN pooling describes tensors of fewer than 2^31");
   size_t ns = xs.size() - 2;
   Shape inSp(xs.begin() + 2, xs.end()), outSp(ys.begin() + 2, ys.end());
   bool global = ctx.opType.rfind("Global", 0) == 0;

@@ -1,6 +1,9 @@
 // Reductions as generated kernels: ReduceSum/Mean/Max/Min over any set of axes (one block per
-// output element, block-wide tree reduction) and ArgMax-13 (one thread per output element; NaN
-// ranks above every number, as in the reference kernel).
+// output element, block-wide tree reduction; a NaN among the inputs is the result, as in the
+// reference kernel, and the mean of nothing is NaN) and ArgMax-13 (one thread per output element;
+// NaN ranks above every number, as in the reference kernel).
+#include <cmath>
+
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/Generated.h"
 
@@ -14,14 +17,15 @@ struct RedSpec {
   const char* init;
   const char* combine;  // of acc and v
   const char* block;    // block-wide reduction of the prelude
+  bool nanFlag;         // fmaxf/fminf drop NaN: a second block reduction says whether one was seen
 };
 
 const std::vector<RedSpec>& specs() {
   static const std::vector<RedSpec> s = {
-      {"ReduceSum", "0.f", "acc + v", "td_block_sum"},
-      {"ReduceMean", "0.f", "acc + v", "td_block_sum"},
-      {"ReduceMax", "-__int_as_float(0x7f800000)", "fmaxf(acc, v)", "td_block_max"},
-      {"ReduceMin", "__int_as_float(0x7f800000)", "fminf(acc, v)", "td_block_min"},
+      {"ReduceSum", "0.f", "acc + v", "td_block_sum", false},
+      {"ReduceMean", "0.f", "acc + v", "td_block_sum", false},
+      {"ReduceMax", "-__int_as_float(0x7f800000)", "fmaxf(acc, v)", "td_block_max", true},
+      {"ReduceMin", "__int_as_float(0x7f800000)", "fminf(acc, v)", "td_block_min", true},
   };
   return s;
 }
@@ -31,6 +35,9 @@ std::string reduceName(const RedSpec& s) { return std::string("td_") + s.op + "_
 // g.dims: input dims with reduced ones set to 1 (the output layout); g.imod: input dims with
 // kept ones set to 1 (the reduced layout); g.istr[0]: input strides. g.alpha scales the result.
 std::string reduceSource(const RedSpec& s) {
+  const std::string nanDecl = s.nanFlag ? ", nan = 0.f" : "";
+  const std::string nanSeen = s.nanFlag ? "      if (v != v) nan = 1.f;\n" : "";
+  const std::string nanOut = s.nanFlag ? "    if (td_block_max(nan) != 0.f) acc = __int_as_float(0x7fffffff);\n" : "";
   return "extern \"C\" __global__ void " + reduceName(s) +
          "(TdGeo g, i64 nOut, i64 nRed, float* __restrict__ out, const float* __restrict__ in) {\n" +
          R"(  for (i64 o = blockIdx.x; o < nOut; o += gridDim.x) {
@@ -40,7 +47,7 @@ std::string reduceSource(const RedSpec& s) {
       r /= g.dims[d];
       base += x * g.istr[0][d];
     }
-    float acc = )" + s.init + R"(;
+    float acc = )" + s.init + nanDecl + R"(;
     for (i64 j = threadIdx.x; j < nRed; j += blockDim.x) {
       i64 off = base, q = j;
       for (int d = g.rank - 1; d >= 0; --d) {
@@ -50,9 +57,9 @@ std::string reduceSource(const RedSpec& s) {
       }
       float v = in[off];
       acc = )" + s.combine + R"(;
-    }
+)" + nanSeen + R"(    }
     acc = )" + s.block + R"((acc);
-    if (threadIdx.x == 0) out[o] = acc * g.alpha;
+)" + nanOut + R"(    if (threadIdx.x == 0) out[o] = acc * g.alpha;
   }
 }
 )";
@@ -106,7 +113,8 @@ Status createReduce(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   if (k->nOut != numElements(ctx.outputTypes[0].shape))
     return Status::error(opLabel(ctx) + ": output " + shapeToString(ctx.outputTypes[0].shape) +
                          " does not hold the reduction of " + shapeToString(xs));
-  k->geo.alpha = ctx.opType == "ReduceMean" ? (k->nRed ? 1.f / (float)k->nRed : 0.f) : 1.f;
+  // The mean of nothing is 0 * NaN = NaN, as on the CPU.
+  k->geo.alpha = ctx.opType == "ReduceMean" ? (k->nRed ? 1.f / (float)k->nRed : std::nanf("")) : 1.f;
   *out = std::move(k);
   return Status::ok();
 }

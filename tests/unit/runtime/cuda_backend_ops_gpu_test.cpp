@@ -1,0 +1,1406 @@
+// Differential tests of every op the CUDA kernel registry has against the CPU reference kernels
+// (runtime/cpu/ref), ggml tests/test-backend-ops.cpp style: per op a generator of random cases
+// (ranks 0-6, odd extents, broadcasting, zero-element tensors, special values), a tolerance with
+// its reason, a seeded RNG; then launch grids past 65,535 blocks and one tensor of more than 2^31
+// elements. The op list comes from the registry, so a newly registered CUDA op without a case
+// fails CudaOpsTable.EveryRegisteredOpHasACase with its name. Needs a GPU (ctest label gpu); the
+// CudaOpsTable tests (case table, CPU side, NVRTC compile of the cases) run without one.
+#include "fused_attrs_util.h"
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "runtime/Backend.h"
+#include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/cuda/CudaCommon.h"
+#include "runtime/cuda/CudaKernelTable.h"
+
+using namespace tandem;
+
+namespace {
+
+// ---- GPU availability -----------------------------------------------------------------------
+
+// Why there is no GPU, or "" when there is one.
+const std::string& noGpuReason() {
+  static const std::string why = [] {
+    std::unique_ptr<DeviceBackend> b;
+    Status st = createCudaBackend(0, BackendOptions{}, &b);
+    return st.isOk() ? std::string() : st.message();
+  }();
+  return why;
+}
+
+#define REQUIRE_GPU()                                                              \
+  do {                                                                             \
+    if (!noGpuReason().empty()) {                                                  \
+      std::printf("SKIPPED: no CUDA device (%s)\n", noGpuReason().c_str());        \
+      GTEST_SKIP() << "no CUDA device (" << noGpuReason() << ")";                  \
+    }                                                                              \
+  } while (0)
+
+// ---- cases ----------------------------------------------------------------------------------
+
+/// Accepted difference: |gpu - cpu| <= atol + rtol * |cpu|; NaN matches NaN, an infinity only
+/// itself. {0, 0} is bit-exact up to the sign of zero.
+struct Tol {
+  double atol = 0, rtol = 0;
+};
+
+struct OpCase {
+  std::string label;  // what this case varies, for messages
+  std::string op;
+  AttrMap attrs;
+  std::vector<Tensor> inputs;   // an undefined Tensor is an absent optional input
+  std::vector<bool> constant;   // inputs known at load (shape operands, Clip bounds)
+  std::vector<TensorType> outputs;
+  Tol tol;
+};
+
+/// Seeded generator of shapes and tensors. Extents favour the sizes that break kernels: 1
+/// (broadcast), odd and prime sizes, one past a power of two.
+class Gen {
+ public:
+  explicit Gen(uint64_t seed) : r_(seed) {}
+  int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(r_); }
+  double real(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(r_); }
+  bool coin(double p = 0.5) { return std::bernoulli_distribution(p)(r_); }
+  template <typename T>
+  T pick(const std::vector<T>& v) { return v[(size_t)uniform(0, (int64_t)v.size() - 1)]; }
+
+  int64_t extent() { return pick<int64_t>({1, 1, 2, 3, 3, 4, 5, 7, 8, 16, 17, 31, 33, 64, 127, 1023}); }
+  /// A shape of `rank` with at most `maxNumel` elements.
+  Shape shape(int64_t rank, int64_t maxNumel = 1 << 14) {
+    Shape s;
+    for (int64_t d = 0; d < rank; ++d) s.push_back(extent());
+    while (numElements(s) > maxNumel) {
+      auto big = std::max_element(s.begin(), s.end());
+      *big = pick<int64_t>({1, 2, 3, 5, 7});
+    }
+    return s;
+  }
+  /// A shape that broadcasts (ONNX multidirectional) to `out`: leading dims dropped, some 1s.
+  Shape broadcastOf(const Shape& out) {
+    size_t drop = (size_t)uniform(0, (int64_t)out.size());
+    if (coin(0.5)) drop = 0;
+    Shape s(out.begin() + drop, out.end());
+    for (int64_t& d : s)
+      if (coin(0.35)) d = 1;
+    return s;
+  }
+  /// Uniform values in [lo, hi] (integers rounded; bool a fair coin).
+  Tensor tensor(DType dt, const Shape& s, double lo = -2, double hi = 2) {
+    Tensor t = Tensor::alloc(dt, s);
+    const int64_t n = t.numel();
+    dispatchDType(dt, [&](auto tag) {
+      using T = decltype(tag);
+      T* p = t.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<T, bool>) p[i] = coin();
+        else if constexpr (std::is_floating_point_v<T>) p[i] = (T)real(lo, hi);
+        else p[i] = (T)uniform((int64_t)std::ceil(lo), (int64_t)std::floor(hi));
+      }
+    });
+    return t;
+  }
+  Tensor f32(const Shape& s, double lo = -2, double hi = 2) { return tensor(DType::F32, s, lo, hi); }
+
+ private:
+  std::mt19937_64 r_;
+};
+
+Tensor i64s(std::vector<int64_t> v) { return Tensor::fromVector<int64_t>({(int64_t)v.size()}, v); }
+Tensor scalarF32(float v) { return Tensor::fromVector<float>({}, {v}); }
+TensorType tt(DType d, Shape s) { return TensorType{d, std::move(s)}; }
+TensorType f32t(Shape s) { return tt(DType::F32, std::move(s)); }
+
+/// Overwrites a few elements of a float tensor with NaN, +-inf, +-0, huge and subnormal values.
+void sprinkleSpecials(Gen& g, Tensor& t) {
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 0.f, -0.f, 1e30f, -1e30f, 1e-40f, -1e-40f, 100.f,
+                            -100.f};
+  if (t.dtype() != DType::F32 || t.numel() == 0) return;
+  for (float v : specials) t.data<float>()[g.uniform(0, t.numel() - 1)] = v;
+}
+
+/// A broadcast binary shape pair and their output: the output of rank 0-6, each input a
+/// broadcast of it (one side sometimes the full shape).
+void broadcastPair(Gen& g, Shape* a, Shape* b, Shape* out) {
+  *out = g.shape(g.uniform(0, 6));
+  *a = g.coin(0.3) ? *out : g.broadcastOf(*out);
+  *b = g.coin(0.3) ? *out : g.broadcastOf(*out);
+  // The output is the broadcast of the inputs: where both lost a dim, so does the output.
+  Shape o(std::max(a->size(), b->size()), 1);
+  for (size_t i = 0; i < o.size(); ++i) {
+    int64_t da = i + a->size() >= o.size() ? (*a)[i + a->size() - o.size()] : 1;
+    int64_t db = i + b->size() >= o.size() ? (*b)[i + b->size() - o.size()] : 1;
+    o[i] = da == 1 ? db : da;
+  }
+  *out = o;
+}
+
+std::string attrsText(const AttrMap& a) {
+  std::ostringstream s;
+  s << "{";
+  bool first = true;
+  for (auto& [name, v] : a.all()) {
+    s << (first ? "" : ", ") << name << "=";
+    first = false;
+    switch (v.kind) {
+      case Attr::Kind::Int: s << v.i; break;
+      case Attr::Kind::Float: s << v.f; break;
+      case Attr::Kind::String: s << "'" << v.s << "'"; break;
+      case Attr::Kind::Ints: s << shapeToString(v.ints); break;
+      case Attr::Kind::Floats: s << "[" << v.floats.size() << " floats]"; break;
+      case Attr::Kind::Strings: {
+        s << "[";
+        for (size_t i = 0; i < v.strings.size(); ++i) s << (i ? "," : "") << v.strings[i];
+        s << "]";
+        break;
+      }
+      case Attr::Kind::Tensor: s << "<tensor>"; break;
+    }
+  }
+  return s.str() + "}";
+}
+
+std::string describe(const OpCase& c) {
+  std::ostringstream s;
+  s << c.op << " [" << c.label << "] inputs:";
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    if (!c.inputs[i].defined()) { s << " (absent)"; continue; }
+    s << " " << dtypeName(c.inputs[i].dtype()) << shapeToString(c.inputs[i].shape());
+    if (i < c.constant.size() && c.constant[i] && c.inputs[i].numel() <= 8 &&
+        (c.inputs[i].dtype() == DType::I64 || c.inputs[i].dtype() == DType::I32)) {
+      s << "=" << "[";
+      for (int64_t k = 0; k < c.inputs[i].numel(); ++k)
+        s << (k ? "," : "")
+          << (c.inputs[i].dtype() == DType::I64 ? c.inputs[i].data<int64_t>()[k] : c.inputs[i].data<int32_t>()[k]);
+      s << "]";
+    }
+  }
+  s << " attrs: " << attrsText(c.attrs) << " tol: atol " << c.tol.atol << " rtol " << c.tol.rtol;
+  return s.str();
+}
+
+// ---- the op table: a generator and a tolerance per op ------------------------------------------
+
+using Generator = std::function<void(Gen&, const Tol&, std::vector<OpCase>*)>;
+
+struct OpEntry {
+  Tol tol;
+  const char* why;  // why this tolerance
+  Generator gen;
+};
+
+// Tolerances. CUDA's expf/logf/tanhf/erff/powf are within 1-4 ulp, glibc's within 1: a few ulp
+// relative, plus an absolute term for results near zero after cancellation (Elu's exp(x) - 1,
+// Gelu's x * (1 + erf)).
+const Tol kExact{0, 0};
+const Tol kTranscendental{2e-6, 4e-6};
+const char* kWhyExact = "no rounding or one IEEE-rounded operation (+-*/, sqrt, compare, move) on both sides";
+const char* kWhyTrans = "CUDA libm functions are within 1-4 ulp, glibc within 1; absolute term for cancellation";
+
+// Float accumulation of `r` terms of magnitude <= m in another order (GPU: per-thread strided
+// partial sums and a tree; CPU: sequential or double): the error of random data grows like
+// sqrt(r); 4 * u * r * m bounds the worst case of any order to within a small factor.
+Tol accumulation(int64_t r, double m, double rtol = 1e-6) {
+  return Tol{4 * 6e-8 * (double)std::max<int64_t>(r, 1) * m + 1e-7, rtol};
+}
+
+// Unary f32 ops over [lo, hi], ranks 0-6, odd sizes, zero elements, and special values.
+Generator unary(double lo, double hi, std::function<void(Gen&, AttrMap&)> attrs = nullptr, bool specials = true) {
+  return [=](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+    std::vector<Shape> shapes = {{}, {1}, {3}, {17}, {1023}, {65537}, {0}, {2, 0, 3}};
+    for (int64_t r = 0; r <= 6; ++r) shapes.push_back(g.shape(r));
+    for (const Shape& s : shapes) {
+      OpCase c{"shape " + shapeToString(s), "", {}, {g.f32(s, lo, hi)}, {}, {f32t(s)}, tol};
+      if (attrs) attrs(g, c.attrs);
+      out->push_back(std::move(c));
+    }
+    if (specials) {
+      OpCase c{"NaN, inf, +-0, huge, subnormal", "", {}, {g.f32({64}, lo, hi)}, {}, {f32t({64})}, tol};
+      sprinkleSpecials(g, c.inputs[0]);
+      if (attrs) attrs(g, c.attrs);
+      out->push_back(std::move(c));
+    }
+  };
+}
+
+// Binary (and variadic) ops on `dtypes` with broadcasting; `rhs` gives the second operand's range
+// (Div's divisor away from 0; Pow's base positive). `outDType` is Bool for comparisons.
+Generator binary(std::vector<DType> dtypes, double lo, double hi, double rlo, double rhi, bool comparison,
+                 int maxInputs = 2, bool specials = true, bool excludeZeroRhs = false) {
+  return [=](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+    for (DType dt : dtypes) {
+      int count = dt == DType::F32 ? 10 : 5;
+      for (int k = 0; k < count; ++k) {
+        Shape a, b, o;
+        broadcastPair(g, &a, &b, &o);
+        if (k == 0) a = b = o = Shape{2, 0, 3};  // zero elements
+        OpCase c{"broadcast " + shapeToString(a) + " , " + shapeToString(b), "", {}, {}, {}, {}, tol};
+        c.inputs = {g.tensor(dt, a, lo, hi), g.tensor(dt, b, rlo, rhi)};
+        if (excludeZeroRhs && isInteger(dt))
+          for (int64_t i = 0; i < c.inputs[1].numel(); ++i)
+            if (ref::elementAsDouble(c.inputs[1], i) == 0) dispatchDType(dt, [&](auto tag) {
+                c.inputs[1].data<decltype(tag)>()[i] = 1;
+              });
+        // Variadic ops: up to `maxInputs` operands, each a broadcast of the output.
+        for (int extra = (int)g.uniform(0, maxInputs - 2); extra > 0; --extra) {
+          Shape e = g.broadcastOf(o);
+          c.inputs.push_back(g.tensor(dt, e, rlo, rhi));
+          c.label += " , " + shapeToString(e);
+        }
+        c.outputs = {tt(comparison ? DType::Bool : dt, o)};
+        out->push_back(std::move(c));
+      }
+    }
+    if (specials && std::find(dtypes.begin(), dtypes.end(), DType::F32) != dtypes.end()) {
+      OpCase c{"NaN, inf, +-0, huge, subnormal", "", {}, {g.f32({8, 16}, lo, hi), g.f32({8, 16}, rlo, rhi)}, {},
+               {tt(comparison ? DType::Bool : DType::F32, {8, 16})}, tol};
+      sprinkleSpecials(g, c.inputs[0]);
+      sprinkleSpecials(g, c.inputs[1]);
+      out->push_back(std::move(c));
+    }
+  };
+}
+
+const std::vector<DType>& anyDTypes() {
+  static const std::vector<DType> d = {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::I8, DType::Bool};
+  return d;
+}
+
+// ONNX Slice output extent of one axis (Slice-13 clamping).
+int64_t sliceCount(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    return end > start ? (end - start + step - 1) / step : 0;
+  }
+  start = std::clamp<int64_t>(start, 0, dim - 1);
+  end = std::clamp<int64_t>(end, -1, dim - 1);
+  return start > end ? (start - end - step - 1) / -step : 0;
+}
+
+// Output extent of a convolution/pooling window; sets begin/end pads for auto_pad.
+int64_t windowOut(int64_t in, int64_t k, int64_t s, int64_t d, const std::string& autoPad, int64_t* pb, int64_t* pe) {
+  const int64_t ek = (k - 1) * d + 1;
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    int64_t o = (in + s - 1) / s;
+    int64_t total = std::max<int64_t>(0, (o - 1) * s + ek - in);
+    *pb = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    *pe = total - *pb;
+    return o;
+  }
+  if (autoPad == "VALID") *pb = *pe = 0;
+  return (in + *pb + *pe - ek) / s + 1;
+}
+
+void reshapeFamily(Gen& g, const std::string& op, std::vector<OpCase>* out) {
+  for (DType dt : anyDTypes()) {
+    Shape s = g.shape(g.uniform(1, 5));
+    Tensor x = g.tensor(dt, s, -50, 50);
+    OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(s), op, {}, {x}, {}, {}, kExact};
+    if (op == "Identity" || op == "Dropout") {
+      c.outputs = {tt(dt, s)};
+    } else if (op == "Flatten") {
+      int64_t axis = g.uniform(0, (int64_t)s.size());
+      c.attrs.set("axis", Attr::ofInt(axis - (axis < (int64_t)s.size() && g.coin() ? (int64_t)s.size() : 0)));
+      c.outputs = {tt(dt, {ref::product(s, 0, axis), ref::product(s, axis, s.size())})};
+    } else if (op == "Reshape") {
+      Shape to = {numElements(s)};
+      if (g.coin()) to = {1, numElements(s), 1};
+      c.inputs.push_back(i64s(to));
+      c.constant = {false, true};
+      c.outputs = {tt(dt, to)};
+    } else if (op == "Squeeze") {
+      Shape with = s;
+      with.insert(with.begin() + g.uniform(0, (int64_t)s.size()), 1);
+      c.inputs[0] = g.tensor(dt, with, -50, 50);
+      std::vector<int64_t> axes;
+      for (size_t d = 0; d < with.size(); ++d)
+        if (with[d] == 1) { axes.push_back((int64_t)d); break; }
+      Shape to = with;
+      to.erase(to.begin() + axes[0]);
+      c.inputs.push_back(i64s(axes));
+      c.constant = {false, true};
+      c.outputs = {tt(dt, to)};
+    } else {  // Unsqueeze
+      int64_t axis = g.uniform(0, (int64_t)s.size());
+      Shape to = s;
+      to.insert(to.begin() + axis, 1);
+      c.inputs.push_back(i64s({axis}));
+      c.constant = {false, true};
+      c.outputs = {tt(dt, to)};
+    }
+    out->push_back(std::move(c));
+  }
+}
+
+// Random Fused "elementwise" bodies: chains over full-size and scalar f32 inputs, Clip bounds
+// constant, one to three outputs. Only Lipschitz-bounded ops and division by [0.5, 2], so
+// rounding differences stay at a few ulp of the values.
+void fusedElementwise(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  const std::vector<std::string> unaryOps = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Erf", "LeakyRelu", "Elu",
+                                             "Selu", "HardSigmoid", "Gelu", "Softplus"};
+  const std::vector<std::string> binaryOps = {"Add", "Sub", "Mul", "Max", "Min", "Div"};
+  for (int k = 0; k < 12; ++k) {
+    Shape s = k == 0 ? Shape{0, 5} : g.shape(g.uniform(0, 4));
+    std::vector<Tensor> inputs = {g.f32(s)};
+    if (k == 1 || k == 2) sprinkleSpecials(g, inputs[0]);  // NaN and inf through a chain
+    std::vector<bool> constant = {false};
+    std::vector<std::string> ops;
+    std::vector<std::vector<int64_t>> refs;
+    AttrMap extra;
+    int nOps = (int)g.uniform(1, 8);
+    for (int j = 0; j < nOps; ++j) {
+      int64_t prev = j == 0 ? 0 : -2 - (j - 1);
+      if (g.coin(0.4)) {
+        std::string op = g.pick(binaryOps);
+        int64_t in = (int64_t)inputs.size();
+        bool scalar = g.coin(0.3);
+        inputs.push_back(op == "Div" ? g.f32(scalar ? Shape{} : s, 0.5, 2) : g.f32(scalar ? Shape{1} : s));
+        constant.push_back(false);
+        ops.push_back(op);
+        refs.push_back(g.coin() || op == "Div" || op == "Sub" ? std::vector<int64_t>{prev, in} : std::vector<int64_t>{in, prev});
+      } else if (g.coin(0.15)) {
+        int64_t lo = (int64_t)inputs.size();
+        inputs.push_back(scalarF32((float)g.real(-1, 0)));
+        inputs.push_back(scalarF32((float)g.real(0, 1)));
+        constant.push_back(true);
+        constant.push_back(true);
+        ops.push_back("Clip");
+        refs.push_back({prev, g.coin(0.8) ? lo : -1, lo + 1});
+      } else {
+        std::string op = g.pick(unaryOps);
+        ops.push_back(op);
+        refs.push_back({prev});
+        std::string p = std::to_string(j) + ".";
+        if (op == "LeakyRelu" || op == "Elu") extra.set(p + "alpha", Attr::ofFloat((float)g.real(0.05, 1.5)));
+        if (op == "Gelu" && g.coin()) extra.set(p + "approximate", Attr::ofString("tanh"));
+        if (op == "HardSigmoid") extra.set(p + "beta", Attr::ofFloat((float)g.real(0.2, 0.8)));
+      }
+    }
+    std::vector<int64_t> outputsFrom = {nOps - 1};
+    if (nOps > 2 && g.coin()) outputsFrom.push_back(g.uniform(0, nOps - 2));
+    OpCase c{std::to_string(nOps) + " ops on " + shapeToString(s), "Fused", fusedAttrs("elementwise", ops, refs, outputsFrom),
+             inputs, constant, {}, tol};
+    for (auto& [name, a] : extra.all()) c.attrs.set(name, a);
+    for (size_t o = 0; o < outputsFrom.size(); ++o) c.outputs.push_back(f32t(s));
+    std::string body;
+    for (const std::string& op : ops) body += (body.empty() ? "" : ",") + op;
+    c.label += ": " + body;
+    out->push_back(std::move(c));
+  }
+}
+
+void fusedGemmEpilogue(Gen& g, const Tol&, std::vector<OpCase>* out) {
+  for (int k = 0; k < 10; ++k) {
+    int64_t M = g.pick<int64_t>({1, 3, 17, 64, 129}), N = g.pick<int64_t>({1, 5, 16, 33, 128}),
+            K = g.pick<int64_t>({1, 7, 16, 65, 256});
+    bool matmul = g.coin();
+    bool bias = g.coin(0.7), act = !bias || g.coin(0.7);
+    std::string actOp = g.coin() ? "Relu" : "Gelu";
+    std::vector<std::string> ops = {matmul ? "MatMul" : "Gemm"};
+    std::vector<std::vector<int64_t>> refs = {{0, 1}};
+    AttrMap extra;
+    Shape as = {M, K}, bs = {K, N}, os = {M, N};
+    if (matmul && g.coin()) as = {2, M, K}, os = {2, M, N};
+    if (!matmul && g.coin()) { as = {K, M}; extra.set("0.transA", Attr::ofInt(1)); }
+    if (!matmul && g.coin()) { bs = {N, K}; extra.set("0.transB", Attr::ofInt(1)); }
+    std::vector<Tensor> inputs = {g.f32(as, -1, 1), g.f32(bs, -1, 1)};
+    if (bias) {
+      inputs.push_back(g.f32(g.coin() ? Shape{N} : Shape{1, N}));
+      ops.push_back("Add");
+      refs.push_back(g.coin() ? std::vector<int64_t>{-2, 2} : std::vector<int64_t>{2, -2});
+    }
+    if (act) {
+      ops.push_back(actOp);
+      refs.push_back({-2 - (int64_t)(ops.size() - 2)});
+      if (actOp == "Gelu") extra.set(std::to_string(ops.size() - 1) + ".approximate", Attr::ofString("tanh"));
+    }
+    // cuBLASLt's GELU epilogue evaluates the tanh approximation its own way: 1e-4 relative.
+    Tol tol = accumulation(K, 1.0, 1e-5);
+    if (act && actOp == "Gelu") tol = Tol{tol.atol + 1e-5, 1e-4};
+    OpCase c{ops[0] + " " + shapeToString(as) + " x " + shapeToString(bs) + (bias ? " +bias" : "") + (act ? " +" + actOp : ""),
+             "Fused", fusedAttrs("gemm-epilogue", ops, refs, {(int64_t)ops.size() - 1}), inputs, {false, true, true},
+             {f32t(os)}, tol};
+    for (auto& [name, a] : extra.all()) c.attrs.set(name, a);
+    out->push_back(std::move(c));
+  }
+}
+
+void fusedAddLayerNorm(Gen& g, const Tol&, std::vector<OpCase>* out) {
+  for (int k = 0; k < 8; ++k) {
+    Shape s = g.shape(g.uniform(1, 4));
+    if (k == 0) s = {3, 1023};
+    if (k == 1) s = {2, 1};
+    int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+    Shape norm(s.begin() + axis, s.end());
+    bool b = g.coin(0.7), sum = g.coin();
+    std::vector<Tensor> inputs = {g.f32(s), g.f32(s), g.f32(norm)};
+    std::vector<int64_t> lnRefs = {-2, 2};
+    if (b) { inputs.push_back(g.f32(norm)); lnRefs.push_back(3); }
+    std::vector<int64_t> outs = {1};
+    if (sum) outs.push_back(0);
+    OpCase c{"add-layernorm " + shapeToString(s) + " axis " + std::to_string(axis), "Fused",
+             fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, lnRefs}, outs), inputs,
+             {false, false, true, true}, {f32t(s)}, Tol{1e-4, 1e-4}};
+    if (sum) c.outputs.push_back(f32t(s));
+    c.attrs.set("1.axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
+    c.attrs.set("1.epsilon", Attr::ofFloat(g.pick<float>({1e-5f, 1e-3f})));
+    out->push_back(std::move(c));
+  }
+}
+
+const std::map<std::string, OpEntry>& opTable() {
+  static const std::map<std::string, OpEntry> t = [] {
+    std::map<std::string, OpEntry> m;
+    // -- unary math and activations (runtime/cuda/Elementwise.cpp)
+    m["Relu"] = {kExact, kWhyExact, unary(-2, 2)};
+    m["Abs"] = {kExact, kWhyExact, unary(-2, 2)};
+    m["Neg"] = {kExact, kWhyExact, unary(-2, 2)};
+    m["Sqrt"] = {kExact, "IEEE sqrt on both sides (NVRTC without fast math: -prec-sqrt=true)", unary(0, 100)};
+    m["Reciprocal"] = {kExact, "one IEEE division (-prec-div=true)", unary(0.1, 10)};
+    m["LeakyRelu"] = {kExact, "one multiplication", unary(-2, 2, [](Gen& g, AttrMap& a) {
+                        if (g.coin()) a.set("alpha", Attr::ofFloat((float)g.real(0.01, 0.5)));
+                      })};
+    m["Sigmoid"] = {kTranscendental, kWhyTrans, unary(-12, 12)};
+    m["Tanh"] = {kTranscendental, kWhyTrans, unary(-6, 6)};
+    m["Exp"] = {kTranscendental, kWhyTrans, unary(-20, 20)};
+    m["Log"] = {kTranscendental, kWhyTrans, unary(0.001, 1000)};
+    m["Erf"] = {kTranscendental, kWhyTrans, unary(-4, 4)};
+    m["Softplus"] = {kTranscendental, kWhyTrans, unary(-30, 30)};
+    m["Elu"] = {kTranscendental, kWhyTrans, unary(-4, 4, [](Gen& g, AttrMap& a) {
+                  if (g.coin()) a.set("alpha", Attr::ofFloat((float)g.real(0.1, 2)));
+                })};
+    m["Selu"] = {kTranscendental, kWhyTrans, unary(-4, 4, [](Gen& g, AttrMap& a) {
+                   if (g.coin()) a.set("alpha", Attr::ofFloat((float)g.real(1, 2)));
+                   if (g.coin()) a.set("gamma", Attr::ofFloat((float)g.real(1, 1.2)));
+                 })};
+    m["HardSigmoid"] = {Tol{1e-7, 2.4e-7}, "alpha * x + beta may be one FMA on the GPU, two roundings on the CPU",
+                        unary(-6, 6, [](Gen& g, AttrMap& a) {
+                          if (g.coin()) a.set("alpha", Attr::ofFloat((float)g.real(0.1, 0.5)));
+                          if (g.coin()) a.set("beta", Attr::ofFloat((float)g.real(0.2, 0.8)));
+                        })};
+    m["Gelu"] = {kTranscendental, kWhyTrans, unary(-5, 5, [](Gen& g, AttrMap& a) {
+                   if (g.coin()) a.set("approximate", Attr::ofString(g.coin() ? "tanh" : "none"));
+                 })};
+    m["Clip"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                   for (int k = 0; k < 8; ++k) {
+                     Shape s = k == 0 ? Shape{0} : g.shape(g.uniform(0, 5));
+                     bool lo = g.coin(0.7), hi = k == 1 ? false : g.coin(0.7);
+                     OpCase c{"shape " + shapeToString(s), "Clip", {}, {g.f32(s, -3, 3)}, {false, true, true}, {f32t(s)}, tol};
+                     c.inputs.push_back(lo ? scalarF32((float)g.real(-2, 0)) : Tensor());
+                     c.inputs.push_back(hi ? scalarF32((float)g.real(0, 2)) : Tensor());
+                     if (k == 2) sprinkleSpecials(g, c.inputs[0]);
+                     c.label += std::string(lo ? " min" : "") + (hi ? " max" : "");
+                     out->push_back(std::move(c));
+                   }
+                 }};
+    // -- binary, variadic, comparisons
+    const std::vector<DType> arith = {DType::F32, DType::I32, DType::I64};
+    for (const char* op : {"Add", "Sub", "Mul"}) m[op] = {kExact, kWhyExact, binary(arith, -50, 50, -50, 50, false)};
+    m["Div"] = {kExact, "one IEEE division; integer division truncates on both (divisors never 0)",
+                binary(arith, -50, 50, -9, 9, false, 2, true, true)};
+    for (const char* op : {"Min", "Max", "Sum"})
+      m[op] = {kExact, "compares, or additions in the same order (input 0 + input 1, + input 2, ...)",
+               binary(arith, -50, 50, -50, 50, false, 4)};
+    for (const char* op : {"Less", "Greater"}) m[op] = {kExact, kWhyExact, binary(arith, -3, 3, -3, 3, true)};
+    m["Equal"] = {kExact, kWhyExact, binary({DType::F32, DType::I32, DType::I64, DType::Bool}, -3, 3, -3, 3, true)};
+    m["Pow"] = {kTranscendental, kWhyTrans, binary({DType::F32}, 0.01, 4, -3, 3, false)};
+    m["PRelu"] = {kExact, "one multiplication", [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                    for (int k = 0; k < 8; ++k) {
+                      Shape s = g.shape(g.uniform(1, 5)), slope = g.broadcastOf(s);
+                      out->push_back(OpCase{"x " + shapeToString(s) + " slope " + shapeToString(slope), "PRelu", {},
+                                            {g.f32(s), g.f32(slope, 0, 1)}, {}, {f32t(s)}, tol});
+                    }
+                  }};
+    m["Where"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                    for (DType dt : anyDTypes())
+                      for (int k = 0; k < 2; ++k) {
+                        Shape a, b, o;
+                        broadcastPair(g, &a, &b, &o);
+                        Shape cs = g.broadcastOf(o);
+                        out->push_back(OpCase{std::string(dtypeName(dt)) + " cond " + shapeToString(cs) + " x " +
+                                                  shapeToString(a) + " y " + shapeToString(b),
+                                              "Where", {}, {g.tensor(DType::Bool, cs), g.tensor(dt, a, -9, 9), g.tensor(dt, b, -9, 9)},
+                                              {}, {}, tol});
+                        // The output broadcasts all three.
+                        Shape full = o;
+                        if (cs.size() > full.size()) full.insert(full.begin(), cs.size() - full.size(), 1);
+                        for (size_t i = 0; i < cs.size(); ++i)
+                          if (cs[i] != 1) full[full.size() - cs.size() + i] = cs[i];
+                        out->back().outputs = {tt(dt, full)};
+                      }
+                  }};
+    m["Cast"] = {kExact, "conversions of in-range values (out-of-range float->int is undefined in C++ and CUDA)",
+                 [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                   for (DType from : anyDTypes())
+                     for (DType to : anyDTypes()) {
+                       Shape s = g.shape(g.uniform(0, 4));
+                       // Values every target holds: [0, 100] for u8, [-100, 100] otherwise.
+                       double lo = to == DType::U8 && isFloat(from) ? 0 : -100;
+                       OpCase c{std::string(dtypeName(from)) + "->" + dtypeName(to) + " " + shapeToString(s), "Cast", {},
+                                {g.tensor(from, s, lo, 100)}, {}, {tt(to, s)}, tol};
+                       c.attrs.set("to", Attr::ofInt((int)to));
+                       out->push_back(std::move(c));
+                     }
+                 }};
+    // -- data movement (Tensor.cpp, Indexing.cpp)
+    for (const char* op : {"Identity", "Dropout", "Flatten", "Reshape", "Squeeze", "Unsqueeze"}) {
+      std::string name = op;
+      m[op] = {kExact, kWhyExact, [name](Gen& g, const Tol&, std::vector<OpCase>* out) { reshapeFamily(g, name, out); }};
+    }
+    m["Transpose"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                        for (int64_t r = 0; r <= 6; ++r) {
+                          DType dt = g.pick(anyDTypes());
+                          Shape s = g.shape(r);
+                          std::vector<int64_t> perm(r);
+                          for (int64_t d = 0; d < r; ++d) perm[d] = d;
+                          std::shuffle(perm.begin(), perm.end(), std::mt19937((unsigned)g.uniform(0, 1 << 30)));
+                          Shape o(r);
+                          for (int64_t d = 0; d < r; ++d) o[d] = s[perm[d]];
+                          OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(s) + " perm " + shapeToString(perm),
+                                   "Transpose", {}, {g.tensor(dt, s, -99, 99)}, {}, {tt(dt, o)}, tol};
+                          if (r > 0 || g.coin()) c.attrs.set("perm", Attr::ofInts(perm));
+                          out->push_back(std::move(c));
+                        }
+                        Shape big = {1023, 65};  // odd sizes, no attribute: reversed dims
+                        out->push_back(OpCase{"default perm " + shapeToString(big), "Transpose", {}, {g.f32(big)}, {},
+                                              {f32t({65, 1023})}, tol});
+                      }};
+    m["Expand"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                     for (int k = 0; k < 10; ++k) {
+                       DType dt = g.pick(anyDTypes());
+                       Shape o = k == 0 ? Shape{3, 0, 2} : g.shape(g.uniform(0, 6)), in = g.broadcastOf(o);
+                       Shape target = o;
+                       // The shape operand may itself have 1s where the input has the extent.
+                       for (size_t d = 0; d < in.size(); ++d)
+                         if (in[d] != 1 && g.coin(0.3)) target[o.size() - in.size() + d] = 1;
+                       out->push_back(OpCase{std::string(dtypeName(dt)) + " " + shapeToString(in) + " to " + shapeToString(target),
+                                             "Expand", {}, {g.tensor(dt, in, -99, 99), i64s(target)}, {false, true}, {tt(dt, o)}, tol});
+                     }
+                   }};
+    m["Tile"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                   for (int k = 0; k < 8; ++k) {
+                     DType dt = g.pick(anyDTypes());
+                     Shape s = g.shape(g.uniform(1, 5), 512);
+                     std::vector<int64_t> reps;
+                     Shape o;
+                     for (int64_t d : s) {
+                       reps.push_back(g.pick<int64_t>({1, 1, 2, 3}));
+                       o.push_back(d * reps.back());
+                     }
+                     out->push_back(OpCase{std::string(dtypeName(dt)) + " " + shapeToString(s) + " x " + shapeToString(reps),
+                                           "Tile", {}, {g.tensor(dt, s, -99, 99), i64s(reps)}, {false, true}, {tt(dt, o)}, tol});
+                   }
+                 }};
+    m["Slice"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                    const int64_t kBig = std::numeric_limits<int64_t>::max();
+                    for (int k = 0; k < 12; ++k) {
+                      DType dt = g.pick(anyDTypes());
+                      Shape s = g.shape(g.uniform(1, 6));
+                      std::vector<int64_t> starts, ends, axes, steps;
+                      Shape o = s;
+                      for (int64_t d = 0; d < (int64_t)s.size(); ++d) {
+                        if (g.coin(0.4)) continue;
+                        int64_t n = s[d];
+                        int64_t step = g.pick<int64_t>({1, 1, 2, 3, -1, -2});
+                        int64_t st = g.uniform(-n - 2, n + 2), en = g.coin(0.2) ? (step > 0 ? kBig : -kBig) : g.uniform(-n - 2, n + 2);
+                        starts.push_back(st), ends.push_back(en), steps.push_back(step);
+                        axes.push_back(g.coin() ? d : d - (int64_t)s.size());
+                        o[d] = sliceCount(n, st, en, step);
+                      }
+                      if (axes.empty()) starts = {0}, ends = {kBig}, axes = {0}, steps = {1};
+                      OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(s), "Slice", {},
+                               {g.tensor(dt, s, -99, 99), i64s(starts), i64s(ends), i64s(axes), i64s(steps)},
+                               {false, true, true, true, true}, {tt(dt, o)}, tol};
+                      out->push_back(std::move(c));
+                    }
+                  }};
+    m["Concat"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                     for (int k = 0; k < 10; ++k) {
+                       DType dt = g.pick(anyDTypes());
+                       Shape s = g.shape(g.uniform(1, 6), 4096);
+                       int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+                       OpCase c{std::string(dtypeName(dt)) + " axis " + std::to_string(axis) + " parts", "Concat", {}, {}, {}, {}, tol};
+                       Shape o = s;
+                       o[axis] = 0;
+                       for (int p = (int)g.uniform(1, 4); p > 0; --p) {
+                         Shape part = s;
+                         part[axis] = g.pick<int64_t>({0, 1, 2, 5, 17});
+                         o[axis] += part[axis];
+                         c.inputs.push_back(g.tensor(dt, part, -99, 99));
+                         c.label += " " + shapeToString(part);
+                       }
+                       c.attrs.set("axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
+                       c.outputs = {tt(dt, o)};
+                       out->push_back(std::move(c));
+                     }
+                   }};
+    m["Split"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                    for (int k = 0; k < 10; ++k) {
+                      DType dt = g.pick(anyDTypes());
+                      Shape s = g.shape(g.uniform(1, 6), 4096);
+                      int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+                      std::vector<int64_t> sizes;
+                      for (int64_t left = s[axis]; left > 0;) {
+                        sizes.push_back(std::min(left, g.pick<int64_t>({1, 2, 3, 7, 100})));
+                        left -= sizes.back();
+                      }
+                      if (sizes.empty() || g.coin(0.2)) sizes.push_back(0);
+                      OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(s) + " axis " + std::to_string(axis) + " sizes " +
+                                   shapeToString(sizes), "Split", {}, {g.tensor(dt, s, -99, 99), i64s(sizes)}, {false, true}, {}, tol};
+                      for (int64_t n : sizes) {
+                        Shape part = s;
+                        part[axis] = n;
+                        c.outputs.push_back(tt(dt, part));
+                      }
+                      c.attrs.set("axis", Attr::ofInt(axis));
+                      out->push_back(std::move(c));
+                    }
+                  }};
+    m["Pad"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                  for (const char* mode : {"constant", "reflect", "edge", "wrap"})
+                    for (int k = 0; k < 4; ++k) {
+                      DType dt = g.pick(anyDTypes());
+                      Shape s = g.shape(g.uniform(1, 5), 2048);
+                      for (int64_t& d : s) d = std::max<int64_t>(d, 2);  // reflect needs two elements
+                      std::vector<int64_t> pb, pe;
+                      Shape o = s;
+                      for (size_t d = 0; d < s.size(); ++d) {
+                        // reflect pads up to dim-1, wrap up to dim; edge and constant any.
+                        int64_t cap = std::string(mode) == "reflect" ? s[d] - 1 : std::string(mode) == "wrap" ? s[d] : 5;
+                        pb.push_back(g.uniform(0, std::min<int64_t>(cap, 5)));
+                        pe.push_back(g.uniform(0, std::min<int64_t>(cap, 5)));
+                        o[d] += pb.back() + pe.back();
+                      }
+                      std::vector<int64_t> pads = pb;
+                      pads.insert(pads.end(), pe.begin(), pe.end());
+                      OpCase c{std::string(mode) + " " + dtypeName(dt) + " " + shapeToString(s) + " pads " + shapeToString(pads),
+                               "Pad", {}, {g.tensor(dt, s, -99, 99), i64s(pads)}, {false, true, true}, {tt(dt, o)}, tol};
+                      c.inputs.push_back(g.coin(0.7) ? g.tensor(dt, {}, -5, 5) : Tensor());
+                      c.attrs.set("mode", Attr::ofString(mode));
+                      out->push_back(std::move(c));
+                    }
+                }};
+    m["Gather"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                     for (int k = 0; k < 12; ++k) {
+                       DType dt = g.pick(anyDTypes()), it = g.coin() ? DType::I64 : DType::I32;
+                       Shape s = g.shape(g.uniform(1, 5), 4096);
+                       int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+                       Shape is = g.shape(g.uniform(0, 2), 64);
+                       if (k == 0) is = {0};
+                       Tensor idx = g.tensor(it, is, -s[axis], s[axis] - 1);  // negatives wrap
+                       Shape o(s.begin(), s.begin() + axis);
+                       o.insert(o.end(), is.begin(), is.end());
+                       o.insert(o.end(), s.begin() + axis + 1, s.end());
+                       OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(s) + " axis " + std::to_string(axis) + " " +
+                                    dtypeName(it) + " indices " + shapeToString(is),
+                                "Gather", {}, {g.tensor(dt, s, -99, 99), idx}, {}, {tt(dt, o)}, tol};
+                       c.attrs.set("axis", Attr::ofInt(axis));
+                       out->push_back(std::move(c));
+                     }
+                   }};
+    // -- reductions (Reduction.cpp)
+    for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
+      std::string name = op;
+      bool exact = name == "ReduceMax" || name == "ReduceMin";
+      m[op] = {exact ? kExact : Tol{0, 1e-6},
+               exact ? "max/min round nothing" : "float accumulation in another order: atol per case, 4 u r max|x| (accumulation())",
+               [name, exact](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                 for (int k = 0; k < 12; ++k) {
+                   Shape s = k == 0 ? Shape{65537} : k == 1 ? Shape{3, 0, 4} : k == 2 ? Shape{} : g.shape(g.uniform(1, 6));
+                   std::vector<int64_t> axes;
+                   for (int64_t d = 0; d < (int64_t)s.size(); ++d)
+                     if (g.coin(0.4)) axes.push_back(g.coin() ? d : d - (int64_t)s.size());
+                   bool keep = g.coin(0.6);
+                   Shape o, red;
+                   int64_t r = 1;
+                   for (int64_t d = 0; d < (int64_t)s.size(); ++d) {
+                     bool reduced = axes.empty() || std::count(axes.begin(), axes.end(), d) ||
+                                    std::count(axes.begin(), axes.end(), d - (int64_t)s.size());
+                     if (reduced) r *= s[d];
+                     if (!reduced) o.push_back(s[d]);
+                     else if (keep) o.push_back(1);
+                   }
+                   OpCase c{shapeToString(s) + " axes " + shapeToString(axes) + (keep ? " keepdims" : ""), name, {},
+                            {g.f32(s)}, {}, {f32t(o)}, tol};
+                   if (!exact) c.tol = accumulation(r, name == "ReduceMean" ? 2.0 / std::max<int64_t>(r, 1) : 2.0);
+                   if (k == 3 && exact) sprinkleSpecials(g, c.inputs[0]);
+                   c.attrs.set("keepdims", Attr::ofInt(keep));
+                   if (!axes.empty()) {
+                     if (name == "ReduceSum" || g.coin()) {
+                       c.inputs.push_back(i64s(axes));
+                       c.constant = {false, true};
+                     } else {
+                       c.attrs.set("axes", Attr::ofInts(axes));
+                     }
+                   }
+                   out->push_back(std::move(c));
+                 }
+               }};
+    }
+    m["ArgMax"] = {kExact, "an index; ties (integer-valued inputs) and NaN follow numpy on both",
+                   [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                     for (int k = 0; k < 10; ++k) {
+                       Shape s = g.shape(g.uniform(1, 5));
+                       int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+                       bool keep = g.coin(), last = g.coin();
+                       Tensor x = g.f32(s, 0, 3);
+                       for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::floor(x.data<float>()[i]);  // ties
+                       if (k < 2) sprinkleSpecials(g, x);
+                       Shape o = s;
+                       if (keep) o[axis] = 1;
+                       else o.erase(o.begin() + axis);
+                       OpCase c{shapeToString(s) + " axis " + std::to_string(axis), "ArgMax", {}, {x}, {}, {tt(DType::I64, o)}, tol};
+                       c.attrs.set("axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
+                       c.attrs.set("keepdims", Attr::ofInt(keep));
+                       c.attrs.set("select_last_index", Attr::ofInt(last));
+                       out->push_back(std::move(c));
+                     }
+                   }};
+    // -- normalisations (Normalization.cpp)
+    for (const char* op : {"Softmax", "LogSoftmax"}) {
+      std::string name = op;
+      m[op] = {Tol{2e-6, 1e-5}, "expf within 2 ulp and a float sum of the row in another order",
+               [name](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                 std::vector<Shape> shapes = {{1}, {1023}, {3, 1025}, {2, 0, 3}};  // rank >= 1 (ONNX)
+                 for (int64_t r = 1; r <= 5; ++r) shapes.push_back(g.shape(r));
+                 for (const Shape& s : shapes) {
+                   int64_t axis = s.empty() ? 0 : g.uniform(0, (int64_t)s.size() - 1);
+                   OpCase c{shapeToString(s) + " axis " + std::to_string(axis), name, {}, {g.f32(s, -10, 10)}, {}, {f32t(s)}, tol};
+                   if (!s.empty() && (axis != (int64_t)s.size() - 1 || g.coin())) c.attrs.set("axis", Attr::ofInt(axis));
+                   // log(sum) of up to n terms: LogSoftmax's absolute error grows with the row.
+                   if (name == "LogSoftmax") c.tol.atol = 1e-5;
+                   out->push_back(std::move(c));
+                 }
+               }};
+    }
+    m["LayerNormalization"] = {Tol{1e-4, 1e-4}, "float block sums of mean and variance vs the CPU's; 1/sqrt amplifies",
+                               [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                                 std::vector<Shape> shapes = {{1023}, {3, 1}, {2, 3, 257}};
+                                 for (int64_t r = 1; r <= 5; ++r) shapes.push_back(g.shape(r));
+                                 for (const Shape& s : shapes) {
+                                   int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+                                   Shape norm(s.begin() + axis, s.end()), stat(s.begin(), s.begin() + axis);
+                                   stat.resize(s.size(), 1);
+                                   bool b = g.coin(0.7), stats = g.coin();
+                                   OpCase c{shapeToString(s) + " axis " + std::to_string(axis), "LayerNormalization", {},
+                                            {g.f32(s), g.f32(norm), b ? g.f32(norm) : Tensor()}, {false, true, true}, {f32t(s)}, tol};
+                                   if (stats) c.outputs.push_back(f32t(stat)), c.outputs.push_back(f32t(stat));
+                                   c.attrs.set("axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
+                                   if (g.coin()) c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+                                   out->push_back(std::move(c));
+                                 }
+                               }};
+    m["BatchNormalization"] = {Tol{1e-5, 1e-5}, "(x - mean) / sqrt(var + eps) * scale + bias, cuDNN's order of operations",
+                               [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                                 for (int64_t r = 2; r <= 5; ++r)
+                                   for (float eps : {1e-5f, 1e-3f, 0.f}) {
+                                     Shape s = g.shape(r);
+                                     s[1] = g.pick<int64_t>({1, 3, 17});
+                                     Shape c1 = {s[1]};
+                                     OpCase c{shapeToString(s) + " epsilon " + std::to_string(eps), "BatchNormalization", {},
+                                              {g.f32(s), g.f32(c1), g.f32(c1), g.f32(c1), g.f32(c1, 0.5, 2)},
+                                              {false, true, true, true, true}, {f32t(s)}, tol};
+                                     c.attrs.set("epsilon", Attr::ofFloat(eps));
+                                     out->push_back(std::move(c));
+                                   }
+                               }};
+    // -- products (Math.cpp: cuBLASLt FP32, no TF32)
+    m["Gemm"] = {Tol{0, 1e-5}, "K products summed in another order: atol per case, accumulation(K)",
+                 [](Gen& g, const Tol&, std::vector<OpCase>* out) {
+                   for (int k = 0; k < 12; ++k) {
+                     int64_t M = g.pick<int64_t>({1, 2, 17, 64, 129}), N = g.pick<int64_t>({1, 3, 33, 128}),
+                             K = g.pick<int64_t>({1, 5, 64, 1023});
+                     bool ta = g.coin(), tb = g.coin();
+                     Shape as = ta ? Shape{K, M} : Shape{M, K}, bs = tb ? Shape{N, K} : Shape{K, N};
+                     float alpha = g.coin() ? 1.f : (float)g.real(-2, 2), beta = g.coin() ? 1.f : (float)g.real(-2, 2);
+                     std::vector<Shape> cShapes = {{N}, {1, N}, {M, 1}, {M, N}, {}, {1}};
+                     int cKind = (int)g.uniform(-1, (int64_t)cShapes.size() - 1);
+                     OpCase c{"M" + std::to_string(M) + " N" + std::to_string(N) + " K" + std::to_string(K), "Gemm", {},
+                              {g.f32(as, -1, 1), g.f32(bs, -1, 1)}, {false, true, true}, {f32t({M, N})},
+                              accumulation(K, 2.0 * std::fabs(alpha), 1e-5)};
+                     if (cKind >= 0) {
+                       c.inputs.push_back(g.f32(cShapes[cKind]));
+                       c.label += " C" + shapeToString(cShapes[cKind]);
+                     }
+                     c.attrs.set("transA", Attr::ofInt(ta));
+                     c.attrs.set("transB", Attr::ofInt(tb));
+                     c.attrs.set("alpha", Attr::ofFloat(alpha));
+                     c.attrs.set("beta", Attr::ofFloat(beta));
+                     out->push_back(std::move(c));
+                   }
+                 }};
+    m["MatMul"] = {Tol{0, 1e-5}, "K products summed in another order: atol per case, accumulation(K)",
+                   [](Gen& g, const Tol&, std::vector<OpCase>* out) {
+                     for (int k = 0; k < 14; ++k) {
+                       int64_t M = g.pick<int64_t>({1, 3, 17, 64}), N = g.pick<int64_t>({1, 5, 33}), K = g.pick<int64_t>({1, 7, 64, 257});
+                       Shape batch = g.shape(g.uniform(0, 3), 24);
+                       Shape ab = g.coin(0.3) ? batch : g.broadcastOf(batch), bb = g.coin(0.3) ? batch : g.broadcastOf(batch);
+                       Shape as = ab, bs = bb;
+                       as.push_back(M), as.push_back(K);
+                       bs.push_back(K), bs.push_back(N);
+                       if (k == 0) as = {K};  // 1-D operands: promoted, then the dim dropped
+                       if (k == 1) bs = {K};
+                       // Output batch: the broadcast of both batches.
+                       Shape ob(std::max(ab.size(), bb.size()), 1);
+                       for (size_t i = 0; i < ob.size(); ++i) {
+                         int64_t x = i + ab.size() >= ob.size() ? ab[i + ab.size() - ob.size()] : 1;
+                         int64_t y = i + bb.size() >= ob.size() ? bb[i + bb.size() - ob.size()] : 1;
+                         ob[i] = x == 1 ? y : x;
+                       }
+                       Shape os = ob;
+                       if (k == 0) os = bb, os.push_back(N);
+                       else if (k == 1) os = ab, os.push_back(M);
+                       else os.push_back(M), os.push_back(N);
+                       out->push_back(OpCase{shapeToString(as) + " x " + shapeToString(bs), "MatMul", {},
+                                             {g.f32(as, -1, 1), g.f32(bs, -1, 1)}, {}, {f32t(os)}, accumulation(K, 1.0, 1e-5)});
+                     }
+                   }};
+    // -- convolution and pooling (Conv.cpp, Pool.cpp: cuDNN)
+    for (const char* op : {"Conv", "ConvTranspose"}) {
+      std::string name = op;
+      m[op] = {Tol{0, 1e-5}, "Cin/group * kernel products summed in another order: atol per case",
+               [name](Gen& g, const Tol&, std::vector<OpCase>* out) {
+                 bool tr = name == "ConvTranspose";
+                 for (int k = 0; k < 12; ++k) {
+                   int64_t ns = g.uniform(1, 3);
+                   int64_t group = g.pick<int64_t>({1, 1, 2, 3});
+                   int64_t cin = group * g.pick<int64_t>({1, 2, 3}), cout = group * g.pick<int64_t>({1, 2, 4});
+                   Shape xs = {g.pick<int64_t>({1, 2}), cin}, ws, ys;
+                   ws = tr ? Shape{cin, cout / group} : Shape{cout, cin / group};
+                   std::vector<int64_t> strides, dil, pb, pe, outPad;
+                   std::string autoPad = tr ? "NOTSET" : g.pick<std::string>({"NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"});
+                   ys = {xs[0], cout};
+                   int64_t red = cin / group;
+                   for (int64_t d = 0; d < ns; ++d) {
+                     int64_t kk = g.pick<int64_t>({1, 2, 3, 5}), s = g.pick<int64_t>({1, 1, 2, 3}), dl = g.pick<int64_t>({1, 1, 2});
+                     int64_t in = g.pick<int64_t>({1, 5, 8, 17, 31});
+                     if (ns == 3) in = std::min<int64_t>(in, 8);
+                     int64_t b = g.uniform(0, kk - 1), e = tr ? b : (g.coin(0.7) ? b : g.uniform(0, kk - 1));
+                     ws.push_back(kk);
+                     red *= kk;
+                     int64_t o;
+                     if (tr) {
+                       int64_t op = g.uniform(0, s - 1);
+                       o = s * (in - 1) + op + (kk - 1) * dl + 1 - b - e;
+                       if (o < 1) { b = e = 0; o = s * (in - 1) + op + (kk - 1) * dl + 1; }
+                       outPad.push_back(op);
+                     } else {
+                       if (autoPad == "VALID") b = e = 0;
+                       if (in + b + e < (kk - 1) * dl + 1) in = (kk - 1) * dl + 1;
+                       o = windowOut(in, kk, s, dl, autoPad, &b, &e);
+                     }
+                     xs.push_back(in), ys.push_back(o);
+                     strides.push_back(s), dil.push_back(dl), pb.push_back(b), pe.push_back(e);
+                   }
+                   std::vector<int64_t> pads = pb;
+                   pads.insert(pads.end(), pe.begin(), pe.end());
+                   bool bias = g.coin(0.6);
+                   OpCase c{shapeToString(xs) + " w " + shapeToString(ws) + " -> " + shapeToString(ys), name, {},
+                            {g.f32(xs, -1, 1), g.f32(ws, -1, 1)}, {false, true, true}, {f32t(ys)},
+                            accumulation(red * (tr ? 2 : 1), 1.0, 1e-5)};
+                   if (bias) c.inputs.push_back(g.f32({cout}));
+                   c.attrs.set("strides", Attr::ofInts(strides));
+                   c.attrs.set("dilations", Attr::ofInts(dil));
+                   c.attrs.set("group", Attr::ofInt(group));
+                   if (autoPad == "NOTSET") c.attrs.set("pads", Attr::ofInts(pads));
+                   else c.attrs.set("auto_pad", Attr::ofString(autoPad));
+                   if (tr) c.attrs.set("output_padding", Attr::ofInts(outPad));
+                   out->push_back(std::move(c));
+                 }
+               }};
+    }
+    for (const char* op : {"MaxPool", "AveragePool"}) {
+      std::string name = op;
+      bool isMax = name == "MaxPool";
+      m[op] = {isMax ? kExact : Tol{4e-6, 1e-6},
+               isMax ? "max rounds nothing" : "a sum of up to 27 values |x| <= 2 in another order (2 u 27), one division",
+               [name, isMax](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                 for (int k = 0; k < 10; ++k) {
+                   int64_t ns = g.uniform(1, 3);
+                   Shape xs = {k == 0 ? 0 : g.pick<int64_t>({1, 2}), g.pick<int64_t>({1, 3, 5})}, ys = xs;  // k 0: empty
+                   std::vector<int64_t> window, strides, pads;
+                   for (int64_t d = 0; d < ns; ++d) {
+                     int64_t kk = g.pick<int64_t>({1, 2, 3}), s = g.pick<int64_t>({1, 2}), p = g.uniform(0, kk - 1);
+                     int64_t in = std::max<int64_t>(g.pick<int64_t>({3, 8, 17, 33}), kk);
+                     if (ns == 3) in = std::min<int64_t>(in, 8);
+                     window.push_back(kk), strides.push_back(s), pads.push_back(p);
+                     xs.push_back(in), ys.push_back((in + 2 * p - kk) / s + 1);
+                   }
+                   std::vector<int64_t> all = pads;
+                   all.insert(all.end(), pads.begin(), pads.end());  // cuDNN pads symmetrically
+                   OpCase c{shapeToString(xs) + " window " + shapeToString(window), name, {}, {g.f32(xs)}, {}, {f32t(ys)}, tol};
+                   c.attrs.set("kernel_shape", Attr::ofInts(window));
+                   c.attrs.set("strides", Attr::ofInts(strides));
+                   c.attrs.set("pads", Attr::ofInts(all));
+                   if (!isMax) c.attrs.set("count_include_pad", Attr::ofInt(g.coin()));
+                   out->push_back(std::move(c));
+                 }
+               }};
+    }
+    for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+      std::string name = op;
+      bool isMax = name == "GlobalMaxPool";
+      m[op] = {isMax ? kExact : Tol{0, 1e-6}, isMax ? "max rounds nothing" : "a float sum of the spatial extent: atol per case",
+               [name, isMax](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                 for (int64_t r = 3; r <= 5; ++r)
+                   for (int k = 0; k < 3; ++k) {
+                     Shape s = g.shape(r);
+                     Shape o = s;
+                     for (size_t d = 2; d < o.size(); ++d) o[d] = 1;
+                     int64_t sp = ref::product(s, 2, s.size());
+                     out->push_back(OpCase{shapeToString(s), name, {}, {g.f32(s)}, {}, {f32t(o)},
+                                           isMax ? tol : accumulation(sp, 2.0 / std::max<int64_t>(sp, 1))});
+                   }
+               }};
+    }
+    // -- fusion groups the fuse pass forms on CUDA (runtime/cuda/Fused.cpp); conv-epilogue and
+    //    softmax groups are not formed on CUDA and have no CUDA kernel.
+    m["Fused"] = {Tol{5e-5, 2e-5},
+                  "elementwise: up to 8 ops of a few ulp each (FMA contraction across ops, libm) with gains <= 2; "
+                  "gemm-epilogue and add-layernorm set theirs per case",
+                  [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                    fusedElementwise(g, tol, out);
+                    fusedGemmEpilogue(g, tol, out);
+                    fusedAddLayerNorm(g, tol, out);
+                  }};
+    return m;
+  }();
+  return t;
+}
+
+uint64_t baseSeed() {
+  const char* s = std::getenv("TANDEM_OPS_SEED");
+  return s ? std::strtoull(s, nullptr, 0) : 20250611ull;
+}
+
+// Seed of one op's cases: the base seed and the op name, so adding an op changes no other op's cases.
+uint64_t seedFor(const std::string& op) {
+  uint64_t h = baseSeed() ^ 1469598103934665603ull;
+  for (unsigned char c : op) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::vector<OpCase> casesFor(const std::string& op) {
+  const OpEntry& e = opTable().at(op);
+  Gen g(seedFor(op));
+  std::vector<OpCase> cases;
+  e.gen(g, e.tol, &cases);
+  for (OpCase& c : cases)
+    if (c.op.empty()) c.op = op;
+  return cases;
+}
+
+std::set<std::string> registeredCudaOps() {
+  std::set<std::string> ops;
+  for (const KernelDef& d : KernelRegistry::global().all())
+    if (d.deviceKind == "cuda") ops.insert(d.opType);
+  return ops;
+}
+
+// ---- running and comparing --------------------------------------------------------------------
+
+/// The CPU reference kernels alone (not oneDNN, which the global registry prefers): the
+/// differential tests compare against one simple implementation.
+const KernelRegistry& refRegistry() {
+  static const KernelRegistry* r = [] {
+    auto* reg = new KernelRegistry();
+    registerCpuReferenceKernels(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
+KernelContext contextFor(const OpCase& c) {
+  KernelContext ctx;
+  ctx.opType = c.op;
+  ctx.nodeName = c.op + "_under_test";
+  ctx.attrs = &c.attrs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    ctx.inputTypes.push_back(c.inputs[i].defined() ? TensorType{c.inputs[i].dtype(), c.inputs[i].shape()} : TensorType{});
+    bool k = i < c.constant.size() && c.constant[i] && c.inputs[i].defined();
+    ctx.constInputs.push_back(k ? &c.inputs[i] : nullptr);
+  }
+  ctx.outputTypes = c.outputs;
+  return ctx;
+}
+
+Status runOnCpu(const OpCase& c, std::vector<Tensor>* outs) {
+  KernelContext ctx = contextFor(c);
+  std::unique_ptr<Kernel> k;
+  TANDEM_RETURN_IF_ERROR(refRegistry().create("cpu", ctx, &k));
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : c.inputs) in.push_back(t.defined() ? &t : nullptr);
+  outs->clear();
+  for (const TensorType& t : c.outputs) outs->push_back(t.present() ? Tensor::alloc(t.dtype, t.shape) : Tensor());
+  std::vector<Tensor*> out;
+  for (Tensor& t : *outs) out.push_back(t.defined() ? &t : nullptr);
+  return k->run(in, out);
+}
+
+std::string indexText(const Shape& s, int64_t i) {
+  Shape idx(s.size());
+  for (int64_t d = (int64_t)s.size() - 1; d >= 0; --d) {
+    idx[d] = s[d] ? i % s[d] : 0;
+    i = s[d] ? i / s[d] : 0;
+  }
+  return shapeToString(idx);
+}
+
+/// "" when every element of `gpu` matches `cpu` within `tol`, else what differs and where.
+std::string compare(const Tensor& gpu, const Tensor& cpu, const Tol& tol) {
+  const int64_t n = cpu.numel();
+  // Bit-identical buffers need no element loop (the 2^31-element tensors).
+  if (cpu.bytes() == 0 || std::memcmp(gpu.raw(), cpu.raw(), cpu.bytes()) == 0) return "";
+  int64_t bad = 0, first = -1, argAbs = -1, argRel = -1;
+  double maxAbs = 0, maxRel = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double g = ref::elementAsDouble(gpu, i), r = ref::elementAsDouble(cpu, i);
+    bool same;
+    if (std::isnan(r) || std::isnan(g)) same = std::isnan(r) && std::isnan(g);
+    else if (std::isinf(r) || std::isinf(g)) same = g == r;
+    else same = std::fabs(g - r) <= tol.atol + tol.rtol * std::fabs(r);
+    double abs = std::isfinite(g - r) ? std::fabs(g - r) : std::numeric_limits<double>::infinity();
+    if (!same || (std::isfinite(abs) && abs > maxAbs)) {
+      if (abs > maxAbs || (!same && argAbs < 0)) maxAbs = abs, argAbs = i;
+      double rel = abs / std::max(std::fabs(r), 1e-30);
+      if (rel > maxRel || (!same && argRel < 0)) maxRel = rel, argRel = i;
+    }
+    if (!same && bad++ == 0) first = i;
+  }
+  if (!bad) return "";
+  std::ostringstream s;
+  s.precision(9);
+  s << bad << " of " << n << " elements differ; max abs err " << maxAbs << " at " << argAbs << ", max rel err " << maxRel
+    << " at " << argRel << "; first mismatch at " << first << " (index " << indexText(cpu.shape(), first)
+    << "): gpu " << ref::elementAsDouble(gpu, first) << " cpu " << ref::elementAsDouble(cpu, first);
+  return s.str();
+}
+
+// Host memory the system can still give (MemAvailable), in bytes; 0 when unknown.
+uint64_t hostBytesAvailable() {
+  std::ifstream f("/proc/meminfo");
+  std::string key;
+  uint64_t kb;
+  std::string unit;
+  while (f >> key >> kb) {
+    std::getline(f, unit);
+    if (key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+/// Runs `cases` on one CUDA backend (all kernels of the batch in one plan-like load, one NVRTC
+/// program) and on the CPU reference; every difference is a test failure naming the case.
+/// `skipOnOom`: a device allocation failure skips the case with the reason instead of failing.
+void checkCases(const std::vector<OpCase>& cases, bool skipOnOom = false) {
+  std::unique_ptr<DeviceBackend> gpu;
+  Status st = createCudaBackend(0, BackendOptions{}, &gpu);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::vector<std::unique_ptr<Kernel>> kernels(cases.size());
+  std::vector<Kernel*> created;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    st = gpu->createKernel(contextFor(cases[i]), &kernels[i]);
+    if (!st.isOk()) ADD_FAILURE() << describe(cases[i]) << "\n  the CUDA kernel was not created: " << st.message();
+    else created.push_back(kernels[i].get());
+  }
+  st = gpu->finishLoad(created);
+  ASSERT_TRUE(st.isOk()) << cases[0].op << ": finishLoad: " << st.message();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const OpCase& c = cases[i];
+    if (!kernels[i]) continue;
+    SCOPED_TRACE(describe(c));
+    std::vector<Tensor> cpuOut;
+    st = runOnCpu(c, &cpuOut);
+    ASSERT_TRUE(st.isOk()) << "CPU reference: " << st.message();
+    std::vector<void*> owned;
+    auto release = [&] {
+      for (void* p : owned) gpu->deallocate(p);
+    };
+    auto deviceBuffer = [&](size_t bytes, const char* what, void** p) -> Status {
+      TANDEM_RETURN_IF_ERROR(gpu->allocate(bytes, what, p));
+      owned.push_back(*p);
+      return Status::ok();
+    };
+    std::vector<Tensor> din, dout;
+    bool oom = false;
+    for (const Tensor& t : c.inputs) {
+      if (!t.defined()) { din.push_back(Tensor()); continue; }
+      void* p = nullptr;
+      st = deviceBuffer(t.bytes(), "input", &p);
+      if (!st.isOk()) { oom = true; break; }
+      ASSERT_TRUE(gpu->copyFromHost(p, t.raw(), t.bytes()).isOk());
+      din.push_back(Tensor::view(t.dtype(), t.shape(), p));
+    }
+    // Outputs start as 0xff bytes (NaN, -1, true): an element the kernel never writes shows.
+    for (size_t o = 0; o < c.outputs.size() && !oom; ++o) {
+      const TensorType& t = c.outputs[o];
+      if (!t.present()) { dout.push_back(Tensor()); continue; }
+      void* p = nullptr;
+      st = deviceBuffer(numElements(t.shape) * dtypeSize(t.dtype), "output", &p);
+      if (!st.isOk()) { oom = true; break; }
+      const size_t bytes = numElements(t.shape) * dtypeSize(t.dtype);
+      std::vector<uint8_t> poison(std::min<size_t>(bytes, 64u << 20), 0xff);
+      for (size_t off = 0; off < bytes; off += poison.size()) {
+        ASSERT_TRUE(gpu->copyFromHost((char*)p + off, poison.data(), std::min(poison.size(), bytes - off)).isOk());
+        ASSERT_TRUE(gpu->synchronize().isOk());  // the chunk is reused
+      }
+      dout.push_back(Tensor::view(t.dtype, t.shape, p));
+    }
+    if (oom) {
+      release();
+      if (skipOnOom) {
+        std::printf("skipped %s: %s\n", c.label.c_str(), st.message().c_str());
+        continue;
+      }
+      FAIL() << "device allocation: " << st.message();
+    }
+    ASSERT_TRUE(gpu->synchronize().isOk());
+    std::vector<const Tensor*> gin;
+    for (Tensor& t : din) gin.push_back(t.defined() ? &t : nullptr);
+    std::vector<Tensor*> gout;
+    for (Tensor& t : dout) gout.push_back(t.defined() ? &t : nullptr);
+    st = gpu->launch(*kernels[i], gin, gout);
+    ASSERT_TRUE(st.isOk()) << "launch: " << st.message();
+    st = gpu->synchronize();
+    ASSERT_TRUE(st.isOk()) << "after the launch: " << st.message();
+    for (size_t o = 0; o < c.outputs.size(); ++o) {
+      if (!c.outputs[o].present()) continue;
+      Tensor host = Tensor::alloc(c.outputs[o].dtype, c.outputs[o].shape);
+      ASSERT_TRUE(gpu->copyToHost(host.raw(), dout[o].raw(), host.bytes()).isOk());
+      ASSERT_TRUE(gpu->synchronize().isOk());
+      std::string diff = compare(host, cpuOut[o], c.tol);
+      EXPECT_TRUE(diff.empty()) << describe(c) << "\n  output " << o << " " << dtypeName(c.outputs[o].dtype)
+                                << shapeToString(c.outputs[o].shape) << ": " << diff << "\n  seed " << baseSeed()
+                                << " (TANDEM_OPS_SEED)";
+    }
+    release();
+  }
+}
+
+// ---- GPU-free checks of the table (ctest: unit.cuda_backend_ops_table) ---------------------
+
+// The case table and the CUDA registry cannot drift apart: every registered op has a generator
+// and every generator an op.
+TEST(CudaOpsTable, EveryRegisteredOpHasACase) {
+  std::set<std::string> registered = registeredCudaOps();
+  ASSERT_FALSE(registered.empty()) << "no CUDA kernels registered in a build with the CUDA backend";
+  for (const std::string& op : registered)
+    EXPECT_TRUE(opTable().count(op)) << "the CUDA registry has " << op
+                                     << " but cuda_backend_ops_gpu_test.cpp has no generator for it: add one to opTable()";
+  for (auto& [op, e] : opTable()) EXPECT_TRUE(registered.count(op)) << op << " has a generator but no CUDA kernel";
+  // The placer's table (CudaKernelTable) names the same ops, "Fused" aside (a body decides).
+  for (const std::string& op : cudaKernelOps()) EXPECT_TRUE(registered.count(op)) << op;
+}
+
+// Every generated case is valid: the CUDA registry claims its dtypes and the CPU reference runs
+// it. (Without this, a broken generator would only show on a GPU machine.)
+TEST(CudaOpsTable, EveryCaseRunsOnTheCpuReference) {
+  size_t total = 0;
+  for (auto& [op, e] : opTable()) {
+    std::vector<OpCase> cases = casesFor(op);
+    EXPECT_GE(cases.size(), 4u) << op;
+    for (const OpCase& c : cases) {
+      std::vector<DType> dts;
+      for (const Tensor& t : c.inputs)
+        if (t.defined()) dts.push_back(t.dtype());
+      EXPECT_TRUE(KernelRegistry::global().supports(c.op, "cuda", dts)) << describe(c);
+      std::vector<Tensor> out;
+      Status st = runOnCpu(c, &out);
+      EXPECT_TRUE(st.isOk()) << describe(c) << ": " << st.message();
+      ++total;
+    }
+  }
+  std::printf("%zu cases over %zu ops\n", total, opTable().size());
+}
+
+// The generated kernels of every case compile together for sm_90: a syntax error in any
+// generated source fails here, without a GPU. Kernels of cuDNN and cuBLASLt (which need library
+// handles, so a device, at creation) are left out; so is what uploads at creation (Pad's maps).
+TEST(CudaOpsTable, GeneratedKernelsOfEveryCaseCompileForSm90) {
+  cuda::DeviceContext dc;
+  dc.device = "cuda:0";
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  std::set<std::string> createdOps, notCreated;
+  std::map<std::string, std::string> impl;
+  for (const KernelDef& d : KernelRegistry::global().all())
+    if (d.deviceKind == "cuda") impl[d.opType] = d.impl;
+  for (auto& [op, e] : opTable()) {
+    if (impl[op] == "cudnn" || impl[op] == "cublasLt") {
+      notCreated.insert(op);
+      continue;
+    }
+    std::vector<OpCase> cases = casesFor(op);
+    for (const OpCase& c : cases) {
+      if (c.attrs.getString("kind", "") == "gemm-epilogue") continue;
+      KernelContext ctx = contextFor(c);
+      ctx.cuda = &dc;
+      std::unique_ptr<Kernel> k;
+      Status st = KernelRegistry::global().create("cuda", ctx, &k);
+      if (st.isOk()) {
+        createdOps.insert(op);
+        kernels.push_back(std::move(k));
+      } else {
+        // Only what uploads at creation may fail here, for want of device memory.
+        EXPECT_NE(st.message().find("no CUDA device memory"), std::string::npos) << describe(c) << ": " << st.message();
+        notCreated.insert(op);
+      }
+    }
+  }
+  EXPECT_GE(createdOps.size(), 45u);
+  std::string ptx;
+  bool hit;
+  Status st = cuda::compileToPtx(dc.program.translationUnit(), cuda::nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
+  std::string skipped;
+  for (const std::string& op : notCreated) skipped += " " + op;
+  std::printf("compiled the generated kernels of %zu ops; cases needing a device to create:%s\n", createdOps.size(),
+              skipped.c_str());
+}
+
+// Lists every case (run with --gtest_also_run_disabled_tests --gtest_filter=*PrintCases).
+TEST(CudaOpsTable, DISABLED_PrintCases) {
+  for (auto& [op, e] : opTable())
+    for (const OpCase& c : casesFor(op)) std::printf("%s\n", describe(c).c_str());
+}
+
+// A rank above the generated kernels' TD_MAX_RANK is an error at load that says so, never an
+// out-of-bounds TdGeo.
+TEST(CudaOpsTable, RankAboveTheKernelLimitIsALoadError) {
+  cuda::DeviceContext dc;
+  AttrMap attrs;
+  KernelContext ctx;
+  ctx.opType = "Add";
+  ctx.nodeName = "add9";
+  ctx.attrs = &attrs;
+  Shape s(9, 2);
+  ctx.inputTypes = {f32t(s), f32t(s)};
+  ctx.outputTypes = {f32t(s)};
+  ctx.constInputs = {nullptr, nullptr};
+  ctx.cuda = &dc;
+  std::unique_ptr<Kernel> k;
+  Status st = KernelRegistry::global().create("cuda", ctx, &k);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("rank 9 is above the CUDA kernels' limit of 8"), std::string::npos) << st.message();
+}
+
+// ---- on the GPU ----------------------------------------------------------------------------
+
+class CudaOp : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CudaOp, MatchesTheCpuReference) {
+  REQUIRE_GPU();
+  const std::string& op = GetParam();
+  std::vector<OpCase> cases = casesFor(op);
+  std::printf("%s: %zu cases (tolerance: %s)\n", op.c_str(), cases.size(), opTable().at(op).why);
+  checkCases(cases);
+}
+
+std::vector<std::string> tableOps() {
+  std::vector<std::string> v;
+  for (auto& [op, e] : opTable()) v.push_back(op);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, CudaOp, ::testing::ValuesIn(tableOps()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// Launches whose one-thread-per-element or one-block-per-row grid would exceed 65,535 blocks
+// (and, for the row kernels, the 65,535 * 16 blocks launchBlocks caps at, so their block-stride
+// loops run).
+TEST(CudaBackendOps, GridsOfMoreThan65535Blocks) {
+  REQUIRE_GPU();
+  Gen g(seedFor("grids"));
+  const int64_t big = 65535LL * 256 + 17;       // one more block than 65,535 of 256 threads
+  const int64_t rows = 65535LL * 16 + 33;       // past launchBlocks' cap
+  std::vector<OpCase> cases;
+  cases.push_back(OpCase{"Relu n=" + std::to_string(big), "Relu", {}, {g.f32({big})}, {}, {f32t({big})}, kExact});
+  cases.push_back(OpCase{"Add broadcast", "Add", {}, {g.f32({4097, 4099}), g.f32({4099})}, {}, {f32t({4097, 4099})}, kExact});
+  OpCase where{"Where broadcast u8", "Where", {}, {g.tensor(DType::Bool, {big}), g.tensor(DType::U8, {1}, 0, 255),
+                                                   g.tensor(DType::U8, {big}, 0, 255)}, {}, {tt(DType::U8, {big})}, kExact};
+  cases.push_back(where);
+  OpCase tr{"Transpose", "Transpose", {}, {g.f32({4097, 4099})}, {}, {f32t({4099, 4097})}, kExact};
+  cases.push_back(tr);
+  OpCase rs{"ReduceSum rows", "ReduceSum", {}, {g.f32({rows, 3}), i64s({1})}, {false, true}, {f32t({rows, 1})},
+            accumulation(3, 2)};
+  cases.push_back(rs);
+  OpCase rm{"ReduceMax 70001 rows", "ReduceMax", {}, {g.f32({70001, 5})}, {}, {f32t({70001, 1})}, kExact};
+  rm.attrs.set("axes", Attr::ofInts({1}));
+  cases.push_back(rm);
+  OpCase sm{"Softmax rows", "Softmax", {}, {g.f32({rows, 3}, -10, 10)}, {}, {f32t({rows, 3})}, Tol{2e-6, 1e-5}};
+  cases.push_back(sm);
+  OpCase ln{"LayerNormalization rows", "LayerNormalization", {}, {g.f32({rows, 4}), g.f32({4}), g.f32({4})},
+            {false, true, true}, {f32t({rows, 4})}, Tol{1e-4, 1e-4}};
+  cases.push_back(ln);
+  OpCase am{"ArgMax n", "ArgMax", {}, {g.f32({big, 2})}, {}, {tt(DType::I64, {big, 1})}, kExact};
+  am.attrs.set("axis", Attr::ofInt(1));
+  cases.push_back(am);
+  Tensor idx = g.tensor(DType::I64, {big}, -1000, 999);
+  cases.push_back(OpCase{"Gather n", "Gather", {}, {g.f32({1000}), idx}, {}, {f32t({big})}, kExact});
+  cases.push_back(OpCase{"Fused add-layernorm rows", "Fused",
+                         fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0}),
+                         {g.f32({rows, 2}), g.f32({rows, 2}), g.f32({2}), g.f32({2})}, {false, false, true, true},
+                         {f32t({rows, 2})}, Tol{1e-4, 1e-4}});
+  cases.push_back(OpCase{"Fused elementwise n", "Fused", fusedAttrs("elementwise", {"Mul", "Relu"}, {{0, 1}, {-2}}, {1}),
+                         {g.f32({big}), g.f32({1})}, {}, {f32t({big})}, kExact});
+  checkCases(cases);
+}
+
+// One tensor of more than 2^31 elements through ops whose index math must be 64-bit: a
+// contiguous unary (Relu, 8 GiB f32), a broadcast ternary (Where on bytes) and a strided copy
+// (Expand on bytes). Skipped with the reason where the GPU or the host has too little memory.
+TEST(CudaBackendOps, TensorsOfMoreThan2To31Elements) {
+  REQUIRE_GPU();
+  const int64_t n = (1LL << 31) + 33;
+  // Resident at once: every case's inputs (Relu 4n, Where 2n), then Relu's CPU and GPU outputs.
+  const uint64_t hostNeed = (uint64_t)n * (4 + 2 + 4 + 4) + (2ull << 30);
+  uint64_t host = hostBytesAvailable();
+  if (host && host < hostNeed) {
+    std::printf("SKIPPED: the host has %llu bytes available, the 2^31-element tensors need %llu\n",
+                (unsigned long long)host, (unsigned long long)hostNeed);
+    GTEST_SKIP() << "too little host memory";
+  }
+  std::vector<OpCase> cases;
+  {
+    // Cheap deterministic fill: std::mt19937 would take most of a minute for 2^31 floats.
+    Tensor x = Tensor::alloc(DType::F32, {n});
+    float* p = x.data<float>();
+    for (int64_t i = 0; i < n; ++i) p[i] = (float)((i * 2654435761u) % 1999) - 999.f;
+    cases.push_back(OpCase{"Relu f32 n=2^31+33", "Relu", {}, {x}, {}, {f32t({n})}, kExact});
+  }
+  {
+    Tensor cond = Tensor::alloc(DType::Bool, {n}), y = Tensor::alloc(DType::U8, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      cond.data<bool>()[i] = ((i * 40503u) >> 7) & 1;
+      y.data<uint8_t>()[i] = (uint8_t)(i % 251);
+    }
+    cases.push_back(OpCase{"Where u8 n=2^31+33 (y broadcast)", "Where", {},
+                           {cond, Tensor::fromVector<uint8_t>({1}, {7}), y}, {}, {tt(DType::U8, {n})}, kExact});
+  }
+  {
+    const int64_t rowsOf3 = 715827894;  // 3 * 715827894 = 2^31 + 34 elements
+    Tensor x = Tensor::fromVector<uint8_t>({1, 3}, {11, 22, 33});
+    cases.push_back(OpCase{"Expand u8 [1,3] -> [715827894,3]", "Expand", {}, {x, i64s({rowsOf3, 3})}, {false, true},
+                           {tt(DType::U8, {rowsOf3, 3})}, kExact});
+  }
+  checkCases(cases, /*skipOnOom=*/true);
+}
+
+}  // namespace
