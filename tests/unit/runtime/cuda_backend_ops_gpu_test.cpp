@@ -1266,7 +1266,7 @@ TEST(CudaOpsTable, GeneratedKernelsOfEveryCaseCompileForSm90) {
   EXPECT_GE(createdOps.size(), 45u);
   std::string ptx;
   bool hit;
-  Status st = cuda::compileToPtx(dc.program.translationUnit(), cuda::nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  Status st = cuda::nvrtcCompile(dc.program.translationUnit(), cuda::nvrtcOptions(), "compute_90", "", &ptx, &hit);
   ASSERT_TRUE(st.isOk()) << st.message();
   EXPECT_NE(ptx.find(".target sm_90"), std::string::npos);
   std::string skipped;
