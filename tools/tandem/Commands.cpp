@@ -16,6 +16,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "compiler/placement/DeviceSpec.h"
 #include "runtime/Device.h"
+#include "runtime/WeightsFile.h"
 #include "tools/driver/Driver.h"
 #include "tools/driver/RunReport.h"
 
@@ -200,14 +201,22 @@ int runCompile(const CompileOptionsCli& o) {
   if (!st.isOk()) return fail(st.message());
   printNotes(r);
   printPlacementLog(o.common, r);
+  if (!o.weights.empty()) {
+    ExternalizeStats ws;
+    st = externalizeConstants(&r.plan, o.weights, o.output, &ws);
+    if (!st.isOk()) return fail(st.message());
+    std::fprintf(stderr, "tandem: weights %s: %d constants (%lld bytes) referenced, %d new blobs (%lld bytes) "
+                 "appended, file %lld bytes\n", o.weights.c_str(), ws.constants, (long long)ws.constantBytes,
+                 ws.newBlobs, (long long)ws.newBytes, (long long)ws.fileBytes);
+  }
   std::string bytes;
   if (!r.plan.SerializeToString(&bytes)) return fail("cannot serialise the plan");
   st = writeFileAtomic(o.output, bytes);
   if (!st.isOk()) return fail(st.message());
   int64_t peak = 0, unplanned = 0;
   for (auto& a : r.plan.arenas()) peak += a.bytes(), unplanned += a.unplanned_bytes();
-  std::fprintf(stderr, "tandem: wrote %s: %d steps, %d values, arena peak %lld bytes (%lld without reuse)\n",
-               o.output.c_str(), r.plan.steps_size(), r.plan.values_size(), (long long)peak,
+  std::fprintf(stderr, "tandem: wrote %s (%zu bytes): %d steps, %d values, arena peak %lld bytes (%lld without reuse)\n",
+               o.output.c_str(), bytes.size(), r.plan.steps_size(), r.plan.values_size(), (long long)peak,
                (long long)unplanned);
   // Per device: kernels before and after fusion (copies excluded), arena peak vs the sum of
   // all intermediates.

@@ -30,6 +30,8 @@ struct DevicesOptions { bool json = false; };
 struct KernelsOptions { std::string op; };
 struct CompileOptionsCli {
   std::string model, output;
+  std::string weights;  // --weights FILE: constants go to this shared weights file
+
   CommonCompileFlags common;
 };
 struct RunOptionsCli {

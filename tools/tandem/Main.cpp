@@ -27,6 +27,10 @@ int main(int argc, char** argv) {
       "compile", "Compile an ONNX model into a plan file (.tplan)");
   compileCmd->add_option("model", compile.model, "ONNX model file")->required();
   compileCmd->add_option("-o,--output", compile.output, "Plan file to write")->required();
+  compileCmd->add_option("--weights", compile.weights,
+                         "Store the constants in this weights file, shared by plans of one model "
+                         "(content-addressed: a blob it holds is not written again); the plan "
+                         "refers to it relative to the plan's own directory");
   addCommonCompileFlags(compileCmd, compile.common);
 
   RunOptionsCli run;
