@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -17,6 +18,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Device.h"
+#include "runtime/WeightsFile.h"
 
 namespace tandem {
 
@@ -309,6 +311,9 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       if (d < 0) return Status::error(what + ": dynamic or negative dim in " + shapeToString(tt.shape));
     m.valueTypes[i] = tt;
     if (v.kind() == plan::Value::CONSTANT) {
+      if (v.has_external())
+        return Status::error(what + ": its data is in the weights file '" + v.external().file() +
+                             "', which only Executable::loadFile resolves (relative to the plan file)");
       TANDEM_RETURN_IF_ERROR(tensorFromPlan(v.constant(), what, &m.values[i]));
       if (m.values[i].dtype() != tt.dtype || m.values[i].shape() != tt.shape)
         return Status::error(what + ": constant data does not match its declared type");
@@ -567,9 +572,11 @@ void Executable::planStreams() {
 Status Executable::loadFile(const std::string& path, const LoadOptions& options,
                             std::unique_ptr<Executable>* out) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open plan file");
+  if (!in) return Status::error(path + ": cannot open plan file (" + std::strerror(errno) + ")");
   plan::Plan p;
   if (!p.ParseFromIstream(&in)) return Status::error(path + ": not a valid Tandem plan (protobuf parse failed)");
+  // Constants kept in a shared weights file (tandem compile --weights) come in here, checked.
+  TANDEM_RETURN_IF_ERROR(resolveExternalConstants(&p, path).withContext(path));
   return load(p, options, out).withContext(path);
 }
 

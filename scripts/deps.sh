@@ -6,7 +6,7 @@ PKGS=(cmake ninja-build ccache g++ pkg-config
       libdnnl-dev ocl-icd-opencl-dev
       libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
       libgtest-dev libgmock-dev libbenchmark-dev libboost-graph-dev
-      nlohmann-json3-dev libcli11-dev libglpk-dev
+      nlohmann-json3-dev libcli11-dev libglpk-dev libssl-dev patchelf
       dataset-fashion-mnist python3)
 missing=()
 for p in "${PKGS[@]}"; do

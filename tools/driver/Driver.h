@@ -9,6 +9,7 @@
 #include "frontend/OnnxImporter.h"
 #include "runtime/Executable.h"
 #include "runtime/Status.h"
+#include "tools/driver/TensorFiles.h"  // test-data I/O and comparison, for the driver's users
 
 namespace tandem {
 
@@ -21,27 +22,6 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
 /// Compiles an already-built module (GraphBuilder output).
 Status compileModuleToPlan(mlir::ModuleOp module, const CompileOptions& compileOptions,
                            CompileResult* result);
-
-/// Reads input_0.pb, input_1.pb, ... (stops at the first missing index) from `dir`.
-/// Errors: `dir` missing or empty of input_0.pb, unreadable/corrupt tensor files.
-Status readTensorDir(const std::string& dir, const std::string& prefix,
-                     std::vector<Tensor>* tensors, std::vector<std::string>* names);
-
-/// Writes a file atomically: to "<path>.tmp.<pid>" then rename. On error nothing is left.
-Status writeFileAtomic(const std::string& path, const std::string& bytes);
-
-/// Comparison of an output with its reference, ONNX backend-test style:
-/// pass iff |a-b| <= atol + rtol*|b| elementwise (NaN equal to NaN) and shapes/dtypes agree.
-struct Comparison {
-  bool pass = false;
-  double maxAbsError = 0;
-  double maxRelError = 0;
-  std::string reason;  // when !pass
-};
-Comparison compareTensors(const Tensor& actual, const Tensor& expected, double atol, double rtol);
-
-/// Sum of elements as double (bool and ints included): a cheap fingerprint for printing.
-double checksum(const Tensor& t);
 
 }  // namespace tandem
 

@@ -10,14 +10,15 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <set>
 #include <sstream>
 
 #include "llvm/Support/raw_ostream.h"
 #include "compiler/placement/DeviceSpec.h"
 #include "runtime/Device.h"
+#include "runtime/WeightsFile.h"
 #include "tools/driver/Driver.h"
+#include "tools/driver/RunReport.h"
 
 namespace tandem::cli {
 
@@ -81,47 +82,11 @@ void printPlacementLog(const CommonCompileFlags& f, const CompileResult& r) {
   std::cout.flush();
 }
 
-std::string typeString(DType d, const Shape& s) { return std::string(dtypeName(d)) + shapeToString(s); }
-
-Tensor randomTensor(const TensorType& t, std::mt19937& rng) {
-  Tensor x = Tensor::alloc(t.dtype, t.shape);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  dispatchDType(t.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* p = x.data<T>();
-    for (int64_t i = 0; i < x.numel(); ++i) {
-      double r = u(rng);
-      if constexpr (std::is_floating_point_v<T>) p[i] = (T)r;
-      else if constexpr (std::is_same_v<T, bool>) p[i] = r < 0.5;
-      else p[i] = (T)(r * 10);
-    }
-  });
-  return x;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // A compiled, loaded model plus the inputs that remain after specialisation.
 struct Loaded {
   std::unique_ptr<Executable> exe;
   CompileResult compiled;
 };
-
-LoadOptions loadOptions(int threads, double gpuMemoryFraction, const std::string& winograd) {
-  LoadOptions lo;
-  lo.threads = threads;
-  lo.gpuMemoryFraction = gpuMemoryFraction;
-  // The CLI admits only these three spellings (Main.cpp).
-  lo.winograd = winograd == "off"   ? WinogradPolicy::Off
-                : winograd == "2x2" ? WinogradPolicy::Tile2x2
-                                    : WinogradPolicy::Auto;
-  return lo;
-}
 
 // ONNX path: integer graph inputs given in `given` are folded into the plan as constants (they
 // are shape operands in practice: Reshape's shape, Slice's starts), the rest bind input shapes.
@@ -236,14 +201,22 @@ int runCompile(const CompileOptionsCli& o) {
   if (!st.isOk()) return fail(st.message());
   printNotes(r);
   printPlacementLog(o.common, r);
+  if (!o.weights.empty()) {
+    ExternalizeStats ws;
+    st = externalizeConstants(&r.plan, o.weights, o.output, &ws);
+    if (!st.isOk()) return fail(st.message());
+    std::fprintf(stderr, "tandem: weights %s: %d constants (%lld bytes) referenced, %d new blobs (%lld bytes) "
+                 "appended, file %lld bytes\n", o.weights.c_str(), ws.constants, (long long)ws.constantBytes,
+                 ws.newBlobs, (long long)ws.newBytes, (long long)ws.fileBytes);
+  }
   std::string bytes;
   if (!r.plan.SerializeToString(&bytes)) return fail("cannot serialise the plan");
   st = writeFileAtomic(o.output, bytes);
   if (!st.isOk()) return fail(st.message());
   int64_t peak = 0, unplanned = 0;
   for (auto& a : r.plan.arenas()) peak += a.bytes(), unplanned += a.unplanned_bytes();
-  std::fprintf(stderr, "tandem: wrote %s: %d steps, %d values, arena peak %lld bytes (%lld without reuse)\n",
-               o.output.c_str(), r.plan.steps_size(), r.plan.values_size(), (long long)peak,
+  std::fprintf(stderr, "tandem: wrote %s (%zu bytes): %d steps, %d values, arena peak %lld bytes (%lld without reuse)\n",
+               o.output.c_str(), bytes.size(), r.plan.steps_size(), r.plan.values_size(), (long long)peak,
                (long long)unplanned);
   // Per device: kernels before and after fusion (copies excluded), arena peak vs the sum of
   // all intermediates.
@@ -265,19 +238,20 @@ int runRun(const RunOptionsCli& o) {
   CompileOptions co;
   std::string err = toCompileOptions(o.common, &co);
   if (!err.empty()) return usage(err);
-  if (!o.inputs.empty() && o.random) return usage("--inputs and --random exclude each other");
+  const RunFlags& f = o.run;
+  if (!f.inputs.empty() && f.random) return usage("--inputs and --random exclude each other");
   bool isPlan = endsWith(o.model, ".tplan");
   if (isPlan && (!o.common.dims.empty() || !o.common.pins.empty()))
     return usage("--dim and --pin apply when compiling an ONNX model, not to a .tplan");
 
   std::vector<Tensor> given;
-  if (!o.inputs.empty()) {
-    Status st = readTensorDir(o.inputs, "input", &given, nullptr);
+  if (!f.inputs.empty()) {
+    Status st = readTensorDir(f.inputs, "input", &given, nullptr);
     if (!st.isOk()) return fail(st.message());
   }
   Loaded m;
   std::vector<Tensor> inputs;
-  LoadOptions lo = loadOptions(o.threads, o.gpuMemoryFraction, o.winograd);
+  LoadOptions lo = loadOptionsFor(f.threads, f.gpuMemoryFraction, f.winograd);
   if (isPlan) {
     Status st = Executable::loadFile(o.model, lo, &m.exe);
     if (!st.isOk()) return fail(st.message());
@@ -288,57 +262,7 @@ int runRun(const RunOptionsCli& o) {
     printPlacementLog(o.common, m.compiled);
   }
   for (const std::string& n : m.exe->notes()) std::fprintf(stderr, "tandem: note: %s\n", n.c_str());
-  if (o.inputs.empty()) {
-    std::mt19937 rng(42);
-    for (const TensorType& t : m.exe->inputTypes()) inputs.push_back(randomTensor(t, rng));
-    std::cout << "inputs: random (seed 42)\n";
-  }
-  int warmup = o.warmup >= 0 ? o.warmup : (o.iterations > 1 ? 1 : 0);
-  std::vector<Tensor> outputs;
-  std::vector<double> times;
-  RunStats stats;
-  for (int i = 0; i < warmup + o.iterations; ++i) {
-    bool last = i == warmup + o.iterations - 1;
-    Status st = m.exe->run(inputs, &outputs, &stats, o.profile && last);
-    if (!st.isOk()) return fail(o.model + ": " + st.message());
-    if (i >= warmup) times.push_back(stats.seconds);
-  }
-  std::vector<Tensor> expected;
-  if (!o.expect.empty()) {
-    Status st = readTensorDir(o.expect, "output", &expected, nullptr);
-    if (!st.isOk()) return fail(st.message());
-    if (expected.size() != outputs.size())
-      return fail(o.expect + ": has " + std::to_string(expected.size()) + " outputs, the model " +
-                  std::to_string(outputs.size()));
-  }
-  bool allPass = true;
-  const auto& names = m.exe->outputNames();
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    std::printf("output %zu '%s': %s checksum %.6g", i, names[i].c_str(),
-                typeString(outputs[i].dtype(), outputs[i].shape()).c_str(), checksum(outputs[i]));
-    if (!expected.empty()) {
-      Comparison c = compareTensors(outputs[i], expected[i], o.atol, o.rtol);
-      allPass &= c.pass;
-      std::printf("  max_abs_err %.3g max_rel_err %.3g  %s", c.maxAbsError, c.maxRelError,
-                  c.pass ? "PASS" : ("FAIL (" + c.reason + ")").c_str());
-    }
-    std::printf("\n");
-  }
-  double med = median(times) * 1e3, mn = *std::min_element(times.begin(), times.end()) * 1e3;
-  std::printf("latency: median %.3f ms, min %.3f ms over %zu runs (%d warm-up, threads %d%s)\n",
-              med, mn, times.size(), warmup, m.exe->threads(), o.threads ? "" : ", auto");
-  std::string peak;
-  for (auto& [dev, bytes] : m.exe->peakBytes())
-    peak += (peak.empty() ? "" : ", ") + dev + " " + std::to_string(bytes) + " bytes";
-  std::printf("peak memory: %s\n", peak.c_str());
-  if (o.profile) {
-    std::printf("profile of the last run:\n");
-    for (auto& s : stats.steps)
-      std::printf("  %-28s %-20s %-8s %-40s %9.3f ms\n", s.name.c_str(), s.opType.c_str(),
-                  s.device.c_str(), s.impl.c_str(), s.seconds * 1e3);
-  }
-  if (!expected.empty()) std::printf("%s\n", allPass ? "PASS" : "FAIL");
-  return allPass ? kExitOk : kExitError;
+  return runAndReport(*m.exe, std::move(inputs), reportOptionsFor(f, "tandem", o.model));
 }
 
 int runBench(const BenchOptions& o) {
@@ -363,7 +287,7 @@ int runBench(const BenchOptions& o) {
         std::vector<Tensor> inputs, outputs;
         CommonCompileFlags flags;
         st = loadOnnx(dir + "/model.onnx", given, flags, CompileOptions{},
-                      loadOptions(threads, o.gpuMemoryFraction, o.winograd), &m, &inputs);
+                      loadOptionsFor(threads, o.gpuMemoryFraction, o.winograd), &m, &inputs);
         if (!st.isOk()) { status = fail(st.message()); continue; }
         RunStats stats;
         for (int i = 0; i < o.warmup && st.isOk(); ++i) st = m.exe->run(inputs, &outputs, &stats);

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/driver/RunReport.h"
+
 namespace CLI { class App; }
 
 namespace tandem::cli {
@@ -28,18 +30,13 @@ struct DevicesOptions { bool json = false; };
 struct KernelsOptions { std::string op; };
 struct CompileOptionsCli {
   std::string model, output;
+  std::string weights;  // --weights FILE: constants go to this shared weights file
+
   CommonCompileFlags common;
 };
 struct RunOptionsCli {
-  std::string model, inputs, expect;
-  bool random = false;
-  double atol = 1e-4, rtol = 1e-3;
-  int iterations = 1;
-  int warmup = -1;  // -1: 1 when iterations > 1, else 0
-  int threads = 0;
-  bool profile = false;
-  double gpuMemoryFraction = 0;  // 0: GPU arenas grow on demand
-  std::string winograd = "auto";  // auto | 2x2 | off (LoadOptions::winograd)
+  std::string model;
+  RunFlags run;  // tools/driver/RunReport.h, shared with tandem-run
   CommonCompileFlags common;
 };
 struct BenchOptions {

@@ -7,13 +7,6 @@
 #include "tools/tandem/Calibrate.h"
 #include "tools/tandem/Commands.h"
 
-namespace {
-const char* const kWinogradHelp =
-    "CPU 3x3 stride-1 convolutions (AVX2 hosts): auto = Winograd F(4x4,3x3) or F(2x2,3x3) by "
-    "shape (F(4x4) rounds 5-7x more than a plain f32 loop), 2x2 = F(2x2,3x3) only (rounding "
-    "at direct convolution's level), off = oneDNN's direct convolution";
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace tandem::cli;
   CLI::App app{"Tandem: compile ONNX models and C++ graphs into placed, memory-planned plans and "
@@ -34,31 +27,17 @@ int main(int argc, char** argv) {
       "compile", "Compile an ONNX model into a plan file (.tplan)");
   compileCmd->add_option("model", compile.model, "ONNX model file")->required();
   compileCmd->add_option("-o,--output", compile.output, "Plan file to write")->required();
+  compileCmd->add_option("--weights", compile.weights,
+                         "Store the constants in this weights file, shared by plans of one model "
+                         "(content-addressed: a blob it holds is not written again); the plan "
+                         "refers to it relative to the plan's own directory");
   addCommonCompileFlags(compileCmd, compile.common);
 
   RunOptionsCli run;
   CLI::App* runCmd = app.add_subcommand(
       "run", "Run an ONNX model or a plan on inputs, check outputs, time it");
   runCmd->add_option("model", run.model, "MODEL.onnx or MODEL.tplan")->required();
-  auto* inputsOpt = runCmd->add_option("--inputs", run.inputs,
-                                       "Directory with input_0.pb, input_1.pb, ... (ONNX TensorProto)");
-  runCmd->add_flag("--random", run.random, "Use random inputs (uniform [0,1) floats, ints in [0,10))")
-      ->excludes(inputsOpt);
-  runCmd->add_option("--expect", run.expect,
-                     "Directory with output_0.pb, ...: report max abs/rel error and pass/fail");
-  runCmd->add_option("--atol", run.atol, "Absolute tolerance for --expect")->capture_default_str();
-  runCmd->add_option("--rtol", run.rtol, "Relative tolerance for --expect")->capture_default_str();
-  runCmd->add_option("--iterations", run.iterations, "Timed runs (median latency reported)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
-  runCmd->add_option("--warmup", run.warmup, "Untimed runs before timing")->check(CLI::NonNegativeNumber);
-  runCmd->add_option("--threads", run.threads, "Intra-op threads (0 = auto: the cores not busy with other processes)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  runCmd->add_flag("--step-times", run.profile, "Print per-step times (device, kernel) of the last run");
-  runCmd->add_option("--gpu-memory-fraction", run.gpuMemoryFraction,
-                     "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
-      ->check(CLI::Range(0.0, 1.0));
-  runCmd->add_option("--winograd", run.winograd, kWinogradHelp)
-      ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
+  tandem::addRunFlags(runCmd, run.run);
   addCommonCompileFlags(runCmd, run.common);
 
   BenchOptions bench;
@@ -74,7 +53,7 @@ int main(int argc, char** argv) {
   benchCmd->add_option("--gpu-memory-fraction", bench.gpuMemoryFraction,
                        "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
       ->check(CLI::Range(0.0, 1.0));
-  benchCmd->add_option("--winograd", bench.winograd, kWinogradHelp)
+  benchCmd->add_option("--winograd", bench.winograd, tandem::kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
 
   CalibrateOptions calibrate;

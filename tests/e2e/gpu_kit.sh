@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# e2e: a reduced GPU kit (scripts/gpu-kit.sh --quick: mnist_cnn, policy cpu, batch 1, unpacked)
+# is self-contained: with a clean environment every kit binary resolves its libraries from the
+# kit or the system's glibc (only CUDA's own libraries may be missing on a machine without
+# them), and the kit's tandem-run passes the plan's --expect check.
+set -uo pipefail
+src=$1 build=$2 models=${3:-}
+if [ -z "$models" ] || [ ! -f "$models/mnist_cnn/model.onnx" ]; then echo "skip: no models"; exit 77; fi
+command -v patchelf >/dev/null || { echo "skip: no patchelf (scripts/deps.sh)"; exit 77; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fails=0
+TANDEM_MODELS=$models bash "$src/scripts/gpu-kit.sh" --quick --build "$build" --out "$work/kit" --no-pack ||
+  { echo "FAIL: gpu-kit.sh --quick"; exit 1; }
+kit=$work/kit
+for f in run.sh bin/tandem-run plans/mnist_cnn/b1-cpu.tplan plans/mnist_cnn/mnist_cnn.weights \
+         plans/mnist_cnn/data/input_0.pb lib/libdnnl.so.2 lib/libprotobuf.so.32; do
+  [ -e "$kit/$f" ] && echo "ok: kit has $f" || { echo "FAIL: kit lacks $f"; fails=$((fails+1)); }
+done
+for b in "$kit"/bin/* "$kit"/bin/tests/* "$kit"/bin/examples/* "$kit"/lib/*.so*; do
+  [ -f "$b" ] || continue
+  out=$(env -i /usr/bin/ldd "$b" 2>&1)
+  bad=$(grep "not found" <<<"$out" | grep -vE "^\s*lib(cuda|cudnn[a-z_]*|cublas|cublasLt|nvrtc)\.so" || true)
+  # Found libraries come from the kit, or are glibc's, the C++ runtime's (the kit has them in
+  # lib/fallback for older machines) or CUDA's (where this machine has them).
+  foreign=$(awk '/=> \// {print $1, $3}' <<<"$out" | grep -vE " $kit/(bin/(tests/|examples/)?\.\./(\.\./)?)?lib/" |
+            grep -vE "^(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s)\.so" |
+            grep -vE "^lib(cuda|cudnn[a-z_]*|cublas|cublasLt|nvrtc)\.so" || true)
+  if [ -n "$bad$foreign" ]; then
+    echo "FAIL: $b: missing: ${bad:-none}; from outside the kit: ${foreign:-none}"; fails=$((fails+1))
+  else
+    echo "ok: $(basename "$b") resolves from the kit"
+  fi
+done
+out=$(env -i PATH=/usr/bin:/bin "$kit/bin/tandem-run" run "$kit/plans/mnist_cnn/b1-cpu.tplan" \
+      --inputs "$kit/plans/mnist_cnn/data" --expect "$kit/plans/mnist_cnn/data" 2>&1)
+grep -q "^PASS$" <<<"$out" && echo "ok: kit tandem-run PASS" || { echo "FAIL: kit tandem-run:"; echo "$out"; fails=$((fails+1)); }
+echo "$fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,207 @@
+// Runs a loaded Executable: warm-up, timed runs, an optional profiled run, output checks, and
+// the text or JSON report (RunReport.h).
+#include "tools/driver/RunReport.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "tools/driver/TensorFiles.h"
+
+namespace tandem {
+
+const char* const kWinogradHelp =
+    "CPU 3x3 stride-1 convolutions (AVX2 hosts): auto = Winograd F(4x4,3x3) or F(2x2,3x3) by "
+    "shape (F(4x4) rounds 5-7x more than a plain f32 loop), 2x2 = F(2x2,3x3) only (rounding "
+    "at direct convolution's level), off = oneDNN's direct convolution";
+
+void addRunFlags(CLI::App* cmd, RunFlags& f) {
+  auto* inputsOpt = cmd->add_option("--inputs", f.inputs,
+                                    "Directory with input_0.pb, input_1.pb, ... (ONNX TensorProto)");
+  cmd->add_flag("--random", f.random, "Use random inputs (uniform [0,1) floats, ints in [0,10)); the default without --inputs")
+      ->excludes(inputsOpt);
+  cmd->add_option("--expect", f.expect,
+                  "Directory with output_0.pb, ...: report max abs/rel error and PASS/FAIL (exit 1 on FAIL)");
+  cmd->add_option("--atol", f.atol, "Absolute tolerance for --expect")->capture_default_str();
+  cmd->add_option("--rtol", f.rtol, "Relative tolerance for --expect")->capture_default_str();
+  cmd->add_option("--iterations", f.iterations, "Timed runs (median, min and p90 latency reported)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--warmup", f.warmup, "Untimed runs before timing (default: 1 when --iterations > 1, else 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", f.threads, "Intra-op threads (0 = auto: the cores not busy with other processes)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_flag("--step-times", f.stepTimes,
+                "Per-step times (device, kernel) from one extra, untimed, profiled run");
+  cmd->add_option("--gpu-memory-fraction", f.gpuMemoryFraction,
+                  "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--winograd", f.winograd, kWinogradHelp)
+      ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
+  cmd->add_flag("--json", f.json,
+                "Print one JSON object (latency median/min/p90, outputs and their errors, devices "
+                "and peak bytes, step times) instead of the text report");
+}
+
+LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd) {
+  LoadOptions lo;
+  lo.threads = threads;
+  lo.gpuMemoryFraction = gpuMemoryFraction;
+  // The CLI admits only these three spellings (addRunFlags).
+  lo.winograd = winograd == "off"   ? WinogradPolicy::Off
+                : winograd == "2x2" ? WinogradPolicy::Tile2x2
+                                    : WinogradPolicy::Auto;
+  return lo;
+}
+
+RunReportOptions reportOptionsFor(const RunFlags& f, const std::string& tool, const std::string& label) {
+  RunReportOptions r;
+  r.tool = tool;
+  r.label = label;
+  r.inputsLabel = f.inputs;
+  r.expectDir = f.expect;
+  r.atol = f.atol;
+  r.rtol = f.rtol;
+  r.iterations = f.iterations;
+  r.warmup = f.warmup;
+  r.threadsAuto = f.threads == 0;
+  r.stepTimes = f.stepTimes;
+  r.json = f.json;
+  return r;
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  size_t rank = (size_t)std::ceil(q * v.size());
+  return v[std::min(v.size() - 1, rank ? rank - 1 : 0)];
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+namespace {
+
+// JSON has no NaN or infinity: an error that is not finite is written as null.
+nlohmann::json number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
+
+}  // namespace
+
+int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOptions& o) {
+  auto fail = [&](const std::string& msg) {
+    std::fprintf(stderr, "%s: error: %s\n", o.tool.c_str(), msg.c_str());
+    return 1;
+  };
+  std::string inputsLabel = o.inputsLabel;
+  if (inputs.empty() && !exe.inputTypes().empty()) {
+    std::mt19937 rng(42);
+    for (const TensorType& t : exe.inputTypes()) inputs.push_back(randomTensor(t, rng));
+    inputsLabel = "random (seed 42)";
+    if (!o.json) std::cout << "inputs: random (seed 42)\n";
+  }
+  const int warmup = o.warmup >= 0 ? o.warmup : (o.iterations > 1 ? 1 : 0);
+  std::vector<Tensor> outputs;
+  std::vector<double> times;
+  RunStats stats;
+  for (int i = 0; i < warmup + o.iterations; ++i) {
+    Status st = exe.run(inputs, &outputs, &stats);
+    if (!st.isOk()) return fail(o.label + ": " + st.message());
+    if (i >= warmup) times.push_back(stats.seconds);
+  }
+  // Profiling synchronises after every step; its run is extra so the timed ones stay clean.
+  RunStats profiled;
+  if (o.stepTimes) {
+    std::vector<Tensor> ignored;
+    Status st = exe.run(inputs, &ignored, &profiled, /*profile=*/true);
+    if (!st.isOk()) return fail(o.label + ": " + st.message());
+  }
+  std::vector<Tensor> expected;
+  if (!o.expectDir.empty()) {
+    Status st = readTensorDir(o.expectDir, "output", &expected, nullptr);
+    if (!st.isOk()) return fail(st.message());
+    if (expected.size() != outputs.size())
+      return fail(o.expectDir + ": has " + std::to_string(expected.size()) + " outputs, the model " +
+                  std::to_string(outputs.size()));
+  }
+
+  bool allPass = true;
+  const auto& names = exe.outputNames();
+  nlohmann::json jOutputs = nlohmann::json::array();
+  std::string text;
+  char buf[512];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    nlohmann::json jo = {{"name", names[i]}, {"dtype", dtypeName(t.dtype())}, {"shape", t.shape()},
+                         {"checksum", number(checksum(t))}};
+    std::snprintf(buf, sizeof buf, "output %zu '%s': %s%s checksum %.6g", i, names[i].c_str(),
+                  dtypeName(t.dtype()), shapeToString(t.shape()).c_str(), checksum(t));
+    text += buf;
+    if (!expected.empty()) {
+      Comparison c = compareTensors(t, expected[i], o.atol, o.rtol);
+      allPass &= c.pass;
+      jo["max_abs_err"] = number(c.maxAbsError);
+      jo["max_rel_err"] = number(c.maxRelError);
+      jo["pass"] = c.pass;
+      if (!c.pass) jo["reason"] = c.reason;
+      std::snprintf(buf, sizeof buf, "  max_abs_err %.3g max_rel_err %.3g  %s", c.maxAbsError,
+                    c.maxRelError, c.pass ? "PASS" : ("FAIL (" + c.reason + ")").c_str());
+      text += buf;
+    }
+    text += "\n";
+    jOutputs.push_back(jo);
+  }
+  const double med = median(times) * 1e3, mn = *std::min_element(times.begin(), times.end()) * 1e3;
+  const double p90 = quantile(times, 0.9) * 1e3, mx = *std::max_element(times.begin(), times.end()) * 1e3;
+  double mean = 0;
+  for (double t : times) mean += t * 1e3 / times.size();
+
+  if (o.json) {
+    nlohmann::json j;
+    j["tool"] = o.tool;
+    j["model"] = o.label;
+    j["inputs"] = inputsLabel;
+    j["threads"] = exe.threads();
+    j["iterations"] = o.iterations;
+    j["warmup"] = warmup;
+    j["latency_ms"] = {{"median", med}, {"min", mn}, {"p90", p90}, {"max", mx}, {"mean", mean}};
+    j["runs_ms"] = nlohmann::json::array();
+    for (double t : times) j["runs_ms"].push_back(t * 1e3);
+    j["devices"] = nlohmann::json::array();
+    for (auto& [dev, bytes] : exe.peakBytes()) j["devices"].push_back({{"name", dev}, {"peak_bytes", bytes}});
+    j["outputs"] = jOutputs;
+    j["pass"] = expected.empty() ? nlohmann::json() : nlohmann::json(allPass);
+    if (o.stepTimes) {
+      j["steps"] = nlohmann::json::array();
+      for (const StepTiming& s : profiled.steps)
+        j["steps"].push_back({{"name", s.name}, {"op_type", s.opType}, {"device", s.device},
+                              {"impl", s.impl}, {"ms", s.seconds * 1e3}});
+    }
+    j["notes"] = exe.notes();
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::cout << text;
+    std::printf("latency: median %.3f ms, min %.3f ms, p90 %.3f ms over %zu runs (%d warm-up, threads %d%s)\n",
+                med, mn, p90, times.size(), warmup, exe.threads(), o.threadsAuto ? ", auto" : "");
+    std::string peak;
+    for (auto& [dev, bytes] : exe.peakBytes())
+      peak += (peak.empty() ? "" : ", ") + dev + " " + std::to_string(bytes) + " bytes";
+    std::printf("peak memory: %s\n", peak.c_str());
+    if (o.stepTimes) {
+      std::printf("step times (one extra, profiled run):\n");
+      for (const StepTiming& s : profiled.steps)
+        std::printf("  %-28s %-20s %-8s %-40s %9.3f ms\n", s.name.c_str(), s.opType.c_str(),
+                    s.device.c_str(), s.impl.c_str(), s.seconds * 1e3);
+    }
+    if (!expected.empty()) std::printf("%s\n", allPass ? "PASS" : "FAIL");
+    std::fflush(stdout);
+  }
+  return allPass ? 0 : 1;
+}
+
+}  // namespace tandem

@@ -1,0 +1,71 @@
+// Running a loaded Executable and reporting it, shared by `tandem run` and `tandem-run run`
+// (no MLIR): warm-up and timed runs, output checks against reference files, text or JSON.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "runtime/Executable.h"
+#include "runtime/Tensor.h"
+
+namespace CLI { class App; }
+
+namespace tandem {
+
+/// The run flags `tandem run` and `tandem-run run` share (addRunFlags defines them).
+struct RunFlags {
+  std::string inputs;             // --inputs DIR (input_0.pb, ...)
+  bool random = false;            // --random (the default when no --inputs)
+  std::string expect;             // --expect DIR (output_0.pb, ...)
+  double atol = 1e-4, rtol = 1e-3;
+  int iterations = 1;
+  int warmup = -1;                // -1: 1 when iterations > 1, else 0
+  int threads = 0;                // 0: defaultThreads()
+  bool stepTimes = false;
+  bool json = false;
+  double gpuMemoryFraction = 0;   // 0: GPU arenas grow on demand
+  std::string winograd = "auto";  // auto | 2x2 | off
+};
+/// Help text of --winograd (also used by `tandem bench`).
+extern const char* const kWinogradHelp;
+/// Adds the RunFlags options to `cmd` with their checks (usage errors: --iterations 0,
+/// --inputs with --random, a fraction outside (0, 1], an unknown --winograd).
+void addRunFlags(CLI::App* cmd, RunFlags& flags);
+/// LoadOptions for threads, GPU memory fraction and Winograd policy ("auto", "2x2", "off").
+LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd);
+
+struct RunReportOptions {
+  std::string tool = "tandem";  // prefix of error lines: "<tool>: error: ..."
+  std::string label;            // the model or plan, as the user named it (messages, JSON)
+  std::string inputsLabel;      // where the inputs came from ("" = random, generated here)
+  std::string expectDir;        // output_0.pb, ... to compare with; "" = no check
+  double atol = 1e-4, rtol = 1e-3;
+  int iterations = 1;           // timed runs, >= 1
+  int warmup = -1;              // untimed runs first; -1: 1 when iterations > 1, else 0
+  bool threadsAuto = true;      // LoadOptions::threads was 0 (said in the text report)
+  bool stepTimes = false;       // one extra, untimed, profiled run: per-step times
+  bool json = false;            // one JSON object on stdout instead of the text report
+};
+
+/// Runs `exe` warmup + iterations times on `inputs` (plan order; empty: random inputs of the
+/// declared types, seed 42), compares the last outputs with opts.expectDir if given, and prints
+/// the report to stdout: text (outputs with checksum and errors, latency median/min/p90, peak
+/// memory, step times, PASS/FAIL) or, with opts.json, one object:
+///   {"tool", "model", "inputs", "threads", "iterations", "warmup",
+///    "latency_ms": {"median", "min", "p90", "max", "mean"}, "runs_ms": [...],
+///    "devices": [{"name", "peak_bytes"}], "outputs": [{"name", "dtype", "shape", "checksum",
+///    ["max_abs_err", "max_rel_err", "pass", "reason"]}], "pass": bool or null,
+///    "steps": [{"name", "op_type", "device", "impl", "ms"}] (with stepTimes), "notes": [...]}
+/// Errors go to stderr as "<tool>: error: ..." (a failed run, unreadable reference files, a
+/// reference count that differs from the outputs). Returns the exit code: 0 ok (and PASS when
+/// checked), 1 error or FAIL.
+int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOptions& opts);
+/// RunReportOptions from the flags, for `tool` running `label`.
+RunReportOptions reportOptionsFor(const RunFlags& flags, const std::string& tool, const std::string& label);
+
+/// The q-quantile (0..1) of `v` by nearest rank (q = 0.5 gives the upper median of an even
+/// count; use median() for the mean of the middle two). `v` must not be empty.
+double quantile(std::vector<double> v, double q);
+/// The median of `v` (mean of the middle two for an even count); 0 for an empty `v`.
+double median(std::vector<double> v);
+
+}  // namespace tandem
