@@ -15,6 +15,8 @@ Models (random weights, fixed seed; d_model 32, 2 heads, FFN 64, 2 layers, seque
   prenorm_causal  f32 embeddings [N,8,32] -> nn.TransformerEncoder pre-norm (norm_first=True),
                   eps 1e-6, GELU (tanh), a causal attention mask (constant, -inf above the
                   diagonal) and a final LayerNorm -> [N,8,32]
+  encoder_nomask  f32 embeddings [N,8,32] -> nn.TransformerEncoder with its defaults (post-norm,
+                  eps 1e-5, ReLU), attention without any mask -> [N,8,32]
 
 At opset 13 PyTorch writes LayerNorm out as ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul,
 Add, and GELU as Div, Erf, Add, Mul, Mul (erf) or Pow, Mul, Add, Mul, Tanh, Add, Mul, Mul (tanh).
@@ -77,6 +79,16 @@ class PreNormCausal(nn.Module):
         return self.enc(x, mask=self.mask)
 
 
+class EncoderNoMask(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = encoder(False, 1e-5, "relu", final_norm=False)
+        randomize_norms(self)
+
+    def forward(self, x):
+        return self.enc(x)
+
+
 def bert_inputs(n):
     ids = torch.randint(0, VOCAB, (n, SEQ), dtype=torch.int64)
     # Row r pads its last r % 4 tokens (never all of them: a fully masked row is NaN in PyTorch).
@@ -90,6 +102,7 @@ def bert_inputs(n):
 MODELS = {
     "bert_post_norm": (BertPostNorm, bert_inputs, ["input_ids", "padding_mask"]),
     "prenorm_causal": (PreNormCausal, lambda n: (torch.randn(n, SEQ, D),), ["x"]),
+    "encoder_nomask": (EncoderNoMask, lambda n: (torch.randn(n, SEQ, D),), ["x"]),
 }
 BATCHES = [1, 32]
 
