@@ -44,6 +44,14 @@ bool isKnownOp(const std::string& opType);
 /// All tandem op types, sorted.
 const std::vector<std::string>& knownOps();
 
+/// The operand positions of ONNX op `opType` whose values (not only shapes) determine the
+/// shapes of its results: shape operands, e.g. {1} for Reshape (shape), {1, 2, 3, 4} for Slice
+/// (starts, ends, axes, steps), {0} for ConstantOfShape. From the operator definitions of
+/// ONNX opsets 13-18, including ops Tandem does not import (Range, Resize, TopK, OneHot, ...),
+/// so an ONNX graph can be read before import. Empty for ops with none (Gather's indices, say,
+/// set the result's shape by their shape, not their values).
+const std::vector<int>& shapeOperandPositions(const std::string& opType);
+
 /// ONNX multidirectional (numpy) broadcasting of two shapes; "" on success.
 std::string broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
                             std::vector<int64_t>* out);

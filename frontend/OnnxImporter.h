@@ -11,8 +11,9 @@ namespace tandem {
 
 struct ImportOptions {
   /// Graph inputs to import as constants with these values (by input name). The conformance
-  /// runner and `tandem run` use it for integer shape operands fed as graph inputs (e.g. the
-  /// `shape` input of ONNX's Reshape node tests), so plans keep static shapes.
+  /// runner and `tandem run` use it (specializeOnnxInputs, tools/driver/Driver.h) for integer
+  /// shape operands fed as graph inputs (e.g. the `shape` input of ONNX's Reshape node tests),
+  /// so plans keep static shapes.
   std::map<std::string, Tensor> constantInputs;
 };
 

@@ -1,6 +1,9 @@
 // Composite-op recognition for --tandem-canonicalize: GELU (erf and tanh forms), LayerNorm and
 // Softmax written out op by op, and MatMul + Add as Gemm. Each matcher looks backwards from
-// the last op of its pattern, so a forward walk sees the operands in their final form.
+// the last op of its pattern, so a forward walk sees the operands in their final form, and
+// checks the whole pattern (operands, constants, axes, broadcast shapes, readers of every op it
+// makes dead) before it changes the IR: a near-match is left as it is.
+#include <cassert>
 #include <cmath>
 
 #include "compiler/OpBuilding.h"
@@ -31,11 +34,13 @@ bool scalarValue(mlir::Value v, double* out) {
     default: return false;
   }
 }
-/// A constant scalar within a relative 1e-3 of `want` (exporters round sqrt(2), sqrt(2/pi)).
-bool isScalar(mlir::Value v, double want) {
+/// A constant scalar equal to `want` up to f32 rounding (0.5, 1, 3, 0.044715), or, with `tol`,
+/// within that relative distance (exporters round sqrt(2) and sqrt(2/pi) to a few digits).
+bool isScalar(mlir::Value v, double want, double tol = 1e-6) {
   double x;
-  return scalarValue(v, &x) && std::fabs(x - want) <= 1e-3 * std::max(1.0, std::fabs(want));
+  return scalarValue(v, &x) && std::fabs(x - want) <= tol * std::max(1.0, std::fabs(want));
 }
+constexpr double kRoundedTol = 1e-3;
 
 /// For a commutative binary op: the operand other than one satisfying `pred`, or null.
 template <typename Pred>
@@ -81,15 +86,15 @@ std::string geluBracket(mlir::Value a, mlir::Value x) {
   if (mlir::Operation* erf = onlyProducer(inner, "Erf")) {
     mlir::Value z = erf->getOperand(0);
     if (mlir::Operation* d = onlyProducer(z, "Div"))
-      return d->getOperand(0) == x && isScalar(d->getOperand(1), std::sqrt(2.0)) ? "none" : "";
+      return d->getOperand(0) == x && isScalar(d->getOperand(1), std::sqrt(2.0), kRoundedTol) ? "none" : "";
     mlir::Operation* m = onlyProducer(z, "Mul");
-    mlir::Value xs = otherThan(m, [](mlir::Value v) { return isScalar(v, std::sqrt(0.5)); });
+    mlir::Value xs = otherThan(m, [](mlir::Value v) { return isScalar(v, std::sqrt(0.5), kRoundedTol); });
     return xs && xs == x ? "none" : "";
   }
   if (mlir::Operation* th = onlyProducer(inner, "Tanh")) {
     mlir::Operation* m = onlyProducer(th->getOperand(0), "Mul");
     const double c = std::sqrt(2.0 / M_PI);
-    mlir::Value u = otherThan(m, [&](mlir::Value v) { return isScalar(v, c); });
+    mlir::Value u = otherThan(m, [&](mlir::Value v) { return isScalar(v, c, kRoundedTol); });
     mlir::Operation* sum = u ? onlyProducer(u, "Add") : nullptr;
     mlir::Value cubeTerm = otherThan(sum, [&](mlir::Value v) { return v == x; });
     mlir::Operation* scaled = cubeTerm ? onlyProducer(cubeTerm, "Mul") : nullptr;
@@ -125,115 +130,187 @@ bool rewriteGelu(mlir::IRRewriter& rewriter, mlir::Operation* mul) {
   return false;
 }
 
-/// The single reduced axis of a ReduceMean/ReduceMax (attribute axes) with keepdims 1, as a
-/// non-negative index; -1 when not a single kept axis.
+/// The ranked tensor type of `v`, or null (tandem values are ranked; a defensive check).
+mlir::RankedTensorType rankedType(mlir::Value v) {
+  return llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+}
+
+/// The reduced axis of a ReduceMean/ReduceMax whose `axes` attribute names exactly one axis and
+/// whose keepdims is 1 (the default), as a non-negative index; -1 otherwise.
 int64_t singleKeptAxis(mlir::Operation* r, int64_t rank) {
+  if (!r || r->getNumOperands() != 1) return -1;
   auto keep = r->getAttrOfType<mlir::IntegerAttr>("keepdims");
   if (keep && keep.getInt() != 1) return -1;
   auto axes = r->getAttrOfType<mlir::ArrayAttr>("axes");
   if (!axes || axes.size() != 1) return -1;
-  int64_t a = llvm::cast<mlir::IntegerAttr>(axes[0]).getInt();
+  auto a0 = llvm::dyn_cast<mlir::IntegerAttr>(axes[0]);
+  if (!a0) return -1;
+  int64_t a = a0.getInt();
   if (a < 0) a += rank;
   return a >= 0 && a < rank ? a : -1;
 }
 
-int64_t rankOf(mlir::Value v) { return llvm::cast<mlir::RankedTensorType>(v.getType()).getRank(); }
-
-/// A constant 1-D tensor of `n` elements (gamma/beta of a LayerNorm over the last axis).
-bool isChannelConstant(mlir::Value v, int64_t n) {
-  auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-  return v.getDefiningOp<ConstantOp>() && t && t.getRank() == 1 && t.getDimSize(0) == n &&
-         t.getElementType().isF32();
+int64_t rankOf(mlir::Value v) {
+  mlir::RankedTensorType t = rankedType(v);
+  return t ? t.getRank() : -1;
 }
 
-// (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) over the last axis, optionally * gamma and
-// + beta (constants of the last dim): LayerNormalization(x, gamma, beta, axis = -1, eps).
-bool rewriteLayerNorm(mlir::IRRewriter& rewriter, mlir::Operation* root) {
-  std::string type = onnxOpType(root);
-  mlir::Operation* div = nullptr;
-  mlir::Value gamma, beta;
-  auto next = [](mlir::Operation* op) -> mlir::Operation* {
-    mlir::Value r = op->getResult(0);
-    return r.hasOneUse() ? *r.getUsers().begin() : nullptr;
-  };
-  if (type == "Div") div = root;
-  else if (type == "Mul" || type == "Add") {
-    mlir::Operation* cur = root;
-    if (type == "Add") {
-      int64_t n = rankOf(root->getResult(0)) ? llvm::cast<mlir::RankedTensorType>(root->getResult(0).getType()).getShape().back() : 0;
-      mlir::Value in = otherThan(root, [&](mlir::Value v) { return isChannelConstant(v, n); });
-      if (!in) return false;
-      beta = in == root->getOperand(0) ? root->getOperand(1) : root->getOperand(0);
-      mlir::Operation* m = onlyProducer(in, "Mul");
-      cur = m ? m : onlyProducer(in, "Div");
-      if (!cur) return false;
-    }
-    if (onnxOpType(cur) == "Mul") {
-      int64_t n = llvm::cast<mlir::RankedTensorType>(cur->getResult(0).getType()).getShape().back();
-      mlir::Value in = otherThan(cur, [&](mlir::Value v) { return isChannelConstant(v, n); });
-      if (!in) return false;
-      gamma = in == cur->getOperand(0) ? cur->getOperand(1) : cur->getOperand(0);
-      div = onlyProducer(in, "Div");
-    } else {
-      div = cur;
-    }
-  }
-  if (!div || onnxOpType(div) != "Div") return false;
+/// A LayerNorm written out, every op of it checked by matchLayerNorm; nothing changed yet.
+struct LayerNormMatch {
+  mlir::Operation* div = nullptr;  // (x - mean) / sqrt(var + eps), the core
+  mlir::Operation* root = nullptr;  // the last op: div, or the scale Mul, or the bias Add
   mlir::Value x;
-  {
-    mlir::Operation* sub = producer(div->getOperand(0), "Sub");
-    if (!sub) return false;
-    mlir::Operation* mean = onlyProducer(sub->getOperand(1), "ReduceMean");
-    x = sub->getOperand(0);
-    if (!mean || mean->getOperand(0) != x || !isF32(x)) return false;
-    int64_t rank = rankOf(x);
-    if (rank < 1 || singleKeptAxis(mean, rank) != rank - 1) return false;
-    if (div->getResult(0).getType() != x.getType()) return false;
-    // Denominator: Sqrt(ReduceMean(D^2) + eps), D = the Sub above (read by Div and the square).
-    mlir::Value d = sub->getResult(0);
-    mlir::Operation* sq = onlyProducer(div->getOperand(1), "Sqrt");
-    mlir::Operation* addEps = sq ? onlyProducer(sq->getOperand(0), "Add") : nullptr;
-    double eps = 0;
-    mlir::Value var = otherThan(addEps, [&](mlir::Value v) { return scalarValue(v, &eps); });
-    mlir::Operation* vmean = var ? onlyProducer(var, "ReduceMean") : nullptr;
-    if (!vmean || singleKeptAxis(vmean, rank) != rank - 1) return false;
-    mlir::Value p = vmean->getOperand(0);
-    bool squared = false;
-    if (mlir::Operation* pw = onlyProducer(p, "Pow"))
-      squared = pw->getOperand(0) == d && isScalar(pw->getOperand(1), 2.0);
-    else if (mlir::Operation* m = onlyProducer(p, "Mul"))
-      squared = m->getOperand(0) == d && m->getOperand(1) == d;
-    if (!squared || !(eps > 0)) return false;
-    // D's readers must all be in the pattern (the Div and the square).
-    for (mlir::Operation* u : d.getUsers())
-      if (u != div && u != p.getDefiningOp()) return false;
-    // Prefer the largest match: leave a Div or Mul whose only reader would extend it.
-    if (root == div || (type == "Mul" && !beta)) {
-      if (mlir::Operation* n = next(root)) {
-        std::string nt = onnxOpType(n);
-        int64_t c = llvm::cast<mlir::RankedTensorType>(x.getType()).getShape().back();
-        bool extends = (nt == "Mul" && root == div) || nt == "Add";
-        if (extends && otherThan(n, [&](mlir::Value v) { return isChannelConstant(v, c); }))
-          return false;
-      }
-    }
-    rewriter.setInsertionPoint(root);
-    int64_t c = llvm::cast<mlir::RankedTensorType>(x.getType()).getShape().back();
-    if (!gamma) {
-      Tensor ones = Tensor::alloc(DType::F32, {c});
-      std::fill_n(ones.data<float>(), c, 1.f);
-      gamma = createConstant(rewriter, root->getLoc(), ones);
-    }
-    llvm::SmallVector<mlir::NamedAttribute> attrs = {
-        rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1)),
-        rewriter.getNamedAttr("epsilon", rewriter.getF32FloatAttr((float)eps))};
-    llvm::SmallVector<mlir::Value> operands = {x, gamma};
-    if (beta) operands.push_back(beta);
-    auto ln = createTandemOp(rewriter, root->getLoc(), "LayerNormalization", operands, attrs);
-    if (mlir::failed(ln)) return false;
-    rewriter.replaceOp(root, (*ln)->getResult(0));
-    return true;
+  double eps = 0;
+  Tensor gamma, beta;  // [C] f32 each; undefined when the pattern has none
+};
+
+/// The per-channel values of `v` for a LayerNorm over the last axis of size `c`: an f32
+/// constant that broadcasts along that axis alone (shape [..., 1, C] or [C] of rank <= `rank`,
+/// or one element, which is repeated C times). False when `v` broadcasts any other way.
+bool channelValues(mlir::Value v, int64_t c, int64_t rank, Tensor* out) {
+  Tensor t;
+  if (!getConstantValue(v, &t) || t.dtype() != DType::F32 || t.rank() > rank) return false;
+  for (int64_t d = 0; d + 1 < t.rank(); ++d)
+    if (t.dim(d) != 1) return false;
+  int64_t last = t.rank() ? t.dim(t.rank() - 1) : 1;
+  if (t.numel() != c && t.numel() != 1) return false;
+  if (last != t.numel()) return false;
+  *out = Tensor::alloc(DType::F32, {c});
+  for (int64_t i = 0; i < c; ++i) out->data<float>()[i] = t.data<float>()[t.numel() == 1 ? 0 : i];
+  return true;
+}
+
+/// The core (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) over the last axis, every
+/// intermediate read only inside the pattern (the Sub by the Div and the square, the rest once).
+bool matchNormalize(mlir::Operation* div, LayerNormMatch* m) {
+  if (!div || onnxOpType(div) != "Div" || div->getNumOperands() != 2) return false;
+  mlir::Operation* sub = producer(div->getOperand(0), "Sub");
+  if (!sub || sub->getNumOperands() != 2) return false;
+  mlir::Value x = sub->getOperand(0);
+  mlir::RankedTensorType xt = rankedType(x);
+  if (!xt || !xt.getElementType().isF32() || xt.getRank() < 1) return false;
+  int64_t rank = xt.getRank();
+  if (mlir::ShapedType::isDynamic(xt.getShape().back())) return false;
+  if (div->getResult(0).getType() != xt || sub->getResult(0).getType() != xt) return false;
+  // mean = ReduceMean(x) over the last axis, kept.
+  mlir::Operation* mean = onlyProducer(sub->getOperand(1), "ReduceMean");
+  if (!mean || mean->getOperand(0) != x || singleKeptAxis(mean, rank) != rank - 1) return false;
+  // Denominator: Sqrt(ReduceMean(D^2) + eps), D = the Sub.
+  mlir::Value d = sub->getResult(0);
+  mlir::Operation* sq = onlyProducer(div->getOperand(1), "Sqrt");
+  mlir::Operation* addEps = sq ? onlyProducer(sq->getOperand(0), "Add") : nullptr;
+  if (!addEps || addEps->getNumOperands() != 2) return false;
+  mlir::Operation* vmean = nullptr;
+  mlir::Value epsValue;
+  for (int i = 0; i < 2 && !vmean; ++i) {
+    vmean = onlyProducer(addEps->getOperand(i), "ReduceMean");
+    epsValue = addEps->getOperand(1 - i);
   }
+  double eps = 0;
+  if (!vmean || singleKeptAxis(vmean, rank) != rank - 1 || !scalarValue(epsValue, &eps) ||
+      !std::isfinite(eps) || eps < 0)
+    return false;
+  // The eps Add and the Sqrt keep the variance's shape [..., 1] (no broadcast growth).
+  mlir::Type varType = vmean->getResult(0).getType();
+  if (addEps->getResult(0).getType() != varType || sq->getResult(0).getType() != varType)
+    return false;
+  mlir::Value p = vmean->getOperand(0);
+  mlir::Operation* square = nullptr;
+  double exponent = 0;
+  if (mlir::Operation* pw = onlyProducer(p, "Pow")) {
+    if (pw->getNumOperands() == 2 && pw->getOperand(0) == d &&
+        scalarValue(pw->getOperand(1), &exponent) && exponent == 2.0)
+      square = pw;
+  } else if (mlir::Operation* mu = onlyProducer(p, "Mul")) {
+    if (mu->getOperand(0) == d && mu->getOperand(1) == d) square = mu;
+  }
+  if (!square || square->getResult(0).getType() != xt) return false;
+  // D's readers must all be in the pattern (the Div and the square).
+  for (mlir::Operation* u : d.getUsers())
+    if (u != div && u != square) return false;
+  m->div = div;
+  m->x = x;
+  m->eps = eps;
+  return true;
+}
+
+/// The LayerNorm ending at `root`: the core alone (root is the Div), times a per-channel scale
+/// (a Mul), plus a per-channel bias (an Add, with or without the scale). Pure: changes nothing.
+bool matchLayerNorm(mlir::Operation* root, LayerNormMatch* m) {
+  if (!root || root->getNumResults() != 1 || root->getNumOperands() != 2) return false;
+  std::string type = onnxOpType(root);
+  // Every op from the Div on keeps x's type: a scale or bias that broadcasts into more dims
+  // or a longer axis would change it, and is not a LayerNorm's.
+  auto scaled = [&](mlir::Operation* mul, LayerNormMatch* mm) {
+    for (int i = 0; i < 2; ++i) {
+      LayerNormMatch c;
+      if (!matchNormalize(onlyProducer(mul->getOperand(i), "Div"), &c)) continue;
+      int64_t ch = rankedType(c.x).getShape().back();
+      if (mul->getResult(0).getType() != c.x.getType() ||
+          !channelValues(mul->getOperand(1 - i), ch, rankOf(c.x), &c.gamma))
+        continue;
+      *mm = c;
+      return true;
+    }
+    return false;
+  };
+  if (type == "Div") {
+    if (!matchNormalize(root, m)) return false;
+  } else if (type == "Mul") {
+    if (!scaled(root, m)) return false;
+  } else if (type == "Add") {
+    bool found = false;
+    for (int i = 0; i < 2 && !found; ++i) {
+      mlir::Value in = root->getOperand(i);
+      LayerNormMatch c;
+      if (mlir::Operation* mul = onlyProducer(in, "Mul")) {
+        if (!scaled(mul, &c)) continue;
+      } else if (!matchNormalize(onlyProducer(in, "Div"), &c)) {
+        continue;
+      }
+      int64_t ch = rankedType(c.x).getShape().back();
+      if (root->getResult(0).getType() != c.x.getType() ||
+          !channelValues(root->getOperand(1 - i), ch, rankOf(c.x), &c.beta))
+        continue;
+      *m = c;
+      found = true;
+    }
+    if (!found) return false;
+  } else {
+    return false;
+  }
+  m->root = root;
+  return true;
+}
+
+// LayerNormalization(x, gamma, beta, axis = -1, epsilon = eps) for the whole written-out
+// pattern ending at `root`. A Div or Mul whose only reader extends the pattern is left for that
+// reader, so the largest match wins.
+bool rewriteLayerNorm(mlir::IRRewriter& rewriter, mlir::Operation* root) {
+  LayerNormMatch m;
+  if (!matchLayerNorm(root, &m)) return false;
+  mlir::Value r = root->getResult(0);
+  if (!m.beta.defined() && r.hasOneUse()) {
+    LayerNormMatch larger;
+    if (matchLayerNorm(*r.getUsers().begin(), &larger) && larger.div == m.div) return false;
+  }
+  int64_t c = rankedType(m.x).getShape().back();
+  if (!m.gamma.defined()) {
+    m.gamma = Tensor::alloc(DType::F32, {c});
+    std::fill_n(m.gamma.data<float>(), c, 1.f);
+  }
+  rewriter.setInsertionPoint(root);
+  llvm::SmallVector<mlir::Value> operands = {m.x, createConstant(rewriter, root->getLoc(), m.gamma)};
+  if (m.beta.defined()) operands.push_back(createConstant(rewriter, root->getLoc(), m.beta));
+  llvm::SmallVector<mlir::NamedAttribute> attrs = {
+      rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1)),
+      rewriter.getNamedAttr("epsilon", rewriter.getF32FloatAttr((float)m.eps))};
+  auto ln = createTandemOp(rewriter, root->getLoc(), "LayerNormalization", operands, attrs);
+  // The match checked every type, so inference cannot refuse it.
+  assert(mlir::succeeded(ln) && (*ln)->getResult(0).getType() == r.getType());
+  if (mlir::failed(ln)) return false;
+  rewriter.replaceOp(root, (*ln)->getResult(0));
+  return true;
 }
 
 // exp(x - max(x, a)) / sum(exp(...), a), or without the max: Softmax(x, axis = a).
@@ -243,12 +320,14 @@ bool rewriteSoftmax(mlir::IRRewriter& rewriter, mlir::Operation* div) {
   if (!exp || !sum || sum->getOperand(0) != exp->getResult(0)) return false;
   for (mlir::Operation* u : exp->getResult(0).getUsers())
     if (u != div && u != sum) return false;
+  if (sum->getNumOperands() < 2 || exp->getNumOperands() != 1) return false;
+  // With the max subtraction, x is the Sub's input; without, the Exp's.
   mlir::Value x = exp->getOperand(0);
+  mlir::Operation* max = nullptr;
   if (mlir::Operation* sub = onlyProducer(x, "Sub")) {
     mlir::Operation* mx = onlyProducer(sub->getOperand(1), "ReduceMax");
-    if (mx && mx->getOperand(0) == sub->getOperand(0)) {
-      int64_t a = singleKeptAxis(mx, rankOf(sub->getOperand(0)));
-      if (a < 0) return false;
+    if (mx && mx->getNumOperands() == 1 && mx->getOperand(0) == sub->getOperand(0)) {
+      max = mx;
       x = sub->getOperand(0);
     }
   }
@@ -257,17 +336,13 @@ bool rewriteSoftmax(mlir::IRRewriter& rewriter, mlir::Operation* div) {
   // ReduceSum-13: axes is operand 1 (a constant here), keepdims defaults to 1.
   auto keep = sum->getAttrOfType<mlir::IntegerAttr>("keepdims");
   Tensor axes;
-  if ((keep && keep.getInt() != 1) || sum->getNumOperands() < 2 ||
-      !getConstantValue(sum->getOperand(1), &axes) || axes.numel() != 1 ||
+  if ((keep && keep.getInt() != 1) || !getConstantValue(sum->getOperand(1), &axes) || axes.numel() != 1 ||
       axes.dtype() != DType::I64)
     return false;
   int64_t axis = axes.data<int64_t>()[0];
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return false;
-  if (x != exp->getOperand(0)) {
-    mlir::Operation* mx = exp->getOperand(0).getDefiningOp()->getOperand(1).getDefiningOp();
-    if (singleKeptAxis(mx, rank) != axis) return false;
-  }
+  if (max && singleKeptAxis(max, rank) != axis) return false;
   rewriter.setInsertionPoint(div);
   auto sm = createTandemOp(rewriter, div->getLoc(), "Softmax", {x},
                            {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(axis))});

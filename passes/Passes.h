@@ -128,7 +128,8 @@ mlir::LogicalResult reinferResultTypes(mlir::Operation* op);
 /// axis (ReduceMean, Sub, Pow or Mul, ReduceMean, Add eps, Sqrt, Div, optional constant scale
 /// and bias) -> LayerNormalization; Exp / ReduceSum (with or without the max subtraction) ->
 /// Softmax; 2-D MatMul + Add -> Gemm. Replaces `op` and returns true on a match; the ops it
-/// made dead are left for DCE.
+/// made dead are left for DCE. Returns false, the IR untouched, on anything else (any op
+/// type, rank 0 included): the whole pattern is checked before the first change.
 bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op);
 
 /// Makes @main's result types equal to the types of the values it returns.

@@ -59,8 +59,11 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     constants); fold Identity and inference Dropout to their input; fold Shape of a
     static-shaped value to a constant; fold an inference BatchNormalization into the Conv that
     feeds it (constant weights, no other reader of the Conv); recognise written-out composites
-    by their last op (GELU in erf and tanh forms -> Gelu; LayerNorm over the last axis ->
-    LayerNormalization; exp / reduce-sum softmax -> Softmax; 2-D MatMul + Add -> Gemm); fold any op whose operands are
+    by their last op (GELU in erf and tanh forms -> Gelu; LayerNorm over the last axis, with
+    its scalar eps and per-channel scale and bias, -> LayerNormalization; exp / reduce-sum
+    softmax -> Softmax; 2-D MatMul + Add -> Gemm), each only after its whole pattern matched
+    (constants, axes, broadcast shapes, no reader outside the pattern of an op it makes dead),
+    so a near-match stays as it is; fold any op whose operands are
     all constants by running its CPU kernel from the kernel registry (skipped when the result
     would exceed `fold-limit` elements and be larger than the inputs). Then remove unused ops
     and merge identical ones (MLIR's CSE), which also merges duplicate constants.

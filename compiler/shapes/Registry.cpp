@@ -98,6 +98,48 @@ std::string inferResultTypes(const std::string& opType, const std::vector<Operan
   return err;
 }
 
+const std::vector<int>& shapeOperandPositions(const std::string& opType) {
+  // Opset 13-18 definitions. Axes inputs count: they pick which dims a result has.
+  static const std::map<std::string, std::vector<int>> table = {
+      {"Reshape", {1}},                // shape
+      {"Expand", {1}},                 // shape
+      {"Tile", {1}},                   // repeats
+      {"ConstantOfShape", {0}},        // input (the shape)
+      {"Slice", {1, 2, 3, 4}},         // starts, ends, axes, steps
+      {"Pad", {1, 3}},                 // pads, axes (18)
+      {"Squeeze", {1}},                // axes
+      {"Unsqueeze", {1}},              // axes
+      {"Split", {1}},                  // split (sizes)
+      {"ReduceSum", {1}},              // axes (13); the others from 18
+      {"ReduceMean", {1}},
+      {"ReduceMax", {1}},
+      {"ReduceMin", {1}},
+      {"ReduceProd", {1}},
+      {"ReduceL1", {1}},
+      {"ReduceL2", {1}},
+      {"ReduceLogSum", {1}},
+      {"ReduceLogSumExp", {1}},
+      {"ReduceSumSquare", {1}},
+      {"Range", {0, 1, 2}},            // start, limit, delta
+      {"Resize", {1, 2, 3}},           // scales (10) / roi, scales, sizes (11+)
+      {"Upsample", {1}},               // scales
+      {"TopK", {1}},                   // k
+      {"OneHot", {1}},                 // depth
+      {"CenterCropPad", {1}},          // shape
+      {"Col2Im", {1, 2}},              // image_shape, block_shape
+      {"MaxUnpool", {2}},              // output_shape
+      {"DFT", {1}},                    // dft_length
+      {"STFT", {1, 3}},                // frame_step, frame_length
+      {"AffineGrid", {1}},             // size
+      {"HannWindow", {0}},             // size
+      {"HammingWindow", {0}},
+      {"BlackmanWindow", {0}},
+  };
+  static const std::vector<int> none;
+  auto it = table.find(opType);
+  return it == table.end() ? none : it->second;
+}
+
 bool isKnownOp(const std::string& opType) { return opTable().count(opType) != 0; }
 
 const std::vector<std::string>& knownOps() {

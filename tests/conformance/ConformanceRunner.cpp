@@ -111,13 +111,8 @@ std::string runTest(const std::string& dir, const Options& o) {
     ImportOptions io;
     CompileOptions co;
     std::vector<Tensor> inputs;
-    for (size_t i = 0; i < given.size(); ++i) {
-      if (isInteger(given[i].dtype())) io.constantInputs[names[i]] = given[i];
-      else {
-        co.inputShapes[names[i]] = given[i].shape();
-        inputs.push_back(given[i]);
-      }
-    }
+    if (!(st = specializeOnnxInputs(model, given, &io, &co, &inputs, nullptr)).isOk())
+      return st.message();
     CompileResult compiled;
     if (!(st = compileOnnxFile(model, io, co, &compiled)).isOk()) return "compile: " + st.message();
     std::unique_ptr<Executable> exe;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e: compile a real model to a plan file, run the plan on a reference data set, check outputs.
-# usage: run_model.sh TANDEM MODEL_DIR DATA_SET_INDEX WORKDIR
+# usage: run_model.sh TANDEM MODEL_DIR DATA_SET_INDEX WORKDIR (data set 0: batch 1, 1: batch 32)
 # Exits 77 (ctest: skipped) with a printed reason when the shared models are absent.
 set -euo pipefail
 tandem=$1 dir=$2 k=$3 work=$4

@@ -67,6 +67,52 @@ func.func @main(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
 
 // -----
 
+// GELU as x * 0.5 * (1 + erf(x * (1/sqrt 2))) (the scale first, the erf argument a product).
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[G:.*]] = tandem.gelu %arg0 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: return %[[G]]
+func.func @main(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %r2 = tandem.constant dense<0.707106769> : tensor<f32>
+  %one = tandem.constant dense<1.0> : tensor<f32>
+  %half = tandem.constant dense<0.5> : tensor<f32>
+  %0 = tandem.mul %x, %half : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %1 = tandem.mul %x, %r2 : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %2 = tandem.erf %1 : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %3 = tandem.add %one, %2 : (tensor<f32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %4 = tandem.mul %0, %3 : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %4 : tensor<2x8xf32>
+}
+
+// -----
+
+// Not GELU: 1.0009 is not 1 and 0.5003 is not 0.5 (only the irrational constants, sqrt 2 and
+// sqrt(2/pi), may be rounded by the exporter); nothing changes but CSE of the shared erf.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.gelu
+// CHECK: tandem.erf
+// CHECK-COUNT-4: tandem.mul
+// CHECK-NOT: tandem.gelu
+func.func @main(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %s2 = tandem.constant dense<1.41421354> : tensor<f32>
+  %one = tandem.constant dense<1.0> : tensor<f32>
+  %onish = tandem.constant dense<1.0009> : tensor<f32>
+  %half = tandem.constant dense<0.5> : tensor<f32>
+  %halfish = tandem.constant dense<0.5003> : tensor<f32>
+  %0 = tandem.div %x, %s2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %1 = tandem.erf %0 : (tensor<8xf32>) -> tensor<8xf32>
+  %2 = tandem.add %1, %onish : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %3 = tandem.mul %x, %2 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %4 = tandem.mul %3, %half : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %5 = tandem.div %x, %s2 : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %6 = tandem.erf %5 : (tensor<8xf32>) -> tensor<8xf32>
+  %7 = tandem.add %6, %one : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  %8 = tandem.mul %x, %7 : (tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  %9 = tandem.mul %8, %halfish : (tensor<8xf32>, tensor<f32>) -> tensor<8xf32>
+  return %4, %9 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
 // LayerNorm written out over the last axis, with scale and bias.
 // CHECK-LABEL: func.func @main
 // CHECK: %[[LN:.*]] = tandem.layer_normalization %arg0, %{{.*}}, %{{.*}} {axis = -1 : i64, epsilon = 9.99999974E-6 : f32}

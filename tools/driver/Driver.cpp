@@ -95,7 +95,12 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
 }  // namespace tandem
 
 #include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <map>
 #include <set>
+
+#include "compiler/ShapeInference.h"
 
 namespace tandem {
 
@@ -109,6 +114,71 @@ Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names)
   names->clear();
   for (auto& i : m.graph().input())
     if (!inits.count(i.name())) names->push_back(i.name());
+  return Status::ok();
+}
+
+Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* names) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open (" + std::strerror(errno) + ")");
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&in)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
+  const onnx::GraphProto& g = m.graph();
+  // value name -> (node, input position) of each reader.
+  std::map<std::string, std::vector<std::pair<int, int>>> readers;
+  for (int n = 0; n < g.node_size(); ++n)
+    for (int i = 0; i < g.node(n).input_size(); ++i)
+      if (!g.node(n).input(i).empty()) readers[g.node(n).input(i)].push_back({n, i});
+  std::set<std::string> inits;
+  for (auto& t : g.initializer()) inits.insert(t.name());
+  names->clear();
+  for (const auto& gi : g.input()) {
+    if (inits.count(gi.name())) continue;
+    // Forward over the values computed from this input's values. Shape and Size read only
+    // their input's shape, so a value flows on through every other op, not through them.
+    std::set<std::string> seen = {gi.name()};
+    std::vector<std::string> work = {gi.name()};
+    bool reaches = false;
+    while (!work.empty() && !reaches) {
+      std::string v = work.back();
+      work.pop_back();
+      for (auto [n, pos] : readers[v]) {
+        const onnx::NodeProto& node = g.node(n);
+        const std::vector<int>& shapeOps = shapeOperandPositions(node.op_type());
+        if (std::find(shapeOps.begin(), shapeOps.end(), pos) != shapeOps.end()) {
+          reaches = true;
+          break;
+        }
+        if (node.op_type() == "Shape" || node.op_type() == "Size") continue;
+        for (const std::string& out : node.output())
+          if (!out.empty() && seen.insert(out).second) work.push_back(out);
+      }
+    }
+    if (reaches) names->insert(gi.name());
+  }
+  return Status::ok();
+}
+
+Status specializeOnnxInputs(const std::string& path, const std::vector<Tensor>& given,
+                            ImportOptions* importOptions, CompileOptions* compileOptions,
+                            std::vector<Tensor>* runtimeInputs, std::vector<std::string>* folded) {
+  std::vector<std::string> names;
+  TANDEM_RETURN_IF_ERROR(onnxGraphInputs(path, &names));
+  if (!given.empty() && given.size() != names.size())
+    return Status::error(path + ": the model has " + std::to_string(names.size()) +
+                         " graph inputs but " + std::to_string(given.size()) + " input files were given");
+  std::set<std::string> shapeInputs;
+  if (!given.empty()) TANDEM_RETURN_IF_ERROR(onnxShapeOperandInputs(path, &shapeInputs));
+  runtimeInputs->clear();
+  if (folded) folded->clear();
+  for (size_t i = 0; i < given.size(); ++i) {
+    if (isInteger(given[i].dtype()) && shapeInputs.count(names[i])) {
+      importOptions->constantInputs[names[i]] = given[i];
+      if (folded) folded->push_back(names[i]);
+    } else {
+      compileOptions->inputShapes[names[i]] = given[i].shape();
+      runtimeInputs->push_back(given[i]);
+    }
+  }
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 // ONNX file -> tandem IR -> Plan -> Executable, with MLIR diagnostics turned into one Status.
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,4 +29,22 @@ Status compileModuleToPlan(mlir::ModuleOp module, const CompileOptions& compileO
 namespace tandem {
 /// Names of an ONNX model's graph inputs that are not initializers, in order.
 Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names);
+
+/// The graph inputs (not initializers) of ONNX model `path` whose values reach a shape operand
+/// (shapeOperandPositions: Reshape's shape, Slice's starts, ...) along the graph. Values flow
+/// through every node except Shape and Size, whose results depend on their input's shape only:
+/// token ids feeding an embedding Gather reach no shape operand even when the model takes
+/// Shape of the embeddings. Errors: unreadable file, not an ONNX model.
+Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* names);
+
+/// Specialises the compile of ONNX model `path` to `given` inputs (onnxGraphInputs order; empty
+/// for none), as `tandem run`, `tandem bench` and the conformance runner do. An integer tensor
+/// fed to an input that reaches a shape operand (onnxShapeOperandInputs) becomes a constant of
+/// the plan (importOptions->constantInputs), so shapes stay static; every other given input
+/// stays a run-time input, binds that input's shape (compileOptions->inputShapes) and is
+/// appended to `runtimeInputs`, in order. `folded` (optional) gets the constants' names.
+/// Errors: unreadable model, a count of given inputs other than the model's.
+Status specializeOnnxInputs(const std::string& path, const std::vector<Tensor>& given,
+                            ImportOptions* importOptions, CompileOptions* compileOptions,
+                            std::vector<Tensor>* runtimeInputs, std::vector<std::string>* folded);
 }  // namespace tandem
