@@ -562,13 +562,43 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     for (mlir::Operation* m : llvm::reverse(g.members)) m->erase();
   }
 
-  // Pools whose oneDNN kernel the runtime uses (plain ONNX attributes; ceil_mode 0).
+  // Pools whose oneDNN kernel the runtime uses: plain ONNX attributes, or ceil_mode where the
+  // last window only overhangs the end by less than a window (oneDNN's extra right padding, as
+  // runtime/cpu/dnnl/DnnlPool.cpp expresses it; GoogLeNet's pools) and padding is not counted.
   static bool isPlainPool(mlir::Operation* op) {
     std::string t = onnxOpType(op);
     if (t == "GlobalAveragePool" || t == "GlobalMaxPool") return true;
     if (t != "MaxPool" && t != "AveragePool") return false;
     auto ceil = op->getAttrOfType<mlir::IntegerAttr>("ceil_mode");
-    return !ceil || ceil.getInt() == 0;
+    if (!ceil || ceil.getInt() == 0) return true;
+    return ceilPoolFitsOneDnn(op, t);
+  }
+
+  static bool ceilPoolFitsOneDnn(mlir::Operation* op, const std::string& t) {
+    auto in = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    auto out = llvm::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != 4) return false;
+    if (auto ap = op->getAttrOfType<mlir::StringAttr>("auto_pad"); ap && ap.getValue() != "NOTSET")
+      return false;
+    if (t == "AveragePool")
+      if (auto c = op->getAttrOfType<mlir::IntegerAttr>("count_include_pad"); c && c.getInt() != 0)
+        return false;
+    auto ints = [&](const char* name, int64_t n, int64_t dflt) {
+      llvm::SmallVector<int64_t> v(n, dflt);
+      if (auto a = op->getAttrOfType<mlir::ArrayAttr>(name))
+        for (auto [i, e] : llvm::enumerate(a))
+          if (i < v.size())
+            if (auto ia = llvm::dyn_cast<mlir::IntegerAttr>(e)) v[i] = ia.getInt();
+      return v;
+    };
+    auto k = ints("kernel_shape", 2, 1), s = ints("strides", 2, 1), d = ints("dilations", 2, 1);
+    auto pads = ints("pads", 4, 0);
+    for (int i = 0; i < 2; ++i) {
+      int64_t ext = (k[i] - 1) * d[i] + 1, pl = pads[i], pr = pads[2 + i];
+      int64_t need = (out.getDimSize(2 + i) - 1) * s[i] + ext - in.getDimSize(2 + i) - pl;
+      if (pl >= ext || std::max(pr, need) >= ext || need < 0) return false;
+    }
+    return true;
   }
 
   static bool writesBlocked(mlir::Operation* op) {

@@ -179,3 +179,24 @@ func.func @main(%x: tensor<1x8x6x6xf32> {tandem.device = "cpu"}) -> tensor<1x24x
   %c2 = tandem.conv %c1, %w2 {device = "cpu"} : (tensor<1x24x6x6xf32>, tensor<24x24x1x1xf32>) -> tensor<1x24x6x6xf32>
   return %c2 : tensor<1x24x6x6xf32>
 }
+
+// -----
+
+// Layout: a ceil_mode max pool whose last window overhangs by less than a window (GoogLeNet's
+// 3x3/2 pools) runs on oneDNN and stays in the host layout; an include-padding average pool
+// with ceil_mode does not (oneDNN would count the overhang in its divisor), so its input stays
+// plain.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[C:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: tandem.max_pool %[[C]] {ceil_mode = 1 : i64, device = "cpu", kernel_shape = [3, 3], result_layouts = ["blocked"], strides = [2, 2]}
+// CHECK: %[[C2:.*]] = tandem.conv %{{.*}}, %{{.*}} {device = "cpu"}
+// CHECK-NEXT: tandem.average_pool %[[C2]] {ceil_mode = 1 : i64, count_include_pad = 1 : i64, device = "cpu", kernel_shape = [3, 3], strides = [2, 2]}
+func.func @main(%x: tensor<1x8x8x8xf32> {tandem.device = "cpu"}) -> tensor<1x16x2x2xf32> {
+  %w1 = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x8x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x16x1x1xf32>
+  %c1 = tandem.conv %x, %w1 {device = "cpu"} : (tensor<1x8x8x8xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %p = tandem.max_pool %c1 {ceil_mode = 1 : i64, device = "cpu", kernel_shape = [3, 3], strides = [2, 2]} : (tensor<1x16x8x8xf32>) -> tensor<1x16x4x4xf32>
+  %c2 = tandem.conv %p, %w2 {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %a = tandem.average_pool %c2 {ceil_mode = 1 : i64, count_include_pad = 1 : i64, device = "cpu", kernel_shape = [3, 3], strides = [2, 2]} : (tensor<1x16x4x4xf32>) -> tensor<1x16x2x2xf32>
+  return %a : tensor<1x16x2x2xf32>
+}
