@@ -40,6 +40,7 @@ struct RunOptionsCli {
   bool profile = false;
   double gpuMemoryFraction = 0;  // 0: GPU arenas grow on demand
   std::string winograd = "auto";  // auto | 2x2 | off (LoadOptions::winograd)
+  std::string tuning;             // "" ($TANDEM_TUNING) | measure | cached | off
   CommonCompileFlags common;
 };
 struct BenchOptions {
@@ -51,6 +52,14 @@ struct BenchOptions {
   std::vector<int> dataSets;
   double gpuMemoryFraction = 0;
   std::string winograd = "auto";
+  std::string tuning;
+};
+/// `tandem tune`: fills the kernel timing cache for models ahead of runs.
+struct TuneOptions {
+  std::vector<std::string> models;  // model directories (DIR/model.onnx) or .onnx files
+  std::vector<std::string> dims;    // NAME=V1,V2,...: one load per value (cartesian product)
+  std::vector<int> threads = {1};
+  std::string winograd = "auto";
 };
 
 int runDevices(const DevicesOptions& o);
@@ -58,5 +67,6 @@ int runKernels(const KernelsOptions& o);
 int runCompile(const CompileOptionsCli& o);
 int runRun(const RunOptionsCli& o);
 int runBench(const BenchOptions& o);
+int runTune(const TuneOptions& o);
 
 }  // namespace tandem::cli

@@ -12,6 +12,12 @@ const char* const kWinogradHelp =
     "CPU 3x3 stride-1 convolutions (AVX2 hosts): auto = Winograd F(4x4,3x3) or F(2x2,3x3) by "
     "shape (F(4x4) rounds 5-7x more than a plain f32 loop), 2x2 = F(2x2,3x3) only (rounding "
     "at direct convolution's level), off = oneDNN's direct convolution";
+const char* const kTuningHelp =
+    "CPU kernel choice where a step has several implementations (oneDNN or Winograd for 3x3 "
+    "convolutions, oneDNN or the AVX2 packed GEMM for Gemm/MatMul): measure = time them at load "
+    "and keep the fastest, cached in $TANDEM_TUNING_CACHE or ~/.cache/tandem/kernel-timings.json "
+    "(default); cached = the cache's choice, built-in on a miss, never measure; off = the "
+    "built-in choice. Default: $TANDEM_TUNING, else measure";
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,6 +65,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   runCmd->add_option("--winograd", run.winograd, kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
+  runCmd->add_option("--tuning", run.tuning, kTuningHelp)
+      ->check(CLI::IsMember({"measure", "cached", "off"}));
   addCommonCompileFlags(runCmd, run.common);
 
   BenchOptions bench;
@@ -75,6 +83,20 @@ int main(int argc, char** argv) {
                        "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
       ->check(CLI::Range(0.0, 1.0));
   benchCmd->add_option("--winograd", bench.winograd, kWinogradHelp)
+      ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
+  benchCmd->add_option("--tuning", bench.tuning, kTuningHelp)
+      ->check(CLI::IsMember({"measure", "cached", "off"}));
+
+  TuneOptions tune;
+  CLI::App* tuneCmd = app.add_subcommand(
+      "tune", "Measure the CPU kernel variants of models ahead of runs (fills the kernel timing "
+              "cache) and print each step's times and choice");
+  tuneCmd->add_option("models", tune.models, "Model directories (DIR/model.onnx) or .onnx files")
+      ->required();
+  tuneCmd->add_option("--dim", tune.dims, "Symbolic dim values, one load each: NAME=V1,V2 (e.g. N=1,32)");
+  tuneCmd->add_option("--threads", tune.threads, "Thread counts (intra-op), one load each")
+      ->delimiter(',')->check(CLI::PositiveNumber)->capture_default_str();
+  tuneCmd->add_option("--winograd", tune.winograd, kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
 
   CalibrateOptions calibrate;
@@ -103,5 +125,6 @@ int main(int argc, char** argv) {
   if (*runCmd) return runRun(run);
   if (*benchCmd) return runBench(bench);
   if (*calibrateCmd) return runCalibrate(calibrate);
+  if (*tuneCmd) return runTune(tune);
   return 2;
 }

@@ -1,0 +1,216 @@
+// The kernel timing cache file: keys, JSON reading and merging, atomic writes.
+#include "runtime/TimingCache.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace tandem {
+
+namespace {
+
+constexpr const char* kFormat = "tandem-kernel-timings";
+constexpr int kVersion = 1;
+
+std::string typeText(const TensorType& t) {
+  if (!t.present()) return "-";
+  return std::string(dtypeName(t.dtype)) + shapeToString(t.shape);
+}
+
+std::string floatText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// FNV-1a over a tensor attribute's bytes: keys stay short and still change with the values.
+uint64_t fnv1a(const void* p, size_t n) {
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h;
+}
+
+std::string attrText(const Attr& a) {
+  std::ostringstream os;
+  switch (a.kind) {
+    case Attr::Kind::Int: os << a.i; break;
+    case Attr::Kind::Float: os << floatText(a.f); break;
+    case Attr::Kind::String: os << '"' << a.s << '"'; break;
+    case Attr::Kind::Ints:
+      os << '[';
+      for (size_t i = 0; i < a.ints.size(); ++i) os << (i ? "," : "") << a.ints[i];
+      os << ']';
+      break;
+    case Attr::Kind::Floats:
+      os << '[';
+      for (size_t i = 0; i < a.floats.size(); ++i) os << (i ? "," : "") << floatText(a.floats[i]);
+      os << ']';
+      break;
+    case Attr::Kind::Strings:
+      os << '[';
+      for (size_t i = 0; i < a.strings.size(); ++i) os << (i ? "," : "") << '"' << a.strings[i] << '"';
+      os << ']';
+      break;
+    case Attr::Kind::Tensor:
+      os << "tensor:" << dtypeName(a.t.dtype()) << shapeToString(a.t.shape()) << ":" << std::hex
+         << fnv1a(a.t.raw(), a.t.bytes());
+      break;
+  }
+  return os.str();
+}
+
+bool readEntries(const nlohmann::json& j, std::map<std::string, KernelTimings>* out) {
+  if (!j.is_object() || j.value("format", "") != kFormat || j.value("version", 0) != kVersion ||
+      !j.contains("entries") || !j["entries"].is_object())
+    return false;
+  for (auto& [key, e] : j["entries"].items()) {
+    if (!e.is_object()) return false;
+    KernelTimings t;
+    if (e.contains("seconds"))
+      for (auto& [v, s] : e["seconds"].items()) {
+        if (!s.is_number() || s.get<double>() < 0) return false;
+        t.seconds[v] = s.get<double>();
+      }
+    if (e.contains("impls"))
+      for (auto& [v, s] : e["impls"].items())
+        if (s.is_string()) t.impls[v] = s.get<std::string>();
+    if (e.contains("failed"))
+      for (auto& [v, s] : e["failed"].items())
+        if (s.is_string()) t.failed[v] = s.get<std::string>();
+    (*out)[key] = std::move(t);
+  }
+  return true;
+}
+
+// Reads `path`: 0 missing, 1 read, -1 unusable (*why says what).
+int readFile(const std::string& path, std::map<std::string, KernelTimings>* out, std::string* why) {
+  std::ifstream in(path);
+  if (!in) return 0;
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    *why = "not valid JSON";
+    return -1;
+  }
+  std::map<std::string, KernelTimings> entries;
+  if (!readEntries(j, &entries)) {
+    *why = std::string("not a ") + kFormat + " version " + std::to_string(kVersion) + " file";
+    return -1;
+  }
+  *out = std::move(entries);
+  return 1;
+}
+
+}  // namespace
+
+std::string defaultTimingCachePath() {
+  if (const char* p = std::getenv("TANDEM_TUNING_CACHE"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/tandem/kernel-timings.json";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::string(h) + "/.cache/tandem/kernel-timings.json";
+  return "";
+}
+
+std::string kernelTimingKey(const TimingHost& host, const KernelContext& ctx) {
+  std::ostringstream os;
+  os << "cpu=" << host.cpuModel << "|isa=" << host.isa << "|threads=" << ctx.threads
+     << "|op=" << ctx.opType << "|attrs={";
+  if (ctx.attrs) {
+    bool first = true;
+    for (const auto& [name, a] : ctx.attrs->all()) {
+      os << (first ? "" : ",") << name << ":" << attrText(a);
+      first = false;
+    }
+  }
+  os << "}|in=";
+  for (size_t i = 0; i < ctx.inputTypes.size(); ++i) {
+    os << (i ? "," : "") << typeText(ctx.inputTypes[i]);
+    if (i < ctx.constInputs.size() && ctx.constInputs[i]) os << "c";
+  }
+  os << "|out=";
+  for (size_t i = 0; i < ctx.outputTypes.size(); ++i) os << (i ? "," : "") << typeText(ctx.outputTypes[i]);
+  return os.str();
+}
+
+bool KernelTimings::covers(const std::vector<std::string>& candidates) const {
+  for (const std::string& c : candidates)
+    if (!seconds.count(c) && !failed.count(c)) return false;
+  return true;
+}
+
+std::string KernelTimings::fastest(const std::vector<std::string>& candidates) const {
+  std::string best;
+  double bestS = std::numeric_limits<double>::infinity();
+  for (const std::string& c : candidates) {
+    auto it = seconds.find(c);
+    if (it != seconds.end() && it->second < bestS) {
+      best = c;
+      bestS = it->second;
+    }
+  }
+  return best;
+}
+
+void TimingCache::load(const std::string& path, std::string* note) {
+  entries_.clear();
+  added_.clear();
+  std::string why;
+  if (readFile(path, &entries_, &why) < 0)
+    *note = "kernel timing cache " + path + " ignored (" + why + "); it will be replaced";
+}
+
+const KernelTimings* TimingCache::find(const std::string& key) const {
+  auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+void TimingCache::put(const std::string& key, KernelTimings t) {
+  entries_[key] = std::move(t);
+  added_.insert(key);
+}
+
+Status TimingCache::save(const std::string& path) const {
+  namespace fs = std::filesystem;
+  std::map<std::string, KernelTimings> merged;
+  std::string why;
+  readFile(path, &merged, &why);  // an unusable file is replaced
+  for (const std::string& k : added_) merged[k] = entries_.at(k);
+  nlohmann::json entries = nlohmann::json::object();
+  for (const auto& [k, t] : merged) {
+    nlohmann::json e;
+    e["seconds"] = t.seconds;
+    if (!t.impls.empty()) e["impls"] = t.impls;
+    if (!t.failed.empty()) e["failed"] = t.failed;
+    entries[k] = std::move(e);
+  }
+  nlohmann::json j = {{"format", kFormat}, {"version", kVersion}, {"entries", std::move(entries)}};
+  std::error_code ec;
+  fs::path target(path);
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  if (ec) return Status::error("kernel timing cache: cannot create " + target.parent_path().string() + ": " + ec.message());
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(1) << "\n";
+    out.close();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return Status::error("kernel timing cache: cannot write " + tmp);
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Status::error("kernel timing cache: cannot rename " + tmp + " to " + path);
+  }
+  return Status::ok();
+}
+
+}  // namespace tandem
