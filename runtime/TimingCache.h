@@ -28,7 +28,17 @@ struct TimingHost {
 /// attributes by dtype, shape and a hash of their bytes), input dtypes/shapes with the constant
 /// ones marked "c" and output dtypes/shapes. Node names are not part of it, so steps of the
 /// same shape share one entry. Deterministic: attributes are in name order, floats in %.9g.
+/// E.g. "cpu=AMD EPYC|isa=avx2|threads=1|op=Gemm|attrs={transB:1}|in=f32[2,8],f32[4,8]c|out=f32[2,4]".
 std::string kernelTimingKey(const TimingHost& host, const KernelContext& ctx);
+
+/// The key of an op as the placer sees it, before fusion and layout assignment: the host part
+/// of kernelTimingKey, then the op (for a "Fused" step, its anchor Conv/Gemm/MatMul) without
+/// the step-level layout attributes (input_layouts, output_layouts). `ctx.threads` is the
+/// thread count. The runtime records each tuned step's time under it, the cost model reads it.
+std::string kernelOpTimingKey(const TimingHost& host, const KernelContext& ctx);
+
+/// True when TANDEM_TUNING=off: no timing cache is read or written (runtime or compiler).
+bool timingCacheOffByEnvironment();
 
 /// What is known of one key.
 struct KernelTimings {
@@ -41,8 +51,17 @@ struct KernelTimings {
   std::string fastest(const std::vector<std::string>& candidates) const;
 };
 
+/// The measured time of one op (kernelOpTimingKey): the chosen variant of the step that ran it,
+/// epilogue included for a fused step.
+struct OpTiming {
+  double seconds = 0;
+  std::string variant;
+  bool operator==(const OpTiming& o) const { return seconds == o.seconds && variant == o.variant; }
+};
+
 /// The file's entries in memory. Format: {"format": "tandem-kernel-timings", "version": 1,
-/// "entries": {KEY: {"seconds": {VARIANT: S}, "impls": {...}, "failed": {...}}}}.
+/// "entries": {KEY: {"seconds": {VARIANT: S}, "impls": {...}, "failed": {...}}},
+/// "ops": {OPKEY: {"seconds": S, "variant": V}}} ("ops" optional).
 class TimingCache {
  public:
   /// Reads `path`. A missing file is an empty cache. A file that cannot be parsed or is not
@@ -52,7 +71,10 @@ class TimingCache {
   const KernelTimings* find(const std::string& key) const;
   /// Adds or replaces an entry; save() writes it.
   void put(const std::string& key, KernelTimings t);
-  bool changed() const { return !added_.empty(); }
+  /// The same for op timings (kernelOpTimingKey).
+  const OpTiming* findOp(const std::string& key) const;
+  void putOp(const std::string& key, OpTiming t);
+  bool changed() const { return !added_.empty() || !addedOps_.empty(); }
   size_t size() const { return entries_.size(); }
   /// Writes the entries put() since load() merged into what `path` holds now (another process
   /// may have added keys meanwhile), creating its directory: a temporary file in the same
@@ -62,6 +84,8 @@ class TimingCache {
  private:
   std::map<std::string, KernelTimings> entries_;
   std::set<std::string> added_;
+  std::map<std::string, OpTiming> ops_;
+  std::set<std::string> addedOps_;
 };
 
 }  // namespace tandem

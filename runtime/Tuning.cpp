@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "runtime/Device.h"
+#include "runtime/cpu/ref/Fused.h"
 
 namespace tandem {
 
@@ -129,6 +130,8 @@ Status KernelTuner::create(DeviceBackend& backend, const KernelContext& ctx,
   if (r.choice.empty()) {
     r.source = StepTuning::Source::Heuristic;
     TANDEM_RETURN_IF_ERROR(backend.createKernel(ctx, out));
+  } else if (mode_ == TuningMode::Measure) {
+    recordOpTime(ctx, r);
   }
   r.impl = (*out)->implName();
   report_.push_back(std::move(r));
@@ -172,6 +175,23 @@ Status KernelTuner::measure(DeviceBackend& backend, const KernelContext& ctx,
     (*built)[v] = std::move(k);
   }
   return Status::ok();  // with every variant failed, create() keeps the heuristic
+}
+
+void KernelTuner::recordOpTime(const KernelContext& ctx, const StepTuning& r) {
+  // The placer prices ops before fusion (compiler/placement/CostModel.h): a fused step's time
+  // goes under its anchor op, epilogue included (a few percent of a Conv or Gemm).
+  fused::Body body;
+  KernelContext op = ctx;
+  if (ctx.opType == "Fused") {
+    if (!fused::parseBody(ctx, &body).isOk() || body.ops.empty()) return;
+    op = fused::bodyOpContext(ctx, body, 0);
+  }
+  OpTiming t;
+  t.seconds = r.timings.seconds.at(r.choice);
+  t.variant = r.choice;
+  const std::string key = kernelOpTimingKey(host_, op);
+  const OpTiming* known = cache_.findOp(key);
+  if (!known || !(*known == t)) cache_.putOp(key, t);
 }
 
 void KernelTuner::finish() {

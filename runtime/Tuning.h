@@ -70,6 +70,8 @@ class KernelTuner {
                  const std::vector<std::string>& variants, const std::vector<const Tensor*>& ins,
                  const std::vector<Tensor*>& outs, KernelTimings* t,
                  std::map<std::string, std::unique_ptr<Kernel>>* built);
+  /// Keeps the chosen variant's time under the op's key (kernelOpTimingKey) for the placer.
+  void recordOpTime(const KernelContext& ctx, const StepTuning& r);
 
   TuningMode mode_;
   std::string path_;

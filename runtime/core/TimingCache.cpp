@@ -66,7 +66,13 @@ std::string attrText(const Attr& a) {
   return os.str();
 }
 
-bool readEntries(const nlohmann::json& j, std::map<std::string, KernelTimings>* out) {
+struct FileContents {
+  std::map<std::string, KernelTimings> entries;
+  std::map<std::string, OpTiming> ops;
+};
+
+bool readEntries(const nlohmann::json& j, FileContents* file) {
+  std::map<std::string, KernelTimings>* out = &file->entries;
   if (!j.is_object() || j.value("format", "") != kFormat || j.value("version", 0) != kVersion ||
       !j.contains("entries") || !j["entries"].is_object())
     return false;
@@ -86,11 +92,21 @@ bool readEntries(const nlohmann::json& j, std::map<std::string, KernelTimings>* 
         if (s.is_string()) t.failed[v] = s.get<std::string>();
     (*out)[key] = std::move(t);
   }
+  if (j.contains("ops")) {
+    if (!j["ops"].is_object()) return false;
+    for (auto& [key, e] : j["ops"].items()) {
+      if (!e.is_object() || !e.contains("seconds") || !e["seconds"].is_number()) return false;
+      OpTiming t;
+      t.seconds = e["seconds"].get<double>();
+      if (e.contains("variant") && e["variant"].is_string()) t.variant = e["variant"].get<std::string>();
+      file->ops[key] = std::move(t);
+    }
+  }
   return true;
 }
 
 // Reads `path`: 0 missing, 1 read, -1 unusable (*why says what).
-int readFile(const std::string& path, std::map<std::string, KernelTimings>* out, std::string* why) {
+int readFile(const std::string& path, FileContents* out, std::string* why) {
   std::ifstream in(path);
   if (!in) return 0;
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -98,7 +114,7 @@ int readFile(const std::string& path, std::map<std::string, KernelTimings>* out,
     *why = "not valid JSON";
     return -1;
   }
-  std::map<std::string, KernelTimings> entries;
+  FileContents entries;
   if (!readEntries(j, &entries)) {
     *why = std::string("not a ") + kFormat + " version " + std::to_string(kVersion) + " file";
     return -1;
@@ -118,13 +134,15 @@ std::string defaultTimingCachePath() {
   return "";
 }
 
-std::string kernelTimingKey(const TimingHost& host, const KernelContext& ctx) {
+namespace {
+std::string timingKey(const TimingHost& host, const KernelContext& ctx, bool withLayouts) {
   std::ostringstream os;
   os << "cpu=" << host.cpuModel << "|isa=" << host.isa << "|threads=" << ctx.threads
      << "|op=" << ctx.opType << "|attrs={";
   if (ctx.attrs) {
     bool first = true;
     for (const auto& [name, a] : ctx.attrs->all()) {
+      if (!withLayouts && (name == "input_layouts" || name == "output_layouts")) continue;
       os << (first ? "" : ",") << name << ":" << attrText(a);
       first = false;
     }
@@ -137,6 +155,20 @@ std::string kernelTimingKey(const TimingHost& host, const KernelContext& ctx) {
   os << "|out=";
   for (size_t i = 0; i < ctx.outputTypes.size(); ++i) os << (i ? "," : "") << typeText(ctx.outputTypes[i]);
   return os.str();
+}
+}  // namespace
+
+std::string kernelTimingKey(const TimingHost& host, const KernelContext& ctx) {
+  return timingKey(host, ctx, true);
+}
+
+std::string kernelOpTimingKey(const TimingHost& host, const KernelContext& ctx) {
+  return timingKey(host, ctx, false);
+}
+
+bool timingCacheOffByEnvironment() {
+  const char* t = std::getenv("TANDEM_TUNING");
+  return t && std::string(t) == "off";
 }
 
 bool KernelTimings::covers(const std::vector<std::string>& candidates) const {
@@ -161,9 +193,24 @@ std::string KernelTimings::fastest(const std::vector<std::string>& candidates) c
 void TimingCache::load(const std::string& path, std::string* note) {
   entries_.clear();
   added_.clear();
+  ops_.clear();
+  addedOps_.clear();
   std::string why;
-  if (readFile(path, &entries_, &why) < 0)
+  FileContents file;
+  if (readFile(path, &file, &why) < 0)
     *note = "kernel timing cache " + path + " ignored (" + why + "); it will be replaced";
+  entries_ = std::move(file.entries);
+  ops_ = std::move(file.ops);
+}
+
+const OpTiming* TimingCache::findOp(const std::string& key) const {
+  auto it = ops_.find(key);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+void TimingCache::putOp(const std::string& key, OpTiming t) {
+  ops_[key] = std::move(t);
+  addedOps_.insert(key);
 }
 
 const KernelTimings* TimingCache::find(const std::string& key) const {
@@ -178,10 +225,12 @@ void TimingCache::put(const std::string& key, KernelTimings t) {
 
 Status TimingCache::save(const std::string& path) const {
   namespace fs = std::filesystem;
-  std::map<std::string, KernelTimings> merged;
+  FileContents onDisk;
   std::string why;
-  readFile(path, &merged, &why);  // an unusable file is replaced
+  readFile(path, &onDisk, &why);  // an unusable file is replaced
+  std::map<std::string, KernelTimings>& merged = onDisk.entries;
   for (const std::string& k : added_) merged[k] = entries_.at(k);
+  for (const std::string& k : addedOps_) onDisk.ops[k] = ops_.at(k);
   nlohmann::json entries = nlohmann::json::object();
   for (const auto& [k, t] : merged) {
     nlohmann::json e;
@@ -190,7 +239,10 @@ Status TimingCache::save(const std::string& path) const {
     if (!t.failed.empty()) e["failed"] = t.failed;
     entries[k] = std::move(e);
   }
-  nlohmann::json j = {{"format", kFormat}, {"version", kVersion}, {"entries", std::move(entries)}};
+  nlohmann::json ops = nlohmann::json::object();
+  for (const auto& [k, t] : onDisk.ops) ops[k] = {{"seconds", t.seconds}, {"variant", t.variant}};
+  nlohmann::json j = {{"format", kFormat}, {"version", kVersion}, {"entries", std::move(entries)},
+                      {"ops", std::move(ops)}};
   std::error_code ec;
   fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);

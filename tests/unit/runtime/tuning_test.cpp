@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 
+#include "runtime/Device.h"
 #include "runtime/Executable.h"
 #include "runtime/TimingCache.h"
 #include "runtime/cpu/avx2/Sgemm.h"
@@ -184,6 +185,21 @@ TEST_F(Tuning, MeasureWritesTheCacheAndASecondLoadReadsIt) {
   const KernelTimings* e = file.find(t.key);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->seconds, t.timings.seconds);
+  // And, for the placer, the chosen variant's time under the op's key (an unfused step: the
+  // same op the compiler sees).
+  AttrMap none;
+  Tensor marker;
+  KernelContext op;
+  op.opType = "Gemm";
+  op.attrs = &none;
+  op.inputTypes = {{DType::F32, {8, K}}, {DType::F32, {K, N}}};
+  op.constInputs = {nullptr, &marker};
+  op.outputTypes = {{DType::F32, {8, N}}};
+  op.threads = 1;
+  const OpTiming* ot = file.findOp(kernelOpTimingKey(TimingHost{cpuModelName(), cpuEffectiveIsa()}, op));
+  ASSERT_NE(ot, nullptr);
+  EXPECT_EQ(ot->variant, t.choice);
+  EXPECT_EQ(ot->seconds, t.timings.seconds.at(t.choice));
   auto written = fs::last_write_time(cache_);
 
   // Measuring used the arena as scratch: a run still computes x @ w.
