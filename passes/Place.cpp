@@ -60,6 +60,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       module.emitError() << "tandem-place: " << st.message();
       return signalPassFailure();
     }
+    // Where the runtime measured a kernel on this machine (its timing cache), that time
+    // replaces the roofline for the live CPU; TANDEM_TUNING=off leaves the model alone.
+    if (!timingCacheOffByEnvironment()) model->loadKernelTimings("");
     std::optional<placement::PlacementPolicy> chosen = placement::parsePolicy(policy);
     if (!chosen) {
       module.emitError() << "tandem-place: unknown placement policy '" << policy
@@ -148,6 +151,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       static const Tensor kConstantMarker;
       for (mlir::Value v : op.getOperands())
         kctx.constInputs.push_back(v.getDefiningOp<ConstantOp>() ? &kConstantMarker : nullptr);
+      work.measuredCpuSeconds = model->measuredCpuSeconds(kctx);
       bool anyFeasible = false;
       std::vector<std::pair<std::string, std::string>> refusals;
       for (int d = 0; d < numDevices; ++d) {

@@ -28,7 +28,7 @@ int availableCores() {
   return n > 0 ? (int)n : 1;
 }
 
-static std::string cpuModelName() {
+std::string cpuModelName() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
   while (std::getline(in, line)) {
@@ -52,6 +52,11 @@ static const char* isaName(dnnl::cpu_isa isa) {
     case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
     default: return "other";
   }
+}
+
+std::string cpuEffectiveIsa() {
+  dnnlcpu::applyCpuIsaCap();
+  return isaName(dnnl::get_effective_cpu_isa());
 }
 
 std::vector<DeviceInfo> discoverDevices() {

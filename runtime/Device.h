@@ -23,6 +23,12 @@ std::vector<std::string> discoveryNotes();
 /// "GPU:1" -> "cuda:1"; "cpu:1" stays "cpu:1". Returns "" for an unparsable name.
 std::string canonicalDeviceName(const std::string& name);
 
+/// The CPU's "model name" from /proc/cpuinfo, e.g. "AMD EPYC 7B13"; "unknown" without one.
+std::string cpuModelName();
+/// The instruction set oneDNN's kernels use after TANDEM_MAX_CPU_ISA, e.g. "avx2",
+/// "avx512_core_bf16" (what `tandem devices` shows as isa).
+std::string cpuEffectiveIsa();
+
 /// Number of CPU cores this process may run on (sched_getaffinity), at least 1.
 int availableCores();
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -179,6 +180,8 @@ struct Executable::Impl {
   std::vector<std::string> inputNames, outputNames;
   std::vector<TensorType> inputTypes, outputTypes;
   std::vector<std::string> notes;
+  TuningMode tuningMode = TuningMode::Off;
+  std::vector<StepTuning> tuning;
 
   // Multi-device plans: one stream per device; each step waits on the events (completion) of
   // the steps on other devices it depends on: read-after-write through values and
@@ -237,6 +240,15 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     if (!why.empty()) m.notes.push_back(why);
   }
   omp_set_num_threads(m.threads);
+  m.tuningMode = options.tuning;
+  if (m.tuningMode == TuningMode::Default) {
+    const char* env = std::getenv("TANDEM_TUNING");
+    m.tuningMode = TuningMode::Measure;
+    if (env && *env && !parseTuningMode(env, &m.tuningMode))
+      m.notes.push_back(std::string("TANDEM_TUNING='") + env +
+                        "' is not measure, cached or off: kernels are measured");
+  }
+  KernelTuner tuner(m.tuningMode, options.tuningCache, options.winograd, &m.notes);
 
   // 1. Devices: every device the plan names gets a backend. Host devices cpu, cpu:1, ... are
   // slices of the one CPU (own arena, stream and thread pool). cuda:N gets the CUDA backend when
@@ -420,7 +432,8 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       else if (!to->isHost()) kind = StepKind::CopyH2D, backend = to, queue = Queue::HostToDevice;
       else if (!from->isHost()) kind = StepKind::CopyD2H, backend = from, queue = Queue::DeviceToHost;
     } else {
-      TANDEM_RETURN_IF_ERROR(backend->createKernel(ctx, &k).withContext(label));
+      // CPU steps whose kernel has variants: measured or looked up (runtime/Tuning.h).
+      TANDEM_RETURN_IF_ERROR(tuner.create(*backend, ctx, label, ins, outs, &k).withContext(label));
       // A GPU kernel reads and writes its own device's memory only; insert-transfers guarantees
       // it, and a hand-made plan that breaks it must fail here, not fault on the device.
       if (!backend->isHost()) {
@@ -443,6 +456,8 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     m.stepInputs.push_back(std::move(ins));
     m.stepOutputs.push_back(std::move(outs));
   }
+  tuner.finish();
+  m.tuning = tuner.report();
   // 5. Each backend finishes its kernels (CUDA: one NVRTC program for the plan), then the
   // ordering units: with a live GPU, every (device, queue) is a stream and the host runs the
   // steps in plan order, waiting only on events; otherwise one stream per host device.
@@ -587,6 +602,9 @@ const std::vector<TensorType>& Executable::outputTypes() const { return impl_->o
 
 const std::vector<std::string>& Executable::notes() const { return impl_->notes; }
 int Executable::threads() const { return impl_->threads; }
+
+TuningMode Executable::tuningMode() const { return impl_->tuningMode; }
+const std::vector<StepTuning>& Executable::tuning() const { return impl_->tuning; }
 
 std::vector<std::string> Executable::stepImpls() const {
   return impl_->stepImpl;

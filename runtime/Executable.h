@@ -10,6 +10,7 @@
 #include "runtime/Kernel.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
+#include "runtime/Tuning.h"
 
 namespace tandem {
 
@@ -28,6 +29,13 @@ struct LoadOptions {
   /// CPU 3x3 convolutions as Winograd: by shape (default), F(2x2, 3x3) only, or never
   /// (runtime/Kernel.h, WinogradPolicy).
   WinogradPolicy winograd = WinogradPolicy::Auto;
+  /// Kernel choice where a CPU step has several implementations: measured and cached (default),
+  /// from the cache only, or the built-in heuristic (runtime/Tuning.h, TuningMode). Default
+  /// reads $TANDEM_TUNING.
+  TuningMode tuning = TuningMode::Default;
+  /// The kernel timing cache file; "" = defaultTimingCachePath() ($TANDEM_TUNING_CACHE,
+  /// $XDG_CACHE_HOME/tandem/kernel-timings.json or ~/.cache/tandem/kernel-timings.json).
+  std::string tuningCache;
   /// Creates the backend of a non-host device ("cuda:0"); null uses the built-in CUDA backend.
   /// For tests (a fake asynchronous device) and backends built outside this library.
   std::function<Status(const std::string& device, std::unique_ptr<DeviceBackend>* out)> backendFactory;
@@ -85,6 +93,11 @@ class Executable {
 
   /// Implementation chosen for each step, in order (for logs and tests).
   std::vector<std::string> stepImpls() const;
+
+  /// The tuning mode this load used (LoadOptions::tuning resolved) and, per CPU step that had
+  /// several kernel variants to choose from, in plan order, how the choice was made.
+  TuningMode tuningMode() const;
+  const std::vector<StepTuning>& tuning() const;
 
   /// Per device of the plan: the most bytes this executable held there at once (arena,
   /// constants, workspaces), e.g. {{"cpu", 4096}, {"cuda:0", 1 << 20}}.

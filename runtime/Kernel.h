@@ -43,6 +43,13 @@ struct KernelContext {
   std::vector<const Tensor*> constInputs;
   int threads = 1;                    // intra-op threads for this kernel
   WinogradPolicy winograd = WinogradPolicy::Auto;  // CPU convolutions (LoadOptions::winograd)
+  /// Which implementation to build where a kernel has several (KernelDef::variants): "" keeps
+  /// the factory's built-in heuristic; a name the def listed for this context builds exactly
+  /// that one (the loader measures them, runtime/Tuning.h). A named variant that turns out
+  /// not to apply (e.g. oneDNN chose a layout Winograd cannot read) is an error from the
+  /// factory, never a silent fallback. It overrides `winograd`: the loader applies that
+  /// policy when it chooses the candidates.
+  std::string variant;
   /// Set by the CUDA backend for "cuda" kernels (its streams, handles and the plan's NVRTC
   /// program); null for CPU kernels.
   cuda::DeviceContext* cuda = nullptr;
@@ -80,6 +87,12 @@ struct KernelDef {
   /// def is tried. Null means "always".
   std::function<bool(const KernelContext&)> supportsContext;
   KernelFactory create;
+  /// Optional: the implementations this def can build for `ctx`, by KernelContext::variant
+  /// name, cheapest checks only (shape, constness, host ISA). Null or fewer than two names:
+  /// nothing to choose. CPU names: Conv "dnnl" (oneDNN direct), "winograd2x2",
+  /// "winograd4x4" (runtime/cpu/avx2/Winograd.h); Gemm / MatMul "dnnl", "avx2" (packed GEMM,
+  /// runtime/cpu/avx2/Sgemm.h); Fused conv/gemm epilogues those of their anchor op.
+  std::function<std::vector<std::string>(const KernelContext&)> variants;
 };
 
 class KernelRegistry {
@@ -95,6 +108,9 @@ class KernelRegistry {
   /// Run time: creates the best kernel. Error names the op and dtypes when none fits.
   Status create(const std::string& deviceKind, const KernelContext& ctx,
                 std::unique_ptr<Kernel>* out) const;
+  /// The variant names (KernelDef::variants) of the def create() would try first for `ctx`;
+  /// empty when that def has none.
+  std::vector<std::string> variants(const std::string& deviceKind, const KernelContext& ctx) const;
   const std::vector<KernelDef>& all() const { return defs_; }
 
  private:

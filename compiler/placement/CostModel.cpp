@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "runtime/Device.h"
+
 namespace tandem {
 
 using nlohmann::json;
@@ -59,6 +61,13 @@ OpCost CostModel::opCost(const OpWork& w, size_t device) const {
   c.precision = precisionFor(w, device);
   c.overheadSec = cal && cal->dispatchOverheadSec >= 0 ? cal->dispatchOverheadSec
                                                        : d.dispatchOverheadSec;
+  if (w.measuredCpuSeconds >= 0 && d.kind == DeviceKind::Cpu && d.model == "x86-64") {
+    // This machine's CPU ran this kernel (the runtime's timing cache): no model needed.
+    c.computeSec = w.measuredCpuSeconds;
+    c.seconds = c.overheadSec + c.computeSec;
+    c.source = "measured";
+    return c;
+  }
   bool calibrated = cal && cal->dispatchOverheadSec >= 0;
 
   double flopRate = d.peakFlops(c.precision);
@@ -82,6 +91,30 @@ OpCost CostModel::opCost(const OpWork& w, size_t device) const {
   c.seconds = c.overheadSec + std::max(c.computeSec, c.memorySec);
   c.source = calibrated ? "calibrated" : "roofline";
   return c;
+}
+
+void CostModel::loadKernelTimings(const std::string& path) {
+  const std::string p = path.empty() ? defaultTimingCachePath() : path;
+  if (p.empty()) return;
+  std::string note;
+  kernelTimings_.load(p, &note);
+  if (!note.empty()) notes_.push_back(note);
+  host_.cpuModel = cpuModelName();
+  host_.isa = cpuEffectiveIsa();
+  timingThreads_.clear();
+  for (int t : {defaultThreads(nullptr, 3), availableCores(), 1})
+    if (std::find(timingThreads_.begin(), timingThreads_.end(), t) == timingThreads_.end())
+      timingThreads_.push_back(t);
+}
+
+double CostModel::measuredCpuSeconds(const KernelContext& op) const {
+  if (timingThreads_.empty()) return -1;
+  KernelContext c = op;
+  for (int t : timingThreads_) {
+    c.threads = t;
+    if (const OpTiming* m = kernelTimings_.findOp(kernelOpTimingKey(host_, c))) return m->seconds;
+  }
+  return -1;
 }
 
 double CostModel::transferTime(size_t from, size_t to, double bytes, HostMemory m) const {

@@ -9,6 +9,7 @@
 #include "compiler/placement/DeviceSpec.h"
 #include "compiler/placement/OpWork.h"
 #include "runtime/Status.h"
+#include "runtime/TimingCache.h"
 
 namespace tandem {
 
@@ -39,7 +40,8 @@ struct OpCost {
   double memorySec = 0;    // bytes / bytes/s (peak or measured)
   Precision precision = Precision::F32;
   /// "free" (metadata op), "roofline" (spec figures only), "calibrated" (a measured table
-  /// gave the compute or memory rate).
+  /// gave the compute or memory rate), "measured" (the runtime timed this very kernel:
+  /// OpWork::measuredCpuSeconds is computeSec).
   const char* source = "roofline";
   bool computeBound() const { return computeSec >= memorySec; }
 };
@@ -115,6 +117,16 @@ class CostModel {
   /// The calibration of device `i`, nullptr when none was loaded.
   const DeviceCalibration* calibration(size_t device) const;
 
+  /// Reads the runtime's kernel timing cache (runtime/TimingCache.h; "" = its default path)
+  /// for measuredCpuSeconds(). A missing file is no error; an unusable one is a profileNotes()
+  /// line. Not called when TANDEM_TUNING=off.
+  void loadKernelTimings(const std::string& path);
+  /// The time the runtime measured for this op's kernel on this machine (kernelOpTimingKey of
+  /// `op`, tried with the intra-op thread counts a run would use: defaultThreads(), all
+  /// cores, 1), or -1 when the cache has none. opCost() uses it, when set in OpWork, for the
+  /// live CPU (model "x86-64") instead of the roofline: source "measured", overhead added.
+  double measuredCpuSeconds(const KernelContext& op) const;
+
   /// The arithmetic `w` runs in on `device` (see the class comment).
   Precision precisionFor(const OpWork& w, size_t device) const;
   /// Time of an op on device index `device` (0 <= device < devices().size()).
@@ -136,6 +148,9 @@ class CostModel {
   std::vector<DeviceCalibration> cal_;  // per device
   std::vector<bool> hasCal_;
   std::vector<std::string> notes_;
+  TimingCache kernelTimings_;
+  TimingHost host_;
+  std::vector<int> timingThreads_;
 };
 
 /// The cost model a compile uses: the devices of DeviceSet::live() when `targetList` is empty,

@@ -33,6 +33,9 @@ struct OpWork {
   /// FLOP per output element) or unknown dims (counted as 1). `note` says which.
   bool estimated = false;
   std::string note;
+  /// Seconds this op's kernel took on this machine's CPU as the runtime measured it (the
+  /// kernel timing cache: CostModel::measuredCpuSeconds), or -1. Used for the live CPU only.
+  double measuredCpuSeconds = -1;
 };
 
 /// FLOPs and bytes of one op (ONNX opset 17 semantics, operands in ONNX order; an absent

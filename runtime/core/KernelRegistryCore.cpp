@@ -62,6 +62,22 @@ Status KernelRegistry::create(const std::string& deviceKind, const KernelContext
   return Status::error(os.str());
 }
 
+std::vector<std::string> KernelRegistry::variants(const std::string& deviceKind,
+                                                 const KernelContext& ctx) const {
+  const bool blocked = hasBlockedLayout(ctx);
+  std::vector<DType> dts;
+  for (const TensorType& t : ctx.inputTypes)
+    if (t.present()) dts.push_back(t.dtype);
+  for (const KernelDef& d : defs_) {
+    if (d.opType != ctx.opType || d.deviceKind != deviceKind) continue;
+    if (d.accepts && !d.accepts(dts)) continue;
+    if (d.supportsContext && !d.supportsContext(ctx)) continue;
+    if (blocked && d.impl != "dnnl") continue;
+    return d.variants ? d.variants(ctx) : std::vector<std::string>{};
+  }
+  return {};
+}
+
 std::function<bool(const std::vector<DType>&)> acceptsFirstInput(std::vector<DType> dtypes) {
   return [dtypes](const std::vector<DType>& in) {
     return !in.empty() && std::find(dtypes.begin(), dtypes.end(), in[0]) != dtypes.end();

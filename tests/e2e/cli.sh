@@ -13,7 +13,7 @@ check() {  # check EXPECTED_CODE REGEX -- cmd...
     echo "ok: $*"
   fi
 }
-for c in devices kernels compile run bench calibrate; do check 0 "Usage|usage" -- "$tandem" $c --help; done
+for c in devices kernels compile run bench calibrate tune; do check 0 "Usage|usage" -- "$tandem" $c --help; done
 check 0 "Usage|usage" -- "$tandem" --help
 check 0 "cpu \(cpu\)" -- "$tandem" devices
 check 0 "isa" -- "$tandem" devices
@@ -46,6 +46,8 @@ else
 fi
 check 0 "^Conv +cuda +cudnn|^Conv +cpu +ref" -- "$tandem" kernels --op Conv
 check 2 "--winograd: 4x4 not in" -- "$tandem" run $relu --random --winograd 4x4
+check 2 "--tuning: fastest not in" -- "$tandem" run $relu --random --tuning fastest
+check 2 "--dim expects NAME=V1,V2" -- "$tandem" tune $relu --dim N
 # --winograd picks the algorithm of mnist_cnn's 32 -> 64 3x3 convolution. Winograd runs on the
 # 8-channel-blocked layout of oneDNN's AVX2 convolution, so the checks cap the ISA at AVX2: the
 # same on AVX2 and AVX-512 hosts (where oneDNN would otherwise pick brgconv on nhwc).
@@ -54,9 +56,19 @@ if [ -n "$models" ] && [ -f "$mnist/model.onnx" ] && grep -qw avx2 /proc/cpuinfo
   ds=$mnist/test_data_set_1
   capped=(env TANDEM_MAX_CPU_ISA=avx2 "$tandem")
   check 0 "isa +avx2$" -- "${capped[@]}" devices
-  check 0 "net.2/Conv .*avx2:winograd_4x4_3x3" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --step-times
-  check 0 "net.2/Conv .*avx2:winograd_2x2_3x3" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --step-times --winograd 2x2
-  check 0 "net.2/Conv .*dnnl:jit:avx2" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --step-times --winograd off
+  check 0 "net.2/Conv .*avx2:winograd_4x4_3x3" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --step-times --tuning off
+  check 0 "net.2/Conv .*avx2:winograd_2x2_3x3" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --step-times --winograd 2x2 --tuning off
+  check 0 "net.2/Conv .*dnnl:jit:avx2" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --step-times --winograd off --tuning off
+  # Kernel choice by measurement (a private cache file): tune measures the three variants of the
+  # 3x3 convolution, a second tune reads them back; runs from the cache still match PyTorch;
+  # --winograd off leaves oneDNN alone whatever the cache says; a corrupt cache is a note.
+  tc=(env TANDEM_MAX_CPU_ISA=avx2 TANDEM_TUNING_CACHE=$work/timings.json "$tandem")
+  check 0 "net.2/Conv.*dnnl [0-9.]+ .s  winograd2x2 [0-9.]+ .s  winograd4x4 [0-9.]+ .s  -> winograd.x. \(measured\)" -- "${tc[@]}" tune $mnist --dim N=32
+  check 0 "net.2/Conv.*-> winograd.x. \(cached\)" -- "${tc[@]}" tune $mnist --dim N=32
+  check 0 "PASS" -- "${tc[@]}" run $mnist/model.onnx --inputs $ds --expect $ds --tuning cached --threads 1
+  check 0 "net.2/Conv .*dnnl:jit:avx2" -- "${tc[@]}" run $mnist/model.onnx --inputs $ds --step-times --winograd off --tuning measure --threads 1
+  echo "{ not json" > $work/bad.json
+  check 0 "note: kernel timing cache .*bad.json ignored \(not valid JSON\)" -- env TANDEM_TUNING_CACHE=$work/bad.json "$tandem" run $mnist/model.onnx --random --tuning measure
   check 0 "PASS" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --expect $ds --winograd off
   check 0 "PASS" -- "${capped[@]}" run $mnist/model.onnx --inputs $ds --expect $ds --winograd 2x2
   # Uncapped, the host's own choice must still match the reference.

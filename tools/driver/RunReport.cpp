@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "runtime/Tuning.h"
 #include "tools/driver/TensorFiles.h"
 
 namespace tandem {
@@ -18,6 +19,13 @@ const char* const kWinogradHelp =
     "CPU 3x3 stride-1 convolutions (AVX2 hosts): auto = Winograd F(4x4,3x3) or F(2x2,3x3) by "
     "shape (F(4x4) rounds 5-7x more than a plain f32 loop), 2x2 = F(2x2,3x3) only (rounding "
     "at direct convolution's level), off = oneDNN's direct convolution";
+
+const char* const kTuningHelp =
+    "CPU kernel choice where a step has several implementations (oneDNN or Winograd for 3x3 "
+    "convolutions, oneDNN or the AVX2 packed GEMM for Gemm/MatMul): measure = time them at load "
+    "and keep the fastest, cached in $TANDEM_TUNING_CACHE or ~/.cache/tandem/kernel-timings.json "
+    "(default); cached = the cache's choice, built-in on a miss, never measure; off = the "
+    "built-in choice. Default: $TANDEM_TUNING, else measure";
 
 void addRunFlags(CLI::App* cmd, RunFlags& f) {
   auto* inputsOpt = cmd->add_option("--inputs", f.inputs,
@@ -41,13 +49,18 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--winograd", f.winograd, kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
+  cmd->add_option("--tuning", f.tuning, kTuningHelp)
+      ->check(CLI::IsMember({"measure", "cached", "off"}));
   cmd->add_flag("--json", f.json,
                 "Print one JSON object (latency median/min/p90, outputs and their errors, devices "
                 "and peak bytes, step times) instead of the text report");
 }
 
-LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd) {
+LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd,
+                           const std::string& tuning) {
   LoadOptions lo;
+  // "" leaves TuningMode::Default ($TANDEM_TUNING); the CLI admits only the three names.
+  if (!tuning.empty()) parseTuningMode(tuning, &lo.tuning);
   lo.threads = threads;
   lo.gpuMemoryFraction = gpuMemoryFraction;
   // The CLI admits only these three spellings (addRunFlags).

@@ -24,14 +24,18 @@ struct RunFlags {
   bool json = false;
   double gpuMemoryFraction = 0;   // 0: GPU arenas grow on demand
   std::string winograd = "auto";  // auto | 2x2 | off
+  std::string tuning;             // "" ($TANDEM_TUNING, else measure) | measure | cached | off
 };
-/// Help text of --winograd (also used by `tandem bench`).
+/// Help texts of --winograd and --tuning (also used by `tandem bench` and `tandem tune`).
 extern const char* const kWinogradHelp;
+extern const char* const kTuningHelp;
 /// Adds the RunFlags options to `cmd` with their checks (usage errors: --iterations 0,
-/// --inputs with --random, a fraction outside (0, 1], an unknown --winograd).
+/// --inputs with --random, a fraction outside (0, 1], an unknown --winograd or --tuning).
 void addRunFlags(CLI::App* cmd, RunFlags& flags);
-/// LoadOptions for threads, GPU memory fraction and Winograd policy ("auto", "2x2", "off").
-LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd);
+/// LoadOptions for threads, GPU memory fraction, Winograd policy ("auto", "2x2", "off") and
+/// kernel tuning mode ("" = $TANDEM_TUNING or measure, "measure", "cached", "off").
+LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd,
+                           const std::string& tuning = "");
 
 struct RunReportOptions {
   std::string tool = "tandem";  // prefix of error lines: "<tool>: error: ..."

@@ -243,7 +243,7 @@ int runRun(const RunOptionsCli& o) {
   }
   Loaded m;
   std::vector<Tensor> inputs;
-  LoadOptions lo = loadOptionsFor(f.threads, f.gpuMemoryFraction, f.winograd);
+  LoadOptions lo = loadOptionsFor(f.threads, f.gpuMemoryFraction, f.winograd, f.tuning);
   if (isPlan) {
     Status st = Executable::loadFile(o.model, lo, &m.exe);
     if (!st.isOk()) return fail(st.message());
@@ -261,6 +261,12 @@ int runRun(const RunOptionsCli& o) {
       in += (i ? ", " : "") + m.exe->inputNames()[i] + " " +
             std::string(dtypeName(m.exe->inputTypes()[i].dtype)) + shapeToString(m.exe->inputTypes()[i].shape);
     std::printf("run-time inputs: %s\n", in.empty() ? "none" : in.c_str());
+  }
+  int measured = 0;
+  for (const StepTuning& t : m.exe->tuning()) measured += t.source == StepTuning::Source::Measured;
+  if (measured) {
+    std::fprintf(stderr, "tandem: note: measured the kernel variants of %d steps (kept in %s; "
+                 "--tuning off uses the built-in choice)\n", measured, defaultTimingCachePath().c_str());
   }
   return runAndReport(*m.exe, std::move(inputs), reportOptionsFor(f, "tandem", o.model));
 }
@@ -287,7 +293,7 @@ int runBench(const BenchOptions& o) {
         std::vector<Tensor> inputs, outputs;
         CommonCompileFlags flags;
         st = loadOnnx(dir + "/model.onnx", given, flags, CompileOptions{},
-                      loadOptionsFor(threads, o.gpuMemoryFraction, o.winograd), &m, &inputs);
+                      loadOptionsFor(threads, o.gpuMemoryFraction, o.winograd, o.tuning), &m, &inputs);
         if (!st.isOk()) { status = fail(st.message()); continue; }
         RunStats stats;
         for (int i = 0; i < o.warmup && st.isOk(); ++i) st = m.exe->run(inputs, &outputs, &stats);
@@ -307,11 +313,95 @@ int runBench(const BenchOptions& o) {
                             {"data_set", k},
                             {"batch", given[0].rank() ? given[0].dim(0) : 1},
                             {"threads", threads},
+                            {"tuning", tuningModeName(m.exe->tuningMode())},
                             {"median_ms", median(times) * 1e3},
                             {"min_ms", *std::min_element(times.begin(), times.end()) * 1e3},
                             {"runs", times.size()},
                             {"max_abs_err", maxErr}};
         std::cout << j.dump() << std::endl;
+      }
+    }
+  }
+  return status;
+}
+
+namespace {
+
+// "N=1,32" -> {"N=1", "N=32"}; "" on a malformed spec (usage error).
+std::vector<std::string> expandDim(const std::string& spec) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) return {};
+  std::vector<std::string> out;
+  std::stringstream vals(spec.substr(eq + 1));
+  std::string v;
+  while (std::getline(vals, v, ',')) out.push_back(spec.substr(0, eq + 1) + v);
+  return out;
+}
+
+std::string msText(double s) {
+  char buf[32];
+  if (s < 1e-3) std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  else std::snprintf(buf, sizeof buf, "%.3f ms", s * 1e3);
+  return buf;
+}
+
+}  // namespace
+
+int runTune(const TuneOptions& o) {
+  // 1. Every combination of the --dim values (N=1,32 x S=64,128 ...).
+  std::vector<std::vector<std::string>> combos = {{}};
+  for (const std::string& d : o.dims) {
+    std::vector<std::string> vals = expandDim(d);
+    if (vals.empty()) return usage("--dim expects NAME=V1,V2,..., got '" + d + "'");
+    std::vector<std::vector<std::string>> next;
+    for (auto& c : combos)
+      for (auto& v : vals) {
+        next.push_back(c);
+        next.back().push_back(v);
+      }
+    combos = std::move(next);
+  }
+  std::string cache = defaultTimingCachePath();
+  std::printf("kernel timing cache: %s\n", cache.empty() ? "(none: no HOME)" : cache.c_str());
+  int status = kExitOk;
+  // 2. Per model, binding and thread count: compile, load measuring, print each step's choice.
+  for (const std::string& model : o.models) {
+    std::string path = endsWith(model, ".onnx") ? model : model + "/model.onnx";
+    for (const auto& combo : combos) {
+      CommonCompileFlags flags;
+      flags.dims = combo;
+      CompileOptions co;
+      std::string err = toCompileOptions(flags, &co);
+      if (!err.empty()) return usage(err);
+      for (int threads : o.threads) {
+        Loaded m;
+        std::vector<Tensor> inputs;
+        LoadOptions lo = loadOptionsFor(threads, 0, o.winograd, "measure");
+        Status st = loadOnnx(path, {}, flags, co, lo, &m, &inputs);
+        if (!st.isOk()) {
+          status = fail(st.message());
+          continue;
+        }
+        std::string bind;
+        for (const std::string& b : combo) bind += " " + b;
+        int measured = 0;
+        for (const StepTuning& t : m.exe->tuning()) measured += t.source == StepTuning::Source::Measured;
+        std::printf("%s%s threads %d (isa %s): %zu steps with kernel variants, %d measured now\n",
+                    path.c_str(), bind.c_str(), m.exe->threads(), cpuEffectiveIsa().c_str(),
+                    m.exe->tuning().size(), measured);
+        for (const std::string& n : m.exe->notes()) std::fprintf(stderr, "tandem: note: %s\n", n.c_str());
+        for (const StepTuning& t : m.exe->tuning()) {
+          std::string line;
+          for (const std::string& c : t.candidates) {
+            auto s = t.timings.seconds.find(c);
+            line += "  " + c + " " + (s != t.timings.seconds.end() ? msText(s->second) : "n/a");
+          }
+          const char* src = t.source == StepTuning::Source::Measured ? "measured"
+                            : t.source == StepTuning::Source::Cache  ? "cached"
+                                                                     : "heuristic";
+          std::printf("  %-40s%s  -> %s (%s) %s\n", t.step.c_str(), line.c_str(),
+                      t.choice.empty() ? "heuristic" : t.choice.c_str(), src, t.impl.c_str());
+        }
       }
     }
   }

@@ -48,6 +48,14 @@ struct BenchOptions {
   std::vector<int> dataSets;
   double gpuMemoryFraction = 0;
   std::string winograd = "auto";
+  std::string tuning;
+};
+/// `tandem tune`: fills the kernel timing cache for models ahead of runs.
+struct TuneOptions {
+  std::vector<std::string> models;  // model directories (DIR/model.onnx) or .onnx files
+  std::vector<std::string> dims;    // NAME=V1,V2,...: one load per value (cartesian product)
+  std::vector<int> threads = {1};
+  std::string winograd = "auto";
 };
 
 int runDevices(const DevicesOptions& o);
@@ -55,5 +63,6 @@ int runKernels(const KernelsOptions& o);
 int runCompile(const CompileOptionsCli& o);
 int runRun(const RunOptionsCli& o);
 int runBench(const BenchOptions& o);
+int runTune(const TuneOptions& o);
 
 }  // namespace tandem::cli

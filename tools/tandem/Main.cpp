@@ -55,6 +55,20 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 1.0));
   benchCmd->add_option("--winograd", bench.winograd, tandem::kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
+  benchCmd->add_option("--tuning", bench.tuning, tandem::kTuningHelp)
+      ->check(CLI::IsMember({"measure", "cached", "off"}));
+
+  TuneOptions tune;
+  CLI::App* tuneCmd = app.add_subcommand(
+      "tune", "Measure the CPU kernel variants of models ahead of runs (fills the kernel timing "
+              "cache) and print each step's times and choice");
+  tuneCmd->add_option("models", tune.models, "Model directories (DIR/model.onnx) or .onnx files")
+      ->required();
+  tuneCmd->add_option("--dim", tune.dims, "Symbolic dim values, one load each: NAME=V1,V2 (e.g. N=1,32)");
+  tuneCmd->add_option("--threads", tune.threads, "Thread counts (intra-op), one load each")
+      ->delimiter(',')->check(CLI::PositiveNumber)->capture_default_str();
+  tuneCmd->add_option("--winograd", tune.winograd, tandem::kWinogradHelp)
+      ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
 
   CalibrateOptions calibrate;
   CLI::App* calibrateCmd = app.add_subcommand(
@@ -82,5 +96,6 @@ int main(int argc, char** argv) {
   if (*runCmd) return runRun(run);
   if (*benchCmd) return runBench(bench);
   if (*calibrateCmd) return runCalibrate(calibrate);
+  if (*tuneCmd) return runTune(tune);
   return 2;
 }

@@ -242,6 +242,13 @@ Status createConvEpilogue(const KernelContext& anchor, const Epilogue& ep,
 Status createMatMulEpilogue(const KernelContext& anchor, const Epilogue& ep,
                             std::unique_ptr<Kernel>* out, std::string* regressed);
 
+/// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
+/// run: runtime/cpu/avx2/Winograd.h on nChw8c activations) and of Gemm / MatMul ("dnnl", and
+/// "avx2" where the packed GEMM can run). `avx2Epilogue`: the step's post-ops, if any, are
+/// ones the AVX2 kernels apply (avx2Epilogue()); false leaves "dnnl" only.
+std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogue);
+std::vector<std::string> matmulVariants(const KernelContext& ctx, bool avx2Epilogue);
+
 /// A KernelDef for impl "dnnl" on "cpu" with priority 10 (above the reference kernels).
 KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> supports,
                   KernelFactory create);

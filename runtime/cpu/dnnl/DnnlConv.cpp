@@ -248,8 +248,15 @@ class ConvKernel : public DnnlKernel {
       chosenW = pd.weights_desc();
       chosenDst = pd.dst_desc();
       setImpl(pd);
+      if (ctx.variant != "" && ctx.variant != "dnnl" && ctx.variant != "winograd2x2" &&
+          ctx.variant != "winograd4x4")
+        return Status::error("Conv: unknown variant '" + ctx.variant + "'");
+      const int tile = ctx.variant == "winograd2x2" ? 2 : ctx.variant == "winograd4x4" ? 4 : 0;
       initWinograd(g, chosenSrc, chosenDst, wConst, hasBias_ ? bConst : nullptr, ep,
-                   ctx.winograd);
+                   ctx.variant == "dnnl" ? WinogradPolicy::Off : ctx.winograd, tile);
+      if (tile && !wino_)
+        return Status::error("Conv: variant " + ctx.variant + " does not apply (oneDNN chose " +
+                             impl_ + ", or shape/epilogue outside Winograd's)");
       if (!wino_) {
         // Only a primitive that runs is JIT-compiled (Winograd replaces it entirely).
         prim_ = dnnl::convolution_forward(pd);
@@ -358,17 +365,22 @@ class ConvKernel : public DnnlKernel {
   /// (512 @ 7); MNIST's 32 -> 64 @ 26 1.14-1.24x (all with F(2x2); F(4x4) takes 0.6-0.9x of
   /// F(2x2)'s time where it is chosen). With 16 channels the transforms eat the gain (0.9x),
   /// hence the 32 floor.
+  ///
+  /// `forceTile` 2 or 4 (a measured variant, KernelContext::variant) takes that tile wherever
+  /// Winograd can run at all, without the 32-channel floor, ignoring `policy`.
   void initWinograd(const ConvGeometry& g, const dnnl::memory::desc& chosenSrc,
                     const dnnl::memory::desc& chosenDst, const Tensor* wConst,
-                    const Tensor* bConst, const Epilogue* ep, WinogradPolicy policy) {
+                    const Tensor* bConst, const Epilogue* ep, WinogradPolicy policy,
+                    int forceTile) {
     using tag = dnnl::memory::format_tag;
-    if (policy == WinogradPolicy::Off) return;
+    if (policy == WinogradPolicy::Off && !forceTile) return;
     const auto f32 = dnnl::memory::data_type::f32;
     if (!avx2::available() || g.spatial != 2 || g.group != 1 || !wConst ||
         (hasBias_ && !bConst) || !avx2Epilogue(ep, &winoSum_, &winoRelu_))
       return;
     const dims& w = g.weightsDims;
-    if (w.size() != 4 || w[2] != 3 || w[3] != 3 || w[0] < 32 || w[1] < 32 ||
+    const int64_t floor = forceTile ? 8 : 32;
+    if (w.size() != 4 || w[2] != 3 || w[3] != 3 || w[0] < floor || w[1] < floor ||
         g.strides != dims{1, 1} || g.dilations != dims{0, 0})
       return;
     if (chosenSrc != dnnl::memory::desc(g.srcDims, f32, tag::nChw8c) ||
@@ -385,7 +397,7 @@ class ConvKernel : public DnnlKernel {
     s.padTop = g.padL[0];
     s.padLeft = g.padL[1];
     auto wino = std::make_unique<avx2::WinogradConv3x3>();
-    const int tile = policy == WinogradPolicy::Tile2x2 ? 2 : 0;  // 0: by shape
+    const int tile = forceTile ? forceTile : policy == WinogradPolicy::Tile2x2 ? 2 : 0;  // 0: by shape
     if (!wino->prepare(s, wConst->data<float>(), bConst ? bConst->data<float>() : nullptr, tile))
       return;
     wino_ = std::move(wino);
@@ -421,6 +433,33 @@ KernelFactory convFactory(bool transpose) {
   };
 }
 
+}  // namespace
+
+std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogue) {
+  // The checks initWinograd makes before oneDNN is asked, plus the host's activation layout:
+  // Winograd reads nChw8c only (AVX2 hosts, or TANDEM_MAX_CPU_ISA=avx2).
+  ConvGeometry g;
+  std::string why;
+  std::vector<std::string> v = {"dnnl"};
+  if (ctx.opType != "Conv" || !convGeometry(ctx, false, &g, &why)) return v;
+  const Tensor* wConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
+  const bool bias = !g.biasDims.empty();
+  const Tensor* bConst = ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
+  const dims& w = g.weightsDims;
+  if (!avx2::available() || std::string(activationLayoutName()) != "nChw8c" || !avx2Epilogue ||
+      g.spatial != 2 || g.group != 1 || !wConst || (bias && !bConst) || w.size() != 4 ||
+      w[2] != 3 || w[3] != 3 || w[0] % 8 || w[1] % 8 || g.strides != dims{1, 1} ||
+      g.dilations != dims{0, 0})
+    return v;
+  for (int i = 0; i < 2; ++i)
+    if (g.padL[i] > 2 || g.padR[i] > 2) return v;
+  v.push_back("winograd2x2");
+  v.push_back("winograd4x4");
+  return v;
+}
+
+namespace {
+
 std::function<bool(const KernelContext&)> convSupports(bool transpose) {
   return [transpose](const KernelContext& ctx) {
     ConvGeometry g;
@@ -442,7 +481,9 @@ Status createConvEpilogue(const KernelContext& anchor, const Epilogue& ep,
 }
 
 void registerDnnlConvKernels(KernelRegistry& r) {
-  r.add(makeDef("Conv", convSupports(false), convFactory(false)));
+  KernelDef conv = makeDef("Conv", convSupports(false), convFactory(false));
+  conv.variants = [](const KernelContext& ctx) { return convVariants(ctx, true); };
+  r.add(std::move(conv));
   r.add(makeDef("ConvTranspose", convSupports(true), convFactory(true)));
 }
 

@@ -2,6 +2,7 @@
 // Add as `sum`, activations as `eltwise`), or unfused when post-ops would cost the fast kernel.
 #include <oneapi/dnnl/dnnl_debug.h>
 
+#include <algorithm>
 #include <string>
 
 #include "runtime/cpu/dnnl/DnnlCommon.h"
@@ -202,6 +203,30 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
   return Status::ok();
 }
 
+/// The variants of the anchor op (convVariants / matmulVariants). The AVX2 kernels apply a
+/// residual sum then a ReLU at most; any other post-op leaves oneDNN alone.
+std::vector<std::string> fusedEpilogueVariants(const KernelContext& ctx) {
+  fused::Body body;
+  if (!isEpilogueKind(ctx) || !fused::parseBody(ctx, &body).isOk() || body.ops.empty())
+    return {};
+  std::vector<std::string> types;
+  for (size_t k = 1; k < body.ops.size(); ++k) types.push_back(body.ops[k].type);
+  bool avx2Ep = types.empty() || types == std::vector<std::string>{"Relu"} ||
+                types == std::vector<std::string>{"Add"} ||
+                types == std::vector<std::string>{"Add", "Relu"};
+  if (!types.empty() && types[0] == "Add") {
+    // Only a residual of the output's type becomes a sum (createFusedEpilogue).
+    const fused::BodyOp& add = body.ops[1];
+    int64_t other = add.refs.size() == 2 ? std::max(add.refs[0], add.refs[1]) : -1;
+    avx2Ep = avx2Ep && other >= 0 && ctx.inputTypes[other].shape == ctx.outputTypes[0].shape;
+  }
+  KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
+  if (body.ops[0].type == "Conv") return convVariants(anchor, avx2Ep);
+  if (body.ops[0].type == "Gemm" || body.ops[0].type == "MatMul")
+    return matmulVariants(anchor, avx2Ep);
+  return {};
+}
+
 }  // namespace
 
 void registerDnnlFusedKernels(KernelRegistry& r) {
@@ -211,6 +236,7 @@ void registerDnnlFusedKernels(KernelRegistry& r) {
                           return createFusedEpilogue(*reg, ctx, out);
                         });
   d.dtypesText = "f32 (conv/gemm epilogues)";
+  d.variants = fusedEpilogueVariants;
   r.add(std::move(d));
 }
 

@@ -27,8 +27,14 @@ class MatMulKernel : public DnnlKernel {
               bool sumPostOp, const Epilogue* ep = nullptr, std::string* regressed = nullptr,
               const Tensor* biasConst = nullptr) {
     op_ = op;
-    if (initAvx2(srcMd, wMd, dstMd, wConst, alpha, beta, sumPostOp, ep, biasConst))
+    if (variant_ != "" && variant_ != "dnnl" && variant_ != "avx2")
+      return Status::error(std::string(op) + ": unknown variant '" + variant_ + "'");
+    if (variant_ != "dnnl" &&
+        initAvx2(srcMd, wMd, dstMd, wConst, alpha, beta, sumPostOp, ep, biasConst))
       return Status::ok();
+    if (variant_ == "avx2")
+      return Status::error(std::string(op) + ": variant avx2 does not apply (needs a row-major A, "
+                           "constant weights, alpha 1 and at most sum + ReLU post-ops)");
     dnnl::engine& eng = cpuEngine();
     auto makeAttr = [&](bool withEpilogue) {
       dnnl::primitive_attr attr = baseAttr();
@@ -73,6 +79,9 @@ class MatMulKernel : public DnnlKernel {
     args_.add(DNNL_ARG_DST, dst_);
     return Status::ok();
   }
+
+  /// KernelContext::variant: "" (heuristic), "dnnl" or "avx2". Call before init().
+  void setVariant(const std::string& v) { variant_ = v; }
 
   /// Gemm's C operand: fill Y with C broadcast to [m, n] before the matmul (C is [], [n],
   /// [1|m, 1|n]).
@@ -122,7 +131,8 @@ class MatMulKernel : public DnnlKernel {
   /// below that the product is a matrix-vector one, bound by reading B), constant weights (any
   /// N: columns past a multiple of 8 are zero-padded in the packing, e.g. a 10-class output
   /// layer), alpha 1, Gemm's C only as a bias row or with beta 1, and post-ops of at
-  /// most a sum then a ReLU. Returns false (oneDNN is built instead) otherwise.
+  /// most a sum then a ReLU. Returns false (oneDNN is built instead) otherwise. The variant
+  /// "avx2" (measured against oneDNN at load) also takes M < 4.
   bool initAvx2(const dnnl::memory::desc& srcMd, const dnnl::memory::desc& wMd,
                 const dnnl::memory::desc& dstMd, const Tensor* wConst, float alpha, float beta,
                 bool sumPostOp, const Epilogue* ep, const Tensor* biasConst) {
@@ -133,7 +143,7 @@ class MatMulKernel : public DnnlKernel {
     const dnnl::memory::dims sd = srcMd.dims(), wd = wMd.dims(), dd = dstMd.dims();
     if (sd.size() != 2 || wd.size() != 2 || dd.size() != 2) return false;
     const int64_t M = sd[0], K = sd[1], N = wd[1];
-    if (M < 4 || wd[0] != K || dd[0] != M || dd[1] != N) return false;
+    if (M < (variant_ == "avx2" ? 1 : 4) || wd[0] != K || dd[0] != M || dd[1] != N) return false;
     const dnnl_dim_t* ss = srcMd.data.format_desc.blocking.strides;
     const dnnl_dim_t* ws = wMd.data.format_desc.blocking.strides;
     const dnnl_dim_t* ds = dstMd.data.format_desc.blocking.strides;
@@ -157,6 +167,7 @@ class MatMulKernel : public DnnlKernel {
     return true;
   }
 
+  std::string variant_;
   bool avx2_ = false;
   avx2::PackedB packed_;
   avx2::GemmEpilogue avx2Ep_;
@@ -249,6 +260,7 @@ Status createGemm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     dnnl::memory::desc dstMd = plainDesc({M, N});
     const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
     auto k = std::make_unique<MatMulKernel>();
+    k->setVariant(ctx.variant);
     const float alpha = ctx.attrs->getFloat("alpha", 1.f);
     const float beta = ctx.attrs->getFloat("beta", 1.f);
     TANDEM_RETURN_IF_ERROR(k->init("Gemm", srcMd, wMd, dstMd, bConst, alpha, beta, g.hasC));
@@ -331,6 +343,7 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     if (!matmulShape(ctx, &m, &why)) return Status::error("MatMul: " + why);
     const Tensor* bConst = ctx.constInputs.size() > 1 ? ctx.constInputs[1] : nullptr;
     auto k = std::make_unique<MatMulKernel>();
+    k->setVariant(ctx.variant);
     TANDEM_RETURN_IF_ERROR(k->init("MatMul", plainDesc(m.src), plainDesc(m.weights),
                                    plainDesc(m.dst), bConst, 1.f, 0.f, false));
     *out = std::move(k);
@@ -340,10 +353,32 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 }  // namespace
 
+std::vector<std::string> matmulVariants(const KernelContext& ctx, bool avx2Epilogue) {
+  // The checks of MatMulKernel::initAvx2 that need no oneDNN descriptor.
+  std::vector<std::string> v = {"dnnl"};
+  std::string why;
+  const bool bConst = ctx.constInputs.size() > 1 && ctx.constInputs[1];
+  if (!avx2::available() || !bConst || !avx2Epilogue) return v;
+  if (ctx.opType == "Gemm") {
+    GemmShape g;
+    if (!gemmShape(ctx, &g, &why) || g.transA || ctx.attrs->getFloat("alpha", 1.f) != 1.f ||
+        (g.hasC && ctx.attrs->getFloat("beta", 1.f) != 1.f))
+      return v;
+  } else if (ctx.opType == "MatMul") {
+    MatMulShape m;
+    if (!matmulShape(ctx, &m, &why) || m.src.size() != 2) return v;
+  } else {
+    return v;
+  }
+  v.push_back("avx2");
+  return v;
+}
+
 Status createMatMulEpilogue(const KernelContext& ctx, const Epilogue& ep,
                             std::unique_ptr<Kernel>* out, std::string* regressed) {
   return guardDnnl(ctx, [&] {
     auto k = std::make_unique<MatMulKernel>();
+    k->setVariant(ctx.variant);
     if (ctx.opType == "MatMul") {
       MatMulShape m;
       std::string why;
@@ -376,22 +411,27 @@ Status createMatMulEpilogue(const KernelContext& ctx, const Epilogue& ep,
 }
 
 void registerDnnlMatMulKernels(KernelRegistry& r) {
-  r.add(makeDef(
+  auto variants = [](const KernelContext& ctx) { return matmulVariants(ctx, true); };
+  KernelDef gemm = makeDef(
       "Gemm",
       [](const KernelContext& ctx) {
         GemmShape g;
         std::string why;
         return gemmShape(ctx, &g, &why);
       },
-      createGemm));
-  r.add(makeDef(
+      createGemm);
+  gemm.variants = variants;
+  r.add(std::move(gemm));
+  KernelDef matmul = makeDef(
       "MatMul",
       [](const KernelContext& ctx) {
         MatMulShape m;
         std::string why;
         return matmulShape(ctx, &m, &why);
       },
-      createMatMul));
+      createMatMul);
+  matmul.variants = variants;
+  r.add(std::move(matmul));
 }
 
 }  // namespace dnnlcpu

@@ -79,6 +79,7 @@ KernelContext bodyOpContext(const KernelContext& step, const Body& body, size_t 
   c.attrs = &op.attrs;
   c.threads = step.threads;
   c.winograd = step.winograd;
+  c.variant = step.variant;
   for (int64_t r : op.refs) {
     if (r >= 0) {
       c.inputTypes.push_back(step.inputTypes[r]);

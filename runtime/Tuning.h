@@ -1,0 +1,86 @@
+// Kernel choice by measurement at plan load: where a CPU step's kernel has several variants
+// (KernelDef::variants), each is timed on the step's own buffers and the fastest is kept; the
+// times persist in the kernel timing cache (runtime/TimingCache.h) for later loads.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/Backend.h"
+#include "runtime/Kernel.h"
+#include "runtime/TimingCache.h"
+
+namespace tandem {
+
+/// LoadOptions::tuning.
+///   Measure: a step with variants takes the fastest of the cache's times; on a miss each
+///            variant is created and timed (1 warm-up, then the median of >= 3 runs, more while
+///            under 30 ms), and the times are written to the cache.
+///   Cached:  the cache's choice; a miss keeps the built-in heuristic, nothing is measured.
+///   Off:     the built-in heuristic, no cache read or written.
+///   Default: $TANDEM_TUNING ("measure", "cached" or "off"), Measure when unset.
+/// oneDNN is always a candidate, so a measured plan is never slower than oneDNN alone (up to
+/// the measurement's noise). LoadOptions::winograd restricts the candidates: Off removes the
+/// Winograd variants, Tile2x2 removes F(4x4) (it rounds 5-7x more: runtime/cpu/avx2/Winograd.h).
+enum class TuningMode { Default, Measure, Cached, Off };
+
+/// "measure", "cached", "off" (Default: "default").
+const char* tuningModeName(TuningMode m);
+/// Parses those names; false for anything else.
+bool parseTuningMode(const std::string& s, TuningMode* out);
+
+/// How one step's kernel was chosen (Executable::tuning()).
+struct StepTuning {
+  enum class Source { Measured, Cache, Heuristic };
+  std::string step;                        // the step's label, e.g. "step 3 'conv1' (Conv)"
+  std::string opType;
+  std::string key;                         // kernelTimingKey()
+  std::vector<std::string> candidates;     // variants allowed here, in the def's order
+  KernelTimings timings;                   // what is known of them (seconds, impls, failures)
+  std::string choice;                      // the variant built; "" = the heuristic's
+  Source source = Source::Heuristic;
+  std::string impl;                        // implName() of the kernel built
+};
+
+/// One plan load's tuning: reads the cache once, chooses or measures per step, writes it back.
+class KernelTuner {
+ public:
+  /// `mode` must not be Default (resolve it first); `cachePath` "" = defaultTimingCachePath().
+  /// Notes (a cache ignored or not written) go to `notes`.
+  KernelTuner(TuningMode mode, const std::string& cachePath, WinogradPolicy winograd,
+              std::vector<std::string>* notes);
+
+  /// Creates the kernel of a CPU step through `backend`. With variants to choose from, picks or
+  /// measures as the mode says. Measuring runs each variant on `ins`/`outs` (the step's arena
+  /// views and constants): inputs that are not constants are overwritten with values in
+  /// [-1, 1], outputs with the results, so call it before any run. Errors: those of the
+  /// backend when no candidate can be created.
+  Status create(DeviceBackend& backend, const KernelContext& ctx, const std::string& label,
+                const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs,
+                std::unique_ptr<Kernel>* out);
+
+  /// Writes the cache when this load measured anything; a failure is a note, not an error.
+  void finish();
+
+  const std::vector<StepTuning>& report() const { return report_; }
+
+ private:
+  Status measure(DeviceBackend& backend, const KernelContext& ctx,
+                 const std::vector<std::string>& variants, const std::vector<const Tensor*>& ins,
+                 const std::vector<Tensor*>& outs, KernelTimings* t,
+                 std::map<std::string, std::unique_ptr<Kernel>>* built);
+  /// Keeps the chosen variant's time under the op's key (kernelOpTimingKey) for the placer.
+  void recordOpTime(const KernelContext& ctx, const StepTuning& r);
+
+  TuningMode mode_;
+  std::string path_;
+  WinogradPolicy winograd_;
+  std::vector<std::string>* notes_;
+  TimingHost host_;
+  TimingCache cache_;
+  bool loaded_ = false;
+  std::vector<StepTuning> report_;
+};
+
+}  // namespace tandem

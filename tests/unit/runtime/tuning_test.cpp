@@ -1,0 +1,343 @@
+// Kernel choice by measurement at plan load (runtime/Tuning.h): the timing cache forces a
+// variant, measure mode writes the cache and a second load reads it without measuring, a
+// corrupt cache is ignored with a note, off keeps the built-in choice. Every test names its
+// mode and cache file, so TANDEM_TUNING / TANDEM_TUNING_CACHE (tests/CMakeLists.txt) do not
+// apply.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "runtime/Device.h"
+#include "runtime/Executable.h"
+#include "runtime/TimingCache.h"
+#include "runtime/cpu/avx2/Sgemm.h"
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+using namespace tandem;
+namespace fs = std::filesystem;
+
+namespace {
+
+plan::Value* addValue(plan::Plan& p, const std::string& name, plan::Value::Kind kind,
+                      std::vector<int64_t> dims, int64_t offset = 0) {
+  plan::Value* v = p.add_values();
+  v->set_id(p.values_size() - 1);
+  v->set_name(name);
+  v->set_dtype((int)DType::F32);
+  for (int64_t d : dims) v->add_dims(d);
+  v->set_device("cpu");
+  v->set_kind(kind);
+  v->set_arena_offset(offset);
+  v->set_bytes(numElements(dims) * 4);
+  return v;
+}
+
+constexpr int64_t K = 64, N = 48;
+
+std::vector<float> weights() {
+  std::vector<float> w(K * N);
+  for (int64_t i = 0; i < K * N; ++i) w[i] = (float)((i * 37 % 101) - 50) / 50.f;
+  return w;
+}
+
+// y = x @ w: x f32[M, 64] input, w f32[64, 48] constant (Gemm, so the AVX2 packed GEMM is a
+// candidate next to oneDNN). The heuristic takes AVX2 for M >= 4 and oneDNN below.
+plan::Plan gemmPlan(int64_t M) {
+  plan::Plan p;
+  p.set_version(1);
+  addValue(p, "x", plan::Value::INPUT, {M, K}, 0);
+  plan::Value* w = addValue(p, "w", plan::Value::CONSTANT, {K, N});
+  w->mutable_constant()->set_dtype((int)DType::F32);
+  w->mutable_constant()->add_dims(K);
+  w->mutable_constant()->add_dims(N);
+  std::vector<float> wv = weights();
+  w->mutable_constant()->set_raw(std::string((const char*)wv.data(), wv.size() * 4));
+  int64_t yOff = (M * K * 4 + 63) / 64 * 64;
+  addValue(p, "y", plan::Value::INTERMEDIATE, {M, N}, yOff);
+  plan::Step* s = p.add_steps();
+  s->set_op_type("Gemm");
+  s->set_name("fc");
+  s->set_device("cpu");
+  s->add_inputs(0);
+  s->add_inputs(1);
+  s->add_outputs(2);
+  p.add_inputs(0);
+  p.add_outputs(2);
+  plan::Arena* a = p.add_arenas();
+  a->set_device("cpu");
+  a->set_bytes(yOff + M * N * 4);
+  return p;
+}
+
+// y = Conv(x, w), x f32[1, 16, 8, 8] input, w f32[16, 16, 3, 3] constant, pads 1.
+plan::Plan convPlan() {
+  plan::Plan p;
+  p.set_version(1);
+  addValue(p, "x", plan::Value::INPUT, {1, 16, 8, 8}, 0);
+  plan::Value* w = addValue(p, "w", plan::Value::CONSTANT, {16, 16, 3, 3});
+  w->mutable_constant()->set_dtype((int)DType::F32);
+  for (int64_t d : {16, 16, 3, 3}) w->mutable_constant()->add_dims(d);
+  std::vector<float> wv(16 * 16 * 9);
+  for (size_t i = 0; i < wv.size(); ++i) wv[i] = (float)((i * 37 % 101) - 50) / 500.f;
+  w->mutable_constant()->set_raw(std::string((const char*)wv.data(), wv.size() * 4));
+  addValue(p, "y", plan::Value::INTERMEDIATE, {1, 16, 8, 8}, 4096);
+  plan::Step* s = p.add_steps();
+  s->set_op_type("Conv");
+  s->set_name("conv");
+  s->set_device("cpu");
+  s->add_inputs(0);
+  s->add_inputs(1);
+  s->add_outputs(2);
+  plan::Attribute* pads = s->add_attrs();
+  pads->set_name("pads");
+  pads->set_kind(plan::Attribute::INTS);
+  for (int i = 0; i < 4; ++i) pads->add_ints(1);
+  p.add_inputs(0);
+  p.add_outputs(2);
+  plan::Arena* a = p.add_arenas();
+  a->set_device("cpu");
+  a->set_bytes(8192);
+  return p;
+}
+
+class Tuning : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tandem_tuning_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    cache_ = (dir_ / "sub" / "kernel-timings.json").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<Executable> load(int64_t M, TuningMode mode) {
+    LoadOptions lo;
+    lo.threads = 1;
+    lo.tuning = mode;
+    lo.tuningCache = cache_;
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(gemmPlan(M), lo, &exe);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return exe;
+  }
+
+  // The step's cache key, as a measuring load computes it.
+  std::string keyOf(int64_t M) {
+    auto exe = load(M, TuningMode::Measure);
+    EXPECT_EQ(exe->tuning().size(), 1u);
+    return exe->tuning().empty() ? "" : exe->tuning()[0].key;
+  }
+
+  void writeCache(const std::string& key, double dnnl, double avx2) {
+    nlohmann::json j = {{"format", "tandem-kernel-timings"},
+                        {"version", 1},
+                        {"entries", {{key, {{"seconds", {{"dnnl", dnnl}, {"avx2", avx2}}}}}}}};
+    fs::create_directories(fs::path(cache_).parent_path());
+    std::ofstream(cache_) << j.dump();
+  }
+
+  fs::path dir_;
+  std::string cache_;
+};
+
+bool startsWith(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+}  // namespace
+
+TEST_F(Tuning, FakeCacheForcesTheVariant) {
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
+  const std::string key = keyOf(8);
+  ASSERT_FALSE(key.empty());
+  writeCache(key, /*dnnl=*/1e-3, /*avx2=*/1e-6);
+  auto a = load(8, TuningMode::Cached);
+  EXPECT_TRUE(startsWith(a->stepImpls()[0], "avx2:sgemm_packed")) << a->stepImpls()[0];
+  ASSERT_EQ(a->tuning().size(), 1u);
+  EXPECT_EQ(a->tuning()[0].choice, "avx2");
+  EXPECT_EQ(a->tuning()[0].source, StepTuning::Source::Cache);
+  writeCache(key, /*dnnl=*/1e-6, /*avx2=*/1e-3);
+  auto d = load(8, TuningMode::Cached);
+  EXPECT_TRUE(startsWith(d->stepImpls()[0], "dnnl:")) << d->stepImpls()[0];
+  EXPECT_EQ(d->tuning()[0].choice, "dnnl");
+}
+
+TEST_F(Tuning, MeasureWritesTheCacheAndASecondLoadReadsIt) {
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
+  auto first = load(8, TuningMode::Measure);
+  ASSERT_EQ(first->tuning().size(), 1u);
+  const StepTuning& t = first->tuning()[0];
+  EXPECT_EQ(t.source, StepTuning::Source::Measured);
+  EXPECT_EQ(t.candidates, (std::vector<std::string>{"dnnl", "avx2"}));
+  ASSERT_EQ(t.timings.seconds.size(), 2u);
+  for (auto& [v, s] : t.timings.seconds) EXPECT_GT(s, 0) << v;
+  EXPECT_EQ(t.choice, t.timings.fastest(t.candidates));
+  EXPECT_TRUE(startsWith(first->stepImpls()[0], t.choice == "avx2" ? "avx2:" : "dnnl:"));
+
+  // The file holds what was measured.
+  TimingCache file;
+  std::string note;
+  file.load(cache_, &note);
+  EXPECT_EQ(note, "");
+  const KernelTimings* e = file.find(t.key);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->seconds, t.timings.seconds);
+  // And, for the placer, the chosen variant's time under the op's key (an unfused step: the
+  // same op the compiler sees).
+  AttrMap none;
+  Tensor marker;
+  KernelContext op;
+  op.opType = "Gemm";
+  op.attrs = &none;
+  op.inputTypes = {{DType::F32, {8, K}}, {DType::F32, {K, N}}};
+  op.constInputs = {nullptr, &marker};
+  op.outputTypes = {{DType::F32, {8, N}}};
+  op.threads = 1;
+  const OpTiming* ot = file.findOp(kernelOpTimingKey(TimingHost{cpuModelName(), cpuEffectiveIsa()}, op));
+  ASSERT_NE(ot, nullptr);
+  EXPECT_EQ(ot->variant, t.choice);
+  EXPECT_EQ(ot->seconds, t.timings.seconds.at(t.choice));
+  auto written = fs::last_write_time(cache_);
+
+  // Measuring used the arena as scratch: a run still computes x @ w.
+  Tensor x = Tensor::alloc(DType::F32, {8, K});
+  for (int64_t i = 0; i < 8 * K; ++i) x.data<float>()[i] = (float)(i % 7) - 3.f;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(first->run({x}, &out).isOk());
+  std::vector<float> w = weights();
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += (double)x.data<float>()[i * K + k] * w[k * N + j];
+      ASSERT_NEAR(out[0].data<float>()[i * N + j], want, 1e-3) << i << "," << j;
+    }
+
+  // Second load, same mode: read from the cache, nothing measured, file not rewritten.
+  auto second = load(8, TuningMode::Measure);
+  ASSERT_EQ(second->tuning().size(), 1u);
+  EXPECT_EQ(second->tuning()[0].source, StepTuning::Source::Cache);
+  EXPECT_EQ(second->tuning()[0].choice, t.choice);
+  EXPECT_EQ(second->stepImpls(), first->stepImpls());
+  EXPECT_EQ(fs::last_write_time(cache_), written);
+  // Another shape is another key: measured and added, the first entry kept.
+  auto other = load(16, TuningMode::Measure);
+  EXPECT_EQ(other->tuning()[0].source, StepTuning::Source::Measured);
+  file.load(cache_, &note);
+  EXPECT_EQ(file.size(), 2u);
+}
+
+TEST_F(Tuning, OffKeepsTheBuiltInChoiceAndCachedMissDoesNotMeasure) {
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
+  // Cached mode on a missing file: the heuristic (oneDNN for M = 1), nothing written.
+  auto miss = load(1, TuningMode::Cached);
+  ASSERT_EQ(miss->tuning().size(), 1u);
+  EXPECT_EQ(miss->tuning()[0].source, StepTuning::Source::Heuristic);
+  EXPECT_TRUE(miss->tuning()[0].timings.seconds.empty());
+  EXPECT_TRUE(startsWith(miss->stepImpls()[0], "dnnl:")) << miss->stepImpls()[0];
+  EXPECT_FALSE(fs::exists(cache_));
+  // A cache that prefers AVX2 at M = 1: cached mode follows it, off ignores it.
+  const std::string key = keyOf(1);
+  writeCache(key, /*dnnl=*/1e-3, /*avx2=*/1e-6);
+  auto cached = load(1, TuningMode::Cached);
+  EXPECT_TRUE(startsWith(cached->stepImpls()[0], "avx2:")) << cached->stepImpls()[0];
+  auto off = load(1, TuningMode::Off);
+  EXPECT_TRUE(startsWith(off->stepImpls()[0], "dnnl:")) << off->stepImpls()[0];
+  EXPECT_TRUE(off->tuning().empty());
+  EXPECT_EQ(off->tuningMode(), TuningMode::Off);
+  // Off at M = 8 is today's heuristic: the packed GEMM.
+  auto off8 = load(8, TuningMode::Off);
+  EXPECT_TRUE(startsWith(off8->stepImpls()[0], "avx2:sgemm_packed")) << off8->stepImpls()[0];
+}
+
+TEST_F(Tuning, CorruptOrForeignCacheIsIgnoredWithANoteAndReplaced) {
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
+  for (const char* bad : {"{\"entries\": [1, 2", "{\"format\": \"something-else\", \"entries\": {}}",
+                          "\x01\x02 binary"}) {
+    SCOPED_TRACE(bad);
+    fs::create_directories(fs::path(cache_).parent_path());
+    std::ofstream(cache_) << bad;
+    auto exe = load(8, TuningMode::Measure);
+    bool noted = false;
+    for (const std::string& n : exe->notes())
+      noted |= n.find("kernel timing cache") != std::string::npos &&
+               n.find("ignored") != std::string::npos;
+    EXPECT_TRUE(noted);
+    ASSERT_EQ(exe->tuning().size(), 1u);
+    EXPECT_EQ(exe->tuning()[0].source, StepTuning::Source::Measured);
+    TimingCache file;
+    std::string note;
+    file.load(cache_, &note);
+    EXPECT_EQ(note, "") << "the file was replaced by a valid one";
+    EXPECT_NE(file.find(exe->tuning()[0].key), nullptr);
+  }
+  // A cached mode load of a corrupt file: a note, the heuristic, and the file left alone.
+  std::ofstream(cache_) << "not json";
+  auto exe = load(8, TuningMode::Cached);
+  EXPECT_EQ(exe->tuning()[0].source, StepTuning::Source::Heuristic);
+  std::ifstream in(cache_);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_EQ(s.str(), "not json");
+}
+
+TEST_F(Tuning, WinogradPolicyRestrictsTheCandidates) {
+  if (!avx2::available() || std::string(dnnlcpu::activationLayoutName()) != "nChw8c")
+    GTEST_SKIP() << "Winograd needs nChw8c activations (AVX2 host or TANDEM_MAX_CPU_ISA=avx2)";
+  auto loadConv = [&](WinogradPolicy w, TuningMode mode) {
+    LoadOptions lo;
+    lo.threads = 1;
+    lo.tuning = mode;
+    lo.tuningCache = cache_;
+    lo.winograd = w;
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(convPlan(), lo, &exe);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return exe;
+  };
+  auto measured = loadConv(WinogradPolicy::Auto, TuningMode::Measure);
+  ASSERT_EQ(measured->tuning().size(), 1u);
+  const std::string key = measured->tuning()[0].key;
+  EXPECT_EQ(measured->tuning()[0].candidates,
+            (std::vector<std::string>{"dnnl", "winograd2x2", "winograd4x4"}));
+  nlohmann::json j = {{"format", "tandem-kernel-timings"},
+                      {"version", 1},
+                      {"entries",
+                       {{key, {{"seconds", {{"dnnl", 3e-3}, {"winograd2x2", 2e-3}, {"winograd4x4", 1e-3}}}}}}}};
+  std::ofstream(cache_) << j.dump();
+  EXPECT_TRUE(startsWith(loadConv(WinogradPolicy::Auto, TuningMode::Cached)->stepImpls()[0],
+                         "avx2:winograd_4x4_3x3"));
+  auto two = loadConv(WinogradPolicy::Tile2x2, TuningMode::Cached);
+  EXPECT_TRUE(startsWith(two->stepImpls()[0], "avx2:winograd_2x2_3x3")) << two->stepImpls()[0];
+  EXPECT_EQ(two->tuning()[0].candidates, (std::vector<std::string>{"dnnl", "winograd2x2"}));
+  auto off = loadConv(WinogradPolicy::Off, TuningMode::Cached);
+  EXPECT_TRUE(startsWith(off->stepImpls()[0], "dnnl:")) << off->stepImpls()[0];
+  EXPECT_TRUE(off->tuning().empty()) << "oneDNN alone: nothing to choose";
+}
+
+TEST(TimingKey, DependsOnShapesConstantsThreadsAndHost) {
+  AttrMap attrs;
+  attrs.set("transB", Attr::ofInt(1));
+  Tensor w = Tensor::alloc(DType::F32, {4, 8});
+  KernelContext c;
+  c.opType = "Gemm";
+  c.attrs = &attrs;
+  c.inputTypes = {{DType::F32, {2, 8}}, {DType::F32, {4, 8}}};
+  c.constInputs = {nullptr, &w};
+  c.outputTypes = {{DType::F32, {2, 4}}};
+  c.threads = 1;
+  TimingHost h{"CPU X", "avx2"};
+  const std::string k = kernelTimingKey(h, c);
+  EXPECT_EQ(k, "cpu=CPU X|isa=avx2|threads=1|op=Gemm|attrs={transB:1}|in=f32[2,8],f32[4,8]c|out=f32[2,4]");
+  KernelContext t = c;
+  t.threads = 2;
+  EXPECT_NE(kernelTimingKey(h, t), k);
+  KernelContext nc = c;
+  nc.constInputs = {nullptr, nullptr};
+  EXPECT_NE(kernelTimingKey(h, nc), k);
+  EXPECT_NE(kernelTimingKey(TimingHost{"CPU X", "avx512_core"}, c), k);
+  c.nodeName = "another name";
+  EXPECT_EQ(kernelTimingKey(h, c), k) << "steps of the same shape share an entry";
+}
