@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""How well the placer's cost model predicts this host: per model and batch, the median and worst
+|estimated - measured| / measured over the CPU steps of the plan (the placement log's per-op
+estimates, summed over each fused group, against `tandem-run --step-times`, median of several
+profiled runs). Not a test: takes a minute or more per model.
+
+usage: scripts/bench-cost-model.py [--build build] [--threads 1] [--runs 5] [--profile P.json]
+                                   [--batches 1,32] MODEL_DIR...
+A MODEL_DIR holds model.onnx (and test_data_set_K with its inputs, used when present so integer
+inputs are real; random inputs otherwise). --profile passes a `tandem calibrate` profile to the
+compiler; the kernel timing cache (`tandem tune`) is used as the compiler finds it.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def run(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(" ".join(cmd) + " failed:\n" + p.stderr[-2000:])
+    return p.stdout
+
+
+def step_estimates(log):
+    """Estimated seconds per step name: an op's own, or summed into its fused group's step."""
+    est = {}
+    for op in log["ops"]:
+        if op.get("device") != "cpu" and not str(op.get("device", "")).startswith("cpu"):
+            continue
+        sec = op.get("estimated_seconds", {}).get(op["device"])
+        if sec is None:
+            continue
+        fused = op.get("fused_in")
+        step = fused.rsplit(" [", 1)[0] if fused else op["name"]
+        est[step] = est.get(step, 0.0) + sec
+    return est
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--runs", type=int, default=5, help="profiled runs per plan (median per step)")
+    ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--profile", default="")
+    a = ap.parse_args()
+    tandem = os.path.join(a.build, "tools", "tandem")
+    tandem_run = os.path.join(a.build, "tools", "tandem-run")
+    isa = "?"
+    for line in run([tandem, "devices"]).splitlines():
+        if line.strip().startswith("isa"):
+            isa = line.split()[-1]
+    print(f"host: {cpu_name()}; ISA in use {isa}; threads {a.threads}; "
+          f"{a.runs} profiled runs per plan; profile {a.profile or 'built-in'}")
+    print(f"{'model':20} {'batch':>5} {'steps':>5} {'median err':>10} {'worst err':>9}  worst step")
+    all_errs = []
+    work = tempfile.mkdtemp()
+    for d in a.models:
+        name = os.path.basename(d.rstrip("/"))
+        for b in [int(x) for x in a.batches.split(",")]:
+            plan = os.path.join(work, f"{name}.b{b}.tplan")
+            cmd = [tandem, "compile", os.path.join(d, "model.onnx"), "-o", plan, "--dim", f"N={b}",
+                   "--log-placement=json", "--target", "cpu"]
+            if a.profile:
+                cmd += ["--profile", a.profile]
+            try:
+                log = json.loads(run(cmd))
+            except (RuntimeError, json.JSONDecodeError) as e:
+                print(f"{name:20} {b:>5}  compile failed: {str(e)[:200]}")
+                continue
+            est = step_estimates(log)
+            ds = os.path.join(d, "test_data_set_" + ("0" if b == 1 else "1"))
+            inputs = ["--inputs", ds] if os.path.isfile(os.path.join(ds, "input_0.pb")) else ["--random"]
+            times = {}
+            try:
+                for _ in range(a.runs):
+                    rep = json.loads(run([tandem_run, "run", plan, *inputs, "--step-times", "--json",
+                                          "--threads", str(a.threads), "--iterations", "3"]))
+                    for s in rep["steps"]:
+                        if s["device"].startswith("cpu"):
+                            times.setdefault(s["name"], []).append(s["ms"] * 1e-3)
+            except RuntimeError as e:
+                # A data set of another batch: fall back to random inputs of the plan's types.
+                if inputs[0] == "--inputs":
+                    times = {}
+                    for _ in range(a.runs):
+                        rep = json.loads(run([tandem_run, "run", plan, "--random", "--step-times",
+                                              "--json", "--threads", str(a.threads), "--iterations", "3"]))
+                        for s in rep["steps"]:
+                            if s["device"].startswith("cpu"):
+                                times.setdefault(s["name"], []).append(s["ms"] * 1e-3)
+                else:
+                    raise e
+            errs = []
+            worst = (0.0, "")
+            for step, ts in times.items():
+                m = statistics.median(ts)
+                if step not in est or m <= 0:
+                    continue
+                e = abs(est[step] - m) / m
+                errs.append(e)
+                if e > worst[0]:
+                    worst = (e, f"{step} est {est[step]*1e6:.1f} us, measured {m*1e6:.1f} us")
+            if not errs:
+                print(f"{name:20} {b:>5}  no CPU step with an estimate")
+                continue
+            all_errs += errs
+            print(f"{name:20} {b:>5} {len(errs):>5} {statistics.median(errs):>9.0%} {worst[0]:>9.0%}  {worst[1]}")
+    if all_errs:
+        print(f"all steps: {len(all_errs)}, median error {statistics.median(all_errs):.0%}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
