@@ -6,16 +6,29 @@
 // executor's profiled step: launch + kernel + one round trip), so the ratio compares like with
 // like; the copy's cudaEvent time is printed too, to show the round trip's share. Medians of
 // `runs` after a warm-up. If the compiler does not fuse the chain, it says so: the number is then
-// the sum of the chain's kernels, not one kernel's. Without a GPU it prints why and exits 0.
-// Usage: gpu_elementwise_bandwidth [runs] [elements]   (defaults 20 and 67108864)
+// the sum of the chain's kernels, not one kernel's.
+//
+// Compile here, run there (a GPU machine without a compiler, scripts/gpu-kit.sh):
+//   gpu_elementwise_bandwidth [runs] [elements]          compile in-process for the live GPU, run
+//   gpu_elementwise_bandwidth --write-plans DIR [elements]  compile for cpu,cuda:0=h100 (no GPU
+//                                                         needed): DIR/chain.tplan, manifest.txt
+//   gpu_elementwise_bandwidth_run --plans DIR [runs] [--json F]   the same timing from that plan;
+//                                                         this build links no MLIR
+// --json F also writes the results as JSON (ratio = copy time / chain time, both enqueue + sync).
+// Without a GPU the timing prints why and exits 0. Defaults: 20 runs, 67108864 elements.
 #include <cuda_runtime_api.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "GpuBench.h"
+#include "runtime/Backend.h"
+#ifndef TANDEM_BENCH_RUNTIME_ONLY
+#include "GpuBenchCompile.h"
+#endif
 
 using namespace tandem;
 
@@ -67,19 +80,87 @@ bool memcpyTimes(size_t bytes, int runs, CopyTimes* out) {
   return true;
 }
 
-std::string buildChain(int64_t elements, std::unique_ptr<Executable>* exe, int* kernels) {
-  GraphBuilder g;
+#ifndef TANDEM_BENCH_RUNTIME_ONLY
+void buildChain(GraphBuilder& g, int64_t elements) {
   Value x = g.input("x", DType::F32, {elements});
   Value y = g.sigmoid(g.relu(g.add(g.mul(x, g.scalar(0.5f)), g.scalar(0.25f))));
   g.output(y, "y");
-  return gpubench::compileOnGpu(g, exe, kernels);
+}
+
+// --write-plans: the chain for cpu,cuda:0=h100 (it has no constant worth a weights file; the
+// scalars stay in the plan).
+int writePlans(const std::string& dir, int64_t elements) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "gpu_elementwise_bandwidth: %s: %s\n", dir.c_str(), ec.message().c_str());
+    return 1;
+  }
+  GraphBuilder g;
+  buildChain(g, elements);
+  int kernels = 0;
+  std::string err = gpubench::writeGraphPlan(g, dir, "chain.tplan", "chain.weights", &kernels);
+  if (err.empty())
+    err = gpubench::writeText(dir + "/manifest.txt",
+                              "# gpu_elementwise_bandwidth --write-plans, target " + std::string(gpubench::kPlanTarget) +
+                                  "\nchain elements=" + std::to_string(elements) + " plan=chain.tplan kernels=" +
+                                  std::to_string(kernels) + "\n");
+  if (!err.empty()) {
+    std::fprintf(stderr, "gpu_elementwise_bandwidth: %s\n", err.c_str());
+    return 1;
+  }
+  std::printf("gpu_elementwise_bandwidth: wrote %s (%lld elements, %d kernel%s on cuda:0; target %s)\n", dir.c_str(),
+              (long long)elements, kernels, kernels == 1 ? "" : "s", gpubench::kPlanTarget);
+  return 0;
+}
+#endif
+
+int usage(const std::string& why) {
+  std::fprintf(stderr, "gpu_elementwise_bandwidth: %s\nusage: gpu_elementwise_bandwidth [runs] [elements] | "
+               "--write-plans DIR [elements] | --plans DIR [runs] [--json FILE]\n", why.c_str());
+  return 2;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int runs = argc > 1 ? std::max(1, std::atoi(argv[1])) : 20;
-  int64_t elements = argc > 2 ? std::atoll(argv[2]) : (int64_t)1 << 26;
+  int runs = 20;
+  int64_t elements = (int64_t)1 << 26;
+  std::string writeDir, plansDir, jsonPath;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if ((a == "--write-plans" || a == "--plans" || a == "--json") && i + 1 < argc)
+      (a == "--write-plans" ? writeDir : a == "--plans" ? plansDir : jsonPath) = argv[++i];
+    else if (!a.empty() && a[0] != '-')
+      positional.push_back(a);
+    else
+      return usage("unknown or incomplete option " + a);
+  }
+  // --write-plans takes [elements]; the others [runs] [elements].
+  if (!writeDir.empty() && !positional.empty()) elements = std::atoll(positional[0].c_str());
+  if (writeDir.empty() && positional.size() > 0) runs = std::max(1, std::atoi(positional[0].c_str()));
+  if (writeDir.empty() && positional.size() > 1) elements = std::atoll(positional[1].c_str());
+  if (elements < 1) return usage("elements must be positive");
+#ifdef TANDEM_BENCH_RUNTIME_ONLY
+  if (!writeDir.empty()) return usage("this runtime-only build cannot compile: use gpu_elementwise_bandwidth --write-plans");
+  if (plansDir.empty()) return usage("this runtime-only build needs --plans DIR");
+#else
+  if (!writeDir.empty()) return writePlans(writeDir, elements);
+#endif
+  // Read before the GPU probe, so a bad directory is reported on any machine.
+  gpubench::ManifestEntry planned;
+  if (!plansDir.empty()) {
+    std::vector<gpubench::ManifestEntry> manifest;
+    std::string err = gpubench::readManifest(plansDir, &manifest);
+    if (err.empty() && manifest.empty()) err = plansDir + "/manifest.txt lists no plan";
+    if (!err.empty()) {
+      std::fprintf(stderr, "gpu_elementwise_bandwidth: %s\n", err.c_str());
+      return 1;
+    }
+    planned = manifest[0];
+    elements = planned.num("elements");
+  }
   std::unique_ptr<DeviceBackend> probe;
   Status gpu = createCudaBackend(0, BackendOptions{}, &probe);
   probe.reset();
@@ -92,7 +173,18 @@ int main(int argc, char** argv) {
   if (!memcpyTimes((size_t)elements * sizeof(float), runs, &copy)) return 1;
   std::unique_ptr<Executable> exe;
   int kernels = 0;
-  std::string err = buildChain(elements, &exe, &kernels);
+  std::string err;
+#ifndef TANDEM_BENCH_RUNTIME_ONLY
+  if (plansDir.empty()) {
+    GraphBuilder g;
+    buildChain(g, elements);
+    err = gpubench::compileOnGpu(g, &exe, &kernels);
+  } else
+#endif
+  {
+    kernels = (int)planned.num("kernels");
+    err = gpubench::loadOnGpu(plansDir + "/" + planned.get("plan"), &exe);
+  }
   Tensor x = Tensor::alloc(DType::F32, {elements});
   for (int64_t i = 0; i < elements; ++i) x.data<float>()[i] = (float)(i % 1001) / 500.f - 1.f;
   double chain = 0, whole = 0;
@@ -114,5 +206,20 @@ int main(int argc, char** argv) {
   std::printf("  chain, enqueue + sync:          %9.3f ms  %8.1f GB/s  = %.2f of the copy's (same timing)\n",
               chain * 1e3, bytes / chain * 1e-9, copy.hostSync / chain);
   std::printf("  whole run with upload of x and download of y: %.3f ms\n", whole * 1e3);
+  if (!jsonPath.empty()) {
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "{\"elements\": %lld, \"kernels\": %d, \"source\": \"%s\", \"copy_events_ms\": %.6f, "
+                  "\"copy_sync_ms\": %.6f, \"chain_sync_ms\": %.6f, \"whole_run_ms\": %.6f, "
+                  "\"copy_gbps\": %.2f, \"chain_gbps\": %.2f, \"vs_d2d\": %.4f}\n",
+                  (long long)elements, kernels, plansDir.empty() ? "in-process" : "plans", copy.events * 1e3,
+                  copy.hostSync * 1e3, chain * 1e3, whole * 1e3, bytes / copy.hostSync * 1e-9, bytes / chain * 1e-9,
+                  copy.hostSync / chain);
+    err = gpubench::writeText(jsonPath, buf);
+    if (!err.empty()) {
+      std::fprintf(stderr, "gpu_elementwise_bandwidth: %s\n", err.c_str());
+      return 1;
+    }
+  }
   return 0;
 }
