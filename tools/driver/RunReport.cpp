@@ -182,6 +182,7 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     j["threads"] = exe.threads();
     j["iterations"] = o.iterations;
     j["warmup"] = warmup;
+    if (o.loadSeconds >= 0) j["load_ms"] = o.loadSeconds * 1e3;
     j["latency_ms"] = {{"median", med}, {"min", mn}, {"p90", p90}, {"max", mx}, {"mean", mean}};
     j["runs_ms"] = nlohmann::json::array();
     for (double t : times) j["runs_ms"].push_back(t * 1e3);
@@ -201,6 +202,7 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     std::cout << text;
     std::printf("latency: median %.3f ms, min %.3f ms, p90 %.3f ms over %zu runs (%d warm-up, threads %d%s)\n",
                 med, mn, p90, times.size(), warmup, exe.threads(), o.threadsAuto ? ", auto" : "");
+    if (o.loadSeconds >= 0) std::printf("load: %.3f ms\n", o.loadSeconds * 1e3);
     std::string peak;
     for (auto& [dev, bytes] : exe.peakBytes())
       peak += (peak.empty() ? "" : ", ") + dev + " " + std::to_string(bytes) + " bytes";

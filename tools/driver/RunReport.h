@@ -48,13 +48,15 @@ struct RunReportOptions {
   bool threadsAuto = true;      // LoadOptions::threads was 0 (said in the text report)
   bool stepTimes = false;       // one extra, untimed, profiled run: per-step times
   bool json = false;            // one JSON object on stdout instead of the text report
+  double loadSeconds = -1;      // Executable::loadFile wall time (plan and weights read, devices
+                                // bound, constants uploaded, NVRTC compile or cache read); < 0: not timed
 };
 
 /// Runs `exe` warmup + iterations times on `inputs` (plan order; empty: random inputs of the
 /// declared types, seed 42), compares the last outputs with opts.expectDir if given, and prints
 /// the report to stdout: text (outputs with checksum and errors, latency median/min/p90, peak
-/// memory, step times, PASS/FAIL) or, with opts.json, one object:
-///   {"tool", "model", "inputs", "threads", "iterations", "warmup",
+/// memory, step times, PASS/FAIL, the load time when opts.loadSeconds >= 0) or, with opts.json, one object:
+///   {"tool", "model", "inputs", "threads", "iterations", "warmup", ["load_ms"],
 ///    "latency_ms": {"median", "min", "p90", "max", "mean"}, "runs_ms": [...],
 ///    "devices": [{"name", "peak_bytes"}], "outputs": [{"name", "dtype", "shape", "checksum",
 ///    ["max_abs_err", "max_rel_err", "pass", "reason"]}], "pass": bool or null,

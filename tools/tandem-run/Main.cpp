@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -33,10 +34,14 @@ int runPlan(const std::string& plan, const RunFlags& f) {
     if (!st.isOk()) return fail(st.message());
   }
   std::unique_ptr<Executable> exe;
-  Status st = Executable::loadFile(plan, loadOptionsFor(f.threads, f.gpuMemoryFraction, f.winograd), &exe);
+  const auto start = std::chrono::steady_clock::now();
+  Status st = Executable::loadFile(plan, loadOptionsFor(f.threads, f.gpuMemoryFraction, f.winograd, f.tuning), &exe);
+  const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!st.isOk()) return fail(st.message());
   for (const std::string& n : exe->notes()) std::fprintf(stderr, "tandem-run: note: %s\n", n.c_str());
-  return runAndReport(*exe, std::move(inputs), reportOptionsFor(f, "tandem-run", plan));
+  RunReportOptions report = reportOptionsFor(f, "tandem-run", plan);
+  report.loadSeconds = loadSeconds;
+  return runAndReport(*exe, std::move(inputs), report);
 }
 
 struct CalibrateFlags {

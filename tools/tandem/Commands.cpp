@@ -244,8 +244,11 @@ int runRun(const RunOptionsCli& o) {
   Loaded m;
   std::vector<Tensor> inputs;
   LoadOptions lo = loadOptionsFor(f.threads, f.gpuMemoryFraction, f.winograd, f.tuning);
+  RunReportOptions report = reportOptionsFor(f, "tandem", o.model);
   if (isPlan) {
+    const auto start = std::chrono::steady_clock::now();
     Status st = Executable::loadFile(o.model, lo, &m.exe);
+    report.loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!st.isOk()) return fail(st.message());
     inputs = given;
   } else {
@@ -268,7 +271,7 @@ int runRun(const RunOptionsCli& o) {
     std::fprintf(stderr, "tandem: note: measured the kernel variants of %d steps (kept in %s; "
                  "--tuning off uses the built-in choice)\n", measured, defaultTimingCachePath().c_str());
   }
-  return runAndReport(*m.exe, std::move(inputs), reportOptionsFor(f, "tandem", o.model));
+  return runAndReport(*m.exe, std::move(inputs), report);
 }
 
 int runBench(const BenchOptions& o) {
