@@ -2,14 +2,24 @@
 // elementwise and layernorm steps there, and its outputs on the GPU match the same graph compiled
 // for the CPU alone. Needs a GPU (ctest label gpu); without one the comparison prints the reason
 // and skips.
+//
+// For a GPU machine that cannot build (scripts/gpu-kit.sh): with TANDEM_KIT_PLANS=DIR set,
+// CudaFusionPlan.WritesKitPlans writes the cuda:0 plan (DIR/gpu.tplan, compiled for
+// cpu,cuda:0=h100), the inputs and, as DIR/data/output_0.pb, the CPU-only plan's output computed
+// here; the kit runs `tandem-run run DIR/gpu.tplan --inputs DIR/data --expect DIR/data --atol 1e-4
+// --rtol 1e-4` there: the comparison below, with the CPU side computed ahead (it is deterministic).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 
 #include "frontend/GraphBuilder.h"
+#include "frontend/OnnxTensor.h"
 #include "runtime/Backend.h"
 #include "tools/driver/Driver.h"
 
@@ -95,6 +105,32 @@ TEST(CudaFusionPlan, GroupsRunOnTheGpuAndMatchTheCpu) {
       ASSERT_NEAR(v, w, 1e-4 * (1 + std::fabs(w))) << "element " << i;
     }
   }
+}
+
+TEST(CudaFusionPlan, WritesKitPlans) {
+  const char* dir = std::getenv("TANDEM_KIT_PLANS");
+  if (!dir || !*dir) GTEST_SKIP() << "TANDEM_KIT_PLANS is not set (scripts/gpu-kit.sh sets it)";
+  std::string d = dir;
+  std::filesystem::create_directories(d + "/data");
+  plan::Plan gpu = compile("cuda:0"), cpu = compile("cpu");
+  std::string bytes;
+  ASSERT_TRUE(gpu.SerializeToString(&bytes));
+  {
+    std::ofstream out(d + "/gpu.tplan", std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), (std::streamsize)bytes.size());
+    ASSERT_TRUE(out.good()) << d << "/gpu.tplan";
+  }
+  std::vector<Tensor> inputs = {randomTensor({8, 64}, 10), randomTensor({8, 32}, 11)}, want;
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(cpu, LoadOptions{1}, &exe).isOk());
+  ASSERT_TRUE(exe->run(inputs, &want).isOk());
+  ASSERT_EQ(want.size(), 1u);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Status st = writeTensorFile(d + "/data/input_" + std::to_string(i) + ".pb", inputs[i], i ? "h" : "x");
+    ASSERT_TRUE(st.isOk()) << st.message();
+  }
+  Status st = writeTensorFile(d + "/data/output_0.pb", want[0], "y");
+  ASSERT_TRUE(st.isOk()) << st.message();
 }
 
 }  // namespace
