@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Builds a self-contained GPU kit: what a lent GPU machine (no compiler, no MLIR, no registry)
 # needs to run Tandem's GPU checks, made here where the build is. One kit carries tandem-run,
-# the gpu test binaries and GPU examples that do not link MLIR/LLVM, plans compiled for
-# cpu,cuda:0=h100 under every placement policy and batch, each model's constants once (one
-# weights file per model, tandem compile --weights), the shared libraries the lent machine lacks
+# the gpu test binaries and GPU examples that do not link MLIR/LLVM (the benchmark examples'
+# runtime-only *_run builds among them), plans compiled for cpu,cuda:0=h100 under every
+# placement policy and batch, each model's constants once (one weights file per model, tandem
+# compile --weights), the benchmark examples' plans (bench/NAME, from NAME --write-plans) and
+# the CUDA fusion test's plan with its CPU reference (bench/cuda_fusion), the PyTorch peers'
+# script with each model's weight index (plans/MODEL/torch.json, scripts/kit/torch_peers.py
+# index; needs python3-onnx), the shared libraries the lent machine lacks
 # (not glibc, not CUDA's: kit/run.sh finds those there) under lib/ with RPATH $ORIGIN/../lib,
 # and run.sh. Packed as kit.tar.xz + run.sh so that what is carried stays under the limit.
 #
@@ -70,9 +74,16 @@ runtime_only() {
     return 1
   fi
 }
-keep=()
+keep=() writers=()
 for t in "${gpu_tests[@]}" "${examples[@]}"; do runtime_only "$t" && keep+=("$t"); done
-cmake --build "$build" -j2 --target tandem tandem-run "${keep[@]}" >/dev/null
+# Left out, but run here: the benchmark examples (and the CUDA fusion test) write the plans
+# their runtime-only halves (and tandem-run) time and check there.
+if [ $tests = 1 ]; then
+  for t in gpu_gemm_vs_cublas gpu_elementwise_bandwidth unit_cuda_fusion_gpu_test; do
+    grep -qx "$t" <<<"$targets" && writers+=("$t")
+  done
+fi
+cmake --build "$build" -j2 --target tandem tandem-run "${keep[@]}" "${writers[@]}" >/dev/null
 
 mkdir -p "$stage/bin/tests" "$stage/bin/examples" "$stage/lib/fallback" "$stage/plans"
 add_bin() {  # add_bin PATH DEST_DIR RPATH_TO_LIB
@@ -85,6 +96,19 @@ for t in "${keep[@]}"; do
   if [[ $t == gpu_* ]]; then add_bin "$(find_bin "$t")" "$stage/bin/examples" ../../lib
   else add_bin "$(find_bin "$t")" "$stage/bin/tests" ../../lib; fi
 done
+
+# 1b. Plans of the left-out GPU programs, compiled here for cpu,cuda:0=h100 (no GPU needed).
+for t in "${writers[@]}"; do
+  case $t in
+    unit_cuda_fusion_gpu_test)
+      d=$stage/bench/cuda_fusion
+      TANDEM_KIT_PLANS="$d" "$(find_bin "$t")" --gtest_filter=CudaFusionPlan.WritesKitPlans \
+        > "$stage/writer.log" 2>&1 && [ -f "$d/gpu.tplan" ] ;;
+    *) d=$stage/bench/$t; "$(find_bin "$t")" --write-plans "$d" > "$stage/writer.log" 2>&1 ;;
+  esac || { cat "$stage/writer.log" >&2; echo "gpu-kit.sh: $t could not write its plans" >&2; exit 1; }
+  echo "plans: ${d#$stage/} (from $t): $(du -sb "$d" | cut -f1) bytes" >> "$manifest"
+done
+rm -f "$stage/writer.log"
 
 # 2. Shared libraries: everything the binaries resolve here except glibc and CUDA's (the lent
 # machine has its own, matched to its driver); libstdc++/libgcc_s in lib/fallback, used only
@@ -119,6 +143,17 @@ for m in $models; do
         { cat "$stage/compile.log" >&2; exit 1; }
     done
   done
+  # The PyTorch peers' map from ONNX initializers to this weights file (torch has no onnx there).
+  if [ "$m" = resnet18 ] || [ "$m" = mnist_cnn ]; then
+    py=python3
+    python3 -c 'import onnx' 2>/dev/null || py=/usr/bin/python3  # Debian's python3-onnx
+    if "$py" -c 'import onnx' 2>/dev/null; then
+      "$py" scripts/kit/torch_peers.py index "$dir" "$stage/plans/$m/$m.weights" "$stage/plans/$m/torch.json" >/dev/null ||
+        { echo "gpu-kit.sh: torch_peers.py index $m failed" >&2; exit 1; }
+    else
+      echo "note: no torch.json for $m (python3 cannot import onnx): run.sh skips its PyTorch peer" | tee -a "$manifest" >&2
+    fi
+  fi
   echo "plans: $m: $(ls "$stage/plans/$m"/*.tplan | wc -l) plans, $(du -cb "$stage/plans/$m"/*.tplan | tail -1 | cut -f1) bytes; weights $(stat -c %s "$stage/plans/$m/$m.weights") bytes" | tee -a "$manifest"
 done
 rm -f "$stage/compile.log"
@@ -126,6 +161,7 @@ rm -f "$stage/compile.log"
 # 4. The kit folder: run.sh beside the packed payload (or the payload itself with --no-pack).
 rm -rf "$out" && mkdir -p "$out"
 cp scripts/kit/run.sh "$out/run.sh"
+cp scripts/kit/torch_peers.py "$stage/torch_peers.py"
 if [ $pack = 1 ]; then
   tar -C "$stage" -cf - . | xz -T2 -6 > "$out/kit.tar.xz"
   cp "$manifest" "$out/"

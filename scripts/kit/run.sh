@@ -12,11 +12,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$PWD/kit-out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-sanitizers=1 tests=1 plans=1 calibrate=1
+sanitizers=1 tests=1 plans=1 calibrate=1 bench=1
 for a in "$@"; do
   case $a in
     --no-sanitizers) sanitizers=0 ;; --no-tests) tests=0; sanitizers=0 ;;
-    --no-plans) plans=0 ;; --no-calibrate) calibrate=0 ;;
+    --no-plans) plans=0 ;; --no-calibrate) calibrate=0 ;; --no-bench) bench=0 ;;
     *) echo "run.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -64,6 +64,18 @@ check() {
   printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - t0))" "${log#$OUT/}" >> "$results"
   printf '%-60s %s (%ss)\n' "$name" "$status" "$((SECONDS - t0))"
 }
+# measure NAME LOG -- cmd...: as check, but recorded in measures.tsv and never failing the kit.
+measures="$OUT/measures.tsv"
+: > "$measures"
+measure() {
+  local name=$1 log=$2; shift 3
+  local t0=$SECONDS status
+  timeout "$timeout_s" "$@" > "$log" 2>&1
+  local code=$?
+  if [ $code = 0 ]; then status=ok; elif [ $code = 124 ]; then status=timeout; else status=error; fi
+  printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - t0))" "${log#$OUT/}" >> "$measures"
+  printf '%-60s %s (%ss, measurement)\n' "$name" "$status" "$((SECONDS - t0))"
+}
 
 # 3. Every binary resolves its libraries (the kit's, glibc, this machine's CUDA).
 mkdir -p "$OUT/ldd"
@@ -87,9 +99,26 @@ if [ $tests = 1 ]; then
       check "racecheck $n" "$OUT/tests/$n.racecheck.log" -- "$sanitizer" --tool racecheck --error-exitcode 99 "$t"
     fi
   done
+  # The CUDA fusion test (its compile half ran where the kit was made): the cuda:0 plan against
+  # the CPU-only plan's output computed there, twice, and no step may fall back to the CPU.
+  f=$root/bench/cuda_fusion
+  if [ -f "$f/gpu.tplan" ]; then
+    check "test cuda_fusion_gpu_test (plan)" "$OUT/tests/cuda_fusion.json" -- bash -c \
+      'out=$("$1" run "$2/gpu.tplan" --inputs "$2/data" --expect "$2/data" --atol 1e-4 --rtol 1e-4 \
+             --iterations 2 --json) || { echo "$out"; exit 1; }
+       echo "$out"; ! grep -q "is not available" <<<"$out"' _ "$root/bin/tandem-run" "$f"
+  fi
+  # Examples; a benchmark's runtime-only build (NAME_run) times the plans in bench/NAME.
+  mkdir -p "$OUT/bench"
   for e in "$root"/bin/examples/*; do
     [ -x "$e" ] || continue
-    check "example $(basename "$e")" "$OUT/tests/$(basename "$e").log" -- "$e"
+    n=$(basename "$e")
+    if [ -d "$root/bench/${n%_run}" ]; then
+      [ $bench = 1 ] || continue
+      check "example $n" "$OUT/tests/$n.log" -- "$e" --plans "$root/bench/${n%_run}" --json "$OUT/bench/${n%_run}.json"
+    else
+      check "example $n" "$OUT/tests/$n.log" -- "$e"
+    fi
   done
 fi
 
@@ -109,6 +138,50 @@ if [ $plans = 1 ]; then
     # stdout is the JSON report; notes and errors go to a .stderr beside it.
     check "plan $m/$f" "$OUT/plans/$m.$f.json" -- bash -c 'e=$1; shift; "$@" 2> "$e"' _ \
       "$OUT/plans/$m.$f.stderr" "$root/bin/tandem-run" run "$p" "${args[@]}" --json
+  done
+fi
+
+# 5b. NVRTC: each model's all-GPU batch-1 plan loaded with an empty kernel cache (cold: NVRTC
+# compiles the plan's generated kernels) and again with the cache that load filled (cached: the
+# image is read back), 3 times each; tandem-run's load_ms (CUDA context, weights upload and
+# cuBLASLt/cuDNN setup are in both, so cold - cached is the compile). CPU kernel tuning is off.
+if [ $bench = 1 ]; then
+  mkdir -p "$OUT/nvrtc"
+  for p in "$root"/plans/*/b1-gpu.tplan "$root"/bench/cuda_fusion/gpu.tplan; do
+    [ -f "$p" ] || continue
+    m=$(basename "$(dirname "$p")")
+    for i in 1 2 3; do
+      cache=$(mktemp -d)
+      for phase in cold cached; do
+        measure "nvrtc $m $phase $i" "$OUT/nvrtc/$m.$phase.$i.json" -- env TANDEM_NVRTC_CACHE="$cache" \
+          TANDEM_TUNING=off bash -c '"$@" 2> /dev/null' _ "$root/bin/tandem-run" run "$p" --random --json
+      done
+      ls "$cache" > "$OUT/nvrtc/$m.cache.$i.txt"
+      rm -rf "$cache"
+    done
+  done
+fi
+
+# 5c. PyTorch eager peers (FP32, TF32 off; torch_peers.py says what is timed on each side), with
+# the same ONNX weights read from the kit's weights files, and Tandem's cost and gpu plans timed
+# with as many runs right after.
+py=${KIT_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
+if [ $bench = 1 ]; then
+  mkdir -p "$OUT/peers"
+  runs=${KIT_PEER_RUNS:-30}
+  for mb in resnet18:32 mnist_cnn:128; do
+    m=${mb%:*} b=${mb#*:} d=$root/plans/${mb%:*}
+    [ -f "$d/torch.json" ] || continue
+    if [ ! -x "$py" ]; then echo "skip: PyTorch peer of $m: no $py (KIT_TORCH_PYTHON)"; continue; fi
+    measure "torch $m b$b" "$OUT/peers/$m.b$b.torch.json" -- bash -c 'e=$1; shift; "$@" 2> "$e"' _ \
+      "$OUT/peers/$m.b$b.torch.stderr" "$py" "$root/torch_peers.py" run --model "$m" --index "$d/torch.json" \
+      --weights "$d/$m.weights" --data "$d/data" --batch "$b" --runs "$runs"
+    for pol in cost gpu; do
+      [ -f "$d/b$b-$pol.tplan" ] || continue
+      measure "tandem $m b$b $pol" "$OUT/peers/$m.b$b.$pol.json" -- bash -c 'e=$1; shift; "$@" 2> "$e"' _ \
+        "$OUT/peers/$m.b$b.$pol.stderr" "$root/bin/tandem-run" run "$d/b$b-$pol.tplan" --random \
+        --iterations "$runs" --warmup 10 --json
+    done
   done
 fi
 
@@ -136,7 +209,72 @@ for line in open(os.path.join(out, "checks.tsv")):
             "median_ms": j["latency_ms"]["median"], "p90_ms": j["latency_ms"]["p90"],
             "pass": j.get("pass"), "devices": {d["name"]: d["peak_bytes"] for d in j["devices"]}}
 failed = [c["name"] for c in checks if c["status"] != "pass"]
-json.dump({"checks": checks, "failed": failed, "latency": latency}, open(os.path.join(out, "summary.json"), "w"), indent=1)
+
+def load(rel):
+    try:
+        return json.load(open(os.path.join(out, rel)))
+    except Exception:
+        return None
+
+def median(v):
+    v = sorted(v)
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2 if v else None
+
+# Measurements against the GPU issue's bars: reported, never failing the kit.
+targets, summary = [], {"checks": checks, "failed": failed, "latency": latency}
+def target(name, value, bar, higher_is_better):
+    ok = value is not None and (value >= bar if higher_is_better else value <= bar)
+    targets.append({"name": name, "value": value, "bar": ("≥ " if higher_is_better else "≤ ") + str(bar),
+                    "status": "pass" if ok else "fail"})
+g = load("bench/gpu_gemm_vs_cublas.json")
+if g:
+    summary["matmul_vs_cublaslt"] = {str(r["n"]): r["vs_cublaslt"] for r in g["sizes"]}
+    summary["matmul_vs_cublas"] = {str(r["n"]): r["vs_cublas"] for r in g["sizes"]}
+    for r in g["sizes"]:
+        target("matmul n=%d vs cuBLASLt (throughput fraction)" % r["n"], r["vs_cublaslt"], 0.90, True)
+e = load("bench/gpu_elementwise_bandwidth.json")
+if e:
+    summary["elementwise_vs_d2d"] = e["vs_d2d"]
+    summary["elementwise"] = e
+    target("fused element-wise chain vs D2D copy bandwidth", e["vs_d2d"], 0.80, True)
+nvrtc = {}
+for f in sorted(os.listdir(os.path.join(out, "nvrtc"))) if os.path.isdir(os.path.join(out, "nvrtc")) else []:
+    parts = f.split(".")
+    if f.endswith(".json") and len(parts) == 4:
+        j = load("nvrtc/" + f)
+        if j and "load_ms" in j:
+            nvrtc.setdefault(parts[0], {}).setdefault(parts[1], []).append(j["load_ms"])
+summary["nvrtc"] = {m: {"cold_ms": median(v.get("cold", [])), "cached_ms": median(v.get("cached", [])),
+                        "compile_ms": (median(v["cold"]) - median(v["cached"])) if v.get("cold") and v.get("cached") else None,
+                        "loads": v,
+                        # 0: the cold load compiled nothing (no generated kernel, or no GPU)
+                        "cache_files": len(open(os.path.join(out, "nvrtc", m + ".cache.1.txt")).read().split())}
+                   for m, v in nvrtc.items()}
+torch_r = {}
+for mb in ("resnet18.b32", "mnist_cnn.b128"):
+    t = load("peers/%s.torch.json" % mb)
+    if not t:
+        continue
+    m = mb.split(".")[0]
+    # The like-for-like torch network: the ONNX graph (ResNet-18's BatchNorm folded, as exported).
+    peer = t["variants"].get("folded") or t["variants"].get("plain")
+    r = {"batch": t["batch"], "torch_with_copies_ms": peer["with_copies_ms"], "torch_resident_ms": peer["resident_ms"],
+         "torch_weights_check": t["pass"], "torch": t["torch"], "variants": t["variants"]}
+    for pol in ("cost", "gpu"):
+        j = load("peers/%s.%s.json" % (mb, pol))
+        if j:
+            r["tandem_%s_ms" % pol] = j["latency_ms"]["median"]
+            r["ratio_%s" % pol] = j["latency_ms"]["median"] / peer["with_copies_ms"]
+    torch_r[m] = r
+    for pol in ("cost", "gpu"):
+        if "ratio_" + pol in r:
+            target("%s batch %d: tandem --placement %s / torch eager (with copies)" % (m, t["batch"], pol),
+                   r["ratio_" + pol], 1.0, False)
+summary["torch"] = torch_r
+summary["targets"] = targets
+summary["measures"] = [dict(zip(("name", "status", "seconds", "log"), l.rstrip("\n").split("\t")))
+                       for l in open(os.path.join(out, "measures.tsv"))]
+json.dump(summary, open(os.path.join(out, "summary.json"), "w"), indent=1)
 policies = sorted({p for m in latency.values() for b in m.values() for p in b})
 with open(os.path.join(out, "latency.txt"), "w") as t:
     t.write("median latency, ms (tandem-run; PASS/FAIL = --expect at batch 1)\n")
@@ -147,6 +285,10 @@ with open(os.path.join(out, "latency.txt"), "w") as t:
             cell = lambda p: ("%.3f%s" % (row[p]["median_ms"], {True: " ok", False: " FAIL", None: ""}[row[p]["pass"]])) if p in row else "-"
             t.write("%-10s %6s " % (m, b) + "".join("%14s" % cell(p) for p in policies) + "\n")
 print(open(os.path.join(out, "latency.txt")).read())
+for t in targets:
+    print("target %-70s %8.3f %s  %s" % (t["name"], t["value"] if t["value"] is not None else float("nan"), t["bar"], t["status"]))
+for m, v in summary["nvrtc"].items():
+    print("nvrtc %-12s load cold %s ms, cached %s ms (%d cached images)" % (m, v["cold_ms"], v["cached_ms"], v["cache_files"]))
 print("%d checks, %d not passed%s" % (len(checks), len(failed), (": " + ", ".join(failed)) if failed else ""))
 PY
 [ $failed = 0 ]
