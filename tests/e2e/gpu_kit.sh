@@ -2,7 +2,9 @@
 # e2e: a reduced GPU kit (scripts/gpu-kit.sh --quick: mnist_cnn, policy cpu, batch 1, unpacked)
 # is self-contained: with a clean environment every kit binary resolves its libraries from the
 # kit or the system's glibc (only CUDA's own libraries may be missing on a machine without
-# them), and the kit's tandem-run passes the plan's --expect check.
+# them), and the kit's tandem-run passes the plan's --expect check. The benchmark examples'
+# runtime-only builds (*_run) are in it with their plans, link no MLIR/LLVM and, with a clean
+# environment, start and read their plans (here, without a GPU, they skip with exit 0).
 set -uo pipefail
 src=$1 build=$2 models=${3:-}
 if [ -z "$models" ] || [ ! -f "$models/mnist_cnn/model.onnx" ]; then echo "skip: no models"; exit 77; fi
@@ -14,7 +16,10 @@ TANDEM_MODELS=$models bash "$src/scripts/gpu-kit.sh" --quick --build "$build" --
   { echo "FAIL: gpu-kit.sh --quick"; exit 1; }
 kit=$work/kit
 for f in run.sh bin/tandem-run plans/mnist_cnn/b1-cpu.tplan plans/mnist_cnn/mnist_cnn.weights \
-         plans/mnist_cnn/data/input_0.pb lib/libdnnl.so.2 lib/libprotobuf.so.32; do
+         plans/mnist_cnn/data/input_0.pb lib/libdnnl.so.2 lib/libprotobuf.so.32 \
+         bin/examples/gpu_gemm_vs_cublas_run bin/examples/gpu_elementwise_bandwidth_run \
+         bench/gpu_gemm_vs_cublas/manifest.txt bench/gpu_elementwise_bandwidth/chain.tplan \
+         bench/cuda_fusion/gpu.tplan bench/cuda_fusion/data/output_0.pb torch_peers.py; do
   [ -e "$kit/$f" ] && echo "ok: kit has $f" || { echo "FAIL: kit lacks $f"; fails=$((fails+1)); }
 done
 for b in "$kit"/bin/* "$kit"/bin/tests/* "$kit"/bin/examples/* "$kit"/lib/*.so*; do
@@ -31,6 +36,19 @@ for b in "$kit"/bin/* "$kit"/bin/tests/* "$kit"/bin/examples/* "$kit"/lib/*.so*;
   else
     echo "ok: $(basename "$b") resolves from the kit"
   fi
+done
+for n in gpu_gemm_vs_cublas gpu_elementwise_bandwidth; do
+  b=$kit/bin/examples/${n}_run
+  [ -x "$b" ] || continue
+  if env -i /usr/bin/ldd "$b" | grep -qE 'libMLIR|libLLVM'; then echo "FAIL: ${n}_run links MLIR/LLVM"; fails=$((fails+1)); fi
+  # Clean environment; CUDA's libraries from where this machine has them (the kit carries none).
+  out=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib "$b" --plans "$kit/bench/$n" 2>&1)
+  code=$?
+  if [ $code = 0 ] && grep -qE "skipped: no CUDA device|GFLOP/s|GB/s" <<<"$out"; then echo "ok: ${n}_run --plans runs from the kit"
+  else echo "FAIL: ${n}_run --plans (exit $code): $out"; fails=$((fails+1)); fi
+  out=$(env -i PATH=/usr/bin:/bin LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib "$b" --plans "$work/none" 2>&1)
+  [ $? = 1 ] && grep -q "manifest.txt" <<<"$out" && echo "ok: ${n}_run names a missing manifest" ||
+    { echo "FAIL: ${n}_run --plans on a missing dir: $out"; fails=$((fails+1)); }
 done
 out=$(env -i PATH=/usr/bin:/bin "$kit/bin/tandem-run" run "$kit/plans/mnist_cnn/b1-cpu.tplan" \
       --inputs "$kit/plans/mnist_cnn/data" --expect "$kit/plans/mnist_cnn/data" 2>&1)
