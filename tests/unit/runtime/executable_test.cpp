@@ -5,24 +5,11 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Executable.h"
+#include "plan_test_util.h"
 
 using namespace tandem;
 
 namespace {
-
-plan::Value* addValue(plan::Plan& p, const std::string& name, plan::Value::Kind kind,
-                      std::vector<int64_t> dims, int64_t offset = 0) {
-  plan::Value* v = p.add_values();
-  v->set_id(p.values_size() - 1);
-  v->set_name(name);
-  v->set_dtype((int)DType::F32);
-  for (int64_t d : dims) v->add_dims(d);
-  v->set_device("cpu");
-  v->set_kind(kind);
-  v->set_arena_offset(offset);
-  v->set_bytes(numElements(dims) * 4);
-  return v;
-}
 
 // y = Relu(x + b), x: f32[2,3] input, b: f32[3] constant. Arena: x@0, t@64, y@0 would alias x
 // while x is read, so the plan puts y at 128.

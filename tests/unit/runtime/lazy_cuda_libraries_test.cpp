@@ -9,6 +9,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Device.h"
 #include "runtime/Executable.h"
+#include "plan_test_util.h"
 
 using namespace tandem;
 
@@ -28,20 +29,6 @@ std::vector<std::string> mappedCudaLibraries() {
   for (const char* stem : {"/libcublasLt.so", "/libcublas.so", "/libnvrtc.so", "/libcudnn"})
     if (maps.find(stem) != std::string::npos) found.push_back(stem);
   return found;
-}
-
-plan::Value* addValue(plan::Plan& p, const std::string& name, plan::Value::Kind kind, std::vector<int64_t> dims,
-                      int64_t offset) {
-  plan::Value* v = p.add_values();
-  v->set_id(p.values_size() - 1);
-  v->set_name(name);
-  v->set_dtype((int)DType::F32);
-  for (int64_t d : dims) v->add_dims(d);
-  v->set_device("cpu");
-  v->set_kind(kind);
-  v->set_arena_offset(offset);
-  v->set_bytes(numElements(dims) * 4);
-  return v;
 }
 
 // y = Relu(x): f32[4], x at 0, y at 64.

@@ -16,25 +16,12 @@
 #include "runtime/TimingCache.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
+#include "plan_test_util.h"
 
 using namespace tandem;
 namespace fs = std::filesystem;
 
 namespace {
-
-plan::Value* addValue(plan::Plan& p, const std::string& name, plan::Value::Kind kind,
-                      std::vector<int64_t> dims, int64_t offset = 0) {
-  plan::Value* v = p.add_values();
-  v->set_id(p.values_size() - 1);
-  v->set_name(name);
-  v->set_dtype((int)DType::F32);
-  for (int64_t d : dims) v->add_dims(d);
-  v->set_device("cpu");
-  v->set_kind(kind);
-  v->set_arena_offset(offset);
-  v->set_bytes(numElements(dims) * 4);
-  return v;
-}
 
 constexpr int64_t K = 64, N = 48;
 

@@ -9,6 +9,7 @@
 
 #include "runtime/Executable.h"
 #include "runtime/WeightsFile.h"
+#include "plan_test_util.h"
 
 using namespace tandem;
 
@@ -20,31 +21,19 @@ constexpr int kN = 128;  // 512-byte constant: large enough to leave the plan
 plan::Plan addReluPlan(float scale) {
   plan::Plan p;
   p.set_version(1);
-  auto value = [&](const std::string& name, plan::Value::Kind kind, std::vector<int64_t> dims, int64_t off) {
-    plan::Value* v = p.add_values();
-    v->set_id(p.values_size() - 1);
-    v->set_name(name);
-    v->set_dtype((int)DType::F32);
-    for (int64_t d : dims) v->add_dims(d);
-    v->set_device("cpu");
-    v->set_kind(kind);
-    v->set_arena_offset(off);
-    v->set_bytes(numElements(dims) * 4);
-    return v;
-  };
-  value("x", plan::Value::INPUT, {2, kN}, 0);
-  plan::Value* b = value("b", plan::Value::CONSTANT, {kN}, 0);
+  addValue(p, "x", plan::Value::INPUT, {2, kN}, 0);
+  plan::Value* b = addValue(p, "b", plan::Value::CONSTANT, {kN}, 0);
   b->mutable_constant()->set_dtype((int)DType::F32);
   b->mutable_constant()->add_dims(kN);
   std::vector<float> bv(kN);
   for (int i = 0; i < kN; ++i) bv[i] = scale * (i - 64);
   b->mutable_constant()->set_raw(std::string((const char*)bv.data(), bv.size() * 4));
-  plan::Value* small = value("small", plan::Value::CONSTANT, {2}, 0);  // stays in the plan
+  plan::Value* small = addValue(p, "small", plan::Value::CONSTANT, {2}, 0);  // stays in the plan
   small->mutable_constant()->set_dtype((int)DType::F32);
   small->mutable_constant()->add_dims(2);
   small->mutable_constant()->set_raw(std::string(8, '\0'));
-  value("t", plan::Value::INTERMEDIATE, {2, kN}, 1024);
-  value("y", plan::Value::INTERMEDIATE, {2, kN}, 2048);
+  addValue(p, "t", plan::Value::INTERMEDIATE, {2, kN}, 1024);
+  addValue(p, "y", plan::Value::INTERMEDIATE, {2, kN}, 2048);
   for (auto [op, in0, in1, out] : {std::tuple{"Add", 0, 1, 3}, std::tuple{"Relu", 3, -2, 4}}) {
     plan::Step* s = p.add_steps();
     s->set_op_type(op);
