@@ -11,6 +11,6 @@ isa=$(grep -m1 -ow 'avx512f' /proc/cpuinfo || true)
 echo "== tests on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') (${isa:-no avx512f}; $(nproc) cores)"
 ctest --output-on-failure -LE 'gpu|slow' -j "$(nproc)" "$@"
 if [ -n "$isa" ]; then
-  echo "== the same tests capped to AVX2 (TANDEM_MAX_CPU_ISA=avx2)"
-  TANDEM_MAX_CPU_ISA=avx2 ctest --output-on-failure -LE 'gpu|slow' -j "$(nproc)" "$@"
+  echo "== the same tests capped to AVX2 (TANDEM_MAX_CPU_ISA=avx2, ONEDNN_MAX_CPU_ISA=AVX2)"
+  TANDEM_MAX_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 ctest --output-on-failure -LE 'gpu|slow' -j "$(nproc)" "$@"
 fi
