@@ -242,6 +242,10 @@ Status createConvEpilogue(const KernelContext& anchor, const Epilogue& ep,
 Status createMatMulEpilogue(const KernelContext& anchor, const Epilogue& ep,
                             std::unique_ptr<Kernel>* out, std::string* regressed);
 
+/// Inference BatchNormalization (ctx: X, scale, B, mean, var, each [C]; Y only), then ReLU when
+/// `relu`; X and Y plain or in the host layout per the step's input/output_layouts (DnnlNorm.cpp).
+Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_ptr<Kernel>* out);
+
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
 /// run: runtime/cpu/avx2/Winograd.h on nChw8c activations) and of Gemm / MatMul ("dnnl", and
 /// "avx2" where the packed GEMM can run). `avx2Epilogue`: the step's post-ops, if any, are
