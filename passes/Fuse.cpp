@@ -215,9 +215,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
     // 5. Layout: a 4-D f32 activation written by a CPU op whose oneDNN kernel can write the
     //    host's activation layout (Conv, a conv-epilogue, Max/Average pool, inference
-    //    BatchNormalization and batchnorm-relu) and read only by ops of the same device that can
-    //    read it (a Conv's X, a conv-epilogue's X or residual, a pool's input, a
-    //    BatchNormalization's X), stays "blocked" between them (`result_layouts`): reorders happen only
+    //    BatchNormalization and batchnorm-relu, a channel Concat) and read only by ops of the
+    //    same device that can read it (a Conv's X, a conv-epilogue's X or residual, a pool's
+    //    input, a BatchNormalization's X, any input of a channel Concat), stays "blocked" between them (`result_layouts`): reorders happen only
     //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
     //    nhwc, as oneDNN's convolution prefers on the host) and keeps a value plain where that
     //    layout would pad its channels.
@@ -646,7 +646,18 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       return f.getKind() == "conv-epilogue" || f.getKind() == "batchnorm-relu";
     std::string t = onnxOpType(op);
     return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0) ||
-           isBatchNormInference(op);
+           isBatchNormInference(op) || isChannelConcat(op);
+  }
+
+  // A Concat along the channels of f32 [N, C, H, W] values (runtime/cpu/dnnl/DnnlConcat.cpp
+  // copies chunks in the host layout, or meets mixed layouts in plain).
+  static bool isChannelConcat(mlir::Operation* op) {
+    if (onnxOpType(op) != "Concat" || op->getNumResults() != 1 || !isF32(op->getResult(0)))
+      return false;
+    auto t = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    int64_t axis = intAttrOr(op, "axis", 0);
+    if (t.getRank() != 4 || (axis != 1 && axis != -3)) return false;
+    return llvm::all_of(op->getOperands(), [](mlir::Value v) { return isF32(v); });
   }
 
   static bool readsBlocked(mlir::OpOperand& use) {
@@ -665,6 +676,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       });
     }
     std::string t = onnxOpType(op);
+    if (isChannelConcat(op)) return true;
     return i == 0 && (t == "Conv" || isPlainPool(op) || isBatchNormInference(op));
   }
 

@@ -231,3 +231,27 @@ func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x
   %r2 = tandem.relu %n2 {device = "cpu"} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
   return %n2, %r2 : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
 }
+
+// -----
+
+// Layout: a channel Concat (GoogLeNet, DenseNet) reads and writes the host layout, so the
+// convs and the pool around it skip their reorders; a Concat along another axis does not, and
+// the conv feeding it stays plain.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[A:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[B:.*]] = tandem.max_pool %arg0 {device = "cpu", kernel_shape = [1, 1], result_layouts = ["blocked"]}
+// CHECK: %[[C:.*]] = tandem.concat %[[A]], %[[B]] {axis = 1 : i64, device = "cpu", result_layouts = ["blocked"]}
+// CHECK: tandem.conv %[[C]], %{{.*}} {device = "cpu"} :
+// CHECK: %[[D:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu"} :
+// CHECK: tandem.concat %[[D]], %[[D]] {axis = 2 : i64, device = "cpu"} :
+func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x4x4xf32>, tensor<1x8x8x4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x8x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x16x1x1xf32>
+  %a = tandem.conv %x, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %b = tandem.max_pool %x {device = "cpu", kernel_shape = [1, 1]} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %c = tandem.concat %a, %b {axis = 1 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %y = tandem.conv %c, %w2 {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<8x16x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %d = tandem.conv %x, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %e = tandem.concat %d, %d {axis = 2 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x8x4xf32>
+  return %y, %e : tensor<1x8x4x4xf32>, tensor<1x8x8x4xf32>
+}
