@@ -33,6 +33,19 @@ bool isInferenceDropout(mlir::Operation* op) {
   return mode.dtype() == DType::Bool && mode.data<uint8_t>()[0] == 0;
 }
 
+// A Pad whose pads are a constant of zeros is the identity in every mode (PyTorch exports one
+// before each AvgPool of DenseNet's transitions); its result then has its input's type.
+bool isZeroPad(mlir::Operation* op) {
+  if (op->getNumOperands() < 2 || op->getNumResults() != 1 ||
+      op->getResult(0).getType() != op->getOperand(0).getType())
+    return false;
+  Tensor pads;
+  if (!getConstantValue(op->getOperand(1), &pads) || pads.dtype() != DType::I64) return false;
+  for (int64_t i = 0; i < pads.numel(); ++i)
+    if (pads.data<int64_t>()[i] != 0) return false;
+  return true;
+}
+
 class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
  public:
   using TandemCanonicalizeBase::TandemCanonicalizeBase;
@@ -40,8 +53,8 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
   void runOnOperation() override {
     // 1. Walk @main forward (so every op sees its operands' final form):
     //    a. re-infer the op's result types (an operand may just have become a constant);
-    //    b. Identity, and Dropout in inference mode, are replaced by their input (Dropout's
-    //       mask by an all-true constant);
+    //    b. Identity, Dropout in inference mode and Pad with constant zero pads are replaced
+    //       by their input (Dropout's mask by an all-true constant);
     //    c. Shape of a static-shaped value becomes an i64 constant; an inference
     //       BatchNormalization whose input is a Conv with constant weights (and no other
     //       reader) is folded into the Conv's weights and bias;
@@ -70,7 +83,8 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
         continue;
       if (mlir::failed(reinferResultTypes(&op))) return signalPassFailure();
       std::string type = onnxOpType(&op);
-      if (type == "Identity" || (type == "Dropout" && isInferenceDropout(&op))) {
+      if (type == "Identity" || (type == "Dropout" && isInferenceDropout(&op)) ||
+          (type == "Pad" && isZeroPad(&op))) {
         if (foldToInput(rewriter, &op)) continue;
       }
       if (type == "Shape" && foldShape(rewriter, &op)) continue;

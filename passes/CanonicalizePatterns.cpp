@@ -370,6 +370,51 @@ bool rewriteMatMulAdd(mlir::IRRewriter& rewriter, mlir::Operation* add) {
   return false;
 }
 
+// ReduceMean over every spatial axis of an f32 [N, C, H, W(, D)] value (axes 2..rank-1, the
+// attribute form of ReduceMean-13): GlobalAveragePool, then Flatten(axis 1) when keepdims = 0.
+// PyTorch exports x.mean([2, 3]) this way (MnasNet, EfficientNet heads); the pool has a oneDNN
+// kernel that reads the host activation layout, the reduction only the reference loop.
+bool rewriteSpatialMean(mlir::IRRewriter& rewriter, mlir::Operation* op) {
+  if (op->getNumOperands() != 1) return false;
+  mlir::Value x = op->getOperand(0);
+  auto xt = rankedType(x);
+  auto axesAttr = op->getAttrOfType<mlir::ArrayAttr>("axes");
+  // Rank 4 and up: a rank-3 mean over axis 2 is a sequence model's last-axis mean (LayerNorm's
+  // pattern), better left as it is.
+  if (!isF32(x) || !xt || xt.getRank() < 4 || !axesAttr) return false;
+  const int64_t rank = xt.getRank();
+  llvm::SmallVector<int64_t> axes;
+  for (mlir::Attribute a : axesAttr) {
+    auto i = llvm::dyn_cast<mlir::IntegerAttr>(a);
+    if (!i) return false;
+    axes.push_back(i.getInt() < 0 ? i.getInt() + rank : i.getInt());
+  }
+  llvm::sort(axes);
+  if ((int64_t)axes.size() != rank - 2) return false;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (axes[i] != i + 2) return false;
+  auto keep = op->getAttrOfType<mlir::IntegerAttr>("keepdims");
+  rewriter.setInsertionPoint(op);
+  auto pool = createTandemOp(rewriter, op->getLoc(), "GlobalAveragePool", {x}, {});
+  if (mlir::failed(pool)) return false;
+  mlir::Value r = (*pool)->getResult(0);
+  if (keep && keep.getInt() == 0) {
+    auto flat = createTandemOp(rewriter, op->getLoc(), "Flatten", {r},
+                               {rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(1))});
+    if (mlir::failed(flat)) return false;
+    r = (*flat)->getResult(0);
+  }
+  if (r.getType() != op->getResult(0).getType()) {
+    // The op's type was re-inferred just before, so only a shape inference disagreeing with
+    // itself gets here; undo and leave the ReduceMean.
+    if (r.getDefiningOp() != *pool) rewriter.eraseOp(r.getDefiningOp());
+    rewriter.eraseOp(*pool);
+    return false;
+  }
+  rewriter.replaceOp(op, r);
+  return true;
+}
+
 }  // namespace
 
 bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {
@@ -378,6 +423,7 @@ bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {
   if (type == "Mul") return rewriteGelu(rewriter, op) || rewriteLayerNorm(rewriter, op);
   if (type == "Div") return rewriteLayerNorm(rewriter, op) || rewriteSoftmax(rewriter, op);
   if (type == "Add") return rewriteLayerNorm(rewriter, op) || rewriteMatMulAdd(rewriter, op);
+  if (type == "ReduceMean") return rewriteSpatialMean(rewriter, op);
   return false;
 }
 

@@ -195,6 +195,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     // 2. Epilogue groups, forward: a Conv / Gemm / MatMul (f32) absorbs the chain of its single
     //    consumers on the same device while each is a post-op: an Add of a same-typed
     //    non-constant value (the residual, oneDNN `sum`; one per group) or an activation.
+    //    Then an inference BatchNormalization whose only reader is a Relu: kind
+    //    `batchnorm-relu` (one per-channel affine + ReLU pass; DenseNet's pre-activation).
     // 3. Element-wise groups, consumers first (XLA instruction fusion): a loop-fusible root
     //    absorbs loop-fusible producers of the same type and device. A producer read only
     //    inside the group becomes internal; one also read outside becomes an extra output, if
@@ -212,9 +214,10 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    operands are the external inputs, its results the values read outside.
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
     // 5. Layout: a 4-D f32 activation written by a CPU op whose oneDNN kernel can write the
-    //    host's activation layout (Conv, a conv-epilogue, Max/Average pool) and read only by
-    //    ops of the same device that can read it (a Conv's X, a conv-epilogue's X or residual,
-    //    a pool's input), stays "blocked" between them (`result_layouts`): reorders happen only
+    //    host's activation layout (Conv, a conv-epilogue, Max/Average pool, inference
+    //    BatchNormalization and batchnorm-relu, a channel Concat) and read only by ops of the
+    //    same device that can read it (a Conv's X, a conv-epilogue's X or residual, a pool's
+    //    input, a BatchNormalization's X, any input of a channel Concat), stays "blocked" between them (`result_layouts`): reorders happen only
     //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
     //    nhwc, as oneDNN's convolution prefers on the host) and keeps a value plain where that
     //    layout would pad its channels.
@@ -232,6 +235,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
 
     for (mlir::Operation& op : body)
       if (onCpu(&op)) formEpilogue(&op, &groups);
+    for (mlir::Operation& op : body)
+      if (onCpu(&op)) formBatchNormRelu(&op, &groups);
     duplicateCheapProducers(body);
     llvm::SmallVector<mlir::Operation*> ops;
     for (mlir::Operation& op : body) ops.push_back(&op);
@@ -313,6 +318,41 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     if (g.members.size() < 2) return;
     for (mlir::Operation* m : g.members) grouped_.insert(m);
     groups->push_back(std::move(g));
+  }
+
+  // An inference BatchNormalization (f32, per-channel parameters) whose only reader is a Relu
+  // on its device: one per-channel affine + ReLU pass (kind `batchnorm-relu`). The BN of a
+  // pre-activation block (DenseNet) cannot fold into the Conv after the Relu.
+  void formBatchNormRelu(mlir::Operation* bn, std::vector<Group>* groups) {
+    if (!isBatchNormInference(bn) || grouped_.count(bn) || !bn->getResult(0).hasOneUse()) return;
+    mlir::Operation* user = *bn->getResult(0).getUsers().begin();
+    if (onnxOpType(user) != "Relu" || grouped_.count(user) || user->getNumOperands() != 1 ||
+        user->getResult(0).getType() != bn->getResult(0).getType())
+      return;
+    if (deviceOfOp(user) != deviceOfOp(bn)) {
+      refuse(user, "on " + deviceOfOp(user) + ", producer on " + deviceOfOp(bn));
+      return;
+    }
+    Group g{"batchnorm-relu", {bn, user}};
+    grouped_.insert(bn);
+    grouped_.insert(user);
+    groups->push_back(std::move(g));
+  }
+
+  // The BatchNormalization the CPU kernel runs (runtime/cpu/dnnl/DnnlNorm.cpp): inference, f32
+  // X, five operands, the parameters [C].
+  static bool isBatchNormInference(mlir::Operation* op) {
+    if (onnxOpType(op) != "BatchNormalization" || op->getNumOperands() != 5 ||
+        op->getNumResults() != 1 || !isF32(op->getResult(0)) ||
+        intAttrOr(op, "training_mode", 0) != 0)
+      return false;
+    auto x = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (x.getRank() < 2) return false;
+    for (unsigned i = 1; i < 5; ++i) {
+      auto p = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(i).getType());
+      if (!p || p.getRank() != 1 || p.getDimSize(0) != x.getDimSize(1)) return false;
+    }
+    return true;
   }
 
   void formElementwise(mlir::Operation* root, std::vector<Group>* groups) {
@@ -602,24 +642,42 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
   static bool writesBlocked(mlir::Operation* op) {
-    if (auto f = llvm::dyn_cast<FusedOp>(op)) return f.getKind() == "conv-epilogue";
+    if (auto f = llvm::dyn_cast<FusedOp>(op))
+      return f.getKind() == "conv-epilogue" || f.getKind() == "batchnorm-relu";
     std::string t = onnxOpType(op);
-    return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0);
+    return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0) ||
+           isBatchNormInference(op) || isChannelConcat(op);
+  }
+
+  // A Concat along the channels of f32 [N, C, H, W] values (runtime/cpu/dnnl/DnnlConcat.cpp
+  // copies chunks in the host layout, or meets mixed layouts in plain).
+  static bool isChannelConcat(mlir::Operation* op) {
+    if (onnxOpType(op) != "Concat" || op->getNumResults() != 1 || !isF32(op->getResult(0)))
+      return false;
+    auto t = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    int64_t axis = intAttrOr(op, "axis", 0);
+    if (t.getRank() != 4 || (axis != 1 && axis != -3)) return false;
+    return llvm::all_of(op->getOperands(), [](mlir::Value v) { return isF32(v); });
   }
 
   static bool readsBlocked(mlir::OpOperand& use) {
     mlir::Operation* op = use.getOwner();
     unsigned i = use.getOperandNumber();
     if (auto f = llvm::dyn_cast<FusedOp>(op)) {
-      if (f.getKind() != "conv-epilogue") return false;
       mlir::BlockArgument arg = f.getBody().front().getArgument(i);
+      if (f.getKind() == "batchnorm-relu")
+        return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
+          return onnxOpType(u.getOwner()) == "BatchNormalization" && u.getOperandNumber() == 0;
+        });
+      if (f.getKind() != "conv-epilogue") return false;
       return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
         std::string t = onnxOpType(u.getOwner());
         return (t == "Conv" && u.getOperandNumber() == 0) || t == "Add";
       });
     }
     std::string t = onnxOpType(op);
-    return i == 0 && (t == "Conv" || isPlainPool(op));
+    if (isChannelConcat(op)) return true;
+    return i == 0 && (t == "Conv" || isPlainPool(op) || isBatchNormInference(op));
   }
 
   void markLayouts(mlir::Operation* op) {

@@ -56,12 +56,14 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
   let summary = "Constant folding with the CPU kernels, Shape/Identity/Dropout/BatchNorm folds, DCE, CSE";
   let description = [{
     A forward walk over @main: re-infer each op's result types (operands may have become
-    constants); fold Identity and inference Dropout to their input; fold Shape of a
+    constants); fold Identity, inference Dropout and a Pad of constant zero pads to their
+    input; fold Shape of a
     static-shaped value to a constant; fold an inference BatchNormalization into the Conv that
     feeds it (constant weights, no other reader of the Conv); recognise written-out composites
     by their last op (GELU in erf and tanh forms -> Gelu; LayerNorm over the last axis, with
     its scalar eps and per-channel scale and bias, -> LayerNormalization; exp / reduce-sum
-    softmax -> Softmax; 2-D MatMul + Add -> Gemm), each only after its whole pattern matched
+    softmax -> Softmax; 2-D MatMul + Add -> Gemm; ReduceMean over every spatial axis of a
+    rank >= 4 value -> GlobalAveragePool, + Flatten without keepdims), each only after its whole pattern matched
     (constants, axes, broadcast shapes, no reader outside the pattern of an op it makes dead),
     so a near-match stays as it is; fold any op whose operands are
     all constants by running its CPU kernel from the kernel registry (skipped when the result
@@ -163,7 +165,12 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        activations (Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Tanh, Exp, Sqrt, Abs, Neg,
        Clip with constant bounds, Gelu). Kind `conv-epilogue` / `gemm-epilogue`. At load the
        runtime compares the fused primitive's implementation with the unfused one and runs the
-       group unfused if fusing would fall to a gemm or reference kernel.
+       group unfused if fusing would fall to a gemm or reference kernel. Then an inference
+       BatchNormalization read only by a Relu (kind `batchnorm-relu`: one per-channel affine +
+       ReLU pass; DenseNet's pre-activation, which cannot fold into the Conv after the Relu).
+       Layouts (`result_layouts`): values between ops that read and write the host's
+       activation layout (Conv, conv-epilogue, pools, BatchNormalization, batchnorm-relu,
+       channel Concat) stay in it ("blocked").
     2. Element-wise chains (kind `elementwise`), visited consumers first: producers of the same
        type (operands of the result's type or scalars) join; one also read outside becomes an
        extra output only if the group stays convex and those readers follow the root.

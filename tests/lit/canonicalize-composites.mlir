@@ -220,3 +220,24 @@ func.func @main(%a: tensor<5x2x3xf32>, %c: tensor<2x3xf32>) -> (tensor<5x2x4xf32
   %3 = tandem.add %2, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   return %1, %2, %3 : tensor<5x2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// ReduceMean over every spatial axis (x.mean([2, 3]) from PyTorch) is GlobalAveragePool, then
+// Flatten when the axes are dropped; kept dims need no Flatten. A mean over the channels, over
+// one spatial axis only, or over the last axis of a rank-3 value (a sequence), stays a ReduceMean.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[P:.*]] = tandem.global_average_pool %arg0 : (tensor<2x8x5x5xf32>) -> tensor<2x8x1x1xf32>
+// CHECK-NEXT: %[[F:.*]] = tandem.flatten %[[P]] {axis = 1 : i64} : (tensor<2x8x1x1xf32>) -> tensor<2x8xf32>
+// CHECK-NEXT: %[[K:.*]] = tandem.global_average_pool %arg1 : (tensor<2x8x5x5xf32>) -> tensor<2x8x1x1xf32>
+// CHECK-NEXT: tandem.reduce_mean %arg0 {axes = [1], keepdims = 0 : i64}
+// CHECK-NEXT: tandem.reduce_mean %arg0 {axes = [3]}
+// CHECK-NEXT: tandem.reduce_mean %arg2 {axes = [2]}
+func.func @main(%x: tensor<2x8x5x5xf32>, %y: tensor<2x8x5x5xf32>, %s: tensor<2x5x8xf32>) -> (tensor<2x8xf32>, tensor<2x8x1x1xf32>, tensor<2x5x5xf32>, tensor<2x8x5x1xf32>, tensor<2x5x1xf32>) {
+  %a = tandem.reduce_mean %x {axes = [2, 3], keepdims = 0 : i64} : (tensor<2x8x5x5xf32>) -> tensor<2x8xf32>
+  %b = tandem.reduce_mean %y {axes = [-1, -2]} : (tensor<2x8x5x5xf32>) -> tensor<2x8x1x1xf32>
+  %c = tandem.reduce_mean %x {axes = [1], keepdims = 0 : i64} : (tensor<2x8x5x5xf32>) -> tensor<2x5x5xf32>
+  %d = tandem.reduce_mean %x {axes = [3]} : (tensor<2x8x5x5xf32>) -> tensor<2x8x5x1xf32>
+  %e = tandem.reduce_mean %s {axes = [2]} : (tensor<2x5x8xf32>) -> tensor<2x5x1xf32>
+  return %a, %b, %c, %d, %e : tensor<2x8xf32>, tensor<2x8x1x1xf32>, tensor<2x5x5xf32>, tensor<2x8x5x1xf32>, tensor<2x5x1xf32>
+}

@@ -80,6 +80,21 @@ func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xi1>) {
 
 // -----
 
+// A Pad of constant zero pads is its input; one that shifts (pads 1 and -1: same shape) stays.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[P:.*]] = tandem.constant dense<[0, 0, 0, 1, 0, 0, 0, -1]>
+// CHECK-NEXT: %[[R:.*]] = tandem.pad %arg0, %[[P]]
+// CHECK-NEXT: return %arg0, %[[R]]
+func.func @main(%x: tensor<1x2x3x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %z = tandem.constant dense<0> : tensor<8xi64>
+  %p0 = tandem.pad %x, %z {mode = "constant"} : (tensor<1x2x3x4xf32>, tensor<8xi64>) -> tensor<1x2x3x4xf32>
+  %nz = tandem.constant dense<[0, 0, 0, 1, 0, 0, 0, -1]> : tensor<8xi64>
+  %p1 = tandem.pad %x, %nz {mode = "constant"} : (tensor<1x2x3x4xf32>, tensor<8xi64>) -> tensor<1x2x3x4xf32>
+  return %p0, %p1 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // Folding stops where the result would be large (fold-limit=16 here) and bigger than its inputs.
 // CHECK-LABEL: func.func @main
 // CHECK: tandem.expand

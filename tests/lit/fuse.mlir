@@ -200,3 +200,58 @@ func.func @main(%x: tensor<1x8x8x8xf32> {tandem.device = "cpu"}) -> tensor<1x16x
   %a = tandem.average_pool %c2 {ceil_mode = 1 : i64, count_include_pad = 1 : i64, device = "cpu", kernel_shape = [3, 3], strides = [2, 2]} : (tensor<1x16x4x4xf32>) -> tensor<1x16x2x2xf32>
   return %a : tensor<1x16x2x2xf32>
 }
+
+// -----
+
+// A pre-activation block (DenseNet): an inference BatchNormalization read only by a Relu forms
+// a `batchnorm-relu` group, which reads and writes the host layout like a conv, so the pool
+// feeding it and the Conv after it skip their reorders. A BatchNormalization with a second
+// reader (the returned value) stays on its own; it reads the Conv's host layout and writes
+// plain (returned).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[P:.*]] = tandem.max_pool %arg0 {device = "cpu", kernel_shape = [1, 1], result_layouts = ["blocked"]}
+// CHECK: %[[F:.*]] = tandem.fused "batchnorm-relu"(%[[P]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: tandem.batch_normalization %arg1
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: %[[C:.*]] = tandem.conv %[[F]], %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[B:.*]] = tandem.batch_normalization %[[C]], %{{.*}} {device = "cpu"} :
+// CHECK-NEXT: tandem.relu %[[B]] {device = "cpu"}
+func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) {
+  %p = tandem.max_pool %x {device = "cpu", kernel_shape = [1, 1]} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %s = tandem.constant {device = "cpu"} dense<2.0> : tensor<8xf32>
+  %b = tandem.constant {device = "cpu"} dense<-1.0> : tensor<8xf32>
+  %m = tandem.constant {device = "cpu"} dense<0.5> : tensor<8xf32>
+  %v = tandem.constant {device = "cpu"} dense<4.0> : tensor<8xf32>
+  %n = tandem.batch_normalization %p, %s, %b, %m, %v {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x4x4xf32>
+  %r = tandem.relu %n {device = "cpu"} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %w = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x8x1x1xf32>
+  %c = tandem.conv %r, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %n2 = tandem.batch_normalization %c, %s, %b, %m, %v {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x4x4xf32>
+  %r2 = tandem.relu %n2 {device = "cpu"} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  return %n2, %r2 : tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// Layout: a channel Concat (GoogLeNet, DenseNet) reads and writes the host layout, so the
+// convs and the pool around it skip their reorders; a Concat along another axis does not, and
+// the conv feeding it stays plain.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[A:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[B:.*]] = tandem.max_pool %arg0 {device = "cpu", kernel_shape = [1, 1], result_layouts = ["blocked"]}
+// CHECK: %[[C:.*]] = tandem.concat %[[A]], %[[B]] {axis = 1 : i64, device = "cpu", result_layouts = ["blocked"]}
+// CHECK: tandem.conv %[[C]], %{{.*}} {device = "cpu"} :
+// CHECK: %[[D:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu"} :
+// CHECK: tandem.concat %[[D]], %[[D]] {axis = 2 : i64, device = "cpu"} :
+func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x4x4xf32>, tensor<1x8x8x4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x8x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x16x1x1xf32>
+  %a = tandem.conv %x, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %b = tandem.max_pool %x {device = "cpu", kernel_shape = [1, 1]} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %c = tandem.concat %a, %b {axis = 1 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %y = tandem.conv %c, %w2 {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<8x16x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %d = tandem.conv %x, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %e = tandem.concat %d, %d {axis = 2 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x8x4xf32>
+  return %y, %e : tensor<1x8x4x4xf32>, tensor<1x8x8x4xf32>
+}

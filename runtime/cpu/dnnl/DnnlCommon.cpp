@@ -315,6 +315,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlEltwiseKernels(r);
   dnnlcpu::registerDnnlBinaryKernels(r);
   dnnlcpu::registerDnnlFusedKernels(r);
+  dnnlcpu::registerDnnlConcatKernels(r);
 }
 
 }  // namespace tandem

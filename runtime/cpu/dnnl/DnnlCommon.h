@@ -242,6 +242,10 @@ Status createConvEpilogue(const KernelContext& anchor, const Epilogue& ep,
 Status createMatMulEpilogue(const KernelContext& anchor, const Epilogue& ep,
                             std::unique_ptr<Kernel>* out, std::string* regressed);
 
+/// Inference BatchNormalization (ctx: X, scale, B, mean, var, each [C]; Y only), then ReLU when
+/// `relu`; X and Y plain or in the host layout per the step's input/output_layouts (DnnlNorm.cpp).
+Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_ptr<Kernel>* out);
+
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
 /// run: runtime/cpu/avx2/Winograd.h on nChw8c activations) and of Gemm / MatMul ("dnnl", and
 /// "avx2" where the packed GEMM can run). `avx2Epilogue`: the step's post-ops, if any, are
@@ -261,6 +265,7 @@ void registerDnnlNormKernels(KernelRegistry& r);      // DnnlNorm.cpp: BN, LN, (
 void registerDnnlEltwiseKernels(KernelRegistry& r);   // DnnlEltwise.cpp: unary activations
 void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub/Mul/Div/Min/Max
 void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
+void registerDnnlConcatKernels(KernelRegistry& r);    // DnnlConcat.cpp: Concat in host layout
 
 }  // namespace dnnlcpu
 }  // namespace tandem

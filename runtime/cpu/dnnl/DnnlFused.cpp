@@ -1,5 +1,6 @@
 // "Fused" conv-epilogue / gemm-epilogue steps as one oneDNN primitive with post-ops (residual
-// Add as `sum`, activations as `eltwise`), or unfused when post-ops would cost the fast kernel.
+// Add as `sum`, activations as `eltwise`), or unfused when post-ops would cost the fast kernel;
+// "batchnorm-relu" steps as one per-channel affine + ReLU pass (DnnlNorm.cpp).
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
@@ -203,6 +204,32 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
   return Status::ok();
 }
 
+bool isBatchNormReluKind(const KernelContext& ctx) {
+  return ctx.attrs->getString("kind", "") == "batchnorm-relu";
+}
+
+// Body: BatchNormalization (op 0) then Relu reading it, the only output.
+Status createFusedBatchNormRelu(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  fused::Body body;
+  TANDEM_RETURN_IF_ERROR(fused::parseBody(ctx, &body));
+  if (body.ops.size() != 2 || body.ops[0].type != "BatchNormalization" ||
+      body.ops[1].type != "Relu" || body.ops[1].refs != std::vector<int64_t>{-2} ||
+      body.outputsFrom != std::vector<int64_t>{1})
+    return Status::error("Fused batchnorm-relu: the body must be BatchNormalization then Relu");
+  const fused::BodyOp& bn = body.ops[0];
+  for (int64_t r : bn.refs)
+    if (r < 0) return Status::error("Fused batchnorm-relu: BatchNormalization lacks an input");
+  KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
+  AttrMap attrs = bn.attrs;
+  attrs.set("input_layouts", Attr::ofStrings({isBlocked(ctx, true, (size_t)bn.refs[0]) ? "blocked" : ""}));
+  attrs.set("output_layouts", Attr::ofStrings({isBlocked(ctx, false, 0) ? "blocked" : ""}));
+  anchor.attrs = &attrs;
+  std::unique_ptr<Kernel> inner;
+  TANDEM_RETURN_IF_ERROR(createBatchNormKernel(anchor, /*relu=*/true, &inner));
+  *out = std::make_unique<EpilogueKernel>(std::move(inner), bn.refs);
+  return Status::ok();
+}
+
 /// The variants of the anchor op (convVariants / matmulVariants). The AVX2 kernels apply a
 /// residual sum then a ReLU at most; any other post-op leaves oneDNN alone.
 std::vector<std::string> fusedEpilogueVariants(const KernelContext& ctx) {
@@ -238,6 +265,11 @@ void registerDnnlFusedKernels(KernelRegistry& r) {
   d.dtypesText = "f32 (conv/gemm epilogues)";
   d.variants = fusedEpilogueVariants;
   r.add(std::move(d));
+  KernelDef bn = makeDef("Fused", isBatchNormReluKind, [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+    return createFusedBatchNormRelu(ctx, out);
+  });
+  bn.dtypesText = "f32 (batchnorm-relu)";
+  r.add(std::move(bn));
 }
 
 }  // namespace dnnlcpu

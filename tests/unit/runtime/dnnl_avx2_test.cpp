@@ -4,6 +4,7 @@
 #include <random>
 
 #include "dnnl_test_util.h"
+#include "runtime/cpu/avx2/ChannelAffine.h"
 #include "runtime/cpu/avx2/Pool.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/avx2/Winograd.h"
@@ -339,6 +340,57 @@ TEST(Avx2MaxPool, PlainInputStaysWithOneDnn) {
   std::string impl;
   runOnce(oc, &impl);
   EXPECT_EQ(impl.rfind("dnnl:", 0), 0u) << impl;
+}
+
+}  // namespace
+}  // namespace dnnltest
+}  // namespace tandem
+
+namespace tandem {
+namespace dnnltest {
+namespace {
+
+// channelAffine in each layout against a naive loop on the plain tensor: the element at
+// (n, c, s) must get channel c's scale and shift wherever the layout stores it. C = 32 fits
+// every layout; C = 5 (plain, channels-last) and threads = 2 exercise the remainders and the
+// split. Runs the AVX2 path where the CPU has it, the scalar one otherwise.
+TEST(Avx2ChannelAffine, EveryLayoutMatchesNaive) {
+  using L = avx2::ChannelLayout;
+  struct Case { L layout; int64_t N, C, S; };
+  for (const Case& k : {Case{L::Plain, 2, 5, 13}, Case{L::ChannelsLast, 2, 5, 13},
+                        Case{L::ChannelsLast, 2, 32, 7}, Case{L::Blocked8, 2, 32, 7},
+                        Case{L::Blocked16, 2, 32, 7}, Case{L::Plain, 1, 32, 3}})
+    for (bool relu : {false, true})
+      for (int threads : {1, 2}) {
+        const int64_t n = k.N * k.C * k.S;
+        std::vector<float> x = randomVec(n, 7), a = randomVec(k.C, 8, 0.5f, 2.f),
+                           b = randomVec(k.C, 9);
+        // Index of logical (n, c, s) in the layout.
+        auto at = [&](int64_t i, int64_t c, int64_t s) -> int64_t {
+          switch (k.layout) {
+            case L::Plain: return (i * k.C + c) * k.S + s;
+            case L::ChannelsLast: return (i * k.S + s) * k.C + c;
+            case L::Blocked8: return ((i * (k.C / 8) + c / 8) * k.S + s) * 8 + c % 8;
+            case L::Blocked16: return ((i * (k.C / 16) + c / 16) * k.S + s) * 16 + c % 16;
+          }
+          return 0;
+        };
+        std::vector<float> y(n, -99.f);
+        avx2::channelAffine(k.layout, k.N, k.C, k.S, a.data(), b.data(), relu, x.data(), y.data(),
+                            threads);
+        std::vector<float> got(n);
+        std::vector<double> want(n);
+        for (int64_t i = 0; i < k.N; ++i)
+          for (int64_t c = 0; c < k.C; ++c)
+            for (int64_t s = 0; s < k.S; ++s) {
+              int64_t p = at(i, c, s);
+              double v = (double)x[p] * a[c] + b[c];
+              want[p] = relu ? std::max(v, 0.0) : v;
+              got[p] = y[p];
+            }
+        expectNear(got, want, 1e-5,
+                   "layout " + std::to_string((int)k.layout) + " relu " + std::to_string(relu));
+      }
 }
 
 }  // namespace

@@ -113,6 +113,7 @@ struct ConvSpec {
   std::string autoPad;
   bool bias = false;
   bool constWeights = true;
+  bool hostLayout = false;  // X and Y in the host activation layout (the plan's "blocked")
 };
 
 void checkConv(const ConvSpec& s, uint32_t seed, std::string* impl = nullptr) {
@@ -129,8 +130,16 @@ void checkConv(const ConvSpec& s, uint32_t seed, std::string* impl = nullptr) {
   if (s.bias) c.inputs.push_back(randomTensor({s.y[1]}, seed + 2));
   c.outputs = {s.y};
   ASSERT_TRUE(dnnlSupports(c));
+  const Tensor plainX = c.inputs[0];
+  if (s.hostLayout) {
+    c.attrs.set("input_layouts", Attr::ofStrings({"blocked", "", ""}));
+    c.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+    c.inputs[0] = relayout(plainX, true);
+  }
   std::string chosen;
   Tensor y = runOnce(c, &chosen);
+  if (s.hostLayout) y = relayout(y, false);
+  c.inputs[0] = plainX;
   if (impl) *impl = chosen;
   Geo g = makeGeo(s.x, s.w, s.y, s.group, s.strides, s.dilations, s.padL);
   // Winograd F(4x4, 3x3) rounds more than a direct sum (its transforms scale by up to 5 and 8):
@@ -181,6 +190,23 @@ TEST(DnnlConv, Grouped) {
   s.padL = {1, 1};
   s.bias = true;
   checkConv(s, 4);
+}
+
+// A grouped convolution between host-layout neighbours (RegNet's 3x3, group width 16) reads
+// and writes that layout itself: oneDNN's own choice (nChw16c on AVX-512 hosts, whose layout
+// is nhwc) would reorder both sides on every run.
+TEST(DnnlConv, GroupedInHostLayoutHasNoReorders) {
+  ConvSpec s{{2, 64, 14, 14}, {64, 16, 3, 3}, {2, 64, 7, 7}};
+  s.group = 4;
+  s.strides = {2, 2};
+  s.pads = {1, 1, 1, 1};
+  s.padL = {1, 1};
+  s.bias = true;
+  s.hostLayout = true;
+  std::string impl;
+  checkConv(s, 6, &impl);
+  EXPECT_EQ(impl.find("reorders"), std::string::npos) << impl;
+  EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
 }
 
 TEST(DnnlConv, Depthwise) {

@@ -1,6 +1,7 @@
-// oneDNN BatchNormalization, LayerNormalization, Softmax and LogSoftmax kernels against naive
-// loops.
+// The BatchNormalization kernel (plain and host layouts, alone and fused with its Relu) and the
+// oneDNN LayerNormalization, Softmax and LogSoftmax kernels against naive loops.
 #include "dnnl_test_util.h"
+#include "fused_attrs_util.h"
 
 namespace tandem {
 namespace dnnltest {
@@ -37,6 +38,58 @@ void checkBatchNorm(const Shape& x, bool constParams, uint32_t seed) {
 TEST(DnnlBatchNorm, FourD) { checkBatchNorm({2, 16, 5, 7}, true, 1); }
 TEST(DnnlBatchNorm, TwoDRuntimeParams) { checkBatchNorm({4, 10}, false, 2); }
 TEST(DnnlBatchNorm, ThreeD) { checkBatchNorm({3, 6, 11}, true, 3); }
+
+// The host activation layout on either side (the plan's input/output_layouts): the same values
+// as the plain case, whichever side is blocked; with ReLU as a fused batchnorm-relu step.
+void checkBatchNormLayouts(bool inBlocked, bool outBlocked, bool fusedRelu) {
+  const Shape x = {2, 32, 5, 7};
+  const int64_t C = x[1];
+  OpCase c;
+  c.op = fusedRelu ? "Fused" : "BatchNormalization";
+  if (fusedRelu) {
+    c.attrs = fusedAttrs("batchnorm-relu", {"BatchNormalization", "Relu"}, {{0, 1, 2, 3, 4}, {-2}},
+                         {1});
+    c.attrs.set("0.epsilon", Attr::ofFloat(1e-3f));
+  } else {
+    c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+  }
+  c.attrs.set("input_layouts", Attr::ofStrings({inBlocked ? "blocked" : "", "", "", "", ""}));
+  c.attrs.set("output_layouts", Attr::ofStrings({outBlocked ? "blocked" : ""}));
+  Tensor plainX = randomTensor(x, 11, -2.f, 2.f);
+  c.inputs = {inBlocked ? relayout(plainX, true) : plainX, randomTensor({C}, 12, 0.5f, 2.f),
+              randomTensor({C}, 13), randomTensor({C}, 14), randomTensor({C}, 15, 0.1f, 3.f)};
+  c.constant = {false, true, true, true, true};
+  c.outputs = {x};
+  std::string impl;
+  Tensor y = runOnce(c, &impl);
+  ASSERT_TRUE(y.defined());
+  EXPECT_EQ(impl.find("+relu") != std::string::npos, fusedRelu) << impl;
+  EXPECT_EQ(impl.find("reorders[dst]") != std::string::npos, inBlocked != outBlocked) << impl;
+  if (outBlocked) y = relayout(y, false);
+  const float *X = plainX.data<float>(), *sc = c.inputs[1].data<float>(),
+              *b = c.inputs[2].data<float>(), *mean = c.inputs[3].data<float>(),
+              *var = c.inputs[4].data<float>();
+  const int64_t S = 5 * 7;
+  std::vector<double> want(numElements(x));
+  int negatives = 0;
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t s = 0; s < S; ++s) {
+        int64_t i = (n * C + ch) * S + s;
+        double v = (X[i] - mean[ch]) / std::sqrt((double)var[ch] + 1e-3) * sc[ch] + b[ch];
+        negatives += v < 0;
+        want[i] = fusedRelu ? std::max(v, 0.0) : v;
+      }
+  ASSERT_GT(negatives, 100);  // the ReLU has work to do
+  expectClose(y, want);
+}
+
+TEST(DnnlBatchNorm, BlockedInAndOut) { checkBatchNormLayouts(true, true, false); }
+TEST(DnnlBatchNorm, PlainInBlockedOut) { checkBatchNormLayouts(false, true, false); }
+TEST(DnnlBatchNorm, BlockedInPlainOut) { checkBatchNormLayouts(true, false, false); }
+TEST(DnnlBatchNorm, FusedReluPlain) { checkBatchNormLayouts(false, false, true); }
+TEST(DnnlBatchNorm, FusedReluBlocked) { checkBatchNormLayouts(true, true, true); }
+TEST(DnnlBatchNorm, FusedReluPlainInBlockedOut) { checkBatchNormLayouts(false, true, true); }
 
 TEST(DnnlBatchNorm, TrainingModeFallsBack) {
   OpCase c;

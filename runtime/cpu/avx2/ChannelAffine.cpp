@@ -1,0 +1,131 @@
+// Per-channel affine (+ ReLU) over plain, channels-last and channel-blocked activations.
+#include "runtime/cpu/avx2/ChannelAffine.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/cpu/avx2/Sgemm.h"
+
+#define TANDEM_AVX2 __attribute__((target("avx2,fma")))
+
+namespace tandem {
+namespace avx2 {
+
+namespace {
+
+// y[i] = x[i] * a + b over one channel's run (plain layout).
+TANDEM_AVX2 void runScalarAvx2(const float* x, float* y, int64_t n, float a, float b, bool relu) {
+  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), z = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), va, vb);
+    _mm256_storeu_ps(y + i, relu ? _mm256_max_ps(v, z) : v);
+  }
+  for (; i < n; ++i) {
+    float v = std::fma(x[i], a, b);
+    y[i] = relu ? std::max(v, 0.f) : v;
+  }
+}
+
+// y[i] = x[i] * a[i % period] + b[i % period] for `count` vectors of `period` channels
+// (channels-last: period C, count pixels; blocked: period 8 or 16, count S).
+TANDEM_AVX2 void runVectorAvx2(const float* x, float* y, int64_t count, int64_t period,
+                               const float* a, const float* b, bool relu) {
+  const __m256 z = _mm256_setzero_ps();
+  if (period == 8 || period == 16) {
+    // The parameters stay in registers across the whole plane.
+    const __m256 a0 = _mm256_loadu_ps(a), b0 = _mm256_loadu_ps(b);
+    const __m256 a1 = period == 16 ? _mm256_loadu_ps(a + 8) : a0;
+    const __m256 b1 = period == 16 ? _mm256_loadu_ps(b + 8) : b0;
+    const int64_t n = count * period;
+    for (int64_t i = 0; i < n; i += period) {
+      __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), a0, b0);
+      _mm256_storeu_ps(y + i, relu ? _mm256_max_ps(v, z) : v);
+      if (period == 16) {
+        __m256 w = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), a1, b1);
+        _mm256_storeu_ps(y + i + 8, relu ? _mm256_max_ps(w, z) : w);
+      }
+    }
+    return;
+  }
+  for (int64_t p = 0; p < count; ++p) {
+    const float* xp = x + p * period;
+    float* yp = y + p * period;
+    int64_t c = 0;
+    for (; c + 8 <= period; c += 8) {
+      __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(xp + c), _mm256_loadu_ps(a + c),
+                                 _mm256_loadu_ps(b + c));
+      _mm256_storeu_ps(yp + c, relu ? _mm256_max_ps(v, z) : v);
+    }
+    for (; c < period; ++c) {
+      float v = std::fma(xp[c], a[c], b[c]);
+      yp[c] = relu ? std::max(v, 0.f) : v;
+    }
+  }
+}
+
+void runScalar(const float* x, float* y, int64_t n, float a, float b, bool relu) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = std::fma(x[i], a, b);
+    y[i] = relu ? std::max(v, 0.f) : v;
+  }
+}
+
+void runVector(const float* x, float* y, int64_t count, int64_t period, const float* a,
+               const float* b, bool relu) {
+  for (int64_t p = 0; p < count; ++p)
+    for (int64_t c = 0; c < period; ++c) {
+      float v = std::fma(x[p * period + c], a[c], b[c]);
+      y[p * period + c] = relu ? std::max(v, 0.f) : v;
+    }
+}
+
+}  // namespace
+
+void channelAffine(ChannelLayout layout, int64_t N, int64_t C, int64_t S, const float* scale,
+                   const float* shift, bool relu, const float* src, float* dst, int threads) {
+  const bool fast = available();
+  const int nt = std::max(1, threads);
+  switch (layout) {
+    case ChannelLayout::Plain: {
+      // One run of S per (n, c).
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t r = 0; r < N * C; ++r) {
+        const int64_t c = r % C;
+        if (fast) runScalarAvx2(src + r * S, dst + r * S, S, scale[c], shift[c], relu);
+        else runScalar(src + r * S, dst + r * S, S, scale[c], shift[c], relu);
+      }
+      break;
+    }
+    case ChannelLayout::ChannelsLast: {
+      // Chunks of pixels, each a vector of C channels.
+      const int64_t pixels = N * S, chunk = std::max<int64_t>(1, 4096 / std::max<int64_t>(C, 1));
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+        const int64_t cnt = std::min(chunk, pixels - p0);
+        if (fast) runVectorAvx2(src + p0 * C, dst + p0 * C, cnt, C, scale, shift, relu);
+        else runVector(src + p0 * C, dst + p0 * C, cnt, C, scale, shift, relu);
+      }
+      break;
+    }
+    case ChannelLayout::Blocked8:
+    case ChannelLayout::Blocked16: {
+      // One plane of S vectors per (n, channel block).
+      const int64_t X = layout == ChannelLayout::Blocked8 ? 8 : 16, CB = C / X;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t r = 0; r < N * CB; ++r) {
+        const int64_t cb = r % CB;
+        const float* x = src + r * S * X;
+        float* y = dst + r * S * X;
+        if (fast) runVectorAvx2(x, y, S, X, scale + cb * X, shift + cb * X, relu);
+        else runVector(x, y, S, X, scale + cb * X, shift + cb * X, relu);
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace avx2
+}  // namespace tandem

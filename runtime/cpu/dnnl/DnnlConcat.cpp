@@ -1,0 +1,150 @@
+// Concat (ONNX Concat-13) along the channel axis of [N, C, spatial...] f32 activations kept in
+// the host's layout (input/output_layouts), so the convolutions around an Inception or DenseNet
+// concatenation skip their reorders. Plain concatenations stay with the reference kernel.
+#include <cstring>
+#include <string>
+
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+bool anyLayoutBlocked(const KernelContext& ctx) {
+  for (size_t i = 0; i < ctx.inputTypes.size(); ++i)
+    if (isBlocked(ctx, true, i)) return true;
+  return isBlocked(ctx, false, 0);
+}
+
+// Channel concatenation of rank 3-5 f32 values with at least one side in the host layout.
+bool concatSupported(const KernelContext& ctx) {
+  if (ctx.outputTypes.size() != 1 || ctx.inputTypes.empty() || hasEmptyTensor(ctx)) return false;
+  const Shape& y = ctx.outputTypes[0].shape;
+  int64_t axis;
+  if (y.size() < 3 || y.size() > 5 || !normalizeAxis(ctx.attrs->getInt("axis", 0), (int64_t)y.size(), &axis) ||
+      axis != 1)
+    return false;
+  int64_t c = 0;
+  for (const TensorType& t : ctx.inputTypes) {
+    if (!t.present() || t.dtype != DType::F32 || t.shape.size() != y.size()) return false;
+    for (size_t d = 0; d < y.size(); ++d)
+      if (d != 1 && t.shape[d] != y[d]) return false;
+    c += t.shape[1];
+  }
+  return c == y[1] && anyLayoutBlocked(ctx);
+}
+
+/// Every value, inputs and output, in one layout where each input is one contiguous chunk per
+/// outer index: plain (outer N, chunk C_i * S), nChw8c / nChw16c (the same: each C_i is a whole
+/// number of blocks, as isBlocked() guarantees) and nhwc (outer N * S, chunk C_i). Otherwise the
+/// values meet in plain layout: blocked inputs are reordered into the workspace, the plain
+/// concatenation written there, and reordered into a blocked output.
+class ConcatKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx) {
+    const Shape& y = ctx.outputTypes[0].shape;
+    const dims yd = toDims(y);
+    int64_t S = 1;
+    for (size_t d = 2; d < y.size(); ++d) S *= y[d];
+    const bool outBlocked = isBlocked(ctx, false, 0);
+    bool uniform = true;
+    for (size_t i = 0; i < ctx.inputTypes.size(); ++i) uniform &= isBlocked(ctx, true, i) == outBlocked;
+    const bool channelsLast = std::string(activationLayoutName()) == "nhwc";
+    // Chunks in the common layout (plain when the values do not share one).
+    const bool nhwcChunks = uniform && outBlocked && channelsLast;
+    outer_ = nhwcChunks ? y[0] * S : y[0];
+    for (const TensorType& t : ctx.inputTypes) chunks_.push_back(nhwcChunks ? t.shape[1] : t.shape[1] * S);
+    // "dnnl:" as every kernel of this family that reads the plan's layouts; the copy is ours.
+    impl_ = std::string("dnnl:concat-copy:") + (uniform && outBlocked ? activationLayoutName() : "nchw");
+    if (uniform) return Status::ok();
+    dnnl::engine& eng = cpuEngine();
+    for (size_t i = 0; i < ctx.inputTypes.size(); ++i) {
+      Side s;
+      if (isBlocked(ctx, true, i)) {
+        dims d = toDims(ctx.inputTypes[i].shape);
+        s.offset = ws_.add(plainDesc(d).get_size());
+        s.from = dnnl::memory(channelBlockedDesc(d), eng, DNNL_MEMORY_NONE);
+        s.to = dnnl::memory(plainDesc(d), eng, DNNL_MEMORY_NONE);
+        s.reorder = dnnl::reorder(s.from, s.to);
+        s.args.add(DNNL_ARG_FROM, s.from);
+        s.args.add(DNNL_ARG_TO, s.to);
+        s.used = true;
+      }
+      ins_.push_back(std::move(s));
+    }
+    if (outBlocked) {
+      out_.offset = ws_.add(plainDesc(yd).get_size());
+      out_.from = dnnl::memory(plainDesc(yd), eng, DNNL_MEMORY_NONE);
+      out_.to = dnnl::memory(channelBlockedDesc(yd), eng, DNNL_MEMORY_NONE);
+      out_.reorder = dnnl::reorder(out_.from, out_.to);
+      out_.args.add(DNNL_ARG_FROM, out_.from);
+      out_.args.add(DNNL_ARG_TO, out_.to);
+      out_.used = true;
+    }
+    std::string moved;
+    for (size_t i = 0; i < ins_.size(); ++i)
+      if (ins_[i].used) moved += (moved.empty() ? "src" : ",src") + std::to_string(i);
+    if (outBlocked) moved += moved.empty() ? "dst" : ",dst";
+    impl_ += " reorders[" + moved + "]";
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("Concat", [&] {
+      char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      std::vector<const float*> src(in.size());
+      for (size_t i = 0; i < in.size(); ++i) {
+        src[i] = in[i]->data<float>();
+        if (i < ins_.size() && ins_[i].used) {
+          bind(ins_[i].from, in[i]->raw());
+          ins_[i].to.set_data_handle(ws + ins_[i].offset);
+          ins_[i].args.execute(ins_[i].reorder);
+          src[i] = reinterpret_cast<const float*>(ws + ins_[i].offset);
+        }
+      }
+      float* y = out_.used ? reinterpret_cast<float*>(ws + out_.offset) : out[0]->data<float>();
+      for (int64_t o = 0; o < outer_; ++o)
+        for (size_t i = 0; i < src.size(); ++i) {
+          std::memcpy(y, src[i] + o * chunks_[i], chunks_[i] * sizeof(float));
+          y += chunks_[i];
+        }
+      if (out_.used) {
+        out_.from.set_data_handle(ws + out_.offset);
+        bind(out_.to, out[0]->raw());
+        out_.args.execute(out_.reorder);
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  struct Side {
+    bool used = false;
+    size_t offset = 0;
+    dnnl::memory from, to;
+    dnnl::reorder reorder;
+    ExecArgs args;
+  };
+  int64_t outer_ = 0;
+  std::vector<int64_t> chunks_;  // elements of input i per outer index
+  WorkspaceLayout ws_;
+  std::vector<Side> ins_;
+  Side out_;
+};
+
+}  // namespace
+
+void registerDnnlConcatKernels(KernelRegistry& r) {
+  r.add(makeDef("Concat", concatSupported, [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+    return guardDnnl(ctx, [&] {
+      auto k = std::make_unique<ConcatKernel>();
+      TANDEM_RETURN_IF_ERROR(k->init(ctx));
+      *out = std::move(k);
+      return Status::ok();
+    });
+  }));
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem

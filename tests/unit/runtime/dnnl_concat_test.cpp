@@ -1,0 +1,68 @@
+// The host-layout Concat kernel (runtime/cpu/dnnl/DnnlConcat.cpp) against a plain concatenation:
+// every input and the output blocked, mixed layouts, and plain concatenations left to ref.
+#include "dnnl_test_util.h"
+
+namespace tandem {
+namespace dnnltest {
+namespace {
+
+// Inputs of 16 and 32 channels (whole blocks in nChw8c and nChw16c, so every host layout keeps
+// them blocked), concatenated on axis 1. inBlocked[i] / outBlocked: the plan's layouts.
+void checkConcat(const std::vector<bool>& inBlocked, bool outBlocked, const std::string& wantImpl) {
+  const std::vector<int64_t> channels = {16, 32, 16};
+  const int64_t N = 2, H = 3, W = 5, S = H * W;
+  OpCase c;
+  c.op = "Concat";
+  c.attrs.set("axis", Attr::ofInt(1));
+  std::vector<std::string> inLayouts;
+  std::vector<Tensor> plain;
+  int64_t C = 0;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    plain.push_back(randomTensor({N, channels[i], H, W}, 21 + (uint32_t)i));
+    c.inputs.push_back(inBlocked[i] ? relayout(plain.back(), true) : plain.back());
+    inLayouts.push_back(inBlocked[i] ? "blocked" : "");
+    C += channels[i];
+  }
+  c.attrs.set("input_layouts", Attr::ofStrings(inLayouts));
+  c.attrs.set("output_layouts", Attr::ofStrings({outBlocked ? "blocked" : ""}));
+  c.outputs = {{N, C, H, W}};
+  std::string impl;
+  Tensor y = runOnce(c, &impl);
+  ASSERT_TRUE(y.defined());
+  EXPECT_EQ(impl, wantImpl);
+  if (outBlocked) y = relayout(y, false);
+  std::vector<double> want;
+  for (int64_t n = 0; n < N; ++n)
+    for (size_t i = 0; i < channels.size(); ++i) {
+      const float* p = plain[i].data<float>() + n * channels[i] * S;
+      want.insert(want.end(), p, p + channels[i] * S);
+    }
+  expectClose(y, want, 0.0);
+}
+
+TEST(DnnlConcat, AllBlockedCopiesChunks) {
+  checkConcat({true, true, true}, true, std::string("dnnl:concat-copy:") + dnnlcpu::activationLayoutName());
+}
+
+TEST(DnnlConcat, MixedLayoutsMeetInPlain) {
+  checkConcat({true, false, true}, true, "dnnl:concat-copy:nchw reorders[src0,src2,dst]");
+  checkConcat({false, false, true}, false, "dnnl:concat-copy:nchw reorders[src2]");
+  checkConcat({false, false, false}, true, "dnnl:concat-copy:nchw reorders[dst]");
+}
+
+TEST(DnnlConcat, PlainOrOtherAxisIsLeftToRef) {
+  OpCase c;
+  c.op = "Concat";
+  c.attrs.set("axis", Attr::ofInt(1));
+  c.inputs = {randomTensor({1, 16, 2, 2}, 1), randomTensor({1, 16, 2, 2}, 2)};
+  c.outputs = {{1, 32, 2, 2}};
+  EXPECT_FALSE(dnnlSupports(c));  // no blocked side
+  c.attrs.set("axis", Attr::ofInt(2));
+  c.attrs.set("input_layouts", Attr::ofStrings({"blocked", "blocked"}));
+  c.outputs = {{1, 16, 4, 2}};
+  EXPECT_FALSE(dnnlSupports(c));
+}
+
+}  // namespace
+}  // namespace dnnltest
+}  // namespace tandem
