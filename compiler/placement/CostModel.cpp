@@ -52,22 +52,23 @@ Precision CostModel::precisionFor(const OpWork& w, size_t device) const {
 OpCost CostModel::opCost(const OpWork& w, size_t device) const {
   assert(device < devices_.size());
   OpCost c;
+  const DeviceSpec& d = devices_.device(device);
+  c.precision = precisionFor(w, device);
+  if (w.measuredCpuSeconds >= 0 && d.kind == DeviceKind::Cpu && d.model == "x86-64") {
+    // This machine's CPU ran this kernel (the runtime's timing cache), whatever its kind: no
+    // model needed. The runtime timed the whole launch, dispatch included, so none is added.
+    c.computeSec = w.measuredCpuSeconds;
+    c.seconds = c.computeSec;
+    c.source = "measured";
+    return c;
+  }
   if (w.cls == OpClass::Free) {
     c.source = "free";
     return c;
   }
-  const DeviceSpec& d = devices_.device(device);
   const DeviceCalibration* cal = calibration(device);
-  c.precision = precisionFor(w, device);
   c.overheadSec = cal && cal->dispatchOverheadSec >= 0 ? cal->dispatchOverheadSec
                                                        : d.dispatchOverheadSec;
-  if (w.measuredCpuSeconds >= 0 && d.kind == DeviceKind::Cpu && d.model == "x86-64") {
-    // This machine's CPU ran this kernel (the runtime's timing cache): no model needed.
-    c.computeSec = w.measuredCpuSeconds;
-    c.seconds = c.overheadSec + c.computeSec;
-    c.source = "measured";
-    return c;
-  }
   bool calibrated = cal && cal->dispatchOverheadSec >= 0;
 
   double flopRate = d.peakFlops(c.precision);

@@ -41,7 +41,7 @@ struct OpCost {
   Precision precision = Precision::F32;
   /// "free" (metadata op), "roofline" (spec figures only), "calibrated" (a measured table
   /// gave the compute or memory rate), "measured" (the runtime timed this very kernel:
-  /// OpWork::measuredCpuSeconds is computeSec).
+  /// OpWork::measuredCpuSeconds is computeSec and seconds, the dispatch being part of it).
   const char* source = "roofline";
   bool computeBound() const { return computeSec >= memorySec; }
 };
@@ -124,7 +124,9 @@ class CostModel {
   /// The time the runtime measured for this op's kernel on this machine (kernelOpTimingKey of
   /// `op`, tried with the intra-op thread counts a run would use: defaultThreads(), all
   /// cores, 1), or -1 when the cache has none. opCost() uses it, when set in OpWork, for the
-  /// live CPU (model "x86-64") instead of the roofline: source "measured", overhead added.
+  /// live CPU (model "x86-64") instead of the roofline: source "measured", no overhead added
+  /// (the runtime's time is of the whole launch). `tandem tune` records every CPU step of the
+  /// plans it loads, a fused step under its head op (runtime/Tuning.h stepOpTimingKey).
   double measuredCpuSeconds(const KernelContext& op) const;
 
   /// The arithmetic `w` runs in on `device` (see the class comment).
