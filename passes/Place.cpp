@@ -115,6 +115,10 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       if (!r || !r.hasStaticShape()) return 0;
       return (uint64_t)r.getNumElements() * dtypeSize(mlirToDType(r.getElementType()));
     };
+    // The plan's weights, for the cache rule of the cost model (OpWork::planConstantBytes).
+    double planConstantBytes = 0;
+    for (ConstantOp c : main.getBody().front().getOps<ConstantOp>())
+      planConstantBytes += (double)bytesOf(c.getResult());
     for (mlir::Operation& op : main.getBody().front()) {
       if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
         constants.push_back(c);
@@ -144,6 +148,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       }
       AttrMap attrs = toAttrMap(&op);
       OpWork work = estimateOpWork(type, ins, outs, attrs);
+      for (mlir::Value v : op.getOperands())
+        if (v.getDefiningOp<ConstantOp>()) work.constantBytes += (double)bytesOf(v);
+      work.planConstantBytes = planConstantBytes;
       // Beyond dtypes: a backend may refuse this instance's attributes or shapes at load
       // (deviceKindRejects); such a device is not a candidate, and the log says why.
       KernelContext kctx;

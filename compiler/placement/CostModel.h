@@ -64,7 +64,12 @@ struct CostOptions {
 ///             the measured conv curve at flops for Conv/ConvTranspose, else
 ///             DeviceSpec::peakFlops(precision)
 ///   memory  = bytes / bw,   bw = the measured elementwise curve at bytes, else
-///             DeviceSpec::memoryBandwidthBytesPerSec
+///             DeviceSpec::memoryBandwidthBytesPerSec; except the op's weights
+///             (OpWork::constantBytes) on a CPU with a known last-level cache: when the plan's
+///             weights and the op's other bytes fit in it (OpWork::planConstantBytes + bytes -
+///             constantBytes <= lastLevelCacheBytes) they stay cached between runs and come at
+///             the curve's rate or DeviceSpec::cacheBandwidthBytesPerSec, otherwise from DRAM
+///             (the curve's largest size, or memoryBandwidthBytesPerSec)
 ///   precision: F64 for f64 ops; F16 for f16 GEMM/conv (tensor cores); TF32 for f32 GEMM/conv
 ///             when allowTf32; else F32 (integer ops use the F32 rate). The measured GEMM and
 ///             conv curves were taken in f32, so they apply to F32 arithmetic only.

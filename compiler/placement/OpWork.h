@@ -33,6 +33,12 @@ struct OpWork {
   /// FLOP per output element) or unknown dims (counted as 1). `note` says which.
   bool estimated = false;
   std::string note;
+  /// Of `bytes`: the op's constant operands (weights), and the plan's working set besides
+  /// this op (all its constants); both set by the placer (0 when unknown). A CPU with a known
+  /// last-level cache reads the weights from there when the plan's constants and this op's
+  /// bytes fit in it together: they stay cached between steps and runs (CostModel.h).
+  double constantBytes = 0;
+  double planConstantBytes = 0;
   /// Seconds this op's kernel took on this machine's CPU as the runtime measured it (the
   /// kernel timing cache: CostModel::measuredCpuSeconds), or -1. Used for the live CPU only.
   double measuredCpuSeconds = -1;
