@@ -151,6 +151,11 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       for (mlir::Value v : op.getOperands())
         if (v.getDefiningOp<ConstantOp>()) work.constantBytes += (double)bytesOf(v);
       work.planConstantBytes = planConstantBytes;
+      // A reshaping op whose input it reads last shares the input's buffer (plan-memory): no
+      // copy, only the step's dispatch.
+      if (work.reshape && op.getNumOperands() > 0 && op.getOperand(0).hasOneUse() &&
+          !op.getOperand(0).getDefiningOp<ConstantOp>())
+        work.bytes = 0;
       // Beyond dtypes: a backend may refuse this instance's attributes or shapes at load
       // (deviceKindRejects); such a device is not a candidate, and the log says why.
       KernelContext kctx;

@@ -66,6 +66,10 @@ OpCost CostModel::opCost(const OpWork& w, size_t device) const {
     c.source = "free";
     return c;
   }
+  if (w.reshape && !(w.bytes > 0) && d.isGpu()) {
+    c.source = "free";  // in place: the CUDA kernel enqueues nothing
+    return c;
+  }
   const DeviceCalibration* cal = calibration(device);
   c.overheadSec = cal && cal->dispatchOverheadSec >= 0 ? cal->dispatchOverheadSec
                                                        : d.dispatchOverheadSec;

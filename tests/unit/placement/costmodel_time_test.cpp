@@ -89,13 +89,31 @@ TEST(CostModelOps, PrecisionFollowsTheDType) {
 
 TEST(CostModelOps, FreeOpsCostNothingAnywhere) {
   CostModel m = h100Model();
-  OpWork r = estimateOpWork("Reshape", {f32({1, 512, 1, 1}), TensorType{DType::I64, {2}}},
-                            {f32({1, 512})}, {});
+  OpWork r = estimateOpWork("Shape", {f32({1, 512, 1, 1})}, {TensorType{DType::I64, {4}}}, {});
   for (size_t d = 0; d < 2; ++d) {
     OpCost c = m.opCost(r, d);
     EXPECT_DOUBLE_EQ(c.seconds, 0);
     EXPECT_STREQ(c.source, "free");
   }
+}
+
+// Flatten/Reshape: a copy (dispatch + bytes) where it cannot share its input's buffer; in place
+// (bytes 0, set by the placer) the CPU step still costs its dispatch, a GPU nothing.
+TEST(CostModelOps, ReshapeCostsItsCopyOrADispatch) {
+  CostModel m = h100Model();  // device 0: cpu, 1: cuda:0
+  const DeviceSpec& cpu = m.devices().device(0);
+  const DeviceSpec& gpu = m.devices().device(1);
+  OpWork r = estimateOpWork("Flatten", {f32({32, 64, 12, 12})}, {f32({32, 9216})}, {});
+  const double bytes = 2.0 * 32 * 9216 * 4;
+  OpCost c = m.opCost(r, 0);
+  EXPECT_DOUBLE_EQ(c.seconds, cpu.dispatchOverheadSec + bytes / cpu.memoryBandwidthBytesPerSec);
+  OpCost g = m.opCost(r, 1);
+  EXPECT_DOUBLE_EQ(g.seconds, gpu.dispatchOverheadSec + bytes / gpu.memoryBandwidthBytesPerSec);
+  r.bytes = 0;  // in place
+  EXPECT_DOUBLE_EQ(m.opCost(r, 0).seconds, cpu.dispatchOverheadSec);
+  EXPECT_GT(cpu.dispatchOverheadSec, 0);
+  EXPECT_DOUBLE_EQ(m.opCost(r, 1).seconds, 0);
+  EXPECT_STREQ(m.opCost(r, 1).source, "free");
 }
 
 TEST(CostModelTransfers, PcieGen5PinnedAndPageable) {
