@@ -51,6 +51,11 @@ inline constexpr const char* kDeviceAttr = "device";                            
 inline constexpr const char* kPlacementReasonAttr = "placement_reason";          // StrAttr
 inline constexpr const char* kPlacementCandidatesAttr = "placement_candidates";  // [StrAttr]
 inline constexpr const char* kPlacementCostsAttr = "placement_costs";  // {device: f64 seconds}
+// {device: StrAttr}: devices where placement_costs is the runtime's measured time (the kernel
+// timing cache) rather than a model: "measured" for the op's own step or a group it heads,
+// "measured-group" for an op fused into a measured head (its time is in the head's). Absent
+// when no cost was measured.
+inline constexpr const char* kPlacementSourcesAttr = "placement_cost_sources";
 // {into: producer name, devices: [StrAttr]}: the op fuses into its producer on these devices,
 // and placement_costs there are the fused costs (cpuFusesIntoProducer, passes/Fuse.cpp).
 inline constexpr const char* kPlacementFusionAttr = "placement_fusion";

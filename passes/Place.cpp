@@ -96,6 +96,10 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     llvm::DenseMap<mlir::Operation*, int> opIndex;
     std::vector<mlir::Operation*> ops;
     std::vector<OpWork> works;  // per op, for the fusion discount
+    // Per (op, device): 1 where the op's cost is the runtime's measured time, 2 where the op
+    // is fused into a measured group head (below); read by the fusion discount and the log.
+    std::vector<char> measuredOn;
+    auto growMeasured = [&] { measuredOn.resize((problem.ops.size() + 1) * numDevices, 0); };
     llvm::SmallVector<ConstantOp> constants;
     bool ok = true;
     auto typeOf = [](mlir::Value v) {
@@ -111,6 +115,10 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       if (!r || !r.hasStaticShape()) return 0;
       return (uint64_t)r.getNumElements() * dtypeSize(mlirToDType(r.getElementType()));
     };
+    // The plan's weights, for the cache rule of the cost model (OpWork::planConstantBytes).
+    double planConstantBytes = 0;
+    for (ConstantOp c : main.getBody().front().getOps<ConstantOp>())
+      planConstantBytes += (double)bytesOf(c.getResult());
     for (mlir::Operation& op : main.getBody().front()) {
       if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
         constants.push_back(c);
@@ -140,6 +148,14 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       }
       AttrMap attrs = toAttrMap(&op);
       OpWork work = estimateOpWork(type, ins, outs, attrs);
+      for (mlir::Value v : op.getOperands())
+        if (v.getDefiningOp<ConstantOp>()) work.constantBytes += (double)bytesOf(v);
+      work.planConstantBytes = planConstantBytes;
+      // A reshaping op whose input it reads last shares the input's buffer (plan-memory): no
+      // copy, only the step's dispatch.
+      if (work.reshape && op.getNumOperands() > 0 && op.getOperand(0).hasOneUse() &&
+          !op.getOperand(0).getDefiningOp<ConstantOp>())
+        work.bytes = 0;
       // Beyond dtypes: a backend may refuse this instance's attributes or shapes at load
       // (deviceKindRejects); such a device is not a candidate, and the log says why.
       KernelContext kctx;
@@ -152,6 +168,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       for (mlir::Value v : op.getOperands())
         kctx.constInputs.push_back(v.getDefiningOp<ConstantOp>() ? &kConstantMarker : nullptr);
       work.measuredCpuSeconds = model->measuredCpuSeconds(kctx);
+      growMeasured();
       bool anyFeasible = false;
       std::vector<std::pair<std::string, std::string>> refusals;
       for (int d = 0; d < numDevices; ++d) {
@@ -163,7 +180,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
             refusals.push_back({targets[d], why});
           }
         }
-        pop.computeSeconds.push_back(feasible ? model->opTime(work, d) : placement::kNoKernel);
+        OpCost c = feasible ? model->opCost(work, d) : OpCost{};
+        pop.computeSeconds.push_back(feasible ? c.seconds : placement::kNoKernel);
+        if (feasible && std::string(c.source) == "measured") measuredOn[problem.ops.size() * numDevices + d] = 1;
         anyFeasible |= feasible;
       }
       if (!refusals.empty()) {
@@ -246,6 +265,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     // drops by r_d (dispatch + memory time), and the producer's value pays r_d more to cross to
     // d (splitting the pair forfeits the fusion). For the pair this is the energy -r_d when
     // both are on d, 0 otherwise: submodular, so the min cut stays exact.
+    // Where the producer's cost on d is measured, or it is itself fused into a measured head,
+    // the measurement was of the whole fused step (`tandem tune` records a group's time under
+    // its head, runtime/Tuning.h stepOpTimingKey): the member then adds nothing, r_d = its cost.
     std::vector<std::pair<std::string, std::vector<std::string>>> fusibleInto(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
       placement::PlacementOp& pop = problem.ops[i];
@@ -264,6 +286,10 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         if (!fuses || !pop.feasible(d) || !producer.feasible(d)) continue;
         OpCost c = model->opCost(works[i], d);
         double saved = std::min(pop.computeSeconds[d], std::max(0.0, c.seconds - c.computeSec));
+        if (measuredOn[producerIt->second * numDevices + d]) {
+          saved = pop.computeSeconds[d];
+          measuredOn[i * numDevices + d] = 2;
+        }
         if (!(saved > 0)) continue;
         pop.computeSeconds[d] -= saved;
         for (int a = 0; a < numDevices; ++a)
@@ -334,6 +360,12 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       op->setAttr(kPlacementReasonAttr, mlir::StringAttr::get(ctx, result.placement.reason[i]));
       op->setAttr(kPlacementCandidatesAttr, strAttrs(candidates));
       op->setAttr(kPlacementCostsAttr, mlir::DictionaryAttr::get(ctx, costs));
+      llvm::SmallVector<mlir::NamedAttribute> sources;
+      for (int d = 0; d < numDevices; ++d)
+        if (char m = measuredOn[i * numDevices + d])
+          sources.push_back({mlir::StringAttr::get(ctx, targets[d]),
+                             mlir::StringAttr::get(ctx, m == 1 ? "measured" : "measured-group")});
+      if (!sources.empty()) op->setAttr(kPlacementSourcesAttr, mlir::DictionaryAttr::get(ctx, sources));
       if (!fusibleInto[i].second.empty())
         op->setAttr(kPlacementFusionAttr,
                     mlir::DictionaryAttr::get(

@@ -182,6 +182,7 @@ struct Executable::Impl {
   std::vector<std::string> notes;
   TuningMode tuningMode = TuningMode::Off;
   std::vector<StepTuning> tuning;
+  std::string tuningCache;  // LoadOptions::tuningCache
 
   // Multi-device plans: one stream per device; each step waits on the events (completion) of
   // the steps on other devices it depends on: read-after-write through values and
@@ -249,6 +250,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
                         "' is not measure, cached or off: kernels are measured");
   }
   KernelTuner tuner(m.tuningMode, options.tuningCache, options.winograd, &m.notes);
+  m.tuningCache = options.tuningCache;
 
   // 1. Devices: every device the plan names gets a backend. Host devices cpu, cpu:1, ... are
   // slices of the one CPU (own arena, stream and thread pool). cuda:N gets the CUDA backend when
@@ -605,6 +607,59 @@ int Executable::threads() const { return impl_->threads; }
 
 TuningMode Executable::tuningMode() const { return impl_->tuningMode; }
 const std::vector<StepTuning>& Executable::tuning() const { return impl_->tuning; }
+
+Status Executable::recordStepTimes(const std::vector<double>& stepSeconds, int* recorded) {
+  Impl& m = *impl_;
+  if (recorded) *recorded = 0;
+  if (stepSeconds.size() != m.kernels.size())
+    return Status::error("recordStepTimes: " + std::to_string(stepSeconds.size()) +
+                         " times for " + std::to_string(m.kernels.size()) + " steps");
+  const TimingHost host{cpuModelName(), cpuEffectiveIsa()};
+  const int cpuThreads = m.threads > 0 ? m.threads : availableCores();
+  // The step's context as load() built it: the key must be the one the tuner and the placer use.
+  std::map<std::string, std::vector<double>> times;
+  std::map<std::string, std::string> impls;
+  for (size_t si = 0; si < m.kernels.size(); ++si) {
+    if (m.stepKind[si] != StepKind::Kernel || !m.stepBackend[si]->isHost() || !(stepSeconds[si] > 0))
+      continue;
+    const plan::Step& s = m.plan.steps((int)si);
+    KernelContext ctx;
+    ctx.opType = s.op_type();
+    ctx.nodeName = s.name();
+    ctx.attrs = &m.stepAttrs[si];
+    ctx.threads = cpuThreads;
+    for (int id : s.inputs()) {
+      bool absent = id < 0;
+      ctx.inputTypes.push_back(absent ? TensorType{} : m.valueTypes[id]);
+      ctx.constInputs.push_back(!absent && m.plan.values(id).kind() == plan::Value::CONSTANT
+                                    ? &m.values[id]
+                                    : nullptr);
+    }
+    for (int id : s.outputs()) ctx.outputTypes.push_back(m.valueTypes[id]);
+    std::string key = stepOpTimingKey(host, ctx);
+    if (key.empty()) continue;
+    times[key].push_back(stepSeconds[si]);
+    impls[key] = m.stepImpl[si];
+  }
+  if (times.empty()) return Status::ok();
+  std::string path = m.tuningCache.empty() ? defaultTimingCachePath() : m.tuningCache;
+  if (path.empty())
+    return Status::error("kernel timing cache: neither TANDEM_TUNING_CACHE, XDG_CACHE_HOME nor "
+                         "HOME is set; the step times are not kept");
+  TimingCache cache;
+  std::string note;
+  cache.load(path, &note);
+  for (auto& [key, v] : times) {
+    std::sort(v.begin(), v.end());
+    OpTiming t;
+    t.seconds = v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+    t.variant = impls[key];
+    cache.putOp(key, t);
+  }
+  TANDEM_RETURN_IF_ERROR(cache.save(path));
+  if (recorded) *recorded = (int)times.size();
+  return Status::ok();
+}
 
 std::vector<std::string> Executable::stepImpls() const {
   return impl_->stepImpl;

@@ -99,6 +99,15 @@ class Executable {
   TuningMode tuningMode() const;
   const std::vector<StepTuning>& tuning() const;
 
+  /// Stores each CPU kernel step's time in the kernel timing cache (LoadOptions::tuningCache)
+  /// for the placer: `stepSeconds[i]` is step i's time in seconds (e.g. the median of profiled
+  /// runs, RunStats::steps in plan order), kept under stepOpTimingKey (runtime/Tuning.h) with
+  /// the kernel's implName() as the variant; steps that share a key keep the median of their
+  /// times. Copies, GPU steps and steps with a non-positive time are skipped. *recorded (may
+  /// be null) gets the number of keys written. Errors: a size mismatch, or the cache file
+  /// cannot be written (the message names it).
+  Status recordStepTimes(const std::vector<double>& stepSeconds, int* recorded);
+
   /// Per device of the plan: the most bytes this executable held there at once (arena,
   /// constants, workspaces), e.g. {{"cpu", 4096}, {"cuda:0", 1 << 20}}.
   std::vector<std::pair<std::string, size_t>> peakBytes() const;

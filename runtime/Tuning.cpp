@@ -177,21 +177,24 @@ Status KernelTuner::measure(DeviceBackend& backend, const KernelContext& ctx,
   return Status::ok();  // with every variant failed, create() keeps the heuristic
 }
 
+std::string stepOpTimingKey(const TimingHost& host, const KernelContext& step) {
+  if (step.opType != "Fused") return kernelOpTimingKey(host, step);
+  fused::Body body;
+  if (!fused::parseBody(step, &body).isOk() || body.ops.empty()) return "";
+  return kernelOpTimingKey(host, fused::bodyOpContext(step, body, 0));
+}
+
 void KernelTuner::recordOpTime(const KernelContext& ctx, const StepTuning& r) {
   // The placer prices ops before fusion (compiler/placement/CostModel.h): a fused step's time
   // goes under its anchor op, epilogue included (a few percent of a Conv or Gemm).
-  fused::Body body;
-  KernelContext op = ctx;
-  if (ctx.opType == "Fused") {
-    if (!fused::parseBody(ctx, &body).isOk() || body.ops.empty()) return;
-    op = fused::bodyOpContext(ctx, body, 0);
-  }
+  const std::string key = stepOpTimingKey(host_, ctx);
+  if (key.empty()) return;
   OpTiming t;
   t.seconds = r.timings.seconds.at(r.choice);
   t.variant = r.choice;
-  const std::string key = kernelOpTimingKey(host_, op);
   const OpTiming* known = cache_.findOp(key);
-  if (!known || !(*known == t)) cache_.putOp(key, t);
+  if (known && (*known == t || r.source != StepTuning::Source::Measured)) return;
+  cache_.putOp(key, t);
 }
 
 void KernelTuner::finish() {

@@ -43,6 +43,14 @@ struct StepTuning {
   std::string impl;                        // implName() of the kernel built
 };
 
+/// The key under which the placer looks up a CPU step's time (compiler/placement/CostModel.h,
+/// measuredCpuSeconds): kernelOpTimingKey of the step's op or, for a "Fused" step, of its body's
+/// first op, the group's head (the Conv/Gemm/MatMul of an epilogue, the first op of an
+/// element-wise loop or row group), which then stands for the whole group: the placer prices
+/// the members it expects fused into a measured head at nothing more (passes/Place.cpp).
+/// `step.threads` is the thread count. "" when a fused body cannot be decoded.
+std::string stepOpTimingKey(const TimingHost& host, const KernelContext& step);
+
 /// One plan load's tuning: reads the cache once, chooses or measures per step, writes it back.
 class KernelTuner {
  public:
@@ -70,7 +78,9 @@ class KernelTuner {
                  const std::vector<std::string>& variants, const std::vector<const Tensor*>& ins,
                  const std::vector<Tensor*>& outs, KernelTimings* t,
                  std::map<std::string, std::unique_ptr<Kernel>>* built);
-  /// Keeps the chosen variant's time under the op's key (kernelOpTimingKey) for the placer.
+  /// Keeps the chosen variant's time under the op's key (stepOpTimingKey) for the placer when
+  /// it was measured now or the key has no time yet: a time taken in a whole-plan run
+  /// (Executable::recordStepTimes, `tandem tune`) is not replaced by a cache hit's.
   void recordOpTime(const KernelContext& ctx, const StepTuning& r);
 
   TuningMode mode_;

@@ -5,10 +5,12 @@ estimates, summed over each fused group, against `tandem-run --step-times`, medi
 profiled runs). Not a test: takes a minute or more per model.
 
 usage: scripts/bench-cost-model.py [--build build] [--threads 1] [--runs 5] [--profile P.json]
-                                   [--batches 1,32] MODEL_DIR...
+                                   [--batches 1,32] [--no-timing-cache] MODEL_DIR...
 A MODEL_DIR holds model.onnx (and test_data_set_K with its inputs, used when present so integer
 inputs are real; random inputs otherwise). --profile passes a `tandem calibrate` profile to the
-compiler; the kernel timing cache (`tandem tune`) is used as the compiler finds it.
+compiler; the kernel timing cache (`tandem tune`) is used as the compiler finds it, unless
+--no-timing-cache (the compile then runs with TANDEM_TUNING=off: model figures only; the runs
+still choose their kernels by measurement).
 """
 import argparse
 import json
@@ -29,8 +31,8 @@ def cpu_name():
     return "unknown CPU"
 
 
-def run(cmd):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def run(cmd, env=None):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0:
         raise RuntimeError(" ".join(cmd) + " failed:\n" + p.stderr[-2000:])
     return p.stdout
@@ -59,6 +61,9 @@ def main():
     ap.add_argument("--runs", type=int, default=5, help="profiled runs per plan (median per step)")
     ap.add_argument("--batches", default="1,32")
     ap.add_argument("--profile", default="")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every step")
+    ap.add_argument("--no-timing-cache", action="store_true",
+                    help="the compiler ignores the kernel timing cache (TANDEM_TUNING=off)")
     a = ap.parse_args()
     tandem = os.path.join(a.build, "tools", "tandem")
     tandem_run = os.path.join(a.build, "tools", "tandem-run")
@@ -67,7 +72,12 @@ def main():
         if line.strip().startswith("isa"):
             isa = line.split()[-1]
     print(f"host: {cpu_name()}; ISA in use {isa}; threads {a.threads}; "
-          f"{a.runs} profiled runs per plan; profile {a.profile or 'built-in'}")
+          f"{a.runs} profiled runs per plan; profile {a.profile or 'built-in'}; "
+          f"timing cache {'ignored' if a.no_timing_cache else 'used'}")
+    # The compiler prices the live CPU for OMP_NUM_THREADS threads, the count the runs use.
+    compile_env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    if a.no_timing_cache:
+        compile_env["TANDEM_TUNING"] = "off"
     print(f"{'model':20} {'batch':>5} {'steps':>5} {'median err':>10} {'worst err':>9}  worst step")
     all_errs = []
     work = tempfile.mkdtemp()
@@ -80,7 +90,7 @@ def main():
             if a.profile:
                 cmd += ["--profile", a.profile]
             try:
-                log = json.loads(run(cmd))
+                log = json.loads(run(cmd, compile_env))
             except (RuntimeError, json.JSONDecodeError) as e:
                 print(f"{name:20} {b:>5}  compile failed: {str(e)[:200]}")
                 continue
@@ -115,6 +125,8 @@ def main():
                     continue
                 e = abs(est[step] - m) / m
                 errs.append(e)
+                if a.verbose:
+                    print(f"    {step:50} est {est[step]*1e6:10.1f} us  measured {m*1e6:10.1f} us  {e:6.0%}")
                 if e > worst[0]:
                     worst = (e, f"{step} est {est[step]*1e6:.1f} us, measured {m*1e6:.1f} us")
             if not errs:

@@ -329,10 +329,18 @@ class PlanEmitter {
       for (const mlir::NamedAttribute& a : c)
         if (auto f = llvm::dyn_cast<mlir::FloatAttr>(a.getValue()))
           costs[a.getName().str()] = f.getValueAsDouble();
+    // Where the estimate is the runtime's measurement (timing cache), not a model.
+    std::map<std::string, std::string> sources;
+    if (auto c = op->getAttrOfType<mlir::DictionaryAttr>(kPlacementSourcesAttr))
+      for (const mlir::NamedAttribute& a : c)
+        if (auto s = llvm::dyn_cast<mlir::StringAttr>(a.getValue()))
+          sources[a.getName().str()] = s.str();
     std::string candText;
     for (const std::string& c : candidates) {
       candText += (candText.empty() ? "" : ", ") + c;
       if (costs.count(c)) candText += " " + formatSeconds(costs[c]);
+      if (sources.count(c))
+        candText += sources[c] == "measured" ? " (measured)" : " (in a measured group)";
     }
     auto reasonAttr = op->getAttrOfType<mlir::StringAttr>(kPlacementReasonAttr);
     std::string reason = reasonAttr ? reasonAttr.str() : "";
@@ -386,6 +394,7 @@ class PlanEmitter {
                             {"candidates", candidates},
                             {"estimated_seconds", costs},
                             {"location", location}};
+    if (!sources.empty()) entry["estimate_sources"] = sources;
     if (!group.empty()) entry["fused_in"] = group;
     if (refused) entry["fusion_refused"] = refused.str();
     if (dup) entry["fusion_duplicated"] = dup.str();

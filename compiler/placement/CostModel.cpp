@@ -52,22 +52,27 @@ Precision CostModel::precisionFor(const OpWork& w, size_t device) const {
 OpCost CostModel::opCost(const OpWork& w, size_t device) const {
   assert(device < devices_.size());
   OpCost c;
+  const DeviceSpec& d = devices_.device(device);
+  c.precision = precisionFor(w, device);
+  if (w.measuredCpuSeconds >= 0 && d.kind == DeviceKind::Cpu && d.model == "x86-64") {
+    // This machine's CPU ran this kernel (the runtime's timing cache), whatever its kind: no
+    // model needed. The runtime timed the whole launch, dispatch included, so none is added.
+    c.computeSec = w.measuredCpuSeconds;
+    c.seconds = c.computeSec;
+    c.source = "measured";
+    return c;
+  }
   if (w.cls == OpClass::Free) {
     c.source = "free";
     return c;
   }
-  const DeviceSpec& d = devices_.device(device);
-  const DeviceCalibration* cal = calibration(device);
-  c.precision = precisionFor(w, device);
-  c.overheadSec = cal && cal->dispatchOverheadSec >= 0 ? cal->dispatchOverheadSec
-                                                       : d.dispatchOverheadSec;
-  if (w.measuredCpuSeconds >= 0 && d.kind == DeviceKind::Cpu && d.model == "x86-64") {
-    // This machine's CPU ran this kernel (the runtime's timing cache): no model needed.
-    c.computeSec = w.measuredCpuSeconds;
-    c.seconds = c.overheadSec + c.computeSec;
-    c.source = "measured";
+  if (w.reshape && !(w.bytes > 0) && d.isGpu()) {
+    c.source = "free";  // in place: the CUDA kernel enqueues nothing
     return c;
   }
+  const DeviceCalibration* cal = calibration(device);
+  c.overheadSec = cal && cal->dispatchOverheadSec >= 0 ? cal->dispatchOverheadSec
+                                                       : d.dispatchOverheadSec;
   bool calibrated = cal && cal->dispatchOverheadSec >= 0;
 
   double flopRate = d.peakFlops(c.precision);
@@ -81,13 +86,29 @@ OpCost CostModel::opCost(const OpWork& w, size_t device) const {
     flopRate = cal->conv.at(w.flops);
     calibrated = true;
   }
-  double bandwidth = d.memoryBandwidthBytesPerSec;
-  if (cal && !cal->elementwise.empty() && w.bytes > 0) {
-    bandwidth = cal->elementwise.at(w.bytes);
-    calibrated = true;
+  // Memory: activations at the measured elementwise curve's rate for this op's footprint (it
+  // runs from cache below the cache sizes), else at DRAM bandwidth. Weights are read every run:
+  // when all of the plan's fit in the last-level cache with this op's other bytes they stay
+  // there between steps and runs, so they come at the cache's rate (the curve's at the
+  // footprint, or DeviceSpec::cacheBandwidthBytesPerSec); when they do not, from DRAM (the
+  // curve's largest size, or DRAM bandwidth). Without a known cache size: as activations.
+  const bool curve = cal && !cal->elementwise.empty();
+  const double llc = (double)d.lastLevelCacheBytes;
+  const bool knowsCache = llc > 0 && d.cacheBandwidthBytesPerSec > 0;
+  if (w.bytes > 0) {
+    if (curve) calibrated = true;
+    const double weights = std::min(std::max(w.constantBytes, 0.0), w.bytes);
+    const double others = w.bytes - weights;
+    const double dram = curve ? cal->elementwise.points.back().second : d.memoryBandwidthBytesPerSec;
+    const double footprint = curve ? cal->elementwise.at(w.bytes) : d.memoryBandwidthBytesPerSec;
+    double weightRate = footprint;
+    if (knowsCache && weights > 0)
+      weightRate = w.planConstantBytes + others <= llc
+                       ? (curve ? footprint : d.cacheBandwidthBytesPerSec)
+                       : dram;
+    c.memorySec = others / footprint + weights / weightRate;
   }
   c.computeSec = w.flops > 0 ? w.flops / flopRate : 0;
-  c.memorySec = w.bytes > 0 ? w.bytes / bandwidth : 0;
   c.seconds = c.overheadSec + std::max(c.computeSec, c.memorySec);
   c.source = calibrated ? "calibrated" : "roofline";
   return c;

@@ -41,7 +41,7 @@ struct OpCost {
   Precision precision = Precision::F32;
   /// "free" (metadata op), "roofline" (spec figures only), "calibrated" (a measured table
   /// gave the compute or memory rate), "measured" (the runtime timed this very kernel:
-  /// OpWork::measuredCpuSeconds is computeSec).
+  /// OpWork::measuredCpuSeconds is computeSec and seconds, the dispatch being part of it).
   const char* source = "roofline";
   bool computeBound() const { return computeSec >= memorySec; }
 };
@@ -64,7 +64,12 @@ struct CostOptions {
 ///             the measured conv curve at flops for Conv/ConvTranspose, else
 ///             DeviceSpec::peakFlops(precision)
 ///   memory  = bytes / bw,   bw = the measured elementwise curve at bytes, else
-///             DeviceSpec::memoryBandwidthBytesPerSec
+///             DeviceSpec::memoryBandwidthBytesPerSec; except the op's weights
+///             (OpWork::constantBytes) on a CPU with a known last-level cache: when the plan's
+///             weights and the op's other bytes fit in it (OpWork::planConstantBytes + bytes -
+///             constantBytes <= lastLevelCacheBytes) they stay cached between runs and come at
+///             the curve's rate or DeviceSpec::cacheBandwidthBytesPerSec, otherwise from DRAM
+///             (the curve's largest size, or memoryBandwidthBytesPerSec)
 ///   precision: F64 for f64 ops; F16 for f16 GEMM/conv (tensor cores); TF32 for f32 GEMM/conv
 ///             when allowTf32; else F32 (integer ops use the F32 rate). The measured GEMM and
 ///             conv curves were taken in f32, so they apply to F32 arithmetic only.
@@ -124,7 +129,9 @@ class CostModel {
   /// The time the runtime measured for this op's kernel on this machine (kernelOpTimingKey of
   /// `op`, tried with the intra-op thread counts a run would use: defaultThreads(), all
   /// cores, 1), or -1 when the cache has none. opCost() uses it, when set in OpWork, for the
-  /// live CPU (model "x86-64") instead of the roofline: source "measured", overhead added.
+  /// live CPU (model "x86-64") instead of the roofline: source "measured", no overhead added
+  /// (the runtime's time is of the whole launch). `tandem tune` records every CPU step of the
+  /// plans it loads, a fused step under its head op (runtime/Tuning.h stepOpTimingKey).
   double measuredCpuSeconds(const KernelContext& op) const;
 
   /// The arithmetic `w` runs in on `device` (see the class comment).

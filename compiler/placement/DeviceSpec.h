@@ -45,6 +45,12 @@ struct DeviceSpec {
   int cores = 0;
   int simdF32Lanes = 0;     // 16 AVX-512, 8 AVX2, 4 SSE/NEON
   double frequencyHz = 0;
+  /// CPU only, 0 = unknown: the last-level cache one core sees (the live CPU's from sysfs,
+  /// e.g. 32 MiB of L3 per Zen 4 CCX) and the rate the cores read it at. Traffic that stays
+  /// there (weights that fit with the plan's working set, activations between steps) is
+  /// priced at that rate rather than DRAM's (CostModel.h).
+  int64_t lastLevelCacheBytes = 0;
+  double cacheBandwidthBytesPerSec = 0;
 
   // Interconnect of a GPU (unused for CPUs). Bandwidths are per direction, achievable.
   std::string hostLinkName;          // "pcie-gen4-x16", "pcie-gen5-x16"

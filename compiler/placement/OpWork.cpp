@@ -55,8 +55,9 @@ const TensorType* operand(const std::vector<TensorType>& v, size_t i) {
   return i < v.size() && v[i].present() ? &v[i] : nullptr;
 }
 
-const std::set<std::string> kFree = {"Reshape",  "Flatten", "Squeeze",  "Unsqueeze",
-                                     "Identity", "Shape",   "Constant", "Dropout"};
+const std::set<std::string> kFree = {"Shape", "Constant"};
+const std::set<std::string> kReshape = {"Reshape",  "Flatten", "Squeeze",
+                                        "Unsqueeze", "Identity", "Dropout"};
 const std::set<std::string> kOneFlop = {"Add",  "Sub",        "Mul",   "Div",  "Relu",
                                         "Abs",  "Neg",        "Sqrt",  "Reciprocal",
                                         "Equal", "Less",      "Greater", "Where"};
@@ -102,6 +103,12 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.cls = OpClass::Free;
     w.flops = 0;
     w.bytes = 0;
+  } else if (kReshape.count(op)) {
+    // The row-major bytes stay; the kernel copies them (runtime/cpu/ref/Tensor.cpp) unless the
+    // result shares the input's buffer.
+    w.reshape = true;
+    w.flops = 0;
+    w.bytes = operand(in, 0) ? 2 * c.bytes(in[0]) : 0;
   } else if (op == "Conv") {
     w.cls = OpClass::Conv;
     const TensorType* W = operand(in, 1);

@@ -13,7 +13,7 @@ namespace tandem {
 /// Which throughput governs an op: a calibration profile has a GEMM table, a conv table and a
 /// memory-bandwidth table (CostModel.h); `Free` ops cost nothing on any device.
 enum class OpClass {
-  Free,    // metadata: Reshape Flatten Squeeze Unsqueeze Identity Shape Constant Dropout
+  Free,    // metadata that never runs as a kernel in a static plan: Shape Constant
   Gemm,    // Gemm, MatMul
   Conv,    // Conv, ConvTranspose
   Memory,  // elementwise, reductions, pools, normalisations, data movement (bandwidth-bound)
@@ -33,6 +33,18 @@ struct OpWork {
   /// FLOP per output element) or unknown dims (counted as 1). `note` says which.
   bool estimated = false;
   std::string note;
+  /// A reshaping op (Identity Flatten Reshape Squeeze Unsqueeze Dropout): its kernel copies
+  /// the data (`bytes` = read + write of input 0) unless the memory plan gives its result the
+  /// input's buffer (passes/PlanMemory.cpp, when the op is the input's last reader), and the
+  /// copy vanishes. The placer sets `bytes` to 0 where it expects that; the op then costs the
+  /// CPU's dispatch (the step still runs) and nothing on a GPU (no copy is enqueued).
+  bool reshape = false;
+  /// Of `bytes`: the op's constant operands (weights), and the plan's working set besides
+  /// this op (all its constants); both set by the placer (0 when unknown). A CPU with a known
+  /// last-level cache reads the weights from there when the plan's constants and this op's
+  /// bytes fit in it together: they stay cached between steps and runs (CostModel.h).
+  double constantBytes = 0;
+  double planConstantBytes = 0;
   /// Seconds this op's kernel took on this machine's CPU as the runtime measured it (the
   /// kernel timing cache: CostModel::measuredCpuSeconds), or -1. Used for the live CPU only.
   double measuredCpuSeconds = -1;
@@ -57,7 +69,8 @@ struct OpWork {
 ///   Softmax/LogSoftmax: 8 per element (max, subtract, exp = 4, sum, divide)
 ///   LayerNormalization: 6 per element (+1 with bias); BatchNormalization (inference): 2
 ///   Transpose Concat Split Slice Gather Pad Tile Expand Cast ConstantOfShape: 0 (data movement)
-///   Free ops: 0 FLOPs and 0 bytes.
+///   Identity Flatten Reshape Squeeze Unsqueeze Dropout: 0 FLOPs, a copy of input 0 (`reshape`)
+///   Free ops (Shape, Constant): 0 FLOPs and 0 bytes.
 OpWork estimateOpWork(const std::string& opType, const std::vector<TensorType>& inputs,
                       const std::vector<TensorType>& outputs, const AttrMap& attrs);
 

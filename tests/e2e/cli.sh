@@ -65,6 +65,12 @@ if [ -n "$models" ] && [ -f "$mnist/model.onnx" ] && grep -qw avx2 /proc/cpuinfo
   tc=(env TANDEM_MAX_CPU_ISA=avx2 TANDEM_TUNING_CACHE=$work/timings.json "$tandem")
   check 0 "net.2/Conv.*dnnl [0-9.]+ .s  winograd2x2 [0-9.]+ .s  winograd4x4 [0-9.]+ .s  -> winograd.x. \(measured\)" -- "${tc[@]}" tune $mnist --dim N=32
   check 0 "net.2/Conv.*-> winograd.x. \(cached\)" -- "${tc[@]}" tune $mnist --dim N=32
+  # Tune also times every step of the plan in place (7 steps of 7 distinct ops after fusion)
+  # and the placer then reads them: MaxPool, which has no variants, and Relu, fused into a
+  # measured Conv, are priced from measurements.
+  check 0 "step times of the plan \(median of [0-9]+ profiled runs\): 7 op keys recorded" -- "${tc[@]}" tune $mnist --dim N=32
+  check 0 "net.4/MaxPool \(MaxPool\): cpu .* cpu [0-9.]+.s \(measured\)" -- env TANDEM_TUNING=measure "${tc[@]}" compile $mnist/model.onnx --dim N=32 --target cpu --log-placement=text -o $work/m.tplan
+  check 0 "net.3/Relu \(Relu\): cpu .* cpu 0us \(in a measured group\)" -- env TANDEM_TUNING=measure "${tc[@]}" compile $mnist/model.onnx --dim N=32 --target cpu --log-placement=text -o $work/m.tplan
   check 0 "PASS" -- "${tc[@]}" run $mnist/model.onnx --inputs $ds --expect $ds --tuning cached --threads 1
   check 0 "net.2/Conv .*dnnl:jit:avx2" -- "${tc[@]}" run $mnist/model.onnx --inputs $ds --step-times --winograd off --tuning measure --threads 1
   echo "{ not json" > $work/bad.json

@@ -19,6 +19,7 @@
 #include "runtime/WeightsFile.h"
 #include "tools/driver/Driver.h"
 #include "tools/driver/RunReport.h"
+#include "tools/driver/TensorFiles.h"
 
 namespace tandem::cli {
 
@@ -405,6 +406,42 @@ int runTune(const TuneOptions& o) {
           std::printf("  %-40s%s  -> %s (%s) %s\n", t.step.c_str(), line.c_str(),
                       t.choice.empty() ? "heuristic" : t.choice.c_str(), src, t.impl.c_str());
         }
+        // 3. Every CPU step's time in the plan as it runs (caches warm from the step before, the
+        //    chosen variants), for the placer: most steps have no variants to measure above.
+        //    One warm-up run, then the median of >= 5 profiled runs, more while under 1 s.
+        std::vector<std::vector<double>> perStep;
+        std::vector<Tensor> outputs;
+        if (inputs.empty()) {
+          std::mt19937 rng(7);
+          for (const TensorType& t : m.exe->inputTypes()) inputs.push_back(randomTensor(t, rng));
+        }
+        st = m.exe->run(inputs, &outputs);
+        auto start = std::chrono::steady_clock::now();
+        for (int r = 0; st.isOk() && (r < 5 || (r < 25 && std::chrono::duration<double>(
+                                                              std::chrono::steady_clock::now() - start)
+                                                                  .count() < 1.0));
+             ++r) {
+          RunStats stats;
+          st = m.exe->run(inputs, &outputs, &stats, /*profile=*/true);
+          if (perStep.empty()) perStep.resize(stats.steps.size());
+          for (size_t i = 0; st.isOk() && i < stats.steps.size() && i < perStep.size(); ++i)
+            perStep[i].push_back(stats.steps[i].seconds);
+        }
+        std::vector<double> medians;
+        for (std::vector<double>& v : perStep) {
+          std::sort(v.begin(), v.end());
+          medians.push_back(v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2]
+                                                         : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+        }
+        int recorded = 0;
+        if (st.isOk()) st = m.exe->recordStepTimes(medians, &recorded);
+        if (!st.isOk()) {
+          status = fail(path + bind + ": timing the plan's steps: " + st.message());
+          continue;
+        }
+        std::printf("  step times of the plan (median of %zu profiled runs): %d op keys recorded "
+                    "for the placer\n",
+                    perStep.empty() ? (size_t)0 : perStep[0].size(), recorded);
       }
     }
   }

@@ -130,18 +130,19 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
   ASSERT_EQ(r.notes.size(), 1u);
   EXPECT_EQ(r.notes[0], "symbolic dim 'N' of input 'x' bound to 1");
   // One line per op with each candidate's estimated time (tiny ops: the 1 us CPU dispatch
-  // overhead; Reshape is free), the summary, and the estimates of the plan and the baselines.
+  // overhead; the Reshape, last reader of its input, shares its buffer but still runs as a
+  // step: its dispatch), the summary, and the estimates of the plan and the baselines.
   // The Add broadcasts a vector: the fuse pass's loop takes same-shaped operands only, so
   // neither it nor the placer's costs fuse the Relu into it.
   EXPECT_EQ(r.placementLogText,
             "add1 (Add): cpu [only-kernel] candidates: cpu 1us\n"
             "relu1 (Relu): cpu [only-kernel] candidates: cpu 1us\n"
-            "reshape1 (Reshape): cpu [only-kernel] candidates: cpu 0us\n"
+            "reshape1 (Reshape): cpu [only-kernel] candidates: cpu 1us\n"
             "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 64 bytes\n"
             "kernels before -> after fusion: cpu 3 -> 3; arena peak of all intermediates: cpu "
             "64 of 256 bytes\n"
-            "estimated time: plan (cost) 2us; baselines: cost 2us, cpu 2us, gpu 2us, "
-            "greedy 2us, ort 2us\n");
+            "estimated time: plan (cost) 3us; baselines: cost 3us, cpu 3us, gpu 3us, "
+            "greedy 3us, ort 3us\n");
   auto j = nlohmann::json::parse(r.placementLogJson);
   EXPECT_EQ(j["version"], 1);
   EXPECT_EQ(j["devices"], nlohmann::json::array({"cpu"}));

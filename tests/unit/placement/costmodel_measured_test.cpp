@@ -62,7 +62,8 @@ TEST(CostModelMeasured, TheRuntimesTimeReplacesTheRooflineOnTheLiveCpuOnly) {
   EXPECT_DOUBLE_EQ(w.measuredCpuSeconds, 2.5e-3);
   OpCost c = m.opCost(w, 0);
   EXPECT_STREQ(c.source, "measured");
-  EXPECT_DOUBLE_EQ(c.seconds, c.overheadSec + 2.5e-3);
+  EXPECT_DOUBLE_EQ(c.seconds, 2.5e-3) << "the runtime timed the launch, dispatch included";
+  EXPECT_DOUBLE_EQ(c.overheadSec, 0);
   EXPECT_NE(c.seconds, roofline.seconds);
 
   // Another shape, or the same op with run-time weights, is another kernel: not measured.
@@ -87,4 +88,33 @@ TEST(CostModelMeasured, TheRuntimesTimeReplacesTheRooflineOnTheLiveCpuOnly) {
   EXPECT_EQ(bad.profileNotes().size(), 1u);
   EXPECT_EQ(bad.measuredCpuSeconds(op.ctx), -1);
   fs::remove(path);
+}
+
+// `tandem tune` records every CPU step, not only those with kernel variants: a measured time
+// replaces the model for every op kind, a metadata op (Flatten) and a memory-bound one
+// (MaxPool) included.
+TEST(CostModelMeasured, EveryOpKindTakesItsMeasuredTime) {
+  DeviceSet live;
+  ASSERT_TRUE(DeviceSet::fromSpecs({liveCpuSpec("cpu")}, &live).isOk());
+  CostModel m(live);
+  AttrMap flatAttrs, poolAttrs;
+  flatAttrs.set("axis", Attr::ofInt(1));
+  poolAttrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  poolAttrs.set("strides", Attr::ofInts({2, 2}));
+  struct Case {
+    const char* op;
+    const AttrMap* attrs;
+    std::vector<TensorType> in, out;
+    double seconds;
+  };
+  for (const Case& k : {Case{"Flatten", &flatAttrs, {f32({8, 64, 4, 4})}, {f32({8, 1024})}, 7e-7},
+                        Case{"MaxPool", &poolAttrs, {f32({8, 64, 8, 8})}, {f32({8, 64, 4, 4})}, 4e-5}}) {
+    OpWork w = estimateOpWork(k.op, k.in, k.out, *k.attrs);
+    w.measuredCpuSeconds = k.seconds;
+    OpCost c = m.opCost(w, 0);
+    EXPECT_STREQ(c.source, "measured") << k.op;
+    EXPECT_DOUBLE_EQ(c.seconds, k.seconds) << k.op;
+    w.measuredCpuSeconds = -1;
+    EXPECT_STRNE(m.opCost(w, 0).source, "measured") << k.op;
+  }
 }

@@ -137,13 +137,25 @@ TEST(OpWork, DataMovementMovesBytesOnly) {
 }
 
 TEST(OpWork, MetadataOpsAreFree) {
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape",
-                         "Constant", "Dropout"}) {
+  for (const char* op : {"Shape", "Constant"}) {
     OpWork w = work(op, {f32({1, 512, 1, 1})}, {f32({1, 512})});
     EXPECT_EQ(w.cls, OpClass::Free) << op;
     EXPECT_DOUBLE_EQ(w.flops, 0) << op;
     EXPECT_DOUBLE_EQ(w.bytes, 0) << op;
   }
+}
+
+// A reshaping op runs as a step that copies its input unless it can share the input's buffer:
+// its work is that copy (the placer zeroes it where the copy vanishes).
+TEST(OpWork, ReshapingOpsCopyTheirInput) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"}) {
+    OpWork w = work(op, {f32({1, 512, 1, 1}), TensorType{DType::I64, {2}}}, {f32({1, 512})});
+    EXPECT_EQ(w.cls, OpClass::Memory) << op;
+    EXPECT_TRUE(w.reshape) << op;
+    EXPECT_DOUBLE_EQ(w.flops, 0) << op;
+    EXPECT_DOUBLE_EQ(w.bytes, 2.0 * 512 * 4) << op << ": read and write of input 0 only";
+  }
+  EXPECT_FALSE(work("Relu", {f32({4})}, {f32({4})}).reshape);
 }
 
 TEST(OpWork, DTypeIsTheFirstFloatingInput) {

@@ -18,6 +18,7 @@ DeviceSet cpuAndH100() {
   cpu.peakF32FlopsPerSec = 100e9;
   cpu.memoryBandwidthBytesPerSec = 20e9;
   cpu.dispatchOverheadSec = 1e-6;
+  cpu.lastLevelCacheBytes = 0;  // uncalibrated bytes from DRAM (costmodel_time_test has the cache rule)
   DeviceSpec gpu;
   EXPECT_TRUE(builtinGpuSpec("h100", "cuda:0", &gpu).isOk());
   DeviceSet set;

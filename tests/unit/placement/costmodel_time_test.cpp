@@ -18,6 +18,8 @@ DeviceSpec roundCpu() {
   c.peakF64FlopsPerSec = 50e9;
   c.memoryBandwidthBytesPerSec = 20e9;
   c.dispatchOverheadSec = 1e-6;
+  c.lastLevelCacheBytes = 0;  // every byte from DRAM (the cache rule has its own test)
+  c.cacheBandwidthBytesPerSec = 0;
   return c;
 }
 
@@ -87,13 +89,31 @@ TEST(CostModelOps, PrecisionFollowsTheDType) {
 
 TEST(CostModelOps, FreeOpsCostNothingAnywhere) {
   CostModel m = h100Model();
-  OpWork r = estimateOpWork("Reshape", {f32({1, 512, 1, 1}), TensorType{DType::I64, {2}}},
-                            {f32({1, 512})}, {});
+  OpWork r = estimateOpWork("Shape", {f32({1, 512, 1, 1})}, {TensorType{DType::I64, {4}}}, {});
   for (size_t d = 0; d < 2; ++d) {
     OpCost c = m.opCost(r, d);
     EXPECT_DOUBLE_EQ(c.seconds, 0);
     EXPECT_STREQ(c.source, "free");
   }
+}
+
+// Flatten/Reshape: a copy (dispatch + bytes) where it cannot share its input's buffer; in place
+// (bytes 0, set by the placer) the CPU step still costs its dispatch, a GPU nothing.
+TEST(CostModelOps, ReshapeCostsItsCopyOrADispatch) {
+  CostModel m = h100Model();  // device 0: cpu, 1: cuda:0
+  const DeviceSpec& cpu = m.devices().device(0);
+  const DeviceSpec& gpu = m.devices().device(1);
+  OpWork r = estimateOpWork("Flatten", {f32({32, 64, 12, 12})}, {f32({32, 9216})}, {});
+  const double bytes = 2.0 * 32 * 9216 * 4;
+  OpCost c = m.opCost(r, 0);
+  EXPECT_DOUBLE_EQ(c.seconds, cpu.dispatchOverheadSec + bytes / cpu.memoryBandwidthBytesPerSec);
+  OpCost g = m.opCost(r, 1);
+  EXPECT_DOUBLE_EQ(g.seconds, gpu.dispatchOverheadSec + bytes / gpu.memoryBandwidthBytesPerSec);
+  r.bytes = 0;  // in place
+  EXPECT_DOUBLE_EQ(m.opCost(r, 0).seconds, cpu.dispatchOverheadSec);
+  EXPECT_GT(cpu.dispatchOverheadSec, 0);
+  EXPECT_DOUBLE_EQ(m.opCost(r, 1).seconds, 0);
+  EXPECT_STREQ(m.opCost(r, 1).source, "free");
 }
 
 TEST(CostModelTransfers, PcieGen5PinnedAndPageable) {
@@ -120,4 +140,43 @@ TEST(CostModelTransfers, DefaultHostMemoryComesFromTheOptions) {
   CostModel m(set, o);
   // A100 over PCIe Gen4: 25 GB/s pinned, 12.5 GB/s pageable.
   EXPECT_DOUBLE_EQ(m.transferTime(0, 1, 25e6), 5e-6 + 2e-3);
+}
+
+// The last-level cache rule: weights that fit in the LLC together with the rest of the plan's
+// weights and the op's other bytes are read at cache bandwidth (they stay there between steps
+// and runs); when the plan's weights do not fit they stream from DRAM; activations keep the
+// DRAM figure (or the measured curve's). mlp's first Gemm at batch 1: 1.6 MB of weights.
+TEST(CostModelOps, WeightsThatStayInTheLastLevelCacheAreReadFromIt) {
+  DeviceSpec cpu = roundCpu();
+  cpu.lastLevelCacheBytes = 32 << 20;
+  cpu.cacheBandwidthBytesPerSec = 100e9;
+  cpu.peakF32FlopsPerSec = 1e15;  // memory-bound whatever the rates
+  DeviceSet set;
+  ASSERT_TRUE(DeviceSet::fromSpecs({cpu}, &set).isOk());
+  CostModel m(set);
+  OpWork w = estimateOpWork("Gemm", {f32({1, 784}), f32({784, 512}), f32({512})}, {f32({1, 512})}, {});
+  const double weights = (784.0 * 512 + 512) * 4, others = (784.0 + 512) * 4;
+  ASSERT_DOUBLE_EQ(w.bytes, weights + others);
+  w.constantBytes = weights;
+  w.planConstantBytes = 2.2e6;  // the whole model: fits
+  EXPECT_DOUBLE_EQ(m.opCost(w, 0).memorySec, others / 20e9 + weights / 100e9);
+  w.planConstantBytes = 100e6;  // weights evict each other: this op's come from DRAM
+  EXPECT_DOUBLE_EQ(m.opCost(w, 0).memorySec, (others + weights) / 20e9);
+  // An op without weights: DRAM, as before.
+  OpWork add = estimateOpWork("Add", {f32({1024}), f32({1024})}, {f32({1024})}, {});
+  EXPECT_DOUBLE_EQ(m.opCost(add, 0).memorySec, add.bytes / 20e9);
+  // Unknown cache size: DRAM for everything, as before.
+  DeviceSet plain;
+  ASSERT_TRUE(DeviceSet::fromSpecs({roundCpu()}, &plain).isOk());
+  w.planConstantBytes = 2.2e6;
+  EXPECT_DOUBLE_EQ(CostModel(plain).opCost(w, 0).memorySec, (weights + others) / 20e9);
+  // With a measured elementwise curve, the curve gives the rate at the op's footprint (cached
+  // weights included) and its largest size (DRAM) the rate of weights that do not stay cached.
+  ASSERT_TRUE(m.loadProfileText(R"({"schema": "tandem-calibration/1", "devices": {"cpu": {
+      "elementwise": [{"bytes": 1e6, "bytes_per_s": 150e9}, {"bytes": 1e8, "bytes_per_s": 30e9}]}}})",
+                                "p").isOk());
+  const double rate = 150e9 + (30e9 - 150e9) * std::log(w.bytes / 1e6) / std::log(100.0);
+  EXPECT_NEAR(m.opCost(w, 0).memorySec, w.bytes / rate, 1e-12);
+  w.planConstantBytes = 100e6;
+  EXPECT_NEAR(m.opCost(w, 0).memorySec, others / rate + weights / 30e9, 1e-12);
 }

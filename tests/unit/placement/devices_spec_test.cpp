@@ -1,6 +1,12 @@
 // DeviceSpec, DeviceSet and Link: built-in datasheet figures, the live CPU, target lists, links.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include <cstdlib>
+
+#include <fstream>
+
 #include "compiler/placement/DeviceSpec.h"
 #include "runtime/Device.h"
 
@@ -94,6 +100,41 @@ TEST(BuiltinSpecs, UnknownModelListsTheKnownOnes) {
   EXPECT_NE(st.message().find("'v100'"), std::string::npos) << st.message();
   for (const std::string& m : knownGpuModels())
     EXPECT_NE(st.message().find(m), std::string::npos) << m << " missing in: " << st.message();
+}
+
+// The last-level cache comes from sysfs: the largest data/unified cache level of cpu0.
+TEST(LiveCpu, LastLevelCacheFromSysfs) {
+  DeviceSpec c = liveCpuSpec("cpu");
+  std::ifstream level("/sys/devices/system/cpu/cpu0/cache/index0/level");
+  if (!level) {
+    EXPECT_EQ(c.lastLevelCacheBytes, 0);
+    EXPECT_EQ(c.cacheBandwidthBytesPerSec, 0);
+    return;
+  }
+  int64_t largest = 0;
+  for (int i = 0; i < 16; ++i) {
+    std::string d = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream t(d + "type"), s(d + "size");
+    std::string type, size;
+    if (!(t >> type) || !(s >> size) || type == "Instruction") continue;
+    ASSERT_EQ(size.back(), 'K') << "sysfs sizes here are in KiB: " << size;
+    largest = std::max<int64_t>(largest, std::stoll(size) * 1024);
+  }
+  EXPECT_EQ(c.lastLevelCacheBytes, largest);
+  EXPECT_GE(c.lastLevelCacheBytes, 1 << 20) << "an L2 or L3 of at least 1 MiB";
+  EXPECT_DOUBLE_EQ(c.cacheBandwidthBytesPerSec, 32.0 * c.frequencyHz * c.cores);
+  EXPECT_GT(c.cacheBandwidthBytesPerSec, c.memoryBandwidthBytesPerSec);
+}
+
+// OMP_NUM_THREADS fixes the runtime's thread count, so the live CPU is priced for that many.
+TEST(LiveCpu, OmpNumThreadsCapsTheCores) {
+  ::setenv("OMP_NUM_THREADS", "1", 1);
+  DeviceSpec one = liveCpuSpec("cpu");
+  ::unsetenv("OMP_NUM_THREADS");
+  DeviceSpec all = liveCpuSpec("cpu");
+  EXPECT_EQ(one.cores, 1);
+  EXPECT_EQ(all.cores, availableCores());
+  EXPECT_DOUBLE_EQ(one.peakF32FlopsPerSec, all.peakF32FlopsPerSec / all.cores);
 }
 
 TEST(LiveCpu, PeakIsCoresTimesLanesTimesFmaTimesFrequency) {

@@ -328,3 +328,119 @@ TEST(TimingKey, DependsOnShapesConstantsThreadsAndHost) {
   c.nodeName = "another name";
   EXPECT_EQ(kernelTimingKey(h, c), k) << "steps of the same shape share an entry";
 }
+
+namespace {
+
+plan::Attribute* addAttr(plan::Step* s, const std::string& name, plan::Attribute::Kind kind) {
+  plan::Attribute* a = s->add_attrs();
+  a->set_name(name);
+  a->set_kind(kind);
+  return a;
+}
+
+// y = Relu(x) then z = Fused elementwise {Neg(y), Relu(.)} (x, y, z f32[4, 8]): one step with
+// no kernel variants and one fused group, for Executable::recordStepTimes.
+plan::Plan reluThenFusedPlan() {
+  plan::Plan p;
+  p.set_version(1);
+  addValue(p, "x", plan::Value::INPUT, {4, 8}, 0);
+  addValue(p, "y", plan::Value::INTERMEDIATE, {4, 8}, 128);
+  addValue(p, "z", plan::Value::INTERMEDIATE, {4, 8}, 256);
+  plan::Step* r = p.add_steps();
+  r->set_op_type("Relu");
+  r->set_name("relu");
+  r->set_device("cpu");
+  r->add_inputs(0);
+  r->add_outputs(1);
+  plan::Step* f = p.add_steps();
+  f->set_op_type("Fused");
+  f->set_name("neg_relu");
+  f->set_device("cpu");
+  f->add_inputs(1);
+  f->add_outputs(2);
+  addAttr(f, "kind", plan::Attribute::STRING)->set_s("elementwise");
+  plan::Attribute* ops = addAttr(f, "ops", plan::Attribute::STRINGS);
+  ops->add_strings("Neg");
+  ops->add_strings("Relu");
+  plan::Attribute* counts = addAttr(f, "op_input_counts", plan::Attribute::INTS);
+  counts->add_ints(1);
+  counts->add_ints(1);
+  plan::Attribute* refs = addAttr(f, "op_inputs", plan::Attribute::INTS);
+  refs->add_ints(0);   // Neg reads step input 0
+  refs->add_ints(-2);  // Relu reads body op 0
+  addAttr(f, "outputs_from", plan::Attribute::INTS)->add_ints(-3);
+  p.add_inputs(0);
+  p.add_outputs(2);
+  plan::Arena* a = p.add_arenas();
+  a->set_device("cpu");
+  a->set_bytes(384);
+  return p;
+}
+
+KernelContext unaryOp(const char* type, const AttrMap* none) {
+  KernelContext op;
+  op.opType = type;
+  op.attrs = none;
+  op.inputTypes = {{DType::F32, {4, 8}}};
+  op.constInputs = {nullptr};
+  op.outputTypes = {{DType::F32, {4, 8}}};
+  op.threads = 1;
+  return op;
+}
+
+}  // namespace
+
+// `tandem tune` times every CPU step of a plan in place: a step without kernel variants is
+// recorded under its op's key, a fused group under its head's (the first body op), each with
+// the time given; the group's other members get no entry of their own.
+TEST_F(Tuning, RecordStepTimesKeepsEveryStepUnderThePlacersKey) {
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.tuning = TuningMode::Off;
+  lo.tuningCache = cache_;
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(reluThenFusedPlan(), lo, &exe).isOk());
+  int recorded = -1;
+  EXPECT_FALSE(exe->recordStepTimes({1e-3}, &recorded).isOk()) << "one time per step";
+  ASSERT_TRUE(exe->recordStepTimes({2e-6, 3e-6}, &recorded).isOk());
+  EXPECT_EQ(recorded, 2);
+
+  TimingCache file;
+  std::string note;
+  file.load(cache_, &note);
+  EXPECT_EQ(note, "");
+  const TimingHost host{cpuModelName(), cpuEffectiveIsa()};
+  AttrMap none;
+  const OpTiming* relu = file.findOp(kernelOpTimingKey(host, unaryOp("Relu", &none)));
+  const OpTiming* neg = file.findOp(kernelOpTimingKey(host, unaryOp("Neg", &none)));
+  ASSERT_NE(relu, nullptr);
+  ASSERT_NE(neg, nullptr);
+  EXPECT_EQ(relu->seconds, 2e-6) << "the unfused Relu step, not the group's member";
+  EXPECT_EQ(relu->variant, exe->stepImpls()[0]);
+  EXPECT_EQ(neg->seconds, 3e-6) << "the group's time under its head";
+  EXPECT_EQ(neg->variant, exe->stepImpls()[1]);
+}
+
+// A time taken in a whole-plan run is kept when a later load finds the variant in the cache.
+TEST_F(Tuning, APlanTimeIsNotReplacedByACacheHit) {
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
+  auto first = load(8, TuningMode::Measure);
+  ASSERT_TRUE(first->recordStepTimes({0.5}, nullptr).isOk());
+  auto second = load(8, TuningMode::Measure);
+  ASSERT_EQ(second->tuning()[0].source, StepTuning::Source::Cache);
+  TimingCache file;
+  std::string note;
+  file.load(cache_, &note);
+  AttrMap none;
+  Tensor marker;
+  KernelContext op;
+  op.opType = "Gemm";
+  op.attrs = &none;
+  op.inputTypes = {{DType::F32, {8, K}}, {DType::F32, {K, N}}};
+  op.constInputs = {nullptr, &marker};
+  op.outputTypes = {{DType::F32, {8, N}}};
+  op.threads = 1;
+  const OpTiming* ot = file.findOp(kernelOpTimingKey(TimingHost{cpuModelName(), cpuEffectiveIsa()}, op));
+  ASSERT_NE(ot, nullptr);
+  EXPECT_EQ(ot->seconds, 0.5);
+}
