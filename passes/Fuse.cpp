@@ -459,8 +459,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   // group (absorbsLoopProducer; not already in an epilogue) gets one copy per reader, each read
   // by that reader alone, so each reader's group takes its copy and the value is never
   // materialised. Visited consumers first, so a chain of cheap ops is copied whole. The copies
-  // carry `fusion_duplicated`; an expensive op that qualified otherwise gets
-  // `fusion_not_duplicated` and is materialised once as before. Never across devices.
+  // carry `fusion_duplicated`; an expensive op that qualified otherwise, or one whose copies
+  // would read more memory than materialising it, gets `fusion_not_duplicated` and is
+  // materialised once as before. Never across devices.
   void duplicateCheapProducers(mlir::Block& body) {
     llvm::SmallVector<mlir::Operation*> candidates;
     for (mlir::Operation& op : body)
@@ -481,6 +482,25 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       if (!isCheapLoopOp(onnxOpType(p))) {
         p->setAttr(kFusionNotDuplicatedAttr,
                    mlir::StringAttr::get(ctx, onnxOpType(p) + " is expensive (" + n + ")"));
+        continue;
+      }
+      // Memory traffic, in tensors of p's size: materialised, p reads its f full-size operands,
+      // writes itself once and is read by k readers (f + 1 + k); copied, each of the k copies
+      // reads the f operands (f * k). Unless copies read less, materialise: that bounds a chain of
+      // residual sums, whose copies would otherwise pile up in every later reader and read every
+      // earlier summand again (quadratic in the chain's length).
+      int64_t f = 0;
+      llvm::SmallVector<mlir::Value> seen;
+      for (mlir::Value v : p->getOperands())
+        if (numElementsOf(v) > 1 && !llvm::is_contained(seen, v)) {
+          seen.push_back(v);
+          ++f;
+        }
+      const int64_t k = (int64_t)readers.size();
+      if (f * k >= f + 1 + k) {
+        p->setAttr(kFusionNotDuplicatedAttr,
+                   mlir::StringAttr::get(ctx, "copies would read " + std::to_string(f) +
+                                                  " operands in each of " + n));
         continue;
       }
       llvm::sort(readers, [](mlir::Operation* a, mlir::Operation* b) { return a->isBeforeInBlock(b); });
