@@ -259,6 +259,13 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     op->setAttr(kFusionRefusedAttr, mlir::StringAttr::get(op->getContext(), why));
   }
 
+  // `op` is a `type` (Add or Mul) of `x` and a constant row of x's last axis.
+  static bool constantRow(mlir::Operation* op, const char* type, mlir::Value x) {
+    if (onnxOpType(op) != type) return false;
+    mlir::Value row = fusion::lastAxisRowOperand(op, x);
+    return row && isConstant(row);
+  }
+
   void formEpilogue(mlir::Operation* anchor, std::vector<Group>* groups) {
     std::string type = onnxOpType(anchor);
     if (type != "Conv" && type != "Gemm" && type != "MatMul") return;
@@ -279,10 +286,17 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     std::string device = deviceOfOp(anchor);
     mlir::Value cur = anchor->getResult(0);
     bool activated = false;
+    const bool matmul = type != "Conv";
     while (cur.hasOneUse()) {
       mlir::Operation* user = *cur.getUsers().begin();
       std::string ut = onnxOpType(user);
-      bool candidate = postOpActivations().count(ut) || ut == "Add";
+      // Gemm/MatMul only: a constant bias row right after the product is the primitive's bias
+      // (added before any post-op), and a Mul by a constant row of the last axis (a per-column
+      // scale: ConvNeXt's layer scale) a binary post-op.
+      bool bias = matmul && g.members.size() == 1 && fusion::anchorTakesBias(anchor) &&
+                  constantRow(user, "Add", cur);
+      bool scale = matmul && constantRow(user, "Mul", cur);
+      bool candidate = postOpActivations().count(ut) || ut == "Add" || scale;
       if (!candidate || user->getNumResults() != 1 ||
           user->getResult(0).getType() != cur.getType())
         break;
@@ -291,7 +305,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         break;
       }
       if (grouped_.count(user)) break;
-      if (ut == "Add") {
+      if (bias || scale) {
+        // Neither uses the sum: a residual may still follow.
+      } else if (ut == "Add") {
         if (user->getNumOperands() != 2 || !sumFree) break;
         mlir::Value other = user->getOperand(user->getOperand(0) == cur ? 1 : 0);
         if (other == cur || other.getType() != cur.getType() || isConstant(other)) break;
@@ -677,6 +693,26 @@ bool isNone(mlir::Value v) { return v.getDefiningOp<NoneOp>() != nullptr; }
 int64_t numElementsOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements();
 }
+bool anchorTakesBias(mlir::Operation* anchor) {
+  if (onnxOpType(anchor) == "Gemm") return anchor->getNumOperands() < 3 || isNone(anchor->getOperand(2));
+  auto b = llvm::dyn_cast<mlir::RankedTensorType>(anchor->getOperand(1).getType());
+  return b && b.getRank() == 2;
+}
+mlir::Value lastAxisRowOperand(mlir::Operation* op, mlir::Value x) {
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1 ||
+      op->getResult(0).getType() != x.getType())
+    return {};
+  mlir::Value b = op->getOperand(op->getOperand(0) == x ? 1 : 0);
+  if (b == x || !isF32(b)) return {};
+  auto bt = llvm::cast<mlir::RankedTensorType>(b.getType());
+  auto xt = llvm::cast<mlir::RankedTensorType>(x.getType());
+  if (bt.getRank() < 1 || bt.getRank() > xt.getRank() || bt.getShape().back() != xt.getShape().back())
+    return {};
+  return bt.getNumElements() == xt.getShape().back() ? b : mlir::Value();
+}
+bool isBiasAdd(mlir::Operation* add, mlir::Value x) {
+  return onnxOpType(add) == "Add" && lastAxisRowOperand(add, x);
+}
 }  // namespace fusion
 
 // Forward search from the members' outside readers over non-members; reaching a member closes
@@ -709,9 +745,29 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
   // Row group: a reduction-like root computes its loop-fusible producer row by row.
   if (loopFusible(producer) && rowRoot(consumer) && consumer->getOperand(0) == x) return true;
   std::string pt = onnxOpType(producer), ct = onnxOpType(consumer);
+  // After a Gemm/MatMul's constant bias row or per-column scale (itself in the epilogue), an
+  // activation or another scale continues the same epilogue.
+  if ((pt == "Add" || pt == "Mul") && isF32(x) && consumer->getResult(0).getType() == x.getType())
+    for (mlir::Value v : producer->getOperands()) {
+      mlir::Operation* m = v.getDefiningOp();
+      std::string mt = m ? onnxOpType(m) : "";
+      if ((mt != "Gemm" && mt != "MatMul") || !v.hasOneUse() || v.getType() != x.getType() ||
+          !cpuFusesIntoProducer(m, producer))
+        continue;
+      mlir::Value row = fusion::lastAxisRowOperand(consumer, x);
+      if (ct == "Mul") return row && isConstant(row);
+      if (postOpActivations().count(ct))
+        return consumer->getOperand(0) == x &&
+               (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);
+    }
   if ((pt != "Conv" && pt != "Gemm" && pt != "MatMul") || !isF32(x) ||
       consumer->getResult(0).getType() != x.getType())
     return false;
+  // A constant bias row or per-column scale of a Gemm/MatMul (formEpilogue).
+  mlir::Value row = pt != "Conv" ? fusion::lastAxisRowOperand(consumer, x) : mlir::Value();
+  if (row && isConstant(row) &&
+      (ct == "Mul" || (ct == "Add" && fusion::anchorTakesBias(producer))))
+    return true;
   if (postOpActivations().count(ct))
     return consumer->getOperand(0) == x &&
            (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);

@@ -200,3 +200,83 @@ func.func @main(%x: tensor<1x8x8x8xf32> {tandem.device = "cpu"}) -> tensor<1x16x
   %a = tandem.average_pool %c2 {ceil_mode = 1 : i64, count_include_pad = 1 : i64, device = "cpu", kernel_shape = [3, 3], strides = [2, 2]} : (tensor<1x16x4x4xf32>) -> tensor<1x16x2x2xf32>
   return %a : tensor<1x16x2x2xf32>
 }
+
+// -----
+
+// MatMul over a [B, S, K] activation with one weight matrix, then a constant bias row (the
+// first operand here, as exporters write it), a Mul by a constant row of the last axis, a
+// residual Add and a Relu: one gemm-epilogue (the primitive's bias, binary_mul, sum, eltwise).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "gemm-epilogue"(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.mat_mul
+// CHECK-NEXT: tandem.add
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.add
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: return %[[F]]
+func.func @main(%x: tensor<2x3x8xf32> {tandem.device = "cpu"}, %r: tensor<2x3x4xf32> {tandem.device = "cpu"}) -> tensor<2x3x4xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x4xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<4xf32>
+  %g = tandem.constant {device = "cpu"} dense<0.1> : tensor<1x1x4xf32>
+  %m = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<2x3x8xf32>, tensor<8x4xf32>) -> tensor<2x3x4xf32>
+  %a = tandem.add %b, %m {device = "cpu"} : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %s = tandem.mul %a, %g {device = "cpu"} : (tensor<2x3x4xf32>, tensor<1x1x4xf32>) -> tensor<2x3x4xf32>
+  %y = tandem.add %s, %r {device = "cpu"} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %z = tandem.relu %y {device = "cpu"} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %z : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Bias row, Gelu and a scale row in one gemm-epilogue; the residual Add after the Gelu is
+// refused as for any activation.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "gemm-epilogue"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.mat_mul
+// CHECK-NEXT: tandem.add
+// CHECK-NEXT: tandem.gelu
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.add %[[F]], %arg1 {device = "cpu", fusion_refused = "sum after an activation
+func.func @main(%x: tensor<6x8xf32> {tandem.device = "cpu"}, %r: tensor<6x4xf32> {tandem.device = "cpu"}) -> tensor<6x4xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x4xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<1x4xf32>
+  %g = tandem.constant {device = "cpu"} dense<0.1> : tensor<4xf32>
+  %m = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<6x8xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+  %a = tandem.add %m, %b {device = "cpu"} : (tensor<6x4xf32>, tensor<1x4xf32>) -> tensor<6x4xf32>
+  %e = tandem.gelu %a {device = "cpu"} : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  %s = tandem.mul %e, %g {device = "cpu"} : (tensor<6x4xf32>, tensor<4xf32>) -> tensor<6x4xf32>
+  %y = tandem.add %s, %r {device = "cpu"} : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+  return %y : tensor<6x4xf32>
+}
+
+// -----
+
+// Not a bias: a constant row added after the Relu (the primitive's bias comes before every
+// post-op), a bias row that is not constant, and one added to a batched MatMul (B with a
+// batch: no single bias vector in the folded product) all stay outside.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "gemm-epilogue"
+// CHECK: tandem.mat_mul
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.add %[[F]], %{{.*}} {device = "cpu"}
+// CHECK: %[[M:[0-9]+]] = tandem.mat_mul %arg0, %{{.*}} {device = "cpu"}
+// CHECK-NEXT: tandem.add %[[M]], %arg1 {device = "cpu"}
+// CHECK: %[[B:[0-9]+]] = tandem.mat_mul %arg2, %arg3 {device = "cpu"}
+// CHECK-NEXT: tandem.add %[[B]], %{{.*}} {device = "cpu"}
+func.func @main(%x: tensor<3x8xf32> {tandem.device = "cpu"}, %v: tensor<4xf32> {tandem.device = "cpu"}, %p: tensor<2x3x8xf32> {tandem.device = "cpu"}, %q: tensor<2x8x4xf32> {tandem.device = "cpu"}) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<2x3x4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x4xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<4xf32>
+  %m = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  %r = tandem.relu %m {device = "cpu"} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %a = tandem.add %r, %b {device = "cpu"} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %m2 = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  %a2 = tandem.add %m2, %v {device = "cpu"} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %m3 = tandem.mat_mul %p, %q {device = "cpu"} : (tensor<2x3x8xf32>, tensor<2x8x4xf32>) -> tensor<2x3x4xf32>
+  %a3 = tandem.add %m3, %b {device = "cpu"} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  return %a, %a2, %a3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<2x3x4xf32>
+}

@@ -225,6 +225,7 @@ bool avx2Epilogue(const Epilogue* ep, bool* sum, bool* relu) {
   if (!ep) return true;
   for (size_t i = 0; i < ep->items.size(); ++i) {
     const Epilogue::Item& it = ep->items[i];
+    if (it.scaleRow) return false;
     if (it.sum) {
       if (i != 0) return false;
       *sum = true;

@@ -210,16 +210,30 @@ struct Epilogue {
   struct Item {
     bool sum = false;  // oneDNN sum (scale 1): adds what dst holds, i.e. the residual
     EltwiseStep eltwise;
+    /// Gemm/MatMul only: when set, binary_mul by this constant f32 row, one value per output
+    /// column (the last dim), broadcast over the rows (and batch); `eltwise` is then unused.
+    const Tensor* scaleRow = nullptr;
   };
   std::vector<Item> items;  // in order; at most one sum
+  /// Gemm/MatMul only: a constant f32 row of N values (the output's last dim) the primitive adds
+  /// as its bias, before the items. Null: none.
+  const Tensor* bias = nullptr;
   int sumInput = -1;  // index of the kernel input holding the residual the sum adds, or -1
   std::string text;   // "sum+eltwise_relu", for implName()
-  /// Appends the items to `po`.
-  void appendTo(dnnl::post_ops* po) const {
+  /// Appends the items to `po`. `dstRank`: the primitive's destination rank, for the
+  /// [1, ..., 1, N] descriptor of a scale row (rowDesc).
+  void appendTo(dnnl::post_ops* po, int dstRank = 2) const {
     for (const Item& i : items) {
       if (i.sum) po->append_sum(1.f);
+      else if (i.scaleRow) po->append_binary(dnnl::algorithm::binary_mul, rowDesc(*i.scaleRow, dstRank));
       else po->append_eltwise(1.f, i.eltwise.a, i.eltwise.alpha, i.eltwise.beta);
     }
+  }
+  /// A plain f32 [1, ..., 1, N] descriptor of `rank` dims for a row of N = t.numel() values.
+  static dnnl::memory::desc rowDesc(const Tensor& t, int rank) {
+    dims d(rank, 1);
+    d.back() = t.numel();
+    return plainDesc(d);
   }
 };
 
