@@ -316,6 +316,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlEltwiseKernels(r);
   dnnlcpu::registerDnnlBinaryKernels(r);
   dnnlcpu::registerDnnlFusedKernels(r);
+  dnnlcpu::registerDnnlTransposeKernels(r);
 }
 
 }  // namespace tandem

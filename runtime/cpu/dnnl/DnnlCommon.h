@@ -275,6 +275,7 @@ void registerDnnlNormKernels(KernelRegistry& r);      // DnnlNorm.cpp: BN, LN, (
 void registerDnnlEltwiseKernels(KernelRegistry& r);   // DnnlEltwise.cpp: unary activations
 void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub/Mul/Div/Min/Max
 void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
+void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Transpose (reorder)
 
 }  // namespace dnnlcpu
 }  // namespace tandem
