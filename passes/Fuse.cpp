@@ -181,6 +181,21 @@ bool absorbsLoopProducer(mlir::Operation* consumer, mlir::Operation* producer) {
   return true;
 }
 
+// An f32 Transpose of a 3-D to 5-D value with perm (0, 2, ..., r-1, 1): NC... to N...C.
+bool isToChannelsLast(mlir::Operation* op) {
+  if (onnxOpType(op) != "Transpose" || op->getNumResults() != 1 || !isF32(op->getOperand(0)))
+    return false;
+  int64_t r = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType()).getRank();
+  auto perm = op->getAttrOfType<mlir::ArrayAttr>("perm");
+  if (r < 3 || r > 5 || !perm || (int64_t)perm.size() != r) return false;
+  for (int64_t d = 0; d < r; ++d) {
+    auto p = llvm::dyn_cast<mlir::IntegerAttr>(perm[d]);
+    int64_t want = d == 0 ? 0 : d == r - 1 ? 1 : d + 1;
+    if (!p || p.getInt() != want) return false;
+  }
+  return true;
+}
+
 struct Group {
   std::string kind;
   llvm::SmallVector<mlir::Operation*> members;  // program order; the last is the root
@@ -325,6 +340,14 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       }
       g.members.push_back(user);
       cur = user->getResult(0);
+    }
+    // A Conv's result moved to channels-last (NC... -> N...C, as ConvNeXt does before its
+    // LayerNormalization over channels): the primitive writes its destination in nhwc, which
+    // is the transposed tensor, instead of writing NCHW for a Transpose to copy.
+    if (!matmul && cur.hasOneUse()) {
+      mlir::Operation* user = *cur.getUsers().begin();
+      if (isToChannelsLast(user) && deviceOfOp(user) == device && !grouped_.count(user))
+        g.members.push_back(user);
     }
     if (g.members.size() < 2) return;
     for (mlir::Operation* m : g.members) grouped_.insert(m);
@@ -638,7 +661,11 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
   static bool writesBlocked(mlir::Operation* op) {
-    if (auto f = llvm::dyn_cast<FusedOp>(op)) return f.getKind() == "conv-epilogue";
+    // A conv-epilogue ending in a Transpose writes channels-last, no other layout.
+    if (auto f = llvm::dyn_cast<FusedOp>(op)) {
+      mlir::Operation* last = f.getBody().front().getTerminator()->getOperand(0).getDefiningOp();
+      return f.getKind() == "conv-epilogue" && last && onnxOpType(last) != "Transpose";
+    }
     std::string t = onnxOpType(op);
     return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0);
   }
@@ -760,6 +787,7 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
         return consumer->getOperand(0) == x &&
                (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);
     }
+  if (pt == "Conv" && isF32(x) && isToChannelsLast(consumer)) return true;
   if ((pt != "Conv" && pt != "Gemm" && pt != "MatMul") || !isF32(x) ||
       consumer->getResult(0).getType() != x.getType())
     return false;

@@ -280,3 +280,31 @@ func.func @main(%x: tensor<3x8xf32> {tandem.device = "cpu"}, %v: tensor<4xf32> {
   %a3 = tandem.add %m3, %b {device = "cpu"} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   return %a, %a2, %a3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<2x3x4xf32>
 }
+
+// -----
+
+// ConvNeXt's depthwise Conv then a Transpose to channels-last (NCHW -> NHWC): one
+// conv-epilogue whose primitive writes nhwc; its result keeps the plain layout (no
+// result_layouts: only the LayerNormalization reads it). A Transpose with another perm stays
+// outside.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %{{.*}}) {device = "cpu"}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.conv
+// CHECK-NEXT: tandem.transpose {{.*}}perm = [0, 2, 3, 1]
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.layer_normalization %[[F]]
+// CHECK: %[[G:.*]] = tandem.fused "conv-epilogue"
+// CHECK: tandem.transpose %[[G]] {device = "cpu", perm = [0, 3, 2, 1]}
+func.func @main(%x: tensor<1x4x5x5xf32> {tandem.device = "cpu"}) -> (tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<4x1x3x3xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<4xf32>
+  %s = tandem.constant {device = "cpu"} dense<1.0> : tensor<4xf32>
+  %c = tandem.conv %x, %w, %b {device = "cpu", group = 4 : i64, pads = [1, 1, 1, 1]} : (tensor<1x4x5x5xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x5x5xf32>
+  %t = tandem.transpose %c {device = "cpu", perm = [0, 2, 3, 1]} : (tensor<1x4x5x5xf32>) -> tensor<1x5x5x4xf32>
+  %n = tandem.layer_normalization %t, %s {device = "cpu"} : (tensor<1x5x5x4xf32>, tensor<4xf32>) -> tensor<1x5x5x4xf32>
+  %c2 = tandem.conv %x, %w, %b {device = "cpu", group = 4 : i64, pads = [1, 1, 1, 1]} : (tensor<1x4x5x5xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x5x5xf32>
+  %r = tandem.relu %c2 {device = "cpu"} : (tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32>
+  %t2 = tandem.transpose %r {device = "cpu", perm = [0, 3, 2, 1]} : (tensor<1x4x5x5xf32>) -> tensor<1x5x5x4xf32>
+  return %n, %t2 : tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>
+}

@@ -69,7 +69,10 @@ const char* activationLayoutName();
 /// a value is blocked only where the host layout stores it in its plain size (nhwc always,
 /// nChw8c / nChw16c when the channels are a multiple of the block), plain otherwise.
 bool isBlocked(const KernelContext& ctx, bool input, size_t i);
-/// The descriptor of the caller's buffer for input/output i: blocked or plain.
+/// The descriptor of the caller's buffer for input/output i: blocked or plain, or channels-last
+/// (nwc / nhwc / ndhwc over the logical NC... dims `d`) where the layout says "channels-last":
+/// only the anchor of a conv-epilogue ending in a Transpose to channels-last sees that
+/// (DnnlFused.cpp), never a plan step.
 dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d);
 
 /// True when `pd` is a generic reference implementation (used to fall back to plain layouts

@@ -123,6 +123,21 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
   if (body.outputsFrom.size() != 1 || body.outputsFrom[0] != (int64_t)body.ops.size() - 1)
     return Status::error("Fused epilogue: the last body op must be the only output");
   const fused::BodyOp& anchorOp = body.ops[0];
+  // A Conv epilogue may end in a Transpose to channels-last (NC... -> N...C): the primitive
+  // then writes its destination in nwc / nhwc / ndhwc, which are the transposed bytes.
+  size_t postEnd = body.ops.size();
+  bool channelsLastOut = false;
+  if (anchorOp.type == "Conv" && body.ops.size() >= 2 && body.ops.back().type == "Transpose") {
+    const Shape& y = ctx.outputTypes[0].shape;
+    std::vector<int64_t> perm = body.ops.back().attrs.getInts("perm");
+    std::vector<int64_t> want;
+    for (int64_t d = 0; d < (int64_t)y.size(); ++d) want.push_back(d == 0 ? 0 : d == (int64_t)y.size() - 1 ? 1 : d + 1);
+    if (perm != want || y.size() < 3 || y.size() > 5 || body.ops.back().refs.size() != 1 ||
+        body.ops.back().refs[0] != -2 - (int64_t)(body.ops.size() - 2))
+      return Status::error("Fused epilogue: a Transpose ends it only as NC... -> N...C");
+    channelsLastOut = true;
+    postEnd = body.ops.size() - 1;
+  }
   KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
   std::vector<int64_t> refs = anchorOp.refs;
   for (int64_t r : refs)
@@ -138,12 +153,14 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
     return stepInput >= 0 && isBlocked(ctx, true, (size_t)stepInput) ? "blocked" : "";
   };
   std::vector<std::string> inLayouts = {layout(refs[0]), "", ""};
-  anchorAttrs.set("output_layouts", Attr::ofStrings({isBlocked(ctx, false, 0) ? "blocked" : ""}));
+  anchorAttrs.set("output_layouts", Attr::ofStrings({channelsLastOut            ? "channels-last"
+                                                     : isBlocked(ctx, false, 0) ? "blocked"
+                                                                                : ""}));
   anchor.attrs = &anchorAttrs;
   Epilogue ep;
   const bool matmul = anchorOp.type == "Gemm" || anchorOp.type == "MatMul";
   const bool gemmHasC = anchorOp.type == "Gemm" && refs.size() > 2 && refs[2] >= 0;
-  for (size_t k = 1; k < body.ops.size(); ++k) {
+  for (size_t k = 1; k < postEnd; ++k) {
     const fused::BodyOp& op = body.ops[k];
     const int64_t prev = -2 - (int64_t)(k - 1);
     // A constant row of the output's last dim (passes/Fuse.cpp: a bias row, a per-column
@@ -180,7 +197,7 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
       if (op.refs.size() != 2 || ep.sumInput >= 0) return Status::error("Fused epilogue: bad Add");
       int64_t other = op.refs[0] == prev ? op.refs[1] : op.refs[1] == prev ? op.refs[0] : -1;
       if (other < 0) return Status::error("Fused epilogue: Add does not read a step input");
-      if (ctx.inputTypes[other].shape != ctx.outputTypes[0].shape ||
+      if (ctx.inputTypes[other].shape != body.shapes[0] ||
           ctx.inputTypes[other].dtype != DType::F32) {
         // A bias row (a CUDA gemm-epilogue run here because its GPU is absent) is no oneDNN
         // sum: the group runs op by op, in plain layout as CUDA groups always are.
@@ -210,6 +227,7 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
     }
   }
 
+  if (channelsLastOut) ep.text += std::string(ep.text.empty() ? "" : "+") + "dst:channels-last";
   anchorAttrs.set("input_layouts", Attr::ofStrings(inLayouts));
   std::unique_ptr<Kernel> inner;
   std::string regressed;

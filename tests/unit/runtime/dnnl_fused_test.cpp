@@ -128,6 +128,49 @@ TEST(DnnlFused, ConvSumReluMatchesUnfused) {
   EXPECT_LT(zeros, got.numel());
 }
 
+// ConvNeXt's depthwise 7x7 Conv (pad 3, 16 groups) then a Transpose to channels-last: the
+// primitive writes nhwc, which must be the reference's transposed result; also with a residual
+// sum (in NCHW, the Conv's shape) before the Transpose, and the 1-D (NCW -> NWC) form.
+TEST(DnnlFused, ConvThenTransposeToChannelsLast) {
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool residual = variant == 1, oneD = variant == 2;
+    BodyBuilder b;
+    AttrMap conv;
+    conv.set("group", Attr::ofInt(16));
+    conv.set("pads", oneD ? Attr::ofInts({3, 3}) : Attr::ofInts({3, 3, 3, 3}));
+    int c = b.add("Conv", {0, 1, 2}, conv);
+    int last = c;
+    if (residual) last = b.add("Add", {BodyBuilder::result(c), 3});
+    AttrMap perm;
+    perm.set("perm", oneD ? Attr::ofInts({0, 2, 1}) : Attr::ofInts({0, 2, 3, 1}));
+    int t = b.add("Transpose", {BodyBuilder::result(last)}, perm);
+    const Shape x = oneD ? Shape{2, 16, 9} : Shape{2, 16, 9, 9};
+    const Shape y = oneD ? Shape{2, 9, 16} : Shape{2, 9, 9, 16};
+    std::vector<Shape> shapes(residual ? 2 : 1, x);
+    shapes.push_back(y);
+    OpCase oc;
+    oc.op = "Fused";
+    oc.attrs = b.finish("conv-epilogue", {t}, shapes);
+    oc.inputs = {randomTensor(x, 31),
+                 randomTensor(oneD ? Shape{16, 1, 7} : Shape{16, 1, 7, 7}, 32, -0.2f, 0.2f),
+                 randomTensor({16}, 33)};
+    oc.constant = {false, true, true};
+    if (residual) {
+      oc.inputs.push_back(randomTensor(x, 34));
+      oc.constant.push_back(false);
+    }
+    oc.outputs = {y};
+    std::string fusedImpl, refImpl;
+    Tensor got = runWith(fullRegistry(), oc, &fusedImpl);
+    Tensor want = runWith(refRegistry(), oc, &refImpl);
+    EXPECT_NE(fusedImpl.find(residual ? "+post-ops[sum+dst:channels-last]"
+                                      : "+post-ops[dst:channels-last]"),
+              std::string::npos)
+        << fusedImpl;
+    expectClose(got, toDouble(want), 1e-4);
+  }
+}
+
 // The residual planned in place: the output buffer is the residual's (plan-memory's rule).
 TEST(DnnlFused, ConvSumInPlace) {
   BodyBuilder b;
