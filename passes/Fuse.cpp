@@ -181,6 +181,21 @@ bool absorbsLoopProducer(mlir::Operation* consumer, mlir::Operation* producer) {
   return true;
 }
 
+// An f32 Transpose of a 3-D to 5-D value with perm (0, 2, ..., r-1, 1): NC... to N...C.
+bool isToChannelsLast(mlir::Operation* op) {
+  if (onnxOpType(op) != "Transpose" || op->getNumResults() != 1 || !isF32(op->getOperand(0)))
+    return false;
+  int64_t r = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType()).getRank();
+  auto perm = op->getAttrOfType<mlir::ArrayAttr>("perm");
+  if (r < 3 || r > 5 || !perm || (int64_t)perm.size() != r) return false;
+  for (int64_t d = 0; d < r; ++d) {
+    auto p = llvm::dyn_cast<mlir::IntegerAttr>(perm[d]);
+    int64_t want = d == 0 ? 0 : d == r - 1 ? 1 : d + 1;
+    if (!p || p.getInt() != want) return false;
+  }
+  return true;
+}
+
 struct Group {
   std::string kind;
   llvm::SmallVector<mlir::Operation*> members;  // program order; the last is the root
@@ -264,6 +279,13 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     op->setAttr(kFusionRefusedAttr, mlir::StringAttr::get(op->getContext(), why));
   }
 
+  // `op` is a `type` (Add or Mul) of `x` and a constant row of x's last axis.
+  static bool constantRow(mlir::Operation* op, const char* type, mlir::Value x) {
+    if (onnxOpType(op) != type) return false;
+    mlir::Value row = fusion::lastAxisRowOperand(op, x);
+    return row && isConstant(row);
+  }
+
   void formEpilogue(mlir::Operation* anchor, std::vector<Group>* groups) {
     std::string type = onnxOpType(anchor);
     if (type != "Conv" && type != "Gemm" && type != "MatMul") return;
@@ -284,10 +306,17 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     std::string device = deviceOfOp(anchor);
     mlir::Value cur = anchor->getResult(0);
     bool activated = false;
+    const bool matmul = type != "Conv";
     while (cur.hasOneUse()) {
       mlir::Operation* user = *cur.getUsers().begin();
       std::string ut = onnxOpType(user);
-      bool candidate = postOpActivations().count(ut) || ut == "Add";
+      // Gemm/MatMul only: a constant bias row right after the product is the primitive's bias
+      // (added before any post-op), and a Mul by a constant row of the last axis (a per-column
+      // scale: ConvNeXt's layer scale) a binary post-op.
+      bool bias = matmul && g.members.size() == 1 && fusion::anchorTakesBias(anchor) &&
+                  constantRow(user, "Add", cur);
+      bool scale = matmul && constantRow(user, "Mul", cur);
+      bool candidate = postOpActivations().count(ut) || ut == "Add" || scale;
       if (!candidate || user->getNumResults() != 1 ||
           user->getResult(0).getType() != cur.getType())
         break;
@@ -296,7 +325,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         break;
       }
       if (grouped_.count(user)) break;
-      if (ut == "Add") {
+      if (bias || scale) {
+        // Neither uses the sum: a residual may still follow.
+      } else if (ut == "Add") {
         if (user->getNumOperands() != 2 || !sumFree) break;
         mlir::Value other = user->getOperand(user->getOperand(0) == cur ? 1 : 0);
         if (other == cur || other.getType() != cur.getType() || isConstant(other)) break;
@@ -314,6 +345,14 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       }
       g.members.push_back(user);
       cur = user->getResult(0);
+    }
+    // A Conv's result moved to channels-last (NC... -> N...C, as ConvNeXt does before its
+    // LayerNormalization over channels): the primitive writes its destination in nhwc, which
+    // is the transposed tensor, instead of writing NCHW for a Transpose to copy.
+    if (!matmul && cur.hasOneUse()) {
+      mlir::Operation* user = *cur.getUsers().begin();
+      if (isToChannelsLast(user) && deviceOfOp(user) == device && !grouped_.count(user))
+        g.members.push_back(user);
     }
     if (g.members.size() < 2) return;
     for (mlir::Operation* m : g.members) grouped_.insert(m);
@@ -499,8 +538,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   // group (absorbsLoopProducer; not already in an epilogue) gets one copy per reader, each read
   // by that reader alone, so each reader's group takes its copy and the value is never
   // materialised. Visited consumers first, so a chain of cheap ops is copied whole. The copies
-  // carry `fusion_duplicated`; an expensive op that qualified otherwise gets
-  // `fusion_not_duplicated` and is materialised once as before. Never across devices.
+  // carry `fusion_duplicated`; an expensive op that qualified otherwise, or one whose copies
+  // would read more memory than materialising it, gets `fusion_not_duplicated` and is
+  // materialised once as before. Never across devices.
   void duplicateCheapProducers(mlir::Block& body) {
     llvm::SmallVector<mlir::Operation*> candidates;
     for (mlir::Operation& op : body)
@@ -521,6 +561,25 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       if (!isCheapLoopOp(onnxOpType(p))) {
         p->setAttr(kFusionNotDuplicatedAttr,
                    mlir::StringAttr::get(ctx, onnxOpType(p) + " is expensive (" + n + ")"));
+        continue;
+      }
+      // Memory traffic, in tensors of p's size: materialised, p reads its f full-size operands,
+      // writes itself once and is read by k readers (f + 1 + k); copied, each of the k copies
+      // reads the f operands (f * k). Unless copies read less, materialise: that bounds a chain of
+      // residual sums, whose copies would otherwise pile up in every later reader and read every
+      // earlier summand again (quadratic in the chain's length).
+      int64_t f = 0;
+      llvm::SmallVector<mlir::Value> seen;
+      for (mlir::Value v : p->getOperands())
+        if (numElementsOf(v) > 1 && !llvm::is_contained(seen, v)) {
+          seen.push_back(v);
+          ++f;
+        }
+      const int64_t k = (int64_t)readers.size();
+      if (f * k >= f + 1 + k) {
+        p->setAttr(kFusionNotDuplicatedAttr,
+                   mlir::StringAttr::get(ctx, "copies would read " + std::to_string(f) +
+                                                  " operands in each of " + n));
         continue;
       }
       llvm::sort(readers, [](mlir::Operation* a, mlir::Operation* b) { return a->isBeforeInBlock(b); });
@@ -642,8 +701,12 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
   static bool writesBlocked(mlir::Operation* op) {
-    if (auto f = llvm::dyn_cast<FusedOp>(op))
-      return f.getKind() == "conv-epilogue" || f.getKind() == "batchnorm-relu";
+    // A conv-epilogue ending in a Transpose writes channels-last, no other layout.
+    if (auto f = llvm::dyn_cast<FusedOp>(op)) {
+      if (f.getKind() == "batchnorm-relu") return true;
+      mlir::Operation* last = f.getBody().front().getTerminator()->getOperand(0).getDefiningOp();
+      return f.getKind() == "conv-epilogue" && last && onnxOpType(last) != "Transpose";
+    }
     std::string t = onnxOpType(op);
     return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0) ||
            isBatchNormInference(op) || isChannelConcat(op);
@@ -715,6 +778,26 @@ bool isNone(mlir::Value v) { return v.getDefiningOp<NoneOp>() != nullptr; }
 int64_t numElementsOf(mlir::Value v) {
   return llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements();
 }
+bool anchorTakesBias(mlir::Operation* anchor) {
+  if (onnxOpType(anchor) == "Gemm") return anchor->getNumOperands() < 3 || isNone(anchor->getOperand(2));
+  auto b = llvm::dyn_cast<mlir::RankedTensorType>(anchor->getOperand(1).getType());
+  return b && b.getRank() == 2;
+}
+mlir::Value lastAxisRowOperand(mlir::Operation* op, mlir::Value x) {
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1 ||
+      op->getResult(0).getType() != x.getType())
+    return {};
+  mlir::Value b = op->getOperand(op->getOperand(0) == x ? 1 : 0);
+  if (b == x || !isF32(b)) return {};
+  auto bt = llvm::cast<mlir::RankedTensorType>(b.getType());
+  auto xt = llvm::cast<mlir::RankedTensorType>(x.getType());
+  if (bt.getRank() < 1 || bt.getRank() > xt.getRank() || bt.getShape().back() != xt.getShape().back())
+    return {};
+  return bt.getNumElements() == xt.getShape().back() ? b : mlir::Value();
+}
+bool isBiasAdd(mlir::Operation* add, mlir::Value x) {
+  return onnxOpType(add) == "Add" && lastAxisRowOperand(add, x);
+}
 }  // namespace fusion
 
 // Forward search from the members' outside readers over non-members; reaching a member closes
@@ -747,9 +830,30 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
   // Row group: a reduction-like root computes its loop-fusible producer row by row.
   if (loopFusible(producer) && rowRoot(consumer) && consumer->getOperand(0) == x) return true;
   std::string pt = onnxOpType(producer), ct = onnxOpType(consumer);
+  // After a Gemm/MatMul's constant bias row or per-column scale (itself in the epilogue), an
+  // activation or another scale continues the same epilogue.
+  if ((pt == "Add" || pt == "Mul") && isF32(x) && consumer->getResult(0).getType() == x.getType())
+    for (mlir::Value v : producer->getOperands()) {
+      mlir::Operation* m = v.getDefiningOp();
+      std::string mt = m ? onnxOpType(m) : "";
+      if ((mt != "Gemm" && mt != "MatMul") || !v.hasOneUse() || v.getType() != x.getType() ||
+          !cpuFusesIntoProducer(m, producer))
+        continue;
+      mlir::Value row = fusion::lastAxisRowOperand(consumer, x);
+      if (ct == "Mul") return row && isConstant(row);
+      if (postOpActivations().count(ct))
+        return consumer->getOperand(0) == x &&
+               (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);
+    }
+  if (pt == "Conv" && isF32(x) && isToChannelsLast(consumer)) return true;
   if ((pt != "Conv" && pt != "Gemm" && pt != "MatMul") || !isF32(x) ||
       consumer->getResult(0).getType() != x.getType())
     return false;
+  // A constant bias row or per-column scale of a Gemm/MatMul (formEpilogue).
+  mlir::Value row = pt != "Conv" ? fusion::lastAxisRowOperand(consumer, x) : mlir::Value();
+  if (row && isConstant(row) &&
+      (ct == "Mul" || (ct == "Add" && fusion::anchorTakesBias(producer))))
+    return true;
   if (postOpActivations().count(ct))
     return consumer->getOperand(0) == x &&
            (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);

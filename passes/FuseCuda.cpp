@@ -33,6 +33,8 @@ using fusion::isConstant;
 using fusion::isF32;
 using fusion::isNone;
 using fusion::numElementsOf;
+using fusion::anchorTakesBias;
+using fusion::isBiasAdd;
 
 std::string geluForm(mlir::Operation* op) {
   auto a = op->getAttrOfType<mlir::StringAttr>("approximate");
@@ -73,15 +75,6 @@ bool isMatmul(mlir::Operation* op) {
   return (t == "Gemm" || t == "MatMul") && op->getNumResults() == 1 && isF32(op->getResult(0));
 }
 
-// Whether the anchor already adds a bias (Gemm's C), and whether it may take one: Gemm without C,
-// or MatMul whose B is one matrix (its batch folds into rows, so the [N] bias is one vector for
-// the whole product, as cuBLASLt's BIAS epilogue applies it).
-bool anchorTakesBias(mlir::Operation* anchor) {
-  if (onnxOpType(anchor) == "Gemm") return anchor->getNumOperands() < 3 || isNone(anchor->getOperand(2));
-  auto b = llvm::dyn_cast<mlir::RankedTensorType>(anchor->getOperand(1).getType());
-  return b && b.getRank() == 2;
-}
-
 // Gemm's C is fine under an activation epilogue only as the bias row (beta 1, [N] or [1, N]);
 // any other C is accumulated with beta, which the cuBLASLt kernel does not combine with one.
 bool anchorTakesActivation(mlir::Operation* anchor) {
@@ -93,20 +86,6 @@ bool anchorTakesActivation(mlir::Operation* anchor) {
   int64_t n = llvm::cast<mlir::RankedTensorType>(anchor->getResult(0).getType()).getDimSize(1);
   return (c.getRank() == 1 && c.getDimSize(0) == n) ||
          (c.getRank() == 2 && c.getDimSize(0) == 1 && c.getDimSize(1) == n);
-}
-
-// `add` adds to `x` (the product) a bias row: f32, N elements, every dim but the last 1.
-bool isBiasAdd(mlir::Operation* add, mlir::Value x) {
-  if (onnxOpType(add) != "Add" || add->getNumOperands() != 2 || add->getNumResults() != 1 ||
-      add->getResult(0).getType() != x.getType())
-    return false;
-  mlir::Value b = add->getOperand(add->getOperand(0) == x ? 1 : 0);
-  if (b == x || !isF32(b)) return false;
-  auto bt = llvm::cast<mlir::RankedTensorType>(b.getType());
-  auto xt = llvm::cast<mlir::RankedTensorType>(x.getType());
-  if (bt.getRank() < 1 || bt.getRank() > xt.getRank() || bt.getShape().back() != xt.getShape().back())
-    return false;
-  return bt.getNumElements() == xt.getShape().back();
 }
 
 // An activation cuBLASLt applies as an epilogue: Relu, or Gelu in the tanh form (cuBLASLt's

@@ -42,6 +42,16 @@ bool isConstant(mlir::Value v);  // made by tandem.constant
 bool isNone(mlir::Value v);      // an absent optional operand (tandem.none)
 /// Element count of a ranked tensor value (asserts a ranked tensor type).
 int64_t numElementsOf(mlir::Value v);
+/// Whether a Gemm/MatMul anchor may take a bias row: Gemm without C, or MatMul whose B is one
+/// matrix (its batch folds into rows, so an [N] bias is one vector for the whole product, as
+/// cuBLASLt's BIAS epilogue and oneDNN's matmul bias apply it).
+bool anchorTakesBias(mlir::Operation* anchor);
+/// The operand of the binary `op` (any type) other than `x` when it is a row of x's last axis:
+/// f32, as many elements as that axis, every other dim 1 (a bias [N], [1, N], [1, 1, N]);
+/// null otherwise, or when op's result is not of x's type.
+mlir::Value lastAxisRowOperand(mlir::Operation* op, mlir::Value x);
+/// `add` adds to `x` (the product) a bias row (lastAxisRowOperand of an Add).
+bool isBiasAdd(mlir::Operation* add, mlir::Value x);
 }  // namespace fusion
 
 /// True when no path leaves the set `in` (ops of one block) through non-members and comes back

@@ -163,7 +163,10 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        non-constant value (oneDNN `sum`; Gemm only when its C is absent or a bias row; not
        after an activation, which oneDNN 2.6 runs only with reference kernels) and
        activations (Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Tanh, Exp, Sqrt, Abs, Neg,
-       Clip with constant bounds, Gelu). Kind `conv-epilogue` / `gemm-epilogue`. At load the
+       Clip with constant bounds, Gelu). A Gemm or MatMul also takes, first, a constant bias
+       row (N values, every other dim 1; Gemm without C, MatMul with one B matrix: the
+       primitive's bias) and, anywhere, Muls by a constant row of N values (a per-column
+       scale, oneDNN binary_mul). Kind `conv-epilogue` / `gemm-epilogue`. At load the
        runtime compares the fused primitive's implementation with the unfused one and runs the
        group unfused if fusing would fall to a gemm or reference kernel. Then an inference
        BatchNormalization read only by a Relu (kind `batchnorm-relu`: one per-channel affine +
@@ -185,7 +188,9 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        LeakyRelu, HardSigmoid, Abs, Neg, Clip, Add, Sub, Mul, Max, Min; XLA's IsExpensive
        rules out Exp, Log, Tanh, Erf, Sqrt, Div, ...) whose every reader is on its device and
        would absorb it (a loop op of its type, or a row root reading it as X) is copied into
-       each reader (`fusion_duplicated`), so no group materialises it. An expensive one gets
+       each reader (`fusion_duplicated`), so no group materialises it, unless the copies read
+       more memory than materialising it (f full-size operands, k readers: f*k >= f + 1 + k;
+       a chain of residual sums). An expensive one, or one refused for traffic, gets
        `fusion_not_duplicated` and is materialised once.
     The CUDA rules (ops on cuda devices, passes/FuseCuda.cpp; same one-device and convexity
     guarantees):

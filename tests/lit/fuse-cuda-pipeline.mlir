@@ -3,11 +3,11 @@
 // RUN: tandem-opt %s --tandem-place="target=cpu,cuda:0=h100 pins=mm1=cuda:0,bias1=cuda:0,relu1=cpu" --tandem-insert-transfers --tandem-fuse | FileCheck %s --check-prefix=CUT
 
 // The pipeline as compiled for a CPU and an H100. The placer prices the MatMul's bias Add and
-// the Relu after it as fused on cuda:0 (cudaFusesIntoProducer: one cuBLASLt RELU_BIAS
-// epilogue), and on cuda:0 only: on the CPU a bias row is no oneDNN sum.
+// the Relu after it as fused on either device (cudaFusesIntoProducer: one cuBLASLt RELU_BIAS
+// epilogue; cpuFusesIntoProducer: oneDNN's matmul bias and an eltwise post-op).
 // PLACE-LABEL: func.func @main
-// PLACE: tandem.add {{.*}}device = "cuda:0", {{.*}}placement_fusion = {devices = ["cuda:0"], into = "mm1"}
-// PLACE: tandem.relu {{.*}}device = "cuda:0", {{.*}}placement_fusion = {devices = ["cuda:0"], into = "bias1"}
+// PLACE: tandem.add {{.*}}device = "cuda:0", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "mm1"}
+// PLACE: tandem.relu {{.*}}device = "cuda:0", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "bias1"}
 
 // All three on cuda:0: one gemm-epilogue (RELU_BIAS) between the copies of x in and y out.
 // CHECK-LABEL: func.func @main

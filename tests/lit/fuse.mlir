@@ -234,6 +234,33 @@ func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x
 
 // -----
 
+// MatMul over a [B, S, K] activation with one weight matrix, then a constant bias row (the
+// first operand here, as exporters write it), a Mul by a constant row of the last axis, a
+// residual Add and a Relu: one gemm-epilogue (the primitive's bias, binary_mul, sum, eltwise).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "gemm-epilogue"(%arg0, %{{.*}}, %{{.*}}, %{{.*}}, %arg1)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.mat_mul
+// CHECK-NEXT: tandem.add
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.add
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: return %[[F]]
+func.func @main(%x: tensor<2x3x8xf32> {tandem.device = "cpu"}, %r: tensor<2x3x4xf32> {tandem.device = "cpu"}) -> tensor<2x3x4xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x4xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<4xf32>
+  %g = tandem.constant {device = "cpu"} dense<0.1> : tensor<1x1x4xf32>
+  %m = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<2x3x8xf32>, tensor<8x4xf32>) -> tensor<2x3x4xf32>
+  %a = tandem.add %b, %m {device = "cpu"} : (tensor<4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %s = tandem.mul %a, %g {device = "cpu"} : (tensor<2x3x4xf32>, tensor<1x1x4xf32>) -> tensor<2x3x4xf32>
+  %y = tandem.add %s, %r {device = "cpu"} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %z = tandem.relu %y {device = "cpu"} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  return %z : tensor<2x3x4xf32>
+}
+
+// -----
+
 // Layout: a channel Concat (GoogLeNet, DenseNet) reads and writes the host layout, so the
 // convs and the pool around it skip their reorders; a Concat along another axis does not, and
 // the conv feeding it stays plain.
@@ -254,4 +281,85 @@ func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x
   %d = tandem.conv %x, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
   %e = tandem.concat %d, %d {axis = 2 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x8x4xf32>
   return %y, %e : tensor<1x8x4x4xf32>, tensor<1x8x8x4xf32>
+}
+
+// -----
+
+// Bias row, Gelu and a scale row in one gemm-epilogue; the residual Add after the Gelu is
+// refused as for any activation.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "gemm-epilogue"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.mat_mul
+// CHECK-NEXT: tandem.add
+// CHECK-NEXT: tandem.gelu
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.add %[[F]], %arg1 {device = "cpu", fusion_refused = "sum after an activation
+func.func @main(%x: tensor<6x8xf32> {tandem.device = "cpu"}, %r: tensor<6x4xf32> {tandem.device = "cpu"}) -> tensor<6x4xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x4xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<1x4xf32>
+  %g = tandem.constant {device = "cpu"} dense<0.1> : tensor<4xf32>
+  %m = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<6x8xf32>, tensor<8x4xf32>) -> tensor<6x4xf32>
+  %a = tandem.add %m, %b {device = "cpu"} : (tensor<6x4xf32>, tensor<1x4xf32>) -> tensor<6x4xf32>
+  %e = tandem.gelu %a {device = "cpu"} : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  %s = tandem.mul %e, %g {device = "cpu"} : (tensor<6x4xf32>, tensor<4xf32>) -> tensor<6x4xf32>
+  %y = tandem.add %s, %r {device = "cpu"} : (tensor<6x4xf32>, tensor<6x4xf32>) -> tensor<6x4xf32>
+  return %y : tensor<6x4xf32>
+}
+
+// -----
+
+// Not a bias: a constant row added after the Relu (the primitive's bias comes before every
+// post-op), a bias row that is not constant, and one added to a batched MatMul (B with a
+// batch: no single bias vector in the folded product) all stay outside.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "gemm-epilogue"
+// CHECK: tandem.mat_mul
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.add %[[F]], %{{.*}} {device = "cpu"}
+// CHECK: %[[M:[0-9]+]] = tandem.mat_mul %arg0, %{{.*}} {device = "cpu"}
+// CHECK-NEXT: tandem.add %[[M]], %arg1 {device = "cpu"}
+// CHECK: %[[B:[0-9]+]] = tandem.mat_mul %arg2, %arg3 {device = "cpu"}
+// CHECK-NEXT: tandem.add %[[B]], %{{.*}} {device = "cpu"}
+func.func @main(%x: tensor<3x8xf32> {tandem.device = "cpu"}, %v: tensor<4xf32> {tandem.device = "cpu"}, %p: tensor<2x3x8xf32> {tandem.device = "cpu"}, %q: tensor<2x8x4xf32> {tandem.device = "cpu"}) -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<2x3x4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x4xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<4xf32>
+  %m = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  %r = tandem.relu %m {device = "cpu"} : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  %a = tandem.add %r, %b {device = "cpu"} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %m2 = tandem.mat_mul %x, %w {device = "cpu"} : (tensor<3x8xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  %a2 = tandem.add %m2, %v {device = "cpu"} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %m3 = tandem.mat_mul %p, %q {device = "cpu"} : (tensor<2x3x8xf32>, tensor<2x8x4xf32>) -> tensor<2x3x4xf32>
+  %a3 = tandem.add %m3, %b {device = "cpu"} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  return %a, %a2, %a3 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<2x3x4xf32>
+}
+
+// -----
+
+// ConvNeXt's depthwise Conv then a Transpose to channels-last (NCHW -> NHWC): one
+// conv-epilogue whose primitive writes nhwc; its result keeps the plain layout (no
+// result_layouts: only the LayerNormalization reads it). A Transpose with another perm stays
+// outside.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %{{.*}}) {device = "cpu"}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.conv
+// CHECK-NEXT: tandem.transpose {{.*}}perm = [0, 2, 3, 1]
+// CHECK-NEXT: tandem.yield
+// CHECK: tandem.layer_normalization %[[F]]
+// CHECK: %[[G:.*]] = tandem.fused "conv-epilogue"
+// CHECK: tandem.transpose %[[G]] {device = "cpu", perm = [0, 3, 2, 1]}
+func.func @main(%x: tensor<1x4x5x5xf32> {tandem.device = "cpu"}) -> (tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<4x1x3x3xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<4xf32>
+  %s = tandem.constant {device = "cpu"} dense<1.0> : tensor<4xf32>
+  %c = tandem.conv %x, %w, %b {device = "cpu", group = 4 : i64, pads = [1, 1, 1, 1]} : (tensor<1x4x5x5xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x5x5xf32>
+  %t = tandem.transpose %c {device = "cpu", perm = [0, 2, 3, 1]} : (tensor<1x4x5x5xf32>) -> tensor<1x5x5x4xf32>
+  %n = tandem.layer_normalization %t, %s {device = "cpu"} : (tensor<1x5x5x4xf32>, tensor<4xf32>) -> tensor<1x5x5x4xf32>
+  %c2 = tandem.conv %x, %w, %b {device = "cpu", group = 4 : i64, pads = [1, 1, 1, 1]} : (tensor<1x4x5x5xf32>, tensor<4x1x3x3xf32>, tensor<4xf32>) -> tensor<1x4x5x5xf32>
+  %r = tandem.relu %c2 {device = "cpu"} : (tensor<1x4x5x5xf32>) -> tensor<1x4x5x5xf32>
+  %t2 = tandem.transpose %r {device = "cpu", perm = [0, 3, 2, 1]} : (tensor<1x4x5x5xf32>) -> tensor<1x5x5x4xf32>
+  return %n, %t2 : tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>
 }

@@ -213,6 +213,13 @@ bool isBlocked(const KernelContext& ctx, bool input, size_t i) {
 }
 
 dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d) {
+  const Attr* a = ctx.attrs ? ctx.attrs->find(input ? "input_layouts" : "output_layouts") : nullptr;
+  if (a && a->kind == Attr::Kind::Strings && i < a->strings.size() &&
+      a->strings[i] == "channels-last" && d.size() >= 3 && d.size() <= 5) {
+    using tag = dnnl::memory::format_tag;
+    static const tag channelsLast[] = {tag::nwc, tag::nhwc, tag::ndhwc};
+    return dnnl::memory::desc(d, dnnl::memory::data_type::f32, channelsLast[d.size() - 3]);
+  }
   return isBlocked(ctx, input, i) ? channelBlockedDesc(d) : plainDesc(d);
 }
 
@@ -225,6 +232,7 @@ bool avx2Epilogue(const Epilogue* ep, bool* sum, bool* relu) {
   if (!ep) return true;
   for (size_t i = 0; i < ep->items.size(); ++i) {
     const Epilogue::Item& it = ep->items[i];
+    if (it.scaleRow) return false;
     if (it.sum) {
       if (i != 0) return false;
       *sum = true;
@@ -316,6 +324,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlBinaryKernels(r);
   dnnlcpu::registerDnnlFusedKernels(r);
   dnnlcpu::registerDnnlConcatKernels(r);
+  dnnlcpu::registerDnnlTransposeKernels(r);
 }
 
 }  // namespace tandem

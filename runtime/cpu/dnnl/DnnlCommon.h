@@ -69,7 +69,10 @@ const char* activationLayoutName();
 /// a value is blocked only where the host layout stores it in its plain size (nhwc always,
 /// nChw8c / nChw16c when the channels are a multiple of the block), plain otherwise.
 bool isBlocked(const KernelContext& ctx, bool input, size_t i);
-/// The descriptor of the caller's buffer for input/output i: blocked or plain.
+/// The descriptor of the caller's buffer for input/output i: blocked or plain, or channels-last
+/// (nwc / nhwc / ndhwc over the logical NC... dims `d`) where the layout says "channels-last":
+/// only the anchor of a conv-epilogue ending in a Transpose to channels-last sees that
+/// (DnnlFused.cpp), never a plan step.
 dnnl::memory::desc userDesc(const KernelContext& ctx, bool input, size_t i, const dims& d);
 
 /// True when `pd` is a generic reference implementation (used to fall back to plain layouts
@@ -210,16 +213,30 @@ struct Epilogue {
   struct Item {
     bool sum = false;  // oneDNN sum (scale 1): adds what dst holds, i.e. the residual
     EltwiseStep eltwise;
+    /// Gemm/MatMul only: when set, binary_mul by this constant f32 row, one value per output
+    /// column (the last dim), broadcast over the rows (and batch); `eltwise` is then unused.
+    const Tensor* scaleRow = nullptr;
   };
   std::vector<Item> items;  // in order; at most one sum
+  /// Gemm/MatMul only: a constant f32 row of N values (the output's last dim) the primitive adds
+  /// as its bias, before the items. Null: none.
+  const Tensor* bias = nullptr;
   int sumInput = -1;  // index of the kernel input holding the residual the sum adds, or -1
   std::string text;   // "sum+eltwise_relu", for implName()
-  /// Appends the items to `po`.
-  void appendTo(dnnl::post_ops* po) const {
+  /// Appends the items to `po`. `dstRank`: the primitive's destination rank, for the
+  /// [1, ..., 1, N] descriptor of a scale row (rowDesc).
+  void appendTo(dnnl::post_ops* po, int dstRank = 2) const {
     for (const Item& i : items) {
       if (i.sum) po->append_sum(1.f);
+      else if (i.scaleRow) po->append_binary(dnnl::algorithm::binary_mul, rowDesc(*i.scaleRow, dstRank));
       else po->append_eltwise(1.f, i.eltwise.a, i.eltwise.alpha, i.eltwise.beta);
     }
+  }
+  /// A plain f32 [1, ..., 1, N] descriptor of `rank` dims for a row of N = t.numel() values.
+  static dnnl::memory::desc rowDesc(const Tensor& t, int rank) {
+    dims d(rank, 1);
+    d.back() = t.numel();
+    return plainDesc(d);
   }
 };
 
@@ -266,6 +283,7 @@ void registerDnnlEltwiseKernels(KernelRegistry& r);   // DnnlEltwise.cpp: unary 
 void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub/Mul/Div/Min/Max
 void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
 void registerDnnlConcatKernels(KernelRegistry& r);    // DnnlConcat.cpp: Concat in host layout
+void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Transpose (reorder)
 
 }  // namespace dnnlcpu
 }  // namespace tandem

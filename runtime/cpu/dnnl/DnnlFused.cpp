@@ -113,8 +113,10 @@ bool isEpilogueKind(const KernelContext& ctx) {
 Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& ctx,
                            std::unique_ptr<Kernel>* out) {
   // 1. Decode the body: op 0 is the anchor, every later op one post-op on the running result.
-  // 2. Post-ops: an Add whose other operand is a step input is the sum (residual as anchor
-  //    input 3); an activation maps to its eltwise steps. Anything else: not expressible here.
+  // 2. Post-ops: for a Gemm/MatMul, an Add of a constant row of the output's last dim right
+  //    after the product is the primitive's bias, and a Mul by one a binary_mul post-op; an Add
+  //    whose other operand is a step input is the sum (residual as anchor input 3); an
+  //    activation maps to its eltwise steps. Anything else: not expressible here.
   // 3. Build the primitive; if oneDNN's implementation regresses against the plain op, run the
   //    group unfused and say why in implName().
   fused::Body body;
@@ -122,6 +124,21 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
   if (body.outputsFrom.size() != 1 || body.outputsFrom[0] != (int64_t)body.ops.size() - 1)
     return Status::error("Fused epilogue: the last body op must be the only output");
   const fused::BodyOp& anchorOp = body.ops[0];
+  // A Conv epilogue may end in a Transpose to channels-last (NC... -> N...C): the primitive
+  // then writes its destination in nwc / nhwc / ndhwc, which are the transposed bytes.
+  size_t postEnd = body.ops.size();
+  bool channelsLastOut = false;
+  if (anchorOp.type == "Conv" && body.ops.size() >= 2 && body.ops.back().type == "Transpose") {
+    const Shape& y = ctx.outputTypes[0].shape;
+    std::vector<int64_t> perm = body.ops.back().attrs.getInts("perm");
+    std::vector<int64_t> want;
+    for (int64_t d = 0; d < (int64_t)y.size(); ++d) want.push_back(d == 0 ? 0 : d == (int64_t)y.size() - 1 ? 1 : d + 1);
+    if (perm != want || y.size() < 3 || y.size() > 5 || body.ops.back().refs.size() != 1 ||
+        body.ops.back().refs[0] != -2 - (int64_t)(body.ops.size() - 2))
+      return Status::error("Fused epilogue: a Transpose ends it only as NC... -> N...C");
+    channelsLastOut = true;
+    postEnd = body.ops.size() - 1;
+  }
   KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
   std::vector<int64_t> refs = anchorOp.refs;
   for (int64_t r : refs)
@@ -137,17 +154,51 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
     return stepInput >= 0 && isBlocked(ctx, true, (size_t)stepInput) ? "blocked" : "";
   };
   std::vector<std::string> inLayouts = {layout(refs[0]), "", ""};
-  anchorAttrs.set("output_layouts", Attr::ofStrings({isBlocked(ctx, false, 0) ? "blocked" : ""}));
+  anchorAttrs.set("output_layouts", Attr::ofStrings({channelsLastOut            ? "channels-last"
+                                                     : isBlocked(ctx, false, 0) ? "blocked"
+                                                                                : ""}));
   anchor.attrs = &anchorAttrs;
   Epilogue ep;
-  for (size_t k = 1; k < body.ops.size(); ++k) {
+  const bool matmul = anchorOp.type == "Gemm" || anchorOp.type == "MatMul";
+  const bool gemmHasC = anchorOp.type == "Gemm" && refs.size() > 2 && refs[2] >= 0;
+  for (size_t k = 1; k < postEnd; ++k) {
     const fused::BodyOp& op = body.ops[k];
     const int64_t prev = -2 - (int64_t)(k - 1);
+    // A constant row of the output's last dim (passes/Fuse.cpp: a bias row, a per-column
+    // scale), or null.
+    auto constRow = [&](int64_t other) -> const Tensor* {
+      const Tensor* t = other >= 0 && (size_t)other < ctx.constInputs.size() ? ctx.constInputs[other] : nullptr;
+      const Shape& y = ctx.outputTypes[0].shape;
+      if (!matmul || !t || t->dtype() != DType::F32 || y.empty() || t->shape().empty() ||
+          t->shape().size() > y.size() || t->shape().back() != y.back() || t->numel() != y.back())
+        return nullptr;
+      return t;
+    };
+    if ((op.type == "Add" || op.type == "Mul") && op.refs.size() == 2) {
+      int64_t other = op.refs[0] == prev ? op.refs[1] : op.refs[1] == prev ? op.refs[0] : -1;
+      const Tensor* row = constRow(other);
+      if (row && op.type == "Add" && k == 1 && !gemmHasC) {
+        ep.bias = row;
+        ep.text += std::string(ep.text.empty() ? "" : "+") + "bias";
+        continue;
+      }
+      if (row && op.type == "Mul") {
+        Epilogue::Item it;
+        it.scaleRow = row;
+        ep.items.push_back(it);
+        ep.text += std::string(ep.text.empty() ? "" : "+") + "binary_mul";
+        continue;
+      }
+      if (op.type == "Mul") {
+        if (anyBlocked(ctx)) return Status::error("Fused epilogue: Mul is no per-column scale");
+        return fused::createUnfused(registry, ctx, body, "Mul is no per-column scale", out);
+      }
+    }
     if (op.type == "Add") {
       if (op.refs.size() != 2 || ep.sumInput >= 0) return Status::error("Fused epilogue: bad Add");
       int64_t other = op.refs[0] == prev ? op.refs[1] : op.refs[1] == prev ? op.refs[0] : -1;
       if (other < 0) return Status::error("Fused epilogue: Add does not read a step input");
-      if (ctx.inputTypes[other].shape != ctx.outputTypes[0].shape ||
+      if (ctx.inputTypes[other].shape != body.shapes[0] ||
           ctx.inputTypes[other].dtype != DType::F32) {
         // A bias row (a CUDA gemm-epilogue run here because its GPU is absent) is no oneDNN
         // sum: the group runs op by op, in plain layout as CUDA groups always are.
@@ -177,6 +228,7 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
     }
   }
 
+  if (channelsLastOut) ep.text += std::string(ep.text.empty() ? "" : "+") + "dst:channels-last";
   anchorAttrs.set("input_layouts", Attr::ofStrings(inLayouts));
   std::unique_ptr<Kernel> inner;
   std::string regressed;
@@ -236,14 +288,27 @@ std::vector<std::string> fusedEpilogueVariants(const KernelContext& ctx) {
   fused::Body body;
   if (!isEpilogueKind(ctx) || !fused::parseBody(ctx, &body).isOk() || body.ops.empty())
     return {};
+  // A MatMul/Gemm's bias row (a constant Add right after the product, createFusedEpilogue's
+  // rule) is the AVX2 kernel's bias; the rest must be [residual Add] [Relu].
+  const bool matmul = body.ops[0].type == "Gemm" || body.ops[0].type == "MatMul";
+  size_t first = 1;
+  if (matmul && body.ops.size() > 1 && body.ops[1].type == "Add") {
+    const fused::BodyOp& add = body.ops[1];
+    int64_t other = add.refs.size() == 2 ? std::max(add.refs[0], add.refs[1]) : -1;
+    const Shape& y = ctx.outputTypes[0].shape;
+    bool biasRow = other >= 0 && (size_t)other < ctx.constInputs.size() && ctx.constInputs[other] &&
+                   !y.empty() && ctx.inputTypes[other].shape != y &&
+                   numElements(ctx.inputTypes[other].shape) == y.back();
+    if (biasRow) first = 2;
+  }
   std::vector<std::string> types;
-  for (size_t k = 1; k < body.ops.size(); ++k) types.push_back(body.ops[k].type);
+  for (size_t k = first; k < body.ops.size(); ++k) types.push_back(body.ops[k].type);
   bool avx2Ep = types.empty() || types == std::vector<std::string>{"Relu"} ||
                 types == std::vector<std::string>{"Add"} ||
                 types == std::vector<std::string>{"Add", "Relu"};
   if (!types.empty() && types[0] == "Add") {
     // Only a residual of the output's type becomes a sum (createFusedEpilogue).
-    const fused::BodyOp& add = body.ops[1];
+    const fused::BodyOp& add = body.ops[first];
     int64_t other = add.refs.size() == 2 ? std::max(add.refs[0], add.refs[1]) : -1;
     avx2Ep = avx2Ep && other >= 0 && ctx.inputTypes[other].shape == ctx.outputTypes[0].shape;
   }

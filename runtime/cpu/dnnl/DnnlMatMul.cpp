@@ -21,12 +21,14 @@ class MatMulKernel : public DnnlKernel {
   /// transB). A constant weights tensor is prepacked into the layout the primitive prefers.
   /// `ep`: post-ops of a fused step after Gemm's own sum; when they would make oneDNN fall to
   /// a worse implementation, *regressed is set and the kernel is left unbuilt. `biasConst`: a
-  /// constant [1, N] bias row added by the primitive (fused Gemm whose C is a bias row).
+  /// constant [1, N] bias row added by the primitive (fused Gemm whose C is a bias row); else
+  /// ep->bias, if any (a bias Add the step fused).
   Status init(const char* op, const dnnl::memory::desc& srcMd, const dnnl::memory::desc& wMd,
               const dnnl::memory::desc& dstMd, const Tensor* wConst, float alpha, float beta,
               bool sumPostOp, const Epilogue* ep = nullptr, std::string* regressed = nullptr,
               const Tensor* biasConst = nullptr) {
     op_ = op;
+    if (!biasConst && ep) biasConst = ep->bias;
     if (variant_ != "" && variant_ != "dnnl" && variant_ != "avx2")
       return Status::error(std::string(op) + ": unknown variant '" + variant_ + "'");
     if (variant_ != "dnnl" &&
@@ -41,18 +43,19 @@ class MatMulKernel : public DnnlKernel {
       if (alpha != 1.f) attr.set_output_scales(0, {alpha});
       dnnl::post_ops po;
       if (sumPostOp) po.append_sum(beta);
-      if (withEpilogue) ep->appendTo(&po);
+      if (withEpilogue) ep->appendTo(&po, (int)dstMd.dims().size());
       if (po.len() > 0) attr.set_post_ops(po);
       return attr;
     };
     dnnl::memory::dims wDims = wMd.dims();
     dnnl::memory::desc wWant = wConst ? anyDesc(wDims) : wMd;
     dnnl::memory::desc biasMd;
-    if (biasConst) biasMd = plainDesc({1, dstMd.dims().back()});
+    if (biasConst) biasMd = Epilogue::rowDesc(*biasConst, (int)dstMd.dims().size());
     dnnl::matmul::desc d = biasConst ? dnnl::matmul::desc(srcMd, wWant, biasMd, dstMd)
                                      : dnnl::matmul::desc(srcMd, wWant, dstMd);
     dnnl::matmul::primitive_desc pd(d, makeAttr(ep != nullptr), eng);
     if (ep) {
+      // The unfused reference keeps the bias: it is part of the descriptor, not a post-op.
       dnnl::matmul::primitive_desc plain(d, makeAttr(false), eng);
       if (implRegresses(plain.impl_info_str(), pd.impl_info_str())) {
         *regressed = std::string("fused dnnl:") + pd.impl_info_str() + " vs unfused dnnl:" +
@@ -67,6 +70,18 @@ class MatMulKernel : public DnnlKernel {
     if (biasConst) {
       biasMem_ = prepackConstant(*biasConst, biasMd, biasMd);
       args_.add(DNNL_ARG_BIAS, biasMem_);
+    }
+    if (ep) {
+      // Scale rows: owned copies, at their post-op's index (after Gemm's own sum).
+      int index = sumPostOp ? 1 : 0;
+      for (const Epilogue::Item& it : ep->items) {
+        if (it.scaleRow) {
+          dnnl::memory::desc md = Epilogue::rowDesc(*it.scaleRow, (int)dstMd.dims().size());
+          rowMems_.push_back(prepackConstant(*it.scaleRow, md, md));
+          args_.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, rowMems_.back());
+        }
+        ++index;
+      }
     }
     scratch_.init(pd, &ws_, &args_);
     src_ = dnnl::memory(srcMd, eng, DNNL_MEMORY_NONE);
@@ -178,6 +193,7 @@ class MatMulKernel : public DnnlKernel {
   WorkspaceLayout ws_;
   Scratchpad scratch_;
   dnnl::memory src_, weights_, dst_, biasMem_;
+  std::vector<dnnl::memory> rowMems_;  // binary post-op operands (Epilogue::Item::scaleRow)
   int sumInput_ = -1;
   bool constW_ = false;
   bool fillC_ = false;

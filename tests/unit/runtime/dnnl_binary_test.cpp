@@ -133,7 +133,7 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
         "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "Softmax", "LogSoftmax",
         "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Clip", "Exp",
         "Sqrt", "Abs", "Neg", "Reciprocal", "Pow", "Add", "Sub", "Mul", "Div", "Min",
-        "Max"})
+        "Max", "Transpose"})
     EXPECT_TRUE(ops.count(op)) << op << " not registered";
   EXPECT_TRUE(dnnlRegistry().supports("Pow", "cpu", {DType::F32, DType::I64}));
   EXPECT_FALSE(dnnlRegistry().supports("Erf", "cpu", {DType::F32}));

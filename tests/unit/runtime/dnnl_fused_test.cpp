@@ -1,7 +1,10 @@
 // "Fused" steps (tandem.fused in the plan): oneDNN epilogues, the element-wise loop and the row
 // kernel against the same body run op by op with the reference kernels; the regression rule;
 // aliasing.
+#include <algorithm>
+
 #include "dnnl_test_util.h"
+#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 #include "runtime/cpu/ref/Fused.h"
 
@@ -123,6 +126,49 @@ TEST(DnnlFused, ConvSumReluMatchesUnfused) {
   for (int64_t i = 0; i < got.numel(); ++i) zeros += got.data<float>()[i] == 0.f;
   EXPECT_GT(zeros, 0);
   EXPECT_LT(zeros, got.numel());
+}
+
+// ConvNeXt's depthwise 7x7 Conv (pad 3, 16 groups) then a Transpose to channels-last: the
+// primitive writes nhwc, which must be the reference's transposed result; also with a residual
+// sum (in NCHW, the Conv's shape) before the Transpose, and the 1-D (NCW -> NWC) form.
+TEST(DnnlFused, ConvThenTransposeToChannelsLast) {
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool residual = variant == 1, oneD = variant == 2;
+    BodyBuilder b;
+    AttrMap conv;
+    conv.set("group", Attr::ofInt(16));
+    conv.set("pads", oneD ? Attr::ofInts({3, 3}) : Attr::ofInts({3, 3, 3, 3}));
+    int c = b.add("Conv", {0, 1, 2}, conv);
+    int last = c;
+    if (residual) last = b.add("Add", {BodyBuilder::result(c), 3});
+    AttrMap perm;
+    perm.set("perm", oneD ? Attr::ofInts({0, 2, 1}) : Attr::ofInts({0, 2, 3, 1}));
+    int t = b.add("Transpose", {BodyBuilder::result(last)}, perm);
+    const Shape x = oneD ? Shape{2, 16, 9} : Shape{2, 16, 9, 9};
+    const Shape y = oneD ? Shape{2, 9, 16} : Shape{2, 9, 9, 16};
+    std::vector<Shape> shapes(residual ? 2 : 1, x);
+    shapes.push_back(y);
+    OpCase oc;
+    oc.op = "Fused";
+    oc.attrs = b.finish("conv-epilogue", {t}, shapes);
+    oc.inputs = {randomTensor(x, 31),
+                 randomTensor(oneD ? Shape{16, 1, 7} : Shape{16, 1, 7, 7}, 32, -0.2f, 0.2f),
+                 randomTensor({16}, 33)};
+    oc.constant = {false, true, true};
+    if (residual) {
+      oc.inputs.push_back(randomTensor(x, 34));
+      oc.constant.push_back(false);
+    }
+    oc.outputs = {y};
+    std::string fusedImpl, refImpl;
+    Tensor got = runWith(fullRegistry(), oc, &fusedImpl);
+    Tensor want = runWith(refRegistry(), oc, &refImpl);
+    EXPECT_NE(fusedImpl.find(residual ? "+post-ops[sum+dst:channels-last]"
+                                      : "+post-ops[dst:channels-last]"),
+              std::string::npos)
+        << fusedImpl;
+    expectClose(got, toDouble(want), 1e-4);
+  }
 }
 
 // The residual planned in place: the output buffer is the residual's (plan-memory's rule).
@@ -287,6 +333,79 @@ TEST(DnnlFused, GemmAndMatMulEpilogues) {
     Tensor want = runWith(refRegistry(), oc, &refImpl);
     EXPECT_NE(fusedImpl.find("+post-ops[eltwise_logistic]"), std::string::npos) << fusedImpl;
     expectClose(got, toDouble(want), 1e-4);
+  }
+}
+
+// The transformer / ConvNeXt Linear tails over a [2, 3, 8] activation (the batch folds into the
+// GEMM's rows): a constant bias row (read as the Add's first operand), then Gelu (erf) and a
+// per-column scale [1, 1, 16]; or the bias, the scale, a residual sum and a Relu. One primitive
+// (bias, binary_mul, sum, eltwise) where oneDNN keeps its kernel class, else unfused; both
+// match op-by-op reference kernels. Then bias + Relu on the AVX2 packed GEMM (variant avx2),
+// whose epilogue adds the bias.
+TEST(DnnlFused, MatMulBiasRowScaleRowEpilogues) {
+  for (bool residual : {false, true}) {
+    BodyBuilder b;
+    int mm = b.add("MatMul", {0, 1});
+    int bias = b.add("Add", {2, BodyBuilder::result(mm)});
+    int last;
+    std::string want;
+    if (!residual) {
+      int g = b.add("Gelu", {BodyBuilder::result(bias)});
+      last = b.add("Mul", {BodyBuilder::result(g), 3});
+      want = "+post-ops[bias+eltwise_gelu_erf+binary_mul]";
+    } else {
+      int sc = b.add("Mul", {BodyBuilder::result(bias), 3});
+      int s = b.add("Add", {BodyBuilder::result(sc), 4});
+      last = b.add("Relu", {BodyBuilder::result(s)});
+      want = "+post-ops[bias+binary_mul+sum+eltwise_relu]";
+    }
+    OpCase oc;
+    oc.op = "Fused";
+    oc.attrs = b.finish("gemm-epilogue", {last});
+    oc.inputs = {randomTensor({2, 3, 8}, 21), randomTensor({8, 16}, 22), randomTensor({16}, 23),
+                 randomTensor({1, 1, 16}, 24)};
+    oc.constant = {false, true, true, true};
+    if (residual) {
+      oc.inputs.push_back(randomTensor({2, 3, 16}, 25));
+      oc.constant.push_back(false);
+    }
+    oc.outputs = {{2, 3, 16}};
+    std::string fusedImpl, refImpl;
+    Tensor got = runWith(fullRegistry(), oc, &fusedImpl);
+    Tensor wantT = runWith(refRegistry(), oc, &refImpl);
+    if (fusedImpl.rfind("unfused(", 0) != 0) {
+      EXPECT_EQ(fusedImpl.rfind("dnnl:", 0), 0u) << fusedImpl;
+      EXPECT_NE(fusedImpl.find(want), std::string::npos) << fusedImpl;
+    } else {
+      EXPECT_NE(fusedImpl.find("post-ops regress"), std::string::npos) << fusedImpl;
+    }
+    expectClose(got, toDouble(wantT), 1e-4);
+  }
+  if (avx2::available()) {
+    BodyBuilder b;
+    int mm = b.add("MatMul", {0, 1});
+    int bias = b.add("Add", {BodyBuilder::result(mm), 2});
+    int r = b.add("Relu", {BodyBuilder::result(bias)});
+    OpCase oc;
+    oc.op = "Fused";
+    oc.attrs = b.finish("gemm-epilogue", {r});
+    oc.inputs = {randomTensor({6, 8}, 26), randomTensor({8, 16}, 27), randomTensor({1, 16}, 28)};
+    oc.constant = {false, true, true};
+    oc.outputs = {{6, 16}};
+    KernelContext ctx = oc.context();
+    std::vector<std::string> variants = fullRegistry().variants("cpu", ctx);
+    EXPECT_NE(std::find(variants.begin(), variants.end(), "avx2"), variants.end());
+    ctx.variant = "avx2";
+    std::unique_ptr<Kernel> k;
+    Status st = fullRegistry().create("cpu", ctx, &k);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    EXPECT_EQ(k->implName(), "avx2:sgemm_packed +post-ops[bias+eltwise_relu]");
+    Tensor got = Tensor::alloc(DType::F32, {6, 16});
+    std::vector<const Tensor*> in = {&oc.inputs[0], &oc.inputs[1], &oc.inputs[2]};
+    std::vector<Tensor*> out = {&got};
+    ASSERT_TRUE(k->run(in, out).isOk());
+    std::string refImpl;
+    expectClose(got, toDouble(runWith(refRegistry(), oc, &refImpl)), 1e-4);
   }
 }
 

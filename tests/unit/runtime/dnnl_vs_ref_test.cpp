@@ -155,6 +155,28 @@ TEST(DnnlVsRef, Binary) {
   }
 }
 
+// Transpose as a oneDNN reorder over merged dims: ConvNeXt's NCHW <-> NHWC, attention's head
+// split/merge, the default reversal, and perms that only move size-1 dims (a 1-D copy).
+TEST(DnnlVsRef, Transpose) {
+  struct Case {
+    Shape x;
+    std::vector<int64_t> perm;  // empty: the default (reverse)
+    Shape y;
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 3, 4}, {0, 2, 3, 1}, {2, 3, 4, 5}}, {{2, 3, 4, 5}, {0, 3, 1, 2}, {2, 5, 3, 4}},
+      {{2, 6, 4, 5}, {0, 2, 1, 3}, {2, 4, 6, 5}}, {{2, 6, 4, 5}, {0, 2, 3, 1}, {2, 4, 5, 6}},
+      {{3, 4, 5}, {}, {5, 4, 3}},                 {{1, 6, 1, 5}, {2, 0, 3, 1}, {1, 1, 5, 6}},
+      {{1, 6, 1, 5}, {0, 2, 1, 3}, {1, 1, 6, 5}}, {{7, 1, 9}, {1, 0, 2}, {1, 7, 9}}};
+  int seed = 80;
+  for (const Case& c : cases) {
+    AttrMap a;
+    if (!c.perm.empty()) a.set("perm", Attr::ofInts(c.perm));
+    OpCase oc = make("Transpose", {randomTensor(c.x, seed++)}, {c.y}, {}, a);
+    differential(oc);
+  }
+}
+
 }  // namespace
 }  // namespace dnnltest
 }  // namespace tandem
