@@ -11,27 +11,11 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Kernel.h"
+#include "gpu_test_util.h"
 
 using namespace tandem;
 
 namespace {
-
-const std::string& noGpuReason() {
-  static const std::string why = [] {
-    std::unique_ptr<DeviceBackend> b;
-    Status st = createCudaBackend(0, BackendOptions{}, &b);
-    return st.isOk() ? std::string() : st.message();
-  }();
-  return why;
-}
-
-#define REQUIRE_GPU()                                                       \
-  do {                                                                      \
-    if (!noGpuReason().empty()) {                                           \
-      std::printf("SKIPPED: no CUDA device (%s)\n", noGpuReason().c_str()); \
-      GTEST_SKIP() << "no CUDA device (" << noGpuReason() << ")";           \
-    }                                                                       \
-  } while (0)
 
 Tensor randomF32(Shape s, unsigned seed) {
   std::mt19937 rng(seed);

@@ -24,30 +24,11 @@
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/CudaCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
+#include "gpu_test_util.h"
 
 using namespace tandem;
 
 namespace {
-
-// ---- GPU availability -----------------------------------------------------------------------
-
-// Why there is no GPU, or "" when there is one.
-const std::string& noGpuReason() {
-  static const std::string why = [] {
-    std::unique_ptr<DeviceBackend> b;
-    Status st = createCudaBackend(0, BackendOptions{}, &b);
-    return st.isOk() ? std::string() : st.message();
-  }();
-  return why;
-}
-
-#define REQUIRE_GPU()                                                              \
-  do {                                                                             \
-    if (!noGpuReason().empty()) {                                                  \
-      std::printf("SKIPPED: no CUDA device (%s)\n", noGpuReason().c_str());        \
-      GTEST_SKIP() << "no CUDA device (" << noGpuReason() << ")";                  \
-    }                                                                              \
-  } while (0)
 
 // ---- cases ----------------------------------------------------------------------------------
 
