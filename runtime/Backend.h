@@ -12,11 +12,15 @@
 
 namespace tandem {
 
-/// The in-order queues of a device. On the CPU all three are the calling thread (work is done
-/// when the call returns); on CUDA each is a stream.
+/// The in-order queues of a device. On CUDA each is a stream. On a CPU backend all three are one
+/// queue: the calling thread (work is done when the call returns) or, when the plan has several
+/// host devices, one worker thread of the backend's own (createCpuBackend).
 enum class Queue { Compute = 0, HostToDevice = 1, DeviceToHost = 2 };
 
-/// A marker recorded on a queue; another queue (of any device) or the host can wait for it.
+/// A marker recorded on a queue; another queue of the same family (host backends among
+/// themselves, CUDA backends among themselves) or the host can wait for it. Across families the
+/// executor blocks the host on the recording backend's hostWait() instead: a backend's
+/// waitEvent() may ignore an event of another family.
 class Event {
  public:
   virtual ~Event() = default;
@@ -46,8 +50,8 @@ class DeviceBackend {
   virtual void deallocate(void* p) = 0;
   /// Most bytes held by live allocations of this backend at once since it was created.
   virtual size_t peakBytes() const = 0;
-  /// Optional: host memory the device can copy to/from asynchronously (pinned). The CPU
-  /// backend returns ordinary memory. Freed with deallocateHost().
+  /// Host memory the device can copy to/from asynchronously (pinned on CUDA); the CPU backend
+  /// returns ordinary memory. Freed with deallocateHost().
   virtual Status allocateHost(size_t bytes, void** out) = 0;
   virtual void deallocateHost(void* p) = 0;
 
@@ -67,7 +71,9 @@ class DeviceBackend {
   /// Called once after every kernel of a plan is created: CUDA compiles all generated kernels
   /// of the plan here in one NVRTC program. Then each kernel's prepare() runs.
   virtual Status finishLoad(const std::vector<Kernel*>& kernels) = 0;
-  /// Runs (CPU) or enqueues (CUDA, on Queue::Compute) one kernel.
+  /// Enqueues one kernel on Queue::Compute (an inline CPU queue runs it before returning). An
+  /// error of a queued kernel is reported by synchronize(), and the kernels queued after it on
+  /// that backend are skipped.
   virtual Status launch(Kernel& k, const std::vector<const Tensor*>& inputs,
                         const std::vector<Tensor*>& outputs) = 0;
 
@@ -83,8 +89,14 @@ class DeviceBackend {
   virtual Status synchronize() = 0;
 };
 
-/// The CPU backend for a host device ("cpu", "cpu:1"): malloc'd memory, synchronous queues.
-std::unique_ptr<DeviceBackend> createCpuBackend(const std::string& device, int threads);
+/// The CPU backend for a host device ("cpu", "cpu:1"): malloc'd memory; kernels created for
+/// `threads` intra-op threads. `workerThreads` 0: the queues are the calling thread (a call
+/// returns when its work is done, so events have happened once recorded). `workerThreads` > 0:
+/// one in-order queue on a thread of the backend's own whose OpenMP pool has that many threads,
+/// like a CUDA stream, so several host devices run their steps at the same time; its events
+/// are real (waited for on another host backend's queue or by the host).
+std::unique_ptr<DeviceBackend> createCpuBackend(const std::string& device, int threads,
+                                                int workerThreads = 0);
 
 /// The CUDA backend for cuda:`ordinal` (an index among the visible devices, CUDA_VISIBLE_DEVICES
 /// honoured). Fails with the reason when this build has no CUDA backend, there is no driver, or

@@ -7,11 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <thread>
 #include <fstream>
 #include <map>
 #include <set>
@@ -88,55 +85,28 @@ class HostCopyKernel : public Kernel {
   std::string implName() const override { return "host-copy"; }
 };
 
-// One in-order queue per device, like a CUDA stream: a host thread that runs its device's steps
-// in plan order. Cross-device order comes from events (Impl::waitFor / markDone).
-class StreamWorker {
+// A step's kernel on a worker-queue CPU backend: its error surfaces at synchronize(), away from
+// the loop that knows the step, so it carries the step's label itself.
+class LabelledKernel : public Kernel {
  public:
-  explicit StreamWorker(int threads) : threads_(threads), thread_([this] { loop(); }) {}
-  ~StreamWorker() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
+  LabelledKernel(std::unique_ptr<Kernel> inner, std::string label)
+      : inner_(std::move(inner)), label_(std::move(label)) {}
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    return inner_->run(in, out).withContext(label_);
   }
-  void submit(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      tasks_.push_back(std::move(task));
-    }
-    cv_.notify_all();
-  }
+  std::string implName() const override { return inner_->implName(); }
+  Status prepare() override { return inner_->prepare(); }
 
  private:
-  void loop() {
-    // OpenMP's thread count is per host thread, so each device keeps its own pool size.
-    if (threads_ > 0) omp_set_num_threads(threads_);
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || !tasks_.empty(); });
-        if (tasks_.empty()) return;
-        task = std::move(tasks_.front());
-        tasks_.erase(tasks_.begin());
-      }
-      task();
-    }
-  }
-  int threads_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::function<void()>> tasks_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::unique_ptr<Kernel> inner_;
+  std::string label_;
 };
 
 }  // namespace
 
-// How a step runs once a CUDA device is live: a kernel on its device's compute queue, or one of
-// the copies insert-transfers emitted, on the queue that owns the link.
+// How a step runs: a kernel on its device's compute queue, or one of the copies
+// insert-transfers emitted, on the queue that owns the link (a copy between host devices is a
+// host-copy kernel on the destination's queue).
 enum class StepKind { Kernel, HostCopy, CopyH2D, CopyD2H, CopyD2D };
 
 struct Executable::Impl {
@@ -151,15 +121,15 @@ struct Executable::Impl {
     bool pinnedHost = false;  // a host arena allocated by a CUDA backend (DMA-able)
   };
   std::map<std::string, Arena> arenas;       // device -> arena
-  bool anyCuda = false;                      // a live CUDA backend drives some step
   std::map<std::pair<int, std::string>, Tensor> deviceConstants;  // (value, device) -> copy
   std::vector<StepKind> stepKind;
   std::vector<DeviceBackend*> stepBackend;   // the backend that runs (or, for copies, issues) it
   std::vector<Queue> stepQueue;
-  std::vector<int> stepStream;               // index of (device, queue): the unit of ordering
+  std::vector<int> stepStream;               // index of (backend, queue): the unit of ordering
   std::vector<std::string> stepImpl;         // kernel implName(), or the copy's queue
   std::vector<std::unique_ptr<Event>> stepEvent;  // recorded after a step others wait on
-  // Graph inputs/outputs on a CUDA device cross through pinned staging buffers.
+  // Graph inputs/outputs on a CUDA device cross through pinned staging buffers (null: a host
+  // value, copied directly).
   std::vector<void*> inputStaging, outputStaging;
   std::vector<std::unique_ptr<Event>> inputsUploaded;  // per GPU backend, in backends order
   // Before a GPU output leaves on its device's D2H queue, that queue waits for the queue that
@@ -184,22 +154,14 @@ struct Executable::Impl {
   std::vector<StepTuning> tuning;
   std::string tuningCache;  // LoadOptions::tuningCache
 
-  // Multi-device plans: one stream per device; each step waits on the events (completion) of
-  // the steps on other devices it depends on: read-after-write through values and
-  // write-after-read/write through reused arena slots (the memory plan assumes plan order).
-  std::vector<std::string> devices;         // canonical names, first use order
-  std::vector<int> stepDevice;              // index into devices
-  std::vector<std::vector<int>> crossDeps;  // per step: earlier steps on other devices
-  std::vector<std::unique_ptr<StreamWorker>> streams;
-  std::mutex eventMu;
-  std::condition_variable eventCv;
-  std::vector<uint64_t> stepDoneRun;        // the run number a step last finished in
-  uint64_t runNumber = 0;
+  // Each step waits on the events of the steps on other streams it depends on: read-after-write
+  // through values and write-after-read/write through reused arena slots (the memory plan
+  // assumes plan order). Empty for a plan of one stream.
+  std::vector<std::vector<int>> crossDeps;  // per step: earlier steps on other streams
 
   ~Impl() {
     // Device work first, then what it used, then the backends themselves.
     for (auto& b : backends) b.second->synchronize();
-    streams.clear();
     kernels.clear();
     stepEvent.clear();
     inputsUploaded.clear();
@@ -253,7 +215,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   m.tuningCache = options.tuningCache;
 
   // 1. Devices: every device the plan names gets a backend. Host devices cpu, cpu:1, ... are
-  // slices of the one CPU (own arena, stream and thread pool). cuda:N gets the CUDA backend when
+  // slices of the one CPU (own arena, and, when there are several, own queue thread and pool). cuda:N gets the CUDA backend when
   // it is built and the device is there; otherwise, with deviceFallback, its steps run on the
   // CPU as a separate host device (own arena and stream), and the executable says why, once per
   // device (Executable::notes).
@@ -274,7 +236,6 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
                                          : createCudaBackend(std::stoi(c.substr(5)), bo, &b);
       if (st.isOk()) {
         m.backends[c] = std::move(b);
-        m.anyCuda = true;
         return Status::ok();
       }
       why = st.message();
@@ -292,6 +253,21 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   // a GPU is live, host arenas come pinned and copies to and from them are asynchronous DMA.
   for (const plan::Arena& a : p.arenas()) TANDEM_RETURN_IF_ERROR(checkDevice(a.device(), "arena"));
   for (const plan::Step& s : p.steps()) TANDEM_RETURN_IF_ERROR(checkDevice(s.device(), "step"));
+  // Several host devices run at the same time, each on a queue thread of its own with a share
+  // of the cores (an explicit thread count: that many each). Nothing is allocated yet.
+  std::set<DeviceBackend*> workerBackends;
+  {
+    std::vector<std::string> hosts;
+    for (auto& b : m.backends)
+      if (b.second->isHost()) hosts.push_back(b.first);
+    if (hosts.size() > 1) {
+      int perDevice = options.threads > 0 ? options.threads : std::max(1, m.threads / (int)hosts.size());
+      for (const std::string& h : hosts) {
+        m.backends[h] = createCpuBackend(h, cpuThreads, perDevice);
+        workerBackends.insert(m.backends[h].get());
+      }
+    }
+  }
   DeviceBackend* firstCuda = nullptr;
   for (auto& b : m.backends)
     if (!b.second->isHost() && !firstCuda) firstCuda = b.second.get();
@@ -416,9 +392,6 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
       ctx.outputTypes.push_back(m.valueTypes[id]);
       outs.push_back(&m.values[id]);
     }
-    auto di = std::find(m.devices.begin(), m.devices.end(), dev);
-    m.stepDevice.push_back((int)(di - m.devices.begin()));
-    if (di == m.devices.end()) m.devices.push_back(dev);
     std::unique_ptr<Kernel> k;
     StepKind kind = StepKind::Kernel;
     Queue queue = Queue::Compute;
@@ -447,6 +420,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
             return Status::error(label + " on " + dev + " writes a value on " + t->device());
       }
     }
+    if (k && workerBackends.count(backend)) k = std::make_unique<LabelledKernel>(std::move(k), label);
     m.stepKind.push_back(kind);
     m.stepImpl.push_back(kind == StepKind::CopyH2D   ? "copy-h2d"
                          : kind == StepKind::CopyD2H ? "copy-d2h"
@@ -461,8 +435,8 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   tuner.finish();
   m.tuning = tuner.report();
   // 5. Each backend finishes its kernels (CUDA: one NVRTC program for the plan), then the
-  // ordering units: with a live GPU, every (device, queue) is a stream and the host runs the
-  // steps in plan order, waiting only on events; otherwise one stream per host device.
+  // ordering units: every (backend, queue) is a stream and the host issues the steps in plan
+  // order, waiting only on events.
   for (auto& b : m.backends) {
     std::vector<Kernel*> ks;
     for (size_t si = 0; si < m.kernels.size(); ++si)
@@ -470,67 +444,56 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     TANDEM_RETURN_IF_ERROR(b.second->finishLoad(ks));
   }
   for (auto& b : m.backends) TANDEM_RETURN_IF_ERROR(b.second->synchronize().withContext("loading the plan"));
-  if (m.anyCuda) {
-    std::map<std::pair<DeviceBackend*, int>, int> ids;
-    for (size_t si = 0; si < m.kernels.size(); ++si) {
-      auto key = std::make_pair(m.stepBackend[si], (int)m.stepQueue[si]);
-      auto it = ids.emplace(key, (int)ids.size()).first;
-      m.stepStream.push_back(it->second);
-    }
-    exe->planStreams();
-    m.stepEvent.resize(m.kernels.size());
-    for (size_t si = 0; si < m.kernels.size(); ++si)
-      for (int d : m.crossDeps[si])
-        if (!m.stepEvent[d] && !m.stepBackend[d]->isHost())
-          TANDEM_RETURN_IF_ERROR(m.stepBackend[d]->createEvent(&m.stepEvent[d]));
-    // Graph inputs and outputs on a GPU cross through pinned staging, once per run.
-    for (int id : p.inputs()) {
-      void* staging = nullptr;
-      DeviceBackend* b = m.backends[m.values[id].device()].get();
-      if (!b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(m.values[id].bytes(), &staging));
-      m.inputStaging.push_back(staging);
-    }
-    for (int id : p.outputs()) {
-      void* staging = nullptr;
-      const Tensor& v = m.values[id];
-      DeviceBackend* b = p.values(id).kind() == plan::Value::CONSTANT ? nullptr : m.backends[v.device()].get();
-      if (b && !b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(v.bytes(), &staging));
-      m.outputStaging.push_back(staging);
-    }
-    for (auto& b : m.backends) {
-      if (b.second->isHost()) continue;
-      std::unique_ptr<Event> up;
-      TANDEM_RETURN_IF_ERROR(b.second->createEvent(&up));
-      m.inputsUploaded.push_back(std::move(up));
-    }
-    // One fence per (writer queue, reading device) among the staged outputs' last writers. An
-    // output no step writes is a graph input: its upload is already ordered (inputsUploaded).
-    for (int i = 0; i < p.outputs_size(); ++i) {
-      if (!m.outputStaging[i]) continue;
-      int id = p.outputs(i), last = -1;
-      for (int si = 0; si < p.steps_size(); ++si)
-        for (int o : p.steps(si).outputs())
-          if (o == id) last = si;
-      if (last < 0) continue;
-      DeviceBackend* reader = m.backends[m.values[id].device()].get();
-      DeviceBackend* writer = m.stepBackend[last];
-      Queue q = m.stepQueue[last];
-      bool known = false;
-      for (const Impl::OutputFence& f : m.outputFences)
-        known |= f.writer == writer && f.queue == q && f.reader == reader;
-      if (known) continue;
-      Impl::OutputFence f{writer, q, reader, nullptr};
-      TANDEM_RETURN_IF_ERROR(writer->createEvent(&f.event));
-      m.outputFences.push_back(std::move(f));
-    }
-  } else if (m.devices.size() > 1) {
-    m.stepStream = m.stepDevice;
-    exe->planStreams();
-    int perDevice = std::max(1, m.threads / (int)m.devices.size());
-    if (options.threads > 0) perDevice = options.threads;  // an explicit count: every device
-    for (size_t d = 0; d < m.devices.size(); ++d)
-      m.streams.push_back(std::make_unique<StreamWorker>(perDevice));
-    m.stepDoneRun.assign(m.kernels.size(), 0);
+  std::map<std::pair<DeviceBackend*, int>, int> streamIds;
+  for (size_t si = 0; si < m.kernels.size(); ++si) {
+    auto key = std::make_pair(m.stepBackend[si], (int)m.stepQueue[si]);
+    m.stepStream.push_back(streamIds.emplace(key, (int)streamIds.size()).first->second);
+  }
+  if (streamIds.size() > 1) exe->planStreams();
+  else m.crossDeps.assign(m.kernels.size(), {});
+  m.stepEvent.resize(m.kernels.size());
+  for (size_t si = 0; si < m.kernels.size(); ++si)
+    for (int d : m.crossDeps[si])
+      if (!m.stepEvent[d]) TANDEM_RETURN_IF_ERROR(m.stepBackend[d]->createEvent(&m.stepEvent[d]));
+  // Graph inputs and outputs on a GPU cross through pinned staging, once per run.
+  for (int id : p.inputs()) {
+    void* staging = nullptr;
+    DeviceBackend* b = m.backends[m.values[id].device()].get();
+    if (!b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(m.values[id].bytes(), &staging));
+    m.inputStaging.push_back(staging);
+  }
+  for (int id : p.outputs()) {
+    void* staging = nullptr;
+    const Tensor& v = m.values[id];
+    DeviceBackend* b = p.values(id).kind() == plan::Value::CONSTANT ? nullptr : m.backends[v.device()].get();
+    if (b && !b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(v.bytes(), &staging));
+    m.outputStaging.push_back(staging);
+  }
+  for (auto& b : m.backends) {
+    if (b.second->isHost()) continue;
+    std::unique_ptr<Event> up;
+    TANDEM_RETURN_IF_ERROR(b.second->createEvent(&up));
+    m.inputsUploaded.push_back(std::move(up));
+  }
+  // One fence per (writer queue, reading device) among the staged outputs' last writers. An
+  // output no step writes is a graph input: its upload is already ordered (inputsUploaded).
+  for (int i = 0; i < p.outputs_size(); ++i) {
+    if (!m.outputStaging[i]) continue;
+    int id = p.outputs(i), last = -1;
+    for (int si = 0; si < p.steps_size(); ++si)
+      for (int o : p.steps(si).outputs())
+        if (o == id) last = si;
+    if (last < 0) continue;
+    DeviceBackend* reader = m.backends[m.values[id].device()].get();
+    DeviceBackend* writer = m.stepBackend[last];
+    Queue q = m.stepQueue[last];
+    bool known = false;
+    for (const Impl::OutputFence& f : m.outputFences)
+      known |= f.writer == writer && f.queue == q && f.reader == reader;
+    if (known) continue;
+    Impl::OutputFence f{writer, q, reader, nullptr};
+    TANDEM_RETURN_IF_ERROR(writer->createEvent(&f.event));
+    m.outputFences.push_back(std::move(f));
   }
   *out = std::move(exe);
   return Status::ok();
@@ -683,45 +646,21 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
                            shapeToString(want.shape) + ", got " + dtypeName(in.dtype()) +
                            shapeToString(in.shape()));
   }
-  if (m.anyCuda) {
-    TANDEM_RETURN_IF_ERROR(runWithDevices(inputs, outputs, stats, profile));
-    if (stats) stats->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    return Status::ok();
-  }
-  for (int i = 0; i < p.inputs_size(); ++i) {
-    const Tensor& in = inputs[i];
-    Tensor& slot = m.values[p.inputs(i)];
-    if (in.bytes()) std::memcpy(slot.raw(), in.raw(), in.bytes());
-  }
-  // 2. Steps in plan order: inline for one device, on per-device streams otherwise.
   if (stats) stats->steps.clear();
-  if (!m.streams.empty()) {
-    TANDEM_RETURN_IF_ERROR(runOnStreams(stats, profile));
-  } else for (size_t si = 0; si < m.kernels.size(); ++si) {
-    auto s0 = Clock::now();
-    Status st = m.kernels[si]->run(m.stepInputs[si], m.stepOutputs[si]);
-    if (!st.isOk()) return st.withContext(stepLabel(p.steps(si), (int)si));
-    if (profile && stats) {
-      const plan::Step& s = p.steps(si);
-      stats->steps.push_back({s.name(), s.op_type(), s.device(), m.kernels[si]->implName(),
-                              std::chrono::duration<double>(Clock::now() - s0).count()});
-    }
-  }
-  // 3. Outputs leave once, as owning copies (the arena is reused by the next run).
-  outputs->clear();
-  for (int id : p.outputs()) outputs->push_back(Tensor::copyOf(m.values[id]));
+  TANDEM_RETURN_IF_ERROR(runSteps(inputs, outputs, stats, profile));
   if (stats) stats->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return Status::ok();
 }
 
-Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
-                                  RunStats* stats, bool profile) {
+Status Executable::runSteps(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+                            RunStats* stats, bool profile) {
   // 1. Inputs: host slots by memcpy; GPU slots through pinned staging on the H2D queue, and each
   //    GPU's compute queue waits for its uploads (one event per device, no host sync).
   // 2. Steps in plan order on this thread: a step first waits for the events of the steps on
-  //    other streams it depends on (the host blocks only when a CPU step needs GPU results),
-  //    then runs (CPU) or is enqueued on its stream (GPU kernel or copy), then records its
-  //    event if a later step on another stream waits for it.
+  //    other streams it depends on (on its own queue when both are of one family, host or
+  //    CUDA; otherwise the host blocks on the recording backend), then runs (an inline CPU
+  //    queue) or is enqueued on its stream (a worker CPU queue, a GPU kernel or copy), then
+  //    records its event if a later step on another stream waits for it.
   // 3. Outputs: GPU outputs are copied back on the D2H queue once the queue that wrote each
   //    last has reached the end of the run, then the one synchronisation of the run, then the
   //    host copies.
@@ -761,12 +700,13 @@ Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector
   }
   for (size_t si = 0; si < m.kernels.size(); ++si) {
     const plan::Step& s = p.steps(si);
-    std::string label = stepLabel(s, (int)si);
+    auto label = [&] { return stepLabel(s, (int)si); };
     DeviceBackend* b = m.stepBackend[si];
     for (int d : m.crossDeps[si]) {
-      if (!m.stepEvent[d]) continue;  // a CPU step: done when it returned
-      if (b->isHost()) TANDEM_RETURN_IF_ERROR(m.stepBackend[d]->hostWait(*m.stepEvent[d]).withContext(label));
-      else TANDEM_RETURN_IF_ERROR(b->waitEvent(m.stepQueue[si], *m.stepEvent[d]).withContext(label));
+      DeviceBackend* from = m.stepBackend[d];
+      Status st = from->isHost() == b->isHost() ? b->waitEvent(m.stepQueue[si], *m.stepEvent[d])
+                                                : from->hostWait(*m.stepEvent[d]);
+      if (!st.isOk()) return st.withContext(label());
     }
     auto s0 = Clock::now();
     const Tensor* in = m.stepInputs[si].empty() ? nullptr : m.stepInputs[si][0];
@@ -783,7 +723,7 @@ Status Executable::runWithDevices(const std::vector<Tensor>& inputs, std::vector
     // Profiling times each step to completion, which serialises the GPU: use it to find slow
     // steps, not to measure the whole run.
     if (st.isOk() && profile) st = b->synchronize();
-    if (!st.isOk()) return st.withContext(label);
+    if (!st.isOk()) return st.withContext(label());
     if (profile && stats)
       stats->steps.push_back({s.name(), s.op_type(), s.device(), m.stepImpl[si],
                               std::chrono::duration<double>(Clock::now() - s0).count()});
@@ -824,64 +764,6 @@ std::vector<std::pair<std::string, size_t>> Executable::peakBytes() const {
   std::vector<std::pair<std::string, size_t>> r;
   for (auto& b : impl_->backends) r.push_back({b.first, b.second->peakBytes()});
   return r;
-}
-
-Status Executable::runOnStreams(RunStats* stats, bool profile) {
-  Impl& m = *impl_;
-  const plan::Plan& p = m.plan;
-  uint64_t run;
-  {
-    std::lock_guard<std::mutex> l(m.eventMu);
-    run = ++m.runNumber;
-  }
-  size_t n = m.kernels.size();
-  std::vector<Status> results(n);
-  std::vector<double> seconds(n, 0);
-  std::mutex doneMu;
-  std::condition_variable doneCv;
-  size_t remaining = n;
-  bool failed = false;
-  for (size_t si = 0; si < n; ++si) {
-    m.streams[m.stepDevice[si]]->submit([&, si, run] {
-      // Wait on the events of the cross-device steps this one depends on.
-      {
-        std::unique_lock<std::mutex> l(m.eventMu);
-        m.eventCv.wait(l, [&] {
-          for (int d : m.crossDeps[si])
-            if (m.stepDoneRun[d] != run) return false;
-          return true;
-        });
-      }
-      bool skip;
-      {
-        std::lock_guard<std::mutex> l(doneMu);
-        skip = failed;
-      }
-      if (!skip) {
-        auto s0 = Clock::now();
-        results[si] = m.kernels[si]->run(m.stepInputs[si], m.stepOutputs[si]);
-        seconds[si] = std::chrono::duration<double>(Clock::now() - s0).count();
-      }
-      {
-        std::lock_guard<std::mutex> l(m.eventMu);
-        m.stepDoneRun[si] = run;  // record the event (also on failure, so nobody waits forever)
-      }
-      m.eventCv.notify_all();
-      std::lock_guard<std::mutex> l(doneMu);
-      if (!results[si].isOk()) failed = true;
-      if (--remaining == 0) doneCv.notify_all();
-    });
-  }
-  std::unique_lock<std::mutex> l(doneMu);
-  doneCv.wait(l, [&] { return remaining == 0; });
-  for (size_t si = 0; si < n; ++si)
-    if (!results[si].isOk()) return results[si].withContext(stepLabel(p.steps(si), (int)si));
-  if (profile && stats)
-    for (size_t si = 0; si < n; ++si) {
-      const plan::Step& s = p.steps(si);
-      stats->steps.push_back({s.name(), s.op_type(), s.device(), m.kernels[si]->implName(), seconds[si]});
-    }
-  return Status::ok();
 }
 
 }  // namespace tandem

@@ -77,12 +77,14 @@ class Executable {
 
   /// Runs the plan. `inputs` in plan order, each of exactly the declared dtype and shape
   /// (otherwise an error naming the input, expected and actual). `outputs` receives owning
-  /// tensors. With `profile`, stats->steps gets one entry per step. A plan over several host
-  /// devices (cpu, cpu:1) runs each device's steps on its own stream (thread + OpenMP pool)
-  /// with events for cross-device dependencies. With a live GPU, each GPU has a compute, an H2D
-  /// and a D2H stream; steps are enqueued in plan order, cross-stream dependencies are events,
-  /// and the run synchronises once, when the outputs are copied back. Not reentrant: concurrent
-  /// callers must use separate Executables (one arena each).
+  /// tensors. With `profile`, stats->steps gets one entry per step (each step then runs to
+  /// completion before the next is issued). Every device runs through its DeviceBackend
+  /// (runtime/Backend.h): the host issues the steps in plan order onto their (device, queue)
+  /// streams and cross-stream dependencies are events. One host device runs its steps on the
+  /// calling thread; several host devices (cpu, cpu:1) each get a queue thread with its own
+  /// OpenMP pool; each live GPU has a compute, an H2D and a D2H stream. The run synchronises
+  /// once, when the outputs are copied back. Not reentrant: concurrent callers must use
+  /// separate Executables (one arena each).
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
              RunStats* stats = nullptr, bool profile = false);
 
@@ -115,9 +117,8 @@ class Executable {
  private:
   Executable();
   void planStreams();
-  Status runOnStreams(RunStats* stats, bool profile);
-  Status runWithDevices(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
-                        RunStats* stats, bool profile);
+  Status runSteps(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+                  RunStats* stats, bool profile);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

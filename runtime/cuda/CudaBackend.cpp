@@ -244,7 +244,8 @@ class CudaBackend : public DeviceBackend {
     return check(cudaEventRecord(static_cast<CudaEvent&>(e).e, stream(q)), "cudaEventRecord");
   }
   Status waitEvent(Queue q, Event& e) override {
-    // A CPU backend's event has already happened (its queues are synchronous): nothing to wait.
+    // A host backend's event is not waited for here: the executor blocks the host on the CPU
+    // backend's hostWait() before it issues this queue's next work (runtime/Backend.h).
     auto* ce = dynamic_cast<CudaEvent*>(&e);
     if (!ce) return Status::ok();
     return check(cudaStreamWaitEvent(stream(q), ce->e, 0), "cudaStreamWaitEvent");
