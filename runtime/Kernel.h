@@ -120,8 +120,10 @@ class KernelRegistry {
 /// Helpers for `accepts`.
 std::function<bool(const std::vector<DType>&)> acceptsFirstInput(std::vector<DType> dtypes);
 
-// Registration functions, one per kernel file; KernelRegistry::global() calls each once.
-// Add a new file's function here and to registerAllKernels() in runtime/KernelRegistry.cpp.
+// Registration functions, one per kernel family; KernelRegistry::global()
+// (runtime/KernelRegistry.cpp) calls each once, oneDNN's before the reference kernels so that
+// create() tries them first. A new kernel file registers through its family's function (e.g.
+// runtime/cpu/ref/Register.cpp); a new family adds its function here and there.
 void registerCpuReferenceKernels(KernelRegistry& r);  // runtime/cpu/ref/*.cpp
 void registerCpuDnnlKernels(KernelRegistry& r);       // runtime/cpu/dnnl/*.cpp
 void registerCudaKernels(KernelRegistry& r);          // runtime/cuda/*.cpp (none when not built)
