@@ -2,11 +2,14 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "compiler/Plan.pb.h"
+#include "compiler/placement/DeviceSpec.h"
+#include "compiler/placement/Placer.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "runtime/Tensor.h"
 
@@ -21,23 +24,32 @@ struct CompileOptions {
   std::map<std::string, Shape> inputShapes;
   /// Binding for symbolic dims not named above (a note is emitted when it is used).
   int64_t defaultDim = 1;
-  /// Devices the plan targets (DESIGN §2 DeviceSet), without models: {"cpu"}, {"cpu","cpu:1"}.
-  std::vector<std::string> devices = {"cpu"};
-  /// Target list with device models, e.g. "cpu,cuda:0=h100" (--target); wins over `devices`.
-  /// Plans can target hardware that is not present.
-  std::string target;
+  /// Devices the plan targets (DESIGN §2 DeviceSet). Unset: the live devices
+  /// (DeviceSet::live(): this CPU and every visible GPU). A target list such as
+  /// "cpu,cuda:0=h100" (--target) or "cpu,cpu:1" is parsed once, by DeviceSet::parse; plans
+  /// can target hardware that is not present.
+  std::optional<DeviceSet> devices;
   /// Calibration profile JSON written by `tandem calibrate` (--profile); "" = built-in specs.
   std::string profilePath;
-  /// Placement policy (--placement): cost (default), greedy, ort, cpu, gpu.
-  std::string placementPolicy = "cost";
-  /// User pins: node name -> device. Soft unless strictPlacement.
-  std::vector<std::pair<std::string, std::string>> pins;
+  /// Placement policy (--placement).
+  placement::PlacementPolicy placementPolicy = placement::PlacementPolicy::Cost;
+  /// User pins (placement::NodePin), soft unless strictPlacement.
+  std::vector<placement::NodePin> pins;
   bool strictPlacement = false;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
   bool fuse = true;
   /// When non-null, the IR is printed here after every pass (--print-ir-after-all).
   llvm::raw_ostream* printIrAfterAll = nullptr;
 };
+
+/// Parses a target list ("cpu,cuda:0=h100", "cpu,cpu:1"; DeviceSet::parse) into
+/// `options->devices`; the error is parse's, and `options` is unchanged then.
+inline Status setTargetDevices(CompileOptions* options, const std::string& targetList) {
+  DeviceSet set;
+  TANDEM_RETURN_IF_ERROR(DeviceSet::parse(targetList, &set));
+  options->devices = std::move(set);
+  return Status::ok();
+}
 
 struct CompileResult {
   plan::Plan plan;

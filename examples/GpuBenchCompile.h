@@ -25,8 +25,11 @@ inline std::string compileGraph(tandem::GraphBuilder& g, const std::string& targ
   mlir::OwningOpRef<mlir::ModuleOp> module = g.finish(&err);
   if (!module) return "graph: " + err;
   tandem::CompileOptions options;
-  options.placementPolicy = "gpu";
-  options.target = target;
+  options.placementPolicy = tandem::placement::PlacementPolicy::Gpu;
+  if (!target.empty()) {
+    tandem::Status st = tandem::setTargetDevices(&options, target);
+    if (!st.isOk()) return "target: " + st.message();
+  }
   tandem::CompileResult compiled;
   std::string diagnostics;
   {

@@ -2,8 +2,12 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "compiler/placement/DeviceSpec.h"
+#include "compiler/placement/Placer.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -24,6 +28,16 @@ std::unique_ptr<mlir::Pass> createCanonicalizePass();
 std::unique_ptr<mlir::Pass> createCanonicalizePass(const TandemCanonicalizeOptions& options);
 std::unique_ptr<mlir::Pass> createPlacePass();
 std::unique_ptr<mlir::Pass> createPlacePass(const TandemPlaceOptions& options);
+/// The place pass's configuration as the compiler hands it over, parsed once
+/// (CompileOptions); the text options above (tandem-opt) are parsed into the same form.
+struct PlaceConfig {
+  std::optional<DeviceSet> devices;  // unset: DeviceSet::live()
+  std::string profilePath;           // calibration profile JSON; "" = built-in specs
+  placement::PlacementPolicy policy = placement::PlacementPolicy::Cost;
+  std::vector<placement::NodePin> pins;
+  bool strict = false;
+};
+std::unique_ptr<mlir::Pass> createPlacePass(PlaceConfig config);
 std::unique_ptr<mlir::Pass> createInsertTransfersPass();
 std::unique_ptr<mlir::Pass> createFusePass();
 /// Whether the fuse pass's CPU rules put `consumer` (reading `producer`'s result) in one kernel

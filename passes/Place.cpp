@@ -1,6 +1,8 @@
 // --tandem-place: put every op on a device at minimum estimated time under the cost model (or a
 // baseline policy), honouring pins, and record the candidates, their costs and the reason.
+#include <algorithm>
 #include <map>
+#include <set>
 
 #include "compiler/OpBuilding.h"
 #include "compiler/placement/CostModel.h"
@@ -31,15 +33,102 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
+// The placement problem of one module: the ops (with their work, feasibility and pins), the
+// values (consumers, bytes, transfer times) and the fusion discounts, built from the IR.
+struct Problem {
+  placement::PlacementProblem graph;
+  std::vector<std::string> targets;  // device names, by index
+  int numDevices = 0, host = 0;
+  llvm::DenseMap<mlir::Operation*, int> opIndex;
+  std::vector<mlir::Operation*> ops;
+  std::vector<OpWork> works;  // per op, for the fusion discount
+  // Per (op, device): 1 where the op's cost is the runtime's measured time, 2 where the op
+  // is fused into a measured group head (addFusionDiscounts); read by the log.
+  std::vector<char> measuredOn;
+  llvm::SmallVector<ConstantOp> constants;
+  llvm::DenseMap<mlir::Value, int> valueIndex;
+  // Per op: the producer it fuses into and the devices where it does.
+  std::vector<std::pair<std::string, std::vector<std::string>>> fusibleInto;
+};
+
+TensorType typeOf(mlir::Value v) {
+  TensorType t;
+  if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType())) {
+    t.dtype = mlirToDType(r.getElementType());
+    for (int64_t d : r.getShape()) t.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
+  }
+  return t;
+}
+
+uint64_t bytesOf(mlir::Value v) {
+  auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  if (!r || !r.hasStaticShape()) return 0;
+  return (uint64_t)r.getNumElements() * dtypeSize(mlirToDType(r.getElementType()));
+}
+
+// The op names of `main` closest to `name` (edit distance), for a pin that names no op.
+std::string nearNames(mlir::func::FuncOp main, const std::string& name) {
+  std::vector<std::pair<unsigned, std::string>> scored;
+  std::set<std::string> seen;
+  for (mlir::Operation& op : main.getBody().front()) {
+    std::string n = nodeName(op.getLoc());
+    if (n.empty() || !seen.insert(n).second) continue;
+    scored.push_back({llvm::StringRef(n).edit_distance(name, true, 64), n});
+  }
+  std::sort(scored.begin(), scored.end());
+  std::string s;
+  for (size_t i = 0; i < scored.size() && i < 5; ++i) s += (i ? ", " : "") + scored[i].second;
+  return s.empty() ? "the model's ops have no node names" : "nearest node names: " + s;
+}
+
+// The text options of tandem-opt, parsed into the form the compiler hands over.
+bool parseTextConfig(mlir::ModuleOp module, const std::vector<std::string>& devices,
+                     const std::string& target, const std::string& profile,
+                     const std::string& policy, const std::vector<std::string>& pins, bool strict,
+                     PlaceConfig* cfg) {
+  std::string targetList = target;
+  if (targetList.empty())
+    for (const std::string& d : devices) targetList += (targetList.empty() ? "" : ",") + d;
+  if (targetList.empty()) targetList = "cpu";  // tandem-opt's default: the CPU alone
+  DeviceSet set;
+  Status st = DeviceSet::parse(targetList, &set);
+  if (!st.isOk()) {
+    module.emitError() << "tandem-place: " << st.message();
+    return false;
+  }
+  cfg->devices = std::move(set);
+  cfg->profilePath = profile;
+  std::optional<placement::PlacementPolicy> chosen = placement::parsePolicy(policy);
+  if (!chosen) {
+    module.emitError() << "tandem-place: unknown placement policy '" << policy
+                       << "' (expected cost, greedy, ort, cpu or gpu)";
+    return false;
+  }
+  cfg->policy = *chosen;
+  for (const std::string& p : pins) {
+    size_t eq = p.rfind('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
+      module.emitError() << "tandem-place: bad pin '" << p << "'; expected NODE=DEVICE";
+      return false;
+    }
+    std::string dev = canonicalDevice(p.substr(eq + 1));
+    cfg->pins.push_back({p.substr(0, eq), dev.empty() ? p.substr(eq + 1) : dev});
+  }
+  cfg->strict = strict;
+  return true;
+}
+
 class PlacePass : public impl::TandemPlaceBase<PlacePass> {
  public:
   using TandemPlaceBase::TandemPlaceBase;
+  explicit PlacePass(PlaceConfig config) : config_(std::move(config)) {}
 
   void runOnOperation() override {
-    // 1. Devices, links and costs: a CostModel for the target list (or the live machine).
+    // 1. Devices, links and costs: a CostModel for the configured devices (or the live machine).
     // 2. The problem: one PlacementOp per computing op (feasibility from the registry or the
     //    capability table, time per feasible device, pin), one PlacementValue per op result,
-    //    graph input and constant (consumers, bytes, transfer time per device pair).
+    //    graph input and constant (consumers, bytes, transfer time per device pair), and the
+    //    fusion discounts.
     // 3. Solve with the chosen policy (placeGraph), and with every baseline for the log.
     // 4. Write device / reason / candidates / costs on each op; constants go to their first
     //    consumer's device, graph inputs arrive on the host.
@@ -49,13 +138,13 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       module.emitError("tandem-place: module has no func.func @main");
       return signalPassFailure();
     }
-    mlir::MLIRContext* ctx = &getContext();
-
-    std::string targetList = target;
-    if (targetList.empty())
-      for (const std::string& d : devices) targetList += (targetList.empty() ? "" : ",") + d;
+    PlaceConfig cfg;
+    if (config_) cfg = *config_;
+    else if (!parseTextConfig(module, devices, target, profile, policy, pins, strict, &cfg))
+      return signalPassFailure();
     std::unique_ptr<CostModel> model;
-    Status st = buildCostModel(targetList, profile, CostOptions{}, &model);
+    Status st = buildCostModel(cfg.devices ? *cfg.devices : DeviceSet::live(), cfg.profilePath,
+                               CostOptions{}, &model);
     if (!st.isOk()) {
       module.emitError() << "tandem-place: " << st.message();
       return signalPassFailure();
@@ -63,65 +152,48 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     // Where the runtime measured a kernel on this machine (its timing cache), that time
     // replaces the roofline for the live CPU; TANDEM_TUNING=off leaves the model alone.
     if (!timingCacheOffByEnvironment()) model->loadKernelTimings("");
-    std::optional<placement::PlacementPolicy> chosen = placement::parsePolicy(policy);
-    if (!chosen) {
-      module.emitError() << "tandem-place: unknown placement policy '" << policy
-                         << "' (expected cost, greedy, ort, cpu or gpu)";
-      return signalPassFailure();
-    }
-    const DeviceSet& set = model->devices();
-    int numDevices = (int)set.size();
-    std::vector<std::string> targets;
-    placement::PlacementProblem problem;
+    Problem pr;
+    if (!addOps(main, cfg, *model, &pr)) return signalPassFailure();
+    addValues(main, *model, &pr);
+    addFusionDiscounts(*model, &pr);
+    placement::PlaceResult result;
+    if (!solve(module, cfg, pr, &result)) return signalPassFailure();
+    annotate(main, pr, result);
+  }
+
+ private:
+  std::optional<PlaceConfig> config_;
+
+  // The devices and one PlacementOp per computing op; false after an error (no kernel
+  // anywhere, a pin naming no op).
+  bool addOps(mlir::func::FuncOp main, const PlaceConfig& cfg, CostModel& model, Problem* pr) {
+    mlir::MLIRContext* ctx = &getContext();
+    placement::PlacementProblem& problem = pr->graph;
+    const DeviceSet& set = model.devices();
+    pr->numDevices = (int)set.size();
+    const int numDevices = pr->numDevices;
     for (int d = 0; d < numDevices; ++d) {
       const DeviceSpec& spec = set.device(d);
-      targets.push_back(spec.name);
+      pr->targets.push_back(spec.name);
       problem.devices.push_back({spec.name, deviceKindName(spec.kind), spec.memoryCapacityBytes});
     }
-    int host = set.hostIndex();
-
+    pr->host = set.hostIndex();
+    const std::vector<std::string>& targets = pr->targets;
     std::map<std::string, std::string> pinByNode;
     std::map<std::string, bool> pinUsed;
-    for (const std::string& p : pins) {
-      size_t eq = p.rfind('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == p.size()) {
-        module.emitError() << "tandem-place: bad pin '" << p << "'; expected NODE=DEVICE";
-        return signalPassFailure();
-      }
-      pinByNode[p.substr(0, eq)] = p.substr(eq + 1);
-      pinUsed[p.substr(0, eq)] = false;
+    for (const placement::NodePin& p : cfg.pins) {
+      pinByNode[p.node] = p.device;
+      pinUsed[p.node] = false;
     }
-
-    // 2. Ops.
-    llvm::DenseMap<mlir::Operation*, int> opIndex;
-    std::vector<mlir::Operation*> ops;
-    std::vector<OpWork> works;  // per op, for the fusion discount
-    // Per (op, device): 1 where the op's cost is the runtime's measured time, 2 where the op
-    // is fused into a measured group head (below); read by the fusion discount and the log.
-    std::vector<char> measuredOn;
-    auto growMeasured = [&] { measuredOn.resize((problem.ops.size() + 1) * numDevices, 0); };
-    llvm::SmallVector<ConstantOp> constants;
+    auto growMeasured = [&] { pr->measuredOn.resize((problem.ops.size() + 1) * numDevices, 0); };
     bool ok = true;
-    auto typeOf = [](mlir::Value v) {
-      TensorType t;
-      if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType())) {
-        t.dtype = mlirToDType(r.getElementType());
-        for (int64_t d : r.getShape()) t.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
-      }
-      return t;
-    };
-    auto bytesOf = [](mlir::Value v) -> uint64_t {
-      auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-      if (!r || !r.hasStaticShape()) return 0;
-      return (uint64_t)r.getNumElements() * dtypeSize(mlirToDType(r.getElementType()));
-    };
     // The plan's weights, for the cache rule of the cost model (OpWork::planConstantBytes).
     double planConstantBytes = 0;
     for (ConstantOp c : main.getBody().front().getOps<ConstantOp>())
       planConstantBytes += (double)bytesOf(c.getResult());
     for (mlir::Operation& op : main.getBody().front()) {
       if (auto c = llvm::dyn_cast<ConstantOp>(op)) {
-        constants.push_back(c);
+        pr->constants.push_back(c);
         continue;
       }
       if (!llvm::isa_and_present<TandemDialect>(op.getDialect()) || llvm::isa<NoneOp, CopyOp>(op))
@@ -167,7 +239,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       static const Tensor kConstantMarker;
       for (mlir::Value v : op.getOperands())
         kctx.constInputs.push_back(v.getDefiningOp<ConstantOp>() ? &kConstantMarker : nullptr);
-      work.measuredCpuSeconds = model->measuredCpuSeconds(kctx);
+      work.measuredCpuSeconds = model.measuredCpuSeconds(kctx);
       growMeasured();
       bool anyFeasible = false;
       std::vector<std::pair<std::string, std::string>> refusals;
@@ -180,9 +252,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
             refusals.push_back({targets[d], why});
           }
         }
-        OpCost c = feasible ? model->opCost(work, d) : OpCost{};
+        OpCost c = feasible ? model.opCost(work, d) : OpCost{};
         pop.computeSeconds.push_back(feasible ? c.seconds : placement::kNoKernel);
-        if (feasible && std::string(c.source) == "measured") measuredOn[problem.ops.size() * numDevices + d] = 1;
+        if (feasible && std::string(c.source) == "measured") pr->measuredOn[problem.ops.size() * numDevices + d] = 1;
         anyFeasible |= feasible;
       }
       if (!refusals.empty()) {
@@ -206,21 +278,30 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       }
       if (!pin.empty()) {
         std::string canon = canonicalDevice(pin);
-        pop.pin = placement::Pin{canon.empty() ? pin : canon, (bool)strict};
+        pop.pin = placement::Pin{canon.empty() ? pin : canon, cfg.strict};
       }
-      opIndex[&op] = (int)problem.ops.size();
-      ops.push_back(&op);
-      works.push_back(work);
+      pr->opIndex[&op] = (int)problem.ops.size();
+      pr->ops.push_back(&op);
+      pr->works.push_back(work);
       problem.ops.push_back(std::move(pop));
     }
-    if (!ok) return signalPassFailure();
     for (const auto& [node, used] : pinUsed)
-      if (!used) main.emitWarning() << "tandem-place: pin '" << node << "' matches no op";
+      if (!used) {
+        main.emitError() << "tandem-place: pin '" << node << "' names no op of the model ("
+                         << nearNames(main, node) << ")";
+        ok = false;
+      }
+    return ok;
+  }
+
+  // One PlacementValue per graph input, constant and op result.
+  void addValues(mlir::func::FuncOp main, const CostModel& model, Problem* pr) {
+    placement::PlacementProblem& problem = pr->graph;
+    const int numDevices = pr->numDevices, host = pr->host;
 
     // Values: op results, graph inputs (on the host), constants (uploaded once, no transfer).
-    llvm::DenseMap<mlir::Value, int> valueIndex;
     auto addValue = [&](mlir::Value v, placement::ValueSource source, int producer) {
-      valueIndex[v] = (int)problem.values.size();
+      pr->valueIndex[v] = (int)problem.values.size();
       placement::PlacementValue pv;
       pv.name = valueName(v);
       pv.source = source;
@@ -235,8 +316,8 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
             pv.outputDevices.push_back(host);
           continue;
         }
-        auto it = opIndex.find(user);
-        if (it != opIndex.end()) pv.consumers.push_back(it->second);
+        auto it = pr->opIndex.find(user);
+        if (it != pr->opIndex.end()) pv.consumers.push_back(it->second);
       }
       if (source != placement::ValueSource::Constant) {
         // Graph inputs and outputs live in the caller's ordinary (pageable) host memory: the
@@ -249,15 +330,21 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         for (int a = 0; a < numDevices; ++a)
           for (int b = 0; b < numDevices; ++b)
             if (a != b)
-              pv.transferSeconds[a * numDevices + b] = model->transferTime(a, b, pv.bytes, m);
+              pv.transferSeconds[a * numDevices + b] = model.transferTime(a, b, pv.bytes, m);
       }
       problem.values.push_back(std::move(pv));
     };
     for (mlir::BlockArgument arg : main.getArguments())
       addValue(arg, placement::ValueSource::GraphInput, placement::kNone);
-    for (ConstantOp c : constants) addValue(c.getResult(), placement::ValueSource::Constant, placement::kNone);
-    for (size_t i = 0; i < ops.size(); ++i)
-      for (mlir::Value r : ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
+    for (ConstantOp c : pr->constants) addValue(c.getResult(), placement::ValueSource::Constant, placement::kNone);
+    for (size_t i = 0; i < pr->ops.size(); ++i)
+      for (mlir::Value r : pr->ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
+  }
+
+  void addFusionDiscounts(const CostModel& model, Problem* pr) {
+    placement::PlacementProblem& problem = pr->graph;
+    const int numDevices = pr->numDevices;
+    const std::vector<mlir::Operation*>& ops = pr->ops;
 
     // Fusion: an op that reads the only result of a producer it fuses into on device d (the
     // fuse pass's own rules: cpuFusesIntoProducer on CPU devices, cudaFusesIntoProducer on cuda)
@@ -268,49 +355,56 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     // Where the producer's cost on d is measured, or it is itself fused into a measured head,
     // the measurement was of the whole fused step (`tandem tune` records a group's time under
     // its head, runtime/Tuning.h stepOpTimingKey): the member then adds nothing, r_d = its cost.
-    std::vector<std::pair<std::string, std::vector<std::string>>> fusibleInto(ops.size());
+    pr->fusibleInto.assign(ops.size(), {});
     for (size_t i = 0; i < ops.size(); ++i) {
       placement::PlacementOp& pop = problem.ops[i];
       if (ops[i]->getNumOperands() == 0) continue;
       mlir::Value x = ops[i]->getOperand(0);
-      auto producerIt = opIndex.find(x.getDefiningOp());
-      if (producerIt == opIndex.end() || !x.hasOneUse() || !valueIndex.count(x)) continue;
+      auto producerIt = pr->opIndex.find(x.getDefiningOp());
+      if (producerIt == pr->opIndex.end() || !x.hasOneUse() || !pr->valueIndex.count(x)) continue;
       bool cpuFuses = cpuFusesIntoProducer(x.getDefiningOp(), ops[i]);
       bool cudaFuses = cudaFusesIntoProducer(x.getDefiningOp(), ops[i]);
       if (!cpuFuses && !cudaFuses) continue;
       const placement::PlacementOp& producer = problem.ops[producerIt->second];
-      placement::PlacementValue& pv = problem.values[valueIndex[x]];
+      placement::PlacementValue& pv = problem.values[pr->valueIndex[x]];
       for (int d = 0; d < numDevices; ++d) {
         const std::string& kind = problem.devices[d].kind;
         bool fuses = kind == "cpu" ? cpuFuses : kind == "cuda" && cudaFuses;
         if (!fuses || !pop.feasible(d) || !producer.feasible(d)) continue;
-        OpCost c = model->opCost(works[i], d);
+        OpCost c = model.opCost(pr->works[i], d);
         double saved = std::min(pop.computeSeconds[d], std::max(0.0, c.seconds - c.computeSec));
-        if (measuredOn[producerIt->second * numDevices + d]) {
+        if (pr->measuredOn[producerIt->second * numDevices + d]) {
           saved = pop.computeSeconds[d];
-          measuredOn[i * numDevices + d] = 2;
+          pr->measuredOn[i * numDevices + d] = 2;
         }
         if (!(saved > 0)) continue;
         pop.computeSeconds[d] -= saved;
         for (int a = 0; a < numDevices; ++a)
           if (a != d) pv.transferSeconds[a * numDevices + d] += saved;
-        fusibleInto[i].first = producer.name;
-        fusibleInto[i].second.push_back(targets[d]);
+        pr->fusibleInto[i].first = producer.name;
+        pr->fusibleInto[i].second.push_back(pr->targets[d]);
       }
     }
+  }
 
-    // 3. Solve, then price every baseline on the same graph for the log.
+  // Solves with the chosen policy, then prices every baseline on the same graph for the log.
+  bool solve(mlir::ModuleOp module, const PlaceConfig& cfg, const Problem& pr,
+             placement::PlaceResult* out) {
+    mlir::MLIRContext* ctx = &getContext();
+    const placement::PlacementProblem& problem = pr.graph;
+    const std::vector<mlir::Operation*>& ops = pr.ops;
     placement::PlacerOptions popts;
-    popts.policy = *chosen;
-    popts.strict = strict;
-    placement::PlaceResult result = placement::placeGraph(problem, popts);
+    popts.policy = cfg.policy;
+    popts.strict = cfg.strict;
+    placement::PlaceResult& result = *out;
+    result = placement::placeGraph(problem, popts);
     if (!result.ok()) {
       // Report on the op the placer names ("op 'x' ..."), so the message carries its location.
       mlir::Operation* at = module;
       for (size_t i = 0; i < ops.size() && at == module.getOperation(); ++i)
         if (result.error.find("op '" + problem.ops[i].name + "'") != std::string::npos) at = ops[i];
       at->emitError() << "tandem-place: " << result.error;
-      return signalPassFailure();
+      return false;
     }
     llvm::SmallVector<mlir::NamedAttribute> estimates;
     auto estimateAttr = [&](const placement::PlacementCost& c) {
@@ -326,7 +420,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
                    placement::PlacementPolicy::Gpu}) {
       placement::PlacerOptions b;
       b.policy = p;
-      placement::PlaceResult r = p == *chosen ? result : placement::placeGraph(problem, b);
+      placement::PlaceResult r = p == cfg.policy ? result : placement::placeGraph(problem, b);
       if (r.ok())
         estimates.push_back({mlir::StringAttr::get(ctx, placement::policyName(p)),
                              estimateAttr(r.placement.cost)});
@@ -334,12 +428,21 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     module->setAttr(kPlacementEstimatesAttr, mlir::DictionaryAttr::get(ctx, estimates));
     llvm::SmallVector<mlir::NamedAttribute> copyTimes;
     for (const placement::PlacementCopy& c : result.placement.cost.copies)
-      copyTimes.push_back({mlir::StringAttr::get(ctx, problem.values[c.value].name + "->" + targets[c.to]),
+      copyTimes.push_back({mlir::StringAttr::get(ctx, problem.values[c.value].name + "->" + pr.targets[c.to]),
                            mlir::FloatAttr::get(mlir::Float64Type::get(ctx), c.seconds)});
     module->setAttr(kCopyEstimatesAttr, mlir::DictionaryAttr::get(ctx, copyTimes));
-    module->setAttr(kPlacementPolicyAttr, mlir::StringAttr::get(ctx, placement::policyName(*chosen)));
+    module->setAttr(kPlacementPolicyAttr, mlir::StringAttr::get(ctx, placement::policyName(cfg.policy)));
+    return true;
+  }
 
-    // 4. Record the answer on the ops.
+  // Records the answer on the ops, the constants and the graph inputs.
+  void annotate(mlir::func::FuncOp main, const Problem& pr, const placement::PlaceResult& result) {
+    mlir::MLIRContext* ctx = &getContext();
+    mlir::ModuleOp module = getOperation();
+    const placement::PlacementProblem& problem = pr.graph;
+    const std::vector<mlir::Operation*>& ops = pr.ops;
+    const std::vector<std::string>& targets = pr.targets;
+    const int numDevices = pr.numDevices;
     auto strAttrs = [&](const std::vector<std::string>& v) {
       llvm::SmallVector<mlir::Attribute> attrs;
       for (const std::string& s : v) attrs.push_back(mlir::StringAttr::get(ctx, s));
@@ -362,25 +465,25 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       op->setAttr(kPlacementCostsAttr, mlir::DictionaryAttr::get(ctx, costs));
       llvm::SmallVector<mlir::NamedAttribute> sources;
       for (int d = 0; d < numDevices; ++d)
-        if (char m = measuredOn[i * numDevices + d])
+        if (char m = pr.measuredOn[i * numDevices + d])
           sources.push_back({mlir::StringAttr::get(ctx, targets[d]),
                              mlir::StringAttr::get(ctx, m == 1 ? "measured" : "measured-group")});
       if (!sources.empty()) op->setAttr(kPlacementSourcesAttr, mlir::DictionaryAttr::get(ctx, sources));
-      if (!fusibleInto[i].second.empty())
+      if (!pr.fusibleInto[i].second.empty())
         op->setAttr(kPlacementFusionAttr,
                     mlir::DictionaryAttr::get(
                         ctx, {mlir::NamedAttribute(mlir::StringAttr::get(ctx, "into"),
-                                                   mlir::StringAttr::get(ctx, fusibleInto[i].first)),
+                                                   mlir::StringAttr::get(ctx, pr.fusibleInto[i].first)),
                               mlir::NamedAttribute(mlir::StringAttr::get(ctx, "devices"),
-                                                   strAttrs(fusibleInto[i].second))}));
+                                                   strAttrs(pr.fusibleInto[i].second))}));
     }
     // Weights go where they are first read (insert-transfers duplicates them for other devices,
     // loaded once at plan load); graph inputs arrive in host memory.
-    for (ConstantOp c : constants) {
+    for (ConstantOp c : pr.constants) {
       mlir::Operation* first = nullptr;
       for (mlir::Operation* user : c.getResult().getUsers())
         if (!deviceOfOp(user).empty() && (!first || user->isBeforeInBlock(first))) first = user;
-      std::string device = first ? deviceOfOp(first) : targets[host];
+      std::string device = first ? deviceOfOp(first) : targets[pr.host];
       std::string consumer = first ? nodeName(first->getLoc()) : "";
       if (first && consumer.empty()) consumer = onnxOpType(first);
       c->setAttr(kDeviceAttr, mlir::StringAttr::get(ctx, device));
@@ -389,7 +492,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       c->setAttr(kPlacementCandidatesAttr, strAttrs({device}));
     }
     for (mlir::BlockArgument arg : main.getArguments())
-      main.setArgAttr(arg.getArgNumber(), kArgDeviceAttr, mlir::StringAttr::get(ctx, targets[host]));
+      main.setArgAttr(arg.getArgNumber(), kArgDeviceAttr, mlir::StringAttr::get(ctx, targets[pr.host]));
     module->setAttr(kDevicesAttr, strAttrs(targets));
   }
 };
@@ -399,6 +502,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
 std::unique_ptr<mlir::Pass> createPlacePass() { return std::make_unique<PlacePass>(); }
 std::unique_ptr<mlir::Pass> createPlacePass(const TandemPlaceOptions& options) {
   return std::make_unique<PlacePass>(options);
+}
+std::unique_ptr<mlir::Pass> createPlacePass(PlaceConfig config) {
+  return std::make_unique<PlacePass>(std::move(config));
 }
 
 }  // namespace tandem

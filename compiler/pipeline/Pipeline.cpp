@@ -48,17 +48,13 @@ mlir::LogicalResult bindInputs(mlir::ModuleOp module, const CompileOptions& opti
 }
 
 std::unique_ptr<mlir::Pass> placePass(const CompileOptions& options) {
-  // The generated options struct only references its lists; the pass copies them.
-  std::vector<std::string> pins;
-  for (const auto& [node, device] : options.pins) pins.push_back(node + "=" + device);
-  TandemPlaceOptions o;
-  o.devices = options.devices;
-  o.target = options.target;
-  o.profile = options.profilePath;
-  o.policy = options.placementPolicy;
-  o.pins = pins;
-  o.strict = options.strictPlacement;
-  return createPlacePass(o);
+  PlaceConfig c;
+  c.devices = options.devices;
+  c.profilePath = options.profilePath;
+  c.policy = options.placementPolicy;
+  c.pins = options.pins;
+  c.strict = options.strictPlacement;
+  return createPlacePass(std::move(c));
 }
 
 }  // namespace

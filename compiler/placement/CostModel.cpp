@@ -342,6 +342,11 @@ Status buildCostModel(const std::string& targetList, const std::string& profileP
   DeviceSet devices;
   if (targetList.empty()) devices = DeviceSet::live();
   else TANDEM_RETURN_IF_ERROR(DeviceSet::parse(targetList, &devices));
+  return buildCostModel(std::move(devices), profilePath, options, out);
+}
+
+Status buildCostModel(DeviceSet devices, const std::string& profilePath, CostOptions options,
+                      std::unique_ptr<CostModel>* out) {
   auto model = std::make_unique<CostModel>(std::move(devices), options);
   if (!profilePath.empty()) TANDEM_RETURN_IF_ERROR(model->loadProfile(profilePath));
   *out = std::move(model);

@@ -165,5 +165,8 @@ class CostModel {
 /// `profilePath` when it is not empty (`--profile`). Errors are those of parse and loadProfile.
 Status buildCostModel(const std::string& targetList, const std::string& profilePath,
                       CostOptions options, std::unique_ptr<CostModel>* out);
+/// The same from a parsed set (CompileOptions::devices).
+Status buildCostModel(DeviceSet devices, const std::string& profilePath, CostOptions options,
+                      std::unique_ptr<CostModel>* out);
 
 }  // namespace tandem

@@ -35,6 +35,14 @@ enum class PlacementPolicy {
 const char* policyName(PlacementPolicy p);
 std::optional<PlacementPolicy> parsePolicy(const std::string& name);
 
+/// A user pin (--pin NODE=DEVICE): the op whose node name (its NameLoc) is `node` goes on
+/// `device`, a canonical device name (runtime/Device.h canonicalDeviceName); soft unless the
+/// compile is strict (CompileOptions::strictPlacement).
+struct NodePin {
+  std::string node;
+  std::string device;
+};
+
 enum class MakespanRefinement { Auto /* on with >= 3 devices */, On, Off };
 
 struct PlacerOptions {

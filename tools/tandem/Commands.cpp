@@ -64,10 +64,12 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
     DeviceSet set;
     Status st = DeviceSet::parse(f.target, &set);
     if (!st.isOk()) return "--target: " + st.message();
+    c->devices = std::move(set);
   }
-  c->target = f.target;
   c->profilePath = f.profile;
-  c->placementPolicy = f.placement;
+  std::optional<placement::PlacementPolicy> policy = placement::parsePolicy(f.placement);
+  if (!policy) return "--placement: unknown policy '" + f.placement + "'";
+  c->placementPolicy = *policy;
   return "";
 }
 

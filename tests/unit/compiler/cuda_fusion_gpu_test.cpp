@@ -65,7 +65,7 @@ plan::Plan compile(const std::string& device) {
   GraphBuilder g;
   auto module = buildModel(g, device);
   CompileOptions co;
-  if (device != "cpu") co.target = "cpu,cuda:0=h100";
+  if (device != "cpu") EXPECT_TRUE(setTargetDevices(&co, "cpu,cuda:0=h100").isOk());
   CompileResult r;
   Status st = compileModuleToPlan(*module, co, &r);
   EXPECT_TRUE(st.isOk()) << st.message();

@@ -65,7 +65,7 @@ Compiled compileAndRun(bool fuse) {
   GraphBuilder g;
   auto module = buildModel(g);
   CompileOptions co;
-  co.target = "cpu";
+  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
   co.fuse = fuse;
   Compiled run;
   CompileResult r;

@@ -54,7 +54,7 @@ class PipelineTest : public ::testing::Test {
 
 TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
   CompileOptions options;
-  options.target = "cpu";  // the live set would add any GPU of the machine running the test
+  ASSERT_TRUE(setTargetDevices(&options, "cpu").isOk());  // the live set would add any GPU of the machine running the test
   options.dimBindings = {{"N", 2}};
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
@@ -123,7 +123,7 @@ TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
 
 TEST_F(PipelineTest, PlacementLogTextAndJson) {
   CompileOptions options;
-  options.target = "cpu";
+  ASSERT_TRUE(setTargetDevices(&options, "cpu").isOk());
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
   // defaultDim 1 bound the symbolic batch and said so.
@@ -158,7 +158,7 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
 TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   CompileOptions options;
   options.inputShapes = {{"x", {2, 4}}};
-  options.devices = {"cpu", "cpu:1"};
+  ASSERT_TRUE(setTargetDevices(&options, "cpu,cpu:1").isOk());
   options.pins = {{"add1", "cpu"}, {"relu1", "cpu:1"}, {"reshape1", "CPU:1"}};
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
@@ -208,7 +208,7 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
 
 TEST_F(PipelineTest, StrictPinWithoutKernelFails) {
   CompileOptions options;
-  options.target = "cpu,cuda:0=h100";
+  ASSERT_TRUE(setTargetDevices(&options, "cpu,cuda:0=h100").isOk());
   options.pins = {{"relu1", "cuda:1"}};
   options.strictPlacement = true;
   CompileResult r;
