@@ -42,30 +42,9 @@ bool clipBoundsConstant(mlir::Operation* op) {
   return true;
 }
 
-// One op of an element-wise loop: f32 result with every operand either of the result's type or
-// a scalar, so all body values share one shape and the loop needs no broadcasting.
-bool loopFusible(mlir::Operation* op) {
-  if (op->getNumResults() != 1 || !isF32(op->getResult(0))) return false;
-  std::string type = onnxOpType(op);
-  mlir::Type rt = op->getResult(0).getType();
-  // Ops the CPU element-wise loop kernel evaluates (runtime/cpu/ref/Fused.cpp): kCpuLoop rows.
-  if (opHas(type, kUnary | kCpuLoop)) {
-    if (type == "Clip" && !clipBoundsConstant(op)) return false;
-    if (type != "Clip" && op->getNumOperands() != 1) return false;
-    return op->getOperand(0).getType() == rt;
-  }
-  if (opHas(type, kBinary | kCpuLoop)) {
-    if (op->getNumOperands() != 2) return false;
-    bool full = false;
-    for (mlir::Value v : op->getOperands()) {
-      if (!isF32(v)) return false;
-      if (v.getType() == rt) full = true;
-      else if (numElementsOf(v) != 1) return false;
-    }
-    return full;
-  }
-  return false;
-}
+// One op of the CPU element-wise loop (runtime/cpu/ref/Fused.cpp): fusion::loopFusible for the
+// op table's kCpuLoop rows.
+bool loopFusible(mlir::Operation* op) { return fusion::loopFusible(op, kCpuLoop); }
 
 // XLA's IsExpensive for the loop ops: transcendental functions, divisions and square roots
 // cost tens of cycles per element, the rest one or two instructions. Only cheap ops (the op
@@ -775,6 +754,27 @@ mlir::Value lastAxisRowOperand(mlir::Operation* op, mlir::Value x) {
 }
 bool isBiasAdd(mlir::Operation* add, mlir::Value x) {
   return onnxOpType(add) == "Add" && lastAxisRowOperand(add, x);
+}
+bool loopFusible(mlir::Operation* op, uint32_t loopFlag) {
+  if (op->getNumResults() != 1 || !isF32(op->getResult(0))) return false;
+  std::string type = onnxOpType(op);
+  mlir::Type rt = op->getResult(0).getType();
+  if (opHas(type, kUnary | loopFlag)) {
+    if (type == "Clip" && !clipBoundsConstant(op)) return false;
+    if (type != "Clip" && op->getNumOperands() != 1) return false;
+    return op->getOperand(0).getType() == rt;
+  }
+  if (opHas(type, kBinary | loopFlag)) {
+    if (op->getNumOperands() != 2) return false;
+    bool full = false;
+    for (mlir::Value v : op->getOperands()) {
+      if (!isF32(v)) return false;
+      if (v.getType() == rt) full = true;
+      else if (numElementsOf(v) != 1) return false;
+    }
+    return full;
+  }
+  return false;
 }
 }  // namespace fusion
 

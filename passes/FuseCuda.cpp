@@ -27,37 +27,10 @@ std::string geluForm(mlir::Operation* op) {
   return a ? a.str() : "none";
 }
 
-// An element-wise op of the generated kernel: f32 result, every operand of the result's type or
-// a scalar (Clip's bounds constant scalars: they are baked into the kernel's source).
-bool loopFusible(mlir::Operation* op) {
-  if (op->getNumResults() != 1 || !isF32(op->getResult(0))) return false;
-  std::string type = onnxOpType(op);
-  mlir::Type rt = op->getResult(0).getType();
-  // The ops the generated CUDA element-wise kernel evaluates (runtime/cuda/Fused.cpp): the op
-  // table's kCudaExpr rows, which are also kCpuLoop rows, so a cuda group that falls back to the
-  // CPU (no GPU at load) still runs as one loop.
-  if (opHas(type, kUnary | kCudaExpr)) {
-    if (type == "Clip") {
-      for (unsigned i = 1; i < op->getNumOperands(); ++i) {
-        mlir::Value b = op->getOperand(i);
-        if (!isNone(b) && (!isConstant(b) || numElementsOf(b) != 1)) return false;
-      }
-    } else if (op->getNumOperands() != 1) {
-      return false;
-    }
-    return op->getOperand(0).getType() == rt;
-  }
-  if (opHas(type, kBinary | kCudaExpr) && op->getNumOperands() == 2) {
-    bool full = false;
-    for (mlir::Value v : op->getOperands()) {
-      if (!isF32(v)) return false;
-      if (v.getType() == rt) full = true;
-      else if (numElementsOf(v) != 1) return false;
-    }
-    return full;
-  }
-  return false;
-}
+// An element-wise op of the generated kernel (runtime/cuda/Fused.cpp): the op table's kCudaExpr
+// rows, which are also kCpuLoop rows, so a cuda group that falls back to the CPU (no GPU at load)
+// still runs as one loop.
+bool loopFusible(mlir::Operation* op) { return fusion::loopFusible(op, kCudaExpr); }
 
 bool isMatmul(mlir::Operation* op) {
   std::string t = onnxOpType(op);
