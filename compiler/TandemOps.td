@@ -1,5 +1,7 @@
 // The tandem dialect in ODS: one op per ONNX op in scope (opset-17 semantics), plus constant,
-// none and copy. This table is the one place op metadata lives (STYLE §6).
+// none and copy: operands, attributes and the ONNX name. The other per-op facts (shape function,
+// work, fusion and in-place flags, scalar formulas) are the op table's, runtime/core/OpTable.def,
+// which the runtime reads without MLIR; op_table_test checks that both list the same ops.
 #ifndef TANDEM_OPS_TD
 #define TANDEM_OPS_TD
 
@@ -117,6 +119,17 @@ def Tandem_NegOp : Tandem_OnnxOp<"neg", "Neg", "13", "elementwise -x">;
 def Tandem_AbsOp : Tandem_OnnxOp<"abs", "Abs", "13", "elementwise |x|">;
 def Tandem_ReciprocalOp : Tandem_OnnxOp<"reciprocal", "Reciprocal", "13", "elementwise 1/x">;
 def Tandem_ErfOp : Tandem_OnnxOp<"erf", "Erf", "13", "elementwise error function">;
+def Tandem_SinOp : Tandem_OnnxOp<"sin", "Sin", "7", "elementwise sine (radians)">;
+def Tandem_CosOp : Tandem_OnnxOp<"cos", "Cos", "7", "elementwise cosine (radians)">;
+def Tandem_TanOp : Tandem_OnnxOp<"tan", "Tan", "7", "elementwise tangent (radians)">;
+def Tandem_AsinOp : Tandem_OnnxOp<"asin", "Asin", "7", "elementwise arcsine, in [-pi/2, pi/2]">;
+def Tandem_AcosOp : Tandem_OnnxOp<"acos", "Acos", "7", "elementwise arccosine, in [0, pi]">;
+def Tandem_AtanOp : Tandem_OnnxOp<"atan", "Atan", "7", "elementwise arctangent, in [-pi/2, pi/2]">;
+def Tandem_SinhOp : Tandem_OnnxOp<"sinh", "Sinh", "9", "elementwise hyperbolic sine">;
+def Tandem_CoshOp : Tandem_OnnxOp<"cosh", "Cosh", "9", "elementwise hyperbolic cosine">;
+def Tandem_AsinhOp : Tandem_OnnxOp<"asinh", "Asinh", "9", "elementwise inverse hyperbolic sine">;
+def Tandem_AcoshOp : Tandem_OnnxOp<"acosh", "Acosh", "9", "elementwise inverse hyperbolic cosine">;
+def Tandem_AtanhOp : Tandem_OnnxOp<"atanh", "Atanh", "9", "elementwise inverse hyperbolic tangent">;
 def Tandem_ReluOp : Tandem_OnnxOp<"relu", "Relu", "14", "elementwise max(0, x)">;
 def Tandem_LeakyReluOp : Tandem_OnnxOp<"leaky_relu", "LeakyRelu", "16",
     "x if x >= 0 else alpha * x", (ins Float:$alpha)>;

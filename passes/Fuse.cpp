@@ -12,6 +12,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "passes/FuseCuda.h"
 #include "passes/Passes.h"
+#include "runtime/OpTable.h"
 
 namespace tandem {
 #define GEN_PASS_DEF_TANDEMFUSE
@@ -21,27 +22,10 @@ namespace tandem {
 namespace tandem {
 namespace {
 
-// Unary activations oneDNN can apply as eltwise post-ops (the mapping the runtime uses is
-// runtime/cpu/dnnl/DnnlEltwise.cpp's; Log and Softplus stay out for the accuracy reason noted
-// there).
-const std::set<std::string>& postOpActivations() {
-  static const std::set<std::string> s = {"Relu", "LeakyRelu", "Elu",  "Selu", "Sigmoid",
-                                          "HardSigmoid", "Tanh", "Exp", "Sqrt", "Abs",
-                                          "Neg", "Clip", "Gelu"};
-  return s;
-}
-
-// Ops the CPU element-wise loop kernel evaluates (runtime/cpu/ref/Fused.cpp).
-const std::set<std::string>& loopUnary() {
-  static const std::set<std::string> s = {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid",
-                                          "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs",
-                                          "Neg", "Reciprocal", "Erf", "Softplus", "Clip", "Gelu"};
-  return s;
-}
-const std::set<std::string>& loopBinary() {
-  static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
-  return s;
-}
+// Unary activations oneDNN can apply as eltwise post-ops: the op table's kDnnlPostOp rows (the
+// mapping the runtime uses is runtime/cpu/dnnl/DnnlEltwise.cpp's; Log and Softplus stay out for
+// the accuracy reason noted there).
+bool isPostOpActivation(const std::string& type) { return opHas(type, kDnnlPostOp); }
 
 using fusion::isConstant;
 using fusion::isF32;
@@ -58,48 +42,21 @@ bool clipBoundsConstant(mlir::Operation* op) {
   return true;
 }
 
-// One op of an element-wise loop: f32 result with every operand either of the result's type or
-// a scalar, so all body values share one shape and the loop needs no broadcasting.
-bool loopFusible(mlir::Operation* op) {
-  if (op->getNumResults() != 1 || !isF32(op->getResult(0))) return false;
-  std::string type = onnxOpType(op);
-  mlir::Type rt = op->getResult(0).getType();
-  if (loopUnary().count(type)) {
-    if (type == "Clip" && !clipBoundsConstant(op)) return false;
-    if (type != "Clip" && op->getNumOperands() != 1) return false;
-    return op->getOperand(0).getType() == rt;
-  }
-  if (loopBinary().count(type)) {
-    if (op->getNumOperands() != 2) return false;
-    bool full = false;
-    for (mlir::Value v : op->getOperands()) {
-      if (!isF32(v)) return false;
-      if (v.getType() == rt) full = true;
-      else if (numElementsOf(v) != 1) return false;
-    }
-    return full;
-  }
-  return false;
-}
+// One op of the CPU element-wise loop (runtime/cpu/ref/Fused.cpp): fusion::loopFusible for the
+// op table's kCpuLoop rows.
+bool loopFusible(mlir::Operation* op) { return fusion::loopFusible(op, kCpuLoop); }
 
 // XLA's IsExpensive for the loop ops: transcendental functions, divisions and square roots
-// cost tens of cycles per element, the rest one or two instructions. Only cheap ops are
-// computed again in every consumer (duplication); an op not listed here counts as expensive.
-bool isCheapLoopOp(const std::string& type) {
-  static const std::set<std::string> s = {"Relu", "LeakyRelu", "HardSigmoid", "Abs", "Neg",
-                                          "Clip", "Add", "Sub", "Mul", "Max", "Min"};
-  return s.count(type) > 0;
-}
+// cost tens of cycles per element, the rest one or two instructions. Only cheap ops (the op
+// table's kCheap rows) are computed again in every consumer (duplication); any other op counts
+// as expensive.
+bool isCheapLoopOp(const std::string& type) { return opHas(type, kCheap); }
 
 // Ops that fold a run of elements into one value or need a whole row before writing any of it.
 // They are group roots only, never producers inside a group: a consumer reading them would
-// need the finished row, so fusing one as a producer would recompute it per element.
-bool isReductionLike(mlir::Operation* op) {
-  static const std::set<std::string> s = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-                                          "ReduceL2", "ReduceSumSquare", "ArgMax", "Softmax",
-                                          "LogSoftmax", "LayerNormalization"};
-  return s.count(onnxOpType(op)) > 0;
-}
+// need the finished row, so fusing one as a producer would recompute it per element. The op
+// table's kReductionRoot rows.
+bool isReductionLike(mlir::Operation* op) { return opHas(onnxOpType(op), kReductionRoot); }
 
 int64_t intAttrOr(mlir::Operation* op, const char* name, int64_t dflt) {
   auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
@@ -316,7 +273,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       bool bias = matmul && g.members.size() == 1 && fusion::anchorTakesBias(anchor) &&
                   constantRow(user, "Add", cur);
       bool scale = matmul && constantRow(user, "Mul", cur);
-      bool candidate = postOpActivations().count(ut) || ut == "Add" || scale;
+      bool candidate = isPostOpActivation(ut) || ut == "Add" || scale;
       if (!candidate || user->getNumResults() != 1 ||
           user->getResult(0).getType() != cur.getType())
         break;
@@ -798,6 +755,27 @@ mlir::Value lastAxisRowOperand(mlir::Operation* op, mlir::Value x) {
 bool isBiasAdd(mlir::Operation* add, mlir::Value x) {
   return onnxOpType(add) == "Add" && lastAxisRowOperand(add, x);
 }
+bool loopFusible(mlir::Operation* op, uint32_t loopFlag) {
+  if (op->getNumResults() != 1 || !isF32(op->getResult(0))) return false;
+  std::string type = onnxOpType(op);
+  mlir::Type rt = op->getResult(0).getType();
+  if (opHas(type, kUnary | loopFlag)) {
+    if (type == "Clip" && !clipBoundsConstant(op)) return false;
+    if (type != "Clip" && op->getNumOperands() != 1) return false;
+    return op->getOperand(0).getType() == rt;
+  }
+  if (opHas(type, kBinary | loopFlag)) {
+    if (op->getNumOperands() != 2) return false;
+    bool full = false;
+    for (mlir::Value v : op->getOperands()) {
+      if (!isF32(v)) return false;
+      if (v.getType() == rt) full = true;
+      else if (numElementsOf(v) != 1) return false;
+    }
+    return full;
+  }
+  return false;
+}
 }  // namespace fusion
 
 // Forward search from the members' outside readers over non-members; reaching a member closes
@@ -841,7 +819,7 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
         continue;
       mlir::Value row = fusion::lastAxisRowOperand(consumer, x);
       if (ct == "Mul") return row && isConstant(row);
-      if (postOpActivations().count(ct))
+      if (isPostOpActivation(ct))
         return consumer->getOperand(0) == x &&
                (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);
     }
@@ -854,7 +832,7 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
   if (row && isConstant(row) &&
       (ct == "Mul" || (ct == "Add" && fusion::anchorTakesBias(producer))))
     return true;
-  if (postOpActivations().count(ct))
+  if (isPostOpActivation(ct))
     return consumer->getOperand(0) == x &&
            (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);
   if (ct == "Add" && consumer->getNumOperands() == 2) {

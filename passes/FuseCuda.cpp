@@ -2,27 +2,13 @@
 // element-wise chains on cuda devices (passes/FuseCuda.h); Fuse.cpp forms and materialises them.
 #include "passes/FuseCuda.h"
 
-#include <set>
-
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "passes/Passes.h"
+#include "runtime/OpTable.h"
 
 namespace tandem {
 namespace {
-
-// Ops the generated CUDA element-wise kernel evaluates (runtime/cuda/Fused.cpp); the same set as
-// the CPU loop's, so a cuda group that falls back to the CPU (no GPU at load) still runs as one loop.
-const std::set<std::string>& unaryOps() {
-  static const std::set<std::string> s = {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid",
-                                          "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs",
-                                          "Neg", "Reciprocal", "Erf", "Softplus", "Clip", "Gelu"};
-  return s;
-}
-const std::set<std::string>& binaryOps() {
-  static const std::set<std::string> s = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
-  return s;
-}
 
 bool onCuda(mlir::Operation* op) {
   std::string d = deviceOfOp(op);
@@ -41,34 +27,10 @@ std::string geluForm(mlir::Operation* op) {
   return a ? a.str() : "none";
 }
 
-// An element-wise op of the generated kernel: f32 result, every operand of the result's type or
-// a scalar (Clip's bounds constant scalars: they are baked into the kernel's source).
-bool loopFusible(mlir::Operation* op) {
-  if (op->getNumResults() != 1 || !isF32(op->getResult(0))) return false;
-  std::string type = onnxOpType(op);
-  mlir::Type rt = op->getResult(0).getType();
-  if (unaryOps().count(type)) {
-    if (type == "Clip") {
-      for (unsigned i = 1; i < op->getNumOperands(); ++i) {
-        mlir::Value b = op->getOperand(i);
-        if (!isNone(b) && (!isConstant(b) || numElementsOf(b) != 1)) return false;
-      }
-    } else if (op->getNumOperands() != 1) {
-      return false;
-    }
-    return op->getOperand(0).getType() == rt;
-  }
-  if (binaryOps().count(type) && op->getNumOperands() == 2) {
-    bool full = false;
-    for (mlir::Value v : op->getOperands()) {
-      if (!isF32(v)) return false;
-      if (v.getType() == rt) full = true;
-      else if (numElementsOf(v) != 1) return false;
-    }
-    return full;
-  }
-  return false;
-}
+// An element-wise op of the generated kernel (runtime/cuda/Fused.cpp): the op table's kCudaExpr
+// rows, which are also kCpuLoop rows, so a cuda group that falls back to the CPU (no GPU at load)
+// still runs as one loop.
+bool loopFusible(mlir::Operation* op) { return fusion::loopFusible(op, kCudaExpr); }
 
 bool isMatmul(mlir::Operation* op) {
   std::string t = onnxOpType(op);

@@ -1,6 +1,7 @@
 // The CUDA rules of --tandem-fuse (passes/FuseCuda.cpp): which ops placed on a cuda device run as
 // one kernel of the CUDA backend (runtime/cuda/Fused.cpp).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,12 @@ bool anchorTakesBias(mlir::Operation* anchor);
 mlir::Value lastAxisRowOperand(mlir::Operation* op, mlir::Value x);
 /// `add` adds to `x` (the product) a bias row (lastAxisRowOperand of an Add).
 bool isBiasAdd(mlir::Operation* add, mlir::Value x);
+/// One op of an element-wise loop whose kernel evaluates the op table's rows with `loopFlag`
+/// (kCpuLoop: the CPU loop; kCudaExpr: the generated CUDA kernel): f32 result, every operand
+/// of the result's type or a scalar (so all body values share one shape and the loop needs no
+/// broadcasting), Clip's bounds constant scalars (baked into the kernel), binary ops with two
+/// operands.
+bool loopFusible(mlir::Operation* op, uint32_t loopFlag);
 }  // namespace fusion
 
 /// True when no path leaves the set `in` (ops of one block) through non-members and comes back

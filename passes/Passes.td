@@ -162,8 +162,9 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        is a post-op oneDNN applies in the same primitive: one residual Add of a same-typed
        non-constant value (oneDNN `sum`; Gemm only when its C is absent or a bias row; not
        after an activation, which oneDNN 2.6 runs only with reference kernels) and
-       activations (Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Tanh, Exp, Sqrt, Abs, Neg,
-       Clip with constant bounds, Gelu). A Gemm or MatMul also takes, first, a constant bias
+       activations (the op table's kDnnlPostOp rows, runtime/core/OpTable.def: Relu,
+       LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Tanh, Exp, Sqrt, Abs, Neg, Clip with constant
+       bounds, Gelu). A Gemm or MatMul also takes, first, a constant bias
        row (N values, every other dim 1; Gemm without C, MatMul with one B matrix: the
        primitive's bias) and, anywhere, Muls by a constant row of N values (a per-column
        scale, oneDNN binary_mul). Kind `conv-epilogue` / `gemm-epilogue`. At load the
@@ -175,7 +176,8 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        activation layout (Conv, conv-epilogue, pools, BatchNormalization, batchnorm-relu,
        channel Concat) stay in it ("blocked").
     2. Element-wise chains (kind `elementwise`), visited consumers first: producers of the same
-       type (operands of the result's type or scalars) join; one also read outside becomes an
+       type (operands of the result's type or scalars) join if the op table marks them kCpuLoop
+       (the unary math and activations, Add, Sub, Mul, Div, Max, Min); one also read outside becomes an
        extra output only if the group stays convex and those readers follow the root.
     3. Row groups: a reduction over the last axes (ReduceSum with constant axes, ReduceMean,
        ReduceMax, ReduceMin, ReduceL2, ReduceSumSquare), a Softmax/LogSoftmax or a LayerNormalization over the last axis
@@ -184,9 +186,9 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        `layernorm`, and `add-layernorm` when X is a member Add: the transformer's residual
        sum, an extra output when read outside). A reduction is only ever a root: one read by
        a loop gets `fusion_refused` saying so.
-    4. Duplication (XLA's instruction fusion): before rules 2 and 3, a cheap loop op (Relu,
-       LeakyRelu, HardSigmoid, Abs, Neg, Clip, Add, Sub, Mul, Max, Min; XLA's IsExpensive
-       rules out Exp, Log, Tanh, Erf, Sqrt, Div, ...) whose every reader is on its device and
+    4. Duplication (XLA's instruction fusion): before rules 2 and 3, a cheap loop op (the op
+       table's kCheap rows: Relu, LeakyRelu, HardSigmoid, Abs, Neg, Clip, Add, Sub, Mul, Max,
+       Min; XLA's IsExpensive rules out Exp, Log, Tanh, Erf, Sqrt, Div, ...) whose every reader is on its device and
        would absorb it (a loop op of its type, or a row root reading it as X) is copied into
        each reader (`fusion_duplicated`), so no group materialises it, unless the copies read
        more memory than materialising it (f full-size operands, k readers: f*k >= f + 1 + k;
@@ -201,7 +203,8 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
     6. `add-layernorm`: a same-shape Add feeding a LayerNormalization's X (Scale/B one value per
        normalised element, Mean/InvStdDev unread): one block per row computes the sum and the
        normalisation; the sum is a second output when it is read outside (after the root).
-    7. `elementwise`: as rule 2, with the generated CUDA kernel's ops (the CPU loop's set): one
+    7. `elementwise`: as rule 2, with the generated CUDA kernel's ops (the op table's
+       kCudaExpr rows, all of them kCpuLoop rows too): one
        NVRTC kernel per group, one pass over memory.
     Softmax and LayerNormalization alone are already one block per row.
     A producer kept out of a group for a device boundary or convexity gets `fusion_refused`.
@@ -241,8 +244,9 @@ def TandemPlanMemory : Pass<"tandem-plan-memory", "mlir::ModuleOp"> {
     assigned with TFLite's "greedy by size" strategy (Pisarchyk & Lee 2020): values in
     decreasing size order, each in the best-fitting gap among the values whose lifetimes
     overlap it. Before that, in-place reuse: a result shares the buffer of an operand that its
-    kernel may overwrite (unary element-wise ops; operand 0 of Add/Sub/Mul/Div/Max/Min; any
-    operand of an element-wise tandem.fused; the residual of a fused epilogue) when the op is
+    kernel may overwrite (operand 0 of the op table's kInPlace rows: unary element-wise ops,
+    Add/Sub/Mul/Div/Max/Min, the reshaping ops; any operand of an element-wise tandem.fused;
+    the residual of a fused epilogue) when the op is
     that operand's last reader and dtype, element count and device agree. Sizes are rounded up to `alignment` bytes. Constants are not in arenas.
     Records `arena_offset` (one per result) on ops, `tandem.arena_offset` on @main's
     arguments, and `tandem.arena_peak_bytes` / `tandem.arena_unplanned_bytes` (per device) on

@@ -2,11 +2,11 @@
 // greedy-by-size strategy.
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "passes/Passes.h"
+#include "runtime/OpTable.h"
 
 namespace tandem {
 #define GEN_PASS_DEF_TANDEMPLANMEMORY
@@ -63,13 +63,9 @@ int64_t assignOffsets(std::vector<Buffer*>& buffers) {
 // after reading it, so any operand; a fused epilogue only its residual, which oneDNN's sum
 // reads from the output buffer anyway. The reshaping ops (Identity, Flatten, Reshape, Squeeze,
 // Unsqueeze) keep the row-major bytes, so sharing the buffer makes their copy vanish (their
-// kernels skip a copy onto itself).
+// kernels skip a copy onto itself). The ops of the first and last kind are the op table's kInPlace
+// rows.
 llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
-  static const std::set<std::string> unary = {
-      "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt",
-      "Abs", "Neg", "Reciprocal", "Erf", "Softplus", "Clip", "Gelu",
-      "Identity", "Flatten", "Reshape", "Squeeze", "Unsqueeze"};
-  static const std::set<std::string> binary = {"Add", "Sub", "Mul", "Div", "Max", "Min"};
   if (auto fused = llvm::dyn_cast<FusedOp>(op)) {
     llvm::SmallVector<mlir::Value> out;
     if (fused.getKind() == "elementwise") {
@@ -108,7 +104,7 @@ llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
     return out;
   }
   std::string type = onnxOpType(op);
-  if ((unary.count(type) || binary.count(type)) && op->getNumOperands() >= 1)
+  if (opHas(type, kInPlace) && op->getNumOperands() >= 1)
     return {op->getOperand(0)};
   return {};
 }

@@ -2,7 +2,8 @@
 #include "compiler/placement/OpWork.h"
 
 #include <algorithm>
-#include <set>
+
+#include "runtime/OpTable.h"
 
 namespace tandem {
 
@@ -55,21 +56,6 @@ const TensorType* operand(const std::vector<TensorType>& v, size_t i) {
   return i < v.size() && v[i].present() ? &v[i] : nullptr;
 }
 
-const std::set<std::string> kFree = {"Shape", "Constant"};
-const std::set<std::string> kReshape = {"Reshape",  "Flatten", "Squeeze",
-                                        "Unsqueeze", "Identity", "Dropout"};
-const std::set<std::string> kOneFlop = {"Add",  "Sub",        "Mul",   "Div",  "Relu",
-                                        "Abs",  "Neg",        "Sqrt",  "Reciprocal",
-                                        "Equal", "Less",      "Greater", "Where"};
-const std::set<std::string> kTwoFlops = {"Clip", "PRelu", "LeakyRelu"};
-const std::set<std::string> kTranscendental = {"Exp", "Log",  "Erf", "Tanh", "Sigmoid",
-                                               "Softplus", "Elu", "Selu", "Pow"};
-const std::set<std::string> kVariadic = {"Sum", "Max", "Min"};
-const std::set<std::string> kReduce = {"ReduceSum", "ReduceMax", "ReduceMin", "ArgMax",
-                                        "ReduceL2", "ReduceSumSquare"};
-const std::set<std::string> kDataMovement = {"Transpose", "Concat", "Split", "Pad",  "Tile",
-                                             "Expand",    "Cast"};
-constexpr double kTranscendentalFlops = 4;
 
 }  // namespace
 
@@ -99,11 +85,14 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
   const double y = out.empty() ? 0 : c.numel(out[0]);  // elements of the first result
   w.bytes = inBytes + outBytes;
 
-  if (kFree.count(op)) {
+  // The op table says how an op is counted; the Formula ops are written out below.
+  const OpInfo* info = findOp(op);
+  const OpWorkKind kind = info ? info->work : OpWorkKind::Unknown;
+  if (kind == OpWorkKind::Free) {
     w.cls = OpClass::Free;
     w.flops = 0;
     w.bytes = 0;
-  } else if (kReshape.count(op)) {
+  } else if (kind == OpWorkKind::Reshape) {
     // The row-major bytes stay; the kernel copies them (runtime/cpu/ref/Tensor.cpp) unless the
     // result shares the input's buffer.
     w.reshape = true;
@@ -151,29 +140,19 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.flops = y * kp;
   } else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
     w.flops = operand(in, 0) ? c.numel(in[0]) : 0;
-  } else if (kOneFlop.count(op)) {
-    w.flops = y;
-  } else if (kTwoFlops.count(op)) {
-    w.flops = 2 * y;
-  } else if (op == "HardSigmoid") {
-    w.flops = 3 * y;
-  } else if (kTranscendental.count(op)) {
-    w.flops = kTranscendentalFlops * y;
-  } else if (kVariadic.count(op)) {
+  } else if (kind == OpWorkKind::Elementwise) {
+    w.flops = info->flopsPerElement * y;
+  } else if (kind == OpWorkKind::Variadic) {
     size_t k = 0;
     for (const TensorType& t : in) k += t.present();
     w.flops = y * (double)std::max<size_t>(k, 2) - y;  // k-1 per element, at least 1
-  } else if (kReduce.count(op)) {
+  } else if (kind == OpWorkKind::ReduceInput) {
     w.flops = operand(in, 0) ? c.numel(in[0]) : 0;
   } else if (op == "ReduceMean") {
     w.flops = (operand(in, 0) ? c.numel(in[0]) : 0) + y;
-  } else if (op == "Softmax" || op == "LogSoftmax") {
-    w.flops = 8 * y;
   } else if (op == "LayerNormalization") {
     w.flops = (operand(in, 2) ? 7 : 6) * y;
-  } else if (op == "BatchNormalization") {
-    w.flops = 2 * y;
-  } else if (kDataMovement.count(op)) {
+  } else if (kind == OpWorkKind::Data) {
     w.flops = 0;
   } else if (op == "Slice") {
     // Reads only the sliced elements (plus the small starts/ends/axes/steps operands).

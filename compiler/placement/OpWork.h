@@ -54,7 +54,8 @@ struct OpWork {
 /// optional input has dtype Undefined). Shapes are the static shapes after inference; a dim of
 /// -1 (unknown) is counted as 1 and marks the result `estimated`. Never fails.
 ///
-/// FLOP counts (N = output elements unless said otherwise):
+/// FLOP counts (N = output elements unless said otherwise). The per-element and per-kind counts
+/// are the op table's work column (runtime/core/OpTable.def); OpWork.cpp writes out the rest:
 ///   Conv           2·N·(Cin/group)·prod(kernel) (+N with bias), i.e. 2·Nb·Cout·prod(out
 ///                  spatial)·Cin/group·prod(kernel); Cin/group and kernel read from W's shape
 ///   ConvTranspose  2·numel(X)·(Cout/group)·prod(kernel) (+N with bias)
@@ -62,7 +63,8 @@ struct OpWork {
 ///   MaxPool/AveragePool N·prod(kernel_shape); GlobalAveragePool/GlobalMaxPool numel(X)
 ///   Add Sub Mul Div Relu Abs Neg Sqrt Reciprocal Equal Less Greater Where: 1 per element;
 ///   Clip PRelu LeakyRelu: 2; HardSigmoid: 3; Sum/Max/Min of k inputs: k-1 (at least 1)
-///   Exp Log Erf Tanh Sigmoid Softplus Elu Selu Pow: 4 per element (vector approximations of
+///   Exp Log Erf Tanh Sigmoid Softplus Elu Selu Pow, the trigonometric and hyperbolic functions
+///   (Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh): 4 per element (vector approximations of
 ///   transcendental functions cost several FMAs; these ops are memory-bound on every device
 ///   anyway, so the exact count rarely matters)
 ///   ReduceSum/Max/Min/L2/SumSquare, ArgMax: numel(X); ReduceMean: numel(X) + N

@@ -1,4 +1,5 @@
-// The op table (ONNX name → shape function) and the public inferResultTypes dispatcher.
+// The shape-function table (ONNX name → shape function, from runtime/core/OpTable.def) and the
+// public inferResultTypes dispatcher.
 #include <algorithm>
 #include <map>
 
@@ -9,76 +10,12 @@ namespace {
 
 using shapes::ShapeFn;
 
+// ONNX name -> shape function, from the op table's shapeFn column.
 const std::map<std::string, ShapeFn>& opTable() {
   using namespace shapes;
   static const std::map<std::string, ShapeFn> table = {
-      {"Abs", inferUnaryNumeric},
-      {"Add", inferBinaryArith},
-      {"ArgMax", inferArgMax},
-      {"AveragePool", inferPool},
-      {"BatchNormalization", inferBatchNorm},
-      {"Cast", inferCast},
-      {"Clip", inferClip},
-      {"Concat", inferConcat},
-      {"Constant", inferConstant},
-      {"ConstantOfShape", inferConstantOfShape},
-      {"Conv", inferConv},
-      {"ConvTranspose", inferConvTranspose},
-      {"Div", inferBinaryArith},
-      {"Dropout", inferDropout},
-      {"Elu", inferUnaryFloat},
-      {"Equal", inferCompare},
-      {"Erf", inferUnaryNumeric},
-      {"Exp", inferUnaryFloat},
-      {"Expand", inferExpand},
-      {"Flatten", inferFlatten},
-      {"Gather", inferGather},
-      {"Gemm", inferGemm},
-      {"GlobalAveragePool", inferGlobalPool},
-      {"GlobalMaxPool", inferGlobalPool},
-      {"Greater", inferCompare},
-      {"HardSigmoid", inferUnaryFloat},
-      {"Identity", inferIdentity},
-      {"LayerNormalization", inferLayerNorm},
-      {"Gelu", inferUnaryFloat},
-      {"LeakyRelu", inferUnaryFloat},
-      {"Less", inferCompare},
-      {"Log", inferUnaryFloat},
-      {"LogSoftmax", inferSoftmax},
-      {"MatMul", inferMatMul},
-      {"Max", inferVariadic},
-      {"MaxPool", inferPool},
-      {"Min", inferVariadic},
-      {"Mul", inferBinaryArith},
-      {"Neg", inferUnaryNumeric},
-      {"PRelu", inferPRelu},
-      {"Pad", inferPad},
-      {"Pow", inferPow},
-      {"Reciprocal", inferUnaryFloat},
-      {"ReduceL2", inferReduce},
-      {"ReduceMax", inferReduce},
-      {"ReduceMean", inferReduce},
-      {"ReduceMin", inferReduce},
-      {"ReduceSum", inferReduce},
-      {"ReduceSumSquare", inferReduce},
-      {"Relu", inferUnaryNumeric},
-      {"Reshape", inferReshape},
-      {"Selu", inferUnaryFloat},
-      {"Shape", inferShape},
-      {"Sigmoid", inferUnaryFloat},
-      {"Slice", inferSlice},
-      {"Softmax", inferSoftmax},
-      {"Softplus", inferUnaryFloat},
-      {"Split", inferSplit},
-      {"Sqrt", inferUnaryFloat},
-      {"Squeeze", inferSqueeze},
-      {"Sub", inferBinaryArith},
-      {"Sum", inferVariadic},
-      {"Tanh", inferUnaryFloat},
-      {"Tile", inferTile},
-      {"Transpose", inferTranspose},
-      {"Unsqueeze", inferUnsqueeze},
-      {"Where", inferWhere},
+#define TANDEM_OP(Name, since, shapeFn, work, flops, flags) {#Name, shapeFn},
+#include "runtime/core/OpTable.def"
   };
   return table;
 }

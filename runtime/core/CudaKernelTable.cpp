@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <map>
 
+#include "runtime/OpTable.h"
+
 namespace tandem {
 
 namespace {
@@ -34,9 +36,12 @@ const std::vector<DType>& any() {
 const std::map<std::string, Entry>& table() {
   static const std::map<std::string, Entry> t = [] {
     std::map<std::string, Entry> m;
-    for (const char* op : {"Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf",
-                           "Reciprocal", "Softplus", "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Gelu",
-                           "Clip", "Pow", "PRelu", "Softmax", "LogSoftmax", "LayerNormalization",
+    // The generated element-wise kernels' unary ops: the op table's kCudaExpr rows (f32).
+    size_t n = 0;
+    const OpInfo* rows = allOps(&n);
+    for (size_t i = 0; i < n; ++i)
+      if (rows[i].has(kUnary | kCudaExpr)) m[rows[i].name] = {Rule::AllF32, f32()};
+    for (const char* op : {"Pow", "PRelu", "Softmax", "LogSoftmax", "LayerNormalization",
                            "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
                            "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
       m[op] = {Rule::AllF32, f32()};

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "runtime/OpTable.h"
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
 #include "runtime/cuda/Generated.h"
@@ -17,19 +18,16 @@ namespace {
 // Expressions over a, b, c (inputs 0..2) and g.alpha/g.beta (attributes). f32 math uses the
 // single-precision functions; integer ops use plain C operators. NaN follows the CPU reference
 // (numpy): Relu, Min and Max pass it on; Softplus never overflows for large inputs.
+// The unary math ops are the op table's formulas (runtime/core/OpTable.def): over a float `a`
+// its overloads (exp, tanh, ...) compile to the same code as expf, tanhf, ...
 const std::map<std::string, std::string>& unaryExprs() {
   static const std::map<std::string, std::string> m = {
+#define TANDEM_MATH_OP(Name, since, shapeFn, work, flops, flags, formula) {#Name, #formula},
+#include "runtime/core/OpTable.def"
       {"Relu", "a < 0.f ? 0.f : a"},
       {"Sigmoid", "1.f / (1.f + expf(-a))"},
-      {"Tanh", "tanhf(a)"},
-      {"Exp", "expf(a)"},
-      {"Log", "logf(a)"},
-      {"Sqrt", "sqrtf(a)"},
       {"Abs", "fabsf(a)"},
       {"Neg", "-a"},
-      {"Erf", "erff(a)"},
-      {"Reciprocal", "1.f / a"},
-      {"Softplus", "a > 0.f ? a + log1pf(expf(-a)) : log1pf(expf(a))"},
       {"LeakyRelu", "a >= 0.f ? a : g.alpha * a"},
       {"Elu", "a >= 0.f ? a : g.alpha * (expf(a) - 1.f)"},
       {"Selu", "a > 0.f ? g.beta * a : g.beta * (g.alpha * expf(a) - g.alpha)"},
@@ -233,11 +231,17 @@ Status createElementwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out)
   return Status::ok();
 }
 
+// The op table's kCudaExpr rows (unary and binary), and the ops only the standalone kernels take.
 const std::vector<const char*>& elementwiseOps() {
-  static const std::vector<const char*> ops = {
-      "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Erf", "Reciprocal", "Softplus",
-      "LeakyRelu", "Elu", "Selu", "HardSigmoid", "Clip", "Gelu", "Add", "Sub", "Mul", "Div", "Min", "Max",
-      "Sum", "Pow", "PRelu", "Less", "Greater", "Equal", "Where", "Cast"};
+  static const std::vector<const char*> ops = [] {
+    std::vector<const char*> v;
+    size_t n = 0;
+    const OpInfo* rows = allOps(&n);
+    for (size_t i = 0; i < n; ++i)
+      if (rows[i].has(kCudaExpr)) v.push_back(rows[i].name);
+    for (const char* op : {"Sum", "Pow", "PRelu", "Less", "Greater", "Equal", "Where", "Cast"}) v.push_back(op);
+    return v;
+  }();
   return ops;
 }
 

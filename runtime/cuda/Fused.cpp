@@ -3,11 +3,13 @@
 // elementwise as one generated kernel that reads each input and writes each output once, and
 // add-layernorm (residual Add + LayerNormalization) as one block per row. Any other kind, or a body
 // these kernels cannot express, is an error at load naming what is not supported.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 
+#include "runtime/OpTable.h"
 #include "runtime/cpu/ref/Fused.h"
 #include "runtime/cuda/Generated.h"
 
@@ -133,8 +135,21 @@ std::string floatLiteral(float v) {
   return s;
 }
 
-// The expression of body op `op` over its operands' expressions `x`; "" when the kernel does
-// not know the op. Attributes and constant Clip bounds become literals in the source.
+// `formula` (an op table formula over `a`) with each identifier `a` replaced by `x`.
+std::string substituteA(const char* formula, const std::string& x) {
+  auto ident = [](char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '.'; };
+  std::string out;
+  for (size_t i = 0; formula[i]; ++i) {
+    bool alone = formula[i] == 'a' && (i == 0 || !ident(formula[i - 1])) && !ident(formula[i + 1]);
+    if (alone) out += x;
+    else out += formula[i];
+  }
+  return out;
+}
+
+// The expression of body op `op` over its operands' expressions `x`; "" when the kernel does not
+// know the op. The unary math ops are the op table's formulas (runtime/core/OpTable.def), the
+// others are written out here. Attributes and constant Clip bounds become literals in the source.
 std::string opExpression(const KernelContext& ctx, const fused::BodyOp& op, const std::vector<std::string>& x,
                          std::string* why) {
   const std::string& t = op.type;
@@ -182,16 +197,9 @@ std::string opExpression(const KernelContext& ctx, const fused::BodyOp& op, cons
   const std::string& a = x[0];
   if (t == "Relu") return "(" + a + " < 0.f ? 0.f : " + a + ")";  // NaN passes, as on the CPU
   if (t == "Sigmoid") return "(1.f / (1.f + expf(-" + a + ")))";
-  if (t == "Tanh") return "tanhf(" + a + ")";
-  if (t == "Exp") return "expf(" + a + ")";
-  if (t == "Log") return "logf(" + a + ")";
-  if (t == "Sqrt") return "sqrtf(" + a + ")";
+  if (const OpInfo* info = findOp(t); info && info->formula) return "(" + substituteA(info->formula, a) + ")";
   if (t == "Abs") return "fabsf(" + a + ")";
   if (t == "Neg") return "(-" + a + ")";
-  if (t == "Erf") return "erff(" + a + ")";
-  if (t == "Reciprocal") return "(1.f / " + a + ")";
-  if (t == "Softplus")  // log(1 + e^a) without overflow for large a
-    return "(" + a + " > 0.f ? " + a + " + log1pf(expf(-" + a + ")) : log1pf(expf(" + a + ")))";
   if (t == "LeakyRelu") return "(" + a + " >= 0.f ? " + a + " : " + f("alpha", 0.01f) + " * " + a + ")";
   if (t == "Elu") return "(" + a + " >= 0.f ? " + a + " : " + f("alpha", 1.f) + " * (expf(" + a + ") - 1.f))";
   if (t == "Selu") {

@@ -156,3 +156,24 @@ func.func @main(%a: tensor<8x16xf32> {tandem.device = "cuda:0"}, %x: tensor<4xf3
   %e = tandem.exp %n {device = "cuda:1"} : (tensor<4xf32>) -> tensor<4xf32>
   return %r, %e : tensor<8x32xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The op table's trigonometric and hyperbolic ops join a generated element-wise kernel like the
+// older unary math ops (kCudaExpr rows).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "elementwise"(%arg0, %arg1) {device = "cuda:0"}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.sin
+// CHECK-NEXT: tandem.acosh
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.atanh
+// CHECK-NEXT: tandem.yield
+// CHECK: return %[[F]]
+func.func @main(%x: tensor<4x64xf32> {tandem.device = "cuda:0"}, %y: tensor<4x64xf32> {tandem.device = "cuda:0"}) -> tensor<4x64xf32> {
+  %0 = tandem.sin %x {device = "cuda:0"} : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %1 = tandem.acosh %0 {device = "cuda:0"} : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %2 = tandem.mul %1, %y {device = "cuda:0"} : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  %3 = tandem.atanh %2 {device = "cuda:0"} : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %3 : tensor<4x64xf32>
+}

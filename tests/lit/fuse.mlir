@@ -363,3 +363,23 @@ func.func @main(%x: tensor<1x4x5x5xf32> {tandem.device = "cpu"}) -> (tensor<1x5x
   %t2 = tandem.transpose %r {device = "cpu", perm = [0, 3, 2, 1]} : (tensor<1x4x5x5xf32>) -> tensor<1x5x5x4xf32>
   return %n, %t2 : tensor<1x5x5x4xf32>, tensor<1x5x5x4xf32>
 }
+
+// -----
+
+// The op table's trigonometric and hyperbolic ops join the CPU element-wise loop (kCpuLoop rows).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "elementwise"(%arg0, %arg1) {device = "cpu"}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.cos
+// CHECK-NEXT: tandem.add
+// CHECK-NEXT: tandem.tan
+// CHECK-NEXT: tandem.asinh
+// CHECK-NEXT: tandem.yield
+// CHECK: return %[[F]]
+func.func @main(%x: tensor<4x64xf32> {tandem.device = "cpu"}, %y: tensor<4x64xf32> {tandem.device = "cpu"}) -> tensor<4x64xf32> {
+  %0 = tandem.cos %x {device = "cpu"} : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %1 = tandem.add %0, %y {device = "cpu"} : (tensor<4x64xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  %2 = tandem.tan %1 {device = "cpu"} : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  %3 = tandem.asinh %2 {device = "cpu"} : (tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %3 : tensor<4x64xf32>
+}

@@ -1,5 +1,6 @@
-// Reference elementwise kernels: unary math and activations, binary arithmetic and comparisons
-// with ONNX multidirectional broadcasting, variadic Min/Max/Sum, Where, PRelu, Clip (opset 17).
+// Reference elementwise kernels: unary math (from the op table's formulas) and activations,
+// binary arithmetic and comparisons with ONNX multidirectional broadcasting, variadic
+// Min/Max/Sum, Where, PRelu, Clip (opset 17).
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -77,15 +78,10 @@ auto simple(F f) {
   return [f](const AttrMap&) { return f; };
 }
 
-// Generic lambdas used as elementwise functors; C++ math overloads pick the T precision.
-auto sqrtOp = [](auto x) { return decltype(x)(std::sqrt(x)); };
-auto expOp = [](auto x) { return decltype(x)(std::exp(x)); };
-auto logOp = [](auto x) { return decltype(x)(std::log(x)); };
-auto tanhOp = [](auto x) { return decltype(x)(std::tanh(x)); };
-auto erfOp = [](auto x) { return decltype(x)(std::erf(x)); };
+// Generic lambdas used as elementwise functors; C++ math overloads pick the T precision. The
+// unary math ops of the op table are made from their formulas (registerElementwiseKernels).
 auto negOp = [](auto x) { return decltype(x)(-x); };
 auto absOp = [](auto x) { return x < 0 ? decltype(x)(-x) : x; };
-auto reciprocalOp = [](auto x) { return decltype(x)(decltype(x)(1) / x); };
 // x < 0 (not x > 0) so that NaN passes through as numpy's maximum(x, 0) does.
 auto reluOp = [](auto x) { return x < 0 ? decltype(x)(0) : x; };
 // Split on the sign so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
@@ -94,12 +90,6 @@ auto sigmoidOp = [](auto x) {
   if (x >= 0) return T(T(1) / (T(1) + std::exp(-x)));
   T e = std::exp(x);
   return T(e / (T(1) + e));
-};
-// log(1 + e^x) without overflow for large x and without losing precision for very negative x.
-auto softplusOp = [](auto x) {
-  using T = decltype(x);
-  if (x > 0) return T(x + std::log1p(std::exp(-x)));
-  return T(std::log1p(std::exp(x)));
 };
 
 auto leakyReluMake = [](const AttrMap& a) {
@@ -409,14 +399,15 @@ Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 void registerElementwiseKernels(KernelRegistry& r) {
   const auto& F = floatTypes();
-  addRef(r, "Sqrt", F, unaryFactory(simple(sqrtOp)));
-  addRef(r, "Exp", F, unaryFactory(simple(expOp)));
-  addRef(r, "Log", F, unaryFactory(simple(logOp)));
-  addRef(r, "Tanh", F, unaryFactory(simple(tanhOp)));
-  addRef(r, "Erf", F, unaryFactory(simple(erfOp)));
-  addRef(r, "Reciprocal", F, unaryFactory(simple(reciprocalOp)));
+  // The op table's unary math ops (f32, f64): y = formula(x), with `a` of the tensor's dtype so
+  // the std overloads compute in its precision.
+#define TANDEM_MATH_OP(Name, since, shapeFn, work, flops, flags, formula) \
+  addRef(r, #Name, F, unaryFactory(simple([](auto a) {                   \
+           using namespace std;                                           \
+           return decltype(a)(formula);                                   \
+         })));
+#include "runtime/core/OpTable.def"
   addRef(r, "Sigmoid", F, unaryFactory(simple(sigmoidOp)));
-  addRef(r, "Softplus", F, unaryFactory(simple(softplusOp)));
   addRef(r, "LeakyRelu", F, unaryFactory(leakyReluMake));
   addRef(r, "Elu", F, unaryFactory(eluMake));
   addRef(r, "Selu", F, unaryFactory(seluMake));

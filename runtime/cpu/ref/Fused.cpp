@@ -147,9 +147,31 @@ class UnfusedKernel : public Kernel {
 
 // ---- element-wise loop ----
 
+// Math: a unary math op of the op table, evaluated by the function made from its formula; the
+// others are written out below (attributes, NaN rules). Binary codes come last (Add on).
 enum class Code {
-  Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Tanh, Exp, Log, Sqrt, Abs, Neg, Reciprocal,
-  Erf, Softplus, Clip, GeluErf, GeluTanh, Add, Sub, Mul, Div, Max, Min
+  Math, Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Abs, Neg, Clip, GeluErf, GeluTanh,
+  Add, Sub, Mul, Div, Max, Min
+};
+
+using MathFn = void (*)(const float* x, float* y, int64_t n);
+
+// y[i] = formula(x[i]) for each TANDEM_MATH_OP row of runtime/core/OpTable.def: one loop per op
+// with the formula inlined, so a chunk costs one indirect call.
+struct MathOp {
+  const char* name;
+  MathFn fn;
+};
+constexpr MathOp kMathOps[] = {
+#define TANDEM_MATH_OP(Name, since, shapeFn, work, flops, flags, formula) \
+  {#Name, [](const float* x, float* y, int64_t n) {                       \
+     using namespace std;                                                  \
+     for (int64_t i = 0; i < n; ++i) {                                     \
+       const float a = x[i];                                               \
+       y[i] = float(formula);                                              \
+     }                                                                     \
+   }},
+#include "runtime/core/OpTable.def"
 };
 
 struct Operand {
@@ -164,15 +186,23 @@ struct Instr {
   Code code;
   Operand a, b;
   float p = 0.f, q = 0.f;  // alpha/beta, Clip bounds
+  MathFn math = nullptr;   // Code::Math
 };
 
-bool codeFor(const BodyOp& op, Code* c) {
+// The loop form of `op`: the op table's math function, or one of the written-out codes. Ops the
+// fuse pass puts in a loop are the table's kCpuLoop rows; op_table_test checks each has a form.
+bool codeFor(const BodyOp& op, Instr* ins) {
+  Code* c = &ins->code;
+  for (const MathOp& m : kMathOps)
+    if (op.type == m.name) {
+      *c = Code::Math;
+      ins->math = m.fn;
+      return true;
+    }
   static const std::pair<const char*, Code> table[] = {
       {"Relu", Code::Relu}, {"LeakyRelu", Code::LeakyRelu}, {"Elu", Code::Elu},
       {"Selu", Code::Selu}, {"Sigmoid", Code::Sigmoid}, {"HardSigmoid", Code::HardSigmoid},
-      {"Tanh", Code::Tanh}, {"Exp", Code::Exp}, {"Log", Code::Log}, {"Sqrt", Code::Sqrt},
-      {"Abs", Code::Abs}, {"Neg", Code::Neg}, {"Reciprocal", Code::Reciprocal},
-      {"Erf", Code::Erf}, {"Softplus", Code::Softplus}, {"Clip", Code::Clip},
+      {"Abs", Code::Abs}, {"Neg", Code::Neg}, {"Clip", Code::Clip},
       {"Add", Code::Add}, {"Sub", Code::Sub}, {"Mul", Code::Mul}, {"Div", Code::Div},
       {"Max", Code::Max}, {"Min", Code::Min}};
   if (op.type == "Gelu") {
@@ -199,15 +229,13 @@ float apply(const Instr& in, float x, float y) {
       return e / (1.f + e);
     }
     case Code::HardSigmoid: return std::max(0.f, std::min(1.f, in.p * x + in.q));
-    case Code::Tanh: return std::tanh(x);
-    case Code::Exp: return std::exp(x);
-    case Code::Log: return std::log(x);
-    case Code::Sqrt: return std::sqrt(x);
+    case Code::Math: {
+      float y;
+      in.math(&x, &y, 1);
+      return y;
+    }
     case Code::Abs: return std::fabs(x);
     case Code::Neg: return -x;
-    case Code::Reciprocal: return 1.f / x;
-    case Code::Erf: return std::erf(x);
-    case Code::Softplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
     case Code::Clip: return std::min(std::max(x, in.p), in.q);
     case Code::GeluErf: return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f));
     case Code::GeluTanh:
@@ -231,7 +259,7 @@ Status compileLoop(const KernelContext& ctx, const Body& body, size_t count, int
   for (size_t j = 0; j < count; ++j) {
     const BodyOp& op = body.ops[j];
     Instr ins;
-    if (!codeFor(op, &ins.code)) return Status::error("Fused elementwise: no loop form of " + op.type);
+    if (!codeFor(op, &ins)) return Status::error("Fused elementwise: no loop form of " + op.type);
     std::vector<Operand> ops;
     for (size_t i = 0; i < op.refs.size(); ++i) {
       int64_t r = op.refs[i];
@@ -317,6 +345,7 @@ void evalChunk(const std::vector<Instr>& prog, float* regs, const std::vector<co
     const float* b = ins.code >= Code::Add ? src(ins.b, tb) : a;
     switch (ins.code) {
       // The hot simple cases as their own loops so the compiler vectorises them.
+      case Code::Math: ins.math(a, dst, len); break;
       case Code::Relu: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] < 0 ? 0.f : a[i]; break;
       case Code::Add: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] + b[i]; break;
       case Code::Sub: for (int64_t i = 0; i < len; ++i) dst[i] = a[i] - b[i]; break;

@@ -1,8 +1,8 @@
 // Registration of the reference CPU kernels and the helpers of RefCommon.h.
 #include <algorithm>
 #include <cassert>
-#include <set>
 
+#include "runtime/OpTable.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -79,11 +79,9 @@ void addRef(KernelRegistry& r, const std::string& op, AcceptsFn accepts, std::st
   d.dtypesText = std::move(dtypesText);
   // Checks every factory relies on, done once here: a data input and a first output exist, and
   // the first output has the data dtype unless the op defines its own output dtype. A wrong
-  // output dtype would make a kernel write past a smaller buffer.
-  static const std::set<std::string> ownOutputDType = {
-      "Equal",           "Less",     "Greater", "Cast", "Shape", "ArgMax",
-      "ConstantOfShape", "Constant", "Where"};
-  const bool checkDType = !ownOutputDType.count(op);
+  // output dtype would make a kernel write past a smaller buffer. (The op table's
+  // kOwnResultDType rows define their own.)
+  const bool checkDType = !opHas(op, kOwnResultDType);
   const bool needsInput = op != "Constant";
   d.create = [create = std::move(create), checkDType, needsInput](
                  const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {

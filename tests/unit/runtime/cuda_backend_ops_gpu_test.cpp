@@ -335,7 +335,7 @@ void reshapeFamily(Gen& g, const std::string& op, std::vector<OpCase>* out) {
 // rounding differences stay at a few ulp of the values.
 void fusedElementwise(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
   const std::vector<std::string> unaryOps = {"Relu", "Sigmoid", "Tanh", "Abs", "Neg", "Erf", "LeakyRelu", "Elu",
-                                             "Selu", "HardSigmoid", "Gelu", "Softplus"};
+                                             "Selu", "HardSigmoid", "Gelu", "Softplus", "Sin", "Cos", "Atan", "Asinh"};
   const std::vector<std::string> binaryOps = {"Add", "Sub", "Mul", "Max", "Min", "Div"};
   for (int k = 0; k < 12; ++k) {
     Shape s = k == 0 ? Shape{0, 5} : g.shape(g.uniform(0, 4));
@@ -464,6 +464,15 @@ const std::map<std::string, OpEntry>& opTable() {
     m["Log"] = {kTranscendental, kWhyTrans, unary(0.001, 1000)};
     m["Erf"] = {kTranscendental, kWhyTrans, unary(-4, 4)};
     m["Softplus"] = {kTranscendental, kWhyTrans, unary(-30, 30)};
+    // The op table's trigonometric and hyperbolic ops (formulas in runtime/core/OpTable.def),
+    // inside their domains (Tan away from its poles; Sinh and Cosh up to ~1.5e3).
+    for (const char* op : {"Sin", "Cos", "Atan"}) m[op] = {kTranscendental, kWhyTrans, unary(-10, 10)};
+    m["Tan"] = {kTranscendental, kWhyTrans, unary(-1.4, 1.4)};
+    for (const char* op : {"Asin", "Acos"}) m[op] = {kTranscendental, kWhyTrans, unary(-1, 1)};
+    for (const char* op : {"Sinh", "Cosh"}) m[op] = {kTranscendental, kWhyTrans, unary(-8, 8)};
+    m["Asinh"] = {kTranscendental, kWhyTrans, unary(-100, 100)};
+    m["Acosh"] = {kTranscendental, kWhyTrans, unary(1, 100)};
+    m["Atanh"] = {kTranscendental, kWhyTrans, unary(-0.99, 0.99)};
     m["Elu"] = {kTranscendental, kWhyTrans, unary(-4, 4, [](Gen& g, AttrMap& a) {
                   if (g.coin()) a.set("alpha", Attr::ofFloat((float)g.real(0.1, 2)));
                 })};

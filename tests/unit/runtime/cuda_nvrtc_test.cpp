@@ -7,11 +7,14 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "runtime/Kernel.h"
+#include "runtime/OpTable.h"
 #include "runtime/cuda/CudaCommon.h"
 #include "runtime/cuda/Generated.h"
 
@@ -290,6 +293,60 @@ TEST(Nvrtc, FusedGroupKernelsCompileToPtx) {
   for (size_t p = ptx.find(".entry td_fused_ew_"); p != std::string::npos; p = ptx.find(".entry td_fused_ew_", p + 1)) ++entries;
   EXPECT_EQ(entries, 2u);
   EXPECT_NE(ptx.find(".entry td_add_layernorm_f32("), std::string::npos);
+}
+
+// The op table's unary math ops (runtime/core/OpTable.def) get their CUDA code from the one
+// formula: each has a standalone kernel among the generated sources, a fused chain of all of
+// them spells each formula over its operand, and both compile with NVRTC.
+TEST(Nvrtc, OpTableMathOpsCompileAloneAndFused) {
+  std::vector<std::string> math;
+  size_t n = 0;
+  const OpInfo* rows = allOps(&n);
+  for (size_t i = 0; i < n; ++i)
+    if (rows[i].formula) math.push_back(rows[i].name);
+  for (const char* op : {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
+    EXPECT_NE(std::find(math.begin(), math.end(), op), math.end()) << op;
+
+  GeneratedProgram alone;
+  std::map<std::string, std::string> sources;
+  for (auto& s : elementwiseSources()) sources[s.first] = s.second;
+  for (const std::string& op : math) {
+    auto it = sources.find("td_ew_" + op + "_f32_to_f32");
+    ASSERT_NE(it, sources.end()) << op;
+    EXPECT_NE(it->second.find("out[i] = (float)(" + std::string(findOp(op)->formula) + ");"), std::string::npos)
+        << it->second;
+    ASSERT_TRUE(alone.add(it->first, it->second).isOk()) << op;
+  }
+  std::string ptx;
+  bool hit;
+  Status st = nvrtcCompile(alone.translationUnit(), nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  for (const std::string& op : math)
+    EXPECT_NE(ptx.find(".entry td_ew_" + op + "_f32_to_f32("), std::string::npos) << op;
+
+  // One chain: op k reads op k-1's result (op 0 the step input); every result is an output.
+  DeviceContext dc;
+  dc.device = "cuda:0";
+  TensorType x{DType::F32, {4, 300}};
+  std::vector<std::vector<int64_t>> operands;
+  std::vector<int64_t> outputs;
+  for (size_t k = 0; k < math.size(); ++k) {
+    operands.push_back({k == 0 ? 0 : -2 - (int64_t)(k - 1)});
+    outputs.push_back((int64_t)k);
+  }
+  std::unique_ptr<Kernel> k;
+  st = createFusedOn(dc, fusedAttrs("elementwise", math, operands, outputs), {x},
+                     std::vector<TensorType>(math.size(), x), {}, &k);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::string tu = dc.program.translationUnit();
+  ASSERT_EQ(math[0], "Exp");  // the table's first formula row
+  EXPECT_NE(tu.find("v0 = (exp(x0));"), std::string::npos) << tu;
+  EXPECT_NE(tu.find("= (sin(v"), std::string::npos) << tu;
+  EXPECT_NE(tu.find("= (atanh(v"), std::string::npos) << tu;
+  EXPECT_NE(tu.find("= (1.f / v"), std::string::npos) << tu;  // Reciprocal: "a" of "1.f" is no operand
+  st = nvrtcCompile(tu, nvrtcOptions(), "compute_90", "", &ptx, &hit);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_NE(ptx.find(".entry td_fused_ew_"), std::string::npos);
 }
 
 // What the CUDA backend cannot run as one kernel is an error at load that says what, never a

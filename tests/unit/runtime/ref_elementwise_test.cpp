@@ -25,6 +25,55 @@ TEST(RefUnary, MathFunctions) {
                       {0.5f, -0.25f});
 }
 
+// The trigonometric and hyperbolic ops come from the op table's formulas (runtime/core/OpTable.def);
+// values from Python's math module, f64 computed in double.
+TEST(RefUnary, TrigonometricAndHyperbolic) {
+  expectValues<float>(run1("Sin", {}, {f32({2}, {0.5f, -2.0f})}, DType::F32, {2}), {2},
+                      {0.479425539f, -0.909297427f});
+  expectValues<double>(run1("Sin", {}, {f64({2}, {0.5, -2.0})}, DType::F64, {2}), {2},
+                       {0.47942553860420301, -0.90929742682568171}, 1e-14);
+  expectValues<float>(run1("Cos", {}, {f32({2}, {0.5f, -2.0f})}, DType::F32, {2}), {2},
+                      {0.877582562f, -0.416146837f});
+  expectValues<double>(run1("Cos", {}, {f64({2}, {0.5, -2.0})}, DType::F64, {2}), {2},
+                       {0.87758256189037276, -0.41614683654714241}, 1e-14);
+  expectValues<float>(run1("Tan", {}, {f32({2}, {0.5f, -1.0f})}, DType::F32, {2}), {2},
+                      {0.54630249f, -1.55740772f});
+  expectValues<double>(run1("Tan", {}, {f64({2}, {0.5, -1.0})}, DType::F64, {2}), {2},
+                       {0.54630248984379048, -1.5574077246549023}, 1e-14);
+  expectValues<float>(run1("Asin", {}, {f32({2}, {0.5f, -0.9f})}, DType::F32, {2}), {2},
+                      {0.523598776f, -1.11976951f});
+  expectValues<double>(run1("Asin", {}, {f64({2}, {0.5, -0.9})}, DType::F64, {2}), {2},
+                       {0.52359877559829893, -1.1197695149986342}, 1e-14);
+  expectValues<float>(run1("Acos", {}, {f32({2}, {0.5f, -0.9f})}, DType::F32, {2}), {2},
+                      {1.04719755f, 2.69056584f});
+  expectValues<double>(run1("Acos", {}, {f64({2}, {0.5, -0.9})}, DType::F64, {2}), {2},
+                       {1.0471975511965979, 2.6905658417935308}, 1e-14);
+  expectValues<float>(run1("Atan", {}, {f32({2}, {0.5f, -3.0f})}, DType::F32, {2}), {2},
+                      {0.463647609f, -1.24904577f});
+  expectValues<double>(run1("Atan", {}, {f64({2}, {0.5, -3.0})}, DType::F64, {2}), {2},
+                       {0.46364760900080609, -1.2490457723982544}, 1e-14);
+  expectValues<float>(run1("Sinh", {}, {f32({2}, {0.5f, -2.0f})}, DType::F32, {2}), {2},
+                      {0.521095305f, -3.62686041f});
+  expectValues<double>(run1("Sinh", {}, {f64({2}, {0.5, -2.0})}, DType::F64, {2}), {2},
+                       {0.52109530549374738, -3.626860407847019}, 1e-14);
+  expectValues<float>(run1("Cosh", {}, {f32({2}, {0.5f, -2.0f})}, DType::F32, {2}), {2},
+                      {1.12762597f, 3.76219569f});
+  expectValues<double>(run1("Cosh", {}, {f64({2}, {0.5, -2.0})}, DType::F64, {2}), {2},
+                       {1.1276259652063807, 3.7621956910836314}, 1e-14);
+  expectValues<float>(run1("Asinh", {}, {f32({2}, {0.5f, -3.0f})}, DType::F32, {2}), {2},
+                      {0.481211825f, -1.81844646f});
+  expectValues<double>(run1("Asinh", {}, {f64({2}, {0.5, -3.0})}, DType::F64, {2}), {2},
+                       {0.48121182505960347, -1.8184464592320668}, 1e-14);
+  expectValues<float>(run1("Acosh", {}, {f32({2}, {1.0f, 3.0f})}, DType::F32, {2}), {2},
+                      {0.f, 1.76274717f});
+  expectValues<double>(run1("Acosh", {}, {f64({2}, {1.0, 3.0})}, DType::F64, {2}), {2},
+                       {0, 1.7627471740390861}, 1e-14);
+  expectValues<float>(run1("Atanh", {}, {f32({2}, {0.5f, -0.9f})}, DType::F32, {2}), {2},
+                      {0.549306144f, -1.47221949f});
+  expectValues<double>(run1("Atanh", {}, {f64({2}, {0.5, -0.9})}, DType::F64, {2}), {2},
+                       {0.54930614433405478, -1.4722194895832204}, 1e-14);
+}
+
 TEST(RefUnary, F64StaysF64) {
   // 1 + 1e-12 is not representable in f32; a kernel computing in f32 would print 1.
   Tensor y = run1("Sqrt", {}, {f64({1}, {1.000000000002})}, DType::F64, {1});

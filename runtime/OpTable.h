@@ -1,0 +1,60 @@
+// Per-op facts from the one op table (runtime/core/OpTable.def): lookup by ONNX name. MLIR-free
+// and light (no <string>), read by the compiler's shape registry, work estimates and passes and
+// by the runtime's element-wise kernels.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace tandem {
+
+/// Facts a pass or kernel asks of an op (OpInfo::flags). Where each was a hand-written list
+/// before, the reader is named.
+enum OpFlag : uint32_t {
+  kUnary = 1u << 0,           // element-wise over operand 0 (Clip: plus its scalar bounds)
+  kBinary = 1u << 1,          // element-wise over two operands with ONNX broadcasting
+  kCheap = 1u << 2,           // one or two instructions per element: fusion may compute it
+                              // again in every consumer (XLA's !IsExpensive; passes/Fuse.cpp)
+  kInPlace = 1u << 3,         // its kernels may write the result over operand 0 when the op
+                              // is that operand's last reader (passes/PlanMemory.cpp)
+  kDnnlPostOp = 1u << 4,      // a oneDNN eltwise post-op of a Conv/Gemm/MatMul epilogue
+                              // (runtime/cpu/dnnl/DnnlEltwise.cpp maps it; passes/Fuse.cpp)
+  kCudaExpr = 1u << 5,        // the generated CUDA element-wise kernels evaluate it, alone
+                              // and in fused groups (runtime/cuda/Elementwise.cpp, Fused.cpp)
+  kCpuLoop = 1u << 6,         // the CPU fused element-wise loop evaluates it
+                              // (runtime/cpu/ref/Fused.cpp)
+  kReductionRoot = 1u << 7,   // needs a whole row before writing any of it: a fusion group's
+                              // root, never a producer inside a group (passes/Fuse.cpp)
+  kOwnResultDType = 1u << 8,  // result 0's dtype is not input 0's (comparisons, Cast, Shape,
+                              // ...): kernels skip that check (runtime/cpu/ref/Register.cpp)
+};
+
+/// How compiler/placement/OpWork.cpp counts an op's FLOPs (OpTable.def explains each).
+enum class OpWorkKind : uint8_t { Elementwise, Variadic, ReduceInput, Reshape, Free, Data, Formula, Unknown };
+
+/// One row of the op table.
+struct OpInfo {
+  const char* name;        // ONNX op type, e.g. "Sin"
+  int since;               // ONNX version in force at opset 17, e.g. 7 for Sin-7
+  OpWorkKind work;
+  double flopsPerElement;  // for OpWorkKind::Elementwise
+  uint32_t flags;          // OpFlag bits
+  const char* formula;     // unary math ops: the scalar formula over `a` (OpTable.def), else null
+
+  /// True when the op has every bit of `f`.
+  bool has(uint32_t f) const { return (flags & f) == f; }
+};
+
+/// The row of ONNX op `onnxName` (case-sensitive), or null when the op is not in scope.
+const OpInfo* findOp(std::string_view onnxName);
+
+/// True when `onnxName` is in the table and has every bit of `f`.
+inline bool opHas(std::string_view onnxName, uint32_t f) {
+  const OpInfo* op = findOp(onnxName);
+  return op && op->has(f);
+}
+
+/// Every row, in the table's order: `*count` rows from the returned pointer.
+const OpInfo* allOps(size_t* count);
+
+}  // namespace tandem
