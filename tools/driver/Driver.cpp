@@ -2,14 +2,18 @@
 // comparison: TensorFiles.cpp).
 #include "tools/driver/Driver.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <vector>
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "passes/Passes.h"
 
 namespace tandem {
 
@@ -65,6 +69,34 @@ Status compileModuleToPlan(mlir::ModuleOp module, const CompileOptions& compileO
   return Status::ok();
 }
 
+namespace {
+
+// A pin naming no node of the model (a typo, another model's name) is an error that lists the
+// nearest node names, not a silent no-op. Checked on the imported module, before any pass folds
+// a node away.
+Status checkPinsNameNodes(mlir::ModuleOp module, const CompileOptions& o) {
+  if (o.pins.empty()) return Status::ok();
+  std::set<std::string> names;
+  module.walk([&](mlir::Operation* op) {
+    std::string n = nodeName(op->getLoc());
+    if (!n.empty()) names.insert(n);
+  });
+  for (const auto& [node, device] : o.pins) {
+    if (names.count(node)) continue;
+    std::vector<std::pair<unsigned, std::string>> near;
+    for (const std::string& n : names)
+      near.push_back({llvm::StringRef(n).edit_distance(node, true, 64), n});
+    std::sort(near.begin(), near.end());
+    std::string list;
+    for (size_t i = 0; i < near.size() && i < 5; ++i) list += (i ? ", '" : "'") + near[i].second + "'";
+    return Status::error("--pin " + node + "=" + device + ": the model has no node named '" + node +
+                         "'" + (list.empty() ? " (its nodes have no names)" : "; nearest: " + list));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Status compileOnnxFile(const std::string& path, const ImportOptions& importOptions,
                        const CompileOptions& compileOptions, CompileResult* result) {
   mlir::MLIRContext ctx;
@@ -89,6 +121,7 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
     stem.resize(stem.size() - 5);
   }
   (*module)->setAttr("tandem.model_name", mlir::StringAttr::get(&ctx, stem));
+  TANDEM_RETURN_IF_ERROR(checkPinsNameNodes(*module, compileOptions).withContext(path));
   return compileModuleToPlan(*module, compileOptions, result).withContext(path);
 }
 
@@ -101,14 +134,15 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
 #include <set>
 
 #include "compiler/ShapeInference.h"
+#include "runtime/FileIO.h"
 
 namespace tandem {
 
 Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::string bytes;
+  TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes));
   onnx::ModelProto m;
-  if (!m.ParseFromIstream(&in)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
+  if (!m.ParseFromString(bytes)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
   std::set<std::string> inits;
   for (auto& t : m.graph().initializer()) inits.insert(t.name());
   names->clear();
@@ -118,10 +152,10 @@ Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names)
 }
 
 Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* names) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::string bytes;
+  TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes));
   onnx::ModelProto m;
-  if (!m.ParseFromIstream(&in)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
+  if (!m.ParseFromString(bytes)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
   const onnx::GraphProto& g = m.graph();
   // value name -> (node, input position) of each reader.
   std::map<std::string, std::vector<std::pair<int, int>>> readers;
