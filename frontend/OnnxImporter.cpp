@@ -16,6 +16,7 @@
 #include "compiler/ShapeInference.h"
 #include "compiler/TandemDialect.h"
 #include "frontend/OnnxTensor.h"
+#include "runtime/FileIO.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -827,23 +828,14 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const 
 
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext* ctx, const std::string& path,
                                                  const ImportOptions& options, std::string* error) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    if (error) *error = path + ": is a directory, not an ONNX model file";
+  // Untrusted path: a directory, a device (/dev/zero) or a file over the input limit is refused
+  // before anything is read.
+  std::string bytes;
+  if (Status st = readInputFile(path, &bytes, "ONNX model file"); !st.isOk()) {
+    if (error) *error = st.message();
     return nullptr;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (error) *error = path + ": cannot open file";
-    return nullptr;
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) {
-    if (error) *error = path + ": read failed";
-    return nullptr;
-  }
-  return importOnnxBytes(ctx, ss.str(), path, options, error);
+  return importOnnxBytes(ctx, bytes, path, options, error);
 }
 
 }  // namespace tandem

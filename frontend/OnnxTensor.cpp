@@ -10,6 +10,9 @@
 #include <sstream>
 #include <type_traits>
 
+#include "runtime/CheckedMath.h"
+#include "runtime/FileIO.h"
+
 namespace tandem {
 namespace {
 
@@ -89,18 +92,24 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
                            shapeToString(shape));
     }
   }
+  // Every size is checked against the data actually present before anything is allocated: a
+  // 30-byte proto may claim dims [4294967297, 784].
+  int64_t want = 0;
+  if (std::string e = checkTensorSize(shape, (int64_t)dtypeSize(dtype), dtypeName(dtype), &want);
+      !e.empty())
+    return Status::error(tensorLabel(p) + ": " + e);
   int64_t n = numElements(shape);
-  Tensor t = Tensor::alloc(dtype, shape);
 
   if (p.has_raw_data()) {
-    size_t want = (size_t)n * dtypeSize(dtype);
-    if (p.raw_data().size() != want) {
+    if ((int64_t)p.raw_data().size() != want) {
       return Status::error(tensorLabel(p) + ": raw_data has " +
                            std::to_string(p.raw_data().size()) + " bytes but " + dtypeName(dtype) +
                            " shape " + shapeToString(shape) + " needs " + std::to_string(want));
     }
+    Tensor t;
+    TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(dtype, shape, tensorLabel(p), &t));
     // raw_data is little-endian by spec, as is every host we build for.
-    if (want) std::memcpy(t.raw(), p.raw_data().data(), want);
+    if (want) std::memcpy(t.raw(), p.raw_data().data(), (size_t)want);
     if (dtype == DType::Bool) {
       uint8_t* b = t.data<uint8_t>();
       for (int64_t i = 0; i < n; ++i) b[i] = b[i] ? 1 : 0;
@@ -109,6 +118,26 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     return Status::ok();
   }
 
+  int64_t typed = 0;
+  switch (dtype) {
+    case DType::F32: typed = p.float_data_size(); break;
+    case DType::F64: typed = p.double_data_size(); break;
+    case DType::I64: typed = p.int64_data_size(); break;
+    case DType::I32:
+    case DType::Bool:
+    case DType::U8:
+    case DType::I8: typed = p.int32_data_size(); break;
+    default:
+      return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) +
+                           " is not supported");
+  }
+  if (typed != n) {
+    return Status::error(tensorLabel(p) + ": has " + std::to_string(typed) +
+                         " elements in its typed data field but its shape " +
+                         shapeToString(shape) + " needs " + std::to_string(n));
+  }
+  Tensor t;
+  TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(dtype, shape, tensorLabel(p), &t));
   Status st;
   switch (dtype) {
     case DType::F32: st = copyTyped(p, p.float_data(), n, &t); break;
@@ -128,12 +157,10 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
 }
 
 Status readTensorFile(const std::string& path, Tensor* out, std::string* name) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string bytes;
+  TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes));
   onnx::TensorProto p;
-  if (!p.ParseFromString(ss.str())) {
+  if (!p.ParseFromString(bytes)) {
     return Status::error(path + ": not a valid ONNX TensorProto (protobuf parse failed)");
   }
   Status st = tensorFromProto(p, out);
@@ -160,25 +187,8 @@ Status writeTensorFile(const std::string& path, const Tensor& t, const std::stri
   std::string bytes;
   if (!p.SerializeToString(&bytes)) return Status::error(path + ": protobuf serialization failed");
 
-  // A reader never sees a half-written file: write a sibling temporary, then rename over.
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
-    if (!o) return Status::error(path + ": cannot create temporary file " + tmp);
-    o.write(bytes.data(), (std::streamsize)bytes.size());
-    o.flush();
-    if (!o) {
-      o.close();
-      std::remove(tmp.c_str());
-      return Status::error(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return Status::error(path + ": cannot rename temporary file: " + why);
-  }
-  return Status::ok();
+  // A reader never sees a half-written file: an O_EXCL temporary beside it, fsync, rename.
+  return writeFileAtomic(path, bytes);
 }
 
 }  // namespace tandem

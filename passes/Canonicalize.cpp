@@ -12,6 +12,7 @@
 #include "mlir/Transforms/CSE.h"
 #include "passes/Passes.h"
 #include "runtime/Kernel.h"
+#include "runtime/CheckedMath.h"
 
 namespace tandem {
 #define GEN_PASS_DEF_TANDEMCANONICALIZE
@@ -218,9 +219,17 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     for (mlir::Value r : op->getResults()) {
       auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
       if (!t.hasStaticShape()) return false;
-      outElements += t.getNumElements();
-      kc.outputTypes.push_back(TensorType{mlirToDType(t.getElementType()),
-                                          Shape(t.getShape().begin(), t.getShape().end())});
+      TensorType tt{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
+      // Checked before the kernel sees the shape: ConstantOfShape [INT64_MAX] must be an
+      // error here, not a 64-byte buffer the kernel writes past.
+      int64_t n = 0;
+      if (std::string e = checkTensorSize(tt.shape, (int64_t)dtypeSize(tt.dtype), dtypeName(tt.dtype));
+          !e.empty() || !checkedNumElements(tt.shape, &n) || !checkedAdd(outElements, n, &outElements)) {
+        op->emitError() << "tandem-canonicalize: result " << llvm::cast<mlir::OpResult>(r).getResultNumber() << " of " << type
+                        << ": " << (e.empty() ? "the element count overflows" : e);
+        return mlir::failure();
+      }
+      kc.outputTypes.push_back(tt);
     }
     if (outElements > std::max<int64_t>(foldLimit, inElements)) return false;
 
@@ -230,7 +239,14 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     if (!KernelRegistry::global().create("cpu", kc, &kernel).isOk()) return false;
 
     std::vector<Tensor> outputs;
-    for (const TensorType& t : kc.outputTypes) outputs.push_back(Tensor::alloc(t.dtype, t.shape));
+    for (const TensorType& t : kc.outputTypes) {
+      Tensor o;
+      if (Status st = Tensor::tryAlloc(t.dtype, t.shape, "the folded result", &o); !st.isOk()) {
+        op->emitError() << "tandem-canonicalize: folding " << type << ": " << st.message();
+        return mlir::failure();
+      }
+      outputs.push_back(o);
+    }
     std::vector<const Tensor*> in = kc.constInputs;
     std::vector<Tensor*> out;
     for (Tensor& t : outputs) out.push_back(&t);

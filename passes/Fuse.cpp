@@ -211,7 +211,11 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       if (onCpu(&op)) formBatchNormRelu(&op, &groups);
     duplicateCheapProducers(body);
     llvm::SmallVector<mlir::Operation*> ops;
-    for (mlir::Operation& op : body) ops.push_back(&op);
+    rank_.clear();
+    for (mlir::Operation& op : body) {
+      rank_[&op] = (int64_t)ops.size();
+      ops.push_back(&op);
+    }
     for (mlir::Operation* op : llvm::reverse(ops)) {
       if (!onCpu(op) || grouped_.count(op)) continue;
       if (rowRoot(op)) formRowGroup(op, &groups);
@@ -354,6 +358,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   void formElementwise(mlir::Operation* root, std::vector<Group>* groups) {
     llvm::SmallPtrSet<mlir::Operation*, 8> in;
     in.insert(root);
+    int64_t minRank = rank_.lookup(root);
     std::string device = deviceOfOp(root);
     mlir::Type type = root->getResult(0).getType();
     llvm::SmallVector<mlir::Operation*> work = {root};
@@ -371,7 +376,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         bool readOutside = llvm::any_of(p->getUsers(), [&](mlir::Operation* u) { return !in.count(u); });
         if (readOutside) {
           in.insert(p);
-          if (!convex(in)) {
+          if (!convexWith(in, p, root, minRank)) {
             in.erase(p);
             refuse(p, "non-convex");
             continue;
@@ -387,20 +392,20 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         } else {
           // Read only inside, yet a path may still leave an earlier member and reach p.
           in.insert(p);
-          if (!convexBefore(in, root)) {
+          if (!convexWith(in, p, root, minRank)) {
             in.erase(p);
             refuse(p, "non-convex");
             continue;
           }
         }
+        minRank = std::min(minRank, rank_.lookup(p));
         work.push_back(p);
       }
     }
     if (in.size() < 2) return;
     Group g;
     g.kind = "elementwise";
-    for (mlir::Operation& op : *root->getBlock())
-      if (in.count(&op)) g.members.push_back(&op);
+    g.members = inProgramOrder(in);
     for (mlir::Operation* m : g.members) grouped_.insert(m);
     groups->push_back(std::move(g));
   }
@@ -422,8 +427,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     } else {
       g.kind = t == "Softmax" || t == "LogSoftmax" ? "softmax" : "reduction";
     }
-    for (mlir::Operation& op : *root->getBlock())
-      if (in.count(&op)) g.members.push_back(&op);
+    g.members = inProgramOrder(in);
     for (mlir::Operation* m : g.members) grouped_.insert(m);
     groups->push_back(std::move(g));
   }
@@ -435,6 +439,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
                          llvm::SmallPtrSetImpl<mlir::Operation*>* in) {
     std::string device = deviceOfOp(root);
     mlir::Type type = seed.getType();
+    int64_t minRank = rank_.lookup(root);
+    for (mlir::Operation* m : *in) minRank = std::min(minRank, rank_.lookup(m));
     llvm::SmallVector<mlir::Value> work = {seed};
     while (!work.empty()) {
       mlir::Operation* p = work.pop_back_val().getDefiningOp();
@@ -446,7 +452,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         continue;
       }
       in->insert(p);
-      if (!convexBefore(*in, root)) {
+      if (!convexWith(*in, p, root, minRank)) {
         in->erase(p);
         refuse(p, "non-convex");
         continue;
@@ -459,33 +465,69 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         refuse(p, "read outside before the group's root");
         continue;
       }
+      minRank = std::min(minRank, rank_.lookup(p));
       for (mlir::Value v : p->getOperands()) work.push_back(v);
     }
   }
 
-  // convex() for a group whose members all precede `root` (producers of it): a path that
-  // leaves the group and comes back lies between members, so the search starts from the
-  // readers of the members other than the root and never goes past the root.
-  static bool convexBefore(const llvm::SmallPtrSetImpl<mlir::Operation*>& in,
-                           mlir::Operation* root) {
+  // Incremental convexity for groups grown from `root` towards its producers (every member
+  // precedes `root`, which is the last): `in` was convex and `p` has just joined it. A path
+  // that leaves the group and comes back, which an earlier check did not rule out, starts or
+  // ends at p: (a) member -> outside ops -> p, found by a backward search from p that never
+  // goes below the lowest member rank (`minRank`, before p joined), since no member lies
+  // there; (b) p -> outside ops -> member, found by a forward search from p's outside readers
+  // that never goes past `root`. Ranks are program positions, a topological order of the
+  // block, so each search stays inside [lowest member, root]; a chain costs O(1) per member
+  // where a search from every member costs O(group) (quadratic for a 200k-op chain). Same
+  // answer as a search from all members (fusionGroupIsConvex): a path through p before it
+  // joined would already have made the group non-convex.
+  bool convexWith(const llvm::SmallPtrSetImpl<mlir::Operation*>& in, mlir::Operation* p,
+                  mlir::Operation* root, int64_t minRank) const {
+    mlir::Block* block = root->getBlock();
+    const int64_t rootRank = rank_.lookup(root);
     llvm::SmallPtrSet<mlir::Operation*, 32> seen;
     llvm::SmallVector<mlir::Operation*> work;
-    auto visit = [&](mlir::Operation* u) {
-      if (u->getBlock() == root->getBlock() && u->isBeforeInBlock(root) && seen.insert(u).second)
+    // (a) Backward from p through outside producers at or above minRank.
+    auto visitBack = [&](mlir::Operation* d) {
+      if (d && d->getBlock() == block && !in.count(d) && rank_.lookup(d) > minRank &&
+          seen.insert(d).second)
+        work.push_back(d);
+    };
+    for (mlir::Value v : p->getOperands()) visitBack(v.getDefiningOp());
+    while (!work.empty()) {
+      mlir::Operation* x = work.pop_back_val();
+      for (mlir::Value v : x->getOperands()) {
+        mlir::Operation* d = v.getDefiningOp();
+        if (d && in.count(d) && d != p) return false;
+        visitBack(d);
+      }
+    }
+    // (b) Forward from p's outside readers that precede the root.
+    seen.clear();
+    auto visitFwd = [&](mlir::Operation* u) {
+      if (u->getBlock() == block && rank_.lookup(u) < rootRank && seen.insert(u).second)
         work.push_back(u);
     };
-    for (mlir::Operation* m : in)
-      if (m != root)
-        for (mlir::Operation* u : m->getUsers())
-          if (!in.count(u)) visit(u);
+    for (mlir::Operation* u : p->getUsers())
+      if (!in.count(u)) visitFwd(u);
     while (!work.empty()) {
       mlir::Operation* x = work.pop_back_val();
       for (mlir::Operation* u : x->getUsers()) {
         if (in.count(u)) return false;
-        visit(u);
+        visitFwd(u);
       }
     }
     return true;
+  }
+
+  // Members in program order (ranks), without a walk over the whole block per group.
+  llvm::SmallVector<mlir::Operation*> inProgramOrder(
+      const llvm::SmallPtrSetImpl<mlir::Operation*>& in) const {
+    llvm::SmallVector<mlir::Operation*> v(in.begin(), in.end());
+    llvm::sort(v, [&](mlir::Operation* a, mlir::Operation* b) {
+      return rank_.lookup(a) < rank_.lookup(b);
+    });
+    return v;
   }
 
   // Duplication, XLA's rule for instruction fusion: a producer read by several fusions is
@@ -719,6 +761,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
   llvm::DenseSet<mlir::Operation*> grouped_;
+  // Program position of each op of the body after duplication (the grouping sweep's ranks).
+  llvm::DenseMap<mlir::Operation*, int64_t> rank_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "passes/Passes.h"
+#include "runtime/CheckedMath.h"
 #include "runtime/OpTable.h"
 
 namespace tandem {
@@ -157,9 +158,19 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
       Buffer b;
       b.value = v;
       b.first = b.last = first;
-      int64_t bytes =
-          type.getNumElements() * (int64_t)dtypeSize(mlirToDType(type.getElementType()));
-      b.size = (bytes + alignment - 1) / alignment * alignment;
+      // Checked: a shape that reached here unverified (hand-written IR) must not wrap the
+      // arena arithmetic.
+      DType dt = mlirToDType(type.getElementType());
+      int64_t bytes = 0, padded = 0;
+      std::string e = checkTensorSize(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                                      (int64_t)dtypeSize(dt), dtypeName(dt), &bytes);
+      if (e.empty() && !checkedAdd(bytes, alignment - 1, &padded)) e = "its size overflows";
+      if (!e.empty()) {
+        mlir::emitError(loc) << "tandem-plan-memory: value '" << valueName(v) << "': " << e;
+        ok = false;
+        return;
+      }
+      b.size = padded / alignment * alignment;
       for (mlir::Operation* user : v.getUsers()) b.last = std::max(b.last, index.lookup(user));
       buffers.push_back(b);
       devices.push_back(device);

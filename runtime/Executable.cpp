@@ -5,17 +5,20 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "runtime/Backend.h"
+#include "runtime/CheckedMath.h"
 #include "runtime/Device.h"
+#include "runtime/FileIO.h"
 #include "runtime/WeightsFile.h"
 
 namespace tandem {
@@ -30,10 +33,16 @@ Status tensorFromPlan(const plan::TensorData& d, const std::string& what, Tensor
   Shape shape(d.dims().begin(), d.dims().end());
   for (int64_t x : shape)
     if (x < 0) return Status::error(what + ": negative dimension in " + shapeToString(shape));
-  Tensor t = Tensor::alloc((DType)d.dtype(), shape);
-  if (d.raw().size() != t.bytes())
+  // The data's length is checked against the shape before anything is allocated.
+  DType dt = (DType)d.dtype();
+  int64_t bytes = 0;
+  if (std::string e = checkTensorSize(shape, (int64_t)dtypeSize(dt), dtypeName(dt), &bytes); !e.empty())
+    return Status::error(what + ": " + e);
+  if ((int64_t)d.raw().size() != bytes)
     return Status::error(what + ": has " + std::to_string(d.raw().size()) + " bytes, expected " +
-                         std::to_string(t.bytes()));
+                         std::to_string(bytes));
+  Tensor t;
+  TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(dt, shape, what, &t));
   if (t.bytes()) std::memcpy(t.raw(), d.raw().data(), t.bytes());
   *out = t;
   return Status::ok();
@@ -202,6 +211,15 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     m.threads = defaultThreads(&why);
     if (!why.empty()) m.notes.push_back(why);
   }
+  // More threads than the host has is a mistake (libgomp faults creating 100000): clamped,
+  // with a note. The CLI refuses such counts as usage errors before this.
+  const int hostThreads = std::max<int>((int)std::thread::hardware_concurrency(), availableCores());
+  if (m.threads > hostThreads) {
+    m.notes.push_back(std::to_string(m.threads) + " threads asked for, more than this host's " +
+                      std::to_string(hostThreads) + " hardware threads: using " +
+                      std::to_string(hostThreads));
+    m.threads = hostThreads;
+  }
   omp_set_num_threads(m.threads);
   m.tuningMode = options.tuning;
   if (m.tuningMode == TuningMode::Default) {
@@ -299,6 +317,12 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     TensorType tt{(DType)v.dtype(), Shape(v.dims().begin(), v.dims().end())};
     for (int64_t d : tt.shape)
       if (d < 0) return Status::error(what + ": dynamic or negative dim in " + shapeToString(tt.shape));
+    // A plan is untrusted input: a shape whose size overflows or exceeds what one tensor may
+    // have is refused here, before any kernel sizes a table or a loop by it.
+    int64_t bytes = 0;
+    if (std::string e = checkTensorSize(tt.shape, (int64_t)dtypeSize(tt.dtype), dtypeName(tt.dtype), &bytes);
+        !e.empty())
+      return Status::error(what + ": " + e);
     m.valueTypes[i] = tt;
     if (v.kind() == plan::Value::CONSTANT) {
       if (v.has_external())
@@ -312,8 +336,9 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
     TANDEM_RETURN_IF_ERROR(checkDevice(v.device(), what));
     auto it = m.arenas.find(canonicalDeviceName(v.device().empty() ? "cpu" : v.device()));
     if (it == m.arenas.end()) return Status::error(what + ": no arena for device '" + v.device() + "'");
-    size_t bytes = (size_t)numElements(tt.shape) * dtypeSize(tt.dtype);
-    if (v.arena_offset() < 0 || v.arena_offset() + (int64_t)bytes > it->second.bytes)
+    // Offset and size compared without forming offset + bytes, which could overflow.
+    if (v.arena_offset() < 0 || v.arena_offset() > it->second.bytes ||
+        bytes > it->second.bytes - v.arena_offset())
       return Status::error(what + ": arena slot [" + std::to_string(v.arena_offset()) + ", +" +
                            std::to_string(bytes) + ") is outside the arena of " +
                            std::to_string(it->second.bytes) + " bytes");
@@ -551,10 +576,10 @@ void Executable::planStreams() {
 
 Status Executable::loadFile(const std::string& path, const LoadOptions& options,
                             std::unique_ptr<Executable>* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open plan file (" + std::strerror(errno) + ")");
+  std::string bytes;
+  TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes, "plan file"));
   plan::Plan p;
-  if (!p.ParseFromIstream(&in)) return Status::error(path + ": not a valid Tandem plan (protobuf parse failed)");
+  if (!p.ParseFromString(bytes)) return Status::error(path + ": not a valid Tandem plan (protobuf parse failed)");
   // Constants kept in a shared weights file (tandem compile --weights) come in here, checked.
   TANDEM_RETURN_IF_ERROR(resolveExternalConstants(&p, path).withContext(path));
   return load(p, options, out).withContext(path);

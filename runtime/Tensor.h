@@ -6,12 +6,14 @@
 #include <vector>
 
 #include "runtime/DType.h"
+#include "runtime/Status.h"
 
 namespace tandem {
 
 using Shape = std::vector<int64_t>;
 
-/// Number of elements of a static shape (1 for rank 0). All dims must be >= 0.
+/// Number of elements of a static shape (1 for rank 0); -1 when a dim is negative or the count
+/// overflows int64 (untrusted shapes: check with checkTensorSize, runtime/CheckedMath.h).
 int64_t numElements(const Shape& s);
 /// "[1,3,224,224]"
 std::string shapeToString(const Shape& s);
@@ -22,8 +24,14 @@ std::string shapeToString(const Shape& s);
 class Tensor {
  public:
   Tensor() = default;
-  /// Owning, zero-filled, 64-byte aligned.
+  /// Owning, zero-filled, 64-byte aligned. A shape whose bytes overflow or exceed
+  /// maxTensorBytes(), or a failed allocation, throws std::runtime_error ("out of memory
+  /// allocating N bytes for a f32 tensor of shape [...]"); the tools catch it and exit 1. Code
+  /// that can return a Status uses tryAlloc instead.
   static Tensor alloc(DType dtype, Shape shape);
+  /// alloc as a Status: an error "out of memory allocating N bytes for <what>" (or the shape's
+  /// size error) instead of an exception; `what` names the tensor ("initializer 'w'").
+  static Status tryAlloc(DType dtype, Shape shape, const std::string& what, Tensor* out);
   /// Non-owning view of `data` (must outlive every use of the view).
   static Tensor view(DType dtype, Shape shape, void* data);
   /// Owning deep copy of `src`.
@@ -42,7 +50,11 @@ class Tensor {
   int64_t rank() const { return (int64_t)shape_.size(); }
   int64_t dim(int64_t i) const { return shape_[i]; }
   int64_t numel() const { return numElements(shape_); }
-  size_t bytes() const { return (size_t)numel() * dtypeSize(dtype_); }
+  /// 0 for a shape whose size overflows (numel() < 0); such a tensor can only be a view.
+  size_t bytes() const {
+    int64_t n = numel();
+    return n < 0 ? 0 : (size_t)n * dtypeSize(dtype_);
+  }
   bool defined() const { return dtype_ != DType::Undefined; }
   /// Device the bytes live on; "cpu" unless a backend says otherwise.
   const std::string& device() const { return device_; }

@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "runtime/DType.h"
+#include "runtime/FileIO.h"
 
 namespace tandem {
 
@@ -114,20 +115,6 @@ Status readHeader(const std::string& path, const Mapping& m, uint64_t* indexOffs
   return Status::ok();
 }
 
-// Writes all of `n` bytes; false with errno set on failure.
-bool writeAll(int fd, const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n) {
-    ssize_t w = write(fd, c, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    c += w, n -= (size_t)w;
-  }
-  return true;
-}
-
 // The weights file's name as the plan records it: relative to the plan's directory when both
 // are under one root, so a folder of plans and weights can move as a whole.
 std::string nameFromPlan(const std::string& weightsPath, const std::string& planPath) {
@@ -222,46 +209,35 @@ Status externalizeConstants(plan::Plan* plan, const std::string& weightsPath,
 
   // 3. Without new blobs the file stays as it is (not even rewritten).
   if (!added.empty()) {
-    std::string tmp = weightsPath + ".tmp." + std::to_string((long)getpid());
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Status::error(weightsPath + ": cannot write (" + errnoText() + ")");
-    auto abandon = [&](const std::string& why) {
-      close(fd);
-      std::remove(tmp.c_str());
-      return Status::error(weightsPath + ": cannot write (" + why + ")");
-    };
+    // An O_EXCL temporary beside the target (a planted file or symlink is never followed),
+    // fsync'd and renamed over it; the AtomicFile removes it on any error.
+    AtomicFile out;
+    TANDEM_RETURN_IF_ERROR(out.open(weightsPath));
     // Header with the final index position, the old blob region as it was, the new blobs.
     std::string header(kMagic, sizeof kMagic);
     uint64_t indexOffset = (end + kAlign - 1) / kAlign * kAlign;
     putU64(&header, indexOffset);
     putU64(&header, have.size());
     header.resize(kHeaderBytes, '\0');
-    if (!writeAll(fd, header.data(), header.size())) return abandon(errnoText());
-    if (blobEnd > kHeaderBytes &&
-        !writeAll(fd, old.data + kHeaderBytes, blobEnd - kHeaderBytes))
-      return abandon(errnoText());
+    TANDEM_RETURN_IF_ERROR(out.write(header.data(), header.size()));
+    if (blobEnd > kHeaderBytes)
+      TANDEM_RETURN_IF_ERROR(out.write(old.data + kHeaderBytes, blobEnd - kHeaderBytes));
     uint64_t pos = blobEnd;
     static const char zeros[kAlign] = {};
     for (const NewBlob& b : added) {
-      if (!writeAll(fd, zeros, b.offset - pos) || !writeAll(fd, b.raw->data(), b.raw->size()))
-        return abandon(errnoText());
+      TANDEM_RETURN_IF_ERROR(out.write(zeros, b.offset - pos));
+      TANDEM_RETURN_IF_ERROR(out.write(b.raw->data(), b.raw->size()));
       pos = b.offset + b.raw->size();
     }
-    if (!writeAll(fd, zeros, indexOffset - pos)) return abandon(errnoText());
+    TANDEM_RETURN_IF_ERROR(out.write(zeros, indexOffset - pos));
     std::string index;
     for (const auto& [key, where] : have) {
       index += key;
       putU64(&index, where.first);
       putU64(&index, where.second);
     }
-    if (!writeAll(fd, index.data(), index.size())) return abandon(errnoText());
-    if (fsync(fd) != 0) return abandon(errnoText());
-    close(fd);
-    if (std::rename(tmp.c_str(), weightsPath.c_str()) != 0) {
-      std::string why = errnoText();
-      std::remove(tmp.c_str());
-      return Status::error(weightsPath + ": cannot write (" + why + ")");
-    }
+    TANDEM_RETURN_IF_ERROR(out.write(index.data(), index.size()));
+    TANDEM_RETURN_IF_ERROR(out.commit());
     stats->fileBytes = (int64_t)(indexOffset + index.size());
   } else {
     stats->fileBytes = (int64_t)old.size;

@@ -3,8 +3,34 @@
 # and `slow` labels. On a host with AVX-512 the suite runs a second time capped to AVX2
 # (TANDEM_MAX_CPU_ISA, which also caps oneDNN), so both kernel paths are tested where possible.
 # Exits non-zero on any failure.
+#
+# scripts/test.sh --sanitize address,undefined [CTEST ARGS...]  (or --sanitize thread) builds a
+# RelWithDebInfo tree with -fsanitize=LIST into its own directory (build-asan, build-tsan) and
+# runs the tests there; any sanitizer report fails the test that triggered it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = "--sanitize" ]; then
+  san=${2:?--sanitize needs a list: address,undefined or thread}; shift 2
+  case "$san" in
+    thread) dir=build-tsan ;;
+    *) dir=build-asan ;;
+  esac
+  bash scripts/deps.sh
+  flags="-fsanitize=$san -fno-omit-frame-pointer -fno-sanitize-recover=all"
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="$flags" \
+      -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=$san" \
+      -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=$san" >/dev/null
+  fi
+  cmake --build "$dir" -j "$(nproc)"
+  cd "$dir"
+  # Leak checking stays on; oneDNN's JIT and OpenMP's pools are process-lifetime by design.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
+  echo "== tests under -fsanitize=$san in $dir"
+  exec ctest --output-on-failure -LE 'gpu|slow' -j "$(nproc)" "$@"
+fi
 bash scripts/build.sh
 cd build
 isa=$(grep -m1 -ow 'avx512f' /proc/cpuinfo || true)

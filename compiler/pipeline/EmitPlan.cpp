@@ -10,6 +10,7 @@
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "passes/Passes.h"
+#include "runtime/CheckedMath.h"
 
 namespace tandem {
 
@@ -136,6 +137,11 @@ class PlanEmitter {
       return mlir::emitError(loc) << "emit-plan: value '" << valueName(v) << "' has type "
                                   << v.getType() << "; a plan needs static shapes";
     DType dt = mlirToDType(type.getElementType());
+    int64_t bytes = 0;
+    if (std::string e = checkTensorSize(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                                        (int64_t)dtypeSize(dt), dtypeName(dt), &bytes);
+        !e.empty())
+      return mlir::emitError(loc) << "emit-plan: value '" << valueName(v) << "': " << e;
     int id = plan_.values_size();
     plan::Value* pv = plan_.add_values();
     pv->set_id(id);
@@ -145,7 +151,7 @@ class PlanEmitter {
     pv->set_device(device);
     pv->set_kind(kind);
     pv->set_arena_offset(offset);
-    pv->set_bytes(type.getNumElements() * (int64_t)dtypeSize(dt));
+    pv->set_bytes(bytes);
     ids_[v] = id;
     return id;
   }

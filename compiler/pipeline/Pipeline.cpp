@@ -1,5 +1,8 @@
 // compileModule: the pass pipeline as straight-line code, one step per line (Halide Lower.cpp
 // style), with the IR printable after every step.
+#include <algorithm>
+#include <set>
+
 #include "compiler/Compiler.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/pipeline/EmitPlan.h"
@@ -47,6 +50,32 @@ mlir::LogicalResult bindInputs(mlir::ModuleOp module, const CompileOptions& opti
   return mlir::success();
 }
 
+// A pin naming no node of the model (a typo, another model's name) is an error that lists the
+// nearest node names, not a silent no-op. Checked on the module as given, before any pass folds
+// a node away (a pin on a node canonicalize folds is only a warning of the place pass).
+mlir::LogicalResult checkPinsNameNodes(mlir::ModuleOp module, const CompileOptions& o) {
+  if (o.pins.empty()) return mlir::success();
+  std::set<std::string> names;
+  module.walk([&](mlir::Operation* op) {
+    std::string n = nodeName(op->getLoc());
+    if (!n.empty()) names.insert(n);
+  });
+  for (const placement::NodePin& pin : o.pins) {
+    if (names.count(pin.node)) continue;
+    std::vector<std::pair<unsigned, std::string>> near;
+    for (const std::string& n : names)
+      near.push_back({llvm::StringRef(n).edit_distance(pin.node, true, 64), n});
+    std::sort(near.begin(), near.end());
+    std::string list;
+    for (size_t i = 0; i < near.size() && i < 5; ++i) list += (i ? ", '" : "'") + near[i].second + "'";
+    module.emitError() << "--pin " << pin.node << "=" << pin.device << ": the model has no node named '"
+                       << pin.node << "'"
+                       << (list.empty() ? " (its nodes have no names)" : "; nearest: " + list);
+    return mlir::failure();
+  }
+  return mlir::success();
+}
+
 std::unique_ptr<mlir::Pass> placePass(const CompileOptions& options) {
   PlaceConfig c;
   c.devices = options.devices;
@@ -62,6 +91,7 @@ std::unique_ptr<mlir::Pass> placePass(const CompileOptions& options) {
 mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& options,
                                   CompileResult* result) {
   loadTandemDialects(module->getContext());
+  if (mlir::failed(checkPinsNameNodes(module, options))) return mlir::failure();
   if (mlir::failed(bindInputs(module, options, result))) return mlir::failure();
   if (mlir::failed(runPass(module, createVerifyPass(), options))) return mlir::failure();
   if (mlir::failed(runPass(module, createInferShapesPass(), options))) return mlir::failure();

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "compiler/shapes/ShapeFns.h"
+#include "runtime/CheckedMath.h"
 
 namespace tandem {
 namespace {
@@ -20,6 +21,16 @@ const std::map<std::string, ShapeFn>& opTable() {
   return table;
 }
 
+// checkTensorSize for a shape whose dims are all known (unknown dims are sized at run time);
+// "" when fine or not fully known. A negative dim other than unknown is left to the shape
+// function, whose message names the operand.
+std::string checkKnownSize(const std::vector<int64_t>& dims, DType t) {
+  for (int64_t d : dims)
+    if (d < 0) return "";
+  if (t == DType::Undefined) return "";
+  return checkTensorSize(dims, (int64_t)dtypeSize(t), dtypeName(t));
+}
+
 }  // namespace
 
 std::string inferResultTypes(const std::string& opType, const std::vector<OperandInfo>& operands,
@@ -28,9 +39,17 @@ std::string inferResultTypes(const std::string& opType, const std::vector<Operan
   const auto& table = opTable();
   auto it = table.find(opType);
   if (it == table.end()) return "unknown op '" + opType + "' (not a tandem op)";
+  // Sizes first: a shape function may then multiply an operand's known dims without overflow,
+  // and a result no memory can hold is refused here, naming it, instead of at allocation.
+  for (size_t i = 0; i < operands.size(); ++i)
+    if (std::string e = checkKnownSize(operands[i].dims, operands[i].dtype); !e.empty())
+      return "input " + std::to_string(i) + " has " + e;
   results->assign(numResults, ResultInfo{});
   shapes::Ctx ctx{opType, operands, attrs, numResults, results};
   std::string err = it->second(ctx);
+  for (size_t i = 0; err.empty() && i < results->size(); ++i)
+    if (std::string e = checkKnownSize((*results)[i].dims, (*results)[i].dtype); !e.empty())
+      err = "result " + std::to_string(i) + " would have " + e;
   if (!err.empty()) results->clear();
   return err;
 }

@@ -6,22 +6,27 @@
 #include <set>
 
 #include "compiler/shapes/ShapeFns.h"
+#include "runtime/CheckedMath.h"
 
 namespace tandem::shapes {
 namespace {
 
-// Product of dims [b, e); kUnknownDim if any is unknown (but 0 if any known dim is 0).
+// Marks a product that overflows int64 (a shape operand asking for more than 2^63 elements).
+constexpr int64_t kOverflow = -2;
+
+// Product of dims [b, e); kUnknownDim if any is unknown (but 0 if any known dim is 0),
+// kOverflow if the known dims' product overflows int64.
 int64_t product(const std::vector<int64_t>& d, size_t b, size_t e) {
   int64_t p = 1;
-  bool unknown = false;
+  bool unknown = false, overflow = false;
   for (size_t i = b; i < e; ++i) {
     if (d[i] == 0) return 0;
     if (d[i] == kUnknownDim)
       unknown = true;
-    else
-      p *= d[i];
+    else if (!overflow && !checkedMul(p, d[i], &p))
+      overflow = true;
   }
-  return unknown ? kUnknownDim : p;
+  return overflow ? kOverflow : unknown ? kUnknownDim : p;
 }
 
 // Normalises a list of axes against `rank`, rejecting duplicates.
@@ -102,6 +107,8 @@ std::string inferReshape(const Ctx& c) {
   if (allowZero && inferAt >= 0 && std::count(shape.begin(), shape.end(), 0) > 0)
     return c.fail("input 1 (shape) " + vecStr(shape) + " has both -1 and 0 with allowzero=1");
   int64_t total = product(x, 0, x.size());
+  if (product(y, 0, y.size()) == kOverflow)
+    return c.fail("input 1 (shape) " + vecStr(shape) + ": the element count overflows 64 bits");
   if (inferAt >= 0) {
     std::vector<int64_t> others = y;
     others.erase(others.begin() + inferAt);
@@ -241,7 +248,11 @@ std::string inferConcat(const Ctx& c) {
                     " but input 0 has rank " + std::to_string(rank));
     for (int64_t d = 0; d < rank; ++d) {
       if (d == axis) {
-        y[d] = (y[d] == kUnknownDim || xi[d] == kUnknownDim) ? kUnknownDim : y[d] + xi[d];
+        if (y[d] == kUnknownDim || xi[d] == kUnknownDim)
+          y[d] = kUnknownDim;
+        else if (!checkedAdd(y[d], xi[d], &y[d]))
+          return c.fail("the inputs' sizes along axis " + std::to_string(axis) +
+                        " add up to more than 2^63");
       } else if (y[d] == kUnknownDim) {
         y[d] = xi[d];
       } else if (xi[d] != kUnknownDim && xi[d] != y[d]) {
@@ -282,7 +293,8 @@ std::string inferSplit(const Ctx& c) {
       int64_t sum = 0;
       for (int64_t s : split) {
         if (s < 0) return c.fail("input 1 (split) " + vecStr(split) + " has a negative entry");
-        sum += s;
+        if (!checkedAdd(sum, s, &sum))
+          return c.fail("input 1 (split) " + vecStr(split) + ": the sum overflows 64 bits");
       }
       if (dim != kUnknownDim && sum != dim)
         return c.fail("input 1 (split) " + vecStr(split) + " sums to " + std::to_string(sum) +
@@ -296,7 +308,8 @@ std::string inferSplit(const Ctx& c) {
         return c.fail("attribute num_outputs=" + std::to_string(k) + " but there are " +
                       std::to_string(n) + " results");
       if (dim != kUnknownDim) {
-        int64_t chunk = (dim + n - 1) / n;
+        if (n <= 0) return c.fail("attribute num_outputs must be positive");
+        int64_t chunk = dim / n + (dim % n != 0);
         for (int64_t i = 0; i < n; ++i) sizes[i] = std::max<int64_t>(0, std::min(chunk, dim - i * chunk));
       }
     } else if (dim != kUnknownDim) {
@@ -570,7 +583,9 @@ std::string inferPad(const Ctx& c) {
   if (known) {
     for (int64_t i = 0; i < rank; ++i) {
       if (x[i] == kUnknownDim) continue;
-      y[i] = x[i] + pads[i] + pads[i + rank];
+      if (!checkedAdd(x[i], pads[i], &y[i]) || !checkedAdd(y[i], pads[i + rank], &y[i]))
+        return c.fail("input 1 (pads) " + vecStr(pads) + ": dim " + std::to_string(i) +
+                      " of size " + std::to_string(x[i]) + " padded overflows 64 bits");
       if (y[i] < 0)
         return c.fail("input 1 (pads) " + vecStr(pads) + " crops dim " + std::to_string(i) +
                       " of size " + std::to_string(x[i]) + " to a negative size");
@@ -603,8 +618,9 @@ std::string inferTile(const Ctx& c) {
         return c.fail("input 1 (repeats) " + vecStr(reps) + " has a negative entry");
       if (reps[i] == 0)
         y[i] = 0;
-      else if (x[i] != kUnknownDim)
-        y[i] = x[i] * reps[i];
+      else if (x[i] != kUnknownDim && !checkedMul(x[i], reps[i], &y[i]))
+        return c.fail("input 1 (repeats) " + vecStr(reps) + ": dim " + std::to_string(i) +
+                      " of size " + std::to_string(x[i]) + " repeated overflows 64 bits");
     }
   }
   c.set(0, c.in[0].dtype, y);

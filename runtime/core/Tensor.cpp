@@ -1,7 +1,10 @@
 // Tensor storage: owned 64-byte aligned buffers or borrowed views.
 #include "runtime/Tensor.h"
 
+#include "runtime/CheckedMath.h"
+
 #include <cassert>
+#include <stdexcept>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -9,9 +12,8 @@
 namespace tandem {
 
 int64_t numElements(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
+  int64_t n;
+  return checkedNumElements(s, &n) ? n : -1;
 }
 
 std::string shapeToString(const Shape& s) {
@@ -22,18 +24,33 @@ std::string shapeToString(const Shape& s) {
   return os.str();
 }
 
-Tensor Tensor::alloc(DType dtype, Shape shape) {
+Status Tensor::tryAlloc(DType dtype, Shape shape, const std::string& what, Tensor* out) {
+  int64_t bytes = 0;
+  std::string err = checkTensorSize(shape, (int64_t)dtypeSize(dtype), dtypeName(dtype), &bytes);
+  if (!err.empty()) return Status::error(what + ": " + err);
+  // Rounded up to the alignment (aligned_alloc's contract); cannot overflow below the limit.
+  size_t rounded = ((size_t)bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p)
+    return Status::error("out of memory allocating " + std::to_string(bytes) + " bytes for " +
+                         what);
+  std::memset(p, 0, rounded);
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
-  size_t bytes = t.bytes();
-  size_t rounded = ((bytes + 63) / 64) * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  assert(p && "out of host memory");
-  std::memset(p, 0, rounded);
   t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   t.data_ = p;
+  *out = std::move(t);
+  return Status::ok();
+}
+
+Tensor Tensor::alloc(DType dtype, Shape shape) {
+  std::string what = std::string("a ") + dtypeName(dtype) + " tensor of shape " +
+                     shapeToString(shape);
+  Tensor t;
+  Status st = tryAlloc(dtype, std::move(shape), what, &t);
+  if (!st.isOk()) throw std::runtime_error(st.message());
   return t;
 }
 
@@ -46,7 +63,7 @@ Tensor Tensor::view(DType dtype, Shape shape, void* data) {
 }
 
 Tensor Tensor::copyOf(const Tensor& src) {
-  Tensor t = alloc(src.dtype_, src.shape_);
+  Tensor t = alloc(src.dtype_, src.shape_);  // throws on an impossible size, as alloc does
   if (src.bytes()) std::memcpy(t.data_, src.data_, src.bytes());
   t.device_ = src.device_;
   return t;

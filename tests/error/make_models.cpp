@@ -2,6 +2,7 @@
 // model the run-time error tests compile. usage: make_error_models OUT_DIR
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -82,6 +83,57 @@ onnx::ModelProto goodAdd(int64_t opset) {
   addNode(g, "add", "Add", {"x", "b"}, {"s"});
   addNode(g, "relu", "Relu", {"s"}, {"y"});
   addTensorValue(g->add_output(), "y", {2, 3});
+  return m;
+}
+
+
+// An i64 initializer [n] holding `values` (shape operands: ConstantOfShape, Expand, Tile, ...).
+void addInt64Init(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& values) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims((int64_t)values.size());
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+// A float initializer whose dims claim far more than its few bytes of raw_data hold.
+void addLyingInitializer(onnx::GraphProto* g, const std::string& name,
+                         const std::vector<int64_t>& dims, size_t rawBytes) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_raw_data(std::string(rawBytes, '\0'));
+}
+
+// y = Add(x, W) with x: f32[2,3] and W the initializer `w` (made by the caller), so the importer
+// must convert W.
+onnx::ModelProto addReading(const std::string& w) {
+  onnx::ModelProto m = newModel(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  addTensorValue(g->add_input(), "x", {2, 3});
+  addNode(g, "add", "Add", {"x", w}, {"y"});
+  addTensorValue(g->add_output(), "y", {2, 3});
+  return m;
+}
+
+// x: f32[2,3] -> one `op` node named `name` reading x and the given i64 initializers -> y.
+onnx::ModelProto oneShapeOp(const std::string& op, const std::string& name,
+                            const std::vector<std::pair<std::string, std::vector<int64_t>>>& inits,
+                            bool readsX = true) {
+  onnx::ModelProto m = newModel(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  addTensorValue(g->add_input(), "x", {2, 3});
+  std::vector<std::string> ins;
+  if (readsX) ins.push_back("x");
+  for (const auto& [n, v] : inits) {
+    addInt64Init(g, n, v);
+    ins.push_back(n);
+  }
+  addNode(g, name, op, ins, {"y"});
+  onnx::ValueInfoProto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
   return m;
 }
 
@@ -166,6 +218,102 @@ int main(int argc, char** argv) {
     addNode(g, "add", "Add", {"x", "y"}, {"z"});
     addTensorValue(g->add_output(), "z", {2, 3});
     ok &= writeModel("shape_mismatch.onnx", m);
+  }
+
+  // ---- Sizes from untrusted shapes (issue 15): each must be refused, naming the node or tensor,
+  // before anything is allocated. ----
+  const int64_t kMax = INT64_MAX, k2p32 = int64_t(1) << 32, k2p61 = int64_t(1) << 61,
+                k2p62 = int64_t(1) << 62;
+  {
+    // 8 bytes of raw_data behind dims [4294967297, 784] (13 TB): the length check comes first.
+    onnx::ModelProto m = addReading("huge_w");
+    addLyingInitializer(m.mutable_graph(), "huge_w", {4294967297LL, 784}, 8);
+    ok &= writeModel("init_huge_dims.onnx", m);
+  }
+  {
+    onnx::ModelProto m = addReading("ovf_w");
+    addLyingInitializer(m.mutable_graph(), "ovf_w", {k2p62, 4}, 8);
+    ok &= writeModel("init_overflow_dims.onnx", m);
+  }
+  {
+    onnx::ModelProto m = addReading("short_w");
+    addLyingInitializer(m.mutable_graph(), "short_w", {2, 3}, 4);
+    ok &= writeModel("init_raw_short.onnx", m);
+  }
+  {
+    onnx::ModelProto m = addReading("typed_w");
+    onnx::TensorProto* t = m.mutable_graph()->add_initializer();
+    t->set_name("typed_w");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(k2p32);
+    t->add_dims(k2p32);
+    t->add_float_data(1.0f);
+    ok &= writeModel("init_typed_overflow.onnx", m);
+  }
+  {
+    // A Constant node whose value attribute claims [2^40, 2^20] floats.
+    onnx::ModelProto m = addReading("c");
+    onnx::NodeProto* n = addNode(m.mutable_graph(), "big_const", "Constant", {}, {"c"});
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_dims(int64_t(1) << 40);
+    a->mutable_t()->add_dims(int64_t(1) << 20);
+    a->mutable_t()->set_raw_data(std::string(16, '\0'));
+    ok &= writeModel("constant_attr_huge.onnx", m);
+  }
+  ok &= writeModel("cos_int64max.onnx", oneShapeOp("ConstantOfShape", "cos_max", {{"shape", {kMax}}}, false));
+  ok &= writeModel("cos_overflow.onnx",
+                   oneShapeOp("ConstantOfShape", "cos_ovf", {{"shape", {k2p32, k2p32}}}, false));
+  ok &= writeModel("cos_huge.onnx",
+                   oneShapeOp("ConstantOfShape", "cos_huge", {{"shape", {int64_t(1) << 40, 1024}}}, false));
+  ok &= writeModel("expand_overflow.onnx",
+                   oneShapeOp("Expand", "expand_ovf", {{"shape", {k2p32, k2p32, 1, 3}}}));
+  ok &= writeModel("tile_overflow.onnx", oneShapeOp("Tile", "tile_ovf", {{"repeats", {k2p61, 1}}}));
+  ok &= writeModel("tile_dim_overflow.onnx", oneShapeOp("Tile", "tile_dim", {{"repeats", {k2p62, 1}}}));
+  ok &= writeModel("reshape_overflow.onnx",
+                   oneShapeOp("Reshape", "reshape_ovf", {{"shape", {k2p32, k2p32}}}));
+  ok &= writeModel("reshape_infer_overflow.onnx",
+                   oneShapeOp("Reshape", "reshape_inf", {{"shape", {-1, k2p32, k2p32}}}));
+  {
+    onnx::ModelProto m = oneShapeOp("Split", "split_ovf", {{"split", {kMax, 10}}});
+    m.mutable_graph()->mutable_node(0)->add_output("y2");
+    ok &= writeModel("split_overflow.onnx", m);
+  }
+  ok &= writeModel("pad_overflow.onnx", oneShapeOp("Pad", "pad_ovf", {{"pads", {kMax, 0, 1, 0}}}));
+  ok &= writeModel("pad_huge.onnx", oneShapeOp("Pad", "pad_huge", {{"pads", {k2p62, 0, 0, 0}}}));
+  {
+    // Each input fits ([2^31, 1] and [1, 2^31] f32, 8 GiB); their broadcast sum has 2^62 elements.
+    onnx::ModelProto m = newModel(13);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "a", {int64_t(1) << 31, 1});
+    addTensorValue(g->add_input(), "b", {1, int64_t(1) << 31});
+    addNode(g, "add_huge", "Add", {"a", "b"}, {"y"});
+    addTensorValue(g->add_output(), "y", {int64_t(1) << 31, int64_t(1) << 31});
+    ok &= writeModel("add_result_huge.onnx", m);
+  }
+  {
+    onnx::ModelProto m = newModel(13);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {k2p62, 4});
+    addNode(g, "relu_big_input", "Relu", {"x"}, {"y"});
+    addTensorValue(g->add_output(), "y", {k2p62, 4});
+    ok &= writeModel("graph_input_overflow.onnx", m);
+  }
+  {
+    // x: f32[1,1,8,8] -> MaxPool 2x2 (its plan is then given a 2^40 kernel by make_error_plans).
+    onnx::ModelProto m = newModel(13);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {1, 1, 8, 8});
+    onnx::NodeProto* n = addNode(g, "pool", "MaxPool", {"x"}, {"y"});
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("kernel_shape");
+    a->set_type(onnx::AttributeProto::INTS);
+    a->add_ints(2);
+    a->add_ints(2);
+    addTensorValue(g->add_output(), "y", {1, 1, 7, 7});
+    ok &= writeModel("good_maxpool.onnx", m);
   }
 
   return ok ? 0 : 1;

@@ -2,14 +2,18 @@
 // comparison: TensorFiles.cpp).
 #include "tools/driver/Driver.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <set>
+#include <vector>
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/IR/MLIRContext.h"
+#include "passes/Passes.h"
 
 namespace tandem {
 
@@ -101,14 +105,15 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
 #include <set>
 
 #include "compiler/ShapeInference.h"
+#include "runtime/FileIO.h"
 
 namespace tandem {
 
 Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::string bytes;
+  TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes));
   onnx::ModelProto m;
-  if (!m.ParseFromIstream(&in)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
+  if (!m.ParseFromString(bytes)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
   std::set<std::string> inits;
   for (auto& t : m.graph().initializer()) inits.insert(t.name());
   names->clear();
@@ -118,10 +123,10 @@ Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names)
 }
 
 Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* names) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open (" + std::strerror(errno) + ")");
+  std::string bytes;
+  TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes));
   onnx::ModelProto m;
-  if (!m.ParseFromIstream(&in)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
+  if (!m.ParseFromString(bytes)) return Status::error(path + ": not a valid ONNX model (protobuf parse failed)");
   const onnx::GraphProto& g = m.graph();
   // value name -> (node, input position) of each reader.
   std::map<std::string, std::vector<std::pair<int, int>>> readers;

@@ -9,7 +9,9 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
+#include "runtime/Device.h"
 #include "runtime/Tuning.h"
 #include "tools/driver/TensorFiles.h"
 
@@ -41,12 +43,12 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--warmup", f.warmup, "Untimed runs before timing (default: 1 when --iterations > 1, else 0)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", f.threads, "Intra-op threads (0 = auto: the cores not busy with other processes)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(threadCountCheck())->capture_default_str();
   cmd->add_flag("--step-times", f.stepTimes,
                 "Per-step times (device, kernel) from one extra, untimed, profiled run");
   cmd->add_option("--gpu-memory-fraction", f.gpuMemoryFraction,
                   "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(fractionCheck());
   cmd->add_option("--winograd", f.winograd, kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
   cmd->add_option("--tuning", f.tuning, kTuningHelp)
@@ -54,6 +56,47 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
   cmd->add_flag("--json", f.json,
                 "Print one JSON object (latency median/min/p90, outputs and their errors, devices "
                 "and peak bytes, step times) instead of the text report");
+}
+
+int maxThreads() {
+  return std::max<int>({1, (int)std::thread::hardware_concurrency(), availableCores()});
+}
+
+CLI::Validator threadCountCheck() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        long long v = 0;
+        size_t used = 0;
+        try {
+          v = std::stoll(s, &used);
+        } catch (...) {
+          used = 0;
+        }
+        if (used != s.size() || v < 0) return "thread count '" + s + "' is not an integer >= 0";
+        if (v > maxThreads())
+          return "thread count " + s + " is more than this host's " + std::to_string(maxThreads()) +
+                 " hardware threads (the maximum)";
+        return "";
+      },
+      "0..HOST_THREADS");
+}
+
+CLI::Validator fractionCheck() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        double v = NAN;
+        size_t used = 0;
+        try {
+          v = std::stod(s, &used);
+        } catch (...) {
+          used = 0;
+        }
+        // Written so that NaN fails: it compares false with everything.
+        if (used != s.size() || !(v > 0 && v <= 1))
+          return "fraction '" + s + "' is not in (0, 1]";
+        return "";
+      },
+      "(0,1]");
 }
 
 LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd,

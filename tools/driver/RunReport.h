@@ -1,6 +1,7 @@
 // Running a loaded Executable and reporting it, shared by `tandem run` and `tandem-run run`
 // (no MLIR): warm-up and timed runs, output checks against reference files, text or JSON.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,14 @@ extern const char* const kTuningHelp;
 /// Adds the RunFlags options to `cmd` with their checks (usage errors: --iterations 0,
 /// --inputs with --random, a fraction outside (0, 1], an unknown --winograd or --tuning).
 void addRunFlags(CLI::App* cmd, RunFlags& flags);
+/// The most intra-op threads a command accepts: the host's hardware threads (the larger of
+/// std::thread::hardware_concurrency and the cores this process may run on). More is a usage
+/// error naming this maximum (libgomp faults creating 100000 threads).
+int maxThreads();
+/// CLI11 check for a thread count in [0, maxThreads()] (0 = auto).
+CLI::Validator threadCountCheck();
+/// CLI11 check for a fraction in (0, 1]; NaN and 0 are usage errors.
+CLI::Validator fractionCheck();
 /// LoadOptions for threads, GPU memory fraction, Winograd policy ("auto", "2x2", "off") and
 /// kernel tuning mode ("" = $TANDEM_TUNING or measure, "measure", "cached", "off").
 LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::string& winograd,

@@ -36,26 +36,6 @@ Status readTensorDir(const std::string& dir, const std::string& prefix,
   return Status::ok();
 }
 
-Status writeFileAtomic(const std::string& path, const std::string& bytes) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::error(path + ": cannot write (" + std::strerror(errno) + ")");
-    out.write(bytes.data(), (std::streamsize)bytes.size());
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return Status::error(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp.c_str());
-    return Status::error(path + ": cannot write (" + why + ")");
-  }
-  return Status::ok();
-}
-
 template <typename T>
 static double elementAsDouble(const Tensor& t, int64_t i) {
   return (double)t.data<T>()[i];

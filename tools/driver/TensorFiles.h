@@ -1,10 +1,11 @@
 // Tensor files and checks shared by `tandem` and `tandem-run` (no MLIR): ONNX test-data
-// directories, output comparison, random inputs, atomic file writes.
+// directories, output comparison, random inputs; atomic file writes come from runtime/FileIO.h.
 #pragma once
 #include <random>
 #include <string>
 #include <vector>
 
+#include "runtime/FileIO.h"  // writeFileAtomic (output files: mkstemp, fsync, rename)
 #include "runtime/Kernel.h"  // TensorType
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
@@ -16,10 +17,6 @@ namespace tandem {
 /// Errors: `dir` missing or without PREFIX_0.pb, unreadable/corrupt tensor files (named).
 Status readTensorDir(const std::string& dir, const std::string& prefix,
                      std::vector<Tensor>* tensors, std::vector<std::string>* names);
-
-/// Writes a file atomically: to "<path>.tmp.<pid>" then rename(2), so a reader sees the old file
-/// or the whole new one. On error nothing is left behind; the message names `path` and errno.
-Status writeFileAtomic(const std::string& path, const std::string& bytes);
 
 /// Comparison of an output with its reference, ONNX backend-test style:
 /// pass iff |a-b| <= atol + rtol*|b| elementwise (NaN equal to NaN, infinities of one sign

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fstream>
+#include <new>
 #include <nlohmann/json.hpp>
 
 #include "runtime/Device.h"
@@ -129,6 +131,8 @@ int main(int argc, char** argv) {
   try {
     if (*runCmd) return runPlan(plan, run);
     if (*calCmd) return calibrate(cal);
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory");
   } catch (const std::exception& e) {
     return fail(e.what());
   }

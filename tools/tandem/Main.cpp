@@ -2,7 +2,9 @@
 // Exit codes: 0 ok, 1 model or runtime error, 2 usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 #include <iostream>
+#include <new>
 
 #include "tools/tandem/Calibrate.h"
 #include "tools/tandem/Commands.h"
@@ -45,14 +47,14 @@ int main(int argc, char** argv) {
       "bench", "Time models in the ONNX test layout (DIR/model.onnx + DIR/test_data_set_K/)");
   benchCmd->add_option("dirs", bench.dirs, "Model directories")->required();
   benchCmd->add_option("--threads", bench.threads, "Thread counts to time")->delimiter(',')
-      ->capture_default_str();
+      ->check(tandem::threadCountCheck())->capture_default_str();
   benchCmd->add_option("--min-runs", bench.minRuns, "Timed runs at least")->capture_default_str();
   benchCmd->add_option("--min-sec", bench.minSec, "Timed seconds at least")->capture_default_str();
   benchCmd->add_option("--warmup", bench.warmup, "Untimed runs first")->capture_default_str();
   benchCmd->add_option("--data-sets", bench.dataSets, "Only these test_data_set indices")->delimiter(',');
   benchCmd->add_option("--gpu-memory-fraction", bench.gpuMemoryFraction,
                        "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(tandem::fractionCheck());
   benchCmd->add_option("--winograd", bench.winograd, tandem::kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
   benchCmd->add_option("--tuning", bench.tuning, tandem::kTuningHelp)
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
       ->required();
   tuneCmd->add_option("--dim", tune.dims, "Symbolic dim values, one load each: NAME=V1,V2 (e.g. N=1,32)");
   tuneCmd->add_option("--threads", tune.threads, "Thread counts (intra-op), one load each")
-      ->delimiter(',')->check(CLI::PositiveNumber)->capture_default_str();
+      ->delimiter(',')->check(CLI::PositiveNumber & tandem::threadCountCheck())->capture_default_str();
   tuneCmd->add_option("--winograd", tune.winograd, tandem::kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
 
@@ -77,7 +79,7 @@ int main(int argc, char** argv) {
   calibrateCmd->add_option("--seconds", calibrate.seconds, "Measurement budget in seconds")
       ->check(CLI::PositiveNumber)->capture_default_str();
   calibrateCmd->add_option("--threads", calibrate.threads, "Threads (0 = auto: the cores not busy with other processes, as tandem run)")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(tandem::threadCountCheck())->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -90,12 +92,23 @@ int main(int argc, char** argv) {
                  e.what());
     return 2;
   }
-  if (*devicesCmd) return runDevices(devices);
-  if (*kernelsCmd) return runKernels(kernels);
-  if (*compileCmd) return runCompile(compile);
-  if (*runCmd) return runRun(run);
-  if (*benchCmd) return runBench(bench);
-  if (*calibrateCmd) return runCalibrate(calibrate);
-  if (*tuneCmd) return runTune(tune);
+  // Allocation (Tensor::alloc: "out of memory allocating N bytes for ..."), oneDNN
+  // (dnnl::error) and the standard library report failures by exception; none may escape a
+  // command as an abort. Any output file is still a temporary then, removed by its destructor.
+  try {
+    if (*devicesCmd) return runDevices(devices);
+    if (*kernelsCmd) return runKernels(kernels);
+    if (*compileCmd) return runCompile(compile);
+    if (*runCmd) return runRun(run);
+    if (*benchCmd) return runBench(bench);
+    if (*calibrateCmd) return runCalibrate(calibrate);
+    if (*tuneCmd) return runTune(tune);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tandem: error: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tandem: error: %s\n", e.what());
+    return 1;
+  }
   return 2;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/CheckedMath.h"
 
 namespace tandem {
 namespace ref {
@@ -300,7 +301,9 @@ Status createPad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       std::vector<std::vector<int64_t>> map(r);
       for (int64_t d = 0; d < r; ++d) {
         const int64_t n = xs[d];
-        if (n + pb[d] + pe[d] != ys[d])
+        int64_t padded;
+        if (!checkedAdd(n, pb[d], &padded) || !checkedAdd(padded, pe[d], &padded) ||
+            padded != ys[d])
           return opError(name, "padding dim " + std::to_string(d) + " of " + shapeToString(xs) +
                                    " does not give the output " + shapeToString(ys));
         if (mode != "constant" && n == 0 && ys[d] > 0)
@@ -351,7 +354,8 @@ Status createTile(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
         return opError(name, "repeats must have one value per input dim");
       std::vector<std::vector<int64_t>> map(xs.size());
       for (size_t d = 0; d < xs.size(); ++d) {
-        if (repeats[d] < 0 || xs[d] * repeats[d] != ys[d])
+        int64_t tiled;
+        if (repeats[d] < 0 || !checkedMul(xs[d], repeats[d], &tiled) || tiled != ys[d])
           return opError(name,
                          "repeats do not turn " + shapeToString(xs) + " into " + shapeToString(ys));
         for (int64_t o = 0; o < ys[d]; ++o) map[d].push_back(o % xs[d]);

@@ -4,6 +4,7 @@
 
 #include "runtime/OpTable.h"
 #include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/CheckedMath.h"
 
 namespace tandem {
 
@@ -225,8 +226,19 @@ Status windowTable(const OpName& op, const Shape& iter, const Shape& bounds,
                    const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                    const std::vector<int64_t>& dilations, const std::vector<int64_t>& pads,
                    WindowTable* table) {
-  if (numElements(bounds) >= int64_t(std::numeric_limits<int32_t>::max()))
+  const int64_t nb = numElements(bounds);
+  if (nb < 0 || nb >= int64_t(std::numeric_limits<int32_t>::max()))
     return opError(op, "spatial extent " + shapeToString(bounds) + " is too large");
+  // kernel_shape comes from the plan (untrusted): K * P int32 entries must be a table one
+  // tensor could be, else a [2^40, 3] kernel allocates (or loops) for ever.
+  int64_t tableBytes = 0;
+  for (int64_t k : kernel)
+    if (k <= 0) return opError(op, "kernel_shape " + shapeToString(kernel) + " has a dim < 1");
+  std::vector<int64_t> tableShape = kernel;
+  tableShape.insert(tableShape.end(), iter.begin(), iter.end());
+  if (std::string e = checkTensorSize(tableShape, 4, "i32", &tableBytes); !e.empty())
+    return opError(op, "kernel_shape " + shapeToString(kernel) + " over output window " +
+                           shapeToString(iter) + ": the window table of " + e);
   const int64_t P = numElements(iter), K = numElements(kernel);
   const size_t r = iter.size();
   const std::vector<int64_t> bst = rowMajorStrides(bounds);

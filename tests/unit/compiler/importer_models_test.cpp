@@ -161,7 +161,7 @@ TEST_F(ImporterModels, CorruptBytes) {
 TEST_F(ImporterModels, MissingFile) {
   std::string err;
   EXPECT_FALSE(importOnnxFile(&ctx, "/nonexistent/x.onnx", {}, &err));
-  EXPECT_EQ(err, "/nonexistent/x.onnx: cannot open file");
+  EXPECT_EQ(err, "/nonexistent/x.onnx: cannot open ONNX model file (No such file or directory)");
 }
 
 TEST_F(ImporterModels, NoGraph) {
@@ -600,7 +600,7 @@ TEST(OnnxTensor, FileRoundTrip) {
   std::remove(path.c_str());
 
   Status st = readTensorFile("/nonexistent/input_0.pb", &back);
-  EXPECT_EQ(st.message(), "/nonexistent/input_0.pb: cannot open file");
+  EXPECT_EQ(st.message(), "/nonexistent/input_0.pb: cannot open file (No such file or directory)");
 }
 
 TEST(OnnxTensor, BackendTestDataFile) {
