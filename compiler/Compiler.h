@@ -38,6 +38,11 @@ struct CompileOptions {
   bool strictPlacement = false;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
   bool fuse = true;
+  /// Verify the IR after every pass (--verify-each-pass, or TANDEM_VERIFY_EACH_PASS=1 in the
+  /// environment; the tests set it) instead of once, before the plan is emitted. Verifying
+  /// re-runs every op's shape inference, about a quarter of a large model's compile time
+  /// per verification; per pass, a broken rewrite is caught at the pass that made it.
+  bool verifyEachPass = false;
   /// When non-null, the IR is printed here after every pass (--print-ir-after-all).
   llvm::raw_ostream* printIrAfterAll = nullptr;
 };
@@ -57,6 +62,12 @@ struct CompileResult {
   std::string placementLogJson;  // same content, JSON (schema in compiler/PlacementLog.md)
   std::string placementLogDot;   // Graphviz: ops coloured by device, copies as marked edges
   std::vector<std::string> notes;  // e.g. "symbolic dim 'N' bound to 1"
+  /// Per device: kernels (ops other than copies and constants) before and after fusion, as
+  /// the placement log's summary has them.
+  std::map<std::string, int64_t> kernelsBeforeFusion, kernelsAfterFusion;
+  /// Wall seconds of each pipeline step that ran, in order: the passes by their argument
+  /// ("tandem-place"), then "emit-plan" (tandem compile --time-passes prints them).
+  std::vector<std::pair<std::string, double>> stepSeconds;
 };
 
 /// Runs verify → infer-shapes → canonicalize → place → insert-transfers → fuse → plan-memory →

@@ -403,7 +403,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
                    placement::PlacementPolicy::Gpu}) {
       placement::PlacerOptions b;
       b.policy = p;
-      placement::PlaceResult r = p == cfg.policy ? result : placement::placeGraph(problem, b);
+      // With one device every policy gives the same placement, so the same cost.
+      placement::PlaceResult r =
+          p == cfg.policy || pr.numDevices == 1 ? result : placement::placeGraph(problem, b);
       if (r.ok())
         estimates.push_back({mlir::StringAttr::get(ctx, placement::policyName(p)),
                              estimateAttr(r.placement.cost)});

@@ -74,6 +74,9 @@ class TimingCache {
   /// The same for op timings (kernelOpTimingKey).
   const OpTiming* findOp(const std::string& key) const;
   void putOp(const std::string& key, OpTiming t);
+  /// Whether some op timing is of this op type: lets a caller skip building keys (a string
+  /// of the whole instance) for ops the cache cannot hold.
+  bool hasOpType(const std::string& opType) const { return opTypes_.count(opType) > 0; }
   bool changed() const { return !added_.empty() || !addedOps_.empty(); }
   size_t size() const { return entries_.size(); }
   /// Writes the entries put() since load() merged into what `path` holds now (another process
@@ -86,6 +89,8 @@ class TimingCache {
   std::set<std::string> added_;
   std::map<std::string, OpTiming> ops_;
   std::set<std::string> addedOps_;
+  std::set<std::string> opTypes_;  // the "op=" field of the keys of ops_
+  void noteOpType(const std::string& key);
 };
 
 }  // namespace tandem

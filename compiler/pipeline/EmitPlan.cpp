@@ -457,6 +457,8 @@ class PlanEmitter {
     }
     result_->placementLogText = text.str();
     result_->placementLogDot = dot();
+    result_->kernelsBeforeFusion = opsPerDevice_;
+    result_->kernelsAfterFusion = kernelsAfter_;
 
     std::vector<std::string> devices;
     if (auto list = module_->getAttrOfType<mlir::ArrayAttr>(kDevicesAttr))
@@ -465,12 +467,19 @@ class PlanEmitter {
     j["version"] = 1;
     j["model"] = plan_.model_name();
     j["devices"] = devices;
-    j["ops"] = ops_.empty() ? nlohmann::json::array() : nlohmann::json(ops_);
-    j["copies"] = copies_.empty() ? nlohmann::json::array() : nlohmann::json(copies_);
+    // Moved, not copied: a large model has hundreds of thousands of entries.
+    auto arrayOf = [](std::vector<nlohmann::json>& v) {
+      nlohmann::json a = nlohmann::json::array();
+      a.get_ref<nlohmann::json::array_t&>() = std::move(v);
+      return a;
+    };
+    const size_t numCopies = copies_.size();
+    j["ops"] = arrayOf(ops_);
+    j["copies"] = arrayOf(copies_);
     j["constants"] = {{"count_per_device", constantsPerDevice_},
                       {"bytes_per_device", constantBytesPerDevice_}};
     j["summary"] = {{"ops_per_device", opsPerDevice_},
-                    {"copies", copies_.size()},
+                    {"copies", numCopies},
                     {"bytes_moved", bytesMoved_},
                     {"arena_peak_bytes", peak},
                     {"arena_unplanned_bytes", unplanned},

@@ -1,6 +1,8 @@
 // compileModule: the pass pipeline as straight-line code, one step per line (Halide Lower.cpp
 // style), with the IR printable after every step.
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <set>
 
 #include "compiler/Compiler.h"
@@ -8,6 +10,7 @@
 #include "compiler/pipeline/EmitPlan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "passes/Passes.h"
 
@@ -30,11 +33,30 @@ void printIr(mlir::ModuleOp module, const CompileOptions& options, llvm::StringR
   os.flush();
 }
 
-// Runs one pass on the module (the pass manager also verifies the IR after it).
+// Wall seconds of one pipeline step into CompileResult::stepSeconds, however it ends.
+struct StepTimer {
+  CompileResult* result;
+  std::string step;
+  std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
+  ~StepTimer() {
+    result->stepSeconds.push_back(
+        {step, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+  }
+};
+
+bool verifyEachPass(const CompileOptions& options) {
+  const char* env = std::getenv("TANDEM_VERIFY_EACH_PASS");
+  return options.verifyEachPass || (env && std::string(env) == "1");
+}
+
+// Runs one pass on the module; the pass manager verifies the IR after it when asked
+// (CompileOptions::verifyEachPass), else compileModule verifies once at the end.
 mlir::LogicalResult runPass(mlir::ModuleOp module, std::unique_ptr<mlir::Pass> pass,
-                            const CompileOptions& options) {
+                            const CompileOptions& options, CompileResult* result) {
   std::string name = pass->getArgument().str();
+  StepTimer timer{result, name};
   mlir::PassManager pm(module->getContext(), mlir::ModuleOp::getOperationName());
+  pm.enableVerifier(verifyEachPass(options));
   pm.addPass(std::move(pass));
   if (mlir::failed(pm.run(module))) return mlir::failure();
   printIr(module, options, name);
@@ -93,14 +115,21 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   loadTandemDialects(module->getContext());
   if (mlir::failed(checkPinsNameNodes(module, options))) return mlir::failure();
   if (mlir::failed(bindInputs(module, options, result))) return mlir::failure();
-  if (mlir::failed(runPass(module, createVerifyPass(), options))) return mlir::failure();
-  if (mlir::failed(runPass(module, createInferShapesPass(), options))) return mlir::failure();
-  if (mlir::failed(runPass(module, createCanonicalizePass(), options))) return mlir::failure();
-  if (mlir::failed(runPass(module, placePass(options), options))) return mlir::failure();
-  if (mlir::failed(runPass(module, createInsertTransfersPass(), options))) return mlir::failure();
-  if (options.fuse && mlir::failed(runPass(module, createFusePass(), options)))
-    return mlir::failure();
-  if (mlir::failed(runPass(module, createPlanMemoryPass(), options))) return mlir::failure();
+  auto run = [&](std::unique_ptr<mlir::Pass> pass) {
+    return runPass(module, std::move(pass), options, result);
+  };
+  if (mlir::failed(run(createVerifyPass()))) return mlir::failure();
+  if (mlir::failed(run(createInferShapesPass()))) return mlir::failure();
+  if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
+  if (mlir::failed(run(placePass(options)))) return mlir::failure();
+  if (mlir::failed(run(createInsertTransfersPass()))) return mlir::failure();
+  if (options.fuse && mlir::failed(run(createFusePass()))) return mlir::failure();
+  if (mlir::failed(run(createPlanMemoryPass()))) return mlir::failure();
+  if (!verifyEachPass(options)) {
+    StepTimer timer{result, "verify-ir"};
+    if (mlir::failed(mlir::verify(module))) return mlir::failure();
+  }
+  StepTimer timer{result, "emit-plan"};
   if (mlir::failed(emitPlan(module, result))) return mlir::failure();
   return mlir::success();
 }

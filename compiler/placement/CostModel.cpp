@@ -129,7 +129,7 @@ void CostModel::loadKernelTimings(const std::string& path) {
 }
 
 double CostModel::measuredCpuSeconds(const KernelContext& op) const {
-  if (timingThreads_.empty()) return -1;
+  if (timingThreads_.empty() || !kernelTimings_.hasOpType(op.opType)) return -1;
   KernelContext c = op;
   for (int t : timingThreads_) {
     c.threads = t;

@@ -201,6 +201,8 @@ void TimingCache::load(const std::string& path, std::string* note) {
     *note = "kernel timing cache " + path + " ignored (" + why + "); it will be replaced";
   entries_ = std::move(file.entries);
   ops_ = std::move(file.ops);
+  opTypes_.clear();
+  for (const auto& kv : ops_) noteOpType(kv.first);
 }
 
 const OpTiming* TimingCache::findOp(const std::string& key) const {
@@ -209,6 +211,7 @@ const OpTiming* TimingCache::findOp(const std::string& key) const {
 }
 
 void TimingCache::putOp(const std::string& key, OpTiming t) {
+  noteOpType(key);
   ops_[key] = std::move(t);
   addedOps_.insert(key);
 }
@@ -221,6 +224,14 @@ const KernelTimings* TimingCache::find(const std::string& key) const {
 void TimingCache::put(const std::string& key, KernelTimings t) {
   entries_[key] = std::move(t);
   added_.insert(key);
+}
+
+void TimingCache::noteOpType(const std::string& key) {
+  // Keys read "...|op=TYPE|attrs=..." (timingKey above).
+  size_t b = key.find("|op=");
+  if (b == std::string::npos) return;
+  b += 4;
+  opTypes_.insert(key.substr(b, key.find('|', b) - b));
 }
 
 Status TimingCache::save(const std::string& path) const {

@@ -3,6 +3,7 @@
 #include "tools/driver/Driver.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -78,7 +79,10 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
   mlir::OwningOpRef<mlir::ModuleOp> module;
   {
     DiagnosticCollector diags(&ctx);
+    auto t0 = std::chrono::steady_clock::now();
     module = importOnnxFile(&ctx, path, importOptions, &error);
+    result->stepSeconds.push_back(
+        {"import", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
     if (!module) {
       if (error.empty()) error = diags.joined();
       return Status::error(error.empty() ? path + ": import failed" : error);

@@ -60,6 +60,7 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
   }
   c->strictPlacement = f.strictPlacement;
   c->fuse = !f.noFuse;
+  c->verifyEachPass = f.verifyEachPass;
   if (!f.target.empty()) {
     DeviceSet set;
     Status st = DeviceSet::parse(f.target, &set);
@@ -75,6 +76,16 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
 
 void printNotes(const CompileResult& r) {
   for (const std::string& n : r.notes) std::fprintf(stderr, "tandem: note: %s\n", n.c_str());
+}
+
+void printStepTimes(const CommonCompileFlags& f, const CompileResult& r) {
+  if (!f.timePasses) return;
+  double total = 0;
+  for (const auto& [step, s] : r.stepSeconds) total += s;
+  for (const auto& [step, s] : r.stepSeconds)
+    std::fprintf(stderr, "tandem: time: %-24s %9.3f s  %5.1f%%\n", step.c_str(), s,
+                 total > 0 ? 100 * s / total : 0.0);
+  std::fprintf(stderr, "tandem: time: %-24s %9.3f s\n", "total", total);
 }
 
 void printPlacementLog(const CommonCompileFlags& f, const CompileResult& r) {
@@ -110,6 +121,7 @@ Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
   if (flags.printIrAfterAll) std::cerr << irStream.str();
   if (!st.isOk()) return st;
   printNotes(out->compiled);
+  printStepTimes(flags, out->compiled);
   return Executable::load(out->compiled.plan, lo, &out->exe).withContext(path);
 }
 
@@ -140,6 +152,10 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
       ->expected(0, 1)
       ->check(CLI::IsMember({"", "text", "json", "dot"}));
   cmd->add_flag("--print-ir-after-all", f.printIrAfterAll, "Print the IR after every pass (stderr)");
+  cmd->add_flag("--verify-each-pass", f.verifyEachPass,
+                "Verify the IR after every pass (default: once, before the plan is emitted)");
+  cmd->add_flag("--time-passes", f.timePasses,
+                "Print the wall time of the import, each pass and the plan's emission (stderr)");
 }
 
 int runDevices(const DevicesOptions& o) {
@@ -196,6 +212,7 @@ int runCompile(const CompileOptionsCli& o) {
   if (!st.isOk()) return fail(st.message());
   printNotes(r);
   printPlacementLog(o.common, r);
+  printStepTimes(o.common, r);
   if (!o.weights.empty()) {
     ExternalizeStats ws;
     st = externalizeConstants(&r.plan, o.weights, o.output, &ws);
@@ -215,16 +232,15 @@ int runCompile(const CompileOptionsCli& o) {
                (long long)unplanned);
   // Per device: kernels before and after fusion (copies excluded), arena peak vs the sum of
   // all intermediates.
-  auto log = nlohmann::json::parse(r.placementLogJson, nullptr, /*allow_exceptions=*/false);
-  if (!log.is_discarded() && log.contains("summary")) {
-    const auto& sum = log["summary"];
-    for (auto& a : r.plan.arenas()) {
-      const std::string& d = a.device();
-      long long before = sum["kernels_before_fusion"].value(d, 0LL);
-      long long after = sum["kernels_after_fusion"].value(d, 0LL);
-      std::fprintf(stderr, "tandem: %s: %lld kernels before fusion, %lld after; arena peak %lld bytes of %lld bytes of intermediates\n",
-                   d.c_str(), before, after, (long long)a.bytes(), (long long)a.unplanned_bytes());
-    }
+  for (auto& a : r.plan.arenas()) {
+    const std::string& d = a.device();
+    auto count = [&](const std::map<std::string, int64_t>& m) {
+      auto it = m.find(d);
+      return (long long)(it == m.end() ? 0 : it->second);
+    };
+    std::fprintf(stderr, "tandem: %s: %lld kernels before fusion, %lld after; arena peak %lld bytes of %lld bytes of intermediates\n",
+                 d.c_str(), count(r.kernelsBeforeFusion), count(r.kernelsAfterFusion), (long long)a.bytes(),
+                 (long long)a.unplanned_bytes());
   }
   return kExitOk;
 }

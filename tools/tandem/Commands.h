@@ -23,6 +23,8 @@ struct CommonCompileFlags {
   std::string logPlacement;           // "", "text", "json", "dot"
   bool logPlacementSet = false;
   bool printIrAfterAll = false;
+  bool timePasses = false;  // --time-passes: wall time of import, each pass, emit
+  bool verifyEachPass = false;  // --verify-each-pass
 };
 void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f);
 

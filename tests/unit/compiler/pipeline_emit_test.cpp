@@ -2,6 +2,8 @@
 // bytes, steps) and the placement log (text lines and JSON).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -204,6 +206,36 @@ TEST_F(PipelineTest, TwoDevicesGetOneCopyPerValueAndTwoArenas) {
   EXPECT_EQ(j["copies"][0]["bytes"], 32);
   EXPECT_EQ(j["copies"][1]["from"], "cpu:1");
   EXPECT_EQ(j["copies"][1]["to"], "cpu");
+  EXPECT_EQ(j["summary"]["copies"], 2);
+  // The typed summary agrees with the log's.
+  EXPECT_EQ(r.kernelsBeforeFusion, (std::map<std::string, int64_t>{{"cpu", 1}, {"cpu:1", 2}}));
+  EXPECT_EQ(j["summary"]["kernels_after_fusion"]["cpu:1"], r.kernelsAfterFusion["cpu:1"]);
+}
+
+TEST_F(PipelineTest, StepTimesNameEveryPassInOrder) {
+  // ctest sets TANDEM_VERIFY_EACH_PASS=1 for every test; this one sets the option itself.
+  const char* env = std::getenv("TANDEM_VERIFY_EACH_PASS");
+  std::string saved = env ? env : "";
+  unsetenv("TANDEM_VERIFY_EACH_PASS");
+  for (bool eachPass : {false, true}) {
+    CompileOptions options;
+    ASSERT_TRUE(setTargetDevices(&options, "cpu").isOk());
+    options.verifyEachPass = eachPass;
+    CompileResult r;
+    ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
+    std::vector<std::string> steps;
+    for (const auto& [step, seconds] : r.stepSeconds) {
+      steps.push_back(step);
+      EXPECT_GE(seconds, 0.0) << step;
+    }
+    std::vector<std::string> want = {"tandem-verify", "tandem-infer-shapes", "tandem-canonicalize",
+                                     "tandem-place", "tandem-insert-transfers", "tandem-fuse",
+                                     "tandem-plan-memory"};
+    if (!eachPass) want.push_back("verify-ir");  // once, before the plan is emitted
+    want.push_back("emit-plan");
+    EXPECT_EQ(steps, want) << "verifyEachPass " << eachPass;
+  }
+  if (env) setenv("TANDEM_VERIFY_EACH_PASS", saved.c_str(), 1);
 }
 
 TEST_F(PipelineTest, StrictPinWithoutKernelFails) {
