@@ -7,9 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include "compiler/IrConventions.h"
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
-#include "passes/Passes.h"
 #include "runtime/CheckedMath.h"
 
 namespace tandem {
