@@ -10,6 +10,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/CSE.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 #include "runtime/Kernel.h"
 #include "runtime/CheckedMath.h"

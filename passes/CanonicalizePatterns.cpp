@@ -8,6 +8,7 @@
 
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 
 namespace tandem {

@@ -11,6 +11,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "passes/FuseCuda.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 #include "runtime/OpTable.h"
 

@@ -4,6 +4,7 @@
 
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 #include "runtime/OpTable.h"
 

@@ -1,5 +1,6 @@
 // --tandem-infer-shapes: bind symbolic input dims, then re-infer every result type in order.
 #include "compiler/TandemDialect.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 
 namespace tandem {

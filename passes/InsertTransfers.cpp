@@ -2,6 +2,7 @@
 // consumers on that device.
 #include "compiler/TandemDialect.h"
 #include "mlir/IR/Builders.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 
 namespace tandem {

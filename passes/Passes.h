@@ -1,4 +1,5 @@
-// Tandem's passes (declared in Passes.td, one per file) and the small helpers they share.
+// Tandem's passes (declared in Passes.td, one per file). The IR conventions they share with plan
+// emission (attribute names, value names, devices) are in compiler/IrConventions.h.
 #pragma once
 #include <map>
 #include <memory>
@@ -58,74 +59,7 @@ std::unique_ptr<mlir::Pass> createPlanMemoryPass(const TandemPlanMemoryOptions& 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-// ---- IR conventions shared by passes and plan emission ----
-
-/// Discardable attributes the passes set on ops.
-inline constexpr const char* kDeviceAttr = "device";                             // StrAttr
-inline constexpr const char* kPlacementReasonAttr = "placement_reason";          // StrAttr
-inline constexpr const char* kPlacementCandidatesAttr = "placement_candidates";  // [StrAttr]
-inline constexpr const char* kPlacementCostsAttr = "placement_costs";  // {device: f64 seconds}
-// {device: StrAttr}: devices where placement_costs is the runtime's measured time (the kernel
-// timing cache) rather than a model: "measured" for the op's own step or a group it heads,
-// "measured-group" for an op fused into a measured head (its time is in the head's). Absent
-// when no cost was measured.
-inline constexpr const char* kPlacementSourcesAttr = "placement_cost_sources";
-// {into: producer name, devices: [StrAttr]}: the op fuses into its producer on these devices,
-// and placement_costs there are the fused costs (cpuFusesIntoProducer, passes/Fuse.cpp).
-inline constexpr const char* kPlacementFusionAttr = "placement_fusion";
-// {device: StrAttr why}: devices with a kernel for the op's dtypes that refuse this instance
-// (attributes, shapes: compiler/placement/KernelCapabilities.h deviceKindRejects).
-inline constexpr const char* kPlacementRefusedAttr = "placement_refused";
-inline constexpr const char* kArenaOffsetAttr = "arena_offset";  // I64ArrayAttr, per result
-inline constexpr const char* kFusionRefusedAttr = "fusion_refused";  // StrAttr: why not fused
-/// StrAttr on a cheap producer copied into each of its readers' groups (--tandem-fuse's
-/// duplication), e.g. "a copy in each of 2 readers"; `fusion_not_duplicated` says why one that
-/// qualified otherwise was not ("Exp is expensive (2 readers)").
-inline constexpr const char* kFusionDuplicatedAttr = "fusion_duplicated";
-inline constexpr const char* kFusionNotDuplicatedAttr = "fusion_not_duplicated";
-/// [StrAttr] per result: "blocked" where the value stays in oneDNN's channel-blocked layout
-/// between CPU steps (set by --tandem-fuse; emitted as step input_layouts/output_layouts).
-inline constexpr const char* kResultLayoutsAttr = "result_layouts";
-/// @main argument/result attributes.
-inline constexpr const char* kNameAttr = "tandem.name";                    // ONNX input/output name
-inline constexpr const char* kDimParamsAttr = "tandem.dim_params";         // [StrAttr] per dim
-inline constexpr const char* kArgDeviceAttr = "tandem.device";             // where an input arrives
-inline constexpr const char* kArgArenaOffsetAttr = "tandem.arena_offset";  // i64
-/// Module attributes.
-inline constexpr const char* kModelNameAttr = "tandem.model_name";
-inline constexpr const char* kPlacementEstimatesAttr = "tandem.placement_estimates";  // {policy: {total_s, makespan_s}}
-inline constexpr const char* kPlacementPolicyAttr = "tandem.placement_policy";  // StrAttr
-inline constexpr const char* kCopyEstimatesAttr = "tandem.copy_estimates";  // {"value->to": f64 s}
-inline constexpr const char* kDevicesAttr = "tandem.devices";  // [StrAttr], the targets placed on
-inline constexpr const char* kArenaPeakAttr = "tandem.arena_peak_bytes";            // {dev: i64}
-inline constexpr const char* kArenaUnplannedAttr = "tandem.arena_unplanned_bytes";  // {dev: i64}
-
-/// The graph: `func.func @main` of `module`, or null.
-mlir::func::FuncOp getMainFunc(mlir::ModuleOp module);
-
-/// The node name a location carries: NameLoc's name (looking through FusedLoc and CallSiteLoc),
-/// or "" when there is none.
-std::string nodeName(mlir::Location loc);
-
-/// A location as text for logs and plans: "conv1", "conv1 at model.py:12:3", "f.mlir:3:8"; ""
-/// for an unknown location.
-std::string locationString(mlir::Location loc);
-
-/// A readable name for a value, for messages and the plan: the `tandem.name` of an @main
-/// argument ("x", else "arg0"); the producer's node name for results ("conv1", "split:1" for
-/// result 1), or "<OpType>@<locationString>" ("Relu@f.mlir:3:8") when the producer has no name.
-std::string valueName(mlir::Value v);
-
-/// Canonical device name: lower case, "/device:GPU:0", "gpu:0", "cuda" -> "cuda:0";
-/// "CPU:0", "/cpu:0" -> "cpu"; "cpu:1" stays. Returns "" for something that is not a device.
-std::string canonicalDevice(const std::string& name);
-/// "cpu" for "cpu:1", "cuda" for "cuda:0".
-std::string deviceKindOf(const std::string& device);
-
-/// The device an op (`device` attribute) or an @main argument (`tandem.device`) was placed on;
-/// "" when unplaced or not a placed value.
-std::string deviceOfOp(mlir::Operation* op);
-std::string deviceOfValue(mlir::Value v);
+// ---- Pass entry points used outside the pass manager ----
 
 /// Rewrites @main's argument types (and leaves result types to inference): `inputShapes` by
 /// `tandem.name` fix whole shapes; `dimBindings` bind symbolic dims by their `tandem.dim_params`
@@ -138,10 +72,6 @@ mlir::LogicalResult bindInputShapes(mlir::ModuleOp module,
                                     const std::map<std::string, Shape>& inputShapes,
                                     int64_t defaultDim, std::vector<std::string>* notes);
 
-/// Re-infers `op`'s result types from its current operands (refining dynamic dims) and sets
-/// them. Non-tandem ops are left alone. Errors are emitted on the op's location.
-mlir::LogicalResult reinferResultTypes(mlir::Operation* op);
-
 /// Canonicalization's composite-op recognition (CanonicalizePatterns.cpp), with `op` the last
 /// op of a pattern: GELU in erf and tanh forms -> Gelu; LayerNorm written out over the last
 /// axis (ReduceMean, Sub, Pow or Mul, ReduceMean, Add eps, Sqrt, Div, optional constant scale
@@ -150,8 +80,5 @@ mlir::LogicalResult reinferResultTypes(mlir::Operation* op);
 /// made dead are left for DCE. Returns false, the IR untouched, on anything else (any op
 /// type, rank 0 included): the whole pattern is checked before the first change.
 bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op);
-
-/// Makes @main's result types equal to the types of the values it returns.
-void updateMainResultTypes(mlir::func::FuncOp main);
 
 }  // namespace tandem

@@ -10,6 +10,7 @@
 #include "compiler/placement/OpWork.h"
 #include "compiler/placement/Placer.h"
 #include "compiler/TandemDialect.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 #include "runtime/Kernel.h"
 

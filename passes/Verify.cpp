@@ -2,6 +2,7 @@
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "mlir/IR/Verifier.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 
 namespace tandem {

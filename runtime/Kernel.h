@@ -86,6 +86,11 @@ struct KernelDef {
   /// Optional finer check at load time (shapes/attributes); when it returns false the next
   /// def is tried. Null means "always".
   std::function<bool(const KernelContext&)> supportsContext;
+  /// Optional (ggml's supports_op): why this def cannot run the instance `ctx` describes
+  /// although it accepts its dtypes, or "" when it can. Compiled into every build (no backend
+  /// headers), so the placer asks it before a plan is made and the loader before create().
+  /// Reads attributes, static shapes and which inputs are constants, never constant values.
+  std::function<std::string(const KernelContext&)> rejects;
   KernelFactory create;
   /// Optional: the implementations this def can build for `ctx`, by KernelContext::variant
   /// name, cheapest checks only (shape, constness, host ISA). Null or fewer than two names:
@@ -105,6 +110,10 @@ class KernelRegistry {
   /// placer.)
   bool supports(const std::string& opType, const std::string& deviceKind,
                 const std::vector<DType>& inputDTypes) const;
+  /// Compile time: why `deviceKind` cannot run this op instance (ctx: op type, attributes,
+  /// static operand types, constant markers), or "" when one of its defs for these dtypes can
+  /// (KernelDef::rejects). "" also when no def accepts the dtypes: that is supports()'s answer.
+  std::string rejects(const std::string& deviceKind, const KernelContext& ctx) const;
   /// Run time: creates the best kernel. Error names the op and dtypes when none fits.
   Status create(const std::string& deviceKind, const KernelContext& ctx,
                 std::unique_ptr<Kernel>* out) const;
@@ -113,8 +122,18 @@ class KernelRegistry {
   std::vector<std::string> variants(const std::string& deviceKind, const KernelContext& ctx) const;
   const std::vector<KernelDef>& all() const { return defs_; }
 
+  /// A backend not built into this binary registers what its kernels accept and reject (defs
+  /// without `create`), so plans can be made for hardware that is not present (DESIGN §2
+  /// DeviceSet). supports() and rejects() read them for a device kind with no kernel in all().
+  void addCapability(KernelDef def) { capabilities_.push_back(std::move(def)); }
+  /// True when `deviceKind`'s answers come from such capabilities (its backend is not built).
+  bool capabilityOnly(const std::string& deviceKind) const;
+
  private:
+  /// The defs that answer feasibility questions for `deviceKind`.
+  const std::vector<KernelDef>& answering(const std::string& deviceKind) const;
   std::vector<KernelDef> defs_;
+  std::vector<KernelDef> capabilities_;
 };
 
 /// Helpers for `accepts`.
@@ -126,6 +145,6 @@ std::function<bool(const std::vector<DType>&)> acceptsFirstInput(std::vector<DTy
 // runtime/cpu/ref/Register.cpp); a new family adds its function here and there.
 void registerCpuReferenceKernels(KernelRegistry& r);  // runtime/cpu/ref/*.cpp
 void registerCpuDnnlKernels(KernelRegistry& r);       // runtime/cpu/dnnl/*.cpp
-void registerCudaKernels(KernelRegistry& r);          // runtime/cuda/*.cpp (none when not built)
+void registerCudaKernels(KernelRegistry& r);          // runtime/cuda/*.cpp (capabilities only when not built)
 
 }  // namespace tandem

@@ -12,6 +12,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
+#include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 
 namespace tandem {

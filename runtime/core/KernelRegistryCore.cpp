@@ -13,12 +13,46 @@ void KernelRegistry::add(KernelDef def) {
   defs_.insert(it, std::move(def));
 }
 
+bool KernelRegistry::capabilityOnly(const std::string& deviceKind) const {
+  for (const KernelDef& d : defs_)
+    if (d.deviceKind == deviceKind) return false;
+  for (const KernelDef& d : capabilities_)
+    if (d.deviceKind == deviceKind) return true;
+  return false;
+}
+
+const std::vector<KernelDef>& KernelRegistry::answering(const std::string& deviceKind) const {
+  return capabilityOnly(deviceKind) ? capabilities_ : defs_;
+}
+
 bool KernelRegistry::supports(const std::string& opType, const std::string& deviceKind,
                               const std::vector<DType>& inputDTypes) const {
-  for (const KernelDef& d : defs_)
+  for (const KernelDef& d : answering(deviceKind))
     if (d.opType == opType && d.deviceKind == deviceKind && (!d.accepts || d.accepts(inputDTypes)))
       return true;
   return false;
+}
+
+namespace {
+std::vector<DType> presentDTypes(const KernelContext& ctx) {
+  std::vector<DType> dts;
+  for (const TensorType& t : ctx.inputTypes)
+    if (t.present()) dts.push_back(t.dtype);
+  return dts;
+}
+}  // namespace
+
+std::string KernelRegistry::rejects(const std::string& deviceKind, const KernelContext& ctx) const {
+  const std::vector<DType> dts = presentDTypes(ctx);
+  std::string why;
+  for (const KernelDef& d : answering(deviceKind)) {
+    if (d.opType != ctx.opType || d.deviceKind != deviceKind) continue;
+    if (d.accepts && !d.accepts(dts)) continue;
+    std::string r = d.rejects ? d.rejects(ctx) : "";
+    if (r.empty()) return "";
+    if (why.empty()) why = r;
+  }
+  return why;
 }
 
 namespace {
@@ -38,14 +72,18 @@ bool hasBlockedLayout(const KernelContext& ctx) {
 Status KernelRegistry::create(const std::string& deviceKind, const KernelContext& ctx,
                               std::unique_ptr<Kernel>* out) const {
   const bool blocked = hasBlockedLayout(ctx);
-  std::vector<DType> dts;
-  for (const TensorType& t : ctx.inputTypes)
-    if (t.present()) dts.push_back(t.dtype);
+  const std::vector<DType> dts = presentDTypes(ctx);
   std::string lastError;
   for (const KernelDef& d : defs_) {
     if (d.opType != ctx.opType || d.deviceKind != deviceKind) continue;
     if (d.accepts && !d.accepts(dts)) continue;
     if (d.supportsContext && !d.supportsContext(ctx)) continue;
+    // The rule the placer read (rejects()): a plan made elsewhere or by hand gets the same
+    // answer here, before the kernel touches a device.
+    if (std::string why = d.rejects ? d.rejects(ctx) : ""; !why.empty()) {
+      lastError = d.impl + ": " + why;
+      continue;
+    }
     if (blocked && d.impl != "dnnl") {
       lastError = d.impl + ": cannot read the blocked activation layout the plan gives it";
       continue;
@@ -65,13 +103,12 @@ Status KernelRegistry::create(const std::string& deviceKind, const KernelContext
 std::vector<std::string> KernelRegistry::variants(const std::string& deviceKind,
                                                  const KernelContext& ctx) const {
   const bool blocked = hasBlockedLayout(ctx);
-  std::vector<DType> dts;
-  for (const TensorType& t : ctx.inputTypes)
-    if (t.present()) dts.push_back(t.dtype);
+  const std::vector<DType> dts = presentDTypes(ctx);
   for (const KernelDef& d : defs_) {
     if (d.opType != ctx.opType || d.deviceKind != deviceKind) continue;
     if (d.accepts && !d.accepts(dts)) continue;
     if (d.supportsContext && !d.supportsContext(ctx)) continue;
+    if (d.rejects && !d.rejects(ctx).empty()) continue;
     if (blocked && d.impl != "dnnl") continue;
     return d.variants ? d.variants(ctx) : std::vector<std::string>{};
   }

@@ -1,11 +1,15 @@
-// The ops and dtypes the CUDA backend has kernels for: one table, read by the kernel registration
-// (runtime/cuda/Register.cpp) and by the placer when the backend is not built
-// (compiler/placement/KernelCapabilities.cpp), so both give the same answer. No CUDA headers here.
+// The ops and dtypes the CUDA backend has kernels for, and the instances its kernels refuse: one
+// table and one rule, registered as the CUDA kernels' KernelDef::accepts / rejects
+// (runtime/cuda/Register.cpp) or, in a build without the backend, as its capabilities
+// (runtime/cuda/CudaAbsent.cpp), so the placer and the loader give the same answer. No CUDA
+// headers here: runtime/core/CudaKernelTable.cpp and runtime/cuda/KernelLimits.cpp are compiled
+// into every build.
 #pragma once
 #include <string>
 #include <vector>
 
 #include "runtime/DType.h"
+#include "runtime/Kernel.h"
 
 namespace tandem {
 
@@ -16,5 +20,14 @@ const std::vector<std::string>& cudaKernelOps();
 bool cudaKernelAccepts(const std::string& opType, const std::vector<DType>& inputDTypes);
 /// The table's dtype rule for `tandem kernels`, e.g. "f32" or "f32,i32,i64 (all the same)".
 std::string cudaKernelDTypesText(const std::string& opType);
+/// Why the CUDA kernel for ctx.opType cannot run this instance although it accepts its dtypes,
+/// or "" when it can (KernelDef::rejects). Reads the attributes, static shapes and which inputs
+/// are constants (ctx.constInputs non-null; values are not read, so a placer may pass markers).
+/// Refused: pools of rank other than 3-5, dilated pools, pools whose output cuDNN's
+/// symmetric-pad floor rounding does not give (ceil_mode, asymmetric pads), MaxPool's Indices
+/// output; convolutions of rank other than 3-5; training-mode BatchNormalization; Dropout's mask
+/// output; non-constant Pad/Slice/Clip/reduction parameters; LayerNormalization with a
+/// broadcast Scale or B.
+std::string cudaKernelRejects(const KernelContext& ctx);
 
 }  // namespace tandem

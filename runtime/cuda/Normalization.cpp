@@ -212,8 +212,6 @@ Status createBatchNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     if (ctx.inputTypes[i].shape != Shape{xs[1]})
       return Status::error(opLabel(ctx) + ": input " + std::to_string(i) + " must have shape [" +
                            std::to_string(xs[1]) + "], got " + shapeToString(ctx.inputTypes[i].shape));
-  if (ctx.attrs->getInt("training_mode", 0) != 0)
-    return Status::error(opLabel(ctx) + ": the CUDA kernel is inference-only (training_mode=1 is not supported)");
   if (ctx.outputTypes[0].shape != xs) return Status::error(opLabel(ctx) + ": output shape differs from X");
   auto k = std::make_unique<BatchNormKernel>(ctx.cuda);
   TANDEM_RETURN_IF_ERROR(k->init(ctx));

@@ -1,6 +1,6 @@
 // MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool through cuDNN pooling (NCHW FP32, 1-D as
 // 2-D with a unit dim, up to 3-D). cuDNN pads symmetrically and has no dilation: other cases
-// and MaxPool's Indices output are errors naming what is unsupported. An empty output (zero
+// and MaxPool's Indices output are refused by cudaKernelRejects (KernelLimits.cpp). An empty output (zero
 // batch or channels, which cuDNN's descriptors reject) is a kernel that does nothing; tensors of
 // 2^31 elements or more, which its int sizes and strides cannot describe, are an error.
 #include <climits>
@@ -64,8 +64,8 @@ class CudnnPoolKernel : public Kernel {
 Status createPool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const Shape& xs = ctx.inputTypes[0].shape;
   const Shape& ys = ctx.outputTypes[0].shape;
-  if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size())
-    return Status::error(opLabel(ctx) + ": the CUDA kernel pools 1-D to 3-D inputs, got " + shapeToString(xs));
+  // Ranks 3-5, no dilation, no Indices output: cudaKernelRejects (KernelLimits.cpp) refused the
+  // rest before this factory runs.
   if (numElements(ys) == 0) {
     *out = std::make_unique<EmptyOutputKernel>();
     return Status::ok();
@@ -85,13 +85,9 @@ Status createPool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     strides.assign(ns, 1);
     pb.assign(ns, 0);
   } else {
-    if (ctx.outputTypes.size() > 1 && ctx.outputTypes[1].present())
-      return Status::error(opLabel(ctx) + ": the MaxPool Indices output is not supported by the CUDA kernel");
     TANDEM_RETURN_IF_ERROR(ref::intsAttr(ctx, "kernel_shape", ns, 1, &window));
     TANDEM_RETURN_IF_ERROR(ref::intsAttr(ctx, "strides", ns, 1, &strides));
     TANDEM_RETURN_IF_ERROR(ref::intsAttr(ctx, "dilations", ns, 1, &dil));
-    for (int64_t d : dil)
-      if (d != 1) return Status::error(opLabel(ctx) + ": dilations other than 1 are not supported by the CUDA kernel");
     TANDEM_RETURN_IF_ERROR(ref::windowBeginPads(ctx, inSp, outSp, window, strides, dil, &pb, &pe));
   }
   cudnnPoolingMode_t mode = isMax ? CUDNN_POOLING_MAX_DETERMINISTIC

@@ -1,5 +1,6 @@
-// Registration of the CUDA kernels: every def's dtypes come from the op table
-// (runtime/cuda/CudaKernelTable.h), the one the placer reads when the backend is not built.
+// Registration of the CUDA kernels: every def's dtypes and instance limits come from the op table
+// and rule of runtime/cuda/CudaKernelTable.h, the ones a build without the backend registers as
+// its capabilities (runtime/cuda/CudaAbsent.cpp).
 #include "runtime/cuda/CudaCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
 
@@ -27,6 +28,7 @@ void addCuda(KernelRegistry& r, const std::string& op, const std::string& impl, 
   d.priority = 0;
   d.accepts = [op](const std::vector<DType>& dts) { return cudaKernelAccepts(op, dts); };
   d.dtypesText = cudaKernelDTypesText(op);
+  d.rejects = cudaKernelRejects;  // also the placer's answer (runtime/cuda/KernelLimits.cpp)
   d.create = [create = std::move(create)](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
     if (!ctx.cuda) return Status::error("internal: a CUDA kernel was created without a CUDA device context");
     if (ctx.outputTypes.empty() || !ctx.outputTypes[0].present()) return Status::error(opLabel(ctx) + ": output 0 is required");

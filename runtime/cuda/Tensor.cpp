@@ -30,8 +30,6 @@ Status createReshapeLike(const KernelContext& ctx, std::unique_ptr<Kernel>* out)
   size_t o = numElements(ctx.outputTypes[0].shape) * dtypeSize(ctx.outputTypes[0].dtype);
   if (in != o)
     return Status::error(opLabel(ctx) + ": output has " + std::to_string(o) + " bytes, input " + std::to_string(in));
-  if (ctx.opType == "Dropout" && ctx.outputTypes.size() > 1 && ctx.outputTypes[1].present())
-    return Status::error(opLabel(ctx) + ": the CUDA Dropout (inference) does not produce the mask output");
   *out = std::make_unique<DeviceCopyKernel>(ctx.cuda);
   return Status::ok();
 }

@@ -133,6 +133,9 @@ TEST(CudaInstanceLimits, MirrorWhatTheKernelsRefuseAtLoad) {
   Instance padConst("Pad", {{4, 4}, {4}}, {{6, 6}}, {false, true});
   EXPECT_EQ(padConst.rejects(), "");
   Instance padRuntime("Pad", {{4, 4}, {4}}, {{6, 6}}, {false, false});
+  // The registry answers for the dtypes a def accepts: pads are i64.
+  padConst.ctx.inputTypes[1].dtype = padRuntime.ctx.inputTypes[1].dtype = DType::I64;
+  EXPECT_EQ(padConst.rejects(), "");
   EXPECT_NE(padRuntime.rejects().find("input 1 to be a constant"), std::string::npos);
 
   // LayerNormalization: Scale of the normalized shape, not a broadcast one.
@@ -143,4 +146,39 @@ TEST(CudaInstanceLimits, MirrorWhatTheKernelsRefuseAtLoad) {
 
   // The CPU refuses none of these.
   EXPECT_EQ(deviceKindRejects("cpu", ceil.ctx), "");
+}
+
+// One rule: what the placer is told (deviceKindRejects) is what the registry answers when the
+// loader creates the CUDA kernel, before it touches a device. With no device context, a kernel
+// the rule lets through fails later, on the missing context; one it refuses fails with the
+// placer's reason.
+TEST(CudaInstanceLimits, PlacerAndLoaderRefuseTheSameInstances) {
+  if (!cudaBackendBuilt()) GTEST_SKIP() << "no CUDA backend in this build: nothing loads CUDA kernels";
+  Instance conv4d("Conv", {{1, 2, 4, 4, 4, 4}, {3, 2, 1, 1, 1, 1}}, {{1, 3, 4, 4, 4, 4}});
+  Instance conv2d("Conv", {{1, 2, 8, 8}, {3, 2, 3, 3}}, {{1, 3, 6, 6}});
+  Instance dil("MaxPool", {{1, 8, 16, 16}}, {{1, 8, 14, 14}});
+  dil.attrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  dil.attrs.set("dilations", Attr::ofInts({2, 2}));
+  Instance bn("BatchNormalization", {{2, 4, 3, 3}, {4}, {4}, {4}, {4}}, {{2, 4, 3, 3}});
+  bn.attrs.set("training_mode", Attr::ofInt(1));
+  Instance padRuntime("Pad", {{4, 4}, {4}}, {{6, 6}}, {false, false});
+  padRuntime.ctx.inputTypes[1].dtype = DType::I64;
+  Instance drop("Dropout", {{4}}, {{4}, {4}});
+  int refused = 0;
+  for (Instance* in : {&conv4d, &conv2d, &dil, &bn, &padRuntime, &drop}) {
+    std::string placer = in->rejects();
+    std::unique_ptr<Kernel> k;
+    Status st = KernelRegistry::global().create("cuda", in->ctx, &k);
+    ASSERT_FALSE(st.isOk()) << in->ctx.opType;
+    if (placer.empty()) {
+      EXPECT_NE(st.message().find("without a CUDA device context"), std::string::npos)
+          << in->ctx.opType << ": " << st.message();
+    } else {
+      ++refused;
+      EXPECT_NE(st.message().find(placer), std::string::npos) << in->ctx.opType << ": " << st.message();
+    }
+  }
+  EXPECT_EQ(refused, 5);
+  EXPECT_NE(conv4d.rejects().find("1-D to 3-D convolutions"), std::string::npos);
+  EXPECT_EQ(conv2d.rejects(), "");
 }

@@ -1,8 +1,8 @@
-// Helpers shared by the passes and plan emission: names, devices, type re-inference.
+// The IR conventions of compiler/IrConventions.h: names, devices, type re-inference.
+#include "compiler/IrConventions.h"
 
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
-#include "passes/Passes.h"
 #include "runtime/Device.h"
 
 namespace tandem {

@@ -1,0 +1,79 @@
+// What the CUDA kernels refuse at load although the op table accepts the dtypes (attributes,
+// shapes, constness): one rule, compiled into every build (no CUDA headers), read by the kernel
+// registry when a CUDA kernel is created and by the placer through KernelRegistry::rejects.
+#include "runtime/cpu/ref/RefCommon.h"
+#include "runtime/cuda/CudaKernelTable.h"
+
+namespace tandem {
+
+namespace {
+
+std::string poolRejects(const KernelContext& ctx) {
+  if (ctx.inputTypes.empty() || ctx.outputTypes.empty()) return "";
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const Shape& ys = ctx.outputTypes[0].shape;
+  if (xs.size() < 3 || xs.size() > 5 || ys.size() != xs.size())
+    return "the CUDA kernel pools 1-D to 3-D inputs";
+  if (ctx.opType.rfind("Global", 0) == 0) return "";
+  if (ctx.outputTypes.size() > 1 && ctx.outputTypes[1].present())
+    return "the CUDA kernel has no MaxPool Indices output";
+  size_t ns = xs.size() - 2;
+  Shape inSp(xs.begin() + 2, xs.end()), outSp(ys.begin() + 2, ys.end());
+  std::vector<int64_t> window, strides, dil, pb, pe;
+  if (!ref::intsAttr(ctx, "kernel_shape", ns, 1, &window) ||
+      !ref::intsAttr(ctx, "strides", ns, 1, &strides) ||
+      !ref::intsAttr(ctx, "dilations", ns, 1, &dil))
+    return "";  // malformed attributes: the shape functions have said so already
+  for (int64_t d : dil)
+    if (d != 1) return "the CUDA kernel has no dilated pooling";
+  if (!ref::windowBeginPads(ctx, inSp, outSp, window, strides, dil, &pb, &pe)) return "";
+  // cuDNN pools with the begin pads on both sides and floor rounding.
+  for (size_t d = 0; d < ns; ++d)
+    if (strides[d] <= 0 || (inSp[d] + 2 * pb[d] - window[d]) / strides[d] + 1 != outSp[d])
+      return "cuDNN's symmetric-pad, floor-rounded pooling does not give this output "
+             "(ceil_mode or asymmetric pads)";
+  return "";
+}
+
+std::string layerNormRejects(const KernelContext& ctx) {
+  if (ctx.inputTypes.empty()) return "";
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis = ctx.attrs->getInt("axis", -1);
+  if (axis < 0) axis += (int64_t)xs.size();
+  if (axis < 0 || axis > (int64_t)xs.size()) return "";
+  Shape norm(xs.begin() + axis, xs.end());
+  for (size_t i = 1; i < 3 && i < ctx.inputTypes.size(); ++i)
+    if (ctx.inputTypes[i].present() && ctx.inputTypes[i].shape != norm)
+      return "the CUDA kernel needs Scale and B of the normalized shape (no broadcast)";
+  return "";
+}
+
+}  // namespace
+
+std::string cudaKernelRejects(const KernelContext& ctx) {
+  const std::string& op = ctx.opType;
+  auto present = [&](size_t i) { return i < ctx.inputTypes.size() && ctx.inputTypes[i].present(); };
+  auto constant = [&](size_t i) { return i < ctx.constInputs.size() && ctx.constInputs[i]; };
+  if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
+    return poolRejects(ctx);
+  if ((op == "Conv" || op == "ConvTranspose") && ctx.inputTypes.size() >= 2 && !ctx.outputTypes.empty()) {
+    size_t r = ctx.inputTypes[0].shape.size();
+    if (r < 3 || r > 5 || ctx.inputTypes[1].shape.size() != r || ctx.outputTypes[0].shape.size() != r)
+      return "the CUDA kernel takes 1-D to 3-D convolutions with X, W, Y of one rank";
+    return "";
+  }
+  if (op == "BatchNormalization" && ctx.attrs->getInt("training_mode", 0) != 0)
+    return "the CUDA kernel is inference-only (training_mode=1)";
+  if (op == "Dropout" && ctx.outputTypes.size() > 1 && ctx.outputTypes[1].present())
+    return "the CUDA Dropout has no mask output";
+  if (op == "Pad" || op == "Slice" || op == "Clip" || op.rfind("Reduce", 0) == 0) {
+    for (size_t i = 1; i < ctx.inputTypes.size(); ++i)
+      if (present(i) && !constant(i))
+        return "the CUDA kernel needs input " + std::to_string(i) + " to be a constant";
+    return "";
+  }
+  if (op == "LayerNormalization") return layerNormRejects(ctx);
+  return "";
+}
+
+}  // namespace tandem
