@@ -86,7 +86,7 @@ TEST_P(ConcurrentCompiledRuns, SamePlanInputsAndThreadsGiveIdenticalOutputs) {
     if (why.find("absent") != std::string::npos) GTEST_SKIP() << why;
     FAIL() << why;
   }
-  for (int threads : {1, 2}) {
+  for (int threads : {1, kTeamThreads}) {
     auto first = loadPlan(p, threads), second = loadPlan(p, threads);
     ASSERT_TRUE(first && second);
     std::vector<Tensor> in = seededInputs(*first, 3), x, y, z;

@@ -161,8 +161,8 @@ TEST(ConcurrentRuns, EightThreadsMatchTheSingleThreadedRunsBitForBit) {
 }
 
 TEST(ConcurrentRuns, IntraOpThreadsInEveryConcurrentRun) {
-  // Each caller's kernels use an OpenMP team of its own (2 threads here).
-  auto exe = load(cnnPlan(), 2);
+  // Each caller's kernels use an OpenMP team of its own (2 threads; 1 under TSan).
+  auto exe = load(cnnPlan(), kTeamThreads);
   ASSERT_TRUE(exe);
   StressResult res = stressRuns(*exe, inputSets(*exe, 5), 4, 40);
   EXPECT_EQ(res.firstError, "");
@@ -172,7 +172,7 @@ TEST(ConcurrentRuns, IntraOpThreadsInEveryConcurrentRun) {
 
 TEST(ConcurrentRuns, SamePlanInputsAndThreadsGiveIdenticalOutputs) {
   const plan::Plan p = cnnPlan();
-  for (int threads : {1, 2}) {
+  for (int threads : {1, kTeamThreads}) {
     auto a = load(p, threads), b = load(p, threads);
     ASSERT_TRUE(a && b);
     auto sets = inputSets(*a, 3);
