@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -118,19 +119,47 @@ class LabelledKernel : public Kernel {
 // host-copy kernel on the destination's queue).
 enum class StepKind { Kernel, HostCopy, CopyH2D, CopyD2H, CopyD2D };
 
+// What one run in flight owns: one arena per device for the plan's intermediates and graph
+// inputs, the value tensors viewing them and each step's argument vectors (constants point at
+// the executable's shared copies). Runs take a free context from the executable's pool, or
+// allocate a new one when every context is in use, and give it back at the end.
+struct Executable::RunContext {
+  std::vector<void*> arenaBase;                      // by Impl::arenas index
+  std::vector<Tensor> values;                        // by value id; constants undefined
+  std::vector<std::vector<const Tensor*>> stepInputs;
+  std::vector<std::vector<Tensor*>> stepOutputs;
+};
+
 struct Executable::Impl {
   plan::Plan plan;
+  LoadOptions options;
   int threads = 0;
   // Backends by canonical device name; a cuda:N that fell back to the CPU has a CPU backend.
   std::map<std::string, std::unique_ptr<DeviceBackend>> backends;
+  std::set<DeviceBackend*> workerBackends;  // host backends with a queue thread of their own
   struct Arena {
+    std::string device;
     DeviceBackend* backend = nullptr;
-    void* base = nullptr;
     int64_t bytes = 0;
     bool pinnedHost = false;  // a host arena allocated by a CUDA backend (DMA-able)
   };
-  std::map<std::string, Arena> arenas;       // device -> arena
+  std::vector<Arena> arenas;                 // one per device, in plan order
+  std::map<std::string, int> arenaOf;        // device -> index in `arenas`
+  // Values by id. Constants are loaded once and shared by every run; the others are slots
+  // [offset, offset + bytes) of their device's arena, bound per run context.
+  std::vector<TensorType> valueTypes;
+  std::vector<int64_t> valueBytes;
+  std::vector<Tensor> constants;             // defined for CONSTANT values only
+  std::vector<int> valueArena;               // index in `arenas`; -1 for constants
+  std::vector<int64_t> valueOffset;
   std::map<std::pair<int, std::string>, Tensor> deviceConstants;  // (value, device) -> copy
+  // A step's operand: a value of the run context (id), a shared constant, or absent (-1, null).
+  struct Arg {
+    int id = -1;
+    const Tensor* shared = nullptr;
+  };
+  std::vector<std::vector<Arg>> stepArgs;
+  std::vector<std::vector<int>> stepResults;  // output value ids
   std::vector<StepKind> stepKind;
   std::vector<DeviceBackend*> stepBackend;   // the backend that runs (or, for copies, issues) it
   std::vector<Queue> stepQueue;
@@ -150,23 +179,52 @@ struct Executable::Impl {
     std::unique_ptr<Event> event;
   };
   std::vector<OutputFence> outputFences;
-  std::vector<Tensor> values;                // by value id: arena views or constants
-  std::vector<TensorType> valueTypes;
   std::vector<AttrMap> stepAttrs;
   std::vector<std::unique_ptr<Kernel>> kernels;
-  std::vector<std::vector<const Tensor*>> stepInputs;
-  std::vector<std::vector<Tensor*>> stepOutputs;
   std::vector<std::string> inputNames, outputNames;
   std::vector<TensorType> inputTypes, outputTypes;
   std::vector<std::string> notes;
   TuningMode tuningMode = TuningMode::Off;
   std::vector<StepTuning> tuning;
-  std::string tuningCache;  // LoadOptions::tuningCache
 
   // Each step waits on the events of the steps on other streams it depends on: read-after-write
   // through values and write-after-read/write through reused arena slots (the memory plan
   // assumes plan order). Empty for a plan of one stream.
   std::vector<std::vector<int>> crossDeps;  // per step: earlier steps on other streams
+
+  // Concurrent runs. A plan whose devices are all one inline host queue runs concurrently:
+  // each run in its own context, kernels shared (Kernel.h: run() is reentrant). Plans with a
+  // GPU or several host queues share their queues, events and staging buffers between runs,
+  // so their runs take `serialMu` for the whole run.
+  bool serialRuns = false;
+  std::mutex serialMu;
+  std::mutex poolMu;
+  std::vector<std::unique_ptr<RunContext>> contexts;  // every context, in use or not
+  std::vector<RunContext*> freeContexts;
+
+  Status chooseThreads();
+  void resolveTuningMode();
+  Status bindDevice(const std::string& device, const std::string& what);
+  Status bindDevices();
+  Status planArenas();
+  Status bindValue(int id);
+  Status bindValues();
+  Status newRunContext(std::unique_ptr<RunContext>* out);
+  void bindSteps(RunContext& rc) const;
+  Status stepOperands(int si, const std::string& label, KernelContext* ctx);
+  Status createStep(int si, KernelTuner& tuner, RunContext& rc);
+  Status finishKernels();
+  void planStreams();
+  Status planStaging();
+  Status acquire(RunContext** out);
+  void release(RunContext* rc);
+  void freeHost(void* p);
+
+  const std::string& deviceOf(int id) const { return arenas[valueArena[id]].device; }
+  // The tensor of value `id` in run context `rc`: its arena view, or the shared constant.
+  const Tensor& valueIn(const RunContext& rc, int id) const {
+    return valueArena[id] < 0 ? constants[id] : rc.values[id];
+  }
 
   ~Impl() {
     // Device work first, then what it used, then the backends themselves.
@@ -175,378 +233,497 @@ struct Executable::Impl {
     stepEvent.clear();
     inputsUploaded.clear();
     outputFences.clear();
-    auto freeHost = [&](void* p) {
-      for (auto& b : backends)
-        if (!b.second->isHost()) return b.second->deallocateHost(p);
-    };
     for (void* p : inputStaging) if (p) freeHost(p);
     for (void* p : outputStaging) if (p) freeHost(p);
     for (auto& c : deviceConstants) backends[c.first.second]->deallocate(c.second.raw());
     deviceConstants.clear();
-    for (auto& a : arenas) {
-      if (a.second.pinnedHost) freeHost(a.second.base);
-      else a.second.backend->deallocate(a.second.base);
-    }
-    arenas.clear();
+    for (auto& rc : contexts)
+      for (size_t a = 0; a < arenas.size(); ++a) {
+        if (!rc->arenaBase[a]) continue;
+        if (arenas[a].pinnedHost) freeHost(rc->arenaBase[a]);
+        else arenas[a].backend->deallocate(rc->arenaBase[a]);
+      }
+    contexts.clear();
     backends.clear();
   }
 };
+
+void Executable::Impl::freeHost(void* p) {
+  for (auto& b : backends)
+    if (!b.second->isHost()) return b.second->deallocateHost(p);
+}
 
 Executable::Executable() : impl_(new Impl) {}
 Executable::~Executable() = default;
 
 Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
                         std::unique_ptr<Executable>* out) {
+  // 1. Threads and tuning mode. 2. Devices: a backend per device the plan names. 3. Arenas:
+  // one per device, sized by the memory plan. 4. Values: constants loaded, every arena slot
+  // checked. 5. The first run context (allocated arenas). 6. Kernels, created once and tuned
+  // on that context's buffers. 7. Backends finish loading; streams and events. 8. Staging of
+  // graph inputs and outputs. The first context then waits in the pool for the first run.
   std::unique_ptr<Executable> exe(new Executable());
   Impl& m = *exe->impl_;
   m.plan = planIn;
-  const plan::Plan& p = m.plan;
-  if (p.version() != 1)
-    return Status::error("plan version " + std::to_string(p.version()) + " is not supported (expected 1)");
+  m.options = options;
+  if (m.plan.version() != 1)
+    return Status::error("plan version " + std::to_string(m.plan.version()) +
+                         " is not supported (expected 1)");
+  TANDEM_RETURN_IF_ERROR(m.chooseThreads());
+  m.resolveTuningMode();
+  KernelTuner tuner(m.tuningMode, options.tuningCache, options.winograd, &m.notes);
+  TANDEM_RETURN_IF_ERROR(m.bindDevices());
+  TANDEM_RETURN_IF_ERROR(m.planArenas());
+  TANDEM_RETURN_IF_ERROR(m.bindValues());
+  std::unique_ptr<RunContext> first;
+  TANDEM_RETURN_IF_ERROR(m.newRunContext(&first));
+  m.stepAttrs.resize(m.plan.steps_size());
+  for (int si = 0; si < m.plan.steps_size(); ++si)
+    TANDEM_RETURN_IF_ERROR(m.createStep(si, tuner, *first));
+  tuner.finish();
+  m.tuning = tuner.report();
+  TANDEM_RETURN_IF_ERROR(m.finishKernels());
+  TANDEM_RETURN_IF_ERROR(m.planStaging());
+  m.serialRuns = !m.workerBackends.empty();
+  for (auto& b : m.backends) m.serialRuns |= !b.second->isHost();
+  for (const auto& e : m.stepEvent) m.serialRuns |= e != nullptr;
+  m.bindSteps(*first);
+  m.freeContexts.push_back(first.get());
+  m.contexts.push_back(std::move(first));
+  *out = std::move(exe);
+  return Status::ok();
+}
+
+Status Executable::Impl::chooseThreads() {
   // No count given: the cores that are idle now (an OpenMP barrier that waits for a thread
   // sharing its core with another process costs a time slice per op; see defaultThreads).
-  m.threads = options.threads;
-  if (m.threads <= 0) {
+  threads = options.threads;
+  if (threads <= 0) {
     std::string why;
-    m.threads = defaultThreads(&why);
-    if (!why.empty()) m.notes.push_back(why);
+    threads = defaultThreads(&why);
+    if (!why.empty()) notes.push_back(why);
   }
   // More threads than the host has is a mistake (libgomp faults creating 100000): clamped,
   // with a note. The CLI refuses such counts as usage errors before this.
   const int hostThreads = std::max<int>((int)std::thread::hardware_concurrency(), availableCores());
-  if (m.threads > hostThreads) {
-    m.notes.push_back(std::to_string(m.threads) + " threads asked for, more than this host's " +
-                      std::to_string(hostThreads) + " hardware threads: using " +
-                      std::to_string(hostThreads));
-    m.threads = hostThreads;
+  if (threads > hostThreads) {
+    notes.push_back(std::to_string(threads) + " threads asked for, more than this host's " +
+                    std::to_string(hostThreads) + " hardware threads: using " +
+                    std::to_string(hostThreads));
+    threads = hostThreads;
   }
-  omp_set_num_threads(m.threads);
-  m.tuningMode = options.tuning;
-  if (m.tuningMode == TuningMode::Default) {
-    const char* env = std::getenv("TANDEM_TUNING");
-    m.tuningMode = TuningMode::Measure;
-    if (env && *env && !parseTuningMode(env, &m.tuningMode))
-      m.notes.push_back(std::string("TANDEM_TUNING='") + env +
-                        "' is not measure, cached or off: kernels are measured");
-  }
-  KernelTuner tuner(m.tuningMode, options.tuningCache, options.winograd, &m.notes);
-  m.tuningCache = options.tuningCache;
+  omp_set_num_threads(threads);
+  return Status::ok();
+}
 
-  // 1. Devices: every device the plan names gets a backend. Host devices cpu, cpu:1, ... are
-  // slices of the one CPU (own arena, and, when there are several, own queue thread and pool). cuda:N gets the CUDA backend when
-  // it is built and the device is there; otherwise, with deviceFallback, its steps run on the
-  // CPU as a separate host device (own arena and stream), and the executable says why, once per
-  // device (Executable::notes).
-  int cpuThreads = m.threads > 0 ? m.threads : availableCores();
-  auto checkDevice = [&](const std::string& dev, const std::string& what) -> Status {
-    std::string c = canonicalDeviceName(dev.empty() ? "cpu" : dev);
-    if (m.backends.count(c)) return Status::ok();
-    if (c.rfind("cpu", 0) == 0) {
-      m.backends[c] = createCpuBackend(c, cpuThreads);
+void Executable::Impl::resolveTuningMode() {
+  tuningMode = options.tuning;
+  if (tuningMode != TuningMode::Default) return;
+  const char* env = std::getenv("TANDEM_TUNING");
+  tuningMode = TuningMode::Measure;
+  if (env && *env && !parseTuningMode(env, &tuningMode))
+    notes.push_back(std::string("TANDEM_TUNING='") + env +
+                    "' is not measure, cached or off: kernels are measured");
+}
+
+Status Executable::Impl::bindDevice(const std::string& device, const std::string& what) {
+  // Host devices cpu, cpu:1, ... are slices of the one CPU (own arena, and, when there are
+  // several, own queue thread and pool). cuda:N gets the CUDA backend when it is built and the
+  // device is there; otherwise, with deviceFallback, its steps run on the CPU as a separate
+  // host device (own arena and stream), and the executable says why, once per device.
+  const int cpuThreads = threads > 0 ? threads : availableCores();
+  std::string c = canonicalDeviceName(device.empty() ? "cpu" : device);
+  if (backends.count(c)) return Status::ok();
+  if (c.rfind("cpu", 0) == 0) {
+    backends[c] = createCpuBackend(c, cpuThreads);
+    return Status::ok();
+  }
+  std::string why = "unknown device kind";
+  if (c.rfind("cuda:", 0) == 0) {
+    BackendOptions bo;
+    bo.memoryFraction = options.gpuMemoryFraction;
+    std::unique_ptr<DeviceBackend> b;
+    Status st = options.backendFactory ? options.backendFactory(c, &b)
+                                       : createCudaBackend(std::stoi(c.substr(5)), bo, &b);
+    if (st.isOk()) {
+      backends[c] = std::move(b);
       return Status::ok();
     }
-    std::string why = "unknown device kind";
-    if (c.rfind("cuda:", 0) == 0) {
-      BackendOptions bo;
-      bo.memoryFraction = options.gpuMemoryFraction;
-      std::unique_ptr<DeviceBackend> b;
-      Status st = options.backendFactory ? options.backendFactory(c, &b)
-                                         : createCudaBackend(std::stoi(c.substr(5)), bo, &b);
-      if (st.isOk()) {
-        m.backends[c] = std::move(b);
-        return Status::ok();
-      }
-      why = st.message();
-      if (options.deviceFallback) {
-        m.notes.push_back(c + " is not available (" + why + "): its steps run on the CPU");
-        m.backends[c] = createCpuBackend(c, cpuThreads);
-        return Status::ok();
-      }
+    why = st.message();
+    if (options.deviceFallback) {
+      notes.push_back(c + " is not available (" + why + "): its steps run on the CPU");
+      backends[c] = createCpuBackend(c, cpuThreads);
+      return Status::ok();
     }
-    return Status::error(what + " is placed on '" + dev + "', which is not present (" + why +
-                         "; live devices: cpu, cpu:N host slices and the visible cuda:N)");
-  };
+  }
+  return Status::error(what + " is placed on '" + device + "', which is not present (" + why +
+                       "; live devices: cpu, cpu:N host slices and the visible cuda:N)");
+}
 
-  // 2. Arenas, one per device, sized by the memory plan. Devices are bound first so that, when
-  // a GPU is live, host arenas come pinned and copies to and from them are asynchronous DMA.
-  for (const plan::Arena& a : p.arenas()) TANDEM_RETURN_IF_ERROR(checkDevice(a.device(), "arena"));
-  for (const plan::Step& s : p.steps()) TANDEM_RETURN_IF_ERROR(checkDevice(s.device(), "step"));
+Status Executable::Impl::bindDevices() {
+  // Devices are bound before any arena is allocated so that, when a GPU is live, host arenas
+  // come pinned and copies to and from them are asynchronous DMA.
+  for (const plan::Arena& a : plan.arenas()) TANDEM_RETURN_IF_ERROR(bindDevice(a.device(), "arena"));
+  for (const plan::Step& s : plan.steps()) TANDEM_RETURN_IF_ERROR(bindDevice(s.device(), "step"));
   // Several host devices run at the same time, each on a queue thread of its own with a share
   // of the cores (an explicit thread count: that many each). Nothing is allocated yet.
-  std::set<DeviceBackend*> workerBackends;
-  {
-    std::vector<std::string> hosts;
-    for (auto& b : m.backends)
-      if (b.second->isHost()) hosts.push_back(b.first);
-    if (hosts.size() > 1) {
-      int perDevice = options.threads > 0 ? options.threads : std::max(1, m.threads / (int)hosts.size());
-      for (const std::string& h : hosts) {
-        m.backends[h] = createCpuBackend(h, cpuThreads, perDevice);
-        workerBackends.insert(m.backends[h].get());
-      }
-    }
+  std::vector<std::string> hosts;
+  for (auto& b : backends)
+    if (b.second->isHost()) hosts.push_back(b.first);
+  if (hosts.size() < 2) return Status::ok();
+  const int cpuThreads = threads > 0 ? threads : availableCores();
+  int perDevice = options.threads > 0 ? options.threads : std::max(1, threads / (int)hosts.size());
+  for (const std::string& h : hosts) {
+    backends[h] = createCpuBackend(h, cpuThreads, perDevice);
+    workerBackends.insert(backends[h].get());
   }
+  return Status::ok();
+}
+
+Status Executable::Impl::planArenas() {
+  // Host arenas are pinned by the first GPU's backend when the plan has one (newRunContext).
   DeviceBackend* firstCuda = nullptr;
-  for (auto& b : m.backends)
+  for (auto& b : backends)
     if (!b.second->isHost() && !firstCuda) firstCuda = b.second.get();
-  for (const plan::Arena& a : p.arenas()) {
+  for (const plan::Arena& a : plan.arenas()) {
     if (a.bytes() < 0) return Status::error("arena for " + a.device() + " has negative size");
-    std::string dev = canonicalDeviceName(a.device().empty() ? "cpu" : a.device());
-    Impl::Arena arena;
-    arena.backend = m.backends[dev].get();
+    Arena arena;
+    arena.device = canonicalDeviceName(a.device().empty() ? "cpu" : a.device());
+    arena.backend = backends[arena.device].get();
     arena.bytes = a.bytes();
-    if (arena.backend->isHost() && firstCuda) {
-      TANDEM_RETURN_IF_ERROR(firstCuda->allocateHost((size_t)a.bytes(), &arena.base).withContext("arena of " + dev));
-      std::memset(arena.base, 0, (size_t)a.bytes());
-      arena.pinnedHost = true;
-    } else {
-      TANDEM_RETURN_IF_ERROR(arena.backend->allocate((size_t)a.bytes(), "the plan's arena", &arena.base));
-    }
-    m.arenas[dev] = arena;
+    arena.pinnedHost = arena.backend->isHost() && firstCuda;
+    auto [it, added] = arenaOf.emplace(arena.device, (int)arenas.size());
+    if (added) arenas.push_back(arena);
+    else arenas[it->second] = arena;  // a device named twice: the last arena counts
   }
+  return Status::ok();
+}
 
-  // 3. Values: arena views for intermediates and inputs, owned tensors for constants.
-  int n = p.values_size();
-  m.values.resize(n);
-  m.valueTypes.resize(n);
-  for (int i = 0; i < n; ++i) {
-    const plan::Value& v = p.values(i);
-    std::string what = "value '" + v.name() + "'";
-    if (v.id() != i) return Status::error(what + ": id " + std::to_string(v.id()) + " != index " + std::to_string(i));
-    if (!isKnownDType(v.dtype())) return Status::error(what + ": unsupported dtype code " + std::to_string(v.dtype()));
-    TensorType tt{(DType)v.dtype(), Shape(v.dims().begin(), v.dims().end())};
-    for (int64_t d : tt.shape)
-      if (d < 0) return Status::error(what + ": dynamic or negative dim in " + shapeToString(tt.shape));
-    // A plan is untrusted input: a shape whose size overflows or exceeds what one tensor may
-    // have is refused here, before any kernel sizes a table or a loop by it.
-    int64_t bytes = 0;
-    if (std::string e = checkTensorSize(tt.shape, (int64_t)dtypeSize(tt.dtype), dtypeName(tt.dtype), &bytes);
-        !e.empty())
-      return Status::error(what + ": " + e);
-    m.valueTypes[i] = tt;
-    if (v.kind() == plan::Value::CONSTANT) {
-      if (v.has_external())
-        return Status::error(what + ": its data is in the weights file '" + v.external().file() +
-                             "', which only Executable::loadFile resolves (relative to the plan file)");
-      TANDEM_RETURN_IF_ERROR(tensorFromPlan(v.constant(), what, &m.values[i]));
-      if (m.values[i].dtype() != tt.dtype || m.values[i].shape() != tt.shape)
-        return Status::error(what + ": constant data does not match its declared type");
-      continue;
-    }
-    TANDEM_RETURN_IF_ERROR(checkDevice(v.device(), what));
-    auto it = m.arenas.find(canonicalDeviceName(v.device().empty() ? "cpu" : v.device()));
-    if (it == m.arenas.end()) return Status::error(what + ": no arena for device '" + v.device() + "'");
-    // Offset and size compared without forming offset + bytes, which could overflow.
-    if (v.arena_offset() < 0 || v.arena_offset() > it->second.bytes ||
-        bytes > it->second.bytes - v.arena_offset())
-      return Status::error(what + ": arena slot [" + std::to_string(v.arena_offset()) + ", +" +
-                           std::to_string(bytes) + ") is outside the arena of " +
-                           std::to_string(it->second.bytes) + " bytes");
-    m.values[i] = Tensor::view(tt.dtype, tt.shape, static_cast<uint8_t*>(it->second.base) + v.arena_offset());
-    m.values[i].setDevice(it->first);
+Status Executable::Impl::bindValue(int i) {
+  const plan::Value& v = plan.values(i);
+  std::string what = "value '" + v.name() + "'";
+  if (v.id() != i) return Status::error(what + ": id " + std::to_string(v.id()) + " != index " + std::to_string(i));
+  if (!isKnownDType(v.dtype())) return Status::error(what + ": unsupported dtype code " + std::to_string(v.dtype()));
+  TensorType tt{(DType)v.dtype(), Shape(v.dims().begin(), v.dims().end())};
+  for (int64_t d : tt.shape)
+    if (d < 0) return Status::error(what + ": dynamic or negative dim in " + shapeToString(tt.shape));
+  // A plan is untrusted input: a shape whose size overflows or exceeds what one tensor may
+  // have is refused here, before any kernel sizes a table or a loop by it.
+  int64_t bytes = 0;
+  if (std::string e = checkTensorSize(tt.shape, (int64_t)dtypeSize(tt.dtype), dtypeName(tt.dtype), &bytes);
+      !e.empty())
+    return Status::error(what + ": " + e);
+  valueTypes[i] = tt;
+  valueBytes[i] = bytes;
+  if (v.kind() == plan::Value::CONSTANT) {
+    if (v.has_external())
+      return Status::error(what + ": its data is in the weights file '" + v.external().file() +
+                           "', which only Executable::loadFile resolves (relative to the plan file)");
+    TANDEM_RETURN_IF_ERROR(tensorFromPlan(v.constant(), what, &constants[i]));
+    if (constants[i].dtype() != tt.dtype || constants[i].shape() != tt.shape)
+      return Status::error(what + ": constant data does not match its declared type");
+    return Status::ok();
   }
+  TANDEM_RETURN_IF_ERROR(bindDevice(v.device(), what));
+  auto it = arenaOf.find(canonicalDeviceName(v.device().empty() ? "cpu" : v.device()));
+  if (it == arenaOf.end()) return Status::error(what + ": no arena for device '" + v.device() + "'");
+  const Arena& arena = arenas[it->second];
+  // Offset and size compared without forming offset + bytes, which could overflow.
+  if (v.arena_offset() < 0 || v.arena_offset() > arena.bytes || bytes > arena.bytes - v.arena_offset())
+    return Status::error(what + ": arena slot [" + std::to_string(v.arena_offset()) + ", +" +
+                         std::to_string(bytes) + ") is outside the arena of " +
+                         std::to_string(arena.bytes) + " bytes");
+  valueArena[i] = it->second;
+  valueOffset[i] = v.arena_offset();
+  return Status::ok();
+}
 
+Status Executable::Impl::bindValues() {
+  const int n = plan.values_size();
+  valueTypes.resize(n);
+  valueBytes.assign(n, 0);
+  constants.resize(n);
+  valueArena.assign(n, -1);
+  valueOffset.assign(n, 0);
+  for (int i = 0; i < n; ++i) TANDEM_RETURN_IF_ERROR(bindValue(i));
   auto checkId = [&](int id, const std::string& what) -> Status {
     if (id < 0 || id >= n) return Status::error(what + " refers to value id " + std::to_string(id) + ", which does not exist");
     return Status::ok();
   };
-  for (int id : p.inputs()) {
+  for (int id : plan.inputs()) {
     TANDEM_RETURN_IF_ERROR(checkId(id, "graph input"));
-    if (p.values(id).kind() != plan::Value::INPUT)
-      return Status::error("graph input '" + p.values(id).name() + "' is not an INPUT value");
-    m.inputNames.push_back(p.values(id).name());
-    m.inputTypes.push_back(m.valueTypes[id]);
+    if (plan.values(id).kind() != plan::Value::INPUT)
+      return Status::error("graph input '" + plan.values(id).name() + "' is not an INPUT value");
+    inputNames.push_back(plan.values(id).name());
+    inputTypes.push_back(valueTypes[id]);
   }
-  for (int id : p.outputs()) {
+  for (int id : plan.outputs()) {
     TANDEM_RETURN_IF_ERROR(checkId(id, "graph output"));
-    m.outputNames.push_back(p.values(id).name());
-    m.outputTypes.push_back(m.valueTypes[id]);
+    outputNames.push_back(plan.values(id).name());
+    outputTypes.push_back(valueTypes[id]);
   }
+  return Status::ok();
+}
 
-  // 4. Kernels, created once by their device's backend: oneDNN primitives are built and weights
-  // reordered, cuDNN/cuBLASLt descriptors made and generated kernels gathered here. Constants a
-  // CUDA step reads are uploaded once, per device. Copies get the queue of their link.
-  m.stepAttrs.resize(p.steps_size());
-  for (int si = 0; si < p.steps_size(); ++si) {
-    const plan::Step& s = p.steps(si);
-    std::string label = stepLabel(s, si);
-    TANDEM_RETURN_IF_ERROR(checkDevice(s.device(), label));
-    TANDEM_RETURN_IF_ERROR(attrsFromPlan(s, &m.stepAttrs[si]).withContext(label));
-    KernelContext ctx;
-    ctx.opType = s.op_type();
-    ctx.nodeName = s.name();
-    ctx.attrs = &m.stepAttrs[si];
-    ctx.threads = cpuThreads;
-    ctx.winograd = options.winograd;
-    std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
-    DeviceBackend* backend = m.backends[dev].get();
-    std::vector<const Tensor*> ins;
-    std::vector<Tensor*> outs;
-    for (int id : s.inputs()) {
-      if (id == -1) {
-        ctx.inputTypes.push_back(TensorType{});
-        ctx.constInputs.push_back(nullptr);
-        ins.push_back(nullptr);
-        continue;
-      }
-      TANDEM_RETURN_IF_ERROR(checkId(id, label + " input"));
-      ctx.inputTypes.push_back(m.valueTypes[id]);
-      bool isConst = p.values(id).kind() == plan::Value::CONSTANT;
-      ctx.constInputs.push_back(isConst ? &m.values[id] : nullptr);
-      if (isConst && !backend->isHost()) {
-        auto key = std::make_pair(id, dev);
-        auto c = m.deviceConstants.find(key);
-        if (c == m.deviceConstants.end()) {
-          const Tensor& host = m.values[id];
-          void* d = nullptr;
-          TANDEM_RETURN_IF_ERROR(backend->allocate(host.bytes(), label + " constant '" + p.values(id).name() + "'", &d));
-          Tensor t = Tensor::view(host.dtype(), host.shape(), d);
-          t.setDevice(dev);
-          c = m.deviceConstants.emplace(key, t).first;
-          TANDEM_RETURN_IF_ERROR(backend->copyFromHost(d, host.raw(), host.bytes()).withContext(label));
-        }
-        ins.push_back(&c->second);
-        continue;
-      }
-      ins.push_back(&m.values[id]);
-    }
-    for (int id : s.outputs()) {
-      TANDEM_RETURN_IF_ERROR(checkId(id, label + " output"));
-      if (p.values(id).kind() != plan::Value::INTERMEDIATE)
-        return Status::error(label + " writes value '" + p.values(id).name() + "', which is not an intermediate");
-      ctx.outputTypes.push_back(m.valueTypes[id]);
-      outs.push_back(&m.values[id]);
-    }
-    std::unique_ptr<Kernel> k;
-    StepKind kind = StepKind::Kernel;
-    Queue queue = Queue::Compute;
-    if (s.op_type() == "Copy") {
-      k = std::make_unique<HostCopyKernel>();
-      kind = StepKind::HostCopy;
-      if (ins.size() != 1 || outs.size() != 1 || !ins[0] || ins[0]->bytes() != outs[0]->bytes())
-        return Status::error(label + ": a copy has one input and one output of the same size");
-      DeviceBackend* from = m.backends[canonicalDeviceName(ins[0]->device())].get();
-      DeviceBackend* to = m.backends[canonicalDeviceName(outs[0]->device())].get();
-      if (!from || !to) return Status::error(label + ": copy between unknown devices");
-      if (!from->isHost() && !to->isHost()) kind = StepKind::CopyD2D, backend = to;
-      else if (!to->isHost()) kind = StepKind::CopyH2D, backend = to, queue = Queue::HostToDevice;
-      else if (!from->isHost()) kind = StepKind::CopyD2H, backend = from, queue = Queue::DeviceToHost;
+Status Executable::Impl::newRunContext(std::unique_ptr<RunContext>* out) {
+  // The arenas (zeroed: a plan may read a slot before writing it, e.g. an unused input), then
+  // a view per arena value. Step arguments are bound once the steps are known (bindSteps).
+  auto rc = std::make_unique<RunContext>();
+  rc->arenaBase.assign(arenas.size(), nullptr);
+  Status st;
+  for (size_t a = 0; a < arenas.size() && st.isOk(); ++a) {
+    const Arena& arena = arenas[a];
+    DeviceBackend* pinner = nullptr;
+    if (arena.pinnedHost)
+      for (auto& b : backends)
+        if (!b.second->isHost() && !pinner) pinner = b.second.get();
+    if (pinner) {
+      st = pinner->allocateHost((size_t)arena.bytes, &rc->arenaBase[a]).withContext("arena of " + arena.device);
+      if (st.isOk()) std::memset(rc->arenaBase[a], 0, (size_t)arena.bytes);
     } else {
-      // CPU steps whose kernel has variants: measured or looked up (runtime/Tuning.h).
-      TANDEM_RETURN_IF_ERROR(tuner.create(*backend, ctx, label, ins, outs, &k).withContext(label));
-      // A GPU kernel reads and writes its own device's memory only; insert-transfers guarantees
-      // it, and a hand-made plan that breaks it must fail here, not fault on the device.
-      if (!backend->isHost()) {
-        for (const Tensor* t : ins)
-          if (t && t->device() != dev)
-            return Status::error(label + " on " + dev + " reads a value on " + t->device() + " without a copy");
-        for (const Tensor* t : outs)
-          if (t->device() != dev)
-            return Status::error(label + " on " + dev + " writes a value on " + t->device());
-      }
+      st = arena.backend->allocate((size_t)arena.bytes, "the plan's arena", &rc->arenaBase[a]);
     }
-    if (k && workerBackends.count(backend)) k = std::make_unique<LabelledKernel>(std::move(k), label);
-    m.stepKind.push_back(kind);
-    m.stepImpl.push_back(kind == StepKind::CopyH2D   ? "copy-h2d"
-                         : kind == StepKind::CopyD2H ? "copy-d2h"
-                         : kind == StepKind::CopyD2D ? "copy-d2d"
-                                                     : k->implName());
-    m.stepBackend.push_back(backend);
-    m.stepQueue.push_back(queue);
-    m.kernels.push_back(std::move(k));
-    m.stepInputs.push_back(std::move(ins));
-    m.stepOutputs.push_back(std::move(outs));
   }
-  tuner.finish();
-  m.tuning = tuner.report();
-  // 5. Each backend finishes its kernels (CUDA: one NVRTC program for the plan), then the
+  if (!st.isOk()) {
+    for (size_t a = 0; a < arenas.size(); ++a) {
+      if (!rc->arenaBase[a]) continue;
+      if (arenas[a].pinnedHost) freeHost(rc->arenaBase[a]);
+      else arenas[a].backend->deallocate(rc->arenaBase[a]);
+    }
+    return st;
+  }
+  rc->values.resize(valueTypes.size());
+  for (size_t id = 0; id < valueTypes.size(); ++id) {
+    if (valueArena[id] < 0) continue;
+    const TensorType& tt = valueTypes[id];
+    rc->values[id] = Tensor::view(tt.dtype, tt.shape,
+                                  static_cast<uint8_t*>(rc->arenaBase[valueArena[id]]) + valueOffset[id]);
+    rc->values[id].setDevice(deviceOf((int)id));
+  }
+  *out = std::move(rc);
+  return Status::ok();
+}
+
+void Executable::Impl::bindSteps(RunContext& rc) const {
+  rc.stepInputs.assign(stepArgs.size(), {});
+  rc.stepOutputs.assign(stepResults.size(), {});
+  for (size_t si = 0; si < stepArgs.size(); ++si) {
+    for (const Arg& a : stepArgs[si])
+      rc.stepInputs[si].push_back(a.shared ? a.shared : a.id < 0 ? nullptr : &rc.values[a.id]);
+    for (int id : stepResults[si]) rc.stepOutputs[si].push_back(&rc.values[id]);
+  }
+}
+
+Status Executable::Impl::stepOperands(int si, const std::string& label, KernelContext* ctx) {
+  // Operands of step `si`: their static types for the kernel, constants known at load, and
+  // where each run finds them (stepArgs, stepResults). Constants a non-host step reads are
+  // uploaded once per device.
+  const plan::Step& s = plan.steps(si);
+  const int n = plan.values_size();
+  auto checkId = [&](int id, const std::string& what) -> Status {
+    if (id < 0 || id >= n) return Status::error(what + " refers to value id " + std::to_string(id) + ", which does not exist");
+    return Status::ok();
+  };
+  std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
+  DeviceBackend* backend = backends[dev].get();
+  std::vector<Arg> args;
+  std::vector<int> results;
+  for (int id : s.inputs()) {
+    if (id == -1) {
+      ctx->inputTypes.push_back(TensorType{});
+      ctx->constInputs.push_back(nullptr);
+      args.push_back({});
+      continue;
+    }
+    TANDEM_RETURN_IF_ERROR(checkId(id, label + " input"));
+    ctx->inputTypes.push_back(valueTypes[id]);
+    bool isConst = plan.values(id).kind() == plan::Value::CONSTANT;
+    ctx->constInputs.push_back(isConst ? &constants[id] : nullptr);
+    if (!isConst) {
+      args.push_back({id, nullptr});
+      continue;
+    }
+    if (backend->isHost()) {
+      args.push_back({id, &constants[id]});
+      continue;
+    }
+    auto key = std::make_pair(id, dev);
+    auto c = deviceConstants.find(key);
+    if (c == deviceConstants.end()) {
+      const Tensor& host = constants[id];
+      void* d = nullptr;
+      TANDEM_RETURN_IF_ERROR(backend->allocate(host.bytes(), label + " constant '" + plan.values(id).name() + "'", &d));
+      Tensor t = Tensor::view(host.dtype(), host.shape(), d);
+      t.setDevice(dev);
+      c = deviceConstants.emplace(key, t).first;
+      TANDEM_RETURN_IF_ERROR(backend->copyFromHost(d, host.raw(), host.bytes()).withContext(label));
+    }
+    args.push_back({id, &c->second});
+  }
+  for (int id : s.outputs()) {
+    TANDEM_RETURN_IF_ERROR(checkId(id, label + " output"));
+    if (plan.values(id).kind() != plan::Value::INTERMEDIATE)
+      return Status::error(label + " writes value '" + plan.values(id).name() + "', which is not an intermediate");
+    ctx->outputTypes.push_back(valueTypes[id]);
+    results.push_back(id);
+  }
+  stepArgs.push_back(std::move(args));
+  stepResults.push_back(std::move(results));
+  return Status::ok();
+}
+
+Status Executable::Impl::createStep(int si, KernelTuner& tuner, RunContext& rc) {
+  // Kernels are created once by their device's backend: oneDNN primitives are built and
+  // weights reordered, cuDNN/cuBLASLt descriptors made and generated kernels gathered here.
+  // Copies get the queue of their link. Tuning runs candidates on `rc`'s buffers.
+  const plan::Step& s = plan.steps(si);
+  std::string label = stepLabel(s, si);
+  TANDEM_RETURN_IF_ERROR(bindDevice(s.device(), label));
+  TANDEM_RETURN_IF_ERROR(attrsFromPlan(s, &stepAttrs[si]).withContext(label));
+  KernelContext ctx;
+  ctx.opType = s.op_type();
+  ctx.nodeName = s.name();
+  ctx.attrs = &stepAttrs[si];
+  ctx.threads = threads > 0 ? threads : availableCores();
+  ctx.winograd = options.winograd;
+  TANDEM_RETURN_IF_ERROR(stepOperands(si, label, &ctx));
+  std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
+  DeviceBackend* backend = backends[dev].get();
+  std::vector<const Tensor*> ins;
+  std::vector<Tensor*> outs;
+  for (const Arg& a : stepArgs[si]) ins.push_back(a.shared ? a.shared : a.id < 0 ? nullptr : &rc.values[a.id]);
+  for (int id : stepResults[si]) outs.push_back(&rc.values[id]);
+  std::unique_ptr<Kernel> k;
+  StepKind kind = StepKind::Kernel;
+  Queue queue = Queue::Compute;
+  if (s.op_type() == "Copy") {
+    k = std::make_unique<HostCopyKernel>();
+    kind = StepKind::HostCopy;
+    if (ins.size() != 1 || outs.size() != 1 || !ins[0] || ins[0]->bytes() != outs[0]->bytes())
+      return Status::error(label + ": a copy has one input and one output of the same size");
+    DeviceBackend* from = backends[canonicalDeviceName(ins[0]->device())].get();
+    DeviceBackend* to = backends[canonicalDeviceName(outs[0]->device())].get();
+    if (!from || !to) return Status::error(label + ": copy between unknown devices");
+    if (!from->isHost() && !to->isHost()) kind = StepKind::CopyD2D, backend = to;
+    else if (!to->isHost()) kind = StepKind::CopyH2D, backend = to, queue = Queue::HostToDevice;
+    else if (!from->isHost()) kind = StepKind::CopyD2H, backend = from, queue = Queue::DeviceToHost;
+  } else {
+    // CPU steps whose kernel has variants: measured or looked up (runtime/Tuning.h).
+    TANDEM_RETURN_IF_ERROR(tuner.create(*backend, ctx, label, ins, outs, &k).withContext(label));
+    // A GPU kernel reads and writes its own device's memory only; insert-transfers guarantees
+    // it, and a hand-made plan that breaks it must fail here, not fault on the device.
+    if (!backend->isHost()) {
+      for (const Tensor* t : ins)
+        if (t && t->device() != dev)
+          return Status::error(label + " on " + dev + " reads a value on " + t->device() + " without a copy");
+      for (const Tensor* t : outs)
+        if (t->device() != dev)
+          return Status::error(label + " on " + dev + " writes a value on " + t->device());
+    }
+  }
+  if (k && workerBackends.count(backend)) k = std::make_unique<LabelledKernel>(std::move(k), label);
+  stepKind.push_back(kind);
+  stepImpl.push_back(kind == StepKind::CopyH2D   ? "copy-h2d"
+                     : kind == StepKind::CopyD2H ? "copy-d2h"
+                     : kind == StepKind::CopyD2D ? "copy-d2d"
+                                                 : k->implName());
+  stepBackend.push_back(backend);
+  stepQueue.push_back(queue);
+  kernels.push_back(std::move(k));
+  return Status::ok();
+}
+
+Status Executable::Impl::finishKernels() {
+  // Each backend finishes its kernels (CUDA: one NVRTC program for the plan), then the
   // ordering units: every (backend, queue) is a stream and the host issues the steps in plan
   // order, waiting only on events.
-  for (auto& b : m.backends) {
+  for (auto& b : backends) {
     std::vector<Kernel*> ks;
-    for (size_t si = 0; si < m.kernels.size(); ++si)
-      if (m.stepBackend[si] == b.second.get() && m.stepKind[si] == StepKind::Kernel) ks.push_back(m.kernels[si].get());
+    for (size_t si = 0; si < kernels.size(); ++si)
+      if (stepBackend[si] == b.second.get() && stepKind[si] == StepKind::Kernel) ks.push_back(kernels[si].get());
     TANDEM_RETURN_IF_ERROR(b.second->finishLoad(ks));
   }
-  for (auto& b : m.backends) TANDEM_RETURN_IF_ERROR(b.second->synchronize().withContext("loading the plan"));
+  for (auto& b : backends) TANDEM_RETURN_IF_ERROR(b.second->synchronize().withContext("loading the plan"));
   std::map<std::pair<DeviceBackend*, int>, int> streamIds;
-  for (size_t si = 0; si < m.kernels.size(); ++si) {
-    auto key = std::make_pair(m.stepBackend[si], (int)m.stepQueue[si]);
-    m.stepStream.push_back(streamIds.emplace(key, (int)streamIds.size()).first->second);
+  for (size_t si = 0; si < kernels.size(); ++si) {
+    auto key = std::make_pair(stepBackend[si], (int)stepQueue[si]);
+    stepStream.push_back(streamIds.emplace(key, (int)streamIds.size()).first->second);
   }
-  if (streamIds.size() > 1) exe->planStreams();
-  else m.crossDeps.assign(m.kernels.size(), {});
-  m.stepEvent.resize(m.kernels.size());
-  for (size_t si = 0; si < m.kernels.size(); ++si)
-    for (int d : m.crossDeps[si])
-      if (!m.stepEvent[d]) TANDEM_RETURN_IF_ERROR(m.stepBackend[d]->createEvent(&m.stepEvent[d]));
+  if (streamIds.size() > 1) planStreams();
+  else crossDeps.assign(kernels.size(), {});
+  stepEvent.resize(kernels.size());
+  for (size_t si = 0; si < kernels.size(); ++si)
+    for (int d : crossDeps[si])
+      if (!stepEvent[d]) TANDEM_RETURN_IF_ERROR(stepBackend[d]->createEvent(&stepEvent[d]));
+  return Status::ok();
+}
+
+Status Executable::Impl::planStaging() {
   // Graph inputs and outputs on a GPU cross through pinned staging, once per run.
+  const plan::Plan& p = plan;
   for (int id : p.inputs()) {
     void* staging = nullptr;
-    DeviceBackend* b = m.backends[m.values[id].device()].get();
-    if (!b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(m.values[id].bytes(), &staging));
-    m.inputStaging.push_back(staging);
+    DeviceBackend* b = backends[deviceOf(id)].get();
+    if (!b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost((size_t)valueBytes[id], &staging));
+    inputStaging.push_back(staging);
   }
   for (int id : p.outputs()) {
     void* staging = nullptr;
-    const Tensor& v = m.values[id];
-    DeviceBackend* b = p.values(id).kind() == plan::Value::CONSTANT ? nullptr : m.backends[v.device()].get();
-    if (b && !b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost(v.bytes(), &staging));
-    m.outputStaging.push_back(staging);
+    DeviceBackend* b = valueArena[id] < 0 ? nullptr : backends[deviceOf(id)].get();
+    if (b && !b->isHost()) TANDEM_RETURN_IF_ERROR(b->allocateHost((size_t)valueBytes[id], &staging));
+    outputStaging.push_back(staging);
   }
-  for (auto& b : m.backends) {
+  for (auto& b : backends) {
     if (b.second->isHost()) continue;
     std::unique_ptr<Event> up;
     TANDEM_RETURN_IF_ERROR(b.second->createEvent(&up));
-    m.inputsUploaded.push_back(std::move(up));
+    inputsUploaded.push_back(std::move(up));
   }
   // One fence per (writer queue, reading device) among the staged outputs' last writers. An
   // output no step writes is a graph input: its upload is already ordered (inputsUploaded).
   for (int i = 0; i < p.outputs_size(); ++i) {
-    if (!m.outputStaging[i]) continue;
+    if (!outputStaging[i]) continue;
     int id = p.outputs(i), last = -1;
     for (int si = 0; si < p.steps_size(); ++si)
       for (int o : p.steps(si).outputs())
         if (o == id) last = si;
     if (last < 0) continue;
-    DeviceBackend* reader = m.backends[m.values[id].device()].get();
-    DeviceBackend* writer = m.stepBackend[last];
-    Queue q = m.stepQueue[last];
+    DeviceBackend* reader = backends[deviceOf(id)].get();
+    DeviceBackend* writer = stepBackend[last];
+    Queue q = stepQueue[last];
     bool known = false;
-    for (const Impl::OutputFence& f : m.outputFences)
+    for (const OutputFence& f : outputFences)
       known |= f.writer == writer && f.queue == q && f.reader == reader;
     if (known) continue;
-    Impl::OutputFence f{writer, q, reader, nullptr};
+    OutputFence f{writer, q, reader, nullptr};
     TANDEM_RETURN_IF_ERROR(writer->createEvent(&f.event));
-    m.outputFences.push_back(std::move(f));
+    outputFences.push_back(std::move(f));
   }
-  *out = std::move(exe);
   return Status::ok();
 }
 
-void Executable::planStreams() {
+void Executable::Impl::planStreams() {
   // 1. For each arena-backed value: its device arena and byte range.
   // 2. Walk steps in plan order keeping, per arena, the steps that touched each byte range
   //    since it was last written; a step depends on the last writer of what it reads (RAW) and
   //    on every earlier reader and writer of the ranges it writes (WAR, WAW).
   // 3. Keep only dependencies on other streams: a stream already runs its own steps in order.
-  Impl& m = *impl_;
-  const plan::Plan& p = m.plan;
+  const plan::Plan& p = plan;
   struct Touch { int64_t begin, end; int step; bool write; };
-  std::map<std::string, std::vector<Touch>> touches;
-  auto rangeOf = [&](int id, std::string* arena, int64_t* b, int64_t* e) {
-    const plan::Value& v = p.values(id);
-    if (v.kind() == plan::Value::CONSTANT) return false;
-    *arena = canonicalDeviceName(v.device().empty() ? "cpu" : v.device());
-    *b = v.arena_offset();
-    *e = v.arena_offset() + (int64_t)m.values[id].bytes();
+  std::map<int, std::vector<Touch>> touches;
+  auto rangeOf = [&](int id, int* arena, int64_t* b, int64_t* e) {
+    if (valueArena[id] < 0) return false;
+    *arena = valueArena[id];
+    *b = valueOffset[id];
+    *e = valueOffset[id] + valueBytes[id];
     return *e > *b;
   };
-  m.crossDeps.assign(p.steps_size(), {});
+  crossDeps.assign(p.steps_size(), {});
   for (int si = 0; si < p.steps_size(); ++si) {
     std::set<int> deps;
     const plan::Step& s = p.steps(si);
-    std::string arena;
+    int arena;
     int64_t b, e;
     for (int id : s.inputs()) {
       if (id < 0 || !rangeOf(id, &arena, &b, &e)) continue;
@@ -570,8 +747,35 @@ void Executable::planStreams() {
       list.push_back({b, e, si, true});
     }
     for (int d : deps)
-      if (m.stepStream[d] != m.stepStream[si]) m.crossDeps[si].push_back(d);
+      if (stepStream[d] != stepStream[si]) crossDeps[si].push_back(d);
   }
+}
+
+Status Executable::Impl::acquire(RunContext** out) {
+  {
+    std::lock_guard<std::mutex> l(poolMu);
+    if (!freeContexts.empty()) {
+      *out = freeContexts.back();
+      freeContexts.pop_back();
+      return Status::ok();
+    }
+  }
+  // Every context is in use by another run: this run gets arenas of its own (allocated outside
+  // the lock, so runs that find a free context never wait for an allocation).
+  std::unique_ptr<RunContext> rc;
+  TANDEM_RETURN_IF_ERROR(newRunContext(&rc).withContext("a concurrent run's arenas"));
+  bindSteps(*rc);
+  *out = rc.get();
+  std::lock_guard<std::mutex> l(poolMu);
+  contexts.push_back(std::move(rc));
+  // Room for every context on the free list, so that release() never allocates.
+  freeContexts.reserve(contexts.size());
+  return Status::ok();
+}
+
+void Executable::Impl::release(RunContext* rc) {
+  std::lock_guard<std::mutex> l(poolMu);
+  freeContexts.push_back(rc);
 }
 
 Status Executable::loadFile(const std::string& path, const LoadOptions& options,
@@ -620,7 +824,7 @@ Status Executable::recordStepTimes(const std::vector<double>& stepSeconds, int* 
       bool absent = id < 0;
       ctx.inputTypes.push_back(absent ? TensorType{} : m.valueTypes[id]);
       ctx.constInputs.push_back(!absent && m.plan.values(id).kind() == plan::Value::CONSTANT
-                                    ? &m.values[id]
+                                    ? &m.constants[id]
                                     : nullptr);
     }
     for (int id : s.outputs()) ctx.outputTypes.push_back(m.valueTypes[id]);
@@ -630,7 +834,7 @@ Status Executable::recordStepTimes(const std::vector<double>& stepSeconds, int* 
     impls[key] = m.stepImpl[si];
   }
   if (times.empty()) return Status::ok();
-  std::string path = m.tuningCache.empty() ? defaultTimingCachePath() : m.tuningCache;
+  std::string path = m.options.tuningCache.empty() ? defaultTimingCachePath() : m.options.tuningCache;
   if (path.empty())
     return Status::error("kernel timing cache: neither TANDEM_TUNING_CACHE, XDG_CACHE_HOME nor "
                          "HOME is set; the step times are not kept");
@@ -658,6 +862,7 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
   Impl& m = *impl_;
   const plan::Plan& p = m.plan;
   auto t0 = Clock::now();
+  // OpenMP's thread count is per calling thread: every caller gets the load's.
   if (m.threads > 0) omp_set_num_threads(m.threads);
   // 1. Inputs cross into the arena once, after their types are checked.
   if ((int)inputs.size() != p.inputs_size())
@@ -672,13 +877,21 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
                            shapeToString(in.shape()));
   }
   if (stats) stats->steps.clear();
-  TANDEM_RETURN_IF_ERROR(runSteps(inputs, outputs, stats, profile));
+  // 2. A run context of its own (a free one, or new arenas when all are in use); plans whose
+  // queues are shared between runs take the executable for the whole run.
+  std::unique_lock<std::mutex> serial(m.serialMu, std::defer_lock);
+  if (m.serialRuns) serial.lock();
+  RunContext* rc = nullptr;
+  TANDEM_RETURN_IF_ERROR(m.acquire(&rc));
+  Status st = runSteps(*rc, inputs, outputs, stats, profile);
+  m.release(rc);
+  TANDEM_RETURN_IF_ERROR(st);
   if (stats) stats->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return Status::ok();
 }
 
-Status Executable::runSteps(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
-                            RunStats* stats, bool profile) {
+Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
+                            std::vector<Tensor>* outputs, RunStats* stats, bool profile) {
   // 1. Inputs: host slots by memcpy; GPU slots through pinned staging on the H2D queue, and each
   //    GPU's compute queue waits for its uploads (one event per device, no host sync).
   // 2. Steps in plan order on this thread: a step first waits for the events of the steps on
@@ -703,7 +916,7 @@ Status Executable::runSteps(const std::vector<Tensor>& inputs, std::vector<Tenso
   } idleOnExit{m};
   for (int i = 0; i < p.inputs_size(); ++i) {
     const Tensor& in = inputs[i];
-    Tensor& slot = m.values[p.inputs(i)];
+    Tensor& slot = rc.values[p.inputs(i)];
     if (!m.inputStaging[i]) {
       if (in.bytes()) std::memcpy(slot.raw(), in.raw(), in.bytes());
       continue;
@@ -734,12 +947,14 @@ Status Executable::runSteps(const std::vector<Tensor>& inputs, std::vector<Tenso
       if (!st.isOk()) return st.withContext(label());
     }
     auto s0 = Clock::now();
-    const Tensor* in = m.stepInputs[si].empty() ? nullptr : m.stepInputs[si][0];
-    Tensor* out = m.stepOutputs[si].empty() ? nullptr : m.stepOutputs[si][0];
+    const std::vector<const Tensor*>& ins = rc.stepInputs[si];
+    const std::vector<Tensor*>& outs = rc.stepOutputs[si];
+    const Tensor* in = ins.empty() ? nullptr : ins[0];
+    Tensor* out = outs.empty() ? nullptr : outs[0];
     Status st;
     switch (m.stepKind[si]) {
       case StepKind::Kernel:
-      case StepKind::HostCopy: st = b->launch(*m.kernels[si], m.stepInputs[si], m.stepOutputs[si]); break;
+      case StepKind::HostCopy: st = b->launch(*m.kernels[si], ins, outs); break;
       case StepKind::CopyH2D: st = b->copyFromHost(out->raw(), in->raw(), in->bytes()); break;
       case StepKind::CopyD2H: st = b->copyToHost(out->raw(), in->raw(), in->bytes()); break;
       case StepKind::CopyD2D: st = b->copyOnDevice(Queue::Compute, out->raw(), in->raw(), in->bytes()); break;
@@ -759,7 +974,7 @@ Status Executable::runSteps(const std::vector<Tensor>& inputs, std::vector<Tenso
   }
   for (int i = 0; i < p.outputs_size(); ++i) {
     if (!m.outputStaging[i]) continue;
-    const Tensor& v = m.values[p.outputs(i)];
+    const Tensor& v = m.valueIn(rc, p.outputs(i));
     TANDEM_RETURN_IF_ERROR(m.backends[v.device()]->copyToHost(m.outputStaging[i], v.raw(), v.bytes())
                                .withContext("output '" + m.outputNames[i] + "'"));
   }
@@ -773,7 +988,7 @@ Status Executable::runSteps(const std::vector<Tensor>& inputs, std::vector<Tenso
   TANDEM_RETURN_IF_ERROR(synced);
   outputs->clear();
   for (int i = 0; i < p.outputs_size(); ++i) {
-    const Tensor& v = m.values[p.outputs(i)];
+    const Tensor& v = m.valueIn(rc, p.outputs(i));
     if (!m.outputStaging[i]) {
       outputs->push_back(Tensor::copyOf(v));
       continue;

@@ -57,8 +57,9 @@ struct RunStats {
 
 class Executable {
  public:
-  /// Binds `plan` to the live devices: allocates one arena per device, loads constants, creates
-  /// every kernel (oneDNN primitives built and weights reordered here, never per run).
+  /// Binds `plan` to the live devices: allocates one arena per device (the first run context),
+  /// loads constants, creates every kernel (oneDNN primitives built and weights reordered here,
+  /// never per run).
   /// Errors: malformed plan (dangling value ids, wrong version), a device the plan needs that is
   /// not present, a step with no kernel; each names the step.
   static Status load(const plan::Plan& plan, const LoadOptions& options,
@@ -83,8 +84,20 @@ class Executable {
   /// streams and cross-stream dependencies are events. One host device runs its steps on the
   /// calling thread; several host devices (cpu, cpu:1) each get a queue thread with its own
   /// OpenMP pool; each live GPU has a compute, an H2D and a D2H stream. The run synchronises
-  /// once, when the outputs are copied back. Not reentrant: concurrent callers must use
-  /// separate Executables (one arena each).
+  /// once, when the outputs are copied back.
+  ///
+  /// Thread-safe: run() may be called from many threads at once on one Executable, as ONNX
+  /// Runtime's Session::Run. Constants, prepacked weights and kernels are shared; each run
+  /// takes a run context (one arena per device, for intermediates and inputs) from a pool, or
+  /// allocates one when every context is in use by another run, and returns it at the end, so
+  /// a run allocates no arena while a free one exists and the pool holds as many contexts as
+  /// runs were ever in flight at once (peakBytes() counts them). Each run uses this load's
+  /// intra-op thread count on its calling thread. Same plan, inputs and thread count give
+  /// bit-identical outputs whether runs overlap or not. Kernels that rebind state per call hold
+  /// a mutex for it (oneDNN steps, Kernel.h), so overlapping runs pipeline through such a step
+  /// one at a time rather than wait for each other's whole run. Plans with a GPU or several host
+  /// devices share their queues, events and pinned staging buffers between runs: their runs
+  /// are serialised (a mutex): one at a time.
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
              RunStats* stats = nullptr, bool profile = false);
 
@@ -110,14 +123,14 @@ class Executable {
   /// cannot be written (the message names it).
   Status recordStepTimes(const std::vector<double>& stepSeconds, int* recorded);
 
-  /// Per device of the plan: the most bytes this executable held there at once (arena,
-  /// constants, workspaces), e.g. {{"cpu", 4096}, {"cuda:0", 1 << 20}}.
+  /// Per device of the plan: the most bytes this executable held there at once (arenas, one
+  /// per run context, constants, workspaces), e.g. {{"cpu", 4096}, {"cuda:0", 1 << 20}}.
   std::vector<std::pair<std::string, size_t>> peakBytes() const;
 
  private:
   Executable();
-  void planStreams();
-  Status runSteps(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+  struct RunContext;  // one run's arenas and the tensors bound to them (Executable.cpp)
+  Status runSteps(RunContext& rc, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
                   RunStats* stats, bool profile);
   struct Impl;
   std::unique_ptr<Impl> impl_;

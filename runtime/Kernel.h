@@ -58,6 +58,18 @@ struct KernelContext {
 /// One op instance bound to static shapes. run() is called once per execution with buffers of
 /// exactly the types given at creation; absent optional inputs are nullptr. run() must not
 /// allocate per call where it can avoid it, and must not keep pointers between calls.
+///
+/// Concurrency contract (CPU kernels): run() may be called concurrently from several threads on
+/// one kernel, for different outputs (each concurrent Executable::run has arenas of its own;
+/// constant inputs are shared and read-only). What a kernel changes during run() is therefore
+/// per thread or guarded: scratch is thread_local or the oneDNN thread workspace
+/// (runtime/cpu/dnnl/DnnlCommon.h: threadWorkspace), reference kernels are closures over
+/// read-only tables, and a kernel that rebinds members to the caller's buffers (oneDNN memory
+/// objects, DnnlKernel) or keeps scratch tensors (the unfused composite of a Fused step) holds
+/// a mutex for the call. Intra-op parallelism uses the calling thread's OpenMP pool, sized by
+/// KernelContext::threads or omp_get_max_threads() (the executor sets it per run). Kernels of
+/// plans whose runs the executor serialises (a GPU or several host devices: Executable.h)
+/// never see concurrent calls; CUDA kernels need not be reentrant.
 class Kernel {
  public:
   virtual ~Kernel() = default;

@@ -4,12 +4,15 @@
 // wrong numbers here instead of a race on real hardware.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
+#include <thread>
 
 #include "runtime/Backend.h"
 #include "runtime/Executable.h"
@@ -91,6 +94,8 @@ class FakeGpu : public DeviceBackend {
   }
   int launches = 0, records = 0, waits = 0, hostWaits = 0;
   int copiesToHost = 0, failCopyToHostAt = -1;  // the failCopyToHostAt-th copyToHost fails
+  int pauseMicros = 0;                  // each enqueue sleeps this long (concurrency tests)
+  std::atomic<bool> overlapped{false};  // two host threads were in enqueue at once
   /// Operations enqueued and not yet run: 0 when the device is idle.
   size_t pending() const { return queues_[0].size() + queues_[1].size() + queues_[2].size(); }
 
@@ -100,6 +105,10 @@ class FakeGpu : public DeviceBackend {
     return [=] { std::memcpy(dst, src, n); return true; };
   }
   Status enqueue(Queue q, Op op) {
+    // Host threads overlapping in the device's queues: flagged, and made likely by a pause.
+    if (++entered_ > 1) overlapped = true;
+    if (pauseMicros) std::this_thread::sleep_for(std::chrono::microseconds(pauseMicros));
+    --entered_;
     queues_[(int)q].push_back(std::move(op));
     ++enqueued_[(int)q];
     return Status::ok();
@@ -117,6 +126,7 @@ class FakeGpu : public DeviceBackend {
   }
   std::string name_, kind_ = "cuda";
   std::deque<Op> queues_[3];
+  std::atomic<int> entered_{0};
   size_t enqueued_[3] = {0, 0, 0}, done_[3] = {0, 0, 0};
   std::vector<void*> owned_;
   size_t peak_ = 0;
@@ -229,6 +239,57 @@ TEST(ExecutableAsync, ProfilingStillGivesRightResults) {
   ASSERT_EQ(stats.steps.size(), 5u);
   EXPECT_EQ(stats.steps[1].device, "cuda:0");
   EXPECT_FLOAT_EQ(out[0].data<float>()[3], std::exp(1.f) + 1.f);
+}
+
+// Runs of a GPU plan share its queues, events and staging: concurrent callers take turns
+// (Executable.h). The fake device is not thread-safe itself, so overlapping runs would corrupt
+// its queues or mix up their inputs' staging and give wrong numbers here.
+TEST(ExecutableAsync, ConcurrentCallersOfAGpuPlanTakeTurns) {
+  FakeGpu* gpu = nullptr;
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [&](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    auto g = std::make_unique<FakeGpu>(dev);
+    gpu = g.get();
+    *out = std::move(g);
+    return Status::ok();
+  };
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(crossingPlan(), lo, &exe).isOk());
+  gpu->pauseMicros = 20;
+  std::atomic<int> wrong{0}, failed{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();
+      for (int run = 0; run < 25; ++run) {
+        Tensor x = Tensor::alloc(DType::F32, {256});
+        for (int i = 0; i < 256; ++i) x.data<float>()[i] = (float)((i * 7 + t * 5 + run * 13) % 11) - 5.f;
+        std::vector<Tensor> out;
+        if (!exe->run({x}, &out).isOk()) {
+          failed++;
+          continue;
+        }
+        for (int i = 0; i < 256; ++i) {
+          float v = x.data<float>()[i], r = std::max(v, 0.f);
+          // Within float rounding of the formula (the kernel's exp is not std::exp).
+          float want = std::exp(r) + v;
+          if (std::fabs(out[0].data<float>()[i] - want) > 1e-5f * std::max(1.f, std::fabs(want)) ||
+              out[1].data<float>()[i] != r) {
+            wrong++;
+            break;
+          }
+        }
+      }
+    });
+  go = true;
+  for (std::thread& th : threads) th.join();
+  EXPECT_FALSE(gpu->overlapped);
+  EXPECT_EQ(failed, 0);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(gpu->launches, 2 * 100);
+  EXPECT_EQ(gpu->pending(), 0u);
 }
 
 TEST(ExecutableAsync, AFailingDeviceIsTheFallbackNoteOrAnError) {
