@@ -161,7 +161,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     for (int d = 0; d < numDevices; ++d) {
       const DeviceSpec& spec = set.device(d);
       pr->targets.push_back(spec.name);
-      problem.devices.push_back({spec.name, deviceKindName(spec.kind), spec.memoryCapacityBytes});
+      problem.devices.push_back({spec.name, deviceKindName(spec.kind), (uint64_t)spec.memoryCapacityBytes});
     }
     pr->host = set.hostIndex();
     const std::vector<std::string>& targets = pr->targets;

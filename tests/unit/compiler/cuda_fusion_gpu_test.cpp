@@ -65,7 +65,8 @@ plan::Plan compile(const std::string& device) {
   GraphBuilder g;
   auto module = buildModel(g, device);
   CompileOptions co;
-  if (device != "cpu") EXPECT_TRUE(setTargetDevices(&co, "cpu,cuda:0=h100").isOk());
+  // The CPU reference targets the CPU alone (the default would be the live devices, GPU too).
+  EXPECT_TRUE(setTargetDevices(&co, device == "cpu" ? "cpu" : "cpu,cuda:0=h100").isOk());
   CompileResult r;
   Status st = compileModuleToPlan(*module, co, &r);
   EXPECT_TRUE(st.isOk()) << st.message();
