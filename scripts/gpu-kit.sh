@@ -54,7 +54,7 @@ command -v patchelf >/dev/null || { echo "gpu-kit.sh: needs patchelf (scripts/de
 # examples (gpu_*). Those linking MLIR/LLVM stay out: those libraries are ~195 MB.
 gpu_tests=() examples=()
 if [ $tests = 1 ]; then
-  # ctest names them gpu.NAME; the target is NAME (tests/unit/runtime) or unit_NAME (compiler).
+  # ctest names them gpu.NAME; the target is NAME (tests/unit/runtime) or unit_NAME (tests/unit/passes and the other in-process compile tests).
   targets=$(ninja -C "$build" -t targets all | grep -oE '^[A-Za-z0-9_]+:' | tr -d :)
   for n in $(ctest --test-dir "$build" -L gpu -N | sed -n 's/^ *Test *#[0-9]*: gpu\.//p'); do
     for t in "$n" "unit_$n"; do grep -qx "$t" <<<"$targets" && { gpu_tests+=("$t"); break; }; done

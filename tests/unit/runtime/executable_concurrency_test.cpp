@@ -1,7 +1,7 @@
 // Concurrent Executable::run on one loaded plan: 8 threads x 200 runs with mixed inputs match
 // the single-threaded outputs bit for bit; repeated loads and runs are bit-identical; a run with
 // a free arena set allocates none; plans with several host queues serialise their runs.
-// (tests/unit/compiler/concurrent_runs_test.cpp does the same on compiled ONNX models.)
+// (tests/unit/tools/concurrent_runs_test.cpp does the same on compiled ONNX models.)
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Tests of the reference Conv and ConvTranspose kernels: pads, strides, dilations, groups,
 // auto_pad SAME_UPPER/SAME_LOWER/VALID, 1-D/2-D/3-D, bias, output_padding and output_shape.
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

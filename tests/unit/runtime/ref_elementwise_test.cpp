@@ -2,7 +2,7 @@
 // ops, comparisons, Pow with mixed dtypes, variadic Min/Max/Sum, Where, PRelu.
 #include <limits>
 
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

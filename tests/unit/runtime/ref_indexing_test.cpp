@@ -3,7 +3,7 @@
 // pads, axes), Tile.
 #include <limits>
 
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

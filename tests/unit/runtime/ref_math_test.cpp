@@ -1,6 +1,6 @@
 // Tests of the reference Gemm and MatMul kernels: transposes, alpha/beta, broadcast C, 1-D
 // operands, batch broadcasting, empty and zero-K products, multi-threaded runs.
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

@@ -2,7 +2,7 @@
 // mode), LayerNormalization (axes, optional B, Mean/InvStdDev outputs), Softmax, LogSoftmax.
 #include <cmath>
 
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

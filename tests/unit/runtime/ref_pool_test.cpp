@@ -1,7 +1,7 @@
 // Tests of the reference pooling kernels: MaxPool (pads, strides, ceil_mode, dilations, auto_pad,
 // Indices with both storage orders), AveragePool (count_include_pad, ceil_mode, auto_pad),
 // GlobalAveragePool and GlobalMaxPool.
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

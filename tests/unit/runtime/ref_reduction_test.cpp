@@ -2,7 +2,7 @@
 // ReduceMax/ReduceMin (axes attribute), keepdims, negative and empty axes, empty inputs, ArgMax.
 #include <limits>
 
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

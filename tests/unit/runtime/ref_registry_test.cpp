@@ -3,7 +3,7 @@
 #include <map>
 
 #include "runtime/OpTable.h"
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

@@ -2,7 +2,7 @@
 // Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
 #include <limits>
 
-#include "tests/unit/runtime/ref_TestUtil.h"
+#include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
 namespace {

@@ -1,6 +1,6 @@
 // Unit tests of the elementwise shape functions: broadcasting, dtype rules, Cast, Where, Clip,
 // Dropout, PRelu, activations.
-#include "tests/unit/shapes/ShapeTestUtil.h"
+#include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
 namespace {

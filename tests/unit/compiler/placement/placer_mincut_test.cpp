@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "compiler/placement/PlacerInternal.h"
-#include "tests/unit/placement/placer_TestUtil.h"
+#include "tests/unit/compiler/placement/placer_test_util.h"
 
 namespace tandem::placement {
 namespace {

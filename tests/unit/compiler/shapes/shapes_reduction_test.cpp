@@ -1,5 +1,5 @@
 // Unit tests of the Reduce* and ArgMax shape functions.
-#include "tests/unit/shapes/ShapeTestUtil.h"
+#include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "runtime/OpTable.h"
-#include "tests/unit/shapes/ShapeTestUtil.h"
+#include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
 namespace {

@@ -1,6 +1,6 @@
 // Unit tests of the NN shape functions: Conv, ConvTranspose, pools, BatchNormalization,
 // LayerNormalization.
-#include "tests/unit/shapes/ShapeTestUtil.h"
+#include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
 namespace {

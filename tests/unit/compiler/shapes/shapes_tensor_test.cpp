@@ -2,7 +2,7 @@
 // Unsqueeze, Concat, Split, Slice, Gather, Shape, Constant, ConstantOfShape, Expand, Pad, Tile.
 #include <limits>
 
-#include "tests/unit/shapes/ShapeTestUtil.h"
+#include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
 namespace {

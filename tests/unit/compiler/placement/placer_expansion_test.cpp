@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "tests/unit/placement/placer_TestUtil.h"
+#include "tests/unit/compiler/placement/placer_test_util.h"
 
 namespace tandem::placement {
 namespace {

@@ -1,5 +1,5 @@
 // Unit tests of the Gemm, MatMul and Softmax/LogSoftmax shape functions.
-#include "tests/unit/shapes/ShapeTestUtil.h"
+#include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
 namespace {
