@@ -31,6 +31,8 @@ work=$(mktemp -d)
 check 0 "digraph placement" -- "$tandem" compile $relu -o $work/a.tplan --log-placement=dot
 check 0 "\"reason\": \"only-kernel\"" -- "$tandem" compile $relu -o $work/a.tplan --log-placement=json --target cpu
 check 0 "estimated time: plan \(cost\)" -- "$tandem" compile $relu -o $work/a.tplan --log-placement
+check 0 "time: tandem-place .* s .*%" -- "$tandem" compile $relu -o $work/a.tplan --time-passes
+check 0 "time: total" -- "$tandem" compile $relu -o $work/a.tplan --time-passes --verify-each-pass
 check 0 "candidates: cpu .*cuda:0" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=h100 --log-placement
 check 0 "policy\(greedy\)" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=h100 --placement greedy --log-placement
 check 2 "--target: .*unknown GPU model 'v100'" -- "$tandem" compile $relu -o $work/a.tplan --target cpu,cuda:0=v100
