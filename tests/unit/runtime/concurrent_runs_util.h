@@ -31,6 +31,18 @@ constexpr int kTeamThreads = 2;
 
 /// One input set for `exe`: every f32 input uniform in [-1, 1), integer inputs in [0, 4),
 /// from `seed`.
+// Loads `p` with the built-in kernel choice (identical across loads) and `threads` intra-op
+// threads; a load error fails the test.
+inline std::unique_ptr<Executable> loadUntuned(const plan::Plan& p, int threads) {
+  LoadOptions o;
+  o.threads = threads;
+  o.tuning = TuningMode::Off;
+  std::unique_ptr<Executable> exe;
+  Status st = Executable::load(p, o, &exe);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return exe;
+}
+
 inline std::vector<Tensor> seededInputs(const Executable& exe, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> real(-1.f, 1.f);

@@ -116,16 +116,6 @@ plan::Plan twoHostPlan() {
   return p;
 }
 
-std::unique_ptr<Executable> load(const plan::Plan& p, int threads) {
-  LoadOptions o;
-  o.threads = threads;
-  o.tuning = TuningMode::Off;  // the built-in kernel choice: identical across loads
-  std::unique_ptr<Executable> exe;
-  Status st = Executable::load(p, o, &exe);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return exe;
-}
-
 std::vector<std::vector<Tensor>> inputSets(const Executable& exe, int n) {
   std::vector<std::vector<Tensor>> sets;
   for (int i = 0; i < n; ++i) sets.push_back(seededInputs(exe, 100 + i));
@@ -139,7 +129,7 @@ size_t cpuPeak(const Executable& exe) {
 }
 
 TEST(ConcurrentRuns, EightThreadsMatchTheSingleThreadedRunsBitForBit) {
-  auto exe = load(cnnPlan(), 1);
+  auto exe = loadUntuned(cnnPlan(), 1);
   ASSERT_TRUE(exe);
   auto sets = inputSets(*exe, 8);
   // The plan computes what it says: softmax rows sum to 1, and different inputs give
@@ -162,7 +152,7 @@ TEST(ConcurrentRuns, EightThreadsMatchTheSingleThreadedRunsBitForBit) {
 
 TEST(ConcurrentRuns, IntraOpThreadsInEveryConcurrentRun) {
   // Each caller's kernels use an OpenMP team of its own (2 threads; 1 under TSan).
-  auto exe = load(cnnPlan(), kTeamThreads);
+  auto exe = loadUntuned(cnnPlan(), kTeamThreads);
   ASSERT_TRUE(exe);
   StressResult res = stressRuns(*exe, inputSets(*exe, 5), 4, 40);
   EXPECT_EQ(res.firstError, "");
@@ -173,7 +163,7 @@ TEST(ConcurrentRuns, IntraOpThreadsInEveryConcurrentRun) {
 TEST(ConcurrentRuns, SamePlanInputsAndThreadsGiveIdenticalOutputs) {
   const plan::Plan p = cnnPlan();
   for (int threads : {1, kTeamThreads}) {
-    auto a = load(p, threads), b = load(p, threads);
+    auto a = loadUntuned(p, threads), b = loadUntuned(p, threads);
     ASSERT_TRUE(a && b);
     auto sets = inputSets(*a, 3);
     for (const auto& in : sets) {
@@ -188,7 +178,7 @@ TEST(ConcurrentRuns, SamePlanInputsAndThreadsGiveIdenticalOutputs) {
 }
 
 TEST(ConcurrentRuns, OneRunAtATimeAllocatesNoArena) {
-  auto exe = load(cnnPlan(), 1);
+  auto exe = loadUntuned(cnnPlan(), 1);
   ASSERT_TRUE(exe);
   const size_t atLoad = cpuPeak(*exe);
   ASSERT_GE(atLoad, (size_t)kCnnArenaBytes);  // the first run context's arena is allocated at load
@@ -203,7 +193,7 @@ TEST(ConcurrentRuns, OneRunAtATimeAllocatesNoArena) {
 }
 
 TEST(ConcurrentRuns, PlansWithSeveralHostQueuesSerialiseTheirRuns) {
-  auto exe = load(twoHostPlan(), 1);
+  auto exe = loadUntuned(twoHostPlan(), 1);
   ASSERT_TRUE(exe);
   auto sets = inputSets(*exe, 4);
   std::vector<Tensor> outs;

@@ -45,16 +45,6 @@ bool compileModel(const std::string& name, plan::Plan* out, std::string* why) {
   return true;
 }
 
-std::unique_ptr<Executable> loadPlan(const plan::Plan& p, int threads) {
-  LoadOptions o;
-  o.threads = threads;
-  o.tuning = TuningMode::Off;  // the built-in kernel choice: identical across loads
-  std::unique_ptr<Executable> exe;
-  Status st = Executable::load(p, o, &exe);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return exe;
-}
-
 class ConcurrentCompiledRuns : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ConcurrentCompiledRuns, EightThreadsMatchTheSingleThreadedRunsBitForBit) {
@@ -64,7 +54,7 @@ TEST_P(ConcurrentCompiledRuns, EightThreadsMatchTheSingleThreadedRunsBitForBit) 
     if (why.find("absent") != std::string::npos) GTEST_SKIP() << why;
     FAIL() << why;
   }
-  auto exe = loadPlan(p, 1);
+  auto exe = loadUntuned(p, 1);
   ASSERT_TRUE(exe);
   std::vector<std::vector<Tensor>> sets;
   for (uint32_t s = 0; s < 8; ++s) sets.push_back(seededInputs(*exe, 7 + s));
@@ -87,7 +77,7 @@ TEST_P(ConcurrentCompiledRuns, SamePlanInputsAndThreadsGiveIdenticalOutputs) {
     FAIL() << why;
   }
   for (int threads : {1, kTeamThreads}) {
-    auto first = loadPlan(p, threads), second = loadPlan(p, threads);
+    auto first = loadUntuned(p, threads), second = loadUntuned(p, threads);
     ASSERT_TRUE(first && second);
     std::vector<Tensor> in = seededInputs(*first, 3), x, y, z;
     ASSERT_TRUE(first->run(in, &x).isOk());
