@@ -1,6 +1,8 @@
 // Helpers for the concurrent-run tests: seeded inputs for a loaded plan, and a stress run that
 // checks every output of many threads' runs byte for byte against the single-threaded ones.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
