@@ -877,6 +877,7 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
                            shapeToString(in.shape()));
   }
   if (stats) stats->steps.clear();
+  if (stats) stats->start = t0;
   // 2. A run context of its own (a free one, or new arenas when all are in use); plans whose
   // queues are shared between runs take the executable for the whole run.
   std::unique_lock<std::mutex> serial(m.serialMu, std::defer_lock);
@@ -964,9 +965,17 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     // steps, not to measure the whole run.
     if (st.isOk() && profile) st = b->synchronize();
     if (!st.isOk()) return st.withContext(label());
-    if (profile && stats)
-      stats->steps.push_back({s.name(), s.op_type(), s.device(), m.stepImpl[si],
-                              std::chrono::duration<double>(Clock::now() - s0).count()});
+    if (profile && stats) {
+      static const char* const kQueueNames[] = {"compute", "h2d", "d2h"};
+      StepTiming t{s.name(), s.op_type(), s.device(), m.stepImpl[si],
+                   std::chrono::duration<double>(Clock::now() - s0).count(),
+                   std::chrono::duration<double>(s0 - stats->start).count(), b->device(),
+                   kQueueNames[(int)m.stepQueue[si]]};
+      for (const Tensor* x : ins)
+        if (x) t.inputs.push_back({x->dtype(), x->shape()});
+      for (const Tensor* x : outs) t.outputs.push_back({x->dtype(), x->shape()});
+      stats->steps.push_back(std::move(t));
+    }
   }
   for (Impl::OutputFence& f : m.outputFences) {
     TANDEM_RETURN_IF_ERROR(f.writer->recordEvent(f.queue, *f.event));

@@ -1,5 +1,6 @@
 // A Plan bound to live devices: kernels created and weights prepared once, then run many times.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,10 +49,18 @@ struct StepTiming {
   std::string device;
   std::string impl;
   double seconds = 0;
+  double start = 0;            // when the step was issued, seconds after RunStats::start
+  // The stream it ran on: its backend's device and queue ("compute", "h2d", "d2h"). A copy runs
+  // on its link's queue: an upload on the GPU's h2d, a download on its d2h, a copy between host
+  // devices on the destination's compute queue.
+  std::string streamDevice;
+  std::string queue;
+  std::vector<TensorType> inputs, outputs;  // absent optional inputs left out
 };
 
 struct RunStats {
   double seconds = 0;                // whole run (inputs in to outputs out)
+  std::chrono::steady_clock::time_point start;  // when run() was entered
   std::vector<StepTiming> steps;     // filled only when profiling was requested
 };
 
@@ -79,7 +88,8 @@ class Executable {
   /// Runs the plan. `inputs` in plan order, each of exactly the declared dtype and shape
   /// (otherwise an error naming the input, expected and actual). `outputs` receives owning
   /// tensors. With `profile`, stats->steps gets one entry per step (each step then runs to
-  /// completion before the next is issued). Every device runs through its DeviceBackend
+  /// completion before the next is issued), with its stream, start and operand types, which is
+  /// what a Trace (runtime/Trace.h) records. Every device runs through its DeviceBackend
   /// (runtime/Backend.h): the host issues the steps in plan order onto their (device, queue)
   /// streams and cross-stream dependencies are events. One host device runs its steps on the
   /// calling thread; several host devices (cpu, cpu:1) each get a queue thread with its own

@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "runtime/Device.h"
+#include "runtime/FileIO.h"
+#include "runtime/Trace.h"
 #include "runtime/Tuning.h"
 #include "tools/driver/TensorFiles.h"
 
@@ -53,6 +55,10 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
   cmd->add_option("--tuning", f.tuning, kTuningHelp)
       ->check(CLI::IsMember({"measure", "cached", "off"}));
+  cmd->add_option("--trace", f.trace,
+                  "Write the timed runs as a Chrome trace (FILE.json, for ui.perfetto.dev or "
+                  "chrome://tracing): a lane per device stream, an event per step and copy. Traced "
+                  "runs synchronise after every step, so their latency includes that");
   cmd->add_flag("--json", f.json,
                 "Print one JSON object (latency median/min/p90, outputs and their errors, devices "
                 "and peak bytes, step times) instead of the text report");
@@ -125,6 +131,7 @@ RunReportOptions reportOptionsFor(const RunFlags& f, const std::string& tool, co
   r.warmup = f.warmup;
   r.threadsAuto = f.threads == 0;
   r.stepTimes = f.stepTimes;
+  r.tracePath = f.trace;
   r.json = f.json;
   return r;
 }
@@ -165,10 +172,25 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
   std::vector<Tensor> outputs;
   std::vector<double> times;
   RunStats stats;
+  // The trace file is created first: an unwritable path fails before the runs, not after.
+  AtomicFile traceFile;
+  Trace trace;
+  if (!o.tracePath.empty()) {
+    Status st = traceFile.open(o.tracePath);
+    if (!st.isOk()) return fail(st.message());
+  }
   for (int i = 0; i < warmup + o.iterations; ++i) {
-    Status st = exe.run(inputs, &outputs, &stats);
+    const bool traced = i >= warmup && !o.tracePath.empty();
+    Status st = exe.run(inputs, &outputs, &stats, traced);
     if (!st.isOk()) return fail(o.label + ": " + st.message());
     if (i >= warmup) times.push_back(stats.seconds);
+    if (traced) trace.addRun(stats, "run " + std::to_string(i - warmup));
+  }
+  if (!o.tracePath.empty()) {
+    std::string text = trace.json();
+    Status st = traceFile.write(text.data(), text.size());
+    if (st.isOk()) st = traceFile.commit();
+    if (!st.isOk()) return fail(st.message());
   }
   // Profiling synchronises after every step; its run is extra so the timed ones stay clean.
   RunStats profiled;
@@ -226,6 +248,7 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     j["iterations"] = o.iterations;
     j["warmup"] = warmup;
     if (o.loadSeconds >= 0) j["load_ms"] = o.loadSeconds * 1e3;
+    if (!o.tracePath.empty()) j["trace"] = o.tracePath;
     j["latency_ms"] = {{"median", med}, {"min", mn}, {"p90", p90}, {"max", mx}, {"mean", mean}};
     j["runs_ms"] = nlohmann::json::array();
     for (double t : times) j["runs_ms"].push_back(t * 1e3);
@@ -246,6 +269,9 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     std::printf("latency: median %.3f ms, min %.3f ms, p90 %.3f ms over %zu runs (%d warm-up, threads %d%s)\n",
                 med, mn, p90, times.size(), warmup, exe.threads(), o.threadsAuto ? ", auto" : "");
     if (o.loadSeconds >= 0) std::printf("load: %.3f ms\n", o.loadSeconds * 1e3);
+    if (!o.tracePath.empty())
+      std::printf("trace: %s (%zu runs, profiled: synchronised after every step)\n",
+                  o.tracePath.c_str(), trace.runs());
     std::string peak;
     for (auto& [dev, bytes] : exe.peakBytes())
       peak += (peak.empty() ? "" : ", ") + dev + " " + std::to_string(bytes) + " bytes";

@@ -26,6 +26,7 @@ struct RunFlags {
   double gpuMemoryFraction = 0;   // 0: GPU arenas grow on demand
   std::string winograd = "auto";  // auto | 2x2 | off
   std::string tuning;             // "" ($TANDEM_TUNING, else measure) | measure | cached | off
+  std::string trace;              // --trace FILE.json: the timed runs, profiled, as a Chrome trace
 };
 /// Help texts of --winograd and --tuning (also used by `tandem bench` and `tandem tune`).
 extern const char* const kWinogradHelp;
@@ -56,6 +57,8 @@ struct RunReportOptions {
   int warmup = -1;              // untimed runs first; -1: 1 when iterations > 1, else 0
   bool threadsAuto = true;      // LoadOptions::threads was 0 (said in the text report)
   bool stepTimes = false;       // one extra, untimed, profiled run: per-step times
+  std::string tracePath;        // "" or a Chrome trace file (runtime/Trace.h) of the timed runs,
+                                // which are then profiled (synchronised after every step)
   bool json = false;            // one JSON object on stdout instead of the text report
   double loadSeconds = -1;      // Executable::loadFile wall time (plan and weights read, devices
                                 // bound, constants uploaded, NVRTC compile or cache read); < 0: not timed
@@ -64,7 +67,9 @@ struct RunReportOptions {
 /// Runs `exe` warmup + iterations times on `inputs` (plan order; empty: random inputs of the
 /// declared types, seed 42), compares the last outputs with opts.expectDir if given, and prints
 /// the report to stdout: text (outputs with checksum and errors, latency median/min/p90, peak
-/// memory, step times, PASS/FAIL, the load time when opts.loadSeconds >= 0) or, with opts.json, one object:
+/// memory, step times, PASS/FAIL, the load time when opts.loadSeconds >= 0) or, with opts.json, one object
+/// (with "trace": path when opts.tracePath is set; the trace file is opened before the first run,
+/// so an unwritable path fails before any run, and committed after the last):
 ///   {"tool", "model", "inputs", "threads", "iterations", "warmup", ["load_ms"],
 ///    "latency_ms": {"median", "min", "p90", "max", "mean"}, "runs_ms": [...],
 ///    "devices": [{"name", "peak_bytes"}], "outputs": [{"name", "dtype", "shape", "checksum",

@@ -16,6 +16,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include "compiler/placement/DeviceSpec.h"
 #include "runtime/Device.h"
+#include "runtime/FileIO.h"
+#include "runtime/Trace.h"
 #include "runtime/WeightsFile.h"
 #include "tools/driver/Driver.h"
 #include "tools/driver/RunReport.h"
@@ -296,6 +298,14 @@ int runRun(const RunOptionsCli& o) {
 int runBench(const BenchOptions& o) {
   using Clock = std::chrono::steady_clock;
   int status = kExitOk;
+  // The trace file is created first: an unwritable path fails before the runs, not after.
+  AtomicFile traceFile;
+  Trace trace;
+  const bool tracing = !o.trace.empty();
+  if (tracing) {
+    Status st = traceFile.open(o.trace);
+    if (!st.isOk()) return fail(st.message());
+  }
   for (const std::string& dir : o.dirs) {
     for (int k = 0; k < 16; ++k) {
       if (!o.dataSets.empty() && std::find(o.dataSets.begin(), o.dataSets.end(), k) == o.dataSets.end())
@@ -323,7 +333,10 @@ int runBench(const BenchOptions& o) {
         auto start = Clock::now();
         while (st.isOk() && ((int)times.size() < o.minRuns ||
                              std::chrono::duration<double>(Clock::now() - start).count() < o.minSec)) {
-          st = m.exe->run(inputs, &outputs, &stats);
+          st = m.exe->run(inputs, &outputs, &stats, /*profile=*/tracing);
+          if (st.isOk() && tracing && times.size() < kBenchTracedRuns)
+            trace.addRun(stats, dir + " data set " + std::to_string(k) + " threads " +
+                                    std::to_string(threads) + " run " + std::to_string(times.size()));
           times.push_back(stats.seconds);
         }
         if (!st.isOk()) { status = fail(st.message()); continue; }
@@ -340,9 +353,16 @@ int runBench(const BenchOptions& o) {
                             {"min_ms", *std::min_element(times.begin(), times.end()) * 1e3},
                             {"runs", times.size()},
                             {"max_abs_err", maxErr}};
+        if (tracing) j["trace"] = o.trace;
         std::cout << j.dump() << std::endl;
       }
     }
+  }
+  if (tracing) {
+    std::string text = trace.json();
+    Status st = traceFile.write(text.data(), text.size());
+    if (st.isOk()) st = traceFile.commit();
+    if (!st.isOk()) status = fail(st.message());
   }
   return status;
 }

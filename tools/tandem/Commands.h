@@ -51,7 +51,10 @@ struct BenchOptions {
   double gpuMemoryFraction = 0;
   std::string winograd = "auto";
   std::string tuning;
+  std::string trace;  // --trace FILE.json: timed runs profiled, the first kBenchTracedRuns of
+                      // each (model, data set, threads) written as a Chrome trace
 };
+constexpr int kBenchTracedRuns = 20;
 /// `tandem tune`: fills the kernel timing cache for models ahead of runs.
 struct TuneOptions {
   std::vector<std::string> models;  // model directories (DIR/model.onnx) or .onnx files

@@ -59,6 +59,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
   benchCmd->add_option("--tuning", bench.tuning, tandem::kTuningHelp)
       ->check(CLI::IsMember({"measure", "cached", "off"}));
+  benchCmd->add_option("--trace", bench.trace,
+                       "Write a Chrome trace (FILE.json, for ui.perfetto.dev or chrome://tracing) of "
+                       "the first " + std::to_string(tandem::cli::kBenchTracedRuns) +
+                       " timed runs of each model, data set and thread count; the timed runs then "
+                       "synchronise after every step, so their times include that");
 
   TuneOptions tune;
   CLI::App* tuneCmd = app.add_subcommand(

@@ -239,6 +239,16 @@ TEST(ExecutableAsync, ProfilingStillGivesRightResults) {
   ASSERT_EQ(stats.steps.size(), 5u);
   EXPECT_EQ(stats.steps[1].device, "cuda:0");
   EXPECT_FLOAT_EQ(out[0].data<float>()[3], std::exp(1.f) + 1.f);
+  // The streams a trace (runtime/Trace.h) puts each step on: the upload on the GPU's h2d queue,
+  // the download on its d2h queue, kernels on compute; operand types with them.
+  const char* const lanes[5] = {"cuda:0/h2d", "cuda:0/compute", "cuda:0/compute", "cuda:0/d2h", "cpu/compute"};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(stats.steps[i].streamDevice + "/" + stats.steps[i].queue, lanes[i]) << i;
+    ASSERT_EQ(stats.steps[i].outputs.size(), 1u);
+    EXPECT_EQ(stats.steps[i].outputs[0].shape, Shape{256});
+    EXPECT_GE(stats.steps[i].start, i ? stats.steps[i - 1].start + stats.steps[i - 1].seconds : 0.0);
+  }
+  EXPECT_EQ(stats.steps[4].inputs.size(), 2u);
 }
 
 // Runs of a GPU plan share its queues, events and staging: concurrent callers take turns
