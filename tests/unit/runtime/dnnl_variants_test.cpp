@@ -110,10 +110,28 @@ TEST(DnnlVariants, ConvEveryVariantMatchesReference) {
   // is a candidate on AVX-512 hosts and rounds like F(4x4).
   OpCase m = convCase({2, 32, 10, 10}, {64, 32, 3, 3}, true, {0, 0, 0, 0}, {2, 64, 8, 8});
   EXPECT_EQ(contains(checkVariants(m, refOutput(m), 2e-4), "winograd-dnnl"), dnnlWinogradHost());
+  // An image-like source (3 channels, plain NCHW): the variant reading it without a reorder,
+  // on any host; stride 2 as a stem.
+  OpCase img = convCase({2, 3, 11, 11}, {16, 3, 3, 3}, true, {1, 1, 1, 1}, {2, 16, 6, 6});
+  img.attrs.set("strides", Attr::ofInts({2, 2}));
+  EXPECT_TRUE(contains(checkVariants(img, refOutput(img)), "dnnl-plain-src"));
   // Stride 2: Winograd never applies, on any host.
   OpCase s2 = convCase({1, 16, 9, 9}, {16, 16, 3, 3}, false, {1, 1, 1, 1}, {1, 16, 5, 5});
   s2.attrs.set("strides", Attr::ofInts({2, 2}));
   EXPECT_EQ(checkVariants(s2, refOutput(s2)), std::vector<std::string>{"dnnl"});
+}
+
+TEST(DnnlVariants, SameBytesSeesThroughAWholeDimBlock) {
+  using tag = dnnl::memory::format_tag;
+  const auto f32 = dnnl::memory::data_type::f32;
+  auto md = [&](dnnlcpu::dims d, tag t) { return dnnl::memory::desc(d, f32, t); };
+  // 16 channels in one 16-channel block: nhwc's bytes; 32 channels: two blocks, not nhwc.
+  EXPECT_TRUE(dnnlcpu::sameBytes(md({2, 16, 3, 5}, tag::nChw16c), md({2, 16, 3, 5}, tag::nhwc)));
+  EXPECT_FALSE(dnnlcpu::sameBytes(md({2, 32, 3, 5}, tag::nChw16c), md({2, 32, 3, 5}, tag::nhwc)));
+  EXPECT_FALSE(dnnlcpu::sameBytes(md({2, 16, 3, 5}, tag::nchw), md({2, 16, 3, 5}, tag::nhwc)));
+  // One channel: nchw and nhwc are the same bytes; 12 channels pad a 16-block: not plain.
+  EXPECT_TRUE(dnnlcpu::sameBytes(md({2, 1, 3, 5}, tag::nchw), md({2, 1, 3, 5}, tag::nhwc)));
+  EXPECT_FALSE(dnnlcpu::sameBytes(md({1, 12, 3, 5}, tag::nChw16c), md({1, 12, 3, 5}, tag::nhwc)));
 }
 
 TEST(DnnlVariants, GemmAndMatMulEveryVariantMatchesReference) {
