@@ -270,7 +270,8 @@ Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_pt
 
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
 /// run: runtime/cpu/avx2/Winograd.h on nChw8c activations; "winograd-dnnl" where oneDNN has a
-/// Winograd of its own, AVX-512 hosts) and of Gemm / MatMul ("dnnl", and
+/// Winograd of its own, AVX-512 hosts; "dnnl-plain-src" for a plain source of <= 4 channels)
+/// and of Gemm / MatMul ("dnnl", and
 /// "avx2" where the packed GEMM can run). `avx2Epilogue`: the step's post-ops, if any, are
 /// ones the AVX2 kernels apply (avx2Epilogue()); false leaves "dnnl" only.
 std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogue);
