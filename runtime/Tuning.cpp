@@ -71,7 +71,9 @@ Status KernelTuner::create(DeviceBackend& backend, const KernelContext& ctx,
   std::vector<std::string> cands;
   for (const std::string& v : KernelRegistry::global().variants(backend.kind(), ctx)) {
     if (v.rfind("winograd", 0) == 0 && winograd_ == WinogradPolicy::Off) continue;
-    if (v == "winograd4x4" && winograd_ == WinogradPolicy::Tile2x2) continue;
+    // F(4x4)'s rounding, ours or oneDNN's ("winograd-dnnl").
+    if (v.rfind("winograd", 0) == 0 && v != "winograd2x2" && winograd_ == WinogradPolicy::Tile2x2)
+      continue;
     cands.push_back(v);
   }
   if (cands.size() < 2) return backend.createKernel(ctx, out);

@@ -22,7 +22,8 @@ namespace tandem {
 ///   Default: $TANDEM_TUNING ("measure", "cached" or "off"), Measure when unset.
 /// oneDNN is always a candidate, so a measured plan is never slower than oneDNN alone (up to
 /// the measurement's noise). LoadOptions::winograd restricts the candidates: Off removes the
-/// Winograd variants, Tile2x2 removes F(4x4) (it rounds 5-7x more: runtime/cpu/avx2/Winograd.h).
+/// Winograd variants (Tandem's and oneDNN's), Tile2x2 removes the F(4x4) ones, "winograd4x4" and
+/// "winograd-dnnl" (they round 5-7x more: runtime/cpu/avx2/Winograd.h).
 enum class TuningMode { Default, Measure, Cached, Off };
 
 /// "measure", "cached", "off" (Default: "default").

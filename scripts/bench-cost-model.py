@@ -4,8 +4,8 @@
 estimates, summed over each fused group, against `tandem-run --step-times`, median of several
 profiled runs). Not a test: takes a minute or more per model.
 
-usage: scripts/bench-cost-model.py [--build build] [--threads 1] [--runs 5] [--profile P.json]
-                                   [--batches 1,32] [--no-timing-cache] MODEL_DIR...
+usage: scripts/bench-cost-model.py [--build build] [--threads 1] [--runs 5] [--warmup 20]
+                                   [--profile P.json] [--batches 1,32] [--no-timing-cache] MODEL_DIR...
 A MODEL_DIR holds model.onnx (and test_data_set_K with its inputs, used when present so integer
 inputs are real; random inputs otherwise). --profile passes a `tandem calibrate` profile to the
 compiler; the kernel timing cache (`tandem tune`) is used as the compiler finds it, unless
@@ -60,12 +60,17 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=5, help="profiled runs per plan (median per step)")
     ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--warmup", type=int, default=20, help="untimed runs before each profiled run")
     ap.add_argument("--profile", default="")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every step")
     ap.add_argument("--no-timing-cache", action="store_true",
                     help="the compiler ignores the kernel timing cache (TANDEM_TUNING=off)")
     a = ap.parse_args()
     tandem = os.path.join(a.build, "tools", "tandem")
+    # Runs before each profiled one, so the steps are timed warm, as `tandem tune` times them
+    # and as repeated runs meet them: after 3 runs mnist_cnn's 9216x128 Gemm at batch 1 still
+    # read part of its 4.7 MB of weights from DRAM (74 us; 47 us after 50 runs).
+    warm = ["--warmup", str(a.warmup), "--iterations", "3"]
     tandem_run = os.path.join(a.build, "tools", "tandem-run")
     isa = "?"
     for line in run([tandem, "devices"]).splitlines():
@@ -101,7 +106,7 @@ def main():
             try:
                 for _ in range(a.runs):
                     rep = json.loads(run([tandem_run, "run", plan, *inputs, "--step-times", "--json",
-                                          "--threads", str(a.threads), "--iterations", "3"]))
+                                          "--threads", str(a.threads), *warm]))
                     for s in rep["steps"]:
                         if s["device"].startswith("cpu"):
                             times.setdefault(s["name"], []).append(s["ms"] * 1e-3)
@@ -111,7 +116,7 @@ def main():
                     times = {}
                     for _ in range(a.runs):
                         rep = json.loads(run([tandem_run, "run", plan, "--random", "--step-times",
-                                              "--json", "--threads", str(a.threads), "--iterations", "3"]))
+                                              "--json", "--threads", str(a.threads), *warm]))
                         for s in rep["steps"]:
                             if s["device"].startswith("cpu"):
                                 times.setdefault(s["name"], []).append(s["ms"] * 1e-3)

@@ -11,6 +11,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2;;
     --threads) threads=$2; shift 2;;
+    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
     *) break;;
   esac
 done

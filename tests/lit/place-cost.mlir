@@ -88,3 +88,17 @@ func.func @main(%x: tensor<4096x1024xf32>, %r: tensor<4096x1024xf32>) -> tensor<
   %n = tandem.layer_normalization %s, %g : (tensor<4096x1024xf32>, tensor<1024xf32>) -> tensor<4096x1024xf32> loc("ln1")
   return %n : tensor<4096x1024xf32>
 }
+
+// -----
+
+// A pre-activation BatchNormalization + Relu (DenseNet) is one batchnorm-relu step on the CPU
+// (passes/Fuse.cpp formBatchNormRelu): the Relu is priced as fused into the BatchNormalization,
+// not as a memory pass of its own.
+// CHECK-LABEL: func.func @main(%arg0: tensor<1x64x56x56xf32>
+// CHECK: tandem.relu {{.*}}placement_fusion = {devices = ["cpu"], into = "bn1"}
+func.func @main(%x: tensor<1x64x56x56xf32>) -> tensor<1x64x56x56xf32> {
+  %p = tandem.constant dense<1.0> : tensor<64xf32>
+  %b = tandem.batch_normalization %x, %p, %p, %p, %p {epsilon = 1.0e-05 : f32} : (tensor<1x64x56x56xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x64x56x56xf32> loc("bn1")
+  %r = tandem.relu %b : (tensor<1x64x56x56xf32>) -> tensor<1x64x56x56xf32> loc("relu1")
+  return %r : tensor<1x64x56x56xf32>
+}

@@ -98,11 +98,37 @@ void ExecArgs::execute(const dnnl::primitive& p) const {
       "could not execute a primitive");
 }
 
+bool sameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b) {
+  if (a == b) return true;
+  if (a.dims() != b.dims() || a.data_type() != b.data_type()) return false;
+  // Element strides per logical dim, where a single inner block spans its whole dim (its
+  // elements are then adjacent: stride 1); false for any other blocking, padding or offset.
+  auto strides = [](const dnnl::memory::desc& m, std::vector<int64_t>* s) {
+    const dnnl_memory_desc_t& d = m.data;
+    if (d.format_kind != dnnl_blocked || d.offset0 != 0) return false;
+    for (int i = 0; i < d.ndims; ++i)
+      if (d.padded_dims[i] != d.dims[i]) return false;
+    const dnnl_blocking_desc_t& bd = d.format_desc.blocking;
+    s->assign(bd.strides, bd.strides + d.ndims);
+    if (bd.inner_nblks == 0) return true;
+    if (bd.inner_nblks != 1 || bd.inner_blks[0] != d.dims[bd.inner_idxs[0]]) return false;
+    (*s)[bd.inner_idxs[0]] = 1;
+    return true;
+  };
+  std::vector<int64_t> sa, sb;
+  if (!strides(a, &sa) || !strides(b, &sb)) return false;
+  const dims d = a.dims();
+  for (size_t i = 0; i < d.size(); ++i)
+    if (d[i] > 1 && sa[i] != sb[i]) return false;
+  return true;
+}
+
 void Operand::init(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen,
                    bool isInput, WorkspaceLayout* ws) {
   dnnl::engine& eng = cpuEngine();
-  user_ = dnnl::memory(plain, eng, DNNL_MEMORY_NONE);
-  reordered_ = plain != chosen;
+  // Bytes laid out alike need no reorder: the caller's buffer is seen with the chosen desc.
+  reordered_ = !sameBytes(plain, chosen);
+  user_ = dnnl::memory(reordered_ ? plain : chosen, eng, DNNL_MEMORY_NONE);
   if (!reordered_) return;
   inner_ = dnnl::memory(chosen, eng, DNNL_MEMORY_NONE);
   wsOffset_ = ws->add(chosen.get_size());

@@ -98,14 +98,19 @@ class ExecArgs {
 /// sources it only reads).
 inline void bind(const dnnl::memory& m, const void* p) { m.set_data_handle(const_cast<void*>(p)); }
 
+/// True when descriptors `a` and `b` put every element of the same dims at the same byte, e.g.
+/// nChw16c with 16 channels and nhwc (a single inner block spanning its whole dim).
+bool sameBytes(const dnnl::memory::desc& a, const dnnl::memory::desc& b);
+
 /// One operand of a primitive whose chosen layout may differ from the plain row-major layout
 /// tensors have between ops (activations are plain NCHW at op boundaries). Holds the user-side
 /// memory bound to the caller's buffer, the primitive-side memory (the same object when no
 /// reorder is needed, else a region of the thread workspace) and the reorder between them.
 class Operand {
  public:
-  /// `plain`: the caller's layout; `chosen`: the primitive's. `isInput` selects the reorder
-  /// direction (user -> primitive for inputs, primitive -> user for outputs).
+  /// `plain`: the caller's layout; `chosen`: the primitive's (no reorder where sameBytes).
+  /// `isInput` selects the reorder direction (user -> primitive for inputs, primitive -> user
+  /// for outputs).
   void init(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen, bool isInput,
             WorkspaceLayout* ws);
   /// The memory to hand the primitive (stable: ExecArgs may keep it).
@@ -264,7 +269,9 @@ Status createMatMulEpilogue(const KernelContext& anchor, const Epilogue& ep,
 Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_ptr<Kernel>* out);
 
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
-/// run: runtime/cpu/avx2/Winograd.h on nChw8c activations) and of Gemm / MatMul ("dnnl", and
+/// run: runtime/cpu/avx2/Winograd.h on nChw8c activations; "winograd-dnnl" where oneDNN has a
+/// Winograd of its own, AVX-512 hosts; "dnnl-plain-src" for a plain source of <= 4 channels)
+/// and of Gemm / MatMul ("dnnl", and
 /// "avx2" where the packed GEMM can run). `avx2Epilogue`: the step's post-ops, if any, are
 /// ones the AVX2 kernels apply (avx2Epilogue()); false leaves "dnnl" only.
 std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogue);

@@ -24,6 +24,23 @@ namespace {
 // Blocked wins on the 3x3 and stem layers that dominate the time, so we use `any`.
 constexpr bool kConvBlockedActivations = true;
 
+// The Conv variant that runs oneDNN's own Winograd (oneDNN 2.6 picks jit_wino_4x3, F(4x4,3x3),
+// or jit_fp32_wino_2x3 by shape; AVX-512 only, none for AVX2). Measured through this kernel,
+// reorders from and to the host's nhwc included, against brgconv on nhwc (AMD EPYC,
+// avx512_core, 1 thread, `tandem tune`, shared machine): mnist_cnn's 32 -> 64 @ 26 3x3 at
+// batch 32 0.7x of the time, at batch 1 0.6x; ResNet-18's 64 @ 56 and GoogLeNet's 64 -> 192
+// @ 56 0.4-0.6x; a 1-channel input 5x slower (the measurement drops it). Since it may round
+// like F(4x4), --winograd 2x2 and off remove it (runtime/Tuning.cpp).
+constexpr const char* kDnnlWinograd = "winograd-dnnl";
+
+// The Conv variant that reads a plain NCHW source of a few channels (an image) as it is, with
+// oneDNN choosing the destination, instead of reordering it to the host layout first. MNASNet's
+// 3 -> 16 stem at batch 32 (AMD EPYC, avx512_core, 1 thread): reorder to nhwc 1.3 ms + brgconv
+// 2.6 ms, against jit:avx512_core on nchw 2.2 ms writing nChw16c, whose 16 channels are nhwc's
+// bytes (sameBytes: no reorder after it either).
+constexpr const char* kDnnlPlainSrc = "dnnl-plain-src";
+constexpr int64_t kPlainSrcMaxChannels = 4;
+
 /// Convolution geometry in oneDNN terms, derived from ONNX attributes and the static shapes.
 struct ConvGeometry {
   int spatial = 0;
@@ -231,19 +248,45 @@ class ConvKernel : public DnnlKernel {
     const Tensor* bConst = ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
     dnnl::memory::desc chosenSrc, chosenW, chosenDst;
     if (!transpose) {
-      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, srcMd, wMd, bMd,
+      if (ctx.variant != "" && ctx.variant != "dnnl" && ctx.variant != "winograd2x2" &&
+          ctx.variant != "winograd4x4" && ctx.variant != kDnnlWinograd &&
+          ctx.variant != kDnnlPlainSrc)
+        return Status::error("Conv: unknown variant '" + ctx.variant + "'");
+      const bool plainSrc = ctx.variant == kDnnlPlainSrc;
+      if (plainSrc) {
+        if (isBlocked(ctx, true, 0) || g.group != 1 || g.srcDims[1] > kPlainSrcMaxChannels)
+          return Status::error("Conv: variant dnnl-plain-src does not apply (source in the host "
+                               "layout, grouped, or more than 4 channels)");
+        srcMd = srcPlain;
+      }
+      // The variant "winograd-dnnl" asks oneDNN's own Winograd (convolution_winograd, in its
+      // blocked layout, reordered from and to the plan's at the step's edges).
+      const bool dnnlWino = ctx.variant == kDnnlWinograd;
+      const dnnl::algorithm alg = dnnlWino ? dnnl::algorithm::convolution_winograd
+                                           : dnnl::algorithm::convolution_direct;
+      dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, alg, srcMd, wMd, bMd,
                                         dstMd, g.strides, g.dilations, g.padL, g.padR);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+      dnnl::convolution_forward::primitive_desc pd;
+      try {
+        pd = dnnl::convolution_forward::primitive_desc(d, attr, eng);
+      } catch (const dnnl::error&) {
+        if (!dnnlWino) throw;
+        return Status::error("Conv: variant winograd-dnnl does not apply (oneDNN has no Winograd "
+                             "for this shape, ISA or post-ops)");
+      }
       // Where oneDNN's own choice reorders a side the plan keeps in the host layout (grouped
       // convolutions pick nChw16c on AVX-512 hosts, whose layout is nhwc), ask for the
       // caller's layout on those sides and keep it unless the implementation class drops:
       // RegNet's grouped 3x3 convolutions at batch 32 ran 1.2-2.3x faster in nhwc than in
       // nChw16c with both reorders (oneDNN 2.6 jit:avx512_core either way).
       const bool srcUser = isBlocked(ctx, true, 0), dstUser = isBlocked(ctx, false, 0);
-      if (blocked && ((srcUser && pd.src_desc() != srcPlain) || (dstUser && pd.dst_desc() != dstPlain))) {
-        dnnl::convolution_forward::desc du(dnnl::prop_kind::forward_inference,
-                                           dnnl::algorithm::convolution_direct,
+      if (plainSrc && (isReferenceImpl(pd) || std::string(pd.impl_info_str()).find("gemm") !=
+                                                  std::string::npos))
+        return Status::error(std::string("Conv: variant dnnl-plain-src does not apply (oneDNN "
+                                         "would run ") + pd.impl_info_str() + ")");
+      if (blocked && !dnnlWino && !plainSrc &&
+          ((srcUser && pd.src_desc() != srcPlain) || (dstUser && pd.dst_desc() != dstPlain))) {
+        dnnl::convolution_forward::desc du(dnnl::prop_kind::forward_inference, alg,
                                            srcUser ? srcPlain : srcMd, wMd, bMd,
                                            dstUser ? dstPlain : dstMd, g.strides, g.dilations,
                                            g.padL, g.padR);
@@ -270,12 +313,11 @@ class ConvKernel : public DnnlKernel {
       chosenW = pd.weights_desc();
       chosenDst = pd.dst_desc();
       setImpl(pd);
-      if (ctx.variant != "" && ctx.variant != "dnnl" && ctx.variant != "winograd2x2" &&
-          ctx.variant != "winograd4x4")
-        return Status::error("Conv: unknown variant '" + ctx.variant + "'");
       const int tile = ctx.variant == "winograd2x2" ? 2 : ctx.variant == "winograd4x4" ? 4 : 0;
       initWinograd(g, chosenSrc, chosenDst, wConst, hasBias_ ? bConst : nullptr, ep,
-                   ctx.variant == "dnnl" ? WinogradPolicy::Off : ctx.winograd, tile);
+                   ctx.variant == "dnnl" || dnnlWino || plainSrc ? WinogradPolicy::Off
+                                                                 : ctx.winograd,
+                   tile);
       if (tile && !wino_)
         return Status::error("Conv: variant " + ctx.variant + " does not apply (oneDNN chose " +
                              impl_ + ", or shape/epilogue outside Winograd's)");
@@ -455,11 +497,28 @@ KernelFactory convFactory(bool transpose) {
   };
 }
 
+/// True when oneDNN has a Winograd implementation of `g` (no post-ops) on this host.
+bool dnnlWinogradApplies(const ConvGeometry& g) {
+  try {
+    dnnl::memory::desc bMd;
+    if (!g.biasDims.empty()) bMd = plainDesc(g.biasDims);
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                      dnnl::algorithm::convolution_winograd, anyDesc(g.srcDims),
+                                      anyDesc(g.weightsDims), bMd, anyDesc(g.dstDims), g.strides,
+                                      g.dilations, g.padL, g.padR);
+    dnnl::convolution_forward::primitive_desc pd(d, baseAttr(), cpuEngine());
+    return !isReferenceImpl(pd);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogue) {
-  // The checks initWinograd makes before oneDNN is asked, plus the host's activation layout:
-  // Winograd reads nChw8c only (AVX2 hosts, or TANDEM_MAX_CPU_ISA=avx2).
+  // 2-D 3x3 stride-1 convolutions with constant weights: Tandem's Winograd where initWinograd
+  // would take it (nChw8c activations only: AVX2 hosts, or TANDEM_MAX_CPU_ISA=avx2, and at most
+  // a sum then a ReLU), oneDNN's where it has one (AVX-512 hosts).
   ConvGeometry g;
   std::string why;
   std::vector<std::string> v = {"dnnl"};
@@ -468,15 +527,20 @@ std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogu
   const bool bias = !g.biasDims.empty();
   const Tensor* bConst = ctx.constInputs.size() > 2 ? ctx.constInputs[2] : nullptr;
   const dims& w = g.weightsDims;
-  if (!avx2::available() || std::string(activationLayoutName()) != "nChw8c" || !avx2Epilogue ||
-      g.spatial != 2 || g.group != 1 || !wConst || (bias && !bConst) || w.size() != 4 ||
-      w[2] != 3 || w[3] != 3 || w[0] % 8 || w[1] % 8 || g.strides != dims{1, 1} ||
-      g.dilations != dims{0, 0})
+  if (g.group == 1 && !isBlocked(ctx, true, 0) && g.srcDims[1] <= kPlainSrcMaxChannels)
+    v.push_back(kDnnlPlainSrc);
+  if (g.spatial != 2 || g.group != 1 || !wConst || (bias && !bConst) || w.size() != 4 ||
+      w[2] != 3 || w[3] != 3 || g.strides != dims{1, 1} || g.dilations != dims{0, 0})
     return v;
+  bool tandemWino = avx2::available() && std::string(activationLayoutName()) == "nChw8c" &&
+                    avx2Epilogue && w[0] % 8 == 0 && w[1] % 8 == 0;
   for (int i = 0; i < 2; ++i)
-    if (g.padL[i] > 2 || g.padR[i] > 2) return v;
-  v.push_back("winograd2x2");
-  v.push_back("winograd4x4");
+    if (g.padL[i] > 2 || g.padR[i] > 2) tandemWino = false;
+  if (tandemWino) {
+    v.push_back("winograd2x2");
+    v.push_back("winograd4x4");
+  }
+  if (dnnlWinogradApplies(g)) v.push_back(kDnnlWinograd);
   return v;
 }
 

@@ -8,11 +8,14 @@ namespace {
 
 // Inputs of 16 and 32 channels (whole blocks in nChw8c and nChw16c, so every host layout keeps
 // them blocked), concatenated on axis 1. inBlocked[i] / outBlocked: the plan's layouts.
-void checkConcat(const std::vector<bool>& inBlocked, bool outBlocked, const std::string& wantImpl) {
+// `hw`: H = W; `threads`: the step's threads.
+void checkConcat(const std::vector<bool>& inBlocked, bool outBlocked, const std::string& wantImpl,
+                 int64_t hw = 0, int threads = 1) {
   const std::vector<int64_t> channels = {16, 32, 16};
-  const int64_t N = 2, H = 3, W = 5, S = H * W;
+  const int64_t N = 2, H = hw ? hw : 3, W = hw ? hw : 5, S = H * W;
   OpCase c;
   c.op = "Concat";
+  c.threads = threads;
   c.attrs.set("axis", Attr::ofInt(1));
   std::vector<std::string> inLayouts;
   std::vector<Tensor> plain;
@@ -42,6 +45,13 @@ void checkConcat(const std::vector<bool>& inBlocked, bool outBlocked, const std:
 
 TEST(DnnlConcat, AllBlockedCopiesChunks) {
   checkConcat({true, true, true}, true, std::string("dnnl:concat-copy:") + dnnlcpu::activationLayoutName());
+}
+
+// 2 x 64 x 40 x 40 floats (800 KB): the copies are split over two threads.
+TEST(DnnlConcat, LargeConcatSplitsTheCopiesOverThreads) {
+  const std::string layout = dnnlcpu::activationLayoutName();
+  checkConcat({true, true, true}, true, "dnnl:concat-copy:" + layout, 40, 2);
+  checkConcat({false, false, true}, false, "dnnl:concat-copy:nchw reorders[src2]", 40, 2);
 }
 
 TEST(DnnlConcat, MixedLayoutsMeetInPlain) {

@@ -25,10 +25,12 @@ struct OpCase {
   std::vector<Shape> outputs;  // an empty-optional output is given by outputAbsent
   std::vector<bool> outputAbsent;
   WinogradPolicy winograd = WinogradPolicy::Auto;
+  int threads = 1;  // KernelContext::threads
 
   KernelContext context() const {
     KernelContext ctx;
     ctx.opType = op;
+    ctx.threads = threads;
     ctx.winograd = winograd;
     ctx.nodeName = "test_" + op;
     ctx.attrs = &attrs;

@@ -1,5 +1,5 @@
 // Every kernel variant the loader may measure and choose (KernelDef::variants: Conv's oneDNN /
-// Winograd F(2x2) / F(4x4), Gemm and MatMul's oneDNN / AVX2 packed GEMM, and the fused
+// Winograd F(2x2) / F(4x4) / oneDNN's Winograd on AVX-512, Gemm and MatMul's oneDNN / AVX2 packed GEMM, and the fused
 // epilogue forms of both) computes what the reference kernels compute, so no choice the timing
 // cache makes is wrong. On an AVX-512 host Winograd does not apply (nhwc activations); the
 // suite runs again under TANDEM_MAX_CPU_ISA=avx2 (scripts/test.sh), where it does.
@@ -42,6 +42,7 @@ std::string implPrefix(const std::string& variant) {
   if (variant == "winograd2x2") return "avx2:winograd_2x2_3x3";
   if (variant == "winograd4x4") return "avx2:winograd_4x4_3x3";
   if (variant == "avx2") return "avx2:sgemm_packed";
+  if (variant == "winograd-dnnl") return "dnnl:jit_";  // jit_wino_4x3 or jit_fp32_wino_2x3
   return "dnnl:";
 }
 
@@ -57,6 +58,7 @@ std::vector<std::string> checkVariants(const OpCase& c, const std::vector<double
     Tensor got = runWith(dnnlRegistry(), c, v, &impl);
     if (!got.defined()) continue;
     EXPECT_EQ(impl.rfind(implPrefix(v), 0), 0u) << impl;
+    if (v == "winograd-dnnl") EXPECT_NE(impl.find("wino"), std::string::npos) << impl;
     expectClose(got, want, tol);
   }
   return vs;
@@ -64,6 +66,12 @@ std::vector<std::string> checkVariants(const OpCase& c, const std::vector<double
 
 bool winogradHost() {
   return avx2::available() && std::string(dnnlcpu::activationLayoutName()) == "nChw8c";
+}
+
+// oneDNN 2.6 has a Winograd f32 convolution for AVX-512 (jit_wino_4x3), none for AVX2.
+bool dnnlWinogradHost() {
+  return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core &&
+         dnnl::get_effective_cpu_isa() != dnnl::cpu_isa::all;
 }
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
@@ -98,10 +106,32 @@ TEST(DnnlVariants, ConvEveryVariantMatchesReference) {
     EXPECT_EQ(contains(vs, "winograd2x2"), winogradHost());
     EXPECT_EQ(contains(vs, "winograd4x4"), winogradHost());
   }
+  // 32 -> 64 channels as mnist_cnn's second convolution, with a bias: oneDNN's own Winograd
+  // is a candidate on AVX-512 hosts and rounds like F(4x4).
+  OpCase m = convCase({2, 32, 10, 10}, {64, 32, 3, 3}, true, {0, 0, 0, 0}, {2, 64, 8, 8});
+  EXPECT_EQ(contains(checkVariants(m, refOutput(m), 2e-4), "winograd-dnnl"), dnnlWinogradHost());
+  // An image-like source (3 channels, plain NCHW): the variant reading it without a reorder,
+  // on any host; stride 2 as a stem.
+  OpCase img = convCase({2, 3, 11, 11}, {16, 3, 3, 3}, true, {1, 1, 1, 1}, {2, 16, 6, 6});
+  img.attrs.set("strides", Attr::ofInts({2, 2}));
+  EXPECT_TRUE(contains(checkVariants(img, refOutput(img)), "dnnl-plain-src"));
   // Stride 2: Winograd never applies, on any host.
   OpCase s2 = convCase({1, 16, 9, 9}, {16, 16, 3, 3}, false, {1, 1, 1, 1}, {1, 16, 5, 5});
   s2.attrs.set("strides", Attr::ofInts({2, 2}));
   EXPECT_EQ(checkVariants(s2, refOutput(s2)), std::vector<std::string>{"dnnl"});
+}
+
+TEST(DnnlVariants, SameBytesSeesThroughAWholeDimBlock) {
+  using tag = dnnl::memory::format_tag;
+  const auto f32 = dnnl::memory::data_type::f32;
+  auto md = [&](dnnlcpu::dims d, tag t) { return dnnl::memory::desc(d, f32, t); };
+  // 16 channels in one 16-channel block: nhwc's bytes; 32 channels: two blocks, not nhwc.
+  EXPECT_TRUE(dnnlcpu::sameBytes(md({2, 16, 3, 5}, tag::nChw16c), md({2, 16, 3, 5}, tag::nhwc)));
+  EXPECT_FALSE(dnnlcpu::sameBytes(md({2, 32, 3, 5}, tag::nChw16c), md({2, 32, 3, 5}, tag::nhwc)));
+  EXPECT_FALSE(dnnlcpu::sameBytes(md({2, 16, 3, 5}, tag::nchw), md({2, 16, 3, 5}, tag::nhwc)));
+  // One channel: nchw and nhwc are the same bytes; 12 channels pad a 16-block: not plain.
+  EXPECT_TRUE(dnnlcpu::sameBytes(md({2, 1, 3, 5}, tag::nchw), md({2, 1, 3, 5}, tag::nhwc)));
+  EXPECT_FALSE(dnnlcpu::sameBytes(md({1, 12, 3, 5}, tag::nChw16c), md({1, 12, 3, 5}, tag::nhwc)));
 }
 
 TEST(DnnlVariants, GemmAndMatMulEveryVariantMatchesReference) {
@@ -160,6 +190,7 @@ TEST(DnnlVariants, FusedEpiloguesEveryVariantMatchesReference) {
   f.attrs.set("0.pads", Attr::ofInts({1, 1, 1, 1}));
   std::vector<std::string> vs = checkVariants(f, addRelu(conv, residual), 2e-4);
   EXPECT_EQ(contains(vs, "winograd4x4"), winogradHost());
+  EXPECT_EQ(contains(vs, "winograd-dnnl"), dnnlWinogradHost());
 
   // gemm-epilogue Gemm + Relu.
   OpCase gemm;

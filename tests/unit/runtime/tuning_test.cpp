@@ -304,6 +304,40 @@ TEST_F(Tuning, WinogradPolicyRestrictsTheCandidates) {
   EXPECT_TRUE(off->tuning().empty()) << "oneDNN alone: nothing to choose";
 }
 
+// oneDNN's own Winograd ("winograd-dnnl", AVX-512 hosts: oneDNN 2.6 has none for AVX2) rounds
+// like F(4x4): --winograd 2x2 and off take it out of the candidates whatever the cache says.
+TEST_F(Tuning, WinogradPolicyRemovesOneDnnsWinograd) {
+  if (dnnl::get_effective_cpu_isa() < dnnl::cpu_isa::avx512_core ||
+      dnnl::get_effective_cpu_isa() == dnnl::cpu_isa::all)
+    GTEST_SKIP() << "oneDNN 2.6 has a Winograd convolution for AVX-512 only";
+  auto loadConv = [&](WinogradPolicy w, TuningMode mode) {
+    LoadOptions lo;
+    lo.threads = 1;
+    lo.tuning = mode;
+    lo.tuningCache = cache_;
+    lo.winograd = w;
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(convPlan(), lo, &exe);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return exe;
+  };
+  auto measured = loadConv(WinogradPolicy::Auto, TuningMode::Measure);
+  ASSERT_EQ(measured->tuning().size(), 1u);
+  const std::string key = measured->tuning()[0].key;
+  EXPECT_EQ(measured->tuning()[0].candidates, (std::vector<std::string>{"dnnl", "winograd-dnnl"}));
+  nlohmann::json j = {{"format", "tandem-kernel-timings"},
+                      {"version", 1},
+                      {"entries", {{key, {{"seconds", {{"dnnl", 3e-3}, {"winograd-dnnl", 1e-3}}}}}}}};
+  std::ofstream(cache_) << j.dump();
+  const std::string wino = loadConv(WinogradPolicy::Auto, TuningMode::Cached)->stepImpls()[0];
+  EXPECT_NE(wino.find("wino"), std::string::npos) << wino;
+  for (WinogradPolicy w : {WinogradPolicy::Tile2x2, WinogradPolicy::Off}) {
+    auto exe = loadConv(w, TuningMode::Cached);
+    EXPECT_EQ(exe->stepImpls()[0].find("wino"), std::string::npos) << exe->stepImpls()[0];
+    EXPECT_TRUE(exe->tuning().empty()) << "oneDNN's direct convolution alone: nothing to choose";
+  }
+}
+
 TEST(TimingKey, DependsOnShapesConstantsThreadsAndHost) {
   AttrMap attrs;
   attrs.set("transB", Attr::ofInt(1));
