@@ -13,6 +13,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 
 using namespace tandem;
 
@@ -45,7 +46,7 @@ struct Builder {
 // everyStep: each norm is copied to the CPU and added to a running sum there.
 plan::Plan chain(int steps, int64_t n, bool everyStep) {
   Builder b;
-  b.p.set_version(1);
+  b.p.set_version(kPlanVersion);
   const std::string g = "cuda:0";
   int64_t mat = n * n * 4, slot = (mat + 255) / 256 * 256;
   int x = b.value("x", {n, n}, "cpu", 0, plan::Value::INPUT);

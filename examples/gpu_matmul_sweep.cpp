@@ -14,6 +14,7 @@
 #include "compiler/placement/OpWork.h"
 #include "runtime/Backend.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 
 using namespace tandem;
 using Clock = std::chrono::steady_clock;
@@ -24,7 +25,7 @@ namespace {
 // On a GPU the plan copies x in and y out, as insert-transfers would.
 plan::Plan matmulPlan(int64_t n, const std::string& dev) {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   int64_t bytes = n * n * 4, slot = (bytes + 255) / 256 * 256;
   auto value = [&](const std::string& name, plan::Value::Kind kind, const std::string& d, int64_t off) {
     plan::Value* v = p.add_values();

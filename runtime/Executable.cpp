@@ -20,6 +20,7 @@
 #include "runtime/CheckedMath.h"
 #include "runtime/Device.h"
 #include "runtime/FileIO.h"
+#include "runtime/PlanFormat.h"
 #include "runtime/WeightsFile.h"
 
 namespace tandem {
@@ -27,55 +28,6 @@ namespace tandem {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-Status tensorFromPlan(const plan::TensorData& d, const std::string& what, Tensor* out) {
-  if (!isKnownDType(d.dtype()))
-    return Status::error(what + ": unsupported dtype code " + std::to_string(d.dtype()));
-  Shape shape(d.dims().begin(), d.dims().end());
-  for (int64_t x : shape)
-    if (x < 0) return Status::error(what + ": negative dimension in " + shapeToString(shape));
-  // The data's length is checked against the shape before anything is allocated.
-  DType dt = (DType)d.dtype();
-  int64_t bytes = 0;
-  if (std::string e = checkTensorSize(shape, (int64_t)dtypeSize(dt), dtypeName(dt), &bytes); !e.empty())
-    return Status::error(what + ": " + e);
-  if ((int64_t)d.raw().size() != bytes)
-    return Status::error(what + ": has " + std::to_string(d.raw().size()) + " bytes, expected " +
-                         std::to_string(bytes));
-  Tensor t;
-  TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(dt, shape, what, &t));
-  if (t.bytes()) std::memcpy(t.raw(), d.raw().data(), t.bytes());
-  *out = t;
-  return Status::ok();
-}
-
-Status attrsFromPlan(const plan::Step& s, AttrMap* out) {
-  for (const plan::Attribute& a : s.attrs()) {
-    switch (a.kind()) {
-      case plan::Attribute::INT: out->set(a.name(), Attr::ofInt(a.i())); break;
-      case plan::Attribute::FLOAT: out->set(a.name(), Attr::ofFloat(a.f())); break;
-      case plan::Attribute::STRING: out->set(a.name(), Attr::ofString(a.s())); break;
-      case plan::Attribute::INTS:
-        out->set(a.name(), Attr::ofInts({a.ints().begin(), a.ints().end()}));
-        break;
-      case plan::Attribute::FLOATS:
-        out->set(a.name(), Attr::ofFloats({a.floats().begin(), a.floats().end()}));
-        break;
-      case plan::Attribute::STRINGS:
-        out->set(a.name(), Attr::ofStrings({a.strings().begin(), a.strings().end()}));
-        break;
-      case plan::Attribute::TENSOR: {
-        Tensor t;
-        TANDEM_RETURN_IF_ERROR(tensorFromPlan(a.t(), "attribute '" + a.name() + "'", &t));
-        out->set(a.name(), Attr::ofTensor(t));
-        break;
-      }
-      default:
-        return Status::error("attribute '" + a.name() + "' has an unknown kind");
-    }
-  }
-  return Status::ok();
-}
 
 std::string stepLabel(const plan::Step& s, int index) {
   std::string n = s.name().empty() ? "#" + std::to_string(index) : "'" + s.name() + "'";
@@ -267,9 +219,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   Impl& m = *exe->impl_;
   m.plan = planIn;
   m.options = options;
-  if (m.plan.version() != 1)
-    return Status::error("plan version " + std::to_string(m.plan.version()) +
-                         " is not supported (expected 1)");
+  TANDEM_RETURN_IF_ERROR(checkPlanVersion(m.plan.version()));
   TANDEM_RETURN_IF_ERROR(m.chooseThreads());
   m.resolveTuningMode();
   KernelTuner tuner(m.tuningMode, options.tuningCache, options.winograd, &m.notes);
@@ -580,11 +530,12 @@ Status Executable::Impl::createStep(int si, KernelTuner& tuner, RunContext& rc) 
   const plan::Step& s = plan.steps(si);
   std::string label = stepLabel(s, si);
   TANDEM_RETURN_IF_ERROR(bindDevice(s.device(), label));
-  TANDEM_RETURN_IF_ERROR(attrsFromPlan(s, &stepAttrs[si]).withContext(label));
+  TANDEM_RETURN_IF_ERROR(attrsFromPlan(s.attrs(), &stepAttrs[si]).withContext(label));
   KernelContext ctx;
   ctx.opType = s.op_type();
   ctx.nodeName = s.name();
   ctx.attrs = &stepAttrs[si];
+  ctx.fusedBody = s.has_fused_body() ? &s.fused_body() : nullptr;
   ctx.threads = threads > 0 ? threads : availableCores();
   ctx.winograd = options.winograd;
   TANDEM_RETURN_IF_ERROR(stepOperands(si, label, &ctx));
@@ -819,6 +770,7 @@ Status Executable::recordStepTimes(const std::vector<double>& stepSeconds, int* 
     ctx.opType = s.op_type();
     ctx.nodeName = s.name();
     ctx.attrs = &m.stepAttrs[si];
+    ctx.fusedBody = s.has_fused_body() ? &s.fused_body() : nullptr;
     ctx.threads = cpuThreads;
     for (int id : s.inputs()) {
       bool absent = id < 0;

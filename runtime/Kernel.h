@@ -15,6 +15,9 @@ namespace tandem {
 namespace cuda {
 class DeviceContext;  // runtime/cuda/CudaCommon.h: streams, library handles, NVRTC program
 }
+namespace plan {
+class FusedBody;  // compiler/Plan.proto: a fused step's member ops (read by fused::parseBody)
+}
 
 /// Static type of a kernel operand. An absent optional input has dtype Undefined.
 struct TensorType {
@@ -36,6 +39,9 @@ struct KernelContext {
   std::string opType;                 // ONNX op type, e.g. "Conv"
   std::string nodeName;               // for messages; may be empty
   const AttrMap* attrs = nullptr;     // never null when passed to a factory
+  /// "Fused" steps: the group's body, as the plan carries it; read it through fused::parseBody
+  /// (runtime/cpu/ref/Fused.h). Null for every other op. Outlives the kernel's creation.
+  const plan::FusedBody* fusedBody = nullptr;
   std::vector<TensorType> inputTypes;
   std::vector<TensorType> outputTypes;
   /// Same length as inputTypes; non-null where the input is a constant (weights, shape

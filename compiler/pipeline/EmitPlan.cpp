@@ -12,48 +12,11 @@
 #include "compiler/PlacementLog.h"
 #include "compiler/TandemDialect.h"
 #include "runtime/CheckedMath.h"
+#include "runtime/PlanFormat.h"
 
 namespace tandem {
 
 namespace {
-
-void fillAttribute(const std::string& name, const Attr& a, plan::Attribute* out) {
-  out->set_name(name);
-  switch (a.kind) {
-    case Attr::Kind::Int:
-      out->set_kind(plan::Attribute::INT);
-      out->set_i(a.i);
-      break;
-    case Attr::Kind::Float:
-      out->set_kind(plan::Attribute::FLOAT);
-      out->set_f(a.f);
-      break;
-    case Attr::Kind::String:
-      out->set_kind(plan::Attribute::STRING);
-      out->set_s(a.s);
-      break;
-    case Attr::Kind::Ints:
-      out->set_kind(plan::Attribute::INTS);
-      for (int64_t v : a.ints) out->add_ints(v);
-      break;
-    case Attr::Kind::Floats:
-      out->set_kind(plan::Attribute::FLOATS);
-      for (float v : a.floats) out->add_floats(v);
-      break;
-    case Attr::Kind::Strings:
-      out->set_kind(plan::Attribute::STRINGS);
-      for (const std::string& v : a.strings) out->add_strings(v);
-      break;
-    case Attr::Kind::Tensor: {
-      out->set_kind(plan::Attribute::TENSOR);
-      plan::TensorData* t = out->mutable_t();
-      t->set_dtype((int32_t)a.t.dtype());
-      for (int64_t d : a.t.shape()) t->add_dims(d);
-      t->set_raw(a.t.raw(), a.t.bytes());
-      break;
-    }
-  }
-}
 
 std::map<std::string, int64_t> readDeviceBytes(mlir::ModuleOp module, const char* attrName) {
   std::map<std::string, int64_t> out;
@@ -74,7 +37,7 @@ class PlanEmitter {
     mlir::func::FuncOp main = getMainFunc(module_);
     if (!main) return module_.emitError("emit-plan: module has no func.func @main");
     plan_.Clear();
-    plan_.set_version(1);
+    plan_.set_version(kPlanVersion);
     plan_.set_producer("tandem 0.1");
     if (auto name = module_->getAttrOfType<mlir::StringAttr>(kModelNameAttr))
       plan_.set_model_name(name.str());
@@ -195,7 +158,7 @@ class PlanEmitter {
     auto reason = op->getAttrOfType<mlir::StringAttr>(kPlacementReasonAttr);
     step->set_placement_reason(reason ? reason.str() : "");
     AttrMap attrs = toAttrMap(op);
-    for (const auto& [name, a] : attrs.all()) fillAttribute(name, a, step->add_attrs());
+    for (const auto& [name, a] : attrs.all()) attrToPlan(name, a, step->add_attrs());
     auto fused = llvm::dyn_cast<FusedOp>(op);
     if (fused) addFusedBody(fused, step);
     addLayouts(op, step);
@@ -221,48 +184,40 @@ class PlanEmitter {
     return mlir::success();
   }
 
-  // The body of a tandem.fused as flat step attributes (the runtime's Fused kernel reads them;
-  // runtime/cpu/ref/Fused.h documents the encoding): `ops` (ONNX types in order),
-  // `op_input_counts` and `op_inputs` (per body op, its operands: k >= 0 is the step's input k,
-  // -1 an absent optional input, -2 - j the result of body op j), `outputs_from` (the body op
-  // each step output is), `op_ranks` and `op_dims` (each body op's result shape, the dims
-  // concatenated: a reduction root's differs from its loop's), and each body op's attributes
-  // prefixed "<index>.".
+  // The body of a tandem.fused as Step.fused_body (compiler/Plan.proto; the runtime reads it
+  // through fused::parseBody, runtime/cpu/ref/Fused.h): each member's op type, node name,
+  // operands (a block argument is the step's input of its number, a tandem.none an absent
+  // operand), attributes and result shape (a reduction root's differs from its loop's), and
+  // per step output the member the yield returns.
   void addFusedBody(FusedOp fused, plan::Step* step) {
     mlir::Block& block = fused.getBody().front();
-    llvm::DenseMap<mlir::Value, int64_t> ref;
-    for (mlir::BlockArgument a : block.getArguments()) ref[a] = a.getArgNumber();
-    Attr ops = Attr::ofStrings({});
-    Attr counts = Attr::ofInts({}), inputs = Attr::ofInts({}), from = Attr::ofInts({});
-    Attr ranks = Attr::ofInts({}), dims = Attr::ofInts({});
-    int64_t index = 0;
+    plan::FusedBody* body = step->mutable_fused_body();
+    llvm::DenseMap<mlir::Value, int> member;
     for (mlir::Operation& inner : block) {
-      if (llvm::isa<NoneOp>(inner)) {
-        ref[inner.getResult(0)] = -1;
-        continue;
-      }
+      if (llvm::isa<NoneOp>(inner)) continue;
       if (auto yield = llvm::dyn_cast<YieldOp>(inner)) {
-        for (mlir::Value v : yield.getValues()) from.ints.push_back(ref.lookup(v));
+        for (mlir::Value v : yield.getValues()) {
+          assert(member.count(v) && "a fused body yields its members' results");
+          body->add_results(member.lookup(v));
+        }
         continue;
       }
-      ops.strings.push_back(onnxOpType(&inner));
-      counts.ints.push_back(inner.getNumOperands());
-      for (mlir::Value v : inner.getOperands()) inputs.ints.push_back(ref.lookup(v));
-      auto type = llvm::cast<mlir::RankedTensorType>(inner.getResult(0).getType());
-      ranks.ints.push_back(type.getRank());
-      for (int64_t d : type.getShape()) dims.ints.push_back(d);
+      plan::FusedBody::Member* m = body->add_members();
+      m->set_op_type(onnxOpType(&inner));
+      m->set_name(nodeName(inner.getLoc()));
+      for (mlir::Value v : inner.getOperands()) {
+        plan::FusedBody::Operand* o = m->add_inputs();
+        if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(v)) o->set_step_input(arg.getArgNumber());
+        else if (auto it = member.find(v); it != member.end()) o->set_member(it->second);
+        else assert(llvm::isa_and_nonnull<NoneOp>(v.getDefiningOp()) && "the region is isolated");
+      }
       AttrMap innerAttrs = toAttrMap(&inner);
-      for (const auto& [name, a] : innerAttrs.all())
-        fillAttribute(std::to_string(index) + "." + name, a, step->add_attrs());
-      ref[inner.getResult(0)] = -2 - index;
-      ++index;
+      for (const auto& [name, a] : innerAttrs.all()) attrToPlan(name, a, m->add_attrs());
+      auto type = llvm::cast<mlir::RankedTensorType>(inner.getResult(0).getType());
+      plan::FusedBody::Shape* shape = m->mutable_shape();
+      for (int64_t d : type.getShape()) shape->add_dims(d);
+      member[inner.getResult(0)] = body->members_size() - 1;
     }
-    fillAttribute("ops", ops, step->add_attrs());
-    fillAttribute("op_input_counts", counts, step->add_attrs());
-    fillAttribute("op_inputs", inputs, step->add_attrs());
-    fillAttribute("outputs_from", from, step->add_attrs());
-    fillAttribute("op_ranks", ranks, step->add_attrs());
-    fillAttribute("op_dims", dims, step->add_attrs());
   }
 
   // Step attributes input_layouts / output_layouts (runtime/cpu/dnnl/DnnlCommon.h): "blocked"
@@ -286,8 +241,8 @@ class PlanEmitter {
       any |= !out.strings.back().empty();
     }
     if (!any) return;
-    fillAttribute("input_layouts", in, step->add_attrs());
-    fillAttribute("output_layouts", out, step->add_attrs());
+    attrToPlan("input_layouts", in, step->add_attrs());
+    attrToPlan("output_layouts", out, step->add_attrs());
   }
 
   mlir::ModuleOp module_;

@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
     p->mutable_arenas(0)->set_bytes(INT64_MAX);
     return true;
   });
+  // A plan of version 1 (fused bodies as flat step attributes): refused, never misread.
+  make("version_1", add, [](Plan* p) {
+    p->set_version(1);
+    return true;
+  });
   // MaxPool kernel_shape [2^40, 3]: its window table would have 2^41 * 49 entries.
   make("maxpool_kernel", pool, [](Plan* p) {
     for (auto& s : *p->mutable_steps())

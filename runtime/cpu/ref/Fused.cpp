@@ -10,59 +10,63 @@
 #include <limits>
 #include <mutex>
 
+#include "runtime/PlanFormat.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
 namespace fused {
 
 Status parseBody(const KernelContext& ctx, Body* out) {
-  const AttrMap& a = *ctx.attrs;
-  out->kind = a.getString("kind", "");
-  const Attr* ops = a.find("ops");
-  if (!ops || ops->kind != Attr::Kind::Strings || ops->strings.empty())
-    return Status::error("Fused: missing body (attribute 'ops')");
-  std::vector<int64_t> counts = a.getInts("op_input_counts");
-  std::vector<int64_t> refs = a.getInts("op_inputs");
-  if (counts.size() != ops->strings.size())
-    return Status::error("Fused: op_input_counts does not match ops");
-  size_t pos = 0;
+  out->kind = ctx.attrs->getString("kind", "");
+  if (!ctx.fusedBody || ctx.fusedBody->members().empty())
+    return Status::error("Fused: the step has no body (Step.fused_body)");
+  const plan::FusedBody& body = *ctx.fusedBody;
   const int64_t nIn = (int64_t)ctx.inputTypes.size();
-  for (size_t j = 0; j < counts.size(); ++j) {
+  for (int j = 0; j < body.members_size(); ++j) {
+    const plan::FusedBody::Member& m = body.members(j);
+    auto bad = [&](const std::string& what) {
+      return Status::error("Fused: member " + std::to_string(j) + " (" + m.op_type() + ") " + what);
+    };
     BodyOp op;
-    op.type = ops->strings[j];
-    for (int64_t i = 0; i < counts[j]; ++i) {
-      if (pos >= refs.size()) return Status::error("Fused: op_inputs too short");
-      int64_t r = refs[pos++];
-      bool ok = (r >= 0 && r < nIn) || r == -1 || (r <= -2 && -2 - r < (int64_t)j);
-      if (!ok) return Status::error("Fused: body op " + std::to_string(j) + " has a bad operand");
-      op.refs.push_back(r);
+    op.type = m.op_type();
+    op.name = m.name();
+    for (const plan::FusedBody::Operand& o : m.inputs()) {
+      switch (o.source_case()) {
+        case plan::FusedBody::Operand::kStepInput:
+          if (o.step_input() < 0 || o.step_input() >= nIn)
+            return bad("reads step input " + std::to_string(o.step_input()) + " of " + std::to_string(nIn));
+          op.refs.push_back(o.step_input());
+          break;
+        case plan::FusedBody::Operand::kMember:
+          if (o.member() < 0 || o.member() >= j)
+            return bad("reads member " + std::to_string(o.member()) + ", which is not an earlier one");
+          op.refs.push_back(-2 - (int64_t)o.member());
+          break;
+        default:
+          op.refs.push_back(-1);
+          break;
+      }
     }
-    std::string prefix = std::to_string(j) + ".";
-    for (const auto& [name, attr] : a.all())
-      if (name.compare(0, prefix.size(), prefix) == 0) op.attrs.set(name.substr(prefix.size()), attr);
+    TANDEM_RETURN_IF_ERROR(attrsFromPlan(m.attrs(), &op.attrs).withContext("Fused: member " + std::to_string(j)));
+    if (!m.has_shape()) {
+      out->shapes.push_back(ctx.outputTypes.empty() ? Shape{} : ctx.outputTypes[0].shape);
+    } else {
+      Shape shape(m.shape().dims().begin(), m.shape().dims().end());
+      for (int64_t d : shape)
+        if (d < 0) return bad("has a negative dimension in " + shapeToString(shape));
+      out->shapes.push_back(std::move(shape));
+    }
     out->ops.push_back(std::move(op));
   }
-  if (pos != refs.size()) return Status::error("Fused: op_inputs too long");
-  for (int64_t r : a.getInts("outputs_from")) {
-    int64_t j = -2 - r;
-    if (j < 0 || j >= (int64_t)out->ops.size()) return Status::error("Fused: bad outputs_from");
+  for (int32_t j : body.results()) {
+    if (j < 0 || j >= (int32_t)out->ops.size())
+      return Status::error("Fused: a result names member " + std::to_string(j) + " of " +
+                           std::to_string(out->ops.size()));
     out->outputsFrom.push_back(j);
   }
   if (out->outputsFrom.empty() || out->outputsFrom.size() != ctx.outputTypes.size())
-    return Status::error("Fused: outputs_from does not match the step's outputs");
-  std::vector<int64_t> ranks = a.getInts("op_ranks"), dims = a.getInts("op_dims");
-  if (ranks.empty()) {
-    out->shapes.assign(out->ops.size(), ctx.outputTypes[0].shape);
-  } else {
-    if (ranks.size() != out->ops.size()) return Status::error("Fused: op_ranks does not match ops");
-    size_t d = 0;
-    for (int64_t r : ranks) {
-      if (r < 0 || d + r > dims.size()) return Status::error("Fused: op_dims too short");
-      out->shapes.emplace_back(dims.begin() + d, dims.begin() + d + r);
-      d += r;
-    }
-    if (d != dims.size()) return Status::error("Fused: op_dims too long");
-  }
+    return Status::error("Fused: the body has " + std::to_string(out->outputsFrom.size()) +
+                         " results for the step's " + std::to_string(ctx.outputTypes.size()) + " outputs");
   for (size_t i = 0; i < ctx.outputTypes.size(); ++i) {
     const TensorType& t = ctx.outputTypes[i];
     if (t.dtype != ctx.outputTypes[0].dtype || t.shape != out->shapes[out->outputsFrom[i]])

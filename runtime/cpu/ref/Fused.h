@@ -1,4 +1,4 @@
-// The CPU side of tandem.fused steps (op type "Fused"): the body encoding the plan carries, and
+// The CPU side of tandem.fused steps (op type "Fused"): the plan's body decoded, and
 // the kernels every backend can fall back to (unfused composite, element-wise loop, row kernel
 // for a reduction root with element-wise producers).
 #pragma once
@@ -14,19 +14,17 @@ namespace fused {
 /// One op of a fusion group's body.
 struct BodyOp {
   std::string type;           // ONNX op type
-  AttrMap attrs;              // its attributes (the step's "<index>.<name>" attributes)
+  std::string name;           // its node name, for messages; may be empty
+  AttrMap attrs;              // its attributes
   std::vector<int64_t> refs;  // per operand: k >= 0 step input k; -1 absent; -2 - j body op j
 };
 
-/// A "Fused" step decoded. Step attributes (written by compiler/pipeline/EmitPlan.cpp):
-///   kind (STRING): "conv-epilogue", "gemm-epilogue", "elementwise", or a row group:
-///   "reduction", "softmax", "layernorm", "add-layernorm";
-///   ops (STRINGS): body op types in execution order; op_input_counts, op_inputs (INTS): the
-///   operands of each body op, concatenated, encoded as BodyOp::refs; outputs_from (INTS): per
-///   step output, -2 - j for body op j; op_ranks, op_dims (INTS, optional): each body op's
-///   result shape, dims concatenated; "<j>.<attr>": attribute <attr> of body op j.
-/// Every body op has one result, of the step's dtype; its shape is op_dims' or, without them,
-/// that of the step's output 0.
+/// A "Fused" step decoded: the step's "kind" attribute ("conv-epilogue", "gemm-epilogue",
+/// "elementwise", "batchnorm-relu", or a row group: "reduction", "softmax", "layernorm",
+/// "add-layernorm") and its body, KernelContext::fusedBody (plan::FusedBody in
+/// compiler/Plan.proto, written by compiler/pipeline/EmitPlan.cpp), in the kernels' encoding.
+/// Every body op has one result, of the step's dtype; its shape is the member's or, where the
+/// member gives none, that of the step's output 0.
 struct Body {
   std::string kind;
   std::vector<BodyOp> ops;
@@ -34,7 +32,9 @@ struct Body {
   std::vector<int64_t> outputsFrom;  // body op index per step output
 };
 
-/// Decodes and checks the body (references in range, earlier ops only, one output at least).
+/// Decodes and checks the body (references in range, earlier ops only, one output at least,
+/// outputs typed as their members). The one reader of plan::FusedBody in the runtime. Errors
+/// name the member ("Fused: member 2 (Relu) ...").
 Status parseBody(const KernelContext& ctx, Body* out);
 
 /// The KernelContext of body op `k`: its operands typed from the step (step inputs, constant

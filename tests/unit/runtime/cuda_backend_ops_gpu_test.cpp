@@ -19,6 +19,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "runtime/Backend.h"
 #include "runtime/cpu/ref/RefCommon.h"
@@ -46,6 +47,7 @@ struct OpCase {
   std::vector<bool> constant;   // inputs known at load (shape operands, Clip bounds)
   std::vector<TensorType> outputs;
   Tol tol;
+  plan::FusedBody body;         // "Fused" cases: the group's members (fused_attrs_util.h)
 };
 
 /// Seeded generator of shapes and tensors. Extents favour the sizes that break kernels: 1
@@ -170,7 +172,9 @@ std::string describe(const OpCase& c) {
       s << "]";
     }
   }
-  s << " attrs: " << attrsText(c.attrs) << " tol: atol " << c.tol.atol << " rtol " << c.tol.rtol;
+  s << " attrs: " << attrsText(c.attrs);
+  if (c.op == "Fused") s << " body: {" << c.body.ShortDebugString() << "}";
+  s << " tol: atol " << c.tol.atol << " rtol " << c.tol.rtol;
   return s.str();
 }
 
@@ -344,7 +348,7 @@ void fusedElementwise(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
     std::vector<bool> constant = {false};
     std::vector<std::string> ops;
     std::vector<std::vector<int64_t>> refs;
-    AttrMap extra;
+    std::vector<std::tuple<int, std::string, Attr>> extra;  // member, attribute, value
     int nOps = (int)g.uniform(1, 8);
     for (int j = 0; j < nOps; ++j) {
       int64_t prev = j == 0 ? 0 : -2 - (j - 1);
@@ -368,17 +372,16 @@ void fusedElementwise(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
         std::string op = g.pick(unaryOps);
         ops.push_back(op);
         refs.push_back({prev});
-        std::string p = std::to_string(j) + ".";
-        if (op == "LeakyRelu" || op == "Elu") extra.set(p + "alpha", Attr::ofFloat((float)g.real(0.05, 1.5)));
-        if (op == "Gelu" && g.coin()) extra.set(p + "approximate", Attr::ofString("tanh"));
-        if (op == "HardSigmoid") extra.set(p + "beta", Attr::ofFloat((float)g.real(0.2, 0.8)));
+        if (op == "LeakyRelu" || op == "Elu") extra.push_back({j, "alpha", Attr::ofFloat((float)g.real(0.05, 1.5))});
+        if (op == "Gelu" && g.coin()) extra.push_back({j, "approximate", Attr::ofString("tanh")});
+        if (op == "HardSigmoid") extra.push_back({j, "beta", Attr::ofFloat((float)g.real(0.2, 0.8))});
       }
     }
     std::vector<int64_t> outputsFrom = {nOps - 1};
     if (nOps > 2 && g.coin()) outputsFrom.push_back(g.uniform(0, nOps - 2));
-    OpCase c{std::to_string(nOps) + " ops on " + shapeToString(s), "Fused", fusedAttrs("elementwise", ops, refs, outputsFrom),
-             inputs, constant, {}, tol};
-    for (auto& [name, a] : extra.all()) c.attrs.set(name, a);
+    FusedStep f = fusedStep("elementwise", ops, refs, outputsFrom);
+    for (auto& [j, name, a] : extra) f.setMemberAttr(j, name, a);
+    OpCase c{std::to_string(nOps) + " ops on " + shapeToString(s), "Fused", f.attrs, inputs, constant, {}, tol, f.body};
     for (size_t o = 0; o < outputsFrom.size(); ++o) c.outputs.push_back(f32t(s));
     std::string body;
     for (const std::string& op : ops) body += (body.empty() ? "" : ",") + op;
@@ -396,11 +399,11 @@ void fusedGemmEpilogue(Gen& g, const Tol&, std::vector<OpCase>* out) {
     std::string actOp = g.coin() ? "Relu" : "Gelu";
     std::vector<std::string> ops = {matmul ? "MatMul" : "Gemm"};
     std::vector<std::vector<int64_t>> refs = {{0, 1}};
-    AttrMap extra;
+    std::vector<std::tuple<int, std::string, Attr>> extra;  // member, attribute, value
     Shape as = {M, K}, bs = {K, N}, os = {M, N};
     if (matmul && g.coin()) as = {2, M, K}, os = {2, M, N};
-    if (!matmul && g.coin()) { as = {K, M}; extra.set("0.transA", Attr::ofInt(1)); }
-    if (!matmul && g.coin()) { bs = {N, K}; extra.set("0.transB", Attr::ofInt(1)); }
+    if (!matmul && g.coin()) { as = {K, M}; extra.push_back({0, "transA", Attr::ofInt(1)}); }
+    if (!matmul && g.coin()) { bs = {N, K}; extra.push_back({0, "transB", Attr::ofInt(1)}); }
     std::vector<Tensor> inputs = {g.f32(as, -1, 1), g.f32(bs, -1, 1)};
     if (bias) {
       inputs.push_back(g.f32(g.coin() ? Shape{N} : Shape{1, N}));
@@ -410,15 +413,15 @@ void fusedGemmEpilogue(Gen& g, const Tol&, std::vector<OpCase>* out) {
     if (act) {
       ops.push_back(actOp);
       refs.push_back({-2 - (int64_t)(ops.size() - 2)});
-      if (actOp == "Gelu") extra.set(std::to_string(ops.size() - 1) + ".approximate", Attr::ofString("tanh"));
+      if (actOp == "Gelu") extra.push_back({(int)ops.size() - 1, "approximate", Attr::ofString("tanh")});
     }
     // cuBLASLt's GELU epilogue evaluates the tanh approximation its own way: 1e-4 relative.
     Tol tol = accumulation(K, 1.0, 1e-5);
     if (act && actOp == "Gelu") tol = Tol{tol.atol + 1e-5, 1e-4};
+    FusedStep f = fusedStep("gemm-epilogue", ops, refs, {(int64_t)ops.size() - 1});
+    for (auto& [j, name, a] : extra) f.setMemberAttr(j, name, a);
     OpCase c{ops[0] + " " + shapeToString(as) + " x " + shapeToString(bs) + (bias ? " +bias" : "") + (act ? " +" + actOp : ""),
-             "Fused", fusedAttrs("gemm-epilogue", ops, refs, {(int64_t)ops.size() - 1}), inputs, {false, true, true},
-             {f32t(os)}, tol};
-    for (auto& [name, a] : extra.all()) c.attrs.set(name, a);
+             "Fused", f.attrs, inputs, {false, true, true}, {f32t(os)}, tol, f.body};
     out->push_back(std::move(c));
   }
 }
@@ -436,12 +439,12 @@ void fusedAddLayerNorm(Gen& g, const Tol&, std::vector<OpCase>* out) {
     if (b) { inputs.push_back(g.f32(norm)); lnRefs.push_back(3); }
     std::vector<int64_t> outs = {1};
     if (sum) outs.push_back(0);
-    OpCase c{"add-layernorm " + shapeToString(s) + " axis " + std::to_string(axis), "Fused",
-             fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, lnRefs}, outs), inputs,
-             {false, false, true, true}, {f32t(s)}, Tol{1e-4, 1e-4}};
+    FusedStep f = fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, lnRefs}, outs);
+    OpCase c{"add-layernorm " + shapeToString(s) + " axis " + std::to_string(axis), "Fused", f.attrs, inputs,
+             {false, false, true, true}, {f32t(s)}, Tol{1e-4, 1e-4}, f.body};
     if (sum) c.outputs.push_back(f32t(s));
-    c.attrs.set("1.axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
-    c.attrs.set("1.epsilon", Attr::ofFloat(g.pick<float>({1e-5f, 1e-3f})));
+    setMemberAttr(&c.body, 1, "axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
+    setMemberAttr(&c.body, 1, "epsilon", Attr::ofFloat(g.pick<float>({1e-5f, 1e-3f})));
     out->push_back(std::move(c));
   }
 }
@@ -1022,6 +1025,7 @@ KernelContext contextFor(const OpCase& c) {
   ctx.opType = c.op;
   ctx.nodeName = c.op + "_under_test";
   ctx.attrs = &c.attrs;
+  ctx.fusedBody = c.op == "Fused" ? &c.body : nullptr;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     ctx.inputTypes.push_back(c.inputs[i].defined() ? TensorType{c.inputs[i].dtype(), c.inputs[i].shape()} : TensorType{});
     bool k = i < c.constant.size() && c.constant[i] && c.inputs[i].defined();
@@ -1344,12 +1348,13 @@ TEST(CudaBackendOps, GridsOfMoreThan65535Blocks) {
   cases.push_back(am);
   Tensor idx = g.tensor(DType::I64, {big}, -1000, 999);
   cases.push_back(OpCase{"Gather n", "Gather", {}, {g.f32({1000}), idx}, {}, {f32t({big})}, kExact});
-  cases.push_back(OpCase{"Fused add-layernorm rows", "Fused",
-                         fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0}),
+  FusedStep addLn = fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0});
+  cases.push_back(OpCase{"Fused add-layernorm rows", "Fused", addLn.attrs,
                          {g.f32({rows, 2}), g.f32({rows, 2}), g.f32({2}), g.f32({2})}, {false, false, true, true},
-                         {f32t({rows, 2})}, Tol{1e-4, 1e-4}});
-  cases.push_back(OpCase{"Fused elementwise n", "Fused", fusedAttrs("elementwise", {"Mul", "Relu"}, {{0, 1}, {-2}}, {1}),
-                         {g.f32({big}), g.f32({1})}, {}, {f32t({big})}, kExact});
+                         {f32t({rows, 2})}, Tol{1e-4, 1e-4}, addLn.body});
+  FusedStep mulRelu = fusedStep("elementwise", {"Mul", "Relu"}, {{0, 1}, {-2}}, {1});
+  cases.push_back(OpCase{"Fused elementwise n", "Fused", mulRelu.attrs, {g.f32({big}), g.f32({1})}, {}, {f32t({big})},
+                         kExact, mulRelu.body});
   checkCases(cases);
 }
 

@@ -11,6 +11,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
 #include "gpu_test_util.h"
@@ -27,7 +28,14 @@ struct OpCase {
   std::vector<bool> constant;     // inputs known at load (shape operands, weights)
   std::vector<TensorType> outputs;
   double tol = 1e-5;              // |gpu - cpu| <= tol * (1 + |cpu|)
+  plan::FusedBody body;           // "Fused" cases: the group's members (fusedCase)
 };
+
+/// A "Fused" case: the group `f`'s kind attribute and body.
+OpCase fusedCase(std::string name, const FusedStep& f, std::vector<Tensor> inputs, std::vector<bool> constant,
+                 std::vector<TensorType> outputs, double tol) {
+  return OpCase{std::move(name), "Fused", f.attrs, std::move(inputs), std::move(constant), std::move(outputs), tol, f.body};
+}
 
 std::mt19937& rng() {
   static std::mt19937 r(1234);
@@ -56,6 +64,7 @@ KernelContext contextFor(const OpCase& c) {
   ctx.opType = c.op;
   ctx.nodeName = c.name;
   ctx.attrs = &c.attrs;
+  ctx.fusedBody = c.op == "Fused" ? &c.body : nullptr;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     ctx.inputTypes.push_back(c.inputs[i].defined() ? TensorType{c.inputs[i].dtype(), c.inputs[i].shape()} : TensorType{});
     bool k = i < c.constant.size() && c.constant[i] && c.inputs[i].defined();
@@ -364,54 +373,54 @@ TEST(CudaKernels, EveryTableOpHasACase) {
 TEST(CudaFused, GemmEpilogues) {
   REQUIRE_GPU();
   // Gemm + bias Add + Relu: cuBLASLt RELU_BIAS, the bias a step input.
-  OpCase relu{"Gemm+bias+Relu", "Fused", fusedAttrs("gemm-epilogue", {"Gemm", "Add", "Relu"}, {{0, 1}, {-2, 2}, {-3}}, {2}),
-              {randomF32({8, 16}), randomF32({16, 32}), randomF32({32})}, {false, true, false}, {f32({8, 32})}, 1e-4};
+  OpCase relu = fusedCase("Gemm+bias+Relu", fusedStep("gemm-epilogue", {"Gemm", "Add", "Relu"}, {{0, 1}, {-2, 2}, {-3}}, {2}),
+              {randomF32({8, 16}), randomF32({16, 32}), randomF32({32})}, {false, true, false}, {f32({8, 32})}, 1e-4);
   checkAgainstCpu(relu);
   // Gemm (transB) with its own [1, N] C and tanh-Gelu: GELU_BIAS with C as the bias.
-  OpCase gelu{"Gemm(C)+Gelu", "Fused", fusedAttrs("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1, 2}, {-2}}, {1}),
-              {randomF32({5, 16}), randomF32({24, 16}), randomF32({1, 24})}, {false, true, true}, {f32({5, 24})}, 1e-4};
-  gelu.attrs.set("0.transB", Attr::ofInt(1));
-  gelu.attrs.set("1.approximate", Attr::ofString("tanh"));
+  OpCase gelu = fusedCase("Gemm(C)+Gelu", fusedStep("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1, 2}, {-2}}, {1}),
+              {randomF32({5, 16}), randomF32({24, 16}), randomF32({1, 24})}, {false, true, true}, {f32({5, 24})}, 1e-4);
+  setMemberAttr(&gelu.body, 0, "transB", Attr::ofInt(1));
+  setMemberAttr(&gelu.body, 1, "approximate", Attr::ofString("tanh"));
   checkAgainstCpu(gelu);
   // 3-D MatMul with one B matrix, bias first in the Add, tanh-Gelu.
-  OpCase mm{"MatMul+bias+Gelu", "Fused", fusedAttrs("gemm-epilogue", {"MatMul", "Add", "Gelu"}, {{0, 1}, {2, -2}, {-3}}, {2}),
-            {randomF32({2, 4, 16}), randomF32({16, 24}), randomF32({24})}, {false, true, true}, {f32({2, 4, 24})}, 1e-4};
-  mm.attrs.set("2.approximate", Attr::ofString("tanh"));
+  OpCase mm = fusedCase("MatMul+bias+Gelu", fusedStep("gemm-epilogue", {"MatMul", "Add", "Gelu"}, {{0, 1}, {2, -2}, {-3}}, {2}),
+            {randomF32({2, 4, 16}), randomF32({16, 24}), randomF32({24})}, {false, true, true}, {f32({2, 4, 24})}, 1e-4);
+  setMemberAttr(&mm.body, 2, "approximate", Attr::ofString("tanh"));
   checkAgainstCpu(mm);
   // Activation alone (no bias): RELU.
-  checkAgainstCpu(OpCase{"MatMul+Relu", "Fused", fusedAttrs("gemm-epilogue", {"MatMul", "Relu"}, {{0, 1}, {-2}}, {1}),
-                         {randomF32({6, 16}), randomF32({16, 8})}, {false, true}, {f32({6, 8})}, 1e-4});
+  checkAgainstCpu(fusedCase("MatMul+Relu", fusedStep("gemm-epilogue", {"MatMul", "Relu"}, {{0, 1}, {-2}}, {1}),
+                         {randomF32({6, 16}), randomF32({16, 8})}, {false, true}, {f32({6, 8})}, 1e-4));
 }
 
 TEST(CudaFused, ElementwiseChainIsOneKernel) {
   REQUIRE_GPU();
   // (x * k) -> Sigmoid -> + y -> Clip(min -0.5) -> Gelu(erf); outputs the Gelu and the Sigmoid.
-  OpCase c{"elementwise chain", "Fused",
-           fusedAttrs("elementwise", {"Mul", "Sigmoid", "Add", "Clip", "Gelu"}, {{0, 1}, {-2}, {-3, 2}, {-4, 3, -1}, {-5}}, {4, 1}),
+  OpCase c = fusedCase("elementwise chain",
+           fusedStep("elementwise", {"Mul", "Sigmoid", "Add", "Clip", "Gelu"}, {{0, 1}, {-2}, {-3, 2}, {-4, 3, -1}, {-5}}, {4, 1}),
            {randomF32({4, 300}), Tensor::fromVector<float>({}, {3.f}), randomF32({4, 300}), Tensor::fromVector<float>({}, {-0.5f})},
-           {false, false, false, true}, {f32({4, 300}), f32({4, 300})}, 1e-5};
+           {false, false, false, true}, {f32({4, 300}), f32({4, 300})}, 1e-5);
   checkAgainstCpu(c);
-  OpCase d{"elementwise attrs", "Fused",
-           fusedAttrs("elementwise", {"LeakyRelu", "Max", "Div", "Elu", "HardSigmoid"}, {{0}, {-2, 1}, {-3, 1}, {-4}, {-5}}, {4}),
-           {randomF32({1000}), randomF32({1000}, 0.5f, 2.f)}, {}, {f32({1000})}, 1e-5};
-  d.attrs.set("0.alpha", Attr::ofFloat(0.3f));
-  d.attrs.set("3.alpha", Attr::ofFloat(0.7f));
+  OpCase d = fusedCase("elementwise attrs",
+           fusedStep("elementwise", {"LeakyRelu", "Max", "Div", "Elu", "HardSigmoid"}, {{0}, {-2, 1}, {-3, 1}, {-4}, {-5}}, {4}),
+           {randomF32({1000}), randomF32({1000}, 0.5f, 2.f)}, {}, {f32({1000})}, 1e-5);
+  setMemberAttr(&d.body, 0, "alpha", Attr::ofFloat(0.3f));
+  setMemberAttr(&d.body, 3, "alpha", Attr::ofFloat(0.7f));
   checkAgainstCpu(d);
 }
 
 TEST(CudaFused, ResidualAddLayerNorm) {
   REQUIRE_GPU();
   for (int64_t cols : {64, 300}) {  // 64 and 256 threads a block
-    OpCase c{"Add+LayerNorm cols=" + std::to_string(cols), "Fused",
-             fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1}),
+    OpCase c = fusedCase("Add+LayerNorm cols=" + std::to_string(cols),
+             fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1}),
              {randomF32({6, cols}), randomF32({6, cols}), randomF32({cols}), randomF32({cols})}, {false, false, true, true},
-             {f32({6, cols}), f32({6, cols})}, 1e-4};
+             {f32({6, cols}), f32({6, cols})}, 1e-4);
     checkAgainstCpu(c);
   }
   // Only the normalised value out, no B; 3-D with axis 1 (rows of 5 * 40).
-  OpCase n{"Add+LayerNorm axis=1", "Fused", fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, -1}}, {1}),
-           {randomF32({3, 5, 40}), randomF32({3, 5, 40}), randomF32({5, 40})}, {false, false, true}, {f32({3, 5, 40})}, 1e-4};
-  n.attrs.set("1.axis", Attr::ofInt(1));
+  OpCase n = fusedCase("Add+LayerNorm axis=1", fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, -1}}, {1}),
+           {randomF32({3, 5, 40}), randomF32({3, 5, 40}), randomF32({5, 40})}, {false, false, true}, {f32({3, 5, 40})}, 1e-4);
+  setMemberAttr(&n.body, 1, "axis", Attr::ofInt(1));
   checkAgainstCpu(n);
 }
 
@@ -419,7 +428,7 @@ TEST(CudaFused, ResidualAddLayerNorm) {
 TEST(CudaExecutable, PlanCrossingDevicesMatchesTheCpu) {
   REQUIRE_GPU();
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   auto value = [&](const std::string& name, plan::Value::Kind kind, const std::string& dev, int64_t off) {
     plan::Value* v = p.add_values();
     v->set_id(p.values_size() - 1);

@@ -237,12 +237,12 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
 }
 
 
-Status createFusedOn(DeviceContext& dc, const AttrMap& attrs, std::vector<TensorType> in, std::vector<TensorType> out,
+Status createFusedOn(DeviceContext& dc, const FusedStep& step, std::vector<TensorType> in, std::vector<TensorType> out,
                      std::vector<const Tensor*> constants, std::unique_ptr<Kernel>* k) {
   KernelContext ctx;
   ctx.opType = "Fused";
   ctx.nodeName = "g1";
-  ctx.attrs = &attrs;
+  step.bind(&ctx);
   ctx.inputTypes = std::move(in);
   ctx.outputTypes = std::move(out);
   constants.resize(ctx.inputTypes.size(), nullptr);
@@ -259,15 +259,15 @@ TEST(Nvrtc, FusedGroupKernelsCompileToPtx) {
   dc.device = "cuda:0";
   TensorType x{DType::F32, {4, 300}}, scalar{DType::F32, {}}, row{DType::F32, {300}};
   Tensor lo = Tensor::fromVector<float>({}, {-1.f});
-  AttrMap chain = fusedAttrs("elementwise", {"Mul", "Sigmoid", "Add", "Clip", "Gelu", "Gelu", "Max"},
-                             {{0, 1}, {-2}, {-3, 2}, {-4, 3, -1}, {-5}, {-6}, {-7, -3}}, {6, 1});
-  chain.set("5.approximate", Attr::ofString("tanh"));
-  AttrMap more = fusedAttrs("elementwise", {"LeakyRelu", "Elu", "Selu", "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt",
-                                            "Abs", "Neg", "Reciprocal", "Erf", "Softplus", "Relu", "Sub", "Div", "Min"},
-                            {{0}, {-2}, {-3}, {-4}, {-5}, {-6}, {-7}, {-8}, {-9}, {-10}, {-11}, {-12}, {-13}, {-14},
-                             {-15, 0}, {-16, 0}, {-17, 0}},
-                            {16});
-  AttrMap ln = fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1});
+  FusedStep chain = fusedStep("elementwise", {"Mul", "Sigmoid", "Add", "Clip", "Gelu", "Gelu", "Max"},
+                              {{0, 1}, {-2}, {-3, 2}, {-4, 3, -1}, {-5}, {-6}, {-7, -3}}, {6, 1});
+  chain.setMemberAttr(5, "approximate", Attr::ofString("tanh"));
+  FusedStep more = fusedStep("elementwise", {"LeakyRelu", "Elu", "Selu", "HardSigmoid", "Tanh", "Exp", "Log", "Sqrt",
+                                             "Abs", "Neg", "Reciprocal", "Erf", "Softplus", "Relu", "Sub", "Div", "Min"},
+                             {{0}, {-2}, {-3}, {-4}, {-5}, {-6}, {-7}, {-8}, {-9}, {-10}, {-11}, {-12}, {-13}, {-14},
+                              {-15, 0}, {-16, 0}, {-17, 0}},
+                             {16});
+  FusedStep ln = fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1});
   std::unique_ptr<Kernel> k1, k2, k3;
   Status st = createFusedOn(dc, chain, {x, scalar, x, scalar}, {x, x}, {nullptr, nullptr, nullptr, &lo}, &k1);
   ASSERT_TRUE(st.isOk()) << st.message();
@@ -335,7 +335,7 @@ TEST(Nvrtc, OpTableMathOpsCompileAloneAndFused) {
     outputs.push_back((int64_t)k);
   }
   std::unique_ptr<Kernel> k;
-  st = createFusedOn(dc, fusedAttrs("elementwise", math, operands, outputs), {x},
+  st = createFusedOn(dc, fusedStep("elementwise", math, operands, outputs), {x},
                      std::vector<TensorType>(math.size(), x), {}, &k);
   ASSERT_TRUE(st.isOk()) << st.message();
   std::string tu = dc.program.translationUnit();
@@ -355,25 +355,25 @@ TEST(Nvrtc, FusedGroupsTheBackendCannotRunAreLoadErrors) {
   DeviceContext dc;
   TensorType x{DType::F32, {4, 8}}, w{DType::F32, {2, 4, 1, 1}}, bcast{DType::F32, {8}};
   struct Case {
-    AttrMap attrs;
+    FusedStep step;
     std::vector<TensorType> in;
     std::string expect;
   };
   std::vector<Case> cases = {
-      {fusedAttrs("conv-epilogue", {"Conv", "Relu"}, {{0, 1}, {-2}}, {1}), {x, w},
+      {fusedStep("conv-epilogue", {"Conv", "Relu"}, {{0, 1}, {-2}}, {1}), {x, w},
        "no kernel for fusion kind 'conv-epilogue'"},
-      {fusedAttrs("elementwise", {"Pow", "Relu"}, {{0, 0}, {-2}}, {1}), {x}, "Pow is not an op of the generated"},
-      {fusedAttrs("elementwise", {"Add", "Relu"}, {{0, 1}, {-2}}, {1}), {x, bcast}, "neither the output's shape"},
-      {fusedAttrs("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}}, {1}), {x, {DType::F32, {8, 8}}}, "exact Gelu"},
-      {fusedAttrs("gemm-epilogue", {"Gemm", "Sigmoid"}, {{0, 1}, {-2}}, {1}), {x, {DType::F32, {8, 8}}},
+      {fusedStep("elementwise", {"Pow", "Relu"}, {{0, 0}, {-2}}, {1}), {x}, "Pow is not an op of the generated"},
+      {fusedStep("elementwise", {"Add", "Relu"}, {{0, 1}, {-2}}, {1}), {x, bcast}, "neither the output's shape"},
+      {fusedStep("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}}, {1}), {x, {DType::F32, {8, 8}}}, "exact Gelu"},
+      {fusedStep("gemm-epilogue", {"Gemm", "Sigmoid"}, {{0, 1}, {-2}}, {1}), {x, {DType::F32, {8, 8}}},
        "Sigmoid is not a cuBLASLt epilogue"},
-      {fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 1}}, {1}), {x, bcast},
+      {fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 1}}, {1}), {x, bcast},
        "no broadcasting"},
   };
-  cases[3].attrs = fusedAttrs("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}, {-2}}, {1});
+  cases[3].step = fusedStep("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}, {-2}}, {1});
   for (Case& c : cases) {
     std::unique_ptr<Kernel> k;
-    Status st = createFusedOn(dc, c.attrs, c.in, {x}, {}, &k);
+    Status st = createFusedOn(dc, c.step, c.in, {x}, {}, &k);
     ASSERT_FALSE(st.isOk()) << c.expect;
     EXPECT_NE(st.message().find(c.expect), std::string::npos) << st.message();
     EXPECT_NE(st.message().find("'g1'"), std::string::npos) << st.message();
@@ -414,7 +414,7 @@ TEST(Nvrtc, KernelsWhoseOutputMayAliasAnInputHaveNoRestrict) {
   EXPECT_GT(checked, 50u);
   DeviceContext dc;
   TensorType x{DType::F32, {4, 8}};
-  AttrMap chain = fusedAttrs("elementwise", {"Mul", "Relu"}, {{0, 1}, {-2}}, {1});
+  FusedStep chain = fusedStep("elementwise", {"Mul", "Relu"}, {{0, 1}, {-2}}, {1});
   std::unique_ptr<Kernel> k;
   Status st = createFusedOn(dc, chain, {x, x}, {x}, {}, &k);
   ASSERT_TRUE(st.isOk()) << st.message();

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "dnnl_test_util.h"
+#include "fused_attrs_util.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 #include "runtime/cpu/ref/Fused.h"
@@ -32,41 +33,25 @@ const KernelRegistry& refRegistry() {
   return *r;
 }
 
-/// Body encoding of compiler/pipeline/EmitPlan.cpp: ops, operand refs, "<j>.<attr>".
+/// A fused body member by member, as compiler/pipeline/EmitPlan.cpp writes it (plan::FusedBody).
 struct BodyBuilder {
-  AttrMap attrs;
-  std::vector<std::string> ops;
-  std::vector<int64_t> counts, refs, from;
+  plan::FusedBody body;
   int add(const std::string& op, std::vector<int64_t> operands, AttrMap a = {}) {
-    int j = (int)ops.size();
-    ops.push_back(op);
-    counts.push_back((int64_t)operands.size());
-    refs.insert(refs.end(), operands.begin(), operands.end());
-    for (const auto& [name, v] : a.all()) attrs.set(std::to_string(j) + "." + name, v);
-    return j;
+    return addMember(&body, op, operands, a);
   }
   static int64_t result(int j) { return -2 - j; }
-  /// `shapes`: each body op's result shape (op_ranks/op_dims), for bodies whose ops differ.
-  AttrMap finish(const std::string& kind, std::vector<int> outputs,
-                 const std::vector<Shape>& shapes = {}) {
-    AttrMap m = attrs;
-    if (!shapes.empty()) {
-      std::vector<int64_t> ranks, dims;
-      for (const Shape& sh : shapes) {
-        ranks.push_back((int64_t)sh.size());
-        dims.insert(dims.end(), sh.begin(), sh.end());
-      }
-      m.set("op_ranks", Attr::ofInts(ranks));
-      m.set("op_dims", Attr::ofInts(dims));
+  /// Makes `oc` the group: its attributes ("kind" only) and body. `shapes`: each member's
+  /// result shape, for bodies whose members differ (otherwise each is the step's output 0's).
+  void finish(OpCase* oc, const std::string& kind, std::vector<int> outputs,
+              const std::vector<Shape>& shapes = {}) {
+    oc->body = body;
+    for (size_t j = 0; j < shapes.size(); ++j) {
+      plan::FusedBody::Shape* shape = oc->body.mutable_members((int)j)->mutable_shape();
+      for (int64_t d : shapes[j]) shape->add_dims(d);
     }
-    m.set("kind", Attr::ofString(kind));
-    m.set("ops", Attr::ofStrings(ops));
-    m.set("op_input_counts", Attr::ofInts(counts));
-    m.set("op_inputs", Attr::ofInts(refs));
-    std::vector<int64_t> f;
-    for (int j : outputs) f.push_back(result(j));
-    m.set("outputs_from", Attr::ofInts(f));
-    return m;
+    for (int j : outputs) oc->body.add_results(j);
+    oc->attrs = AttrMap();
+    oc->attrs.set("kind", Attr::ofString(kind));
   }
 };
 
@@ -109,7 +94,7 @@ TEST(DnnlFused, ConvSumReluMatchesUnfused) {
   int r = b.add("Relu", {BodyBuilder::result(s)});
   OpCase oc;
   oc.op = "Fused";
-  oc.attrs = b.finish("conv-epilogue", {r});
+  b.finish(&oc, "conv-epilogue", {r});
   oc.inputs = {randomTensor({2, 16, 7, 7}, 1), randomTensor({16, 16, 3, 3}, 2, -0.2f, 0.2f),
                randomTensor({16}, 3), randomTensor({2, 16, 7, 7}, 4)};
   oc.constant = {false, true, true, false};
@@ -150,7 +135,7 @@ TEST(DnnlFused, ConvThenTransposeToChannelsLast) {
     shapes.push_back(y);
     OpCase oc;
     oc.op = "Fused";
-    oc.attrs = b.finish("conv-epilogue", {t}, shapes);
+    b.finish(&oc, "conv-epilogue", {t}, shapes);
     oc.inputs = {randomTensor(x, 31),
                  randomTensor(oneD ? Shape{16, 1, 7} : Shape{16, 1, 7, 7}, 32, -0.2f, 0.2f),
                  randomTensor({16}, 33)};
@@ -178,7 +163,7 @@ TEST(DnnlFused, ConvSumInPlace) {
   int s = b.add("Add", {3, BodyBuilder::result(c)});  // residual first: either order is a sum
   OpCase oc;
   oc.op = "Fused";
-  oc.attrs = b.finish("conv-epilogue", {s});
+  b.finish(&oc, "conv-epilogue", {s});
   Tensor x = randomTensor({1, 8, 5, 5}, 5), w = randomTensor({8, 8, 1, 1}, 6);
   Tensor res = randomTensor({1, 8, 5, 5}, 7);
   oc.inputs = {x, w, Tensor(), res};
@@ -221,7 +206,7 @@ TEST(DnnlFused, ConvReluThenSumRunsUnfused) {
     int s = b.add("Add", {BodyBuilder::result(r), 3});
     OpCase plain;
     plain.op = "Fused";
-    plain.attrs = b.finish("conv-epilogue", {s});
+    b.finish(&plain, "conv-epilogue", {s});
     plain.inputs = {randomTensor({2, 16, 7, 7}, 21), randomTensor({16, 16, 3, 3}, 22, -0.2f, 0.2f),
                     randomTensor({16}, 23), randomTensor({2, 16, 7, 7}, 24)};
     plain.constant = {false, true, true, false};
@@ -256,7 +241,7 @@ TEST(DnnlFused, ConvEpilogueOnBlockedActivationsHasNoReorders) {
   int r = b.add("Relu", {BodyBuilder::result(s)});
   OpCase plain;
   plain.op = "Fused";
-  plain.attrs = b.finish("conv-epilogue", {r});
+  b.finish(&plain, "conv-epilogue", {r});
   plain.inputs = {randomTensor({2, 16, 7, 7}, 25), randomTensor({16, 16, 3, 3}, 26, -0.2f, 0.2f),
                   randomTensor({16}, 27), randomTensor({2, 16, 7, 7}, 28)};
   plain.constant = {false, true, true, false};
@@ -298,7 +283,7 @@ TEST(DnnlFused, GemmAndMatMulEpilogues) {
     }
     OpCase oc;
     oc.op = "Fused";
-    oc.attrs = b.finish("gemm-epilogue", {last});
+    b.finish(&oc, "gemm-epilogue", {last});
     oc.inputs = {randomTensor({4, 6}, 8), randomTensor({5, 6}, 9), randomTensor({5}, 10),
                  randomTensor({4, 5}, 11)};
     oc.constant = {false, true, true, false};
@@ -324,7 +309,7 @@ TEST(DnnlFused, GemmAndMatMulEpilogues) {
     int sg = b.add("Sigmoid", {BodyBuilder::result(mm)});
     OpCase oc;
     oc.op = "Fused";
-    oc.attrs = b.finish("gemm-epilogue", {sg});
+    b.finish(&oc, "gemm-epilogue", {sg});
     oc.inputs = {randomTensor({3, 4}, 12), randomTensor({4, 2}, 13)};
     oc.constant = {false, true};
     oc.outputs = {{3, 2}};
@@ -361,7 +346,7 @@ TEST(DnnlFused, MatMulBiasRowScaleRowEpilogues) {
     }
     OpCase oc;
     oc.op = "Fused";
-    oc.attrs = b.finish("gemm-epilogue", {last});
+    b.finish(&oc, "gemm-epilogue", {last});
     oc.inputs = {randomTensor({2, 3, 8}, 21), randomTensor({8, 16}, 22), randomTensor({16}, 23),
                  randomTensor({1, 1, 16}, 24)};
     oc.constant = {false, true, true, true};
@@ -388,7 +373,7 @@ TEST(DnnlFused, MatMulBiasRowScaleRowEpilogues) {
     int r = b.add("Relu", {BodyBuilder::result(bias)});
     OpCase oc;
     oc.op = "Fused";
-    oc.attrs = b.finish("gemm-epilogue", {r});
+    b.finish(&oc, "gemm-epilogue", {r});
     oc.inputs = {randomTensor({6, 8}, 26), randomTensor({8, 16}, 27), randomTensor({1, 16}, 28)};
     oc.constant = {false, true, true};
     oc.outputs = {{6, 16}};
@@ -420,7 +405,7 @@ TEST(DnnlFused, ElementwiseLoopMatchesUnfusedAndAliases) {
   int r = b.add("Sub", {BodyBuilder::result(t), BodyBuilder::result(e)});
   OpCase oc;
   oc.op = "Fused";
-  oc.attrs = b.finish("elementwise", {r, e});
+  b.finish(&oc, "elementwise", {r, e});
   const int64_t n = 5000;
   oc.inputs = {randomTensor({n}, 14), randomTensor({n}, 15), scalarF32(0.5f)};
   oc.constant = {false, false, true};
@@ -450,7 +435,7 @@ TEST(DnnlFused, ElementwiseFallsBackUnfused) {
   int r = b.add("Relu", {BodyBuilder::result(a)});
   OpCase oc;
   oc.op = "Fused";
-  oc.attrs = b.finish("elementwise", {r});
+  b.finish(&oc, "elementwise", {r});
   oc.inputs = {randomTensor({3, 4}, 16), randomTensor({4}, 17)};
   oc.outputs = {{3, 4}};
   std::string impl, refImpl;
@@ -519,8 +504,8 @@ TEST(DnnlFused, RowKernelMatchesUnfusedForEveryRoot) {
     int r = b.add(root.op, operands, root.attrs);
     OpCase oc;
     oc.op = "Fused";
-    oc.attrs = b.finish(root.layerNorm ? "layernorm" : root.op.rfind("Reduce", 0) == 0 ? "reduction" : "softmax",
-                        {r, d}, {xs, xs, root.result});
+    b.finish(&oc, root.layerNorm ? "layernorm" : root.op.rfind("Reduce", 0) == 0 ? "reduction" : "softmax",
+             {r, d}, {xs, xs, root.result});
     oc.inputs = {randomTensor(xs, 20), randomTensor(xs, 21), scalarF32(1.75f)};
     oc.constant = {false, false, false};
     if (root.axesInput) {
@@ -552,7 +537,7 @@ TEST(DnnlFused, AddLayerNormInPlace) {
   int n = b.add("LayerNormalization", {BodyBuilder::result(s), 2, 3});
   OpCase oc;
   oc.op = "Fused";
-  oc.attrs = b.finish("add-layernorm", {s, n}, {xs, xs});
+  b.finish(&oc, "add-layernorm", {s, n}, {xs, xs});
   oc.inputs = {randomTensor(xs, 30, -2.f, 3.f), randomTensor(xs, 31), randomTensor({1000}, 32),
                randomTensor({1000}, 33)};
   oc.constant = {false, false, true, true};
@@ -576,7 +561,7 @@ TEST(DnnlFused, RowKernelRefusesLeadingAxes) {
   int r = b.add("ReduceMean", {BodyBuilder::result(a)}, ax);
   OpCase oc;
   oc.op = "Fused";
-  oc.attrs = b.finish("reduction", {r}, {{4, 6}, {1, 6}});
+  b.finish(&oc, "reduction", {r}, {{4, 6}, {1, 6}});
   oc.inputs = {randomTensor({4, 6}, 40)};
   oc.outputs = {{1, 6}};
   std::string impl;

@@ -47,9 +47,10 @@ void checkBatchNormLayouts(bool inBlocked, bool outBlocked, bool fusedRelu) {
   OpCase c;
   c.op = fusedRelu ? "Fused" : "BatchNormalization";
   if (fusedRelu) {
-    c.attrs = fusedAttrs("batchnorm-relu", {"BatchNormalization", "Relu"}, {{0, 1, 2, 3, 4}, {-2}},
-                         {1});
-    c.attrs.set("0.epsilon", Attr::ofFloat(1e-3f));
+    FusedStep f = fusedStep("batchnorm-relu", {"BatchNormalization", "Relu"}, {{0, 1, 2, 3, 4}, {-2}}, {1});
+    f.setMemberAttr(0, "epsilon", Attr::ofFloat(1e-3f));
+    c.attrs = f.attrs;
+    c.body = f.body;
   } else {
     c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
   }

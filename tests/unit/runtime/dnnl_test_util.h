@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/Plan.pb.h"
 #include "runtime/Kernel.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 
@@ -20,6 +21,7 @@ namespace dnnltest {
 struct OpCase {
   std::string op;
   AttrMap attrs;
+  plan::FusedBody body;  // "Fused" cases: the group's members (fused_attrs_util.h)
   std::vector<Tensor> inputs;
   std::vector<bool> constant;  // same length as inputs (missing entries: not constant)
   std::vector<Shape> outputs;  // an empty-optional output is given by outputAbsent
@@ -34,6 +36,7 @@ struct OpCase {
     ctx.winograd = winograd;
     ctx.nodeName = "test_" + op;
     ctx.attrs = &attrs;
+    ctx.fusedBody = op == "Fused" ? &body : nullptr;
     for (size_t i = 0; i < inputs.size(); ++i) {
       TensorType t;
       if (inputs[i].defined()) {

@@ -186,8 +186,10 @@ TEST(DnnlVariants, FusedEpiloguesEveryVariantMatchesReference) {
   f.inputs = {conv.inputs[0], conv.inputs[1], conv.inputs[2], residual};
   f.constant = {false, true, true, false};
   f.outputs = conv.outputs;
-  f.attrs = fusedAttrs("conv-epilogue", {"Conv", "Add", "Relu"}, {{0, 1, 2}, {-2, 3}, {-3}}, {2});
-  f.attrs.set("0.pads", Attr::ofInts({1, 1, 1, 1}));
+  FusedStep convStep = fusedStep("conv-epilogue", {"Conv", "Add", "Relu"}, {{0, 1, 2}, {-2, 3}, {-3}}, {2});
+  convStep.setMemberAttr(0, "pads", Attr::ofInts({1, 1, 1, 1}));
+  f.attrs = convStep.attrs;
+  f.body = convStep.body;
   std::vector<std::string> vs = checkVariants(f, addRelu(conv, residual), 2e-4);
   EXPECT_EQ(contains(vs, "winograd4x4"), winogradHost());
   EXPECT_EQ(contains(vs, "winograd-dnnl"), dnnlWinogradHost());
@@ -203,14 +205,16 @@ TEST(DnnlVariants, FusedEpiloguesEveryVariantMatchesReference) {
   fg.inputs = gemm.inputs;
   fg.constant = gemm.constant;
   fg.outputs = gemm.outputs;
-  fg.attrs = fusedAttrs("gemm-epilogue", {"Gemm", "Relu"}, {{0, 1, 2}, {-2}}, {1});
+  FusedStep gemmStep = fusedStep("gemm-epilogue", {"Gemm", "Relu"}, {{0, 1, 2}, {-2}}, {1});
+  fg.attrs = gemmStep.attrs;
+  fg.body = gemmStep.body;
   std::vector<double> want = refOutput(gemm);
   for (double& v : want) v = std::max(0.0, v);
   EXPECT_EQ(contains(checkVariants(fg, want), "avx2"), avx2::available());
 
   // A post-op the AVX2 kernels do not apply (Sigmoid): oneDNN only.
   OpCase sig = fg;
-  sig.attrs = fusedAttrs("gemm-epilogue", {"Gemm", "Sigmoid"}, {{0, 1, 2}, {-2}}, {1});
+  sig.body = fusedStep("gemm-epilogue", {"Gemm", "Sigmoid"}, {{0, 1, 2}, {-2}}, {1}).body;
   std::vector<double> ws = refOutput(gemm);
   for (double& v : ws) v = 1.0 / (1.0 + std::exp(-v));
   EXPECT_EQ(checkVariants(sig, ws), std::vector<std::string>{"dnnl"});

@@ -16,6 +16,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 
 using namespace tandem;
 
@@ -160,7 +161,7 @@ void step(plan::Plan& p, const std::string& op, const std::string& dev, std::vec
 // must not overwrite data the first run still reads.
 plan::Plan crossingPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   value(p, "x", plan::Value::INPUT, "cpu", 0);            // 0
   value(p, "x_gpu", plan::Value::INTERMEDIATE, "cuda:0", 0);    // 1
   value(p, "r_gpu", plan::Value::INTERMEDIATE, "cuda:0", 1024); // 2
@@ -331,7 +332,7 @@ TEST(ExecutableAsync, AFailingDeviceIsTheFallbackNoteOrAnError) {
 // drains, the worst order copies the output back before the upload unless the D2H waits for it.
 TEST(ExecutableAsync, AnOutputWrittenByAnUploadStepIsCopiedBackAfterTheUpload) {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   value(p, "x", plan::Value::INPUT, "cpu", 0);                   // 0
   value(p, "x_gpu", plan::Value::INTERMEDIATE, "cuda:0", 0);     // 1
   value(p, "r_gpu", plan::Value::INTERMEDIATE, "cuda:0", 1024);  // 2

@@ -11,6 +11,7 @@
 #include "concurrent_runs_util.h"
 #include "plan_test_util.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 
 using namespace tandem;
 
@@ -55,7 +56,7 @@ constexpr int64_t kCnnArenaBytes = 275712;
 
 plan::Plan cnnPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   const int64_t A = 27648, B = A + 123904, Z = B + 123904;
   addValue(p, "x", plan::Value::INPUT, {4, 3, 24, 24}, 0);         // 0
   addConstant(p, "w1", {16, 3, 3, 3}, 1, 0.3f);                     // 1
@@ -95,7 +96,7 @@ plan::Plan cnnPlan() {
 // and the executable serialises runs (Executable.h).
 plan::Plan twoHostPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {64}, 0);                    // 0
   addValue(p, "r", plan::Value::INTERMEDIATE, {64}, 256);           // 1
   plan::Value* r1 = addValue(p, "r1", plan::Value::INTERMEDIATE, {64}, 0);  // 2

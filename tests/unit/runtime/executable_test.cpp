@@ -5,6 +5,7 @@
 
 #include "runtime/Backend.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 #include "plan_test_util.h"
 
 using namespace tandem;
@@ -15,7 +16,7 @@ namespace {
 // while x is read, so the plan puts y at 128.
 plan::Plan addReluPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {2, 3}, 0);
   plan::Value* b = addValue(p, "b", plan::Value::CONSTANT, {3});
   b->mutable_constant()->set_dtype((int)DType::F32);
@@ -101,7 +102,11 @@ TEST(Executable, RejectsMalformedPlans) {
 
   p = addReluPlan();
   p.set_version(7);
-  EXPECT_NE(Executable::load(p, LoadOptions{1}, &exe).message().find("plan version 7"), std::string::npos);
+  EXPECT_NE(Executable::load(p, LoadOptions{1}, &exe).message().find("plan version 7 was written by a newer tandem"),
+            std::string::npos);
+  p.set_version(1);
+  EXPECT_EQ(Executable::load(p, LoadOptions{1}, &exe).message(),
+            "plan version 1 was written by an older tandem; recompile the model");
 
   p = addReluPlan();
   p.mutable_values(3)->set_arena_offset(180);  // 24 bytes at 180 overrun the 192-byte arena

@@ -23,11 +23,11 @@ Tensor randomF32(Shape s, unsigned seed) {
 }
 
 // Runs a "Fused" step with the CPU kernels; returns its outputs and the implementation.
-std::vector<Tensor> runOnCpu(const AttrMap& attrs, const std::vector<Tensor>& in, const std::vector<Shape>& outShapes,
+std::vector<Tensor> runOnCpu(const FusedStep& step, const std::vector<Tensor>& in, const std::vector<Shape>& outShapes,
                              std::string* impl) {
   KernelContext ctx;
   ctx.opType = "Fused";
-  ctx.attrs = &attrs;
+  step.bind(&ctx);
   for (const Tensor& t : in) {
     ctx.inputTypes.push_back({t.dtype(), t.shape()});
     ctx.constInputs.push_back(nullptr);
@@ -52,9 +52,9 @@ std::vector<Tensor> runOnCpu(const AttrMap& attrs, const std::vector<Tensor>& in
 TEST(FusedCudaKindsOnCpu, MatMulBiasReluRunsOpByOp) {
   // [2,3,8] x [8,5] + bias [5], Relu: a CUDA gemm-epilogue (cuBLASLt RELU_BIAS).
   Tensor a = randomF32({2, 3, 8}, 1), b = randomF32({8, 5}, 2), bias = randomF32({5}, 3);
-  AttrMap attrs = fusedAttrs("gemm-epilogue", {"MatMul", "Add", "Relu"}, {{0, 1}, {-2, 2}, {-3}}, {2});
+  FusedStep step = fusedStep("gemm-epilogue", {"MatMul", "Add", "Relu"}, {{0, 1}, {-2, 2}, {-3}}, {2});
   std::string impl;
-  std::vector<Tensor> out = runOnCpu(attrs, {a, b, bias}, {{2, 3, 5}}, &impl);
+  std::vector<Tensor> out = runOnCpu(step, {a, b, bias}, {{2, 3, 5}}, &impl);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_NE(impl.find("unfused("), std::string::npos) << impl;
   EXPECT_NE(impl.find("bias Add is no oneDNN sum"), std::string::npos) << impl;
@@ -71,10 +71,10 @@ TEST(FusedCudaKindsOnCpu, MatMulBiasReluRunsOpByOp) {
 
 TEST(FusedCudaKindsOnCpu, ResidualAddLayerNormWritesSumAndNorm) {
   Tensor x = randomF32({4, 16}, 4), h = randomF32({4, 16}, 5), g = randomF32({16}, 6), beta = randomF32({16}, 7);
-  AttrMap attrs = fusedAttrs("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1});
-  attrs.set("1.epsilon", Attr::ofFloat(1e-5f));
+  FusedStep step = fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 2, 3}}, {0, 1});
+  step.setMemberAttr(1, "epsilon", Attr::ofFloat(1e-5f));
   std::string impl;
-  std::vector<Tensor> out = runOnCpu(attrs, {x, h, g, beta}, {{4, 16}, {4, 16}}, &impl);
+  std::vector<Tensor> out = runOnCpu(step, {x, h, g, beta}, {{4, 16}, {4, 16}}, &impl);
   ASSERT_EQ(out.size(), 2u);
   for (int64_t r = 0; r < 4; ++r) {
     double mu = 0, var = 0;

@@ -9,6 +9,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Device.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 #include "plan_test_util.h"
 
 using namespace tandem;
@@ -34,7 +35,7 @@ std::vector<std::string> mappedCudaLibraries() {
 // y = Relu(x): f32[4], x at 0, y at 64.
 plan::Plan reluPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {4}, 0);
   addValue(p, "y", plan::Value::INTERMEDIATE, {4}, 64);
   plan::Step* relu = p.add_steps();

@@ -25,4 +25,22 @@ inline plan::Value* addValue(plan::Plan& p, const std::string& name, plan::Value
   return v;
 }
 
+/// Appends a "Fused" step on "cpu" of group `kind` (its "kind" attribute) reading value ids
+/// `inputs` and writing `outputs`. Its body is empty: add members to step->mutable_fused_body()
+/// (fused_attrs_util.h: addMember) and the member each output is (add_results).
+inline plan::Step* addFusedStep(plan::Plan& p, const std::string& name, const std::string& kind,
+                                std::vector<int> inputs, std::vector<int> outputs) {
+  plan::Step* s = p.add_steps();
+  s->set_op_type("Fused");
+  s->set_name(name);
+  s->set_device("cpu");
+  for (int id : inputs) s->add_inputs(id);
+  for (int id : outputs) s->add_outputs(id);
+  plan::Attribute* k = s->add_attrs();
+  k->set_name("kind");
+  k->set_kind(plan::Attribute::STRING);
+  k->set_s(kind);
+  return s;
+}
+
 }  // namespace tandem

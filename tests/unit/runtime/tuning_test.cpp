@@ -13,9 +13,11 @@
 
 #include "runtime/Device.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 #include "runtime/TimingCache.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
+#include "fused_attrs_util.h"
 #include "plan_test_util.h"
 
 using namespace tandem;
@@ -35,7 +37,7 @@ std::vector<float> weights() {
 // candidate next to oneDNN). The heuristic takes AVX2 for M >= 4 and oneDNN below.
 plan::Plan gemmPlan(int64_t M) {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {M, K}, 0);
   plan::Value* w = addValue(p, "w", plan::Value::CONSTANT, {K, N});
   w->mutable_constant()->set_dtype((int)DType::F32);
@@ -63,7 +65,7 @@ plan::Plan gemmPlan(int64_t M) {
 // y = Conv(x, w), x f32[1, 16, 8, 8] input, w f32[16, 16, 3, 3] constant, pads 1.
 plan::Plan convPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {1, 16, 8, 8}, 0);
   plan::Value* w = addValue(p, "w", plan::Value::CONSTANT, {16, 16, 3, 3});
   w->mutable_constant()->set_dtype((int)DType::F32);
@@ -365,18 +367,11 @@ TEST(TimingKey, DependsOnShapesConstantsThreadsAndHost) {
 
 namespace {
 
-plan::Attribute* addAttr(plan::Step* s, const std::string& name, plan::Attribute::Kind kind) {
-  plan::Attribute* a = s->add_attrs();
-  a->set_name(name);
-  a->set_kind(kind);
-  return a;
-}
-
 // y = Relu(x) then z = Fused elementwise {Neg(y), Relu(.)} (x, y, z f32[4, 8]): one step with
 // no kernel variants and one fused group, for Executable::recordStepTimes.
 plan::Plan reluThenFusedPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {4, 8}, 0);
   addValue(p, "y", plan::Value::INTERMEDIATE, {4, 8}, 128);
   addValue(p, "z", plan::Value::INTERMEDIATE, {4, 8}, 256);
@@ -386,23 +381,10 @@ plan::Plan reluThenFusedPlan() {
   r->set_device("cpu");
   r->add_inputs(0);
   r->add_outputs(1);
-  plan::Step* f = p.add_steps();
-  f->set_op_type("Fused");
-  f->set_name("neg_relu");
-  f->set_device("cpu");
-  f->add_inputs(1);
-  f->add_outputs(2);
-  addAttr(f, "kind", plan::Attribute::STRING)->set_s("elementwise");
-  plan::Attribute* ops = addAttr(f, "ops", plan::Attribute::STRINGS);
-  ops->add_strings("Neg");
-  ops->add_strings("Relu");
-  plan::Attribute* counts = addAttr(f, "op_input_counts", plan::Attribute::INTS);
-  counts->add_ints(1);
-  counts->add_ints(1);
-  plan::Attribute* refs = addAttr(f, "op_inputs", plan::Attribute::INTS);
-  refs->add_ints(0);   // Neg reads step input 0
-  refs->add_ints(-2);  // Relu reads body op 0
-  addAttr(f, "outputs_from", plan::Attribute::INTS)->add_ints(-3);
+  plan::Step* f = addFusedStep(p, "neg_relu", "elementwise", {1}, {2});
+  addMember(f->mutable_fused_body(), "Neg", {0});    // Neg reads step input 0
+  addMember(f->mutable_fused_body(), "Relu", {-2});  // Relu reads member 0
+  f->mutable_fused_body()->add_results(1);
   p.add_inputs(0);
   p.add_outputs(2);
   plan::Arena* a = p.add_arenas();

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 #include "runtime/WeightsFile.h"
 #include "plan_test_util.h"
 
@@ -20,7 +21,7 @@ constexpr int kN = 128;  // 512-byte constant: large enough to leave the plan
 // y = Relu(x + b), x: f32[2,kN] input, b: f32[kN] constant with b[i] = scale * (i - 64).
 plan::Plan addReluPlan(float scale) {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {2, kN}, 0);
   plan::Value* b = addValue(p, "b", plan::Value::CONSTANT, {kN}, 0);
   b->mutable_constant()->set_dtype((int)DType::F32);
