@@ -12,6 +12,7 @@
 
 #include "plan_test_util.h"
 #include "runtime/Executable.h"
+#include "runtime/PlanFormat.h"
 #include "runtime/Trace.h"
 
 using namespace tandem;
@@ -32,7 +33,7 @@ void addStep(plan::Plan& p, const std::string& op, const std::string& device, st
 // y = Relu(x) on cpu, copied to cpu:1, + b there: two host devices, each its own stream.
 plan::Plan twoHostPlan() {
   plan::Plan p;
-  p.set_version(1);
+  p.set_version(kPlanVersion);
   addValue(p, "x", plan::Value::INPUT, {4, 16}, 0);                          // 0
   addValue(p, "r", plan::Value::INTERMEDIATE, {4, 16}, 256);                 // 1
   addValue(p, "r1", plan::Value::INTERMEDIATE, {4, 16}, 0)->set_device("cpu:1");  // 2
