@@ -339,6 +339,19 @@ class ConvKernel : public DnnlKernel {
       setImpl(pd);
     }
 
+    bindMemories(ctx, g, ep, srcPlain, dstPlain, bMd, chosenSrc, chosenW, chosenDst, wConst, bConst);
+    return Status::ok();
+  }
+
+  // The memories and arguments of the chosen primitive: activations reordered at the step's
+  // edges where the plan's layout differs, the residual of a sum post-op, weights and bias
+  // prepacked once when constant.
+  void bindMemories(const KernelContext& ctx, const ConvGeometry& g, const Epilogue* ep,
+                    const dnnl::memory::desc& srcPlain, const dnnl::memory::desc& dstPlain,
+                    const dnnl::memory::desc& bMd, const dnnl::memory::desc& chosenSrc,
+                    const dnnl::memory::desc& chosenW, const dnnl::memory::desc& chosenDst,
+                    const Tensor* wConst, const Tensor* bConst) {
+    dnnl::engine& eng = cpuEngine();
     src_.init(srcPlain, chosenSrc, /*isInput=*/true, &ws_);
     dst_.init(dstPlain, chosenDst, /*isInput=*/false, &ws_);
     if (ep && ep->sumInput >= 0) {
@@ -379,7 +392,6 @@ class ConvKernel : public DnnlKernel {
     args_.add(DNNL_ARG_DST, dst_.inner());
     constW_ = wConst != nullptr;
     constB_ = bConst != nullptr;
-    return Status::ok();
   }
 
   Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
