@@ -27,6 +27,8 @@ enum OpFlag : uint32_t {
                               // root, never a producer inside a group (passes/Fuse.cpp)
   kOwnResultDType = 1u << 8,  // result 0's dtype is not input 0's (comparisons, Cast, Shape,
                               // ...): kernels skip that check (runtime/cpu/ref/Register.cpp)
+  kDnnlEltwise = 1u << 9,     // a oneDNN eltwise primitive runs it alone (DnnlEltwise.cpp
+                              // registers these); every post-op is one
 };
 
 /// How compiler/placement/OpWork.cpp counts an op's FLOPs (OpTable.def explains each).

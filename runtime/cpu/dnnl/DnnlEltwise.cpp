@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "runtime/OpTable.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 
 namespace tandem {
@@ -154,9 +155,12 @@ Status createEltwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 }  // namespace
 
 void registerDnnlEltwiseKernels(KernelRegistry& r) {
-  for (const char* op : {"Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh",
-                         "Clip", "Exp", "Sqrt", "Abs", "Neg", "Reciprocal", "Gelu"})
-    r.add(makeDef(op, eltwiseSupported, createEltwise));
+  // The ops are the table's (runtime/core/OpTable.def, flag kDnnlEltwise); algorithmOf above
+  // maps each to its oneDNN algorithm.
+  size_t n = 0;
+  const OpInfo* ops = allOps(&n);
+  for (size_t i = 0; i < n; ++i)
+    if (ops[i].has(kDnnlEltwise)) r.add(makeDef(std::string(ops[i].name), eltwiseSupported, createEltwise));
   KernelDef pow = makeDef("Pow", eltwiseSupported, createEltwise);
   // Base f32, exponent any numeric dtype (it is read once as a constant scalar).
   pow.accepts = [](const std::vector<DType>& in) {

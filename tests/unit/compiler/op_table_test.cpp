@@ -104,6 +104,7 @@ TEST(OpTable, FlagsAreConsistent) {
     // Duplication recomputes an op inside a loop; post-ops are unary.
     if (r->has(kCheap)) EXPECT_TRUE(r->has(kCpuLoop)) << n;
     if (r->has(kDnnlPostOp)) EXPECT_TRUE(r->has(kUnary)) << n;
+    if (r->has(kDnnlPostOp)) EXPECT_TRUE(r->has(kDnnlEltwise)) << n;
     if (r->has(kReductionRoot)) EXPECT_FALSE(r->flags & (kCpuLoop | kInPlace)) << n;
     // Every loop op may run in place: its kernels read an element before writing it.
     if (r->has(kCpuLoop)) EXPECT_TRUE(r->has(kInPlace)) << n;
