@@ -75,6 +75,14 @@ int main(int argc, char** argv) {
     v->set_arena_offset(p->arenas(0).bytes() - 8);
     return true;
   });
+  // Found by fuzz_plan (tests/fuzz): inside the arena but not on an element boundary, so every
+  // kernel reading it made misaligned f32 loads.
+  make("offset_misaligned", add, [](Plan* p) {
+    Value* v = firstOf(p, Value::INPUT);
+    if (!v) return false;
+    v->set_arena_offset(v->arena_offset() + 2);
+    return true;
+  });
   make("dims_overflow", add, [&](Plan* p) {
     Value* v = firstOf(p, Value::INTERMEDIATE);
     if (!v) return false;

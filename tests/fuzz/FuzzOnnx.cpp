@@ -10,7 +10,7 @@
 #include "tools/driver/Driver.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tandem::fuzz::limitTensorBytes();
+  tandem::fuzz::initialize();
   return 0;
 }
 

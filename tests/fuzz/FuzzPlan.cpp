@@ -10,7 +10,7 @@
 #include "tests/fuzz/FuzzCommon.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  tandem::fuzz::limitTensorBytes();
+  tandem::fuzz::initialize();
   return 0;
 }
 
