@@ -388,6 +388,12 @@ Status Executable::Impl::planArenas() {
     if (!b.second->isHost() && !firstCuda) firstCuda = b.second.get();
   for (const plan::Arena& a : plan.arenas()) {
     if (a.bytes() < 0) return Status::error("arena for " + a.device() + " has negative size");
+    // Refused here rather than left to the allocator: a 2^63-byte request aborts under ASan and
+    // may be granted lazily by an overcommitting kernel, to fault on first touch.
+    if (a.bytes() > maxTensorBytes())
+      return Status::error("arena for " + a.device() + ": " + std::to_string(a.bytes()) +
+                           " bytes, more than the limit of " + std::to_string(maxTensorBytes()) +
+                           " (TANDEM_MAX_TENSOR_BYTES)");
     Arena arena;
     arena.device = canonicalDeviceName(a.device().empty() ? "cpu" : a.device());
     arena.backend = backends[arena.device].get();
