@@ -159,6 +159,11 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
 Status readTensorFile(const std::string& path, Tensor* out, std::string* name) {
   std::string bytes;
   TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes));
+  return readTensorBytes(bytes, path, out, name);
+}
+
+Status readTensorBytes(const std::string& bytes, const std::string& path, Tensor* out,
+                       std::string* name) {
   onnx::TensorProto p;
   if (!p.ParseFromString(bytes)) {
     return Status::error(path + ": not a valid ONNX TensorProto (protobuf parse failed)");

@@ -14,6 +14,9 @@ namespace tandem {
 Status tensorFromProto(const onnx::TensorProto& p, Tensor* out);
 /// Reads a serialized TensorProto file (input_0.pb). `name` receives TensorProto.name.
 Status readTensorFile(const std::string& path, Tensor* out, std::string* name = nullptr);
+/// The same from the file's bytes (tests/fuzz feeds them); `source` names the file in errors.
+Status readTensorBytes(const std::string& bytes, const std::string& source, Tensor* out,
+                       std::string* name = nullptr);
 /// Writes `t` as a TensorProto file (via a temporary and rename).
 Status writeTensorFile(const std::string& path, const Tensor& t, const std::string& name);
 

@@ -338,6 +338,12 @@ Status Executable::Impl::planArenas() {
     if (!b.second->isHost() && !firstCuda) firstCuda = b.second.get();
   for (const plan::Arena& a : plan.arenas()) {
     if (a.bytes() < 0) return Status::error("arena for " + a.device() + " has negative size");
+    // Refused here rather than left to the allocator: a 2^63-byte request aborts under ASan and
+    // may be granted lazily by an overcommitting kernel, to fault on first touch.
+    if (a.bytes() > maxTensorBytes())
+      return Status::error("arena for " + a.device() + ": " + std::to_string(a.bytes()) +
+                           " bytes, more than the limit of " + std::to_string(maxTensorBytes()) +
+                           " (TANDEM_MAX_TENSOR_BYTES)");
     Arena arena;
     arena.device = canonicalDeviceName(a.device().empty() ? "cpu" : a.device());
     arena.backend = backends[arena.device].get();
@@ -384,6 +390,13 @@ Status Executable::Impl::bindValue(int i) {
     return Status::error(what + ": arena slot [" + std::to_string(v.arena_offset()) + ", +" +
                          std::to_string(bytes) + ") is outside the arena of " +
                          std::to_string(arena.bytes) + " bytes");
+  // Kernels read elements through typed pointers: an offset that is not a multiple of the
+  // element size is a misaligned load (undefined behaviour). The compiler aligns every slot to
+  // 64 bytes (tandem-plan-memory), so only a corrupted plan has one.
+  if (int64_t elem = (int64_t)dtypeSize(tt.dtype); elem > 1 && v.arena_offset() % elem != 0)
+    return Status::error(what + ": arena offset " + std::to_string(v.arena_offset()) +
+                         " is not a multiple of its " + dtypeName(tt.dtype) + " element size " +
+                         std::to_string(dtypeSize(tt.dtype)));
   valueArena[i] = it->second;
   valueOffset[i] = v.arena_offset();
   return Status::ok();

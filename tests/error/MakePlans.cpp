@@ -75,6 +75,32 @@ int main(int argc, char** argv) {
     v->set_arena_offset(p->arenas(0).bytes() - 8);
     return true;
   });
+  // Found by fuzz_plan (tests/fuzz): inside the arena but not on an element boundary, so every
+  // kernel reading it made misaligned f32 loads.
+  make("offset_misaligned", add, [](Plan* p) {
+    Value* v = firstOf(p, Value::INPUT);
+    if (!v) return false;
+    v->set_arena_offset(v->arena_offset() + 2);
+    return true;
+  });
+  // Found by fuzz_plan: Dropout's kernel read an f32 training_mode as bool (the registry
+  // constrains only its data input). Where's condition, checked by the registry, alongside.
+  make("dropout_training_f32", add, [](Plan* p) {
+    if (p->steps_size() == 0 || p->steps(0).inputs_size() != 2) return false;
+    tandem::plan::Step* s = p->mutable_steps(0);
+    s->set_op_type("Dropout");
+    s->clear_attrs();
+    s->add_inputs(s->inputs(1));  // training_mode = b, f32[2,3]
+    return true;
+  });
+  make("where_condition_f32", add, [](Plan* p) {
+    if (p->steps_size() == 0 || p->steps(0).inputs_size() != 2) return false;
+    tandem::plan::Step* s = p->mutable_steps(0);
+    s->set_op_type("Where");
+    s->clear_attrs();
+    s->add_inputs(s->inputs(0));  // condition = x, f32[2,3]
+    return true;
+  });
   make("dims_overflow", add, [&](Plan* p) {
     Value* v = firstOf(p, Value::INTERMEDIATE);
     if (!v) return false;

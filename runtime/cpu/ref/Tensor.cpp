@@ -40,6 +40,11 @@ Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkCopy(ctx));
   if (outputRequested(ctx, 1) && ctx.outputTypes[1].dtype != DType::Bool)
     return opError(ctx, "mask output must be bool");
+  // The run reads training_mode as a C++ bool: any other dtype (a hostile plan's) would be
+  // reinterpreted, and a byte other than 0/1 is undefined behaviour.
+  if (inputPresent(ctx, 2) && ctx.inputTypes[2].dtype != DType::Bool)
+    return opError(ctx, std::string("training_mode (input 2) must be bool, got ") +
+                            dtypeName(ctx.inputTypes[2].dtype));
   const OpName names(ctx);
   const ConstOperands consts(ctx);
   return makeKernel(out, [names, consts](const Inputs& in, const Outputs& outs) -> Status {
