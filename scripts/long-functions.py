@@ -3,6 +3,9 @@
 # none in compiler/, passes/, runtime/). A crude brace matcher over comment- and string-stripped
 # C++: a {...} block at function level whose opening brace follows a parameter list.
 #   scripts/long-functions.py compiler passes runtime tools frontend
+import os
+import re
+import sys
 # crude brace matcher: find function bodies at namespace/class level: a '{' preceded by ')' (+ qualifiers) 
 def strip(s):
     s=re.sub(r'R"([^(]*)\((.*?)\)\1"',lambda m:"\n"*m.group(0).count("\n"),s,flags=re.S)
