@@ -17,30 +17,6 @@ using namespace tandem;
 
 namespace {
 
-plan::Value* addConstant(plan::Plan& p, const std::string& name, std::vector<int64_t> dims,
-                         uint32_t seed, float scale) {
-  plan::Value* v = addValue(p, name, plan::Value::CONSTANT, dims);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-scale, scale);
-  std::vector<float> data((size_t)numElements(dims));
-  for (float& x : data) x = u(rng);
-  v->mutable_constant()->set_dtype((int)DType::F32);
-  for (int64_t d : dims) v->mutable_constant()->add_dims(d);
-  v->mutable_constant()->set_raw(std::string((const char*)data.data(), data.size() * sizeof(float)));
-  return v;
-}
-
-plan::Step* addStep(plan::Plan& p, const std::string& op, const std::string& device,
-                    std::vector<int> ins, std::vector<int> outs) {
-  plan::Step* s = p.add_steps();
-  s->set_op_type(op);
-  s->set_name(op + std::to_string(p.steps_size()));
-  s->set_device(device);
-  for (int i : ins) s->add_inputs(i);
-  for (int o : outs) s->add_outputs(o);
-  return s;
-}
-
 void setInts(plan::Step* s, const std::string& name, std::vector<int64_t> v) {
   plan::Attribute* a = s->add_attrs();
   a->set_name(name);
@@ -94,28 +70,7 @@ plan::Plan cnnPlan() {
 
 // y = Relu(x) on cpu, copied to cpu:1, + b there: two host devices, so each has a queue thread
 // and the executable serialises runs (Executable.h).
-plan::Plan twoHostPlan() {
-  plan::Plan p;
-  p.set_version(kPlanVersion);
-  addValue(p, "x", plan::Value::INPUT, {64}, 0);                    // 0
-  addValue(p, "r", plan::Value::INTERMEDIATE, {64}, 256);           // 1
-  plan::Value* r1 = addValue(p, "r1", plan::Value::INTERMEDIATE, {64}, 0);  // 2
-  r1->set_device("cpu:1");
-  addConstant(p, "b", {64}, 5, 1.f);                                // 3
-  plan::Value* y = addValue(p, "y", plan::Value::INTERMEDIATE, {64}, 256);  // 4
-  y->set_device("cpu:1");
-  addStep(p, "Relu", "cpu", {0}, {1});
-  addStep(p, "Copy", "cpu:1", {1}, {2});
-  addStep(p, "Add", "cpu:1", {2, 3}, {4});
-  p.add_inputs(0);
-  p.add_outputs(4);
-  for (const char* d : {"cpu", "cpu:1"}) {
-    plan::Arena* a = p.add_arenas();
-    a->set_device(d);
-    a->set_bytes(512);
-  }
-  return p;
-}
+plan::Plan twoHostPlan() { return twoHostDevicePlan({64}, 1.f, kPlanVersion); }
 
 std::vector<std::vector<Tensor>> inputSets(const Executable& exe, int n) {
   std::vector<std::vector<Tensor>> sets;

@@ -20,40 +20,8 @@ using nlohmann::json;
 
 namespace {
 
-void addStep(plan::Plan& p, const std::string& op, const std::string& device, std::vector<int> ins,
-             std::vector<int> outs) {
-  plan::Step* s = p.add_steps();
-  s->set_op_type(op);
-  s->set_name(op + std::to_string(p.steps_size()));
-  s->set_device(device);
-  for (int i : ins) s->add_inputs(i);
-  for (int o : outs) s->add_outputs(o);
-}
-
 // y = Relu(x) on cpu, copied to cpu:1, + b there: two host devices, each its own stream.
-plan::Plan twoHostPlan() {
-  plan::Plan p;
-  p.set_version(kPlanVersion);
-  addValue(p, "x", plan::Value::INPUT, {4, 16}, 0);                          // 0
-  addValue(p, "r", plan::Value::INTERMEDIATE, {4, 16}, 256);                 // 1
-  addValue(p, "r1", plan::Value::INTERMEDIATE, {4, 16}, 0)->set_device("cpu:1");  // 2
-  plan::Value* b = addValue(p, "b", plan::Value::CONSTANT, {16});            // 3
-  b->mutable_constant()->set_dtype((int)DType::F32);
-  b->mutable_constant()->add_dims(16);
-  b->mutable_constant()->set_raw(std::string(16 * sizeof(float), '\0'));
-  addValue(p, "y", plan::Value::INTERMEDIATE, {4, 16}, 256)->set_device("cpu:1");  // 4
-  addStep(p, "Relu", "cpu", {0}, {1});
-  addStep(p, "Copy", "cpu:1", {1}, {2});
-  addStep(p, "Add", "cpu:1", {2, 3}, {4});
-  p.add_inputs(0);
-  p.add_outputs(4);
-  for (const char* d : {"cpu", "cpu:1"}) {
-    plan::Arena* a = p.add_arenas();
-    a->set_device(d);
-    a->set_bytes(512);
-  }
-  return p;
-}
+plan::Plan twoHostPlan() { return twoHostDevicePlan({4, 16}, 0.f, kPlanVersion); }
 
 // Runs the plan `runs` times profiled and returns the parsed trace.
 json traceOf(int runs) {
