@@ -169,7 +169,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    consumers on the same device while each is a post-op: an Add of a same-typed
     //    non-constant value (the residual, oneDNN `sum`; one per group) or an activation.
     //    Then an inference BatchNormalization whose only reader is a Relu: kind
-    //    `batchnorm-relu` (one per-channel affine + ReLU pass; DenseNet's pre-activation).
+    //    `batchnorm-relu` (one per-channel affine + ReLU pass; DenseNet's pre-activation), or
+    //    `concat-batchnorm-relu` with the channel Concat it alone reads (DenseNet's blocks).
     // 3. Element-wise groups, consumers first (XLA instruction fusion): a loop-fusible root
     //    absorbs loop-fusible producers of the same type and device. A producer read only
     //    inside the group becomes internal; one also read outside becomes an extra output, if
@@ -188,7 +189,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
     // 5. Layout: a 4-D f32 activation written by a CPU op whose oneDNN kernel can write the
     //    host's activation layout (Conv, a conv-epilogue, Max/Average pool, inference
-    //    BatchNormalization and batchnorm-relu, a channel Concat) and read only by ops of the
+    //    BatchNormalization, batchnorm-relu and concat-batchnorm-relu, a channel Concat) and read only by ops of the
     //    same device that can read it (a Conv's X, a conv-epilogue's X or residual, a pool's
     //    input, a BatchNormalization's X, any input of a channel Concat), stays "blocked" between them (`result_layouts`): reorders happen only
     //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
@@ -334,15 +335,33 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       refuse(user, "on " + deviceOfOp(user) + ", producer on " + deviceOfOp(bn));
       return;
     }
-    Group g{"batchnorm-relu", {bn, user}};
-    grouped_.insert(bn);
-    grouped_.insert(user);
+    // A channel Concat read only by this BatchNormalization (DenseNet concatenates its block's
+    // feature maps before each layer's pre-activation) joins as `concat-batchnorm-relu`: the
+    // affine pass reads the Concat's inputs, and the concatenation is never written.
+    mlir::Operation* cat = bn->getOperand(0).getDefiningOp();
+    bool withConcat = cat && isChannelConcat(cat) && !grouped_.count(cat) &&
+                      cat->getResult(0).hasOneUse() && deviceOfOp(cat) == deviceOfOp(bn);
+    Group g{withConcat ? "concat-batchnorm-relu" : "batchnorm-relu", {bn, user}};
+    if (withConcat) g.members.insert(g.members.begin(), cat);
+    for (mlir::Operation* m : g.members) grouped_.insert(m);
     groups->push_back(std::move(g));
   }
 
  public:
   // The BatchNormalization the CPU kernel runs (runtime/cpu/dnnl/DnnlNorm.cpp): inference, f32
   // X, five operands, the parameters [C]. Also cpuFusesIntoProducer's batchnorm-relu rule.
+  // A Concat along the channels of f32 [N, C, H, W] values (runtime/cpu/dnnl/DnnlConcat.cpp
+  // copies chunks in the host layout, or meets mixed layouts in plain). Also
+  // cpuFusesIntoProducer's concat-batchnorm-relu rule.
+  static bool isChannelConcat(mlir::Operation* op) {
+    if (onnxOpType(op) != "Concat" || op->getNumResults() != 1 || !isF32(op->getResult(0)))
+      return false;
+    auto t = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    int64_t axis = intAttrOr(op, "axis", 0);
+    if (t.getRank() != 4 || (axis != 1 && axis != -3)) return false;
+    return llvm::all_of(op->getOperands(), [](mlir::Value v) { return isF32(v); });
+  }
+
   static bool isBatchNormInference(mlir::Operation* op) {
     if (onnxOpType(op) != "BatchNormalization" || op->getNumOperands() != 5 ||
         op->getNumResults() != 1 || !isF32(op->getResult(0)) ||
@@ -705,7 +724,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   static bool writesBlocked(mlir::Operation* op) {
     // A conv-epilogue ending in a Transpose writes channels-last, no other layout.
     if (auto f = llvm::dyn_cast<FusedOp>(op)) {
-      if (f.getKind() == "batchnorm-relu") return true;
+      if (f.getKind() == "batchnorm-relu" || f.getKind() == "concat-batchnorm-relu") return true;
       mlir::Operation* last = f.getBody().front().getTerminator()->getOperand(0).getDefiningOp();
       return f.getKind() == "conv-epilogue" && last && onnxOpType(last) != "Transpose";
     }
@@ -714,16 +733,6 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
            isBatchNormInference(op) || isChannelConcat(op);
   }
 
-  // A Concat along the channels of f32 [N, C, H, W] values (runtime/cpu/dnnl/DnnlConcat.cpp
-  // copies chunks in the host layout, or meets mixed layouts in plain).
-  static bool isChannelConcat(mlir::Operation* op) {
-    if (onnxOpType(op) != "Concat" || op->getNumResults() != 1 || !isF32(op->getResult(0)))
-      return false;
-    auto t = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
-    int64_t axis = intAttrOr(op, "axis", 0);
-    if (t.getRank() != 4 || (axis != 1 && axis != -3)) return false;
-    return llvm::all_of(op->getOperands(), [](mlir::Value v) { return isF32(v); });
-  }
 
   static bool readsBlocked(mlir::OpOperand& use) {
     mlir::Operation* op = use.getOwner();
@@ -733,6 +742,10 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       if (f.getKind() == "batchnorm-relu")
         return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
           return onnxOpType(u.getOwner()) == "BatchNormalization" && u.getOperandNumber() == 0;
+        });
+      if (f.getKind() == "concat-batchnorm-relu")
+        return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
+          return onnxOpType(u.getOwner()) == "Concat";
         });
       if (f.getKind() != "conv-epilogue") return false;
       return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
@@ -875,6 +888,11 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
   // measured step, not as a pass of its own (DenseNet's were estimated ~10x their time).
   if (pt == "BatchNormalization" && ct == "Relu" && FusePass::isBatchNormInference(producer) &&
       consumer->getNumOperands() == 1 && consumer->getResult(0).getType() == x.getType())
+    return true;
+  // formBatchNormRelu's concat-batchnorm-relu: the BatchNormalization (and through it the Relu)
+  // is priced inside the channel Concat's step, which reads the inputs once and writes once.
+  if (pt == "Concat" && ct == "BatchNormalization" && FusePass::isChannelConcat(producer) &&
+      FusePass::isBatchNormInference(consumer) && consumer->getOperand(0) == x)
     return true;
   if ((pt != "Conv" && pt != "Gemm" && pt != "MatMul") || !isF32(x) ||
       consumer->getResult(0).getType() != x.getType())

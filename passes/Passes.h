@@ -44,8 +44,9 @@ std::unique_ptr<mlir::Pass> createFusePass();
 /// Whether the fuse pass's CPU rules put `consumer` (reading `producer`'s result) in one kernel
 /// with it: an element-wise loop of one result type, a row group (a reduction over the last
 /// axes, Softmax/LogSoftmax or LayerNormalization over the last axis, reading a loop-fusible
-/// producer as its X), or a Conv/Gemm/MatMul epilogue (activation post-op or residual sum).
-/// Devices are not looked at.
+/// producer as its X), a Conv/Gemm/MatMul epilogue (activation post-op or residual sum), an
+/// inference BatchNormalization's Relu (batchnorm-relu), or a channel Concat's inference
+/// BatchNormalization (concat-batchnorm-relu). Devices are not looked at.
 /// The place pass prices fusion with this, so its costs and the fuse pass agree.
 bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer);
 /// The same for the fuse pass's CUDA rules (passes/FuseCuda.cpp): an element-wise chain of one

@@ -171,10 +171,12 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        runtime compares the fused primitive's implementation with the unfused one and runs the
        group unfused if fusing would fall to a gemm or reference kernel. Then an inference
        BatchNormalization read only by a Relu (kind `batchnorm-relu`: one per-channel affine +
-       ReLU pass; DenseNet's pre-activation, which cannot fold into the Conv after the Relu).
-       Layouts (`result_layouts`): values between ops that read and write the host's
+       ReLU pass; DenseNet's pre-activation, which cannot fold into the Conv after the Relu),
+       with the channel Concat it alone reads when there is one (kind
+       `concat-batchnorm-relu`: the pass reads the Concat's inputs; the concatenation is never
+       written). Layouts (`result_layouts`): values between ops that read and write the host's
        activation layout (Conv, conv-epilogue, pools, BatchNormalization, batchnorm-relu,
-       channel Concat) stay in it ("blocked").
+       concat-batchnorm-relu, channel Concat) stay in it ("blocked").
     2. Element-wise chains (kind `elementwise`), visited consumers first: producers of the same
        type (operands of the result's type or scalars) join if the op table marks them kCpuLoop
        (the unary math and activations, Add, Sub, Mul, Div, Max, Min); one also read outside becomes an

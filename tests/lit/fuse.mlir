@@ -285,6 +285,43 @@ func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x
 
 // -----
 
+// A dense block (DenseNet): each layer's channel Concat of the earlier feature maps is read
+// only by its pre-activation BatchNormalization + Relu, and the three form one
+// `concat-batchnorm-relu` group (the concatenation is never written). The convs feeding those
+// groups keep the host layout. A Concat with a second reader (returned) stays on its own and
+// its BatchNormalization + Relu are a `batchnorm-relu` group.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[A:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[F:.*]] = tandem.fused "concat-batchnorm-relu"(%arg0, %[[A]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) {device = "cpu", result_layouts = ["blocked"]}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.concat
+// CHECK-NEXT: tandem.batch_normalization
+// CHECK-NEXT: tandem.relu
+// CHECK-NEXT: tandem.yield
+// CHECK: %[[B:.*]] = tandem.conv %[[F]], %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[C:.*]] = tandem.concat %arg0, %[[A]], %[[B]] {axis = 1 : i64, device = "cpu"} :
+// CHECK: tandem.fused "batchnorm-relu"(%[[C]],
+func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x8x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x16x1x1xf32>
+  %s = tandem.constant {device = "cpu"} dense<2.0> : tensor<16xf32>
+  %b = tandem.constant {device = "cpu"} dense<-1.0> : tensor<16xf32>
+  %m = tandem.constant {device = "cpu"} dense<0.5> : tensor<16xf32>
+  %v = tandem.constant {device = "cpu"} dense<4.0> : tensor<16xf32>
+  %s3 = tandem.constant {device = "cpu"} dense<2.0> : tensor<24xf32>
+  %a = tandem.conv %x, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %c1 = tandem.concat %x, %a {axis = 1 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %n1 = tandem.batch_normalization %c1, %s, %b, %m, %v {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<1x16x4x4xf32>
+  %r1 = tandem.relu %n1 {device = "cpu"} : (tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %b1 = tandem.conv %r1, %w2 {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<8x16x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %c2 = tandem.concat %x, %a, %b1 {axis = 1 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x24x4x4xf32>
+  %n2 = tandem.batch_normalization %c2, %s3, %s3, %s3, %s3 {device = "cpu"} : (tensor<1x24x4x4xf32>, tensor<24xf32>, tensor<24xf32>, tensor<24xf32>, tensor<24xf32>) -> tensor<1x24x4x4xf32>
+  %r2 = tandem.relu %n2 {device = "cpu"} : (tensor<1x24x4x4xf32>) -> tensor<1x24x4x4xf32>
+  return %c2, %r2 : tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>
+}
+
+// -----
+
 // Bias row, Gelu and a scale row in one gemm-epilogue; the residual Add after the Gelu is
 // refused as for any activation.
 // CHECK-LABEL: func.func @main

@@ -66,6 +66,55 @@ TANDEM_AVX2 void runVectorAvx2(const float* x, float* y, int64_t count, int64_t 
   }
 }
 
+// y[p * yStride + c] = x[p * xStride + c] * a[c] + b[c] for `count` pixels of `period`
+// channels (a channels-last input written into its slice of a wider output). Runs of 32
+// channels keep their parameters in registers across the pixels.
+TANDEM_AVX2 void runStridedAvx2(const float* x, int64_t xStride, float* y, int64_t yStride,
+                                int64_t count, int64_t period, const float* a, const float* b,
+                                bool relu) {
+  const __m256 z = _mm256_setzero_ps();
+  int64_t c0 = 0;
+  for (; c0 + 32 <= period; c0 += 32) {
+    __m256 va[4], vb[4];
+    for (int j = 0; j < 4; ++j) {
+      va[j] = _mm256_loadu_ps(a + c0 + 8 * j);
+      vb[j] = _mm256_loadu_ps(b + c0 + 8 * j);
+    }
+    for (int64_t p = 0; p < count; ++p) {
+      const float* xp = x + p * xStride + c0;
+      float* yp = y + p * yStride + c0;
+      for (int j = 0; j < 4; ++j) {
+        __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 8 * j), va[j], vb[j]);
+        _mm256_storeu_ps(yp + 8 * j, relu ? _mm256_max_ps(v, z) : v);
+      }
+    }
+  }
+  if (c0 == period) return;
+  for (int64_t p = 0; p < count; ++p) {
+    const float* xp = x + p * xStride;
+    float* yp = y + p * yStride;
+    int64_t c = c0;
+    for (; c + 8 <= period; c += 8) {
+      __m256 v = _mm256_fmadd_ps(_mm256_loadu_ps(xp + c), _mm256_loadu_ps(a + c),
+                                 _mm256_loadu_ps(b + c));
+      _mm256_storeu_ps(yp + c, relu ? _mm256_max_ps(v, z) : v);
+    }
+    for (; c < period; ++c) {
+      float v = std::fma(xp[c], a[c], b[c]);
+      yp[c] = relu ? std::max(v, 0.f) : v;
+    }
+  }
+}
+
+void runStrided(const float* x, int64_t xStride, float* y, int64_t yStride, int64_t count,
+                int64_t period, const float* a, const float* b, bool relu) {
+  for (int64_t p = 0; p < count; ++p)
+    for (int64_t c = 0; c < period; ++c) {
+      float v = std::fma(x[p * xStride + c], a[c], b[c]);
+      y[p * yStride + c] = relu ? std::max(v, 0.f) : v;
+    }
+}
+
 void runScalar(const float* x, float* y, int64_t n, float a, float b, bool relu) {
   for (int64_t i = 0; i < n; ++i) {
     float v = std::fma(x[i], a, b);
@@ -124,6 +173,69 @@ void channelAffine(ChannelLayout layout, int64_t N, int64_t C, int64_t S, const 
       }
       break;
     }
+  }
+}
+
+void concatChannelAffine(ChannelLayout layout, int64_t N, int64_t S,
+                         const std::vector<const float*>& srcs,
+                         const std::vector<int64_t>& channels, const float* scale,
+                         const float* shift, bool relu, float* dst, int threads) {
+  const bool fast = available();
+  const int nt = std::max(1, threads);
+  const int64_t k = (int64_t)srcs.size();
+  std::vector<int64_t> offset(k + 1, 0);  // the first output channel of input i
+  for (int64_t i = 0; i < k; ++i) offset[i + 1] = offset[i] + channels[i];
+  const int64_t C = offset[k];
+  if (layout == ChannelLayout::ChannelsLast) {
+    // Chunks of pixels; per pixel, input i's C_i channels land at channel offset[i] of C.
+    const int64_t pixels = N * S, chunk = std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1));
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+      const int64_t end = std::min(pixels, p0 + chunk);
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t ci = channels[i];
+        const float* x = srcs[i] + p0 * ci;
+        float* y = dst + p0 * C + offset[i];
+        if (fast) runStridedAvx2(x, ci, y, C, end - p0, ci, scale + offset[i], shift + offset[i], relu);
+        else runStrided(x, ci, y, C, end - p0, ci, scale + offset[i], shift + offset[i], relu);
+      }
+    }
+    return;
+  }
+  // Plain and blocked: each input is one contiguous run per image, of runs of `unit` channels
+  // (1 plain, 8 or 16 blocked) that each cover S positions; row r of the output is (image,
+  // unit of channels), and its input row is found by the unit's input.
+  const int64_t unit = layout == ChannelLayout::Plain ? 1 : layout == ChannelLayout::Blocked8 ? 8 : 16;
+  const int64_t units = C / unit;
+  std::vector<int64_t> inputOf(units), localUnit(units);
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t u = offset[i] / unit; u < offset[i + 1] / unit; ++u) {
+      inputOf[u] = i;
+      localUnit[u] = u - offset[i] / unit;
+    }
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t r = 0; r < N * units; ++r) {
+    const int64_t n = r / units, u = r % units, i = inputOf[u];
+    const float* x = srcs[i] + (n * (channels[i] / unit) + localUnit[u]) * S * unit;
+    float* y = dst + r * S * unit;
+    const int64_t c = u * unit;
+    if (unit == 1) {
+      if (fast) runScalarAvx2(x, y, S, scale[c], shift[c], relu);
+      else runScalar(x, y, S, scale[c], shift[c], relu);
+    } else if (fast) {
+      runVectorAvx2(x, y, S, unit, scale + c, shift + c, relu);
+    } else {
+      runVector(x, y, S, unit, scale + c, shift + c, relu);
+    }
+  }
+}
+
+void foldBatchNorm(int64_t C, const float* gamma, const float* beta, const float* mean,
+                   const float* var, float eps, float* scale, float* shift) {
+  for (int64_t c = 0; c < C; ++c) {
+    float s = gamma[c] / std::sqrt(var[c] + eps);
+    scale[c] = s;
+    shift[c] = beta[c] - mean[c] * s;
   }
 }
 

@@ -268,6 +268,17 @@ Status createMatMulEpilogue(const KernelContext& anchor, const Epilogue& ep,
 /// `relu`; X and Y plain or in the host layout per the step's input/output_layouts (DnnlNorm.cpp).
 Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_ptr<Kernel>* out);
 
+/// A "concat-batchnorm-relu" step: a Concat along the channels of f32 [N, C_i, spatial...]
+/// values, the inference BatchNormalization of the result (epsilon `eps`) and its Relu, in one
+/// pass that never writes the concatenation (DnnlNorm.cpp). `catInputs`: the step inputs the
+/// Concat reads, in order; `params`: those of the BatchNormalization's scale, B, mean and var
+/// (each [sum C_i]). With `plain` every value is read and written plain (row-major NCHW);
+/// otherwise every one is in the host layout (the caller checks they all are).
+Status createConcatBatchNormReluKernel(const KernelContext& step,
+                                       const std::vector<int64_t>& catInputs,
+                                       const std::vector<int64_t>& params, float eps, bool plain,
+                                       std::unique_ptr<Kernel>* out);
+
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
 /// run: runtime/cpu/avx2/Winograd.h on nChw8c activations; "winograd-dnnl" where oneDNN has a
 /// Winograd of its own, AVX-512 hosts; "dnnl-plain-src" for a plain source of <= 4 channels)

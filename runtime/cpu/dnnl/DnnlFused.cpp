@@ -1,6 +1,7 @@
 // "Fused" conv-epilogue / gemm-epilogue steps as one oneDNN primitive with post-ops (residual
 // Add as `sum`, activations as `eltwise`), or unfused when post-ops would cost the fast kernel;
-// "batchnorm-relu" steps as one per-channel affine + ReLU pass (DnnlNorm.cpp).
+// "batchnorm-relu" steps as one per-channel affine + ReLU pass and "concat-batchnorm-relu" as
+// the same pass over the Concat's inputs (DnnlNorm.cpp).
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
@@ -282,6 +283,56 @@ Status createFusedBatchNormRelu(const KernelContext& ctx, std::unique_ptr<Kernel
   return Status::ok();
 }
 
+bool isConcatBatchNormReluKind(const KernelContext& ctx) {
+  return ctx.attrs->getString("kind", "") == "concat-batchnorm-relu";
+}
+
+// Body: Concat of step inputs along axis 1 (op 0), BatchNormalization of it (op 1, parameters
+// from step inputs), Relu of that (op 2), the only output. Every value in the host layout, or
+// every one plain; mixed, the plain kernel runs behind PlainLayoutAdapter.
+Status createFusedConcatBatchNormRelu(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  fused::Body body;
+  TANDEM_RETURN_IF_ERROR(fused::parseBody(ctx, &body));
+  const char* shape =
+      "Fused concat-batchnorm-relu: the body must be Concat (axis 1) of step inputs, "
+      "BatchNormalization of it, then Relu";
+  if (body.ops.size() != 3 || body.ops[0].type != "Concat" ||
+      body.ops[1].type != "BatchNormalization" || body.ops[2].type != "Relu" ||
+      body.ops[2].refs != std::vector<int64_t>{-3} || body.ops[1].refs.size() != 5 ||
+      body.ops[1].refs[0] != -2 || body.outputsFrom != std::vector<int64_t>{2} ||
+      ctx.outputTypes.size() != 1)
+    return Status::error(shape);
+  const Shape& y = ctx.outputTypes[0].shape;
+  int64_t axis;
+  if (!normalizeAxis(body.ops[0].attrs.getInt("axis", 0), (int64_t)y.size(), &axis) || axis != 1)
+    return Status::error(shape);
+  const std::vector<int64_t>& cat = body.ops[0].refs;
+  std::vector<int64_t> params(body.ops[1].refs.begin() + 1, body.ops[1].refs.end());
+  for (int64_t r : cat)
+    if (r < 0) return Status::error(shape);
+  for (int64_t r : params)
+    if (r < 0) return Status::error(shape);
+  if (body.ops[1].attrs.getInt("training_mode", 0) != 0)
+    return Status::error("Fused concat-batchnorm-relu: BatchNormalization in training mode");
+  const float eps = body.ops[1].attrs.getFloat("epsilon", 1e-5f);
+  const bool outBlocked = isBlocked(ctx, false, 0);
+  bool uniform = true;
+  for (int64_t r : cat) uniform &= isBlocked(ctx, true, (size_t)r) == outBlocked;
+  return guardDnnl(ctx, [&] {
+    std::unique_ptr<Kernel> k;
+    TANDEM_RETURN_IF_ERROR(
+        createConcatBatchNormReluKernel(ctx, cat, params, eps, !(uniform && outBlocked), &k));
+    if (uniform) {
+      *out = std::move(k);
+      return Status::ok();
+    }
+    auto adapter = std::make_unique<PlainLayoutAdapter>();
+    TANDEM_RETURN_IF_ERROR(adapter->init(ctx, std::move(k)));
+    *out = std::move(adapter);
+    return Status::ok();
+  });
+}
+
 /// The variants of the anchor op (convVariants / matmulVariants). The AVX2 kernels apply a
 /// residual sum then a ReLU at most; any other post-op leaves oneDNN alone.
 std::vector<std::string> fusedEpilogueVariants(const KernelContext& ctx) {
@@ -335,6 +386,12 @@ void registerDnnlFusedKernels(KernelRegistry& r) {
   });
   bn.dtypesText = "f32 (batchnorm-relu)";
   r.add(std::move(bn));
+  KernelDef cbn = makeDef("Fused", isConcatBatchNormReluKind,
+                          [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+                            return createFusedConcatBatchNormRelu(ctx, out);
+                          });
+  cbn.dtypesText = "f32 (concat-batchnorm-relu)";
+  r.add(std::move(cbn));
 }
 
 }  // namespace dnnlcpu

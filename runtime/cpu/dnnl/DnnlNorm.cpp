@@ -212,14 +212,8 @@ class BatchNormKernel : public Kernel {
   std::string implName() const override { return impl_; }
 
  private:
-  // ONNX BatchNormalization-15 (inference): y = (x - mean) / sqrt(var + eps) * scale + B, as
-  // y = x * s + (B - mean * s) with s = scale / sqrt(var + eps) (the Conv fold's arithmetic).
   void foldParams(const float* scale, const float* b, const float* mean, const float* var) {
-    for (int64_t c = 0; c < C_; ++c) {
-      float s = scale[c] / std::sqrt(var[c] + eps_);
-      scale_[c] = s;
-      shift_[c] = b[c] - mean[c] * s;
-    }
+    avx2::foldBatchNorm(C_, scale, b, mean, var, eps_, scale_.data(), shift_.data());
   }
 
   int64_t N_ = 0, C_ = 0, S_ = 0;
@@ -233,6 +227,80 @@ class BatchNormKernel : public Kernel {
   dnnl::memory tmp_, dst_;
   dnnl::reorder reorder_;
   ExecArgs reorderArgs_;
+  std::mutex mu_;
+};
+
+/// Concat (channels) -> BatchNormalization -> Relu as avx2::concatChannelAffine: each input is
+/// read once and the output written once, where a Concat then a batchnorm-relu step read and
+/// write the concatenation twice (DenseNet concatenates every earlier feature map of its block
+/// before each layer's pre-activation: ~12% of densenet121's time at batch 32 was that copy).
+class ConcatBatchNormReluKernel : public Kernel {
+ public:
+  Status init(const KernelContext& ctx, std::vector<int64_t> catInputs,
+              std::vector<int64_t> params, float eps, bool plain) {
+    const Shape& y = ctx.outputTypes[0].shape;
+    if (params.size() != 4 || catInputs.empty() || y.size() < 3)
+      return Status::error("Fused concat-batchnorm-relu: needs the Concat's inputs and 4 parameters");
+    N_ = y[0];
+    S_ = 1;
+    for (size_t d = 2; d < y.size(); ++d) S_ *= y[d];
+    int64_t C = 0;
+    for (int64_t i : catInputs) {
+      const Shape& x = ctx.inputTypes[i].shape;
+      if (ctx.inputTypes[i].dtype != DType::F32 || x.size() != y.size() || x[0] != N_ ||
+          !std::equal(x.begin() + 2, x.end(), y.begin() + 2))
+        return Status::error("Fused concat-batchnorm-relu: input " + std::to_string(i) +
+                             " is not an f32 activation of the output's batch and spatial dims");
+      channels_.push_back(x[1]);
+      C += x[1];
+    }
+    if (C != y[1]) return Status::error("Fused concat-batchnorm-relu: the inputs' channels do not sum to C");
+    for (int64_t p : params)
+      if (ctx.inputTypes[p].shape != Shape{C} || ctx.inputTypes[p].dtype != DType::F32)
+        return Status::error("Fused concat-batchnorm-relu: BatchNormalization parameters must be f32 [C]");
+    cat_ = std::move(catInputs);
+    params_ = std::move(params);
+    eps_ = eps;
+    layout_ = plain ? avx2::ChannelLayout::Plain : hostChannelLayout();
+    threads_ = ctx.threads;
+    scale_.resize(C);
+    shift_.resize(C);
+    constParams_ = true;
+    for (int64_t p : params_) constParams_ &= (size_t)p < ctx.constInputs.size() && ctx.constInputs[p];
+    if (constParams_) fold(ctx.constInputs);
+    impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "concat+channel-affine+relu:" +
+            (plain ? "nchw" : activationLayoutName());
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("Fused concat-batchnorm-relu", [&] {
+      if (!constParams_) fold(in);
+      std::vector<const float*> srcs;
+      for (int64_t i : cat_) srcs.push_back(in[i]->data<float>());
+      avx2::concatChannelAffine(layout_, N_, S_, srcs, channels_, scale_.data(), shift_.data(),
+                                /*relu=*/true, out[0]->data<float>(), threads_);
+      return Status::ok();
+    });
+  }
+  std::string implName() const override { return impl_; }
+
+ private:
+  void fold(const std::vector<const Tensor*>& t) {
+    avx2::foldBatchNorm((int64_t)scale_.size(), t[params_[0]]->data<float>(),
+                        t[params_[1]]->data<float>(), t[params_[2]]->data<float>(),
+                        t[params_[3]]->data<float>(), eps_, scale_.data(), shift_.data());
+  }
+
+  std::vector<int64_t> cat_, params_, channels_;
+  int64_t N_ = 0, S_ = 1;
+  float eps_ = 1e-5f;
+  bool constParams_ = false;
+  int threads_ = 1;
+  avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
+  std::vector<float> scale_, shift_;
+  std::string impl_;
   std::mutex mu_;
 };
 
@@ -321,6 +389,16 @@ Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_pt
     *out = std::move(k);
     return Status::ok();
   });
+}
+
+Status createConcatBatchNormReluKernel(const KernelContext& step,
+                                       const std::vector<int64_t>& catInputs,
+                                       const std::vector<int64_t>& params, float eps, bool plain,
+                                       std::unique_ptr<Kernel>* out) {
+  auto k = std::make_unique<ConcatBatchNormReluKernel>();
+  TANDEM_RETURN_IF_ERROR(k->init(step, catInputs, params, eps, plain));
+  *out = std::move(k);
+  return Status::ok();
 }
 
 void registerDnnlNormKernels(KernelRegistry& r) {

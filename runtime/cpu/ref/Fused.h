@@ -20,7 +20,7 @@ struct BodyOp {
 };
 
 /// A "Fused" step decoded: the step's "kind" attribute ("conv-epilogue", "gemm-epilogue",
-/// "elementwise", "batchnorm-relu", or a row group: "reduction", "softmax", "layernorm",
+/// "elementwise", "batchnorm-relu", "concat-batchnorm-relu", or a row group: "reduction", "softmax", "layernorm",
 /// "add-layernorm") and its body, KernelContext::fusedBody (plan::FusedBody in
 /// compiler/Plan.proto, written by compiler/pipeline/EmitPlan.cpp), in the kernels' encoding.
 /// Every body op has one result, of the step's dtype; its shape is the member's or, where the

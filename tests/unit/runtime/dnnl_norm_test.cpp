@@ -1,5 +1,6 @@
-// The BatchNormalization kernel (plain and host layouts, alone and fused with its Relu) and the
-// oneDNN LayerNormalization, Softmax and LogSoftmax kernels against naive loops.
+// The BatchNormalization kernel (plain and host layouts, alone, fused with its Relu, and with
+// the channel Concat before it) and the oneDNN LayerNormalization, Softmax and LogSoftmax
+// kernels against naive loops.
 #include "dnnl_test_util.h"
 #include "fused_attrs_util.h"
 
@@ -91,6 +92,71 @@ TEST(DnnlBatchNorm, BlockedInPlainOut) { checkBatchNormLayouts(true, false, fals
 TEST(DnnlBatchNorm, FusedReluPlain) { checkBatchNormLayouts(false, false, true); }
 TEST(DnnlBatchNorm, FusedReluBlocked) { checkBatchNormLayouts(true, true, true); }
 TEST(DnnlBatchNorm, FusedReluPlainInBlockedOut) { checkBatchNormLayouts(false, true, true); }
+
+// Concat (channels) -> BatchNormalization -> Relu as one concat-batchnorm-relu step (DenseNet):
+// the same values as concatenating then normalising, with every value in the host layout, every
+// value plain, or a mix (the plain kernel behind reorders); the input channel counts differ and
+// are multiples of 16, so each host layout (nChw8c, nChw16c, nhwc) keeps them unpadded.
+void checkConcatBatchNormRelu(const std::vector<bool>& inBlocked, bool outBlocked,
+                              bool constParams) {
+  const std::vector<int64_t> channels = {16, 32, 16};
+  const int64_t N = 2, H = 5, W = 3, S = H * W, C = 64;
+  OpCase c;
+  c.op = "Fused";
+  FusedStep f = fusedStep("concat-batchnorm-relu", {"Concat", "BatchNormalization", "Relu"},
+                          {{0, 1, 2}, {-2, 3, 4, 5, 6}, {-3}}, {2});
+  f.setMemberAttr(0, "axis", Attr::ofInt(1));
+  f.setMemberAttr(1, "epsilon", Attr::ofFloat(1e-3f));
+  c.attrs = f.attrs;
+  c.body = f.body;
+  std::vector<std::string> inLayouts;
+  std::vector<Tensor> plainX;
+  for (size_t i = 0; i < channels.size(); ++i) {
+    plainX.push_back(randomTensor({N, channels[i], H, W}, 20 + (uint32_t)i, -2.f, 2.f));
+    c.inputs.push_back(inBlocked[i] ? relayout(plainX[i], true) : plainX[i]);
+    c.constant.push_back(false);
+    inLayouts.push_back(inBlocked[i] ? "blocked" : "");
+  }
+  c.inputs.push_back(randomTensor({C}, 30, 0.5f, 2.f));
+  c.inputs.push_back(randomTensor({C}, 31));
+  c.inputs.push_back(randomTensor({C}, 32));
+  c.inputs.push_back(randomTensor({C}, 33, 0.1f, 3.f));
+  for (int k = 0; k < 4; ++k) {
+    c.constant.push_back(constParams);
+    inLayouts.push_back("");
+  }
+  c.attrs.set("input_layouts", Attr::ofStrings(inLayouts));
+  c.attrs.set("output_layouts", Attr::ofStrings({outBlocked ? "blocked" : ""}));
+  c.outputs = {{N, C, H, W}};
+  std::string impl;
+  Tensor y = runOnce(c, &impl);
+  ASSERT_TRUE(y.defined());
+  EXPECT_NE(impl.find("concat+channel-affine+relu"), std::string::npos) << impl;
+  if (outBlocked) y = relayout(y, false);
+  const float *sc = c.inputs[3].data<float>(), *b = c.inputs[4].data<float>(),
+              *mean = c.inputs[5].data<float>(), *var = c.inputs[6].data<float>();
+  std::vector<double> want(N * C * S);
+  int negatives = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    int64_t ch = 0;
+    for (size_t i = 0; i < channels.size(); ++i)
+      for (int64_t ci = 0; ci < channels[i]; ++ci, ++ch)
+        for (int64_t s = 0; s < S; ++s) {
+          double x = plainX[i].data<float>()[(n * channels[i] + ci) * S + s];
+          double v = (x - mean[ch]) / std::sqrt((double)var[ch] + 1e-3) * sc[ch] + b[ch];
+          negatives += v < 0;
+          want[(n * C + ch) * S + s] = std::max(v, 0.0);
+        }
+  }
+  ASSERT_GT(negatives, 100);  // the ReLU has work to do
+  expectClose(y, want);
+}
+
+TEST(DnnlConcatBatchNormRelu, AllBlocked) { checkConcatBatchNormRelu({true, true, true}, true, true); }
+TEST(DnnlConcatBatchNormRelu, AllPlain) { checkConcatBatchNormRelu({false, false, false}, false, true); }
+TEST(DnnlConcatBatchNormRelu, RuntimeParams) { checkConcatBatchNormRelu({true, true, true}, true, false); }
+TEST(DnnlConcatBatchNormRelu, MixedLayouts) { checkConcatBatchNormRelu({false, true, true}, true, true); }
+TEST(DnnlConcatBatchNormRelu, BlockedInPlainOut) { checkConcatBatchNormRelu({true, true, true}, false, true); }
 
 TEST(DnnlBatchNorm, TrainingModeFallsBack) {
   OpCase c;
