@@ -20,8 +20,8 @@ struct BodyOp {
 };
 
 /// A "Fused" step decoded: the step's "kind" attribute ("conv-epilogue", "gemm-epilogue",
-/// "elementwise", "batchnorm-relu", "concat-batchnorm-relu", or a row group: "reduction", "softmax", "layernorm",
-/// "add-layernorm") and its body, KernelContext::fusedBody (plan::FusedBody in
+/// "elementwise", "batchnorm-relu", "concat-batchnorm-relu", or a row group: "reduction",
+/// "softmax", "layernorm", "add-layernorm") and its body, KernelContext::fusedBody (plan::FusedBody in
 /// compiler/Plan.proto, written by compiler/pipeline/EmitPlan.cpp), in the kernels' encoding.
 /// Every body op has one result, of the step's dtype; its shape is the member's or, where the
 /// member gives none, that of the step's output 0.
