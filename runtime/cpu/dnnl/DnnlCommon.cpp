@@ -271,6 +271,26 @@ bool avx2Epilogue(const Epilogue* ep, bool* sum, bool* relu) {
   return true;
 }
 
+bool avx2EpilogueWithTail(const Epilogue* ep, bool* sum, bool* relu, std::vector<EltwiseStep>* tail) {
+  *sum = *relu = false;
+  tail->clear();
+  if (!ep) return true;
+  for (size_t i = 0; i < ep->items.size(); ++i) {
+    const Epilogue::Item& it = ep->items[i];
+    if (it.scaleRow) return false;
+    if (it.sum) {
+      if (i != 0) return false;
+      *sum = true;
+    } else if (it.eltwise.a == dnnl::algorithm::eltwise_relu && it.eltwise.alpha == 0.f &&
+               !*relu && tail->empty()) {
+      *relu = true;
+    } else {
+      tail->push_back(it.eltwise);
+    }
+  }
+  return true;
+}
+
 bool implRegresses(const std::string& unfused, const std::string& fused) {
   auto rank = [](const std::string& impl) {
     if (impl.find("ref") != std::string::npos) return 0;

@@ -249,6 +249,11 @@ struct Epilogue {
 /// most one ReLU (eltwise_relu, alpha 0). False for anything else (oneDNN then runs the step).
 /// `ep` may be null (no post-ops).
 bool avx2Epilogue(const Epilogue* ep, bool* sum, bool* relu);
+/// The same with activations the AVX2 kernel does not apply itself allowed after it: `tail`
+/// gets every eltwise item past the optional sum and a first ReLU, in order (the GEMM's caller
+/// runs them as oneDNN eltwise primitives over its output). False only for a scale row or a sum
+/// that is not first.
+bool avx2EpilogueWithTail(const Epilogue* ep, bool* sum, bool* relu, std::vector<EltwiseStep>* tail);
 
 /// True when oneDNN's implementation `fused` (impl_info_str) is a worse class than `unfused`:
 /// classes are reference ("ref" in the name) < gemm-based ("gemm") < direct JIT (the rest).

@@ -357,16 +357,24 @@ std::vector<std::string> fusedEpilogueVariants(const KernelContext& ctx) {
   bool avx2Ep = types.empty() || types == std::vector<std::string>{"Relu"} ||
                 types == std::vector<std::string>{"Add"} ||
                 types == std::vector<std::string>{"Add", "Relu"};
+  // The packed GEMM's variant also runs other activations after the product (as oneDNN
+  // eltwise primitives over its output: avx2EpilogueWithTail): anything but a scale row, and a
+  // residual only first. Convolutions' AVX2 kernels (Winograd) keep the rule above.
+  const size_t adds = (size_t)std::count(types.begin(), types.end(), "Add");
+  bool matmulTail = matmul && std::count(types.begin(), types.end(), "Mul") == 0 &&
+                    (adds == 0 || (adds == 1 && types[0] == "Add"));
   if (!types.empty() && types[0] == "Add") {
     // Only a residual of the output's type becomes a sum (createFusedEpilogue).
     const fused::BodyOp& add = body.ops[first];
     int64_t other = add.refs.size() == 2 ? std::max(add.refs[0], add.refs[1]) : -1;
-    avx2Ep = avx2Ep && other >= 0 && ctx.inputTypes[other].shape == ctx.outputTypes[0].shape;
+    bool residual = other >= 0 && ctx.inputTypes[other].shape == ctx.outputTypes[0].shape;
+    avx2Ep = avx2Ep && residual;
+    matmulTail = matmulTail && residual;
   }
   KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
   if (body.ops[0].type == "Conv") return convVariants(anchor, avx2Ep);
   if (body.ops[0].type == "Gemm" || body.ops[0].type == "MatMul")
-    return matmulVariants(anchor, avx2Ep);
+    return matmulVariants(anchor, avx2Ep || matmulTail);
   return {};
 }
 

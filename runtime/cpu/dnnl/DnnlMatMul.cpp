@@ -36,7 +36,7 @@ class MatMulKernel : public DnnlKernel {
       return Status::ok();
     if (variant_ == "avx2")
       return Status::error(std::string(op) + ": variant avx2 does not apply (needs a row-major A, "
-                           "constant weights, alpha 1 and at most sum + ReLU post-ops)");
+                           "constant weights, alpha 1 and no scale-row post-op)");
     dnnl::engine& eng = cpuEngine();
     auto makeAttr = [&](bool withEpilogue) {
       dnnl::primitive_attr attr = baseAttr();
@@ -117,6 +117,10 @@ class MatMulKernel : public DnnlKernel {
       if (avx2_) {
         avx2::sgemmParallel(m_, in[0]->data<float>(), packed_.rows(), packed_,
                             out[0]->data<float>(), packed_.cols(), avx2Ep_, omp_get_max_threads());
+        for (size_t i = 0; i < tailPrims_.size(); ++i) {
+          bind(tailMem_, out[0]->raw());
+          tailArgs_.execute(tailPrims_[i]);
+        }
         return Status::ok();
       }
       char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
@@ -147,13 +151,16 @@ class MatMulKernel : public DnnlKernel {
   /// N: columns past a multiple of 8 are zero-padded in the packing, e.g. a 10-class output
   /// layer), alpha 1, Gemm's C only as a bias row or with beta 1, and post-ops of at
   /// most a sum then a ReLU. Returns false (oneDNN is built instead) otherwise. The variant
-  /// "avx2" (measured against oneDNN at load) also takes M < 4.
+  /// "avx2" (measured against oneDNN at load) also takes M < 4 and other activations after
+  /// the product (GPT's tanh-GELU): oneDNN eltwise primitives run them in place over the
+  /// output, where oneDNN's own gemm:jit with such a post-op ran 4-8x slower on AVX2.
   bool initAvx2(const dnnl::memory::desc& srcMd, const dnnl::memory::desc& wMd,
                 const dnnl::memory::desc& dstMd, const Tensor* wConst, float alpha, float beta,
                 bool sumPostOp, const Epilogue* ep, const Tensor* biasConst) {
     bool sum = false, relu = false;
+    std::vector<EltwiseStep> tail;
     if (!avx2::available() || !wConst || alpha != 1.f || (sumPostOp && beta != 1.f) ||
-        !avx2Epilogue(ep, &sum, &relu))
+        !avx2EpilogueWithTail(ep, &sum, &relu, &tail) || (!tail.empty() && variant_ != "avx2"))
       return false;
     const dnnl::memory::dims sd = srcMd.dims(), wd = wMd.dims(), dd = dstMd.dims();
     if (sd.size() != 2 || wd.size() != 2 || dd.size() != 2) return false;
@@ -174,11 +181,26 @@ class MatMulKernel : public DnnlKernel {
     }
     avx2Ep_.accumulate = sumPostOp || sum;
     avx2Ep_.relu = relu;
+    std::string tailImpl;
+    if (!tail.empty()) {
+      dnnl::engine& eng = cpuEngine();
+      dnnl::memory::desc md = plainDesc({M, N});
+      tailMem_ = dnnl::memory(md, eng, DNNL_MEMORY_NONE);
+      for (const EltwiseStep& e : tail) {
+        dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, e.a, md, e.alpha, e.beta);
+        dnnl::eltwise_forward::primitive_desc pd(d, baseAttr(), eng);
+        tailImpl += std::string(tailImpl.empty() ? "" : ",") + pd.impl_info_str();
+        tailPrims_.emplace_back(dnnl::eltwise_forward(pd));
+      }
+      tailArgs_.add(DNNL_ARG_SRC, tailMem_);
+      tailArgs_.add(DNNL_ARG_DST, tailMem_);
+    }
     if (ep) sumInput_ = ep->sumInput;
     m_ = M;
     avx2_ = true;
     impl_ = "avx2:sgemm_packed";
     if (ep) impl_ += " +post-ops[" + ep->text + "]";
+    if (!tailImpl.empty()) impl_ += " (activations: dnnl:" + tailImpl + ")";
     return true;
   }
 
@@ -187,6 +209,10 @@ class MatMulKernel : public DnnlKernel {
   avx2::PackedB packed_;
   avx2::GemmEpilogue avx2Ep_;
   std::vector<float> bias_;
+  // Activations after the AVX2 product (avx2EpilogueWithTail), in place over the output.
+  std::vector<dnnl::primitive> tailPrims_;
+  dnnl::memory tailMem_;
+  ExecArgs tailArgs_;
 
   const char* op_ = "MatMul";
   dnnl::primitive prim_;

@@ -394,6 +394,61 @@ TEST(DnnlFused, MatMulBiasRowScaleRowEpilogues) {
   }
 }
 
+// Activations the packed GEMM does not apply itself (GPT's Gelu; a Sigmoid after a Relu, which
+// must keep that order) run after it as oneDNN eltwise primitives over the output: variant avx2
+// is offered for such epilogues, says so in its name, and matches the op-by-op reference. With a
+// per-column scale (binary_mul) it is not offered.
+TEST(DnnlFused, MatMulAvx2VariantWithActivationTail) {
+  if (!avx2::available()) GTEST_SKIP() << "host (or TANDEM_MAX_CPU_ISA) has no AVX2";
+  for (int form = 0; form < 3; ++form) {
+    BodyBuilder b;
+    int mm = b.add("MatMul", {0, 1});
+    int bias = b.add("Add", {BodyBuilder::result(mm), 2});
+    int last;
+    std::string want;
+    if (form == 0) {
+      last = b.add("Gelu", {BodyBuilder::result(bias)});
+      want = "avx2:sgemm_packed +post-ops[bias+eltwise_gelu_erf] (activations: dnnl:";
+    } else if (form == 1) {
+      int r = b.add("Relu", {BodyBuilder::result(bias)});
+      last = b.add("Sigmoid", {BodyBuilder::result(r)});
+      want = "avx2:sgemm_packed +post-ops[bias+eltwise_relu+eltwise_logistic] (activations: dnnl:";
+    } else {
+      last = b.add("Mul", {BodyBuilder::result(bias), 3});
+    }
+    OpCase oc;
+    oc.op = "Fused";
+    b.finish(&oc, "gemm-epilogue", {last});
+    oc.inputs = {randomTensor({12, 8}, 31, -2.f, 2.f), randomTensor({8, 24}, 32, -1.f, 1.f),
+                 randomTensor({1, 24}, 33)};
+    oc.constant = {false, true, true};
+    if (form == 2) {
+      oc.inputs.push_back(randomTensor({24}, 34));
+      oc.constant.push_back(true);
+    }
+    oc.outputs = {{12, 24}};
+    KernelContext ctx = oc.context();
+    std::vector<std::string> variants = fullRegistry().variants("cpu", ctx);
+    bool offered = std::find(variants.begin(), variants.end(), "avx2") != variants.end();
+    if (form == 2) {
+      EXPECT_FALSE(offered) << "a scale row is no AVX2 epilogue";
+      continue;
+    }
+    ASSERT_TRUE(offered) << "form " << form;
+    ctx.variant = "avx2";
+    std::unique_ptr<Kernel> k;
+    Status st = fullRegistry().create("cpu", ctx, &k);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    EXPECT_EQ(k->implName().rfind(want, 0), 0u) << k->implName();
+    Tensor got = Tensor::alloc(DType::F32, {12, 24});
+    std::vector<const Tensor*> in = {&oc.inputs[0], &oc.inputs[1], &oc.inputs[2]};
+    std::vector<Tensor*> out = {&got};
+    ASSERT_TRUE(k->run(in, out).isOk());
+    std::string refImpl;
+    expectClose(got, toDouble(runWith(refRegistry(), oc, &refImpl)), 1e-4);
+  }
+}
+
 // Element-wise loop: (x + y) * 0.5 -> tanh with exp(x) as a second output; large enough for
 // several chunks; then run with output 0 aliasing input x (in place).
 TEST(DnnlFused, ElementwiseLoopMatchesUnfusedAndAliases) {
