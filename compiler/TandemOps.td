@@ -171,6 +171,13 @@ def Tandem_LogSoftmaxOp : Tandem_OnnxOp<"log_softmax", "LogSoftmax", "13",
 def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNormalization",
     "15", "inference batch normalisation with running mean and variance (one output)",
     (ins Float:$epsilon, Float:$momentum, Int:$training_mode)>;
+def Tandem_InstanceNormalizationOp : Tandem_OnnxOp<"instance_normalization",
+    "InstanceNormalization", "6",
+    "normalise each (n, c) over the spatial dims, then per-channel scale and bias",
+    (ins Float:$epsilon)>;
+def Tandem_LRNOp : Tandem_OnnxOp<"lrn", "LRN", "13",
+    "local response normalisation across `size` neighbouring channels",
+    (ins Float:$alpha, Float:$beta, Float:$bias, Int:$size)>;
 def Tandem_LayerNormalizationOp : Tandem_OnnxOp<"layer_normalization", "LayerNormalization",
     "17", "normalise over the dims from `axis` on, then scale and bias",
     (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;
@@ -198,6 +205,10 @@ def Tandem_GlobalAveragePoolOp : Tandem_OnnxOp<"global_average_pool", "GlobalAve
 def Tandem_GlobalMaxPoolOp : Tandem_OnnxOp<"global_max_pool", "GlobalMaxPool", "1",
     "max over all spatial dims, kept as size 1">;
 
+def Tandem_MaxUnpoolOp : Tandem_OnnxOp<"max_unpool", "MaxUnpool", "11",
+    "scatter pooled values to the flat indices MaxPool returned; zeros elsewhere",
+    (ins Ints:$kernel_shape, Ints:$pads, Ints:$strides)>;
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
@@ -218,6 +229,13 @@ def Tandem_ReduceSumOp : Tandem_OnnxOp<"reduce_sum", "ReduceSum", "13",
     (ins Int:$keepdims, Int:$noop_with_empty_axes)>;
 def Tandem_ArgMaxOp : Tandem_OnnxOp<"arg_max", "ArgMax", "13", "index of the max along `axis` (i64)",
     (ins Int:$axis, Int:$keepdims, Int:$select_last_index)>;
+
+def Tandem_TopKOp : Tandem_OnnxOp<"top_k", "TopK", "11",
+    "the k largest (or smallest) entries along `axis` and their i64 indices",
+    (ins Int:$axis, Int:$largest, Int:$sorted)>;
+def Tandem_EinsumOp : Tandem_OnnxOp<"einsum", "Einsum", "12",
+    "Einstein summation by `equation` (explicit or implicit output, ellipsis)",
+    (ins Str:$equation)>;
 
 //===----------------------------------------------------------------------===//
 // Shape and data movement
@@ -253,6 +271,57 @@ def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
 def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",
     "pad by the pads input; mode constant, reflect or edge", (ins Str:$mode)>;
 def Tandem_TileOp : Tandem_OnnxOp<"tile", "Tile", "13", "repeat along each dim by the repeats input">;
+
+def Tandem_GatherElementsOp : Tandem_OnnxOp<"gather_elements", "GatherElements", "13",
+    "y[i][j] = data[index[i][j]][j] along `axis`; the result has the indices' shape",
+    (ins Int:$axis)>;
+def Tandem_GatherNDOp : Tandem_OnnxOp<"gather_nd", "GatherND", "13",
+    "gather slices of data at index tuples (the indices' last dim) after `batch_dims`",
+    (ins Int:$batch_dims)>;
+def Tandem_ScatterElementsOp : Tandem_OnnxOp<"scatter_elements", "ScatterElements", "16",
+    "copy of data with updates written (or reduced: add, mul) at indices along `axis`",
+    (ins Int:$axis, Str:$reduction)>;
+def Tandem_ScatterNDOp : Tandem_OnnxOp<"scatter_nd", "ScatterND", "16",
+    "copy of data with update slices written (or reduced: add, mul) at index tuples",
+    (ins Str:$reduction)>;
+def Tandem_OneHotOp : Tandem_OnnxOp<"one_hot", "OneHot", "11",
+    "values[1] at the indices along a new `axis` of size depth, values[0] elsewhere",
+    (ins Int:$axis)>;
+def Tandem_DepthToSpaceOp : Tandem_OnnxOp<"depth_to_space", "DepthToSpace", "13",
+    "move channel blocks into blocksize x blocksize spatial tiles (mode DCR or CRD)",
+    (ins Int:$blocksize, Str:$mode)>;
+def Tandem_SpaceToDepthOp : Tandem_OnnxOp<"space_to_depth", "SpaceToDepth", "13",
+    "move blocksize x blocksize spatial tiles into channels", (ins Int:$blocksize)>;
+def Tandem_ReverseSequenceOp : Tandem_OnnxOp<"reverse_sequence", "ReverseSequence", "10",
+    "reverse the first sequence_lens[b] entries along `time_axis` of each batch entry b",
+    (ins Int:$batch_axis, Int:$time_axis)>;
+def Tandem_CompressOp : Tandem_OnnxOp<"compress", "Compress", "11",
+    "the slices along `axis` (or elements of the flattened input) where condition is true",
+    (ins Int:$axis)>;
+def Tandem_NonZeroOp : Tandem_OnnxOp<"non_zero", "NonZero", "13",
+    "indices of the non-zero elements, i64 [rank, count], row-major order">;
+def Tandem_UniqueOp : Tandem_OnnxOp<"unique", "Unique", "11",
+    "unique elements (or slices along `axis`) with first indices, inverse indices and counts",
+    (ins Int:$axis, Int:$sorted)>;
+def Tandem_NonMaxSuppressionOp : Tandem_OnnxOp<"non_max_suppression", "NonMaxSuppression", "11",
+    "per batch and class, greedily keep boxes by score whose IoU with kept ones is small",
+    (ins Int:$center_point_box)>;
+
+//===----------------------------------------------------------------------===//
+// Image sampling
+//===----------------------------------------------------------------------===//
+
+def Tandem_ResizeOp : Tandem_OnnxOp<"resize", "Resize", "13",
+    "resize by scales or to sizes: nearest, linear or cubic interpolation",
+    (ins Str:$coordinate_transformation_mode, Float:$cubic_coeff_a, Int:$exclude_outside,
+         Float:$extrapolation_value, Str:$mode, Str:$nearest_mode)>;
+def Tandem_GridSampleOp : Tandem_OnnxOp<"grid_sample", "GridSample", "16",
+    "sample X at the normalised (x, y) positions of grid: bilinear, nearest or bicubic",
+    (ins Int:$align_corners, Str:$mode, Str:$padding_mode)>;
+def Tandem_RoiAlignOp : Tandem_OnnxOp<"roi_align", "RoiAlign", "16",
+    "pool each region of interest to output_height x output_width by bilinear samples",
+    (ins Str:$coordinate_transformation_mode, Str:$mode, Int:$output_height,
+         Int:$output_width, Int:$sampling_ratio, Float:$spatial_scale)>;
 
 //===----------------------------------------------------------------------===//
 // Ops that are not ONNX operators

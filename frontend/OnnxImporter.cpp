@@ -30,6 +30,7 @@ constexpr int64_t kMaxOpset = 17;
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+
 const char* attrTypeName(onnx::AttributeProto::AttributeType t) {
   switch (t) {
     case onnx::AttributeProto::FLOAT: return "FLOAT";
@@ -281,7 +282,7 @@ mlir::LogicalResult OnnxImporter::indexGraph() {
     }
     if (opset_ == 0)
       return failNode(i, "the model imports no opset of the default ONNX domain (opset_import)");
-    if (!isKnownOp(n.op_type()))
+    if (!isKnownOp(onnxOpset17Name(n.op_type())))
       return failNode(i, "unsupported op type '" + n.op_type() + "'");
     if (mlir::failed(checkLegacyOp(i))) return mlir::failure();
     for (const std::string& in : n.input()) {
@@ -504,7 +505,7 @@ mlir::LogicalResult OnnxImporter::importNode(int index) {
   if (n.op_type() == "Constant") return importConstant(index, loc);
 
   NodeForm f;
-  f.opType = n.op_type();
+  f.opType = onnxOpset17Name(n.op_type());
   for (const std::string& in : n.input()) {
     if (in.empty()) {
       f.operands.push_back(nullptr);
@@ -690,6 +691,24 @@ mlir::LogicalResult OnnxImporter::normalise(int index, mlir::Location loc, NodeF
     }
   };
 
+  // Upsample-7 (scales attribute) and -9 (scales input) as Resize-13: X, roi (none), scales.
+  if (graph_->node(index).op_type() == "Upsample") {
+    if (!hasInput(0)) return failNode(index, "needs input 0 (X)");
+    mlir::Value scales = hasInput(1) ? f->operands[1] : mlir::Value();
+    auto it = attrs.find("scales");
+    if (it != attrs.end()) {
+      std::vector<float> v;
+      if (auto arr = llvm::dyn_cast<mlir::ArrayAttr>(it->second))
+        for (mlir::Attribute e : arr) v.push_back((float)llvm::cast<mlir::FloatAttr>(e).getValueAsDouble());
+      attrs.erase(it);
+      scales = createConstant(b_, loc, Tensor::fromVector<float>({(int64_t)v.size()}, v));
+    }
+    if (!scales) return failNode(index, "Upsample needs scales");
+    f->operands = {f->operands[0], nullptr, scales};
+    attrs["coordinate_transformation_mode"] = b_.getStringAttr("asymmetric");
+    attrs["nearest_mode"] = b_.getStringAttr("floor");
+  }
+
   // Squeeze/Unsqueeze-1/-11, Split-2/-11, ReduceSum-1/-11: axes/split became input 1 at 13.
   if (opset_ < 13 && (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum"))
     attrsToInputs({"axes"}, 1);
@@ -813,6 +832,15 @@ mlir::LogicalResult OnnxImporter::buildReturn(mlir::func::FuncOp func,
 }
 
 }  // namespace
+
+// Scatter-9/-11 is ScatterElements without a reduction; Upsample-7/-9 is Resize with
+// asymmetric coordinates (and floor for nearest): normalise() rewrites their operands.
+const std::string& onnxOpset17Name(const std::string& op) {
+  static const std::map<std::string, std::string> renamed = {{"Scatter", "ScatterElements"},
+                                                             {"Upsample", "Resize"}};
+  auto it = renamed.find(op);
+  return it == renamed.end() ? op : it->second;
+}
 
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const std::string& bytes,
                                                   const std::string& sourceName,

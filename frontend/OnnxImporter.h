@@ -35,4 +35,8 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const 
                                                   const std::string& sourceName,
                                                   const ImportOptions& options, std::string* error);
 
+/// The op a deprecated ONNX op is imported as, when it has an exact opset-17 equivalent
+/// (Scatter -> ScatterElements, Upsample -> Resize); `onnxOpType` itself otherwise.
+const std::string& onnxOpset17Name(const std::string& onnxOpType);
+
 }  // namespace tandem

@@ -163,6 +163,25 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     // Reads the indices and only the gathered rows of the data, not the whole table.
     w.flops = 0;
     w.bytes = 2 * outBytes + (operand(in, 1) ? c.bytes(in[1]) : 0);
+  } else if (op == "LRN") {
+    // size squares and adds per element, then a pow (4) and a divide.
+    w.flops = y * (2 * (double)std::max<int64_t>(attrs.getInt("size", 1), 1) + 5);
+  } else if (op == "Einsum") {
+    // One multiply-add per operand per point of the loop nest (the result's labels times the
+    // summed ones), i.e. per result element times the summed extent: input elements bound it.
+    double maxIn = 0;
+    for (const TensorType& t : in) maxIn = std::max(maxIn, c.numel(t));
+    w.flops = 2 * std::max(y, maxIn) * (double)std::max<size_t>(in.size(), 1);
+    w.estimated = true;
+    w.note = "Einsum counted as one multiply-add per operand per element of its largest operand or result";
+  } else if (op == "NonMaxSuppression") {
+    // Per batch and class, each of the n boxes against those kept: n^2 IoUs of ~12 FLOPs.
+    const TensorType* S = operand(in, 1);
+    if (S && S->shape.size() == 3) w.flops = 12 * c.dim(*S, 0) * c.dim(*S, 1) * c.dim(*S, 2) * c.dim(*S, 2);
+  } else if (op == "RoiAlign") {
+    // Each output element averages sampling_ratio^2 (default: about 4) bilinear samples of 8 FLOPs.
+    const int64_t r = attrs.getInt("sampling_ratio", 0);
+    w.flops = y * 8 * (double)(r > 0 ? r * r : 4);
   } else if (op == "ConstantOfShape") {
     w.flops = 0;  // writes its result; reads only the small shape operand
   } else {

@@ -80,6 +80,11 @@ const std::vector<int>& shapeOperandPositions(const std::string& opType) {
       {"Resize", {1, 2, 3}},           // scales (10) / roi, scales, sizes (11+)
       {"Upsample", {1}},               // scales
       {"TopK", {1}},                   // k
+      // Ops whose result sizes are computed from their data (runtime/DataDependent.h).
+      {"NonZero", {0}},                // X
+      {"Compress", {1}},               // condition
+      {"Unique", {0}},                 // X
+      {"NonMaxSuppression", {0, 1, 2, 3, 4}},
       {"OneHot", {1}},                 // depth
       {"CenterCropPad", {1}},          // shape
       {"Col2Im", {1, 2}},              // image_shape, block_shape

@@ -95,6 +95,28 @@ std::string inferPool(const Ctx& c);          // MaxPool AveragePool
 std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
 std::string inferLayerNorm(const Ctx& c);
+// Image.cpp
+std::string inferResize(const Ctx& c);
+std::string inferGridSample(const Ctx& c);
+std::string inferRoiAlign(const Ctx& c);
+std::string inferMaxUnpool(const Ctx& c);
+std::string inferLRN(const Ctx& c);
+std::string inferInstanceNorm(const Ctx& c);
+// Indexing.cpp
+std::string inferGatherElements(const Ctx& c);
+std::string inferGatherND(const Ctx& c);
+std::string inferScatterElements(const Ctx& c);
+std::string inferScatterND(const Ctx& c);
+std::string inferOneHot(const Ctx& c);
+std::string inferDepthToSpace(const Ctx& c);
+std::string inferSpaceToDepth(const Ctx& c);
+std::string inferReverseSequence(const Ctx& c);
+std::string inferTopK(const Ctx& c);
+std::string inferEinsum(const Ctx& c);
+std::string inferCompress(const Ctx& c);      // value-dependent (runtime/DataDependent.h)
+std::string inferNonZero(const Ctx& c);
+std::string inferUnique(const Ctx& c);
+std::string inferNonMaxSuppression(const Ctx& c);
 // Reduction.cpp
 std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL2 ReduceSumSquare
 std::string inferArgMax(const Ctx& c);

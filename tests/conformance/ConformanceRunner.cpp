@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "compiler/ShapeInference.h"
+#include "frontend/OnnxImporter.h"
 #include "tools/driver/Driver.h"
 
 using namespace tandem;
@@ -70,7 +71,7 @@ std::string unsupportedReason(const std::string& modelPath) {
   std::set<std::string> missing;
   for (auto& n : m.graph().node()) {
     if (!n.domain().empty() && n.domain() != "ai.onnx") missing.insert(n.domain() + "." + n.op_type());
-    else if (!isKnownOp(n.op_type())) missing.insert(n.op_type());
+    else if (!isKnownOp(onnxOpset17Name(n.op_type()))) missing.insert(n.op_type());
   }
   if (!missing.empty()) {
     std::string s = "op";

@@ -188,6 +188,9 @@ void registerNormKernels(KernelRegistry& r);         // Normalization.cpp
 void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
+void registerSelectionKernels(KernelRegistry& r);    // Selection.cpp
+void registerImageKernels(KernelRegistry& r);        // Image.cpp
+void registerEinsumKernels(KernelRegistry& r);       // Einsum.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

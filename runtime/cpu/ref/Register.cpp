@@ -17,6 +17,9 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerReductionKernels(r);
   ref::registerTensorKernels(r);
   ref::registerIndexingKernels(r);
+  ref::registerSelectionKernels(r);
+  ref::registerImageKernels(r);
+  ref::registerEinsumKernels(r);
   ref::registerFusedKernels(r);
 }
 

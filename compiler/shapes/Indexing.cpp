@@ -1,0 +1,317 @@
+// Shape functions of the gather/scatter, rearranging, top-k, Einsum and value-dependent ops
+// (ONNX opset 17 forms): GatherElements-13, GatherND-13, ScatterElements-16, ScatterND-16,
+// OneHot-11, DepthToSpace-13, SpaceToDepth-13, ReverseSequence-10, TopK-11, Einsum-12, and
+// Compress-11, NonZero-13, Unique-11, NonMaxSuppression-11, whose result sizes come from operand
+// values: known only when those operands are constants (runtime/DataDependent.h).
+#include "compiler/shapes/ShapeFns.h"
+#include "runtime/DataDependent.h"
+#include "runtime/Einsum.h"
+
+namespace tandem::shapes {
+namespace {
+
+// A plan needs static shapes, so a value-dependent size is an error naming the operand.
+std::string dataDependent(const Ctx& c, size_t i, const char* name) {
+  return c.fail("data-dependent output shape not supported: the result size depends on the "
+                "values of " + operandLabel(i, name) + ", which is not a constant");
+}
+
+// Scalar or one-element operand i as int64 (known=false when not constant).
+std::string readScalarInt(const Ctx& c, size_t i, const char* name, bool* known, int64_t* v) {
+  std::vector<int64_t> vals;
+  *known = false;
+  if (!c.has(i) || !c.in[i].value) return "";
+  if (c.in[i].value->rank() > 1 || c.in[i].value->numel() != 1)
+    return c.fail(operandLabel(i, name) + " must have one element");
+  if (auto e = readInts(c, i, name, known, &vals); !e.empty()) return e;
+  *v = vals[0];
+  return "";
+}
+
+}  // namespace
+
+std::string inferGatherElements(const Ctx& c) {
+  // Result: the indices' shape, data's dtype; same rank.
+  static const std::vector<const char*> names = {"data", "indices"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 1, kIntIndexTypes, names); !e.empty()) return e;
+  const auto &x = c.in[0].dims, &ix = c.in[1].dims;
+  int64_t axis;
+  if (x.empty()) return c.fail("input 0 (data) must have rank >= 1, got a scalar");
+  if (auto e = normAxis(c, c.attrs.getInt("axis", 0), x.size(), "attribute axis", &axis); !e.empty())
+    return e;
+  if (ix.size() != x.size())
+    return c.fail("input 1 (indices) shape " + dimsStr(ix) + " must have the rank of input 0 (data) " +
+                  dimsStr(x));
+  c.set(0, c.in[0].dtype, ix);
+  return "";
+}
+
+std::string inferScatterElements(const Ctx& c) {
+  // data, indices, updates: indices and updates of one shape, rank of data; result is data's.
+  static const std::vector<const char*> names = {"data", "indices", "updates"};
+  if (auto e = checkArity(c, 3, 3, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 1, kIntIndexTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 2, 0, names); !e.empty()) return e;
+  const auto &x = c.in[0].dims, &ix = c.in[1].dims, &u = c.in[2].dims;
+  int64_t axis;
+  if (x.empty()) return c.fail("input 0 (data) must have rank >= 1, got a scalar");
+  if (auto e = normAxis(c, c.attrs.getInt("axis", 0), x.size(), "attribute axis", &axis); !e.empty())
+    return e;
+  if (ix.size() != x.size() || u.size() != ix.size())
+    return c.fail("input 1 (indices) " + dimsStr(ix) + " and input 2 (updates) " + dimsStr(u) +
+                  " must have one shape of the rank of input 0 (data) " + dimsStr(x));
+  std::string red = c.attrs.getString("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul")
+    return c.fail("attribute reduction='" + red + "' is not one of none, add, mul");
+  c.set(0, c.in[0].dtype, x);
+  return "";
+}
+
+std::string inferGatherND(const Ctx& c) {
+  // indices [..., k] pick k-tuples after batch_dims b: indices.shape[:-1] + data.shape[b+k:].
+  static const std::vector<const char*> names = {"data", "indices"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (c.in[1].dtype != DType::I64) return c.fail("input 1 (indices) must be i64");
+  const auto &x = c.in[0].dims, &ix = c.in[1].dims;
+  const int64_t b = c.attrs.getInt("batch_dims", 0);
+  if (x.empty() || ix.empty()) return c.fail("data and indices must have rank >= 1");
+  const int64_t k = ix.back();
+  if (k == kUnknownDim) return c.fail("the last dim of input 1 (indices) must be known");
+  if (b < 0 || b >= (int64_t)std::min(x.size(), ix.size()) || b + k > (int64_t)x.size())
+    return c.fail("batch_dims " + std::to_string(b) + " with index tuples of " + std::to_string(k) +
+                  " do not fit data " + dimsStr(x) + " and indices " + dimsStr(ix));
+  std::vector<int64_t> y(ix.begin(), ix.end() - 1);
+  y.insert(y.end(), x.begin() + b + k, x.end());
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
+std::string inferScatterND(const Ctx& c) {
+  // updates = indices.shape[:-1] + data.shape[k:]; result is data's.
+  static const std::vector<const char*> names = {"data", "indices", "updates"};
+  if (auto e = checkArity(c, 3, 3, 1, 1, names); !e.empty()) return e;
+  if (c.in[1].dtype != DType::I64) return c.fail("input 1 (indices) must be i64");
+  if (auto e = checkSameDType(c, 2, 0, names); !e.empty()) return e;
+  const auto &x = c.in[0].dims, &ix = c.in[1].dims, &u = c.in[2].dims;
+  if (ix.empty()) return c.fail("input 1 (indices) must have rank >= 1");
+  const int64_t k = ix.back();
+  if (k != kUnknownDim && (k < 1 || k > (int64_t)x.size()))
+    return c.fail("index tuples of " + std::to_string(k) + " do not fit data " + dimsStr(x));
+  if (k != kUnknownDim && u.size() != ix.size() - 1 + x.size() - k)
+    return c.fail("input 2 (updates) " + dimsStr(u) + " must have rank " +
+                  std::to_string(ix.size() - 1 + x.size() - k));
+  std::string red = c.attrs.getString("reduction", "none");
+  if (red != "none" && red != "add" && red != "mul")
+    return c.fail("attribute reduction='" + red + "' is not one of none, add, mul");
+  c.set(0, c.in[0].dtype, x);
+  return "";
+}
+
+std::string inferOneHot(const Ctx& c) {
+  // indices, depth (one element), values [off, on]: indices' shape with depth at axis.
+  static const std::vector<const char*> names = {"indices", "depth", "values"};
+  if (auto e = checkArity(c, 3, 3, 1, 1, names); !e.empty()) return e;
+  const auto& ix = c.in[0].dims;
+  const int64_t r = ix.size() + 1;
+  int64_t axis = c.attrs.getInt("axis", -1);
+  if (auto e = normAxis(c, axis, r, "attribute axis", &axis); !e.empty()) return e;
+  bool known;
+  int64_t depth = kUnknownDim;
+  if (c.in[1].value && isFloat(c.in[1].dtype)) {
+    known = true;
+    double d = c.in[1].dtype == DType::F32 ? c.in[1].value->data<float>()[0]
+                                           : c.in[1].value->data<double>()[0];
+    depth = (int64_t)d;
+  } else if (auto e = readScalarInt(c, 1, "depth", &known, &depth); !e.empty()) {
+    return e;
+  }
+  if (!known) return c.fail("input 1 (depth) must be a constant");
+  if (depth < 1) return c.fail("input 1 (depth) is " + std::to_string(depth) + "; it must be >= 1");
+  std::vector<int64_t> y(ix);
+  y.insert(y.begin() + axis, depth);
+  c.set(0, c.in[2].dtype, y);
+  return "";
+}
+
+static std::string inferBlocks(const Ctx& c, bool toSpace) {
+  static const std::vector<const char*> names = {"input"};
+  if (auto e = checkArity(c, 1, 1, 1, 1, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() != 4) return c.fail("input 0 must be 4-D [N, C, H, W], got " + dimsStr(x));
+  if (!c.attrs.has("blocksize")) return c.fail("attribute blocksize is required");
+  const int64_t b = c.attrs.getInt("blocksize", 0);
+  if (b < 1) return c.fail("attribute blocksize must be >= 1");
+  if (toSpace) {
+    std::string mode = c.attrs.getString("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD") return c.fail("attribute mode='" + mode + "' is not DCR or CRD");
+  }
+  auto mul = [](int64_t d, int64_t f) { return d == kUnknownDim ? d : d * f; };
+  std::vector<int64_t> y = x;
+  if (toSpace) {
+    if (x[1] != kUnknownDim && x[1] % (b * b))
+      return c.fail("channels " + std::to_string(x[1]) + " are not a multiple of blocksize^2 = " +
+                    std::to_string(b * b));
+    y = {x[0], x[1] == kUnknownDim ? x[1] : x[1] / (b * b), mul(x[2], b), mul(x[3], b)};
+  } else {
+    for (int d = 2; d < 4; ++d)
+      if (x[d] != kUnknownDim && x[d] % b)
+        return c.fail("spatial dim " + std::to_string(x[d]) + " is not a multiple of blocksize " +
+                      std::to_string(b));
+    y = {x[0], mul(x[1], b * b), x[2] == kUnknownDim ? x[2] : x[2] / b,
+         x[3] == kUnknownDim ? x[3] : x[3] / b};
+  }
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+std::string inferDepthToSpace(const Ctx& c) { return inferBlocks(c, true); }
+std::string inferSpaceToDepth(const Ctx& c) { return inferBlocks(c, false); }
+
+std::string inferReverseSequence(const Ctx& c) {
+  static const std::vector<const char*> names = {"input", "sequence_lens"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (c.in[1].dtype != DType::I64) return c.fail("input 1 (sequence_lens) must be i64");
+  const auto& x = c.in[0].dims;
+  if (x.size() < 2) return c.fail("input 0 must have rank >= 2, got " + dimsStr(x));
+  const int64_t ba = c.attrs.getInt("batch_axis", 1), ta = c.attrs.getInt("time_axis", 0);
+  if (!((ba == 0 && ta == 1) || (ba == 1 && ta == 0)))
+    return c.fail("attributes batch_axis and time_axis must be 0 and 1 in some order");
+  if (c.in[1].dims.size() != 1) return c.fail("input 1 (sequence_lens) must be 1-D");
+  c.set(0, c.in[0].dtype, x);
+  return "";
+}
+
+std::string inferTopK(const Ctx& c) {
+  // X, K (one element, constant): Values and i64 Indices with dim axis = K.
+  static const std::vector<const char*> names = {"X", "K"};
+  if (auto e = checkArity(c, 2, 2, 1, 2, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kNumericTypes, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  int64_t axis;
+  if (x.empty()) return c.fail("input 0 (X) must have rank >= 1, got a scalar");
+  if (auto e = normAxis(c, c.attrs.getInt("axis", -1), x.size(), "attribute axis", &axis); !e.empty())
+    return e;
+  bool known;
+  int64_t k = 0;
+  if (c.in[1].dtype != DType::I64) return c.fail("input 1 (K) must be i64");
+  if (auto e = readScalarInt(c, 1, "K", &known, &k); !e.empty()) return e;
+  if (!known) return dataDependent(c, 1, "K");
+  if (k < 0 || (x[axis] != kUnknownDim && k > x[axis]))
+    return c.fail("input 1 (K) is " + std::to_string(k) + " but axis " + std::to_string(axis) +
+                  " has size " + std::to_string(x[axis]));
+  std::vector<int64_t> y = x;
+  y[axis] = k;
+  c.set(0, c.in[0].dtype, y);
+  if (c.numResults > 1) c.set(1, DType::I64, y);
+  return "";
+}
+
+std::string inferEinsum(const Ctx& c) {
+  if (auto e = checkArity(c, 1, SIZE_MAX, 1, 1); !e.empty()) return e;
+  if (!c.attrs.has("equation")) return c.fail("attribute equation is required");
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t i = 0; i < c.in.size(); ++i) {
+    if (i > 0)
+      if (auto e = checkSameDType(c, i, 0); !e.empty()) return e;
+    shapes.push_back(c.in[i].dims);
+  }
+  EinsumSpec spec;
+  if (auto e = parseEinsum(c.attrs.getString("equation", ""), shapes, &spec); !e.empty())
+    return c.fail(e);
+  std::vector<int64_t> y;
+  for (int l : spec.outputLabels) y.push_back(spec.extent[l]);
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
+std::string inferCompress(const Ctx& c) {
+  // With axis: data with that dim = the number of true conditions; without: 1-D.
+  static const std::vector<const char*> names = {"input", "condition"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (c.in[1].dtype != DType::Bool) return c.fail("input 1 (condition) must be bool");
+  if (c.in[1].dims.size() != 1) return c.fail("input 1 (condition) must be 1-D");
+  const auto& x = c.in[0].dims;
+  int64_t axis = -1, limit = 0;
+  if (c.attrs.has("axis")) {
+    if (auto e = normAxis(c, c.attrs.getInt("axis", 0), x.size(), "attribute axis", &axis); !e.empty())
+      return e;
+    limit = x[axis];
+  } else {
+    limit = 1;
+    for (int64_t d : x) limit = d == kUnknownDim || limit == kUnknownDim ? kUnknownDim : limit * d;
+  }
+  const Tensor* cond = c.in[1].value;
+  if (!cond) return dataDependent(c, 1, "condition");
+  if (limit == kUnknownDim) return c.fail("the compressed extent of input 0 must be known");
+  if (cond->numel() > limit)
+    return c.fail("input 1 (condition) has " + std::to_string(cond->numel()) +
+                  " entries but the compressed extent is " + std::to_string(limit));
+  const int64_t n = countTrue(*cond, limit);
+  std::vector<int64_t> y = {n};
+  if (axis >= 0) {
+    y = x;
+    y[axis] = n;
+  }
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
+std::string inferNonZero(const Ctx& c) {
+  if (auto e = checkArity(c, 1, 1, 1, 1); !e.empty()) return e;
+  if (!c.in[0].value) return dataDependent(c, 0, "X");
+  c.set(0, DType::I64, {(int64_t)c.in[0].dims.size(), countNonZero(*c.in[0].value)});
+  return "";
+}
+
+std::string inferUnique(const Ctx& c) {
+  // Y: the unique elements (1-D) or slices along axis; indices, inverse_indices, counts: i64 1-D.
+  static const std::vector<const char*> names = {"X"};
+  if (auto e = checkArity(c, 1, 1, 1, 4, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  int64_t axis = -1;
+  if (c.attrs.has("axis"))
+    if (auto e = normAxis(c, c.attrs.getInt("axis", 0), x.size(), "attribute axis", &axis); !e.empty())
+      return e;
+  if (!c.in[0].value) return dataDependent(c, 0, "X");
+  UniqueResult u;
+  Status st = uniqueSlices(*c.in[0].value, axis, c.attrs.getInt("sorted", 1) != 0, &u);
+  if (!st.isOk()) return c.fail(st.message());
+  const int64_t n = u.first.size();
+  std::vector<int64_t> y = {n};
+  if (axis >= 0) {
+    y = x;
+    y[axis] = n;
+  }
+  c.set(0, c.in[0].dtype, y);
+  const int64_t slices = u.inverse.size();
+  for (size_t i = 1; i < c.numResults; ++i) c.set(i, DType::I64, {i == 2 ? slices : n});
+  return "";
+}
+
+std::string inferNonMaxSuppression(const Ctx& c) {
+  // [selected, 3] i64 (batch, class, box); every operand's value decides `selected`.
+  static const std::vector<const char*> names = {"boxes", "scores", "max_output_boxes_per_class",
+                                                 "iou_threshold", "score_threshold"};
+  if (auto e = checkArity(c, 2, 5, 1, 1, names); !e.empty()) return e;
+  if (c.in[0].dtype != DType::F32 || c.in[1].dtype != DType::F32)
+    return c.fail("inputs 0 (boxes) and 1 (scores) must be f32");
+  for (size_t i = 0; i < 5; ++i)
+    if (c.has(i) && !c.in[i].value) return dataDependent(c, i, names[i]);
+  int64_t maxPerClass = 0;
+  bool known;
+  if (c.has(2))
+    if (auto e = readScalarInt(c, 2, names[2], &known, &maxPerClass); !e.empty()) return e;
+  auto scalarF = [&](size_t i) { return c.in[i].value->data<float>()[0]; };
+  for (size_t i = 3; i < 5; ++i)
+    if (c.has(i) && (c.in[i].dtype != DType::F32 || c.in[i].value->numel() != 1))
+      return c.fail(operandLabel(i, names[i]) + " must be one f32");
+  std::vector<int64_t> sel;
+  Status st = nonMaxSuppression(*c.in[0].value, *c.in[1].value, maxPerClass,
+                                c.has(3) ? scalarF(3) : 0.f, c.has(4), c.has(4) ? scalarF(4) : 0.f,
+                                c.attrs.getInt("center_point_box", 0) != 0, &sel);
+  if (!st.isOk()) return c.fail(st.message());
+  c.set(0, DType::I64, {(int64_t)sel.size() / 3, 3});
+  return "";
+}
+
+}  // namespace tandem::shapes

@@ -1,0 +1,449 @@
+// Reference kernels of the image ops: Resize-13 (nearest, linear, cubic; every coordinate
+// transformation mode), GridSample-16, RoiAlign-16, MaxUnpool-11, LRN-13,
+// InstanceNormalization-6. Sampling ops build their per-axis tap tables once at creation
+// (static shapes) and run contiguous loops over the innermost dims.
+#include <cmath>
+
+#include "runtime/cpu/ref/RefCommon.h"
+
+namespace tandem {
+namespace ref {
+namespace {
+
+// ---- Resize: separable, one pass per axis that changes ------------------------------------
+
+// One axis of a Resize: output j reads in[idx[j*taps + t]] with weight w[j*taps + t], or is
+// the extrapolation value when outside[j] (tf_crop_and_resize).
+struct ResizeAxis {
+  int64_t in = 0, out = 0, taps = 1;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<uint8_t> outside;
+  bool identity() const {
+    if (in != out || taps != 1) return false;
+    for (int64_t j = 0; j < out; ++j)
+      if (idx[j] != j || outside[j]) return false;
+    return true;
+  }
+};
+
+// The cubic convolution weights of the four taps floor(x)-1 .. floor(x)+2 (Keys 1981, a = A).
+void cubicWeights(double t, double A, double w[4]) {
+  auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };             // |d| <= 1
+  auto far = [A](double d) { return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A; };         // 1 < |d| < 2
+  w[0] = far(t + 1), w[1] = near(t), w[2] = near(1 - t), w[3] = far(2 - t);
+}
+
+Status resizeAxis(const KernelContext& ctx, int64_t n, int64_t m, double scale, double roiStart,
+                  double roiEnd, ResizeAxis* a) {
+  // The ONNX reference maps coordinates with the unrounded output length scale * n.
+  const double mf = scale * n;
+  const std::string mode = ctx.attrs->getString("mode", "nearest");
+  const std::string ctm = ctx.attrs->getString("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = ctx.attrs->getString("nearest_mode", "round_prefer_floor");
+  const double A = ctx.attrs->getFloat("cubic_coeff_a", -0.75f);
+  const bool exclude = ctx.attrs->getInt("exclude_outside", 0) != 0;
+  a->in = n, a->out = m;
+  a->taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+  a->idx.assign(m * a->taps, 0);
+  a->w.assign(m * a->taps, 0);
+  a->outside.assign(m, 0);
+  for (int64_t j = 0; j < m; ++j) {
+    double x;
+    if (ctm == "half_pixel") x = (j + 0.5) / scale - 0.5;
+    else if (ctm == "pytorch_half_pixel") x = mf > 1 ? (j + 0.5) / scale - 0.5 : 0;
+    else if (ctm == "align_corners") x = mf == 1 ? 0 : j * double(n - 1) / (mf - 1);
+    else if (ctm == "asymmetric") x = j / scale;
+    else if (ctm == "tf_half_pixel_for_nn") x = (j + 0.5) / scale;
+    else if (ctm == "tf_crop_and_resize") {
+      x = mf > 1 ? roiStart * (n - 1) + j * (roiEnd - roiStart) * (n - 1) / (mf - 1)
+                : 0.5 * (roiStart + roiEnd) * (n - 1);
+      if (x < 0 || x > n - 1) a->outside[j] = 1;
+    } else {
+      return opError(ctx, "coordinate_transformation_mode='" + ctm + "' is not supported");
+    }
+    int64_t* idx = &a->idx[j * a->taps];
+    double* w = &a->w[j * a->taps];
+    auto clampIdx = [n](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), n - 1); };
+    if (a->taps == 1) {
+      double r;
+      if (nearest == "round_prefer_floor") r = x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x);
+      else if (nearest == "round_prefer_ceil") r = x == std::floor(x) + 0.5 ? std::ceil(x) : std::round(x);
+      else if (nearest == "floor") r = std::floor(x);
+      else if (nearest == "ceil") r = std::ceil(x);
+      else return opError(ctx, "nearest_mode='" + nearest + "' is not supported");
+      idx[0] = clampIdx((int64_t)r);
+      w[0] = 1;
+    } else if (a->taps == 2) {
+      const double f = std::floor(x), t = x - f;
+      idx[0] = clampIdx((int64_t)f), idx[1] = clampIdx((int64_t)f + 1);
+      w[0] = 1 - t, w[1] = t;
+    } else {
+      const double f = std::floor(x);
+      cubicWeights(x - f, A, w);
+      double sum = 0;
+      for (int t = 0; t < 4; ++t) {
+        const int64_t i = (int64_t)f - 1 + t;
+        if (exclude && (i < 0 || i >= n)) w[t] = 0;
+        sum += w[t];
+        idx[t] = clampIdx(i);
+      }
+      if (exclude && sum != 0)
+        for (int t = 0; t < 4; ++t) w[t] /= sum;
+    }
+  }
+  return Status::ok();
+}
+
+Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape, ys = ctx.outputTypes[0].shape;
+  const size_t r = xs.size();
+  if (ys.size() != r) return opError(ctx, "output rank differs from input rank");
+  const std::string ctm = ctx.attrs->getString("coordinate_transformation_mode", "half_pixel");
+  // Scales: the scales input (constant), else sizes / input dims.
+  std::vector<double> scale(r), roi(2 * r, 0);
+  const Tensor* sc = constInputAt(ctx, 2);
+  const bool hasScales = inputPresent(ctx, 2) && numElements(ctx.inputTypes[2].shape) > 0;
+  if (hasScales && !sc) return opError(ctx, "input 2 (scales) must be a constant");
+  for (size_t d = 0; d < r; ++d) {
+    scale[d] = hasScales ? (double)sc->data<float>()[d] : double(ys[d]) / double(xs[d]);
+    if (hasScales && (int64_t)std::floor(xs[d] * scale[d]) != ys[d])
+      return opError(ctx, "scales do not give the output shape " + shapeToString(ys));
+  }
+  if (ctm == "tf_crop_and_resize") {
+    const Tensor* roiT = constInputAt(ctx, 1);
+    if (!roiT || roiT->numel() != (int64_t)(2 * r)) return opError(ctx, "tf_crop_and_resize needs a constant roi of 2 * rank values");
+    for (size_t k = 0; k < 2 * r; ++k) roi[k] = roiT->dtype() == DType::F64 ? roiT->data<double>()[k] : roiT->data<float>()[k];
+  }
+  std::vector<ResizeAxis> axes;
+  std::vector<size_t> axisDim;
+  for (size_t d = 0; d < r; ++d) {
+    ResizeAxis a;
+    TANDEM_RETURN_IF_ERROR(resizeAxis(ctx, xs[d], ys[d], scale[d], roi[d], roi[r + d], &a));
+    if (!a.identity()) {
+      axes.push_back(std::move(a));
+      axisDim.push_back(d);
+    }
+  }
+  const double extrapolation = ctx.attrs->getFloat("extrapolation_value", 0.f);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      // Pass k maps axis axisDim[k] from in to out extent; buffers alternate.
+      Shape cur = xs;
+      std::vector<T> a(in[0]->data<T>(), in[0]->data<T>() + in[0]->numel()), b;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        const ResizeAxis& ax = axes[k];
+        const size_t d = axisDim[k];
+        const int64_t outer = product(cur, 0, d), inner = product(cur, d + 1, r);
+        b.assign(outer * ax.out * inner, T(0));
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < ax.out; ++j) {
+            T* dst = &b[(o * ax.out + j) * inner];
+            if (ax.outside[j]) {
+              std::fill(dst, dst + inner, T(extrapolation));
+              continue;
+            }
+            for (int64_t t = 0; t < ax.taps; ++t) {
+              const T w = T(ax.w[j * ax.taps + t]);
+              if (w == T(0)) continue;
+              const T* src = &a[(o * ax.in + ax.idx[j * ax.taps + t]) * inner];
+              for (int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
+            }
+          }
+        cur[d] = ax.out;
+        a.swap(b);
+      }
+      std::copy(a.begin(), a.end(), outs[0]->data<T>());
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- GridSample ----------------------------------------------------------------------------
+
+// ONNX GridSample-16's reflection of a coordinate into [lo, hi].
+double reflect(double x, double lo, double hi) {
+  const double rng = hi - lo;
+  if (rng <= 0) return lo;
+  if (x < lo) {
+    const double dx = lo - x;
+    const int64_t k = (int64_t)(dx / rng);
+    const double rem = dx - k * rng;
+    return k % 2 == 0 ? lo + rem : hi - rem;
+  }
+  if (x > hi) {
+    const double dx = x - hi;
+    const int64_t k = (int64_t)(dx / rng);
+    const double rem = dx - k * rng;
+    return k % 2 == 0 ? hi - rem : lo + rem;
+  }
+  return x;
+}
+
+Status createGridSample(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape, gs = ctx.inputTypes[1].shape;
+  if (xs.size() != 4 || gs.size() != 4 || gs[3] != 2) return opError(ctx, "needs 4-D X and grid [N,Ho,Wo,2]");
+  const std::string mode = ctx.attrs->getString("mode", "bilinear");
+  const std::string pad = ctx.attrs->getString("padding_mode", "zeros");
+  const bool align = ctx.attrs->getInt("align_corners", 0) != 0;
+  const int padMode = pad == "zeros" ? 0 : pad == "border" ? 1 : 2;
+  const int sampler = mode == "nearest" ? 0 : mode == "bilinear" ? 1 : 2;
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], Ho = gs[1], Wo = gs[2];
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      const T* g = in[1]->data<T>();
+      T* y = outs[0]->data<T>();
+      auto unnorm = [&](double v, int64_t size) { return align ? (v + 1) / 2 * (size - 1) : ((v + 1) * size - 1) / 2; };
+      const double loX = align ? 0 : -0.5, hiX = align ? W - 1 : W - 0.5;
+      const double loY = align ? 0 : -0.5, hiY = align ? H - 1 : H - 0.5;
+      // Pixel (iy, ix) of plane p under the padding mode.
+      auto pixel = [&](const T* p, int64_t iy, int64_t ix) -> double {
+        if (iy < 0 || iy >= H || ix < 0 || ix >= W) {
+          if (padMode == 0) return 0;
+          if (padMode == 1) {
+            iy = std::clamp<int64_t>(iy, 0, H - 1), ix = std::clamp<int64_t>(ix, 0, W - 1);
+          } else {
+            iy = std::clamp<int64_t>((int64_t)reflect(iy, loY, hiY), 0, H - 1);
+            ix = std::clamp<int64_t>((int64_t)reflect(ix, loX, hiX), 0, W - 1);
+          }
+        }
+        return p[iy * W + ix];
+      };
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < Ho * Wo; ++i) {
+          double fx = unnorm(g[(n * Ho * Wo + i) * 2], W), fy = unnorm(g[(n * Ho * Wo + i) * 2 + 1], H);
+          if (padMode == 1) {
+            fx = std::clamp<double>(fx, 0, W - 1), fy = std::clamp<double>(fy, 0, H - 1);
+          } else if (padMode == 2) {
+            fx = reflect(fx, loX, hiX), fy = reflect(fy, loY, hiY);
+          }
+          for (int64_t c = 0; c < C; ++c) {
+            const T* p = x + (n * C + c) * H * W;
+            double v = 0;
+            if (sampler == 0) {
+              v = pixel(p, (int64_t)std::nearbyint(fy), (int64_t)std::nearbyint(fx));
+            } else if (sampler == 1) {
+              const double x0 = std::floor(fx), y0 = std::floor(fy), tx = fx - x0, ty = fy - y0;
+              const int64_t ix = (int64_t)x0, iy = (int64_t)y0;
+              v = (1 - ty) * ((1 - tx) * pixel(p, iy, ix) + tx * pixel(p, iy, ix + 1)) +
+                  ty * ((1 - tx) * pixel(p, iy + 1, ix) + tx * pixel(p, iy + 1, ix + 1));
+            } else {
+              const double x0 = std::floor(fx), y0 = std::floor(fy);
+              double wx[4], wy[4];
+              cubicWeights(fx - x0, -0.75, wx);
+              cubicWeights(fy - y0, -0.75, wy);
+              for (int a = 0; a < 4; ++a) {
+                double row = 0;
+                for (int b = 0; b < 4; ++b) row += wx[b] * pixel(p, (int64_t)y0 - 1 + a, (int64_t)x0 - 1 + b);
+                v += wy[a] * row;
+              }
+            }
+            y[((n * C + c) * Ho * Wo) + i] = T(v);
+          }
+        }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- RoiAlign (bilinear samples as ONNX Runtime's RoiAlign, which the ONNX reference follows)
+
+Status createRoiAlign(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape, ys = ctx.outputTypes[0].shape;
+  if (xs.size() != 4 || ys.size() != 4) return opError(ctx, "needs 4-D X and output");
+  const bool maxMode = ctx.attrs->getString("mode", "avg") == "max";
+  const bool halfPixel = ctx.attrs->getString("coordinate_transformation_mode", "half_pixel") == "half_pixel";
+  const int64_t ratio = ctx.attrs->getInt("sampling_ratio", 0);
+  const double spatial = ctx.attrs->getFloat("spatial_scale", 1.f);
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = ys[0], OH = ys[2], OW = ys[3];
+  const OpName name(ctx);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      const T* rois = in[1]->data<T>();
+      const int64_t* bi = in[2]->data<int64_t>();
+      T* y = outs[0]->data<T>();
+      for (int64_t r = 0; r < R; ++r) {
+        const int64_t b = bi[r];
+        if (b < 0 || b >= N) return opError(name, "batch index " + std::to_string(b) + " is out of range");
+        const double off = halfPixel ? 0.5 : 0;
+        const double x1 = rois[r * 4] * spatial - off, y1 = rois[r * 4 + 1] * spatial - off;
+        const double x2 = rois[r * 4 + 2] * spatial - off, y2 = rois[r * 4 + 3] * spatial - off;
+        double rw = x2 - x1, rh = y2 - y1;
+        if (!halfPixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+        const double bh = rh / OH, bw = rw / OW;
+        const int64_t gh = ratio > 0 ? ratio : (int64_t)std::ceil(rh / OH);
+        const int64_t gw = ratio > 0 ? ratio : (int64_t)std::ceil(rw / OW);
+        const double count = std::max<int64_t>(gh * gw, 1);
+        for (int64_t c = 0; c < C; ++c) {
+          const T* p = x + (b * C + c) * H * W;
+          for (int64_t ph = 0; ph < OH; ++ph)
+            for (int64_t pw = 0; pw < OW; ++pw) {
+              double acc = 0;
+              bool first = true;
+              for (int64_t iy = 0; iy < gh; ++iy)
+                for (int64_t ix = 0; ix < gw; ++ix) {
+                  double yy = y1 + ph * bh + (iy + 0.5) * bh / gh;
+                  double xx = x1 + pw * bw + (ix + 0.5) * bw / gw;
+                  double v = 0;
+                  if (!(yy < -1.0 || yy > H || xx < -1.0 || xx > W)) {
+                    yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
+                    int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
+                    if (yl >= H - 1) yh = yl = H - 1, yy = (double)yl; else yh = yl + 1;
+                    if (xl >= W - 1) xh = xl = W - 1, xx = (double)xl; else xh = xl + 1;
+                    const double ly = yy - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;
+                    const double t[4] = {hy * hx * p[yl * W + xl], hy * lx * p[yl * W + xh],
+                                         ly * hx * p[yh * W + xl], ly * lx * p[yh * W + xh]};
+                    v = maxMode ? std::max(std::max(t[0], t[1]), std::max(t[2], t[3])) : t[0] + t[1] + t[2] + t[3];
+                  }
+                  if (maxMode) acc = first ? v : std::max(acc, v);
+                  else acc += v;
+                  first = false;
+                }
+              y[((r * C + c) * OH + ph) * OW + pw] = T(maxMode ? acc : acc / count);
+            }
+        }
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- MaxUnpool: y.flat[I] = X, zeros elsewhere -------------------------------------------
+
+Status createMaxUnpool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape, ys = ctx.outputTypes[0].shape;
+  if (ctx.inputTypes[1].shape != xs || ys.size() != xs.size() || xs.size() < 3)
+    return opError(ctx, "I must have X's shape [N, C, spatial...] and the output X's rank");
+  // The indices are flat offsets into the default result ((in - 1) * stride + kernel - pads);
+  // a larger output_shape keeps each element's coordinates (ONNX MaxUnpool-11 reference).
+  const size_t n = xs.size() - 2;
+  std::vector<int64_t> k, st, pads;
+  TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "kernel_shape", n, 1, &k));
+  TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "strides", n, 1, &st));
+  TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "pads", 2 * n, 0, &pads));
+  Shape def = xs;
+  for (size_t d = 0; d < n; ++d) def[d + 2] = (xs[d + 2] - 1) * st[d] + k[d] - pads[d] - pads[d + n];
+  for (size_t d = 0; d < ys.size(); ++d)
+    if (def[d] > ys[d]) return opError(ctx, "output_shape " + shapeToString(ys) + " is smaller than " + shapeToString(def));
+  const int64_t total = numElements(ys), defTotal = numElements(def);
+  const std::vector<int64_t> defSt = rowMajorStrides(def), ySt = rowMajorStrides(ys);
+  const OpName name(ctx);
+  RunFn fn;
+  dispatchBySize(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      const int64_t* idx = in[1]->data<int64_t>();
+      T* y = outs[0]->data<T>();
+      std::fill(y, y + total, T(0));
+      for (int64_t i = 0, e = in[0]->numel(); i < e; ++i) {
+        int64_t v = idx[i], off = 0;
+        if (v < 0 || v >= defTotal) return opError(name, "index " + std::to_string(v) + " is outside the output");
+        for (size_t d = 0; d < def.size(); ++d) {
+          off += (v / defSt[d]) * ySt[d];
+          v %= defSt[d];
+        }
+        y[off] = x[i];
+      }
+      return Status::ok();
+    };
+  });
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- LRN and InstanceNormalization -------------------------------------------------------
+
+Status createLRN(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape;
+  const int64_t size = ctx.attrs->getInt("size", 0);
+  if (size < 1 || xs.size() < 3) return opError(ctx, "needs attribute size >= 1 and X [N, C, ...]");
+  const double alpha = ctx.attrs->getFloat("alpha", 1e-4f), beta = ctx.attrs->getFloat("beta", 0.75f);
+  const double bias = ctx.attrs->getFloat("bias", 1.f);
+  const int64_t N = xs[0], C = xs[1], S = product(xs, 2, xs.size());
+  const int64_t lo = (size - 1) / 2, hi = size - 1 - lo;  // channels c-lo .. c+hi
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      T* y = outs[0]->data<T>();
+      std::vector<double> sq(S);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c) {
+          std::fill(sq.begin(), sq.end(), 0.0);
+          for (int64_t k = std::max<int64_t>(0, c - lo); k <= std::min(C - 1, c + hi); ++k) {
+            const T* p = x + (n * C + k) * S;
+            for (int64_t s = 0; s < S; ++s) sq[s] += double(p[s]) * p[s];
+          }
+          const T* p = x + (n * C + c) * S;
+          T* q = y + (n * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) q[s] = T(p[s] / std::pow(bias + alpha / size * sq[s], beta));
+        }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+Status createInstanceNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape;
+  if (xs.size() < 3 || numElements(ctx.inputTypes[1].shape) != xs[1] || numElements(ctx.inputTypes[2].shape) != xs[1])
+    return opError(ctx, "needs input [N, C, ...] and scale, B of [C]");
+  const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  const int64_t N = xs[0], C = xs[1], S = product(xs, 2, xs.size());
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      const T* scale = in[1]->data<T>();
+      const T* bias = in[2]->data<T>();
+      T* y = outs[0]->data<T>();
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t c = 0; c < C; ++c) {
+          const T* p = x + (n * C + c) * S;
+          double sum = 0, sq = 0;
+          for (int64_t s = 0; s < S; ++s) sum += p[s];
+          const double mean = S ? sum / S : 0;
+          for (int64_t s = 0; s < S; ++s) sq += (p[s] - mean) * (p[s] - mean);
+          const double k = scale[c] / std::sqrt((S ? sq / S : 0) + eps);
+          const double b = bias[c] - mean * k;
+          T* q = y + (n * C + c) * S;
+          for (int64_t s = 0; s < S; ++s) q[s] = T(p[s] * k + b);
+        }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+}  // namespace
+
+void registerImageKernels(KernelRegistry& r) {
+  const std::string floats = dtypesToText(floatTypes());
+  addRef(r, "Resize", floatTypes(), createResize);
+  addRef(r, "GridSample", acceptsAllSame(floatTypes()), floats, createGridSample);
+  addRef(r, "RoiAlign", floatTypes(), createRoiAlign);
+  addRef(r, "MaxUnpool", allTypes(), createMaxUnpool);
+  addRef(r, "LRN", floatTypes(), createLRN);
+  addRef(r, "InstanceNormalization", acceptsAllSame(floatTypes()), floats, createInstanceNorm);
+}
+
+}  // namespace ref
+}  // namespace tandem

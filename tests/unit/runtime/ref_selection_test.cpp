@@ -1,0 +1,104 @@
+// Tests of the reference gather/scatter, top-k, Einsum, image and value-sized kernels
+// (Selection.cpp, Einsum.cpp, Image.cpp) and of the selections they share with the shape
+// functions (runtime/DataDependent.h), on cases worked by hand.
+#include "runtime/DataDependent.h"
+#include "tests/unit/runtime/ref_test_util.h"
+
+namespace tandem {
+namespace {
+using namespace reftest;
+
+TEST(RefGatherElements, NegativeIndexAlongAxis1) {
+  Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectValues<float>(run1("GatherElements", attrs({{"axis", Attr::ofInt(1)}}),
+                           {x, i64({2, 2}, {2, -3, 0, -1})}, DType::F32, {2, 2}),
+                      {2, 2}, {3, 1, 4, 6});
+}
+
+TEST(RefScatterND, AddReductionAccumulatesRepeatedTuples) {
+  Tensor x = i64({4}, {1, 2, 3, 4});
+  expectValues<int64_t>(run1("ScatterND", attrs({{"reduction", Attr::ofString("add")}}),
+                             {x, i64({3, 1}, {1, 1, 3}), i64({3}, {10, 20, 5})}, DType::I64, {4}),
+                        {4}, {1, 32, 3, 9});
+}
+
+TEST(RefTopK, SmallestWithTiesTakesLowerIndexFirst) {
+  OpCall c{"TopK", attrs({{"largest", Attr::ofInt(0)}}), {f32({1, 5}, {3, 1, 2, 1, 0}), i64({1}, {3})},
+           {{DType::F32, {1, 3}}, {DType::I64, {1, 3}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<float>(outs[0], {1, 3}, {0, 1, 1});
+  expectValues<int64_t>(outs[1], {1, 3}, {4, 1, 3});
+}
+
+TEST(RefEinsum, BatchedMatMulDiagonalAndImplicitOutput) {
+  Tensor a = f32({1, 2, 3}, {1, 2, 3, 4, 5, 6}), b = f32({1, 3, 1}, {1, 0, -1});
+  expectValues<float>(run1("Einsum", attrs({{"equation", Attr::ofString("bij,bjk->bik")}}), {a, b},
+                           DType::F32, {1, 2, 1}),
+                      {1, 2, 1}, {-2, -2});
+  Tensor m = f32({2, 2}, {1, 2, 3, 4});
+  expectValues<float>(run1("Einsum", attrs({{"equation", Attr::ofString("ii->i")}}), {m}, DType::F32, {2}),
+                      {2}, {1, 4});
+  // Implicit: labels used once, alphabetically: "ji" -> "ij" is a transpose.
+  expectValues<float>(run1("Einsum", attrs({{"equation", Attr::ofString("ji")}}), {m}, DType::F32, {2, 2}),
+                      {2, 2}, {1, 3, 2, 4});
+}
+
+TEST(RefResize, LinearHalfPixelAndNearestAsymmetricFloor) {
+  Tensor x = f32({1, 1, 1, 2}, {0, 4}), scales = f32({4}, {1, 1, 1, 2});
+  // half_pixel: x_orig = (j + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75, 1.25 (clamped at the edges).
+  expectValues<float>(run1("Resize", attrs({{"mode", Attr::ofString("linear")}}), {x, none(), scales},
+                           DType::F32, {1, 1, 1, 4}, /*constInputs=*/true),
+                      {1, 1, 1, 4}, {0, 1, 3, 4});
+  expectValues<float>(run1("Resize",
+                           attrs({{"coordinate_transformation_mode", Attr::ofString("asymmetric")},
+                                  {"nearest_mode", Attr::ofString("floor")}}),
+                           {x, none(), scales}, DType::F32, {1, 1, 1, 4}, true),
+                      {1, 1, 1, 4}, {0, 0, 4, 4});
+}
+
+TEST(RefDepthToSpace, DcrAndCrdOrderChannelsDifferently) {
+  std::vector<float> v(8);
+  for (int i = 0; i < 8; ++i) v[i] = (float)i;  // C = 8 channels of 1x1
+  Tensor x = f32({1, 8, 1, 1}, v);
+  // DCR: channel (by, bx, c') with c' fastest of the depth-major order; CRD: (c', by, bx).
+  expectValues<float>(run1("DepthToSpace", attrs({{"blocksize", Attr::ofInt(2)}}), {x}, DType::F32, {1, 2, 2, 2}),
+                      {1, 2, 2, 2}, {0, 2, 4, 6, 1, 3, 5, 7});
+  expectValues<float>(run1("DepthToSpace", attrs({{"blocksize", Attr::ofInt(2)}, {"mode", Attr::ofString("CRD")}}),
+                           {x}, DType::F32, {1, 2, 2, 2}),
+                      {1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+}
+
+TEST(DataDependent, NonMaxSuppressionDropsOverlapsAndHonoursTheLimit) {
+  // Box 1 lies inside box 0: IoU 0.81 / 1 = 0.81; box 2 is apart.
+  Tensor boxes = f32({1, 3, 4}, {0, 0, 1, 1, 0.1f, 0.1f, 1, 1, 2, 2, 3, 3});
+  Tensor scores = f32({1, 1, 3}, {0.9f, 0.95f, 0.5f});
+  std::vector<int64_t> sel;
+  ASSERT_TRUE(nonMaxSuppression(boxes, scores, 10, 0.5f, false, 0, false, &sel).isOk());
+  EXPECT_EQ(sel, (std::vector<int64_t>{0, 0, 1, 0, 0, 2}));
+  ASSERT_TRUE(nonMaxSuppression(boxes, scores, 10, 0.9f, true, 0.6f, false, &sel).isOk());
+  EXPECT_EQ(sel, (std::vector<int64_t>{0, 0, 1, 0, 0, 0}));
+  ASSERT_TRUE(nonMaxSuppression(boxes, scores, 1, 0.5f, false, 0, false, &sel).isOk());
+  EXPECT_EQ(sel, (std::vector<int64_t>{0, 0, 1}));
+}
+
+TEST(DataDependent, UniqueUnsortedKeepsFirstOccurrenceOrder) {
+  UniqueResult u;
+  ASSERT_TRUE(uniqueSlices(f32({5}, {2, 1, 2, 3, 1}), -1, /*sorted=*/false, &u).isOk());
+  EXPECT_EQ(u.first, (std::vector<int64_t>{0, 1, 3}));
+  EXPECT_EQ(u.inverse, (std::vector<int64_t>{0, 1, 0, 2, 1}));
+  EXPECT_EQ(u.counts, (std::vector<int64_t>{2, 2, 1}));
+  ASSERT_TRUE(uniqueSlices(f32({5}, {2, 1, 2, 3, 1}), -1, /*sorted=*/true, &u).isOk());
+  EXPECT_EQ(u.first, (std::vector<int64_t>{1, 0, 3}));
+  EXPECT_EQ(u.inverse, (std::vector<int64_t>{1, 0, 1, 2, 0}));
+}
+
+TEST(RefNonZero, ValuesThatDisagreeWithThePlannedSizeFail) {
+  OpCall c{"NonZero", {}, {f32({2, 2}, {1, 0, 0, 2})}, {{DType::I64, {2, 3}}}};
+  EXPECT_NE(errorOf(c).find("data-dependent output: the plan has 3 entries"), std::string::npos);
+  expectValues<int64_t>(run1("NonZero", {}, {f32({2, 2}, {1, 0, 0, 2})}, DType::I64, {2, 2}), {2, 2},
+                        {0, 1, 0, 1});
+}
+
+}  // namespace
+}  // namespace tandem
