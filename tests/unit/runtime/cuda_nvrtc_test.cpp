@@ -364,13 +364,13 @@ TEST(Nvrtc, FusedGroupsTheBackendCannotRunAreLoadErrors) {
        "no kernel for fusion kind 'conv-epilogue'"},
       {fusedStep("elementwise", {"Pow", "Relu"}, {{0, 0}, {-2}}, {1}), {x}, "Pow is not an op of the generated"},
       {fusedStep("elementwise", {"Add", "Relu"}, {{0, 1}, {-2}}, {1}), {x, bcast}, "neither the output's shape"},
-      {fusedStep("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}}, {1}), {x, {DType::F32, {8, 8}}}, "exact Gelu"},
+      {fusedStep("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}, {-2}}, {1}), {x, {DType::F32, {8, 8}}},
+       "exact Gelu"},
       {fusedStep("gemm-epilogue", {"Gemm", "Sigmoid"}, {{0, 1}, {-2}}, {1}), {x, {DType::F32, {8, 8}}},
        "Sigmoid is not a cuBLASLt epilogue"},
       {fusedStep("add-layernorm", {"Add", "LayerNormalization"}, {{0, 1}, {-2, 1}}, {1}), {x, bcast},
        "no broadcasting"},
   };
-  cases[3].step = fusedStep("gemm-epilogue", {"Gemm", "Gelu"}, {{0, 1}, {-2}}, {1});
   for (Case& c : cases) {
     std::unique_ptr<Kernel> k;
     Status st = createFusedOn(dc, c.step, c.in, {x}, {}, &k);
