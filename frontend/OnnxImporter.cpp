@@ -17,6 +17,7 @@
 #include "compiler/TandemDialect.h"
 #include "frontend/OnnxTensor.h"
 #include "runtime/FileIO.h"
+#include "runtime/OpTable.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -281,7 +282,8 @@ mlir::LogicalResult OnnxImporter::indexGraph() {
     }
     if (opset_ == 0)
       return failNode(i, "the model imports no opset of the default ONNX domain (opset_import)");
-    if (!isKnownOp(n.op_type()))
+    // Tandem's own ops (kTandemDomain: the backward ops autodiff builds) are in no ONNX domain.
+    if (!isKnownOp(n.op_type()) || opHas(n.op_type(), kTandemDomain))
       return failNode(i, "unsupported op type '" + n.op_type() + "'");
     if (mlir::failed(checkLegacyOp(i))) return mlir::failure();
     for (const std::string& in : n.input()) {

@@ -152,6 +152,11 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.flops = (operand(in, 0) ? c.numel(in[0]) : 0) + y;
   } else if (op == "LayerNormalization") {
     w.flops = (operand(in, 2) ? 7 : 6) * y;
+  } else if (op == "SoftmaxCrossEntropyLoss" || op == "NegativeLogLikelihoodLoss") {
+    // Per label: pick, weight, accumulate (3); SCE adds a log-softmax over every score (max,
+    // subtract, exp as 4, sum: 7, as Softmax's row counts 8 with its divide).
+    const double labels = operand(in, 1) ? c.numel(in[1]) : 0;
+    w.flops = 3 * labels + (op == "SoftmaxCrossEntropyLoss" && operand(in, 0) ? 7 * c.numel(in[0]) : 0);
   } else if (kind == OpWorkKind::Data) {
     w.flops = 0;
   } else if (op == "Slice") {

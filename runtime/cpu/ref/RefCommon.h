@@ -188,6 +188,7 @@ void registerNormKernels(KernelRegistry& r);         // Normalization.cpp
 void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
+void registerLossKernels(KernelRegistry& r);         // Loss.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

@@ -196,6 +196,16 @@ TEST_F(ImporterModels, ForeignDomain) {
                        "(only the default ONNX domain is)");
 }
 
+// The backward ops autodiff builds are Tandem's own: no ONNX model may name them.
+TEST_F(ImporterModels, TandemDomainOpIsNotImported) {
+  Model m;
+  m.input("dy", {}).input("lp", {2, 3}).input("y", {2}, onnx::TensorProto::INT64);
+  m.node("SoftmaxCrossEntropyLossGrad", {"dy", "lp", "y"}, {"dx"}, "g");
+  m.output("dx");
+  EXPECT_EQ(import(m), "m.onnx: node 'g' (SoftmaxCrossEntropyLossGrad): unsupported op type "
+                       "'SoftmaxCrossEntropyLossGrad'");
+}
+
 TEST_F(ImporterModels, UnusedForeignDomainImportIsFine) {
   Model m = addRelu();
   auto* o = m.m.add_opset_import();

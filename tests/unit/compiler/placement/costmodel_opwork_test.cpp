@@ -119,6 +119,20 @@ TEST(OpWork, ReductionsAndNormalisations) {
   EXPECT_DOUBLE_EQ(bn.bytes, (2 * 200704.0 + 4 * 64) * 4);
 }
 
+TEST(OpWork, LossesAndTheirGradients) {
+  const TensorType labels{DType::I64, {8, 4}};
+  // A pick, weight and sum per label; SCE adds a log-softmax over the 8*10*4 scores.
+  OpWork nll = work("NegativeLogLikelihoodLoss", {f32({8, 10, 4}), labels}, {f32({})});
+  EXPECT_DOUBLE_EQ(nll.flops, 3.0 * 32);
+  EXPECT_FALSE(nll.estimated);
+  EXPECT_DOUBLE_EQ(work("SoftmaxCrossEntropyLoss", {f32({8, 10, 4}), labels}, {f32({})}).flops,
+                   3.0 * 32 + 7.0 * 320);
+  // The gradients count the d-input they write.
+  EXPECT_DOUBLE_EQ(work("SoftmaxCrossEntropyLossGrad", {f32({}), f32({8, 10}), TensorType{DType::I64, {8}}},
+                        {f32({8, 10})}).flops,
+                   6.0 * 80);
+}
+
 TEST(OpWork, DataMovementMovesBytesOnly) {
   AttrMap perm;
   perm.set("perm", Attr::ofInts({2, 0, 1}));
