@@ -200,9 +200,22 @@ def Tandem_SoftmaxCrossEntropyLossOp : Tandem_OnnxOp<"softmax_cross_entropy_loss
     (ins Str:$reduction, Int:$ignore_index)>;
 
 //===----------------------------------------------------------------------===//
-// Training: loss gradients (Tandem's)
+// Training: optimizer updates (ai.onnx.preview.training) and loss gradients (Tandem's)
 //===----------------------------------------------------------------------===//
 
+def Tandem_AdagradOp : Tandem_DomainOp<"adagrad", "Adagrad", "ai.onnx.preview.training", "1",
+    "Adagrad update of N tensors: R, T, X1..XN, G1..GN, H1..HN -> X_new1..N, H_new1..N",
+    "https://onnx.ai/onnx/operators/onnx_aionnxpreviewtraining_Adagrad.html",
+    (ins Float:$decay_factor, Float:$epsilon, Float:$norm_coefficient)>;
+def Tandem_AdamOp : Tandem_DomainOp<"adam", "Adam", "ai.onnx.preview.training", "1",
+    "Adam update of N tensors: R, T, X1..N, G1..N, V1..N, H1..N -> X_new, V_new, H_new (each 1..N)",
+    "https://onnx.ai/onnx/operators/onnx_aionnxpreviewtraining_Adam.html",
+    (ins Float:$alpha, Float:$beta, Float:$epsilon, Float:$norm_coefficient,
+         Float:$norm_coefficient_post)>;
+def Tandem_MomentumOp : Tandem_DomainOp<"momentum", "Momentum", "ai.onnx.preview.training", "1",
+    "SGD with momentum (standard or nesterov) of N tensors: R, T, X1..N, G1..N, V1..N -> X_new, V_new",
+    "https://onnx.ai/onnx/operators/onnx_aionnxpreviewtraining_Momentum.html",
+    (ins Float:$alpha, Float:$beta, Str:$mode, Float:$norm_coefficient)>;
 def Tandem_NegativeLogLikelihoodLossGradOp : Tandem_DomainOp<"negative_log_likelihood_loss_grad",
     "NegativeLogLikelihoodLossGrad", "tandem", "1",
     "d input of NegativeLogLikelihoodLoss from dY: dY, input, target[, weight] -> d_input",

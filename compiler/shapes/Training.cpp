@@ -1,5 +1,6 @@
-// Shape functions of the losses (ONNX NegativeLogLikelihoodLoss-13, SoftmaxCrossEntropyLoss-13) and
-// their gradients (Tandem's NegativeLogLikelihoodLossGrad, SoftmaxCrossEntropyLossGrad).
+// Shape functions of the losses (ONNX NegativeLogLikelihoodLoss-13, SoftmaxCrossEntropyLoss-13),
+// their gradients (Tandem's NegativeLogLikelihoodLossGrad, SoftmaxCrossEntropyLossGrad) and the
+// optimizer updates of ai.onnx.preview.training-1 (Adagrad, Adam, Momentum).
 #include "compiler/shapes/ShapeFns.h"
 
 namespace tandem::shapes {
@@ -77,6 +78,56 @@ std::string inferLossGrad(const Ctx& c) {
                   (reduction == "none" ? dimsStr(label) : std::string("[] (a scalar)")) +
                   " for reduction=" + reduction);
   c.set(0, c.in[1].dtype, c.in[1].dims);
+  return "";
+}
+
+std::string inferOptimizer(const Ctx& c) {
+  // R (float scalar), T (i64 scalar), then N of each of X, G and the per-tensor state (Adagrad:
+  // H; Momentum: V; Adam: V, H), all Xi's shape and dtype. Results: X_new and the new state,
+  // grouped the same way (Adam: X_new1..N, V_new1..N, H_new1..N).
+  const size_t groups = c.op == "Adam" ? 4 : 3;  // X, G, state...
+  size_t n = c.in.size();
+  if (n < 2 + groups || (n - 2) % groups != 0)
+    return c.op + " expects 2 + " + std::to_string(groups) + "*N inputs (R, T, then N of X, G" +
+           (groups == 4 ? ", V, H" : c.op == "Adagrad" ? ", H" : ", V") + "), got " +
+           std::to_string(n);
+  const size_t tensors = (n - 2) / groups;
+  if (c.numResults != (groups - 1) * tensors)
+    return c.op + " expects " + std::to_string((groups - 1) * tensors) + " results for " +
+           std::to_string(tensors) + " tensor(s), got " + std::to_string(c.numResults);
+  for (size_t i = 0; i < n; ++i)
+    if (!c.has(i)) return c.fail(operandLabel(i, nullptr) + " is required but absent");
+  static const std::vector<const char*> names = {"R", "T"};
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 1, {DType::I64}, names); !e.empty()) return e;
+  for (size_t i = 0; i < 2; ++i)
+    if (!c.in[i].dims.empty())
+      return c.fail(operandLabel(i, names[i]) + " must be a scalar, got shape " +
+                    dimsStr(c.in[i].dims));
+  for (size_t t = 0; t < tensors; ++t) {
+    const size_t x = 2 + t;
+    if (auto e = checkDTypeIn(c, x, kFloatTypes); !e.empty()) return e;
+    for (size_t g = 1; g < groups; ++g) {
+      const size_t j = x + g * tensors;
+      if (auto e = checkSameDType(c, j, x); !e.empty()) return e;
+      bool same = c.in[j].dims.size() == c.in[x].dims.size();
+      for (size_t d = 0; same && d < c.in[x].dims.size(); ++d)
+        same = dimsAgree(c.in[j].dims[d], c.in[x].dims[d]);
+      if (!same)
+        return c.fail(operandLabel(j, nullptr) + " shape " + dimsStr(c.in[j].dims) +
+                      " differs from " + operandLabel(x, nullptr) + " (X" + std::to_string(t + 1) +
+                      ") shape " + dimsStr(c.in[x].dims));
+    }
+    for (size_t g = 0; g + 1 < groups; ++g) c.set(t + g * tensors, c.in[x].dtype, c.in[x].dims);
+  }
+  if (c.op == "Momentum") {
+    // Momentum-1 has no defaults.
+    for (const char* name : {"alpha", "beta", "mode", "norm_coefficient"})
+      if (!c.attrs.has(name)) return c.fail(std::string("attribute ") + name + " is required");
+    std::string mode = c.attrs.getString("mode", "standard");
+    if (mode != "standard" && mode != "nesterov")
+      return c.fail("attribute mode='" + mode + "' is not one of standard, nesterov");
+  }
   return "";
 }
 

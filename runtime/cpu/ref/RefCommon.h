@@ -189,6 +189,7 @@ void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
 void registerLossKernels(KernelRegistry& r);         // Loss.cpp
+void registerOptimizerKernels(KernelRegistry& r);    // Optimizer.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

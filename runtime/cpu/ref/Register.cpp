@@ -18,6 +18,7 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerTensorKernels(r);
   ref::registerIndexingKernels(r);
   ref::registerLossKernels(r);
+  ref::registerOptimizerKernels(r);
   ref::registerFusedKernels(r);
 }
 

@@ -1,5 +1,5 @@
 // Unit tests of the training shape functions: the losses (NegativeLogLikelihoodLoss,
-// SoftmaxCrossEntropyLoss) and their gradients.
+// SoftmaxCrossEntropyLoss), their gradients and the optimizer updates (Adagrad, Adam, Momentum).
 #include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
@@ -57,6 +57,38 @@ TEST(LossGrad, IsTheScoresShapeAndChecksDY) {
                    Attrs({S("reduction", "none")})),
              "SoftmaxCrossEntropyLossGrad: input 0 (dY) shape [] is not the loss's shape [2] for "
              "reduction=none");
+}
+
+TEST(Optimizer, ResultsAreGroupedLikeTheInputs) {
+  // Adam of two tensors: R, T, X1, X2, G1, G2, V1, V2, H1, H2 -> X1', X2', V1', V2', H1', H2'.
+  auto r = infer("Adam",
+                 {F32({}), I64({}), F64({3}), F64({2, 2}), F64({3}), F64({2, 2}), F64({3}),
+                  F64({2, 2}), F64({3}), F64({2, 2})},
+                 Attrs(), 6);
+  ASSERT_EQ(r.err, "");
+  for (size_t i : {0, 2, 4}) {
+    EXPECT_EQ(r.dims(i), (Dims{3})) << i;
+    EXPECT_EQ(r.dims(i + 1), (Dims{2, 2})) << i;
+    EXPECT_EQ(r.dtype(i), DType::F64) << i;
+  }
+  auto a = infer("Adagrad", {F32({}), I64({}), F32({4}), F32({4}), F32({4})}, Attrs(), 2);
+  ASSERT_EQ(a.err, "");
+  EXPECT_EQ(a.dims(1), (Dims{4}));
+}
+
+TEST(Optimizer, Errors) {
+  EXPECT_ERR(infer("Adagrad", {F32({}), I64({}), F32({4}), F32({4})}, Attrs(), 2),
+             "Adagrad expects 2 + 3*N inputs (R, T, then N of X, G, H), got 4");
+  EXPECT_ERR(infer("Adagrad", {F32({}), I64({}), F32({4}), F32({4}), F32({4})}, Attrs(), 3),
+             "Adagrad expects 2 results for 1 tensor(s), got 3");
+  EXPECT_ERR(infer("Adagrad", {F32({}), I64({}), F32({4}), F32({5}), F32({4})}, Attrs(), 2),
+             "Adagrad: input 3 shape [5] differs from input 2 (X1) shape [4]");
+  EXPECT_ERR(infer("Adagrad", {F32({1}), I64({}), F32({4}), F32({4}), F32({4})}, Attrs(), 2),
+             "Adagrad: input 0 (R) must be a scalar, got shape [1]");
+  EXPECT_ERR(infer("Adagrad", {F32({}), T(DType::I32, {}), F32({4}), F32({4}), F32({4})}, Attrs(), 2),
+             "Adagrad: input 1 (T) has dtype i32 but must be one of i64");
+  EXPECT_ERR(infer("Momentum", {F32({}), I64({}), F32({4}), F32({4}), F32({4})}, Attrs(), 2),
+             "Momentum: attribute alpha is required");
 }
 
 }  // namespace
