@@ -213,7 +213,8 @@ def Tandem_AdamOp : Tandem_DomainOp<"adam", "Adam", "ai.onnx.preview.training", 
     (ins Float:$alpha, Float:$beta, Float:$epsilon, Float:$norm_coefficient,
          Float:$norm_coefficient_post)>;
 def Tandem_MomentumOp : Tandem_DomainOp<"momentum", "Momentum", "ai.onnx.preview.training", "1",
-    "SGD with momentum (standard or nesterov) of N tensors: R, T, X1..N, G1..N, V1..N -> X_new, V_new",
+    "SGD with momentum (standard or nesterov) of N tensors: R, T, X1..N, G1..N, V1..N -> "
+      # "X_new, V_new",
     "https://onnx.ai/onnx/operators/onnx_aionnxpreviewtraining_Momentum.html",
     (ins Float:$alpha, Float:$beta, Str:$mode, Float:$norm_coefficient)>;
 def Tandem_NegativeLogLikelihoodLossGradOp : Tandem_DomainOp<"negative_log_likelihood_loss_grad",

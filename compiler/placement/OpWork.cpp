@@ -156,7 +156,8 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     // Per label: pick, weight, accumulate (3); SCE adds a log-softmax over every score (max,
     // subtract, exp as 4, sum: 7, as Softmax's row counts 8 with its divide).
     const double labels = operand(in, 1) ? c.numel(in[1]) : 0;
-    w.flops = 3 * labels + (op == "SoftmaxCrossEntropyLoss" && operand(in, 0) ? 7 * c.numel(in[0]) : 0);
+    w.flops = 3 * labels;
+    if (op == "SoftmaxCrossEntropyLoss" && operand(in, 0)) w.flops += 7 * c.numel(in[0]);
   } else if (op == "Adam" || op == "Momentum" || op == "Adagrad") {
     // One pass per tensor over X, G and the state; FLOPs per element of X: Adam regularise
     // (2), two moment updates (3 + 4), sqrt + epsilon (2), divide and step (3); Momentum

@@ -100,7 +100,8 @@ std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax Reduce
 std::string inferArgMax(const Ctx& c);
 // Training.cpp
 std::string inferLoss(const Ctx& c);          // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
-std::string inferLossGrad(const Ctx& c);      // NegativeLogLikelihoodLossGrad SoftmaxCrossEntropyLossGrad
+std::string inferLossGrad(const Ctx& c);      // NegativeLogLikelihoodLossGrad
+                                              // SoftmaxCrossEntropyLossGrad
 std::string inferOptimizer(const Ctx& c);     // Adagrad Adam Momentum
 // Tensor.cpp
 std::string inferFlatten(const Ctx& c);

@@ -72,7 +72,8 @@ std::string inferLossGrad(const Ctx& c) {
   const auto& dy = c.in[0].dims;
   const auto& label = c.in[2].dims;
   bool ok = reduction == "none" ? dy.size() == label.size() : dy.empty();
-  for (size_t d = 0; ok && reduction == "none" && d < dy.size(); ++d) ok = dimsAgree(dy[d], label[d]);
+  for (size_t d = 0; ok && reduction == "none" && d < dy.size(); ++d)
+    ok = dimsAgree(dy[d], label[d]);
   if (!ok)
     return c.fail("input 0 (dY) shape " + dimsStr(dy) + " is not the loss's shape " +
                   (reduction == "none" ? dimsStr(label) : std::string("[] (a scalar)")) +

@@ -43,7 +43,8 @@ Status readSpec(const KernelContext& ctx, size_t s, size_t l, size_t w, LossSpec
     return opError(ctx, std::string("scores must be f32 or f64, got ") + dtypeName(x.dtype));
   if (!contains(indexTypes(), y.dtype))
     return opError(ctx, std::string("labels must be i32 or i64, got ") + dtypeName(y.dtype));
-  if (x.shape.size() < 2) return opError(ctx, "scores must have rank >= 2, got " + shapeToString(x.shape));
+  if (x.shape.size() < 2)
+    return opError(ctx, "scores must have rank >= 2, got " + shapeToString(x.shape));
   Shape expect = x.shape;
   expect.erase(expect.begin() + 1);
   if (y.shape != expect)
@@ -55,7 +56,8 @@ Status readSpec(const KernelContext& ctx, size_t s, size_t l, size_t w, LossSpec
   if (inputPresent(ctx, w) &&
       (ctx.inputTypes[w].dtype != x.dtype || ctx.inputTypes[w].shape != Shape{spec->C}))
     return opError(ctx, "weight must be " + std::string(dtypeName(x.dtype)) + "[" +
-                            std::to_string(spec->C) + "], got " + dtypeName(ctx.inputTypes[w].dtype) +
+                            std::to_string(spec->C) + "], got " +
+                            dtypeName(ctx.inputTypes[w].dtype) +
                             shapeToString(ctx.inputTypes[w].shape));
   return Status::ok();
 }
@@ -79,10 +81,10 @@ bool labelWeight(const LossSpec& spec, L t, const T* weight, double* w) {
 }
 
 Status badLabel(const OpName& op, const LossSpec& spec, int64_t t, int64_t at) {
-  return opError(op, "label " + std::to_string(t) + " at element " + std::to_string(at) +
-                         " is outside [0, " + std::to_string(spec.C) + ")" +
-                         (spec.hasIgnore ? " and is not ignore_index " + std::to_string(spec.ignoreIndex)
-                                         : std::string()));
+  std::string msg = "label " + std::to_string(t) + " at element " + std::to_string(at) +
+                    " is outside [0, " + std::to_string(spec.C) + ")";
+  if (spec.hasIgnore) msg += " and is not ignore_index " + std::to_string(spec.ignoreIndex);
+  return opError(op, msg);
 }
 
 // Log-softmax over C of one n: lse[d] = max_c x + log(sum_c exp(x - max)), so logp = x - lse.

@@ -35,7 +35,8 @@ StepScalars stepScalars(const OptimizerAttrs& a, double r, int64_t t) {
     case Kind::Adagrad: s.rate = r / (1 + (double)t * a.decay); break;
     case Kind::Adam:
       // Bias correction of both moments folded into the rate (Kingma & Ba 2015, section 2).
-      s.rate = t > 0 ? r * std::sqrt(1 - std::pow(a.beta, (double)t)) / (1 - std::pow(a.alpha, (double)t))
+      s.rate = t > 0 ? r * std::sqrt(1 - std::pow(a.beta, (double)t)) /
+                           (1 - std::pow(a.alpha, (double)t))
                      : r;
       break;
     case Kind::Momentum:
@@ -126,8 +127,8 @@ Status createOptimizer(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const size_t groups = a.kind == Kind::Adam ? 4 : 3;  // X, G, then the states
   const size_t nIn = ctx.inputTypes.size();
   if (nIn < 2 + groups || (nIn - 2) % groups != 0)
-    return opError(ctx, "expects R, T and " + std::to_string(groups) + " operands per tensor, got " +
-                            std::to_string(nIn) + " inputs");
+    return opError(ctx, "expects R, T and " + std::to_string(groups) +
+                            " operands per tensor, got " + std::to_string(nIn) + " inputs");
   const size_t tensors = (nIn - 2) / groups;
   if (ctx.outputTypes.size() != (groups - 1) * tensors)
     return opError(ctx, "expects " + std::to_string((groups - 1) * tensors) + " outputs for " +
@@ -139,7 +140,8 @@ Status createOptimizer(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return opError(ctx, "R must be an f32 or f64 scalar");
   if (T.dtype != DType::I64 || !T.shape.empty()) return opError(ctx, "T must be an i64 scalar");
   const DType dt = ctx.inputTypes[2].dtype;
-  if (!contains(floatTypes(), dt)) return opError(ctx, std::string("X must be f32 or f64, got ") + dtypeName(dt));
+  if (!contains(floatTypes(), dt))
+    return opError(ctx, std::string("X must be f32 or f64, got ") + dtypeName(dt));
   std::vector<int64_t> sizes(tensors);
   for (size_t t = 0; t < tensors; ++t) {
     const TensorType& x = ctx.inputTypes[2 + t];

@@ -99,10 +99,12 @@ Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     bool* maskData = mask ? mask->data<bool>() : nullptr;
     const bool done = dispatchFloat(dt, [&](auto tag) {
       using T = decltype(tag);
-      dropoutTraining<T>(m, r, in[0]->numel(), threads, in[0]->data<T>(), outs[0]->data<T>(), maskData);
+      dropoutTraining<T>(m, r, in[0]->numel(), threads, in[0]->data<T>(), outs[0]->data<T>(),
+                         maskData);
     });
     if (!done)
-      return opError(names, std::string("training mode needs f32 or f64 data, got ") + dtypeName(dt));
+      return opError(names,
+                     std::string("training mode needs f32 or f64 data, got ") + dtypeName(dt));
     return Status::ok();
   });
 }

@@ -134,13 +134,13 @@ TEST(OpWork, LossesAndOptimizerUpdates) {
                      {f32({100}), f32({50}), f32({100}), f32({50}), f32({100}), f32({50})});
   EXPECT_DOUBLE_EQ(adam.flops, 14.0 * 150);
   EXPECT_FALSE(adam.estimated);
-  EXPECT_DOUBLE_EQ(work("Momentum", {r, t, f32({64}), f32({64}), f32({64})}, {f32({64}), f32({64})}).flops,
-                   6.0 * 64);
-  EXPECT_DOUBLE_EQ(work("Adagrad", {r, t, f32({64}), f32({64}), f32({64})}, {f32({64}), f32({64})}).flops,
-                   9.0 * 64);
+  const std::vector<TensorType> xgv = {r, t, f32({64}), f32({64}), f32({64})};
+  EXPECT_DOUBLE_EQ(work("Momentum", xgv, {f32({64}), f32({64})}).flops, 6.0 * 64);
+  EXPECT_DOUBLE_EQ(work("Adagrad", xgv, {f32({64}), f32({64})}).flops, 9.0 * 64);
   // The gradients count the d-input they write.
-  EXPECT_DOUBLE_EQ(work("SoftmaxCrossEntropyLossGrad", {f32({}), f32({8, 10}), TensorType{DType::I64, {8}}},
-                        {f32({8, 10})}).flops,
+  EXPECT_DOUBLE_EQ(work("SoftmaxCrossEntropyLossGrad",
+                        {f32({}), f32({8, 10}), TensorType{DType::I64, {8}}}, {f32({8, 10})})
+                       .flops,
                    6.0 * 80);
 }
 
