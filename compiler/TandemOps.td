@@ -83,6 +83,21 @@ class Tandem_OnnxOp<string mnemonic, string onnxName, string onnxVersion, string
   }];
 }
 
+// An op of another domain: ONNX's ai.onnx.preview.training (Adam, ...), or Tandem's own
+// training ops (the backward kernels the autodiff pass emits, named like ONNX Runtime's training
+// ops). Same operand and attribute conventions as Tandem_OnnxOp; `spec` says where its semantics
+// are written.
+class Tandem_DomainOp<string mnemonic, string onnxName, string domain, string onnxVersion,
+                      string what, string spec, dag attrs = (ins)>
+    : Tandem_OnnxOp<mnemonic, onnxName, onnxVersion, what, attrs> {
+  let summary = domain # " " # onnxName # "-" # onnxVersion # ": " # what;
+  let description = [{
+    Domain }] # domain # [{, version }] # onnxVersion # [{. Semantics: }] # spec # [{. Operands
+    are in positional order; a skipped optional operand followed by a present one is a
+    `tandem.none` value.
+  }];
+}
+
 // Attribute kinds as ONNX AttributeProto has them.
 defvar Int = OptionalAttr<I64Attr>;
 defvar Float = OptionalAttr<F32Attr>;
@@ -181,6 +196,45 @@ def Tandem_LRNOp : Tandem_OnnxOp<"lrn", "LRN", "13",
 def Tandem_LayerNormalizationOp : Tandem_OnnxOp<"layer_normalization", "LayerNormalization",
     "17", "normalise over the dims from `axis` on, then scale and bias",
     (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;
+
+def Tandem_NegativeLogLikelihoodLossOp : Tandem_OnnxOp<"negative_log_likelihood_loss",
+    "NegativeLogLikelihoodLoss", "13",
+    "-input[n, target, d...] * weight[target], reduced by `reduction` (none, sum, mean)",
+    (ins Str:$reduction, Int:$ignore_index)>;
+def Tandem_SoftmaxCrossEntropyLossOp : Tandem_OnnxOp<"softmax_cross_entropy_loss",
+    "SoftmaxCrossEntropyLoss", "13",
+    "NegativeLogLikelihoodLoss of LogSoftmax over axis 1; optional second output log_prob",
+    (ins Str:$reduction, Int:$ignore_index)>;
+
+//===----------------------------------------------------------------------===//
+// Training: optimizer updates (ai.onnx.preview.training) and loss gradients (Tandem's)
+//===----------------------------------------------------------------------===//
+
+def Tandem_AdagradOp : Tandem_DomainOp<"adagrad", "Adagrad", "ai.onnx.preview.training", "1",
+    "Adagrad update of N tensors: R, T, X1..XN, G1..GN, H1..HN -> X_new1..N, H_new1..N",
+    "https://onnx.ai/onnx/operators/onnx_aionnxpreviewtraining_Adagrad.html",
+    (ins Float:$decay_factor, Float:$epsilon, Float:$norm_coefficient)>;
+def Tandem_AdamOp : Tandem_DomainOp<"adam", "Adam", "ai.onnx.preview.training", "1",
+    "Adam update of N tensors: R, T, X1..N, G1..N, V1..N, H1..N -> X_new, V_new, H_new (each 1..N)",
+    "https://onnx.ai/onnx/operators/onnx_aionnxpreviewtraining_Adam.html",
+    (ins Float:$alpha, Float:$beta, Float:$epsilon, Float:$norm_coefficient,
+         Float:$norm_coefficient_post)>;
+def Tandem_MomentumOp : Tandem_DomainOp<"momentum", "Momentum", "ai.onnx.preview.training", "1",
+    "SGD with momentum (standard or nesterov) of N tensors: R, T, X1..N, G1..N, V1..N -> "
+      # "X_new, V_new",
+    "https://onnx.ai/onnx/operators/onnx_aionnxpreviewtraining_Momentum.html",
+    (ins Float:$alpha, Float:$beta, Str:$mode, Float:$norm_coefficient)>;
+def Tandem_NegativeLogLikelihoodLossGradOp : Tandem_DomainOp<"negative_log_likelihood_loss_grad",
+    "NegativeLogLikelihoodLossGrad", "tandem", "1",
+    "d input of NegativeLogLikelihoodLoss from dY: dY, input, target[, weight] -> d_input",
+    "runtime/cpu/ref/Loss.cpp (the derivative of ONNX NegativeLogLikelihoodLoss-13)",
+    (ins Str:$reduction, Int:$ignore_index)>;
+def Tandem_SoftmaxCrossEntropyLossGradOp : Tandem_DomainOp<"softmax_cross_entropy_loss_grad",
+    "SoftmaxCrossEntropyLossGrad", "tandem", "1",
+    "d logits of SoftmaxCrossEntropyLoss from dY: dY, log_prob, label[, weight] -> d_logits",
+    "ONNX Runtime's training op SoftmaxCrossEntropyLossGrad (com.microsoft-1), the derivative "
+      # "of ONNX SoftmaxCrossEntropyLoss-13",
+    (ins Str:$reduction, Int:$ignore_index)>;
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling

@@ -17,6 +17,7 @@
 #include "compiler/TandemDialect.h"
 #include "frontend/OnnxTensor.h"
 #include "runtime/FileIO.h"
+#include "runtime/OpTable.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -30,6 +31,8 @@ constexpr int64_t kMaxOpset = 17;
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// The optimizer updates (Adam, Adagrad, Momentum) live in this domain, at version 1 only.
+constexpr const char* kPreviewTrainingDomain = "ai.onnx.preview.training";
 
 const char* attrTypeName(onnx::AttributeProto::AttributeType t) {
   switch (t) {
@@ -110,6 +113,7 @@ class OnnxImporter {
   mlir::LogicalResult convertAttribute(int index, const onnx::AttributeProto& a,
                                        mlir::Attribute* out);
   mlir::LogicalResult normalise(int index, mlir::Location loc, NodeForm* f);
+  mlir::LogicalResult checkDomain(int index);
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
   mlir::FailureOr<mlir::Operation*> create(int index, mlir::Location loc, const NodeForm& f);
@@ -131,6 +135,7 @@ class OnnxImporter {
   mlir::Location fileLoc_;
   const onnx::GraphProto* graph_ = nullptr;
   int64_t opset_ = 0;
+  int64_t previewTrainingOpset_ = 0;  // version of ai.onnx.preview.training imported, 0 if none
 
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, int> producer_;  // value name → index of the node making it
@@ -212,6 +217,7 @@ mlir::OwningOpRef<mlir::ModuleOp> OnnxImporter::import(const onnx::ModelProto& m
 mlir::LogicalResult OnnxImporter::checkOpsets(const onnx::ModelProto& model) {
   bool found = false;
   for (const auto& o : model.opset_import()) {
+    if (o.domain() == kPreviewTrainingDomain) previewTrainingOpset_ = o.version();
     if (!isDefaultDomain(o.domain())) continue;  // other domains are checked per node
     found = true;
     opset_ = o.version();
@@ -276,15 +282,7 @@ mlir::LogicalResult OnnxImporter::indexGraph() {
   }
   for (int i = 0; i < graph_->node_size(); ++i) {
     const onnx::NodeProto& n = graph_->node(i);
-    if (!isDefaultDomain(n.domain())) {
-      return failNode(i, "op domain '" + n.domain() + "' is not supported (only the default "
-                         "ONNX domain is)");
-    }
-    if (opset_ == 0)
-      return failNode(i, "the model imports no opset of the default ONNX domain (opset_import)");
-    if (!isKnownOp(onnxOpset17Name(n.op_type())))
-      return failNode(i, "unsupported op type '" + n.op_type() + "'");
-    if (mlir::failed(checkLegacyOp(i))) return mlir::failure();
+    if (mlir::failed(checkDomain(i))) return mlir::failure();
     for (const std::string& in : n.input()) {
       if (in.empty() || producer_.count(in) || graphInputs_.count(in) || initializers_.count(in))
         continue;
@@ -303,6 +301,41 @@ mlir::LogicalResult OnnxImporter::indexGraph() {
     }
   }
   return mlir::success();
+}
+
+// A node's op must be one of its domain's: the default ONNX domain's ops at the model's opset, or
+// the optimizer updates of ai.onnx.preview.training-1. Tandem's own ops (kTandemDomain: the
+// backward ops autodiff builds) are in no ONNX domain, so a model cannot name them.
+mlir::LogicalResult OnnxImporter::checkDomain(int index) {
+  const onnx::NodeProto& n = graph_->node(index);
+  const OpInfo* info = findOp(n.op_type());
+  if (n.domain() == kPreviewTrainingDomain) {
+    if (!info || !info->has(kPreviewTraining))
+      return failNode(index, "unsupported op type '" + n.op_type() + "' of domain " +
+                                 kPreviewTrainingDomain + " (supported: Adagrad, Adam, Momentum)");
+    if (previewTrainingOpset_ == 0)
+      return failNode(index, std::string("the model imports no opset of domain ") +
+                                 kPreviewTrainingDomain + " (opset_import)");
+    if (previewTrainingOpset_ != 1)
+      return failNode(index, std::string("domain ") + kPreviewTrainingDomain + " version " +
+                                 std::to_string(previewTrainingOpset_) +
+                                 " is not supported (supported: 1)");
+    return mlir::success();
+  }
+  if (!isDefaultDomain(n.domain())) {
+    return failNode(index, "op domain '" + n.domain() + "' is not supported (only the default "
+                           "ONNX domain and " + kPreviewTrainingDomain + " are)");
+  }
+  if (opset_ == 0)
+    return failNode(index, "the model imports no opset of the default ONNX domain (opset_import)");
+  if (!isKnownOp(onnxOpset17Name(n.op_type())) ||
+      (info && (info->flags & (kPreviewTraining | kTandemDomain)))) {
+    std::string where = info && info->has(kPreviewTraining)
+                            ? std::string(" (it is an op of domain ") + kPreviewTrainingDomain + ")"
+                            : "";
+    return failNode(index, "unsupported op type '" + n.op_type() + "'" + where);
+  }
+  return checkLegacyOp(index);
 }
 
 // Kahn's algorithm, taking the lowest file index among ready nodes so a sorted graph keeps its

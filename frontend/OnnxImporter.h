@@ -18,7 +18,8 @@ struct ImportOptions {
 };
 
 /// Imports an ONNX model file (opsets 7–17 of the default domain; opset 1–6 models are accepted
-/// node by node where the op is unchanged up to opset 7 or has an exact rewrite). Initializers become
+/// node by node where the op is unchanged up to opset 7 or has an exact rewrite; the optimizer
+/// updates Adagrad, Adam and Momentum from ai.onnx.preview.training-1). Initializers become
 /// tandem.constant ops, graph inputs (minus initializers) the function's arguments, symbolic
 /// dims (dim_param) are dynamic dims whose names are kept in the arg attribute
 /// `tandem.dim_params`. Older opsets are normalised to opset-17 form (e.g. Squeeze-11's axes

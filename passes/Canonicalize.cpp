@@ -66,7 +66,7 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     //    d. an op whose operands are all constants is evaluated with its CPU kernel from the
     //       registry and replaced by tandem.constant results, unless the results would exceed
     //       fold-limit elements and the inputs' size (Expand/Tile would bloat the plan). Ops
-    //       with no CPU kernel are left alone.
+    //       with no CPU kernel, and a Dropout that may train (random), are left alone.
     // 2. Erase ops whose results are unused (all tandem ops are pure), last to first.
     // 3. MLIR's CSE merges identical ops, duplicate constants included.
     // 4. @main's result types follow the returned values.
@@ -92,7 +92,10 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
       if (type == "Shape" && foldShape(rewriter, &op)) continue;
       if (type == "BatchNormalization" && foldBatchNormIntoConv(rewriter, &op)) continue;
       if (rewriteCompositeOp(rewriter, &op)) continue;
-      if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), isConstantOrNone)) {
+      // A Dropout left here may train: its mask comes from the seed the plan is loaded with
+      // (LoadOptions::seed) unless the op has its own, so it is drawn at run time.
+      if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), isConstantOrNone) &&
+          type != "Dropout") {
         mlir::FailureOr<bool> folded = foldWithKernel(rewriter, &op, type);
         if (mlir::failed(folded)) return signalPassFailure();
       }

@@ -30,6 +30,9 @@ struct LoadOptions {
   /// CPU 3x3 convolutions as Winograd: by shape (default), F(2x2, 3x3) only, or never
   /// (runtime/Kernel.h, WinogradPolicy).
   WinogradPolicy winograd = WinogradPolicy::Auto;
+  /// Seed of the random ops that have no seed attribute of their own (Dropout in training
+  /// mode, runtime/Philox.h): the same seed gives the same masks on every device.
+  uint64_t seed = 0;
   /// Kernel choice where a CPU step has several implementations: measured and cached (default),
   /// from the cache only, or the built-in heuristic (runtime/Tuning.h, TuningMode). Default
   /// reads $TANDEM_TUNING.

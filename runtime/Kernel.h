@@ -49,6 +49,9 @@ struct KernelContext {
   std::vector<const Tensor*> constInputs;
   int threads = 1;                    // intra-op threads for this kernel
   WinogradPolicy winograd = WinogradPolicy::Auto;  // CPU convolutions (LoadOptions::winograd)
+  /// Seed of the random ops that have no seed attribute (Dropout in training mode):
+  /// LoadOptions::seed.
+  uint64_t seed = 0;
   /// Which implementation to build where a kernel has several (KernelDef::variants): "" keeps
   /// the factory's built-in heuristic; a name the def listed for this context builds exactly
   /// that one (the loader measures them, runtime/Tuning.h). A named variant that turns out

@@ -29,6 +29,10 @@ enum OpFlag : uint32_t {
                               // ...): kernels skip that check (runtime/cpu/ref/Register.cpp)
   kDnnlEltwise = 1u << 9,     // a oneDNN eltwise primitive runs it alone (DnnlEltwise.cpp
                               // registers these); every post-op is one
+  kTandemDomain = 1u << 10,     // Tandem's own op (the backward ops the autodiff pass builds):
+                                // in no ONNX domain, so the importer refuses it
+  kPreviewTraining = 1u << 11,  // an op of ONNX domain ai.onnx.preview.training, version 1
+                                // (frontend/OnnxImporter.cpp imports it from that domain only)
 };
 
 /// How compiler/placement/OpWork.cpp counts an op's FLOPs (OpTable.def explains each).

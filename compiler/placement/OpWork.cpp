@@ -152,6 +152,21 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.flops = (operand(in, 0) ? c.numel(in[0]) : 0) + y;
   } else if (op == "LayerNormalization") {
     w.flops = (operand(in, 2) ? 7 : 6) * y;
+  } else if (op == "SoftmaxCrossEntropyLoss" || op == "NegativeLogLikelihoodLoss") {
+    // Per label: pick, weight, accumulate (3); SCE adds a log-softmax over every score (max,
+    // subtract, exp as 4, sum: 7, as Softmax's row counts 8 with its divide).
+    const double labels = operand(in, 1) ? c.numel(in[1]) : 0;
+    w.flops = 3 * labels;
+    if (op == "SoftmaxCrossEntropyLoss" && operand(in, 0)) w.flops += 7 * c.numel(in[0]);
+  } else if (op == "Adam" || op == "Momentum" || op == "Adagrad") {
+    // One pass per tensor over X, G and the state; FLOPs per element of X: Adam regularise
+    // (2), two moment updates (3 + 4), sqrt + epsilon (2), divide and step (3); Momentum
+    // regularise, momentum, step (6; Nesterov's extra FMA is in the noise); Adagrad regularise,
+    // accumulate, sqrt + epsilon, divide and step (9).
+    const double perElement = op == "Adam" ? 14 : op == "Momentum" ? 6 : 9;
+    const size_t groups = op == "Adam" ? 4 : 3;
+    const size_t tensors = in.size() >= 2 ? (in.size() - 2) / groups : 0;
+    for (size_t t = 0; t < tensors; ++t) w.flops += perElement * c.numel(in[2 + t]);
   } else if (kind == OpWorkKind::Data) {
     w.flops = 0;
   } else if (op == "Slice") {

@@ -120,6 +120,11 @@ std::string inferNonMaxSuppression(const Ctx& c);
 // Reduction.cpp
 std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL2 ReduceSumSquare
 std::string inferArgMax(const Ctx& c);
+// Training.cpp
+std::string inferLoss(const Ctx& c);          // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
+std::string inferLossGrad(const Ctx& c);      // NegativeLogLikelihoodLossGrad
+                                              // SoftmaxCrossEntropyLossGrad
+std::string inferOptimizer(const Ctx& c);     // Adagrad Adam Momentum
 // Tensor.cpp
 std::string inferFlatten(const Ctx& c);
 std::string inferReshape(const Ctx& c);

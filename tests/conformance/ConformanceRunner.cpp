@@ -20,6 +20,7 @@
 
 #include "compiler/ShapeInference.h"
 #include "frontend/OnnxImporter.h"
+#include "runtime/OpTable.h"
 #include "tools/driver/Driver.h"
 
 using namespace tandem;
@@ -70,7 +71,11 @@ std::string unsupportedReason(const std::string& modelPath) {
       return "opset " + std::to_string(o.version());
   std::set<std::string> missing;
   for (auto& n : m.graph().node()) {
-    if (!n.domain().empty() && n.domain() != "ai.onnx") missing.insert(n.domain() + "." + n.op_type());
+    // The importer takes the optimizer updates from ai.onnx.preview.training.
+    const bool training = n.domain() == "ai.onnx.preview.training";
+    if (training ? !opHas(n.op_type(), kPreviewTraining)
+                 : !n.domain().empty() && n.domain() != "ai.onnx")
+      missing.insert(n.domain() + "." + n.op_type());
     else if (!isKnownOp(onnxOpset17Name(n.op_type()))) missing.insert(n.op_type());
   }
   if (!missing.empty()) {

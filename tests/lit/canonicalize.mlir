@@ -80,6 +80,21 @@ func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xi1>) {
 
 // -----
 
+// A Dropout that may train is random: not folded even on constant operands (its mask is drawn at
+// run time from the op's seed or the one the plan is loaded with).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[Y:.*]] = tandem.dropout
+// CHECK-NEXT: return %[[Y]]
+func.func @main() -> tensor<2xf32> {
+  %x = tandem.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %r = tandem.constant dense<0.5> : tensor<f32>
+  %t = tandem.constant dense<true> : tensor<i1>
+  %y = tandem.dropout %x, %r, %t : (tensor<2xf32>, tensor<f32>, tensor<i1>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
 // A Pad of constant zero pads is its input; one that shifts (pads 1 and -1: same shape) stays.
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT: %[[P:.*]] = tandem.constant dense<[0, 0, 0, 1, 0, 0, 0, -1]>

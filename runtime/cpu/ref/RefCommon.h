@@ -191,6 +191,8 @@ void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
 void registerSelectionKernels(KernelRegistry& r);    // Selection.cpp
 void registerImageKernels(KernelRegistry& r);        // Image.cpp
 void registerEinsumKernels(KernelRegistry& r);       // Einsum.cpp
+void registerLossKernels(KernelRegistry& r);         // Loss.cpp
+void registerOptimizerKernels(KernelRegistry& r);    // Optimizer.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

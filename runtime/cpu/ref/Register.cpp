@@ -20,6 +20,8 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerSelectionKernels(r);
   ref::registerImageKernels(r);
   ref::registerEinsumKernels(r);
+  ref::registerLossKernels(r);
+  ref::registerOptimizerKernels(r);
   ref::registerFusedKernels(r);
 }
 

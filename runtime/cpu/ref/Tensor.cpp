@@ -1,7 +1,9 @@
-// Reference kernels that move or create data without arithmetic: Identity, Dropout (inference),
-// Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
+// Reference kernels that move or create data without arithmetic: Identity, Dropout (whose training
+// mode also scales what it keeps), Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Expand, Shape,
+// Constant, ConstantOfShape, Cast.
 #include <algorithm>
 
+#include "runtime/Philox.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -34,31 +36,75 @@ Status createCopy(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   });
 }
 
-// Dropout-13 at inference: a copy, and a mask of all true. training_mode=true with a non-zero
-// ratio needs random numbers and is refused.
+// Dropout-13. At inference (training_mode absent or false) or with ratio 0: a copy, and a mask
+// of all true. In training mode: y = x / (1 - ratio) where the mask keeps an element, else 0,
+// the mask drawn by Philox4x32-10 (runtime/Philox.h, DropoutMask) from the op's seed attribute,
+// or else from the plan's seed (KernelContext::seed) and a stream named by the node, so the
+// mask is the same on every device and thread count.
+template <typename T>
+void dropoutTraining(const DropoutMask& m, double ratio, int64_t n, int threads, const T* x, T* y,
+                     bool* mask) {
+  const T scale = T(1.0 / (1.0 - ratio));
+  const int64_t blocks = (n + 3) / 4;
+#pragma omp parallel for num_threads(threads) if (n > 65536) schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const std::array<uint32_t, 4> w = m.words((uint64_t)b);
+    for (int64_t j = 0, i = 4 * b; j < 4 && i < n; ++j, ++i) {
+      const bool keep = w[j] >= m.threshold;
+      y[i] = keep ? x[i] * scale : T(0);
+      if (mask) mask[i] = keep;
+    }
+  }
+}
+
 Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkCopy(ctx));
-  if (outputRequested(ctx, 1) && ctx.outputTypes[1].dtype != DType::Bool)
-    return opError(ctx, "mask output must be bool");
+  if (outputRequested(ctx, 1) && (ctx.outputTypes[1].dtype != DType::Bool ||
+                                  ctx.outputTypes[1].shape != ctx.inputTypes[0].shape))
+    return opError(ctx, "mask output must be bool of the input's shape");
   // The run reads training_mode as a C++ bool: any other dtype (a hostile plan's) would be
   // reinterpreted, and a byte other than 0/1 is undefined behaviour.
   if (inputPresent(ctx, 2) && ctx.inputTypes[2].dtype != DType::Bool)
     return opError(ctx, std::string("training_mode (input 2) must be bool, got ") +
                             dtypeName(ctx.inputTypes[2].dtype));
+  DropoutMask base;
+  if (ctx.attrs->has("seed")) {
+    base.seed = (uint64_t)ctx.attrs->getInt("seed", 0);
+  } else {
+    base.seed = ctx.seed;
+    base.stream = fnv1a32(ctx.nodeName.data(), ctx.nodeName.size());
+  }
+  const DType dt = ctx.inputTypes[0].dtype;
+  const int threads = std::max(1, ctx.threads);
   const OpName names(ctx);
   const ConstOperands consts(ctx);
-  return makeKernel(out, [names, consts](const Inputs& in, const Outputs& outs) -> Status {
+  return makeKernel(out, [names, consts, base, dt, threads](const Inputs& in,
+                                                           const Outputs& outs) -> Status {
     const Tensor* training = consts.get(in, 2);
+    Tensor* mask = outputAt(outs, 1);
+    double r = 0;
     if (training && training->numel() > 0 && training->data<bool>()[0]) {
       const Tensor* ratio = consts.get(in, 1);
-      const double r = ratio && ratio->numel() > 0 ? elementAsDouble(*ratio, 0) : 0.5;
-      if (r != 0)
-        return opError(names, "training_mode=true with ratio " + std::to_string(r) +
-                                  " is not supported (inference-only kernel)");
+      r = ratio && ratio->numel() > 0 ? elementAsDouble(*ratio, 0) : 0.5;
+      if (!(r >= 0 && r < 1))
+        return opError(names, "ratio " + std::to_string(r) + " is outside [0, 1)");
     }
-    copyBytes(*in[0], *outs[0]);
-    if (Tensor* mask = outputAt(outs, 1))
-      std::fill(mask->data<bool>(), mask->data<bool>() + mask->numel(), true);
+    if (r == 0) {
+      copyBytes(*in[0], *outs[0]);
+      if (mask) std::fill(mask->data<bool>(), mask->data<bool>() + mask->numel(), true);
+      return Status::ok();
+    }
+    DropoutMask m = base;
+    m.threshold = DropoutMask::thresholdFor(r);
+    bool* maskData = mask ? mask->data<bool>() : nullptr;
+    const bool done = dispatchFloat(dt, [&](auto tag) {
+      using T = decltype(tag);
+      dropoutTraining<T>(m, r, in[0]->numel(), threads, in[0]->data<T>(), outs[0]->data<T>(),
+                         maskData);
+    });
+    if (!done)
+      return opError(names,
+                     std::string("training mode needs f32 or f64 data, got ") + dtypeName(dt));
     return Status::ok();
   });
 }

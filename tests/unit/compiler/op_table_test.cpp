@@ -59,7 +59,9 @@ TEST(OpTable, SinceVersionsAreTheDialects) {
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string td = ss.str();
-  std::regex onnxOp(R"re(Tandem_OnnxOp<"[a-z_0-9]+",\s*"([A-Za-z0-9]+)",\s*"([0-9]+)")re");
+  // Ops of other domains (Tandem_DomainOp) name their domain before the version.
+  std::regex onnxOp(
+      R"re(Tandem_(?:Onnx|Domain)Op<"[a-z_0-9]+",\s*"([A-Za-z0-9]+)",\s*(?:"[a-z.]+",\s*)?"([0-9]+)")re");
   std::map<std::string, int> versions;
   for (std::sregex_iterator it(td.begin(), td.end(), onnxOp), end; it != end; ++it)
     versions[(*it)[1]] = std::stoi((*it)[2]);

@@ -193,7 +193,68 @@ TEST_F(ImporterModels, ForeignDomain) {
   m.node("Relu", {"x"}, {"y"}, "r")->set_domain("com.microsoft");
   m.output("y");
   EXPECT_EQ(import(m), "m.onnx: node 'r' (Relu): op domain 'com.microsoft' is not supported "
-                       "(only the default ONNX domain is)");
+                       "(only the default ONNX domain and ai.onnx.preview.training are)");
+}
+
+// test_adam's form: the model imports only ai.onnx.preview.training-1, no default domain.
+Model previewTrainingAdagrad(int64_t version = 1) {
+  Model m;
+  m.m.mutable_opset_import(0)->set_domain("ai.onnx.preview.training");
+  m.m.mutable_opset_import(0)->set_version(version);
+  m.input("R", {}).input("T", {}, onnx::TensorProto::INT64).input("X", {2}).input("G", {2});
+  m.input("H", {2});
+  onnx::NodeProto* n = m.node("Adagrad", {"R", "T", "X", "G", "H"}, {"X_new", "H_new"}, "ada");
+  n->set_domain("ai.onnx.preview.training");
+  floatAttr(n, "epsilon", 1e-5f);
+  m.output("X_new").output("H_new");
+  return m;
+}
+
+TEST_F(ImporterModels, PreviewTrainingDomainOptimizer) {
+  ASSERT_EQ(import(previewTrainingAdagrad()), "");
+  EXPECT_EQ(opSequence(), (std::vector<std::string>{"Adagrad"}));
+  EXPECT_EQ(first("Adagrad")->getNumResults(), 2u);
+  EXPECT_EQ(str(first("Adagrad")->getResult(1).getType()), "tensor<2xf32>");
+}
+
+TEST_F(ImporterModels, PreviewTrainingDomainOtherVersion) {
+  EXPECT_EQ(import(previewTrainingAdagrad(2)),
+            "m.onnx: node 'ada' (Adagrad): domain ai.onnx.preview.training version 2 is not "
+            "supported (supported: 1)");
+}
+
+TEST_F(ImporterModels, PreviewTrainingDomainNotImported) {
+  Model m = previewTrainingAdagrad();
+  m.m.mutable_opset_import(0)->set_domain("");
+  m.m.mutable_opset_import(0)->set_version(13);
+  EXPECT_EQ(import(m), "m.onnx: node 'ada' (Adagrad): the model imports no opset of domain "
+                       "ai.onnx.preview.training (opset_import)");
+}
+
+TEST_F(ImporterModels, PreviewTrainingOpInTheDefaultDomain) {
+  Model m = previewTrainingAdagrad();
+  m.m.mutable_opset_import(0)->set_domain("");
+  m.m.mutable_opset_import(0)->set_version(13);
+  m.g()->mutable_node(0)->clear_domain();
+  EXPECT_EQ(import(m), "m.onnx: node 'ada' (Adagrad): unsupported op type 'Adagrad' (it is an op "
+                       "of domain ai.onnx.preview.training)");
+}
+
+TEST_F(ImporterModels, DefaultOpInThePreviewTrainingDomain) {
+  Model m = previewTrainingAdagrad();
+  m.node("Relu", {"X"}, {"y"}, "r")->set_domain("ai.onnx.preview.training");
+  EXPECT_EQ(import(m), "m.onnx: node 'r' (Relu): unsupported op type 'Relu' of domain "
+                       "ai.onnx.preview.training (supported: Adagrad, Adam, Momentum)");
+}
+
+// The backward ops autodiff builds are Tandem's own: no ONNX model may name them.
+TEST_F(ImporterModels, TandemDomainOpIsNotImported) {
+  Model m;
+  m.input("dy", {}).input("lp", {2, 3}).input("y", {2}, onnx::TensorProto::INT64);
+  m.node("SoftmaxCrossEntropyLossGrad", {"dy", "lp", "y"}, {"dx"}, "g");
+  m.output("dx");
+  EXPECT_EQ(import(m), "m.onnx: node 'g' (SoftmaxCrossEntropyLossGrad): unsupported op type "
+                       "'SoftmaxCrossEntropyLossGrad'");
 }
 
 TEST_F(ImporterModels, UnusedForeignDomainImportIsFine) {

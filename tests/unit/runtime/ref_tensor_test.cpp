@@ -2,6 +2,7 @@
 // Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
 #include <limits>
 
+#include "runtime/Philox.h"
 #include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
@@ -56,9 +57,75 @@ TEST(RefDropout, TrainingModeWithZeroRatioIsIdentity) {
       {2}, {4, 5});
 }
 
-TEST(RefDropout, TrainingModeWithRatioIsRefused) {
-  OpCall c{"Dropout", {}, {f32({2}, {4, 5}), none(), boolean({}, {true})}, {{DType::F32, {2}}}};
-  EXPECT_NE(errorOf(c).find("training_mode=true"), std::string::npos) << errorOf(c);
+// Training mode: y = x / (1 - ratio) where the Philox mask keeps x, else 0.
+std::vector<Tensor> trainingDropout(const Tensor& x, float ratio, const AttrMap& a,
+                                    const std::string& node = "n", uint64_t seed = 0) {
+  KernelContext ctx;
+  ctx.opType = "Dropout";
+  ctx.nodeName = node;
+  ctx.attrs = &a;
+  ctx.seed = seed;
+  const Tensor r = f32({}, {ratio}), t = boolean({}, {true});
+  ctx.inputTypes = {{x.dtype(), x.shape()}, {DType::F32, {}}, {DType::Bool, {}}};
+  ctx.constInputs = {nullptr, nullptr, nullptr};
+  ctx.outputTypes = {{x.dtype(), x.shape()}, {DType::Bool, x.shape()}};
+  std::unique_ptr<Kernel> k;
+  Status st = registry().create("cpu", ctx, &k);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  std::vector<Tensor> outs = {Tensor::alloc(x.dtype(), x.shape()), Tensor::alloc(DType::Bool, x.shape())};
+  if (k) {
+    st = k->run({&x, &r, &t}, {&outs[0], &outs[1]});
+    EXPECT_TRUE(st.isOk()) << st.message();
+  }
+  return outs;
+}
+
+TEST(RefDropout, TrainingModeKeepsByThePhiloxMaskAndScales) {
+  const int64_t n = 20000;
+  std::vector<float> xv(n);
+  for (int64_t i = 0; i < n; ++i) xv[i] = 1.0f + (float)(i % 7);
+  const Tensor x = f32({n}, xv);
+  auto outs = trainingDropout(x, 0.75f, attrs({{"seed", Attr::ofInt(42)}}));
+  // The mask is the documented one (runtime/Philox.h), element by element.
+  DropoutMask m;
+  m.seed = 42;
+  m.threshold = DropoutMask::thresholdFor(0.75);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const bool keep = outs[1].data<bool>()[i];
+    ASSERT_EQ(keep, m.keep(i)) << i;
+    kept += keep;
+    EXPECT_EQ(outs[0].data<float>()[i], keep ? xv[i] * 4.0f : 0.0f) << i;
+  }
+  // A quarter is kept: 5000 expected, standard deviation sqrt(n * 0.25 * 0.75) ~ 61.
+  EXPECT_NEAR((double)kept, 5000.0, 4 * 61.3);
+}
+
+TEST(RefDropout, TrainingMaskDependsOnSeedAndStreamOnly) {
+  const Tensor x = f64({1000}, std::vector<double>(1000, 2.0));
+  const AttrMap seeded = attrs({{"seed", Attr::ofInt(7)}});
+  auto a = trainingDropout(x, 0.5f, seeded, "a");
+  auto b = trainingDropout(x, 0.5f, seeded, "b");   // the seed attribute fixes the mask
+  auto c = trainingDropout(x, 0.5f, attrs({{"seed", Attr::ofInt(8)}}), "a");
+  auto planA = trainingDropout(x, 0.5f, AttrMap(), "a", 7);  // plan seed, stream from the node
+  auto planB = trainingDropout(x, 0.5f, AttrMap(), "b", 7);
+  auto planA2 = trainingDropout(x, 0.5f, AttrMap(), "a", 7);
+  auto differ = [](const Tensor& p, const Tensor& q) {
+    int64_t d = 0;
+    for (int64_t i = 0; i < p.numel(); ++i) d += p.data<bool>()[i] != q.data<bool>()[i];
+    return d;
+  };
+  EXPECT_EQ(differ(a[1], b[1]), 0);
+  EXPECT_GT(differ(a[1], c[1]), 300);          // about half of 1000 differ
+  EXPECT_GT(differ(planA[1], planB[1]), 300);  // two unseeded Dropouts draw different masks
+  EXPECT_EQ(differ(planA[1], planA2[1]), 0);
+  for (int64_t i = 0; i < 1000; ++i)
+    EXPECT_EQ(a[0].data<double>()[i], a[1].data<bool>()[i] ? 4.0 : 0.0) << i;
+}
+
+TEST(RefDropout, TrainingRatioMustBeBelowOne) {
+  OpCall c{"Dropout", {}, {f32({2}, {4, 5}), f32({}, {1}), boolean({}, {true})}, {{DType::F32, {2}}}};
+  EXPECT_NE(errorOf(c).find("ratio 1.000000 is outside [0, 1)"), std::string::npos) << errorOf(c);
 }
 
 TEST(RefTranspose, DefaultReversesAndPerm) {

@@ -119,6 +119,31 @@ TEST(OpWork, ReductionsAndNormalisations) {
   EXPECT_DOUBLE_EQ(bn.bytes, (2 * 200704.0 + 4 * 64) * 4);
 }
 
+TEST(OpWork, LossesAndOptimizerUpdates) {
+  const TensorType labels{DType::I64, {8, 4}};
+  // A pick, weight and sum per label; SCE adds a log-softmax over the 8*10*4 scores.
+  OpWork nll = work("NegativeLogLikelihoodLoss", {f32({8, 10, 4}), labels}, {f32({})});
+  EXPECT_DOUBLE_EQ(nll.flops, 3.0 * 32);
+  EXPECT_FALSE(nll.estimated);
+  EXPECT_DOUBLE_EQ(work("SoftmaxCrossEntropyLoss", {f32({8, 10, 4}), labels}, {f32({})}).flops,
+                   3.0 * 32 + 7.0 * 320);
+  // Per element of every X: Adam of X1[100], X2[50] (R, T, X1, X2, G1, G2, V1, V2, H1, H2).
+  const TensorType r = f32({}), t{DType::I64, {}};
+  OpWork adam = work("Adam", {r, t, f32({100}), f32({50}), f32({100}), f32({50}), f32({100}),
+                              f32({50}), f32({100}), f32({50})},
+                     {f32({100}), f32({50}), f32({100}), f32({50}), f32({100}), f32({50})});
+  EXPECT_DOUBLE_EQ(adam.flops, 14.0 * 150);
+  EXPECT_FALSE(adam.estimated);
+  const std::vector<TensorType> xgv = {r, t, f32({64}), f32({64}), f32({64})};
+  EXPECT_DOUBLE_EQ(work("Momentum", xgv, {f32({64}), f32({64})}).flops, 6.0 * 64);
+  EXPECT_DOUBLE_EQ(work("Adagrad", xgv, {f32({64}), f32({64})}).flops, 9.0 * 64);
+  // The gradients count the d-input they write.
+  EXPECT_DOUBLE_EQ(work("SoftmaxCrossEntropyLossGrad",
+                        {f32({}), f32({8, 10}), TensorType{DType::I64, {8}}}, {f32({8, 10})})
+                       .flops,
+                   6.0 * 80);
+}
+
 TEST(OpWork, DataMovementMovesBytesOnly) {
   AttrMap perm;
   perm.set("perm", Attr::ofInts({2, 0, 1}));

@@ -78,6 +78,14 @@ TEST(CudaCapabilities, HostOnlyOpsStayOnTheCpu) {
   EXPECT_FALSE(deviceKindSupports("cuda", "Where", {DType::F32, DType::I64, DType::I64}));
 }
 
+// The CUDA Dropout is a copy: a Dropout with a ratio or training_mode operand (which may train,
+// drawing the Philox mask) is the CPU's.
+TEST(CudaCapabilities, TrainingDropoutStaysOnTheCpu) {
+  EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32, DType::Bool}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32}));
+}
+
 }  // namespace
 
 namespace {
