@@ -1,6 +1,7 @@
 // The plan verifier (runtime/PlanVerify.h) refuses nothing the compiler makes: every model of
 // ../shared/models (skipped when absent) compiled for the CPU, for a CPU + H100 target (copies,
-// CUDA fusion kinds) and for two host devices verifies; and a real plan with one step's result
+// CUDA fusion kinds; by cost and with every op it can take on the GPU) and for two host devices
+// verifies; and a real plan with one step's result
 // corrupted is refused naming that step.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -21,7 +22,8 @@ const std::string kShared = std::string(TANDEM_SOURCE_DIR) + "/../shared/models/
 // Compiles ../shared/models/<name>/model.onnx for `target` with symbolic dims bound to `batch`;
 // false with the reason in *why when the model is absent or does not compile.
 bool compileModel(const std::string& name, const std::string& target, int64_t batch,
-                  plan::Plan* out, std::string* why) {
+                  plan::Plan* out, std::string* why,
+                  placement::PlacementPolicy policy = placement::PlacementPolicy::Cost) {
   std::string path = kShared + name + "/model.onnx";
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -34,6 +36,7 @@ bool compileModel(const std::string& name, const std::string& target, int64_t ba
   if (!module) return false;
   CompileOptions opts;
   opts.defaultDim = batch;
+  opts.placementPolicy = policy;
   if (Status s = setTargetDevices(&opts, target); !s.isOk()) {
     *why = s.message();
     return false;
@@ -50,12 +53,20 @@ bool compileModel(const std::string& name, const std::string& target, int64_t ba
 class VerifyCompiledModel : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(VerifyCompiledModel, EveryTargetsPlanVerifies) {
-  int gpuCopies = 0;  // Copy steps verified in the CPU + H100 plans
-  for (const char* target : {"cpu", "cpu,cuda:0=h100", "cpu,cpu:1"}) {
+  using placement::PlacementPolicy;
+  // The cost model decides how much of a model the H100 gets; --placement=gpu puts every op
+  // with a CUDA kernel there, so copies are sure to be among the steps verified.
+  const std::pair<const char*, PlacementPolicy> targets[] = {
+      {"cpu", PlacementPolicy::Cost},
+      {"cpu,cuda:0=h100", PlacementPolicy::Cost},
+      {"cpu,cuda:0=h100", PlacementPolicy::Gpu},
+      {"cpu,cpu:1", PlacementPolicy::Cost}};
+  int gpuCopies = 0;  // Copy steps verified in the --placement=gpu plans
+  for (const auto& [target, policy] : targets) {
     for (int64_t batch : {1, 4}) {
       plan::Plan p;
       std::string why;
-      if (!compileModel(GetParam(), target, batch, &p, &why)) {
+      if (!compileModel(GetParam(), target, batch, &p, &why, policy)) {
         if (why.find("absent") != std::string::npos) GTEST_SKIP() << why;
         FAIL() << why;
       }
@@ -66,14 +77,14 @@ TEST_P(VerifyCompiledModel, EveryTargetsPlanVerifies) {
         fused += s.op_type() == "Fused";
         gpu += s.device() == "cuda:0";
       }
-      if (gpu) gpuCopies += copies;
-      std::printf("%s %s batch %lld: %d steps, %d copies, %d fused, %d on cuda:0\n", GetParam(), target,
-                  (long long)batch, p.steps_size(), copies, fused, gpu);
+      if (policy == PlacementPolicy::Gpu) gpuCopies += copies;
+      std::printf("%s %s%s batch %lld: %d steps, %d copies, %d fused, %d on cuda:0\n", GetParam(),
+                  target, policy == PlacementPolicy::Gpu ? " (gpu policy)" : "", (long long)batch,
+                  p.steps_size(), copies, fused, gpu);
       Status st = verifyPlanSteps(p);
       EXPECT_TRUE(st.isOk()) << target << " batch " << batch << ": " << st.message();
     }
   }
-  // At batch 1 at least, the placer puts part of every model on the GPU, behind copies.
   EXPECT_GT(gpuCopies, 0);
 }
 
