@@ -21,6 +21,7 @@
 #include "runtime/Device.h"
 #include "runtime/FileIO.h"
 #include "runtime/PlanFormat.h"
+#include "runtime/PlanVerify.h"
 #include "runtime/WeightsFile.h"
 
 namespace tandem {
@@ -212,9 +213,10 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
                         std::unique_ptr<Executable>* out) {
   // 1. Threads and tuning mode. 2. Devices: a backend per device the plan names. 3. Arenas:
   // one per device, sized by the memory plan. 4. Values: constants loaded, every arena slot
-  // checked. 5. The first run context (allocated arenas). 6. Kernels, created once and tuned
-  // on that context's buffers. 7. Backends finish loading; streams and events. 8. Staging of
-  // graph inputs and outputs. The first context then waits in the pool for the first run.
+  // checked. 5. Every step verified as the compiler verified its op (runtime/PlanVerify.h).
+  // 6. The first run context (allocated arenas). 7. Kernels, created once and tuned on that
+  // context's buffers. 8. Backends finish loading; streams and events. 9. Staging of graph
+  // inputs and outputs. The first context then waits in the pool for the first run.
   std::unique_ptr<Executable> exe(new Executable());
   Impl& m = *exe->impl_;
   m.plan = planIn;
@@ -226,6 +228,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   TANDEM_RETURN_IF_ERROR(m.bindDevices());
   TANDEM_RETURN_IF_ERROR(m.planArenas());
   TANDEM_RETURN_IF_ERROR(m.bindValues());
+  TANDEM_RETURN_IF_ERROR(verifyPlanSteps(m.plan));
   std::unique_ptr<RunContext> first;
   TANDEM_RETURN_IF_ERROR(m.newRunContext(&first));
   m.stepAttrs.resize(m.plan.steps_size());

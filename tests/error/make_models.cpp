@@ -1,5 +1,6 @@
-// Writes the ONNX models of the must-fail tests (one defect each) plus good_add.onnx, a valid
-// model the run-time error tests compile. usage: make_error_models OUT_DIR
+// Writes the ONNX models of the must-fail tests (one defect each) plus good_add.onnx,
+// good_maxpool.onnx and good_chain.onnx, valid models the run-time error tests compile.
+// usage: make_error_models OUT_DIR
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
@@ -314,6 +315,27 @@ int main(int argc, char** argv) {
     a->add_ints(2);
     addTensorValue(g->add_output(), "y", {1, 1, 7, 7});
     ok &= writeModel("good_maxpool.onnx", m);
+  }
+  {
+    // x: f32[1,1,6,6] -> Conv (w: 2x1x3x3) -> [1,2,4,4] -> Reshape [2,16] -> MatMul (m: 16x3)
+    // -> [2,3] -> Transpose -> y [3,2]: one step per op, for make_error_plans to corrupt.
+    onnx::ModelProto m = newModel(13);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {1, 1, 6, 6});
+    addInitializer(g, "w", {2, 1, 3, 3}, -1.f);
+    addInt64Init(g, "shape", {2, 16});
+    addInitializer(g, "m", {16, 3}, -2.f);
+    addNode(g, "conv", "Conv", {"x", "w"}, {"c"});
+    addNode(g, "reshape", "Reshape", {"c", "shape"}, {"r"});
+    addNode(g, "matmul", "MatMul", {"r", "m"}, {"p"});
+    onnx::NodeProto* t = addNode(g, "transpose", "Transpose", {"p"}, {"y"});
+    onnx::AttributeProto* perm = t->add_attribute();
+    perm->set_name("perm");
+    perm->set_type(onnx::AttributeProto::INTS);
+    perm->add_ints(1);
+    perm->add_ints(0);
+    addTensorValue(g->add_output(), "y", {3, 2});
+    ok &= writeModel("good_chain.onnx", m);
   }
 
   return ok ? 0 : 1;

@@ -9,10 +9,11 @@ set(TANDEM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tandem)
 
 # Headers are included by their tree path ("runtime/Executable.h", "compiler/Plan.pb.h"); in the
 # tree that is the global include_directories, installed it is include/tandem.
+# tandem_shapes (compiler/shapes, MLIR-free) is the runtime's too: its plan verifier uses it.
 set(TANDEM_RUNTIME_LIBS tandem_runtime tandem_cuda tandem_cpu_dnnl tandem_cpu_avx2 tandem_cpu_ref
-    tandem_runtime_core tandem_plan_proto)
+    tandem_shapes tandem_runtime_core tandem_plan_proto)
 set(TANDEM_COMPILER_LIBS tandem_driver tandem_tool_support tandem_frontend tandem_onnx_io
-    tandem_compiler tandem_passes tandem_placement tandem_dialect tandem_shapes)
+    tandem_compiler tandem_passes tandem_placement tandem_dialect)
 foreach(t tandem_plan_proto tandem_runtime_core)
   target_include_directories(${t} INTERFACE $<INSTALL_INTERFACE:${TANDEM_INCLUDE_SUBDIR}>)
 endforeach()

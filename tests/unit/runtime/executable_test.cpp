@@ -97,7 +97,7 @@ TEST(Executable, RejectsMalformedPlans) {
   plan::Plan p = addReluPlan();
   p.mutable_steps(1)->set_inputs(0, 42);
   Status st = Executable::load(p, LoadOptions{1}, &exe);
-  EXPECT_NE(st.message().find("step 'relu' (Relu) input refers to value id 42"), std::string::npos)
+  EXPECT_NE(st.message().find("plan step 1 (Relu 'relu'): input 0 refers to value id 42"), std::string::npos)
       << st.message();
 
   p = addReluPlan();
@@ -121,7 +121,7 @@ TEST(Executable, RejectsMalformedPlans) {
   p = addReluPlan();
   p.mutable_steps(0)->set_op_type("NoSuchOp");
   st = Executable::load(p, LoadOptions{1}, &exe);
-  EXPECT_NE(st.message().find("step 'add' (NoSuchOp): no cpu kernel for NoSuchOp"), std::string::npos)
+  EXPECT_NE(st.message().find("plan step 0 (NoSuchOp 'add'): unknown op type 'NoSuchOp'"), std::string::npos)
       << st.message();
 }
 
