@@ -3,7 +3,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(TANDEM_VERSION 0.1.0)
+set(TANDEM_VERSION ${PROJECT_VERSION})  # project() in the top CMakeLists.txt
 set(TANDEM_INCLUDE_SUBDIR ${CMAKE_INSTALL_INCLUDEDIR}/tandem)  # headers keep their tree paths
 set(TANDEM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tandem)
 
