@@ -400,7 +400,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
           in.insert(p);
           if (!convexWith(in, p, root, minRank)) {
             in.erase(p);
-            refuse(p, "non-convex");
+            refuseNonConvex(p);
             continue;
           }
           bool late = llvm::all_of(p->getUsers(), [&](mlir::Operation* u) {
@@ -416,7 +416,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
           in.insert(p);
           if (!convexWith(in, p, root, minRank)) {
             in.erase(p);
-            refuse(p, "non-convex");
+            refuseNonConvex(p);
             continue;
           }
         }
@@ -476,7 +476,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       in->insert(p);
       if (!convexWith(*in, p, root, minRank)) {
         in->erase(p);
-        refuse(p, "non-convex");
+        refuseNonConvex(p);
         continue;
       }
       bool late = llvm::all_of(p->getUsers(), [&](mlir::Operation* u) {
@@ -503,8 +503,30 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   // where a search from every member costs O(group) (quadratic for a 200k-op chain). Same
   // answer as a search from all members (fusionGroupIsConvex): a path through p before it
   // joined would already have made the group non-convex.
+  //
+  // Each search visits at most kConvexSearchBudget outside ops; past that, p is refused as if
+  // non-convex (a sound answer: fusing less is always correct). In real models the outside ops
+  // between a group's lowest member and its root are a few dozen; in a random DAG they can be
+  // the whole graph, and unbounded searches made a 100k-op DAG compile in ~640 s (quadratic).
+  // The budget keeps the pass linear: O(budget) per candidate producer.
+  static constexpr size_t kConvexSearchBudget = 512;
+  enum class Convexity { Convex, NotConvex, SearchTooLong };
+
   bool convexWith(const llvm::SmallPtrSetImpl<mlir::Operation*>& in, mlir::Operation* p,
-                  mlir::Operation* root, int64_t minRank) const {
+                  mlir::Operation* root, int64_t minRank) {
+    lastConvexity_ = convexity(in, p, root, minRank);
+    return lastConvexity_ == Convexity::Convex;
+  }
+  // The refusal after convexWith said no, with its reason.
+  void refuseNonConvex(mlir::Operation* p) {
+    refuse(p, lastConvexity_ == Convexity::SearchTooLong
+                  ? "convexity undecided within " + std::to_string(kConvexSearchBudget) +
+                        " ops (fusing less is safe)"
+                  : std::string("non-convex"));
+  }
+
+  Convexity convexity(const llvm::SmallPtrSetImpl<mlir::Operation*>& in, mlir::Operation* p,
+                      mlir::Operation* root, int64_t minRank) const {
     mlir::Block* block = root->getBlock();
     const int64_t rootRank = rank_.lookup(root);
     llvm::SmallPtrSet<mlir::Operation*, 32> seen;
@@ -517,10 +539,11 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     };
     for (mlir::Value v : p->getOperands()) visitBack(v.getDefiningOp());
     while (!work.empty()) {
+      if (seen.size() > kConvexSearchBudget) return Convexity::SearchTooLong;
       mlir::Operation* x = work.pop_back_val();
       for (mlir::Value v : x->getOperands()) {
         mlir::Operation* d = v.getDefiningOp();
-        if (d && in.count(d) && d != p) return false;
+        if (d && in.count(d) && d != p) return Convexity::NotConvex;
         visitBack(d);
       }
     }
@@ -533,13 +556,14 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     for (mlir::Operation* u : p->getUsers())
       if (!in.count(u)) visitFwd(u);
     while (!work.empty()) {
+      if (seen.size() > kConvexSearchBudget) return Convexity::SearchTooLong;
       mlir::Operation* x = work.pop_back_val();
       for (mlir::Operation* u : x->getUsers()) {
-        if (in.count(u)) return false;
+        if (in.count(u)) return Convexity::NotConvex;
         visitFwd(u);
       }
     }
-    return true;
+    return Convexity::Convex;
   }
 
   // Members in program order (ranks), without a walk over the whole block per group.
@@ -777,6 +801,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
   llvm::DenseSet<mlir::Operation*> grouped_;
+  Convexity lastConvexity_ = Convexity::Convex;
   // Program position of each op of the body after duplication (the grouping sweep's ranks).
   llvm::DenseMap<mlir::Operation*, int64_t> rank_;
 };
