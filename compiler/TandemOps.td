@@ -106,6 +106,23 @@ def Tandem_MaxOp : Tandem_OnnxOp<"max", "Max", "13", "elementwise maximum of 1..
 def Tandem_EqualOp : Tandem_OnnxOp<"equal", "Equal", "13", "elementwise A == B (bool result)">;
 def Tandem_LessOp : Tandem_OnnxOp<"less", "Less", "13", "elementwise A < B (bool result)">;
 def Tandem_GreaterOp : Tandem_OnnxOp<"greater", "Greater", "13", "elementwise A > B (bool result)">;
+def Tandem_GreaterOrEqualOp : Tandem_OnnxOp<"greater_or_equal", "GreaterOrEqual", "16",
+    "elementwise A >= B (bool result)">;
+def Tandem_LessOrEqualOp : Tandem_OnnxOp<"less_or_equal", "LessOrEqual", "16",
+    "elementwise A <= B (bool result)">;
+def Tandem_ModOp : Tandem_OnnxOp<"mod", "Mod", "13",
+    "elementwise remainder: sign of B (Python %), or of A with fmod = 1 (C fmod)", (ins Int:$fmod)>;
+def Tandem_MeanOp : Tandem_OnnxOp<"mean", "Mean", "13", "elementwise mean of 1..N inputs">;
+def Tandem_AndOp : Tandem_OnnxOp<"and", "And", "7", "elementwise logical A and B (bool)">;
+def Tandem_OrOp : Tandem_OnnxOp<"or", "Or", "7", "elementwise logical A or B (bool)">;
+def Tandem_XorOp : Tandem_OnnxOp<"xor", "Xor", "7", "elementwise logical A xor B (bool)">;
+def Tandem_NotOp : Tandem_OnnxOp<"not", "Not", "1", "elementwise logical not (bool)">;
+def Tandem_BitShiftOp : Tandem_OnnxOp<"bit_shift", "BitShift", "11",
+    "unsigned X shifted by Y bits, `direction` LEFT or RIGHT", (ins Str:$direction)>;
+def Tandem_IsNaNOp : Tandem_OnnxOp<"is_nan", "IsNaN", "13", "elementwise x is NaN (bool result)">;
+def Tandem_IsInfOp : Tandem_OnnxOp<"is_inf", "IsInf", "10",
+    "elementwise x is +inf (detect_positive) or -inf (detect_negative) (bool result)",
+    (ins Int:$detect_negative, Int:$detect_positive)>;
 def Tandem_WhereOp : Tandem_OnnxOp<"where", "Where", "16", "select X where condition else Y">;
 
 //===----------------------------------------------------------------------===//
@@ -130,6 +147,11 @@ def Tandem_CoshOp : Tandem_OnnxOp<"cosh", "Cosh", "9", "elementwise hyperbolic c
 def Tandem_AsinhOp : Tandem_OnnxOp<"asinh", "Asinh", "9", "elementwise inverse hyperbolic sine">;
 def Tandem_AcoshOp : Tandem_OnnxOp<"acosh", "Acosh", "9", "elementwise inverse hyperbolic cosine">;
 def Tandem_AtanhOp : Tandem_OnnxOp<"atanh", "Atanh", "9", "elementwise inverse hyperbolic tangent">;
+def Tandem_CeilOp : Tandem_OnnxOp<"ceil", "Ceil", "13", "elementwise smallest integer >= x">;
+def Tandem_FloorOp : Tandem_OnnxOp<"floor", "Floor", "13", "elementwise largest integer <= x">;
+def Tandem_RoundOp : Tandem_OnnxOp<"round", "Round", "11",
+    "elementwise nearest integer, halves to even">;
+def Tandem_SignOp : Tandem_OnnxOp<"sign", "Sign", "13", "elementwise -1, 0 or 1 by the sign of x">;
 def Tandem_ReluOp : Tandem_OnnxOp<"relu", "Relu", "14", "elementwise max(0, x)">;
 def Tandem_LeakyReluOp : Tandem_OnnxOp<"leaky_relu", "LeakyRelu", "16",
     "x if x >= 0 else alpha * x", (ins Float:$alpha)>;
@@ -147,6 +169,15 @@ def Tandem_GeluOp : Tandem_OnnxOp<"gelu", "Gelu", "20",
     "0.5 x (1 + erf(x / sqrt 2)); approximate = \"tanh\": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
     (ins Str:$approximate)>;
 def Tandem_SoftplusOp : Tandem_OnnxOp<"softplus", "Softplus", "1", "elementwise ln(e^x + 1)">;
+def Tandem_SoftsignOp : Tandem_OnnxOp<"softsign", "Softsign", "1", "elementwise x / (1 + |x|)">;
+def Tandem_HardSwishOp : Tandem_OnnxOp<"hard_swish", "HardSwish", "14",
+    "elementwise x * max(0, min(1, x / 6 + 1/2))">;
+def Tandem_ThresholdedReluOp : Tandem_OnnxOp<"thresholded_relu", "ThresholdedRelu", "10",
+    "x if x > alpha else 0", (ins Float:$alpha)>;
+def Tandem_CeluOp : Tandem_OnnxOp<"celu", "Celu", "12",
+    "max(0, x) + min(0, alpha * (e^(x / alpha) - 1))", (ins Float:$alpha)>;
+def Tandem_ShrinkOp : Tandem_OnnxOp<"shrink", "Shrink", "9",
+    "x + bias if x < -lambd, x - bias if x > lambd, else 0", (ins Float:$bias, Float:$lambd)>;
 def Tandem_ClipOp : Tandem_OnnxOp<"clip", "Clip", "13",
     "clamp to [min, max]; min and max are optional scalar inputs">;
 def Tandem_CastOp : Tandem_OnnxOp<"cast", "Cast", "13", "convert to dtype `to` (ONNX code)",

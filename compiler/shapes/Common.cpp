@@ -12,6 +12,7 @@ const std::vector<DType> kFloatTypes = {DType::F16, DType::F32, DType::F64};
 const std::vector<DType> kNumericTypes = {DType::F16, DType::F32, DType::F64, DType::I32,
                                           DType::I64, DType::U8,  DType::I8};
 const std::vector<DType> kIntIndexTypes = {DType::I32, DType::I64};
+const std::vector<DType> kUnsignedTypes = {DType::U8};
 
 std::string operandLabel(size_t i, const char* name) {
   std::string s = "input " + std::to_string(i);

@@ -69,16 +69,21 @@ std::string rejectOldAttr(const Ctx& c, const char* attr, const std::string& inp
 extern const std::vector<DType> kFloatTypes;    // f16, f32, f64
 extern const std::vector<DType> kNumericTypes;  // floats + ints
 extern const std::vector<DType> kIntIndexTypes; // i32, i64
+extern const std::vector<DType> kUnsignedTypes; // u8 (and the wider unsigned types DType has)
 
 // ---- Category entry points ----
 // Elementwise.cpp
 std::string inferBinaryArith(const Ctx& c);   // Add Sub Mul Div
 std::string inferPow(const Ctx& c);
-std::string inferVariadic(const Ctx& c);      // Sum Min Max
-std::string inferCompare(const Ctx& c);       // Equal Less Greater
+std::string inferVariadic(const Ctx& c);      // Sum Mean Min Max
+std::string inferCompare(const Ctx& c);       // Equal Less Greater LessOrEqual GreaterOrEqual
+std::string inferMod(const Ctx& c);
+std::string inferBitShift(const Ctx& c);
+std::string inferLogical(const Ctx& c);       // Not And Or Xor
+std::string inferClassify(const Ctx& c);      // IsNaN IsInf
 std::string inferWhere(const Ctx& c);
 std::string inferUnaryFloat(const Ctx& c);    // Sqrt Exp Log Reciprocal Sigmoid Tanh Softplus Elu Selu HardSigmoid LeakyRelu
-std::string inferUnaryNumeric(const Ctx& c);  // Abs Erf (any numeric), Neg Relu (signed)
+std::string inferUnaryNumeric(const Ctx& c);  // Abs Erf Shrink (any numeric), Neg Relu (signed)
 std::string inferPRelu(const Ctx& c);
 std::string inferClip(const Ctx& c);
 std::string inferIdentity(const Ctx& c);

@@ -102,6 +102,7 @@ const std::vector<DType>& signedTypes();   // f32, f64, i32, i64, i8
 const std::vector<DType>& numericTypes();  // f32, f64, i32, i64, u8, i8
 const std::vector<DType>& allTypes();      // numericTypes() + bool
 const std::vector<DType>& indexTypes();    // i32, i64
+const std::vector<DType>& unsignedTypes(); // u8
 
 bool contains(const std::vector<DType>& set, DType t);
 /// accepts: every present input has the same dtype, which is in `types`.
@@ -128,6 +129,14 @@ bool dispatchNumeric(DType t, F&& f) {
     case DType::I64: f(int64_t{}); return true;
     case DType::U8: f(uint8_t{}); return true;
     case DType::I8: f(int8_t{}); return true;
+    default: return false;
+  }
+}
+/// Calls f(T{}) for the unsigned integer dtypes.
+template <typename F>
+bool dispatchUnsigned(DType t, F&& f) {
+  switch (t) {
+    case DType::U8: f(uint8_t{}); return true;
     default: return false;
   }
 }

@@ -40,6 +40,10 @@ const std::vector<DType>& allTypes() {
                                        DType::U8,  DType::I8,  DType::Bool};
   return t;
 }
+const std::vector<DType>& unsignedTypes() {
+  static const std::vector<DType> t = {DType::U8};
+  return t;
+}
 const std::vector<DType>& indexTypes() {
   static const std::vector<DType> t = {DType::I32, DType::I64};
   return t;

@@ -1,5 +1,6 @@
 // Tests of the reference elementwise kernels: unary math/activations, Clip, broadcasting binary
-// ops, comparisons, Pow with mixed dtypes, variadic Min/Max/Sum, Where, PRelu.
+// ops, comparisons, Mod, logic and BitShift, IsNaN/IsInf, Pow with mixed dtypes, variadic
+// Min/Max/Sum/Mean, Where, PRelu.
 #include <limits>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -123,6 +124,41 @@ TEST(RefUnary, ActivationsWithAttributes) {
       {2}, {0.25f, 0.75f});
 }
 
+// Rounding and sign from the op table's formulas: Round halves to even (ONNX Round-11), Sign
+// passes NaN and zero through.
+TEST(RefUnary, RoundingAndSign) {
+  expectValues<float>(run1("Round", {}, {f32({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})},
+                           DType::F32, {6}),
+                      {6}, {0, 2, 2, -0.f, -2, 2});
+  expectValues<float>(run1("Floor", {}, {f32({2}, {-1.5f, 1.5f})}, DType::F32, {2}), {2}, {-2, 1});
+  expectValues<double>(run1("Ceil", {}, {f64({2}, {-1.5, 1.2})}, DType::F64, {2}), {2}, {-1, 2});
+  Tensor s = run1("Sign", {}, {f32({4}, {-3, 0, 2.5f, kNaN})}, DType::F32, {4});
+  EXPECT_EQ(s.data<float>()[0], -1.f);
+  EXPECT_EQ(s.data<float>()[1], 0.f);
+  EXPECT_EQ(s.data<float>()[2], 1.f);
+  EXPECT_TRUE(std::isnan(s.data<float>()[3]));
+  expectValues<float>(run1("Softsign", {}, {f32({2}, {1, -3})}, DType::F32, {2}), {2}, {0.5f, -0.75f});
+  expectValues<float>(run1("HardSwish", {}, {f32({4}, {-4, -1, 1, 4})}, DType::F32, {4}), {4},
+                      {0, -1.f / 3, 2.f / 3, 4});
+}
+
+TEST(RefUnary, ThresholdedReluCeluShrink) {
+  expectValues<float>(run1("ThresholdedRelu", attrs({{"alpha", Attr::ofFloat(2)}}),
+                           {f32({3}, {1, 2, 3})}, DType::F32, {3}),
+                      {3}, {0, 0, 3});
+  // Celu with alpha 2 at -1: 2 * (e^-0.5 - 1).
+  expectValues<float>(run1("Celu", attrs({{"alpha", Attr::ofFloat(2)}}), {f32({2}, {-1, 3})},
+                           DType::F32, {2}),
+                      {2}, {-0.786938680574733f, 3});
+  expectValues<float>(run1("Shrink", attrs({{"lambd", Attr::ofFloat(1.5f)}, {"bias", Attr::ofFloat(1.5f)}}),
+                           {f32({5}, {-2, -1, 0, 1, 2})}, DType::F32, {5}),
+                      {5}, {-0.5f, 0, 0, 0, 0.5f});
+  // Unsigned input: -lambd is compared in double, so nothing wraps.
+  expectValues<uint8_t>(run1("Shrink", attrs({{"lambd", Attr::ofFloat(1.5f)}, {"bias", Attr::ofFloat(1)}}),
+                             {u8({3}, {0, 1, 5})}, DType::U8, {3}),
+                        {3}, {0, 0, 4});
+}
+
 TEST(RefUnary, EmptyTensor) {
   Tensor y = run1("Exp", {}, {f32({0, 3}, {})}, DType::F32, {0, 3});
   expectValues<float>(y, {0, 3}, {});
@@ -218,6 +254,58 @@ TEST(RefBinary, Comparisons) {
                      {true, false});
 }
 
+TEST(RefBinary, OrEqualComparisons) {
+  expectValues<bool>(run1("GreaterOrEqual", {}, {f32({3}, {1, 2, 3}), f32({1}, {2})}, DType::Bool, {3}),
+                     {3}, {false, true, true});
+  expectValues<bool>(run1("LessOrEqual", {}, {i32({3}, {1, 2, 3}), i32({1}, {2})}, DType::Bool, {3}),
+                     {3}, {true, true, false});
+  expectValues<bool>(run1("LessOrEqual", {}, {f32({1}, {kNaN}), f32({1}, {kNaN})}, DType::Bool, {1}),
+                     {1}, {false});
+}
+
+// Mod-13: fmod = 0 takes the divisor's sign (Python %), fmod = 1 the dividend's (C fmod).
+TEST(RefBinary, ModSigns) {
+  expectValues<int32_t>(
+      run1("Mod", {}, {i32({4}, {7, -7, 7, -7}), i32({4}, {3, 3, -3, -3})}, DType::I32, {4}), {4},
+      {1, 2, -2, -1});
+  expectValues<int32_t>(run1("Mod", attrs({{"fmod", Attr::ofInt(1)}}),
+                             {i32({4}, {7, -7, 7, -7}), i32({4}, {3, 3, -3, -3})}, DType::I32, {4}),
+                        {4}, {1, -1, 1, -1});
+  expectValues<float>(run1("Mod", attrs({{"fmod", Attr::ofInt(1)}}),
+                           {f32({2}, {-4.5f, 4.5f}), f32({1}, {2})}, DType::F32, {2}),
+                      {2}, {-0.5f, 0.5f});
+  expectValues<int8_t>(run1("Mod", {}, {i8({2}, {-128, 5}), i8({2}, {-1, -2})}, DType::I8, {2}), {2},
+                       {0, -1});
+  OpCall zero{"Mod", {}, {i32({2}, {1, 2}), i32({2}, {1, 0})}, {{DType::I32, {2}}}};
+  EXPECT_NE(errorOf(zero).find("modulo by zero"), std::string::npos);
+}
+
+TEST(RefBinary, LogicBroadcasts) {
+  Tensor a = boolean({2, 2}, {true, true, false, false});
+  Tensor b = boolean({2}, {true, false});
+  expectValues<bool>(run1("And", {}, {a, b}, DType::Bool, {2, 2}), {2, 2}, {true, false, false, false});
+  expectValues<bool>(run1("Or", {}, {a, b}, DType::Bool, {2, 2}), {2, 2}, {true, true, true, false});
+  expectValues<bool>(run1("Xor", {}, {a, b}, DType::Bool, {2, 2}), {2, 2}, {false, true, true, false});
+  expectValues<bool>(run1("Not", {}, {b}, DType::Bool, {2}), {2}, {false, true});
+}
+
+TEST(RefBinary, BitShiftDirections) {
+  expectValues<uint8_t>(run1("BitShift", attrs({{"direction", Attr::ofString("LEFT")}}),
+                             {u8({3}, {16, 4, 1}), u8({3}, {1, 2, 8})}, DType::U8, {3}),
+                        {3}, {32, 16, 0});
+  expectValues<uint8_t>(run1("BitShift", attrs({{"direction", Attr::ofString("RIGHT")}}),
+                             {u8({3}, {16, 4, 255}), u8({1}, {2})}, DType::U8, {3}),
+                        {3}, {4, 1, 63});
+}
+
+TEST(RefUnary, IsNaNAndIsInf) {
+  Tensor x = f32({4}, {kNaN, kInf, -kInf, 1});
+  expectValues<bool>(run1("IsNaN", {}, {x}, DType::Bool, {4}), {4}, {true, false, false, false});
+  expectValues<bool>(run1("IsInf", {}, {x}, DType::Bool, {4}), {4}, {false, true, true, false});
+  expectValues<bool>(run1("IsInf", attrs({{"detect_positive", Attr::ofInt(0)}}), {x}, DType::Bool, {4}),
+                     {4}, {false, false, true, false});
+}
+
 TEST(RefBinary, PReluBroadcastsSlope) {
   Tensor y =
       run1("PRelu", {}, {f32({2, 2}, {-1, 2, -3, 4}), f32({2}, {0.1f, 0.2f})}, DType::F32, {2, 2});
@@ -265,6 +353,13 @@ TEST(RefVariadic, SingleInputAndIntegers) {
                         {2}, {4, 0});
   expectValues<uint8_t>(run1("Min", {}, {u8({2}, {4, 255}), u8({2}, {3, 254})}, DType::U8, {2}),
                         {2}, {3, 254});
+}
+
+TEST(RefVariadic, MeanBroadcasts) {
+  expectValues<float>(
+      run1("Mean", {}, {f32({2}, {1, 2}), f32({1}, {4}), f32({2}, {1, 6})}, DType::F32, {2}), {2},
+      {2, 4});
+  expectValues<double>(run1("Mean", {}, {f64({1}, {3})}, DType::F64, {1}), {1}, {3});
 }
 
 TEST(RefVariadic, MaxPropagatesNaN) {
