@@ -199,6 +199,8 @@ def Tandem_SoftmaxOp : Tandem_OnnxOp<"softmax", "Softmax", "13",
     "softmax along one axis (default -1)", (ins Int:$axis)>;
 def Tandem_LogSoftmaxOp : Tandem_OnnxOp<"log_softmax", "LogSoftmax", "13",
     "log of softmax along one axis (default -1)", (ins Int:$axis)>;
+def Tandem_HardmaxOp : Tandem_OnnxOp<"hardmax", "Hardmax", "13",
+    "1 at the first max along one axis (default -1), 0 elsewhere", (ins Int:$axis)>;
 def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNormalization",
     "15", "inference batch normalisation with running mean and variance (one output)",
     (ins Float:$epsilon, Float:$momentum, Int:$training_mode)>;
@@ -244,10 +246,23 @@ def Tandem_ReduceL2Op : Tandem_OnnxOp<"reduce_l2", "ReduceL2", "13",
     (ins Ints:$axes, Int:$keepdims)>;
 def Tandem_ReduceSumSquareOp : Tandem_OnnxOp<"reduce_sum_square", "ReduceSumSquare", "13",
     "sum of squares over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceL1Op : Tandem_OnnxOp<"reduce_l1", "ReduceL1", "13",
+    "sum of absolute values over `axes` (attribute; all when absent)",
+    (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceProdOp : Tandem_OnnxOp<"reduce_prod", "ReduceProd", "13",
+    "product over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceLogSumOp : Tandem_OnnxOp<"reduce_log_sum", "ReduceLogSum", "13",
+    "natural log of the sum over `axes` (attribute; all when absent)",
+    (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceLogSumExpOp : Tandem_OnnxOp<"reduce_log_sum_exp", "ReduceLogSumExp", "13",
+    "log of the sum of exponentials over `axes` (attribute; all when absent)",
+    (ins Ints:$axes, Int:$keepdims)>;
 def Tandem_ReduceSumOp : Tandem_OnnxOp<"reduce_sum", "ReduceSum", "13",
     "sum over the axes input (all, or none with noop_with_empty_axes, when absent)",
     (ins Int:$keepdims, Int:$noop_with_empty_axes)>;
 def Tandem_ArgMaxOp : Tandem_OnnxOp<"arg_max", "ArgMax", "13", "index of the max along `axis` (i64)",
+    (ins Int:$axis, Int:$keepdims, Int:$select_last_index)>;
+def Tandem_ArgMinOp : Tandem_OnnxOp<"arg_min", "ArgMin", "13", "index of the min along `axis` (i64)",
     (ins Int:$axis, Int:$keepdims, Int:$select_last_index)>;
 
 //===----------------------------------------------------------------------===//

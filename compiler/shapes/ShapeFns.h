@@ -92,7 +92,7 @@ std::string inferDropout(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);
-std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax
+std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax Hardmax
 // Nn.cpp
 std::string inferConv(const Ctx& c);
 std::string inferConvTranspose(const Ctx& c);
@@ -101,8 +101,9 @@ std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
 std::string inferLayerNorm(const Ctx& c);
 // Reduction.cpp
-std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL2 ReduceSumSquare
-std::string inferArgMax(const Ctx& c);
+std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL1 ReduceL2
+                                        // ReduceSumSquare ReduceProd ReduceLogSum ReduceLogSumExp
+std::string inferArgMax(const Ctx& c);  // ArgMax ArgMin
 // Tensor.cpp
 std::string inferFlatten(const Ctx& c);
 std::string inferReshape(const Ctx& c);
