@@ -182,6 +182,8 @@ def Tandem_ClipOp : Tandem_OnnxOp<"clip", "Clip", "13",
     "clamp to [min, max]; min and max are optional scalar inputs">;
 def Tandem_CastOp : Tandem_OnnxOp<"cast", "Cast", "13", "convert to dtype `to` (ONNX code)",
     (ins Int:$to)>;
+def Tandem_CastLikeOp : Tandem_OnnxOp<"cast_like", "CastLike", "15",
+    "convert to the dtype of the second input">;
 def Tandem_IdentityOp : Tandem_OnnxOp<"identity", "Identity", "16", "the input, unchanged">;
 def Tandem_DropoutOp : Tandem_OnnxOp<"dropout", "Dropout", "13",
     "inference: identity; optional second output is an all-true mask", (ins Int:$seed)>;
@@ -207,6 +209,9 @@ def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNor
 def Tandem_LayerNormalizationOp : Tandem_OnnxOp<"layer_normalization", "LayerNormalization",
     "17", "normalise over the dims from `axis` on, then scale and bias",
     (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;
+def Tandem_MeanVarianceNormalizationOp : Tandem_OnnxOp<"mean_variance_normalization",
+    "MeanVarianceNormalization", "13",
+    "(x - mean) / (std + 1e-9) over `axes` (default [0, 2, 3])", (ins Ints:$axes)>;
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling
@@ -294,11 +299,23 @@ def Tandem_ShapeOp : Tandem_OnnxOp<"shape", "Shape", "15",
     "the input's shape as i64, dims [start, end)", (ins Int:$start, Int:$end)>;
 def Tandem_ConstantOfShapeOp : Tandem_OnnxOp<"constant_of_shape", "ConstantOfShape", "9",
     "tensor of the shape input filled with `value` (f32 0 when absent)", (ins TensorAttr:$value)>;
+def Tandem_EyeLikeOp : Tandem_OnnxOp<"eye_like", "EyeLike", "9",
+    "2-D ones on diagonal k, zeros elsewhere, of the input's shape and `dtype`",
+    (ins Int:$dtype, Int:$k)>;
+def Tandem_RangeOp : Tandem_OnnxOp<"range", "Range", "11",
+    "start, start + delta, ... up to limit (exclusive); the three are scalars">;
+def Tandem_SizeOp : Tandem_OnnxOp<"size", "Size", "13", "the input's element count (i64 scalar)">;
 def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
     "broadcast to the shape input (bidirectionally)">;
 def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",
     "pad by the pads input; mode constant, reflect or edge", (ins Str:$mode)>;
 def Tandem_TileOp : Tandem_OnnxOp<"tile", "Tile", "13", "repeat along each dim by the repeats input">;
+def Tandem_TriluOp : Tandem_OnnxOp<"trilu", "Trilu", "14",
+    "upper (default) or lower triangle of the last two dims from diagonal k (input 1, default 0)",
+    (ins Int:$upper)>;
+def Tandem_CumSumOp : Tandem_OnnxOp<"cum_sum", "CumSum", "14",
+    "running sums along the axis input; exclusive leaves out each element, reverse runs backwards",
+    (ins Int:$exclusive, Int:$reverse)>;
 
 //===----------------------------------------------------------------------===//
 // Ops that are not ONNX operators

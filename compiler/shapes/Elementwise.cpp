@@ -220,6 +220,14 @@ std::string inferCast(const Ctx& c) {
   return "";
 }
 
+std::string inferCastLike(const Ctx& c) {
+  // CastLike-15: input converted to the dtype of target_type (whose values are not read).
+  static const std::vector<const char*> names = {"input", "target_type"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  c.set(0, c.in[1].dtype, c.in[0].dims);
+  return "";
+}
+
 std::string inferDropout(const Ctx& c) {
   // Dropout-13: data, optional ratio (float scalar), optional training_mode (bool scalar);
   // results: output (as data) and optional mask (bool, data's shape).

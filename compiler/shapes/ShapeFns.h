@@ -88,7 +88,14 @@ std::string inferPRelu(const Ctx& c);
 std::string inferClip(const Ctx& c);
 std::string inferIdentity(const Ctx& c);
 std::string inferCast(const Ctx& c);
+std::string inferCastLike(const Ctx& c);
 std::string inferDropout(const Ctx& c);
+// Generate.cpp
+std::string inferRange(const Ctx& c);
+std::string inferEyeLike(const Ctx& c);
+std::string inferSize(const Ctx& c);
+std::string inferTrilu(const Ctx& c);
+std::string inferCumSum(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);

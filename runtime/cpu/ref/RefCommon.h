@@ -197,6 +197,7 @@ void registerNormKernels(KernelRegistry& r);         // Normalization.cpp
 void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
+void registerGenerateKernels(KernelRegistry& r);     // Generate.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

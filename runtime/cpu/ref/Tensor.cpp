@@ -1,5 +1,6 @@
 // Reference kernels that move or create data without arithmetic: Identity, Dropout (inference),
-// Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
+// Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast,
+// CastLike.
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -230,13 +231,10 @@ To castValue(From v) {
   }
 }
 
-Status createCast(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  const int64_t to = ctx.attrs->getInt("to", 0);
+// The conversion loop of Cast and CastLike, input 0's dtype to output 0's.
+Status castKernel(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
   const DType from = ctx.inputTypes[0].dtype, dst = ctx.outputTypes[0].dtype;
-  if (!isKnownDType((int32_t)to) || DType(to) != dst)
-    return opError(ctx, "attribute to=" + std::to_string(to) + " does not match the output dtype " +
-                            dtypeName(dst));
   RunFn fn;
   dispatchDType(from, [&](auto fromTag) {
     using F = decltype(fromTag);
@@ -256,6 +254,22 @@ Status createCast(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+Status createCast(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const int64_t to = ctx.attrs->getInt("to", 0);
+  const DType dst = ctx.outputTypes[0].dtype;
+  if (!isKnownDType((int32_t)to) || DType(to) != dst)
+    return opError(ctx, "attribute to=" + std::to_string(to) + " does not match the output dtype " +
+                            dtypeName(dst));
+  return castKernel(ctx, out);
+}
+
+// CastLike-15: the dtype comes from input 1 (target_type), whose values are never read.
+Status createCastLike(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (!inputPresent(ctx, 1) || ctx.inputTypes[1].dtype != ctx.outputTypes[0].dtype)
+    return opError(ctx, "the output dtype must be that of input 1 (target_type)");
+  return castKernel(ctx, out);
+}
+
 AcceptsFn acceptsAny() {
   return [](const std::vector<DType>& in) { return !in.empty() && contains(allTypes(), in[0]); };
 }
@@ -271,6 +285,7 @@ void registerTensorKernels(KernelRegistry& r) {
   addRef(r, "Expand", acceptsAny(), all, createExpand);
   addRef(r, "Shape", acceptsAny(), all, createShape);
   addRef(r, "Cast", acceptsAny(), all, createCast);
+  addRef(r, "CastLike", acceptsAny(), all, createCastLike);
   addRef(
       r, "Constant", [](const std::vector<DType>& in) { return in.empty(); }, all, createConstant);
   addRef(

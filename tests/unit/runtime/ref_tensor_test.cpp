@@ -1,5 +1,6 @@
 // Tests of the reference data-movement kernels: Identity, Dropout, Flatten, Reshape, Squeeze,
-// Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
+// Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast, CastLike; the generation
+// and scan kernels Range, EyeLike, Size, Trilu, CumSum.
 #include <limits>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -191,6 +192,56 @@ TEST(RefCast, EveryPairIsRegistered) {
 TEST(RefCast, ToMustMatchTheOutput) {
   OpCall c{"Cast", to(DType::I32), {f32({1}, {1})}, {{DType::I64, {1}}}};
   EXPECT_NE(errorOf(c).find("does not match the output dtype"), std::string::npos);
+}
+
+// CastLike takes the dtype of its second input and converts as Cast does.
+TEST(RefCastLike, ConvertsToTheLikeDtype) {
+  expectValues<int32_t>(run1("CastLike", {}, {f32({3}, {1.9f, -1.9f, kNaN}), i32({1}, {0})},
+                             DType::I32, {3}),
+                        {3}, {1, -1, 0});
+  expectValues<double>(run1("CastLike", {}, {i64({2}, {3, -4}), f64({1}, {0})}, DType::F64, {2}), {2},
+                       {3, -4});
+}
+
+// Range's length is the plan's (from constant operands); the kernel fills start + i * delta.
+TEST(RefRange, FloatAndNegativeDelta) {
+  expectValues<float>(run1("Range", {}, {f32({}, {1}), f32({}, {2}), f32({}, {0.3f})}, DType::F32, {4}),
+                      {4}, {1, 1.3f, 1.6f, 1.9f});
+  expectValues<int32_t>(run1("Range", {}, {i32({}, {10}), i32({}, {4}), i32({}, {-3})}, DType::I32, {2}),
+                        {2}, {10, 7});
+  OpCall wrong{"Range", {}, {i32({}, {0}), i32({}, {5}), i32({}, {1})}, {{DType::I32, {3}}}};
+  EXPECT_NE(errorOf(wrong).find("give 5 elements but the plan has 3"), std::string::npos);
+}
+
+TEST(RefEyeLikeAndSize, Values) {
+  expectValues<float>(run1("EyeLike", attrs({{"k", Attr::ofInt(1)}, {"dtype", Attr::ofInt(1)}}),
+                           {i32({2, 3}, {0, 0, 0, 0, 0, 0})}, DType::F32, {2, 3}),
+                      {2, 3}, {0, 1, 0, 0, 0, 1});
+  expectValues<int64_t>(run1("EyeLike", attrs({{"k", Attr::ofInt(-1)}}), {i64({3, 2}, {9, 9, 9, 9, 9, 9})},
+                             DType::I64, {3, 2}),
+                        {3, 2}, {0, 0, 1, 0, 0, 1});
+  expectValues<int64_t>(run1("Size", {}, {f32({2, 3}, {1, 2, 3, 4, 5, 6})}, DType::I64, {}), {}, {6});
+}
+
+TEST(RefTrilu, UpperAndLowerWithK) {
+  Tensor x = i64({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  expectValues<int64_t>(run1("Trilu", {}, {x}, DType::I64, {3, 3}), {3, 3}, {1, 2, 3, 0, 5, 6, 0, 0, 9});
+  expectValues<int64_t>(run1("Trilu", attrs({{"upper", Attr::ofInt(0)}}), {x, i64({}, {-1})}, DType::I64,
+                             {3, 3}),
+                        {3, 3}, {0, 0, 0, 4, 0, 0, 7, 8, 0});
+  expectValues<int64_t>(run1("Trilu", {}, {x, i64({}, {2})}, DType::I64, {3, 3}), {3, 3},
+                        {0, 0, 3, 0, 0, 0, 0, 0, 0});
+}
+
+TEST(RefCumSum, ExclusiveAndReverse) {
+  Tensor x = f64({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectValues<double>(run1("CumSum", {}, {x, i32({}, {1})}, DType::F64, {2, 3}), {2, 3},
+                       {1, 3, 6, 4, 9, 15});
+  expectValues<double>(run1("CumSum", attrs({{"exclusive", Attr::ofInt(1)}, {"reverse", Attr::ofInt(1)}}),
+                            {x, i64({}, {-1})}, DType::F64, {2, 3}),
+                       {2, 3}, {5, 3, 0, 11, 6, 0});
+  expectValues<double>(run1("CumSum", {}, {x, i64({}, {0})}, DType::F64, {2, 3}), {2, 3},
+                       {1, 2, 3, 5, 7, 9});
 }
 
 }  // namespace
