@@ -82,7 +82,7 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) + " (" +
                          std::to_string(code) +
                          ") is not supported (supported: FLOAT, DOUBLE, INT32, INT64, BOOL, UINT8, "
-                         "INT8)");
+                         "INT8, UINT16, INT16, UINT32, UINT64)");
   }
   DType dtype = static_cast<DType>(code);
   Shape shape(p.dims().begin(), p.dims().end());
@@ -126,7 +126,11 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     case DType::I32:
     case DType::Bool:
     case DType::U8:
-    case DType::I8: typed = p.int32_data_size(); break;
+    case DType::I8:
+    case DType::U16:
+    case DType::I16: typed = p.int32_data_size(); break;
+    case DType::U32:
+    case DType::U64: typed = p.uint64_data_size(); break;
     default:
       return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) +
                            " is not supported");
@@ -146,7 +150,11 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     case DType::I32:
     case DType::Bool:
     case DType::U8:
-    case DType::I8: st = copyTyped(p, p.int32_data(), n, &t); break;
+    case DType::I8:
+    case DType::U16:
+    case DType::I16: st = copyTyped(p, p.int32_data(), n, &t); break;
+    case DType::U32:
+    case DType::U64: st = copyTyped(p, p.uint64_data(), n, &t); break;
     default:
       return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) +
                            " is not supported");

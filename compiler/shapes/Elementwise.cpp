@@ -8,8 +8,9 @@ namespace {
 // Signed types only (ONNX Neg-13, Relu-14): unsigned negation makes no sense.
 const std::vector<DType> kSignedTypes = {DType::F16, DType::F32, DType::F64,
                                          DType::I32, DType::I64, DType::I8};
-const std::vector<DType> kAllTypes = {DType::F16, DType::F32, DType::F64, DType::I32, DType::I64,
-                                      DType::U8,  DType::I8,  DType::Bool};
+const std::vector<DType> kAllTypes = {DType::F16, DType::F32, DType::F64, DType::I32,
+                                      DType::I64, DType::U8,  DType::I8,  DType::Bool,
+                                      DType::U16, DType::I16, DType::U32, DType::U64};
 
 // n-way broadcast of operands [first, in.size()), labelled with `names`.
 std::string broadcastAll(const Ctx& c, size_t first, const std::vector<const char*>& names,

@@ -69,7 +69,7 @@ std::string rejectOldAttr(const Ctx& c, const char* attr, const std::string& inp
 extern const std::vector<DType> kFloatTypes;    // f16, f32, f64
 extern const std::vector<DType> kNumericTypes;  // floats + ints
 extern const std::vector<DType> kIntIndexTypes; // i32, i64
-extern const std::vector<DType> kUnsignedTypes; // u8 (and the wider unsigned types DType has)
+extern const std::vector<DType> kUnsignedTypes; // u8, u16, u32, u64
 
 // ---- Category entry points ----
 // Elementwise.cpp

@@ -342,7 +342,7 @@ Status createMod(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return opError(ctx, "fmod = 0 is undefined for float operands");
   const OpName name(ctx);
   RunFn fn;
-  dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+  dispatchWide(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     fn = [bc, cFmod, name](const Inputs& in, const Outputs& outs) -> Status {
       const T* b = in[1]->data<T>();
@@ -474,7 +474,7 @@ Status createPow(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   RunFn fn;
   dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto baseTag) {
     using T = decltype(baseTag);
-    dispatchNumeric(ctx.inputTypes[1].dtype, [&](auto expTag) {
+    dispatchWide(ctx.inputTypes[1].dtype, [&](auto expTag) {
       using E = decltype(expTag);
       fn = [bc](const Inputs& in, const Outputs& outs) -> Status {
         applyBinary(*bc, in[0]->data<T>(), in[1]->data<E>(), outs[0]->data<T>(),
@@ -519,7 +519,7 @@ KernelFactory foldFactory(FoldOp op) {
     }
     std::vector<int64_t> s0 = broadcastStrides(ctx.inputTypes[0].shape, ys);
     RunFn fn;
-    dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+    dispatchWide(ctx.inputTypes[0].dtype, [&](auto tag) {
       using T = decltype(tag);
       fn = [op, bcs, s0, ys](const Inputs& in, const Outputs& outs) -> Status {
         T* y = outs[0]->data<T>();
@@ -611,7 +611,8 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "LessOrEqual", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::LessOrEqual));
   addRef(r, "GreaterOrEqual", acceptsAllSame(N), dtypesToText(N),
          binaryFactory(BinOp::GreaterOrEqual));
-  addRef(r, "Mod", acceptsAllSame(N), dtypesToText(N), createMod);
+  const auto& wide = wideNumericTypes();
+  addRef(r, "Mod", acceptsAllSame(wide), dtypesToText(wide), createMod);
   const std::vector<DType> B = {DType::Bool};
   addRef(r, "Not", B, createNot);
   addRef(r, "And", acceptsAllSame(B), "bool", logicFactory(LogicOp::And));
@@ -619,8 +620,8 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "Xor", acceptsAllSame(B), "bool", logicFactory(LogicOp::Xor));
   addRef(r, "BitShift", acceptsAllSame(unsignedTypes()), dtypesToText(unsignedTypes()),
          createBitShift);
-  addRef(r, "Min", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Min));
-  addRef(r, "Max", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Max));
+  addRef(r, "Min", acceptsAllSame(wide), dtypesToText(wide), foldFactory(FoldOp::Min));
+  addRef(r, "Max", acceptsAllSame(wide), dtypesToText(wide), foldFactory(FoldOp::Max));
   addRef(r, "Sum", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Sum));
   addRef(r, "Mean", acceptsAllSame(F), dtypesToText(F), foldFactory(FoldOp::Mean));
 
@@ -628,9 +629,9 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(
       r, "Pow",
       [powBase](const std::vector<DType>& in) {
-        return in.size() == 2 && contains(powBase, in[0]) && contains(numericTypes(), in[1]);
+        return in.size() == 2 && contains(powBase, in[0]) && contains(wideNumericTypes(), in[1]);
       },
-      "base f32,f64,i32,i64; exponent f32,f64,i32,i64,u8,i8", createPow);
+      "base f32,f64,i32,i64; exponent " + dtypesToText(wideNumericTypes()), createPow);
   addRef(
       r, "Where",
       [](const std::vector<DType>& in) {

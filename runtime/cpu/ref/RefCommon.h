@@ -100,9 +100,11 @@ class ConstOperands {
 const std::vector<DType>& floatTypes();    // f32, f64
 const std::vector<DType>& signedTypes();   // f32, f64, i32, i64, i8
 const std::vector<DType>& numericTypes();  // f32, f64, i32, i64, u8, i8
-const std::vector<DType>& allTypes();      // numericTypes() + bool
+const std::vector<DType>& allTypes();      // numericTypes() + bool + u16, i16, u32, u64
+/// numericTypes() + u16, i16, u32, u64: the ops whose kernels dispatch with dispatchWide.
+const std::vector<DType>& wideNumericTypes();
 const std::vector<DType>& indexTypes();    // i32, i64
-const std::vector<DType>& unsignedTypes(); // u8
+const std::vector<DType>& unsignedTypes(); // u8, u16, u32, u64
 
 bool contains(const std::vector<DType>& set, DType t);
 /// accepts: every present input has the same dtype, which is in `types`.
@@ -137,7 +139,22 @@ template <typename F>
 bool dispatchUnsigned(DType t, F&& f) {
   switch (t) {
     case DType::U8: f(uint8_t{}); return true;
+    case DType::U16: f(uint16_t{}); return true;
+    case DType::U32: f(uint32_t{}); return true;
+    case DType::U64: f(uint64_t{}); return true;
     default: return false;
+  }
+}
+/// Calls f(T{}) for wideNumericTypes(): the numeric dtypes and the 16-bit and wide unsigned
+/// integers that few models use (kept apart so most kernels are not instantiated for them).
+template <typename F>
+bool dispatchWide(DType t, F&& f) {
+  switch (t) {
+    case DType::U16: f(uint16_t{}); return true;
+    case DType::I16: f(int16_t{}); return true;
+    case DType::U32: f(uint32_t{}); return true;
+    case DType::U64: f(uint64_t{}); return true;
+    default: return dispatchNumeric(t, f);
   }
 }
 /// Calls f(T{}) for signed numeric dtypes (not u8, not bool).

@@ -407,5 +407,28 @@ TEST(RefBinary, NonBroadcastableShapesFailAtCreation) {
   EXPECT_NE(e.find("Add 'n'"), std::string::npos) << e;
 }
 
+// The 16-bit and wide unsigned integers (ONNX INT16, UINT16, UINT32, UINT64) in the ops whose
+// tests use them: Max/Min, Mod, BitShift, and Pow's exponent.
+TEST(RefWideIntegers, MaxModBitShiftPow) {
+  expectValues<uint32_t>(run1("Max", {}, {tensor<uint32_t>({2}, {4000000000u, 1}), tensor<uint32_t>({2}, {3, 2})},
+                              DType::U32, {2}),
+                         {2}, {4000000000u, 2});
+  expectValues<int16_t>(run1("Min", {}, {tensor<int16_t>({2}, {-300, 5}), tensor<int16_t>({1}, {0})},
+                             DType::I16, {2}),
+                        {2}, {-300, 0});
+  expectValues<uint16_t>(run1("Mod", {}, {tensor<uint16_t>({2}, {65535, 7}), tensor<uint16_t>({2}, {16, 7})},
+                              DType::U16, {2}),
+                         {2}, {15, 0});
+  expectValues<int16_t>(run1("Mod", {}, {tensor<int16_t>({2}, {-7, 7}), tensor<int16_t>({2}, {3, -3})},
+                             DType::I16, {2}),
+                        {2}, {2, -2});
+  expectValues<uint64_t>(run1("BitShift", attrs({{"direction", Attr::ofString("LEFT")}}),
+                              {tensor<uint64_t>({3}, {1, 1, 3}), tensor<uint64_t>({3}, {63, 64, 1})},
+                              DType::U64, {3}),
+                         {3}, {uint64_t(1) << 63, 0, 6});
+  expectValues<float>(run1("Pow", {}, {f32({2}, {2, 3}), tensor<uint64_t>({2}, {10, 2})}, DType::F32, {2}),
+                      {2}, {1024, 9});
+}
+
 }  // namespace
 }  // namespace tandem
