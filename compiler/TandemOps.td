@@ -305,6 +305,15 @@ def Tandem_EyeLikeOp : Tandem_OnnxOp<"eye_like", "EyeLike", "9",
 def Tandem_RangeOp : Tandem_OnnxOp<"range", "Range", "11",
     "start, start + delta, ... up to limit (exclusive); the three are scalars">;
 def Tandem_SizeOp : Tandem_OnnxOp<"size", "Size", "13", "the input's element count (i64 scalar)">;
+def Tandem_HannWindowOp : Tandem_OnnxOp<"hann_window", "HannWindow", "17",
+    "Hann window of the size input's length, periodic (default) or symmetric",
+    (ins Int:$output_datatype, Int:$periodic)>;
+def Tandem_HammingWindowOp : Tandem_OnnxOp<"hamming_window", "HammingWindow", "17",
+    "Hamming window (alpha 25/46) of the size input's length, periodic (default) or symmetric",
+    (ins Int:$output_datatype, Int:$periodic)>;
+def Tandem_BlackmanWindowOp : Tandem_OnnxOp<"blackman_window", "BlackmanWindow", "17",
+    "Blackman window of the size input's length, periodic (default) or symmetric",
+    (ins Int:$output_datatype, Int:$periodic)>;
 def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
     "broadcast to the shape input (bidirectionally)">;
 def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",

@@ -1,5 +1,6 @@
 // Shape functions of the tensor-generation and scan ops: Range-11, EyeLike-9, Size-13, Trilu-14,
-// CumSum-14 (ONNX opset 17; type constraints as in each op's spec).
+// CumSum-14, HannWindow/HammingWindow/BlackmanWindow-17 (ONNX opset 17; type constraints as in
+// each op's spec).
 #include <cmath>
 
 #include "compiler/shapes/ShapeFns.h"
@@ -68,6 +69,26 @@ std::string inferSize(const Ctx& c) {
   // Size-13: the element count as an i64 scalar.
   if (auto e = checkArity(c, 1, 1, 1, 1, {"data"}); !e.empty()) return e;
   c.set(0, DType::I64, {});
+  return "";
+}
+
+std::string inferWindow(const Ctx& c) {
+  // *Window-17: a scalar i32/i64 size; a 1-D result of that length and output_datatype (default
+  // f32), known when size is a constant.
+  static const std::vector<const char*> names = {"size"};
+  if (auto e = checkArity(c, 1, 1, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kIntIndexTypes, names); !e.empty()) return e;
+  const int64_t code = c.attrs.getInt("output_datatype", (int64_t)DType::F32);
+  if (code <= 0 || code > INT32_MAX || !isKnownDType((int32_t)code) || !isFloat((DType)code) ||
+      (DType)code == DType::F16)
+    return c.fail("attribute output_datatype=" + std::to_string(code) + " is not f32 or f64");
+  double n;
+  int64_t len = kUnknownDim;
+  if (scalarValue(c, 0, &n)) {
+    if (n < 0) return c.fail("input 0 (size) is negative: " + std::to_string((int64_t)n));
+    len = (int64_t)n;
+  }
+  c.set(0, (DType)code, {len});
   return "";
 }
 

@@ -96,6 +96,7 @@ std::string inferEyeLike(const Ctx& c);
 std::string inferSize(const Ctx& c);
 std::string inferTrilu(const Ctx& c);
 std::string inferCumSum(const Ctx& c);
+std::string inferWindow(const Ctx& c);  // HannWindow HammingWindow BlackmanWindow
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);

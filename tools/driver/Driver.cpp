@@ -180,7 +180,8 @@ Status specializeOnnxInputs(const std::string& path, const std::vector<Tensor>& 
   runtimeInputs->clear();
   if (folded) folded->clear();
   for (size_t i = 0; i < given.size(); ++i) {
-    if (isInteger(given[i].dtype()) && shapeInputs.count(names[i])) {
+    // Any dtype: Range's float start/limit/delta fix its length as integer shapes do.
+    if (shapeInputs.count(names[i])) {
       importOptions->constantInputs[names[i]] = given[i];
       if (folded) folded->push_back(names[i]);
     } else {

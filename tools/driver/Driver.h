@@ -38,9 +38,10 @@ Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names)
 Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* names);
 
 /// Specialises the compile of ONNX model `path` to `given` inputs (onnxGraphInputs order; empty
-/// for none), as `tandem run`, `tandem bench` and the conformance runner do. An integer tensor
-/// fed to an input that reaches a shape operand (onnxShapeOperandInputs) becomes a constant of
-/// the plan (importOptions->constantInputs), so shapes stay static; every other given input
+/// for none), as `tandem run`, `tandem bench` and the conformance runner do. A tensor fed to an
+/// input that reaches a shape operand (onnxShapeOperandInputs; integer shapes, or Range's float
+/// start/limit/delta) becomes a constant of the plan (importOptions->constantInputs), so shapes
+/// stay static; every other given input
 /// stays a run-time input, binds that input's shape (compileOptions->inputShapes) and is
 /// appended to `runtimeInputs`, in order. `folded` (optional) gets the constants' names.
 /// Errors: unreadable model, a count of given inputs other than the model's.

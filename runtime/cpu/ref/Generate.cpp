@@ -1,5 +1,5 @@
 // Reference kernels of the tensor-generation and scan ops: Range-11, EyeLike-9, Size-13,
-// Trilu-14, CumSum-14.
+// Trilu-14, CumSum-14, HannWindow/HammingWindow/BlackmanWindow-17.
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -169,6 +169,37 @@ Status createCumSum(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+// ---- HannWindow, HammingWindow, BlackmanWindow-17 ----------------------------------------
+
+// w[n] = sum_k a_k cos(2 pi k n / N) for n < size, with N = size when periodic (the default)
+// and size - 1 when symmetric; coefficients from the ONNX spec (Hamming: 25/46, 21/46).
+Status createWindow(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.outputTypes[0].shape.size() != 1) return opError(ctx, "output must be 1-D");
+  std::vector<double> a;
+  if (ctx.opType == "HannWindow") a = {0.5, -0.5};
+  else if (ctx.opType == "HammingWindow") a = {25.0 / 46.0, -21.0 / 46.0};
+  else a = {0.42, -0.5, 0.08};
+  const bool periodic = ctx.attrs->getInt("periodic", 1) != 0;
+  const int64_t size = ctx.outputTypes[0].shape[0];
+  RunFn fn;
+  dispatchFloat(ctx.outputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [a, periodic, size](const Inputs&, const Outputs& outs) -> Status {
+      const double n = double(periodic ? size : size - 1);
+      const double pi = 3.14159265358979323846;
+      T* y = outs[0]->data<T>();
+      for (int64_t i = 0; i < size; ++i) {
+        double v = 0;
+        for (size_t k = 0; k < a.size(); ++k) v += a[k] * std::cos(2 * pi * double(k) * double(i) / n);
+        y[i] = T(n > 0 ? v : 1.0);  // a window of one sample is 1
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "output_datatype must be f32 or f64");
+  return makeKernel(out, std::move(fn));
+}
+
 AcceptsFn acceptsAnyFirst() {
   return [](const std::vector<DType>& in) { return !in.empty() && contains(allTypes(), in[0]); };
 }
@@ -187,6 +218,8 @@ void registerGenerateKernels(KernelRegistry& r) {
   addRef(r, "Size", acceptsAnyFirst(), all, createSize);
   addRef(r, "Trilu", acceptsAnyFirst(), all, createTrilu);
   addRef(r, "CumSum", numericTypes(), createCumSum);
+  for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+    addRef(r, op, indexTypes(), createWindow);
 }
 
 }  // namespace ref

@@ -244,5 +244,19 @@ TEST(RefCumSum, ExclusiveAndReverse) {
                        {1, 2, 3, 5, 7, 9});
 }
 
+// Periodic windows divide by size, symmetric ones by size - 1 (ONNX *Window-17).
+TEST(RefWindows, PeriodicAndSymmetric) {
+  expectValues<float>(run1("HannWindow", {}, {i64({}, {4})}, DType::F32, {4}), {4}, {0, 0.5f, 1, 0.5f});
+  expectValues<double>(run1("HannWindow", attrs({{"periodic", Attr::ofInt(0)}, {"output_datatype", Attr::ofInt(11)}}),
+                            {i32({}, {3})}, DType::F64, {3}),
+                       {3}, {0, 1, 0}, 1e-15);
+  // Hamming: 25/46 - 21/46 cos(2 pi n / 4).
+  expectValues<float>(run1("HammingWindow", {}, {i64({}, {4})}, DType::F32, {4}), {4},
+                      {4.f / 46, 25.f / 46, 1, 25.f / 46});
+  // Blackman at n = 1 of 4: 0.42 - 0.5 cos(pi / 2) + 0.08 cos(pi) = 0.34.
+  expectValues<float>(run1("BlackmanWindow", {}, {i64({}, {4})}, DType::F32, {4}), {4},
+                      {0, 0.34f, 1, 0.34f});
+}
+
 }  // namespace
 }  // namespace tandem
