@@ -382,7 +382,7 @@ mlir::LogicalResult OnnxImporter::declareInputs(llvm::SmallVectorImpl<mlir::Type
                   "types are not supported)");
     const auto& tt = in.type().tensor_type();
     int32_t code = tt.elem_type();
-    if (!isKnownDType(code) || code == (int32_t)DType::F16) {
+    if (!isKnownDType(code)) {
       return fail("graph input '" + name + "' has element type " +
                   onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)code) +
                   ", which is not supported");

@@ -16,7 +16,7 @@ enum class DType : int32_t {
   I32 = 6,
   I64 = 7,
   Bool = 9,  // one byte per element, 0 or 1
-  F16 = 10,  // reserved: no kernel handles it yet
+  F16 = 10,  // IEEE binary16 bits (runtime/Half.h); only Cast/CastLike and data movement read it
   F64 = 11,
   U32 = 12,
   U64 = 13,

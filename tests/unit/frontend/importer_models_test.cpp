@@ -285,10 +285,10 @@ TEST_F(ImporterModels, InputWithoutShape) {
 
 TEST_F(ImporterModels, UnsupportedInputDType) {
   Model m;
-  m.input("x", {2}, onnx::TensorProto::FLOAT16);
+  m.input("x", {2}, onnx::TensorProto::BFLOAT16);
   m.node("Relu", {"x"}, {"y"}, "a");
   m.output("y");
-  EXPECT_EQ(import(m), "m.onnx: graph input 'x' has element type FLOAT16, which is not supported");
+  EXPECT_EQ(import(m), "m.onnx: graph input 'x' has element type BFLOAT16, which is not supported");
 }
 
 TEST_F(ImporterModels, ExternalDataInitializer) {

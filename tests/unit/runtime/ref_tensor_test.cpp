@@ -1,6 +1,7 @@
 // Tests of the reference data-movement kernels: Identity, Dropout, Flatten, Reshape, Squeeze,
 // Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast, CastLike; the generation
 // and scan kernels Range, EyeLike, Size, Trilu, CumSum.
+#include <cstring>
 #include <limits>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -256,6 +257,26 @@ TEST(RefWindows, PeriodicAndSymmetric) {
   // Blackman at n = 1 of 4: 0.42 - 0.5 cos(pi / 2) + 0.08 cos(pi) = 0.34.
   expectValues<float>(run1("BlackmanWindow", {}, {i64({}, {4})}, DType::F32, {4}), {4},
                       {0, 0.34f, 1, 0.34f});
+}
+
+// f16 is stored as its IEEE binary16 bits; Cast rounds into it to nearest-even, once.
+TEST(RefCast, ToAndFromF16) {
+  Tensor y = run1("Cast", attrs({{"to", Attr::ofInt(10)}}),
+                  {f32({10}, {1, -2, 0.1f, 65504, 65520, 1e-8f, 6e-8f, 2049, 2051, kNaN})}, DType::F16, {10});
+  const std::vector<uint16_t> want = {0x3C00, 0xC000, 0x2E66, 0x7BFF, 0x7C00,
+                                      0x0000, 0x0001, 0x6800, 0x6802, 0x7E00};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y.data<uint16_t>()[i], want[i]) << i;
+
+  Tensor h = Tensor::alloc(DType::F16, {3});
+  const uint16_t bits[3] = {0x3555, 0x0001, 0xFC00};
+  std::memcpy(h.raw(), bits, sizeof bits);
+  expectValues<double>(run1("Cast", attrs({{"to", Attr::ofInt(11)}}), {h}, DType::F64, {3}), {3},
+                       {0.333251953125, 5.960464477539063e-08, -std::numeric_limits<double>::infinity()},
+                       1e-15);
+  Tensor like = Tensor::alloc(DType::F16, {1});
+  Tensor z = run1("CastLike", {}, {f64({2}, {0.5, -1.5}), like}, DType::F16, {2});
+  EXPECT_EQ(z.data<uint16_t>()[0], 0x3800);
+  EXPECT_EQ(z.data<uint16_t>()[1], 0xBE00);
 }
 
 }  // namespace
