@@ -1,6 +1,7 @@
 // Tests of the reference elementwise kernels: unary math/activations, Clip, broadcasting binary
 // ops, comparisons, Mod, logic and BitShift, IsNaN/IsInf, Pow with mixed dtypes, variadic
 // Min/Max/Sum/Mean, Where, PRelu.
+#include <cstring>
 #include <limits>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -428,6 +429,27 @@ TEST(RefWideIntegers, MaxModBitShiftPow) {
                          {3}, {uint64_t(1) << 63, 0, 6});
   expectValues<float>(run1("Pow", {}, {f32({2}, {2, 3}), tensor<uint64_t>({2}, {10, 2})}, DType::F32, {2}),
                       {2}, {1024, 9});
+}
+
+// f16 Max/Min/Mod run through f32 and round back once; bits in, bits out.
+TEST(RefHalf, MaxMinModOnF16) {
+  auto half = [](std::vector<uint16_t> bits) {
+    Tensor t = Tensor::alloc(DType::F16, {(int64_t)bits.size()});
+    std::memcpy(t.raw(), bits.data(), bits.size() * 2);
+    return t;
+  };
+  // 1.5 (0x3E00), -2 (0xC000), 0.1 (0x2E66); 1 (0x3C00), 3 (0x4200), -1 (0xBC00).
+  Tensor a = half({0x3E00, 0xC000, 0x2E66}), b = half({0x3C00, 0x4200, 0xBC00});
+  Tensor mx = run1("Max", {}, {a, b}, DType::F16, {3});
+  EXPECT_EQ(std::vector<uint16_t>(mx.data<uint16_t>(), mx.data<uint16_t>() + 3),
+            (std::vector<uint16_t>{0x3E00, 0x4200, 0x2E66}));
+  Tensor mn = run1("Min", {}, {a, b}, DType::F16, {3});
+  EXPECT_EQ(std::vector<uint16_t>(mn.data<uint16_t>(), mn.data<uint16_t>() + 3),
+            (std::vector<uint16_t>{0x3C00, 0xC000, 0xBC00}));
+  // fmod(1.5, 1) = 0.5 (0x3800), fmod(-2, 3) = -2, fmod(0.1, -1) = 0.1.
+  Tensor md = run1("Mod", attrs({{"fmod", Attr::ofInt(1)}}), {a, b}, DType::F16, {3});
+  EXPECT_EQ(std::vector<uint16_t>(md.data<uint16_t>(), md.data<uint16_t>() + 3),
+            (std::vector<uint16_t>{0x3800, 0xC000, 0x2E66}));
 }
 
 }  // namespace
