@@ -97,6 +97,10 @@ std::string inferSize(const Ctx& c);
 std::string inferTrilu(const Ctx& c);
 std::string inferCumSum(const Ctx& c);
 std::string inferWindow(const Ctx& c);  // HannWindow HammingWindow BlackmanWindow
+// Quantize.cpp
+std::string inferQuantizeLinear(const Ctx& c);
+std::string inferDequantizeLinear(const Ctx& c);
+std::string inferDynamicQuantizeLinear(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);

@@ -215,6 +215,7 @@ void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
 void registerGenerateKernels(KernelRegistry& r);     // Generate.cpp
+void registerQuantizeKernels(KernelRegistry& r);     // Quantize.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

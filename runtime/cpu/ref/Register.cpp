@@ -18,6 +18,7 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerTensorKernels(r);
   ref::registerIndexingKernels(r);
   ref::registerGenerateKernels(r);
+  ref::registerQuantizeKernels(r);
   ref::registerFusedKernels(r);
 }
 

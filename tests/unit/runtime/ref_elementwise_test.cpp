@@ -452,5 +452,28 @@ TEST(RefHalf, MaxMinModOnF16) {
             (std::vector<uint16_t>{0x3800, 0xC000, 0x2E66}));
 }
 
+// QuantizeLinear rounds halves to even and saturates; per-axis scales follow axis 1.
+TEST(RefQuantize, QuantizeDequantizeDynamic) {
+  expectValues<uint8_t>(run1("QuantizeLinear", {}, {f32({5}, {1, 3, -10, 1000, 5}), f32({}, {2}), u8({}, {128})},
+                             DType::U8, {5}),
+                        {5}, {128, 130, 123, 255, 130});
+  expectValues<int8_t>(run1("QuantizeLinear", {}, {f32({2, 2}, {1, 1, 1, 1}), f32({2}, {1, 0.5f}), i8({2}, {0, 3})},
+                            DType::I8, {2, 2}),
+                       {2, 2}, {1, 5, 1, 5});
+  expectValues<float>(run1("DequantizeLinear", {}, {u8({3}, {0, 128, 255}), f32({}, {0.5f}), u8({}, {128})},
+                           DType::F32, {3}),
+                      {3}, {-64, 0, 63.5f});
+  OpCall dyn{"DynamicQuantizeLinear", {}, {f32({3}, {-1, 0, 2})}, {{DType::U8, {3}}, {DType::F32, {}}, {DType::U8, {}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(dyn.run(&outs).isOk());
+  // scale 3/255; zero point round(1 / (3/255)) = 85; y = round(x * 85) + 85.
+  expectValues<float>(outs[1], {}, {3.f / 255});
+  expectValues<uint8_t>(outs[2], {}, {85});
+  expectValues<uint8_t>(outs[0], {3}, {0, 85, 255});
+  // round(x / scale) comes before the zero point: 2.5 -> 2, + 1 = 3 (not round(3.5) = 4).
+  expectValues<uint8_t>(run1("QuantizeLinear", {}, {f32({1}, {5}), f32({}, {2}), u8({}, {1})}, DType::U8, {1}),
+                        {1}, {3});
+}
+
 }  // namespace
 }  // namespace tandem
