@@ -31,6 +31,14 @@ mlir::Type dtypeToMlir(mlir::MLIRContext* ctx, DType t) {
       return mlir::IntegerType::get(ctx, 8);
     case DType::U8:
       return mlir::IntegerType::get(ctx, 8, mlir::IntegerType::Unsigned);
+    case DType::I16:
+      return mlir::IntegerType::get(ctx, 16);
+    case DType::U16:
+      return mlir::IntegerType::get(ctx, 16, mlir::IntegerType::Unsigned);
+    case DType::U32:
+      return mlir::IntegerType::get(ctx, 32, mlir::IntegerType::Unsigned);
+    case DType::U64:
+      return mlir::IntegerType::get(ctx, 64, mlir::IntegerType::Unsigned);
     default:
       return nullptr;
   }
@@ -48,6 +56,8 @@ DType mlirToDType(mlir::Type t) {
           return DType::Bool;
         case 8:
           return DType::I8;
+        case 16:
+          return DType::I16;
         case 32:
           return DType::I32;
         case 64:
@@ -56,7 +66,20 @@ DType mlirToDType(mlir::Type t) {
           return DType::Undefined;
       }
     }
-    if (it.isUnsigned() && it.getWidth() == 8) return DType::U8;
+    if (it.isUnsigned()) {
+      switch (it.getWidth()) {
+        case 8:
+          return DType::U8;
+        case 16:
+          return DType::U16;
+        case 32:
+          return DType::U32;
+        case 64:
+          return DType::U64;
+        default:
+          return DType::Undefined;
+      }
+    }
   }
   return DType::Undefined;
 }

@@ -121,6 +121,23 @@ def Tandem_MaxOp : Tandem_OnnxOp<"max", "Max", "13", "elementwise maximum of 1..
 def Tandem_EqualOp : Tandem_OnnxOp<"equal", "Equal", "13", "elementwise A == B (bool result)">;
 def Tandem_LessOp : Tandem_OnnxOp<"less", "Less", "13", "elementwise A < B (bool result)">;
 def Tandem_GreaterOp : Tandem_OnnxOp<"greater", "Greater", "13", "elementwise A > B (bool result)">;
+def Tandem_GreaterOrEqualOp : Tandem_OnnxOp<"greater_or_equal", "GreaterOrEqual", "16",
+    "elementwise A >= B (bool result)">;
+def Tandem_LessOrEqualOp : Tandem_OnnxOp<"less_or_equal", "LessOrEqual", "16",
+    "elementwise A <= B (bool result)">;
+def Tandem_ModOp : Tandem_OnnxOp<"mod", "Mod", "13",
+    "elementwise remainder: sign of B (Python %), or of A with fmod = 1 (C fmod)", (ins Int:$fmod)>;
+def Tandem_MeanOp : Tandem_OnnxOp<"mean", "Mean", "13", "elementwise mean of 1..N inputs">;
+def Tandem_AndOp : Tandem_OnnxOp<"and", "And", "7", "elementwise logical A and B (bool)">;
+def Tandem_OrOp : Tandem_OnnxOp<"or", "Or", "7", "elementwise logical A or B (bool)">;
+def Tandem_XorOp : Tandem_OnnxOp<"xor", "Xor", "7", "elementwise logical A xor B (bool)">;
+def Tandem_NotOp : Tandem_OnnxOp<"not", "Not", "1", "elementwise logical not (bool)">;
+def Tandem_BitShiftOp : Tandem_OnnxOp<"bit_shift", "BitShift", "11",
+    "unsigned X shifted by Y bits, `direction` LEFT or RIGHT", (ins Str:$direction)>;
+def Tandem_IsNaNOp : Tandem_OnnxOp<"is_nan", "IsNaN", "13", "elementwise x is NaN (bool result)">;
+def Tandem_IsInfOp : Tandem_OnnxOp<"is_inf", "IsInf", "10",
+    "elementwise x is +inf (detect_positive) or -inf (detect_negative) (bool result)",
+    (ins Int:$detect_negative, Int:$detect_positive)>;
 def Tandem_WhereOp : Tandem_OnnxOp<"where", "Where", "16", "select X where condition else Y">;
 
 //===----------------------------------------------------------------------===//
@@ -145,6 +162,11 @@ def Tandem_CoshOp : Tandem_OnnxOp<"cosh", "Cosh", "9", "elementwise hyperbolic c
 def Tandem_AsinhOp : Tandem_OnnxOp<"asinh", "Asinh", "9", "elementwise inverse hyperbolic sine">;
 def Tandem_AcoshOp : Tandem_OnnxOp<"acosh", "Acosh", "9", "elementwise inverse hyperbolic cosine">;
 def Tandem_AtanhOp : Tandem_OnnxOp<"atanh", "Atanh", "9", "elementwise inverse hyperbolic tangent">;
+def Tandem_CeilOp : Tandem_OnnxOp<"ceil", "Ceil", "13", "elementwise smallest integer >= x">;
+def Tandem_FloorOp : Tandem_OnnxOp<"floor", "Floor", "13", "elementwise largest integer <= x">;
+def Tandem_RoundOp : Tandem_OnnxOp<"round", "Round", "11",
+    "elementwise nearest integer, halves to even">;
+def Tandem_SignOp : Tandem_OnnxOp<"sign", "Sign", "13", "elementwise -1, 0 or 1 by the sign of x">;
 def Tandem_ReluOp : Tandem_OnnxOp<"relu", "Relu", "14", "elementwise max(0, x)">;
 def Tandem_LeakyReluOp : Tandem_OnnxOp<"leaky_relu", "LeakyRelu", "16",
     "x if x >= 0 else alpha * x", (ins Float:$alpha)>;
@@ -162,10 +184,29 @@ def Tandem_GeluOp : Tandem_OnnxOp<"gelu", "Gelu", "20",
     "0.5 x (1 + erf(x / sqrt 2)); approximate = \"tanh\": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
     (ins Str:$approximate)>;
 def Tandem_SoftplusOp : Tandem_OnnxOp<"softplus", "Softplus", "1", "elementwise ln(e^x + 1)">;
+def Tandem_SoftsignOp : Tandem_OnnxOp<"softsign", "Softsign", "1", "elementwise x / (1 + |x|)">;
+def Tandem_HardSwishOp : Tandem_OnnxOp<"hard_swish", "HardSwish", "14",
+    "elementwise x * max(0, min(1, x / 6 + 1/2))">;
+def Tandem_ThresholdedReluOp : Tandem_OnnxOp<"thresholded_relu", "ThresholdedRelu", "10",
+    "x if x > alpha else 0", (ins Float:$alpha)>;
+def Tandem_CeluOp : Tandem_OnnxOp<"celu", "Celu", "12",
+    "max(0, x) + min(0, alpha * (e^(x / alpha) - 1))", (ins Float:$alpha)>;
+def Tandem_ShrinkOp : Tandem_OnnxOp<"shrink", "Shrink", "9",
+    "x + bias if x < -lambd, x - bias if x > lambd, else 0", (ins Float:$bias, Float:$lambd)>;
 def Tandem_ClipOp : Tandem_OnnxOp<"clip", "Clip", "13",
     "clamp to [min, max]; min and max are optional scalar inputs">;
 def Tandem_CastOp : Tandem_OnnxOp<"cast", "Cast", "13", "convert to dtype `to` (ONNX code)",
     (ins Int:$to)>;
+def Tandem_CastLikeOp : Tandem_OnnxOp<"cast_like", "CastLike", "15",
+    "convert to the dtype of the second input">;
+def Tandem_QuantizeLinearOp : Tandem_OnnxOp<"quantize_linear", "QuantizeLinear", "13",
+    "saturate(round(x / y_scale) + y_zero_point), per tensor or per `axis` (default 1)",
+    (ins Int:$axis)>;
+def Tandem_DequantizeLinearOp : Tandem_OnnxOp<"dequantize_linear", "DequantizeLinear", "13",
+    "(x - x_zero_point) * x_scale, per tensor or per `axis` (default 1)", (ins Int:$axis)>;
+def Tandem_DynamicQuantizeLinearOp : Tandem_OnnxOp<"dynamic_quantize_linear",
+    "DynamicQuantizeLinear", "11",
+    "u8 quantization of x with scale and zero point from its range (three results)">;
 def Tandem_IdentityOp : Tandem_OnnxOp<"identity", "Identity", "16", "the input, unchanged">;
 def Tandem_DropoutOp : Tandem_OnnxOp<"dropout", "Dropout", "13",
     "inference: identity; optional second output is an all-true mask", (ins Int:$seed)>;
@@ -183,6 +224,8 @@ def Tandem_SoftmaxOp : Tandem_OnnxOp<"softmax", "Softmax", "13",
     "softmax along one axis (default -1)", (ins Int:$axis)>;
 def Tandem_LogSoftmaxOp : Tandem_OnnxOp<"log_softmax", "LogSoftmax", "13",
     "log of softmax along one axis (default -1)", (ins Int:$axis)>;
+def Tandem_HardmaxOp : Tandem_OnnxOp<"hardmax", "Hardmax", "13",
+    "1 at the first max along one axis (default -1), 0 elsewhere", (ins Int:$axis)>;
 def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNormalization",
     "15", "inference batch normalisation with running mean and variance (one output)",
     (ins Float:$epsilon, Float:$momentum, Int:$training_mode)>;
@@ -196,6 +239,9 @@ def Tandem_LRNOp : Tandem_OnnxOp<"lrn", "LRN", "13",
 def Tandem_LayerNormalizationOp : Tandem_OnnxOp<"layer_normalization", "LayerNormalization",
     "17", "normalise over the dims from `axis` on, then scale and bias",
     (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;
+def Tandem_MeanVarianceNormalizationOp : Tandem_OnnxOp<"mean_variance_normalization",
+    "MeanVarianceNormalization", "13",
+    "(x - mean) / (std + 1e-9) over `axes` (default [0, 2, 3])", (ins Ints:$axes)>;
 
 def Tandem_NegativeLogLikelihoodLossOp : Tandem_OnnxOp<"negative_log_likelihood_loss",
     "NegativeLogLikelihoodLoss", "13",
@@ -278,10 +324,23 @@ def Tandem_ReduceL2Op : Tandem_OnnxOp<"reduce_l2", "ReduceL2", "13",
     (ins Ints:$axes, Int:$keepdims)>;
 def Tandem_ReduceSumSquareOp : Tandem_OnnxOp<"reduce_sum_square", "ReduceSumSquare", "13",
     "sum of squares over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceL1Op : Tandem_OnnxOp<"reduce_l1", "ReduceL1", "13",
+    "sum of absolute values over `axes` (attribute; all when absent)",
+    (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceProdOp : Tandem_OnnxOp<"reduce_prod", "ReduceProd", "13",
+    "product over `axes` (attribute; all when absent)", (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceLogSumOp : Tandem_OnnxOp<"reduce_log_sum", "ReduceLogSum", "13",
+    "natural log of the sum over `axes` (attribute; all when absent)",
+    (ins Ints:$axes, Int:$keepdims)>;
+def Tandem_ReduceLogSumExpOp : Tandem_OnnxOp<"reduce_log_sum_exp", "ReduceLogSumExp", "13",
+    "log of the sum of exponentials over `axes` (attribute; all when absent)",
+    (ins Ints:$axes, Int:$keepdims)>;
 def Tandem_ReduceSumOp : Tandem_OnnxOp<"reduce_sum", "ReduceSum", "13",
     "sum over the axes input (all, or none with noop_with_empty_axes, when absent)",
     (ins Int:$keepdims, Int:$noop_with_empty_axes)>;
 def Tandem_ArgMaxOp : Tandem_OnnxOp<"arg_max", "ArgMax", "13", "index of the max along `axis` (i64)",
+    (ins Int:$axis, Int:$keepdims, Int:$select_last_index)>;
+def Tandem_ArgMinOp : Tandem_OnnxOp<"arg_min", "ArgMin", "13", "index of the min along `axis` (i64)",
     (ins Int:$axis, Int:$keepdims, Int:$select_last_index)>;
 
 def Tandem_TopKOp : Tandem_OnnxOp<"top_k", "TopK", "11",
@@ -320,11 +379,32 @@ def Tandem_ShapeOp : Tandem_OnnxOp<"shape", "Shape", "15",
     "the input's shape as i64, dims [start, end)", (ins Int:$start, Int:$end)>;
 def Tandem_ConstantOfShapeOp : Tandem_OnnxOp<"constant_of_shape", "ConstantOfShape", "9",
     "tensor of the shape input filled with `value` (f32 0 when absent)", (ins TensorAttr:$value)>;
+def Tandem_EyeLikeOp : Tandem_OnnxOp<"eye_like", "EyeLike", "9",
+    "2-D ones on diagonal k, zeros elsewhere, of the input's shape and `dtype`",
+    (ins Int:$dtype, Int:$k)>;
+def Tandem_RangeOp : Tandem_OnnxOp<"range", "Range", "11",
+    "start, start + delta, ... up to limit (exclusive); the three are scalars">;
+def Tandem_SizeOp : Tandem_OnnxOp<"size", "Size", "13", "the input's element count (i64 scalar)">;
+def Tandem_HannWindowOp : Tandem_OnnxOp<"hann_window", "HannWindow", "17",
+    "Hann window of the size input's length, periodic (default) or symmetric",
+    (ins Int:$output_datatype, Int:$periodic)>;
+def Tandem_HammingWindowOp : Tandem_OnnxOp<"hamming_window", "HammingWindow", "17",
+    "Hamming window (alpha 25/46) of the size input's length, periodic (default) or symmetric",
+    (ins Int:$output_datatype, Int:$periodic)>;
+def Tandem_BlackmanWindowOp : Tandem_OnnxOp<"blackman_window", "BlackmanWindow", "17",
+    "Blackman window of the size input's length, periodic (default) or symmetric",
+    (ins Int:$output_datatype, Int:$periodic)>;
 def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
     "broadcast to the shape input (bidirectionally)">;
 def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",
     "pad by the pads input; mode constant, reflect or edge", (ins Str:$mode)>;
 def Tandem_TileOp : Tandem_OnnxOp<"tile", "Tile", "13", "repeat along each dim by the repeats input">;
+def Tandem_TriluOp : Tandem_OnnxOp<"trilu", "Trilu", "14",
+    "upper (default) or lower triangle of the last two dims from diagonal k (input 1, default 0)",
+    (ins Int:$upper)>;
+def Tandem_CumSumOp : Tandem_OnnxOp<"cum_sum", "CumSum", "14",
+    "running sums along the axis input; exclusive leaves out each element, reverse runs backwards",
+    (ins Int:$exclusive, Int:$reverse)>;
 
 def Tandem_GatherElementsOp : Tandem_OnnxOp<"gather_elements", "GatherElements", "13",
     "y[i][j] = data[index[i][j]][j] along `axis`; the result has the indices' shape",

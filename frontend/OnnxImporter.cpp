@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/ConstantFold.h"
 #include "compiler/OpBuilding.h"
 #include "compiler/ShapeInference.h"
 #include "compiler/TandemDialect.h"
@@ -117,6 +118,8 @@ class OnnxImporter {
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
   mlir::FailureOr<mlir::Operation*> create(int index, mlir::Location loc, const NodeForm& f);
+  void foldEarly(mlir::Operation* op, const std::string& type,
+                 llvm::SmallVectorImpl<mlir::Value>* results);
   mlir::Value constInts(mlir::Location loc, llvm::ArrayRef<int64_t> v);
   mlir::Value valueFor(const std::string& name);
   mlir::Location nodeLoc(int index);
@@ -416,7 +419,7 @@ mlir::LogicalResult OnnxImporter::declareInputs(llvm::SmallVectorImpl<mlir::Type
                   "types are not supported)");
     const auto& tt = in.type().tensor_type();
     int32_t code = tt.elem_type();
-    if (!isKnownDType(code) || code == (int32_t)DType::F16) {
+    if (!isKnownDType(code)) {
       return fail("graph input '" + name + "' has element type " +
                   onnx::TensorProto::DataType_Name((onnx::TensorProto::DataType)code) +
                   ", which is not supported");
@@ -563,8 +566,10 @@ mlir::LogicalResult OnnxImporter::importNode(int index) {
 
   mlir::FailureOr<mlir::Operation*> op = create(index, loc, f);
   if (mlir::failed(op)) return mlir::failure();
+  llvm::SmallVector<mlir::Value> results((*op)->getResults());
+  if (f.opType != "Dropout") foldEarly(*op, f.opType, &results);
   for (int i = 0; i <= last; ++i)
-    if (!n.output(i).empty()) values_[n.output(i)] = (*op)->getResult(i);
+    if (!n.output(i).empty()) values_[n.output(i)] = results[i];
 
   // Dropout-1..-7's mask has the input's dtype (Dropout-10 made it bool): all ones either way.
   if (f.opType == "Dropout" && opset_ < 10 && last >= 1 && !n.output(1).empty()) {
@@ -593,6 +598,28 @@ mlir::FailureOr<mlir::Operation*> OnnxImporter::create(int index, mlir::Location
     (void)failNode(index, d.empty() ? "could not be built" : d);
   }
   return op;
+}
+
+// Folds a just-built op whose values a later node's shape function may need: Shape of a static
+// shape, and small ops on constants. ONNX function bodies compute a Reshape's shape from
+// Shape -> Size -> Sub -> ConstantOfShape -> Concat; unfolded, the Reshape's rank would be
+// unknown when it is built. --tandem-canonicalize folds the same ops later; this only folds
+// them before their readers exist. `results` gets the constants that replace the op. A kernel
+// that fails on its constants leaves the op as it is: canonicalize reports that error.
+void OnnxImporter::foldEarly(mlir::Operation* op, const std::string& type,
+                             llvm::SmallVectorImpl<mlir::Value>* results) {
+  // The most elements a shape function reads from a constant operand (TandemDialect.cpp).
+  constexpr int64_t kFoldLimit = 4096;
+  mlir::IRRewriter rewriter(b_);
+  if (type == "Shape") {
+    foldShapeOp(rewriter, op, results);
+    return;
+  }
+  if (op->getNumOperands() == 0) return;
+  for (mlir::Value v : op->getOperands())
+    if (!v.getDefiningOp<ConstantOp>() && !v.getDefiningOp<NoneOp>()) return;
+  if (mlir::failed(foldWithCpuKernel(rewriter, op, type, kFoldLimit, "import", results)))
+    takeDiagnostic();
 }
 
 // Constant nodes become tandem.constant; every value_* form is one tensor.

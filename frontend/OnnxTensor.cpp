@@ -78,11 +78,11 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     return Status::error(tensorLabel(p) + ": segmented tensors are not supported");
   }
   int32_t code = p.data_type();
-  if (!isKnownDType(code) || code == onnx::TensorProto::FLOAT16) {
+  if (!isKnownDType(code)) {
     return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) + " (" +
                          std::to_string(code) +
                          ") is not supported (supported: FLOAT, DOUBLE, INT32, INT64, BOOL, UINT8, "
-                         "INT8)");
+                         "INT8, UINT16, INT16, UINT32, UINT64, FLOAT16)");
   }
   DType dtype = static_cast<DType>(code);
   Shape shape(p.dims().begin(), p.dims().end());
@@ -126,7 +126,12 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     case DType::I32:
     case DType::Bool:
     case DType::U8:
-    case DType::I8: typed = p.int32_data_size(); break;
+    case DType::I8:
+    case DType::U16:
+    case DType::I16:
+    case DType::F16: typed = p.int32_data_size(); break;
+    case DType::U32:
+    case DType::U64: typed = p.uint64_data_size(); break;
     default:
       return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) +
                            " is not supported");
@@ -146,7 +151,15 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     case DType::I32:
     case DType::Bool:
     case DType::U8:
-    case DType::I8: st = copyTyped(p, p.int32_data(), n, &t); break;
+    case DType::I8:
+    case DType::U16:
+    case DType::I16: st = copyTyped(p, p.int32_data(), n, &t); break;
+    case DType::F16:
+      // int32_data holds each f16's bits in its low 16 bits (onnx.proto).
+      for (int64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = uint16_t(p.int32_data((int)i));
+      break;
+    case DType::U32:
+    case DType::U64: st = copyTyped(p, p.uint64_data(), n, &t); break;
     default:
       return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) +
                            " is not supported");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "compiler/ConstantFold.h"
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "mlir/IR/Dominance.h"
@@ -89,14 +90,15 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
           (type == "Pad" && isZeroPad(&op))) {
         if (foldToInput(rewriter, &op)) continue;
       }
-      if (type == "Shape" && foldShape(rewriter, &op)) continue;
+      if (type == "Shape" && foldShapeOp(rewriter, &op)) continue;
       if (type == "BatchNormalization" && foldBatchNormIntoConv(rewriter, &op)) continue;
       if (rewriteCompositeOp(rewriter, &op)) continue;
       // A Dropout left here may train: its mask comes from the seed the plan is loaded with
       // (LoadOptions::seed) unless the op has its own, so it is drawn at run time.
       if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), isConstantOrNone) &&
           type != "Dropout") {
-        mlir::FailureOr<bool> folded = foldWithKernel(rewriter, &op, type);
+        mlir::FailureOr<bool> folded =
+            foldWithCpuKernel(rewriter, &op, type, foldLimit, "tandem-canonicalize");
         if (mlir::failed(folded)) return signalPassFailure();
       }
     }
@@ -123,26 +125,6 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     }
     rewriter.replaceAllUsesWith(op->getResult(0), input);
     rewriter.eraseOp(op);
-    return true;
-  }
-
-  bool foldShape(mlir::IRRewriter& rewriter, mlir::Operation* op) {
-    auto inType = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
-    if (!inType || !inType.hasStaticShape()) return false;
-    // ONNX Shape-15: [start, end) with negative values counting from the end, clamped.
-    int64_t rank = inType.getRank();
-    auto clampAxis = [&](const char* name, int64_t dflt) {
-      auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
-      int64_t v = a ? a.getInt() : dflt;
-      if (v < 0) v += rank;
-      return std::clamp<int64_t>(v, 0, rank);
-    };
-    int64_t start = clampAxis("start", 0), end = clampAxis("end", rank);
-    std::vector<int64_t> dims;
-    for (int64_t i = start; i < end; ++i) dims.push_back(inType.getDimSize(i));
-    Tensor t = Tensor::fromVector<int64_t>({(int64_t)dims.size()}, dims);
-    rewriter.setInsertionPoint(op);
-    rewriter.replaceOp(op, createConstant(rewriter, op->getLoc(), t));
     return true;
   }
 
@@ -205,68 +187,6 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
 
   // true: folded; false: left alone; failure: the kernel rejected the constants (an error in
   // the model, reported on the op).
-  mlir::FailureOr<bool> foldWithKernel(mlir::IRRewriter& rewriter, mlir::Operation* op,
-                                       const std::string& type) {
-    std::vector<Tensor> inputs(op->getNumOperands());
-    int64_t inElements = 0, outElements = 0;
-    KernelContext kc;
-    kc.opType = type;
-    kc.nodeName = nodeName(op->getLoc());
-    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-      // An absent optional input (tandem.none) stays an undefined tensor and a null pointer.
-      if (!v.getDefiningOp<NoneOp>()) getConstantValue(v, &inputs[i]);
-      inElements += inputs[i].defined() ? inputs[i].numel() : 0;
-      kc.inputTypes.push_back(TensorType{inputs[i].dtype(), inputs[i].shape()});
-      kc.constInputs.push_back(inputs[i].defined() ? &inputs[i] : nullptr);
-    }
-
-    for (mlir::Value r : op->getResults()) {
-      auto t = llvm::cast<mlir::RankedTensorType>(r.getType());
-      if (!t.hasStaticShape()) return false;
-      TensorType tt{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
-      // Checked before the kernel sees the shape: ConstantOfShape [INT64_MAX] must be an
-      // error here, not a 64-byte buffer the kernel writes past.
-      int64_t n = 0;
-      if (std::string e = checkTensorSize(tt.shape, (int64_t)dtypeSize(tt.dtype), dtypeName(tt.dtype));
-          !e.empty() || !checkedNumElements(tt.shape, &n) || !checkedAdd(outElements, n, &outElements)) {
-        op->emitError() << "tandem-canonicalize: result " << llvm::cast<mlir::OpResult>(r).getResultNumber() << " of " << type
-                        << ": " << (e.empty() ? "the element count overflows" : e);
-        return mlir::failure();
-      }
-      kc.outputTypes.push_back(tt);
-    }
-    if (outElements > std::max<int64_t>(foldLimit, inElements)) return false;
-
-    AttrMap attrs = toAttrMap(op);
-    kc.attrs = &attrs;
-    std::unique_ptr<Kernel> kernel;
-    if (!KernelRegistry::global().create("cpu", kc, &kernel).isOk()) return false;
-
-    std::vector<Tensor> outputs;
-    for (const TensorType& t : kc.outputTypes) {
-      Tensor o;
-      if (Status st = Tensor::tryAlloc(t.dtype, t.shape, "the folded result", &o); !st.isOk()) {
-        op->emitError() << "tandem-canonicalize: folding " << type << ": " << st.message();
-        return mlir::failure();
-      }
-      outputs.push_back(o);
-    }
-    std::vector<const Tensor*> in = kc.constInputs;
-    std::vector<Tensor*> out;
-    for (Tensor& t : outputs) out.push_back(&t);
-    Status st = kernel->run(in, out);
-    if (!st.isOk()) {
-      op->emitError() << "tandem-canonicalize: folding " << type
-                      << " on constant inputs failed: " << st.message();
-      return mlir::failure();
-    }
-    rewriter.setInsertionPoint(op);
-    llvm::SmallVector<mlir::Value> replacements;
-    for (const Tensor& t : outputs)
-      replacements.push_back(createConstant(rewriter, op->getLoc(), t));
-    rewriter.replaceOp(op, replacements);
-    return true;
-  }
 };
 
 }  // namespace

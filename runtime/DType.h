@@ -11,16 +11,21 @@ enum class DType : int32_t {
   F32 = 1,
   U8 = 2,
   I8 = 3,
+  U16 = 4,
+  I16 = 5,
   I32 = 6,
   I64 = 7,
   Bool = 9,  // one byte per element, 0 or 1
-  F16 = 10,  // reserved: no kernel handles it yet
+  F16 = 10,  // IEEE binary16 bits (runtime/Half.h); only Cast/CastLike and data movement read it
   F64 = 11,
+  U32 = 12,
+  U64 = 13,
 };
 
 /// Bytes per element; 0 for Undefined.
 size_t dtypeSize(DType t);
-/// "f32", "f64", "i32", "i64", "bool", "u8", "i8", "f16"; "undefined" otherwise.
+/// "f32", "f64", "i32", "i64", "bool", "u8", "i8", "u16", "i16", "u32", "u64", "f16";
+/// "undefined" otherwise.
 const char* dtypeName(DType t);
 /// Inverse of dtypeName; returns false for an unknown name.
 bool parseDType(const std::string& name, DType* out);
@@ -28,11 +33,13 @@ bool parseDType(const std::string& name, DType* out);
 bool isKnownDType(int32_t onnxCode);
 inline bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
 inline bool isInteger(DType t) {
-  return t == DType::I32 || t == DType::I64 || t == DType::U8 || t == DType::I8;
+  return t == DType::I32 || t == DType::I64 || t == DType::U8 || t == DType::I8 ||
+         t == DType::U16 || t == DType::I16 || t == DType::U32 || t == DType::U64;
 }
 
 /// Calls f(T{}) with T the C++ type of `t` (float, double, int32_t, int64_t, bool as uint8_t via
-/// `bool`, uint8_t, int8_t). Returns false (without calling) for Undefined/F16.
+/// `bool`, uint8_t, int8_t, uint16_t, int16_t, uint32_t, uint64_t). Returns false (without
+/// calling) for Undefined/F16.
 template <typename F>
 bool dispatchDType(DType t, F&& f) {
   switch (t) {
@@ -43,6 +50,10 @@ bool dispatchDType(DType t, F&& f) {
     case DType::Bool: f(bool{}); return true;
     case DType::U8: f(uint8_t{}); return true;
     case DType::I8: f(int8_t{}); return true;
+    case DType::U16: f(uint16_t{}); return true;
+    case DType::I16: f(int16_t{}); return true;
+    case DType::U32: f(uint32_t{}); return true;
+    case DType::U64: f(uint64_t{}); return true;
     default: return false;
   }
 }
@@ -55,5 +66,9 @@ template <> constexpr DType dtypeOf<int64_t>() { return DType::I64; }
 template <> constexpr DType dtypeOf<bool>() { return DType::Bool; }
 template <> constexpr DType dtypeOf<uint8_t>() { return DType::U8; }
 template <> constexpr DType dtypeOf<int8_t>() { return DType::I8; }
+template <> constexpr DType dtypeOf<uint16_t>() { return DType::U16; }
+template <> constexpr DType dtypeOf<int16_t>() { return DType::I16; }
+template <> constexpr DType dtypeOf<uint32_t>() { return DType::U32; }
+template <> constexpr DType dtypeOf<uint64_t>() { return DType::U64; }
 
 }  // namespace tandem

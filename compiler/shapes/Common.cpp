@@ -10,8 +10,10 @@ namespace shapes {
 
 const std::vector<DType> kFloatTypes = {DType::F16, DType::F32, DType::F64};
 const std::vector<DType> kNumericTypes = {DType::F16, DType::F32, DType::F64, DType::I32,
-                                          DType::I64, DType::U8,  DType::I8};
+                                          DType::I64, DType::U8,  DType::I8,  DType::U16,
+                                          DType::I16, DType::U32, DType::U64};
 const std::vector<DType> kIntIndexTypes = {DType::I32, DType::I64};
+const std::vector<DType> kUnsignedTypes = {DType::U8, DType::U16, DType::U32, DType::U64};
 
 std::string operandLabel(size_t i, const char* name) {
   std::string s = "input " + std::to_string(i);

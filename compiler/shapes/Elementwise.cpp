@@ -8,8 +8,9 @@ namespace {
 // Signed types only (ONNX Neg-13, Relu-14): unsigned negation makes no sense.
 const std::vector<DType> kSignedTypes = {DType::F16, DType::F32, DType::F64,
                                          DType::I32, DType::I64, DType::I8};
-const std::vector<DType> kAllTypes = {DType::F16, DType::F32, DType::F64, DType::I32, DType::I64,
-                                      DType::U8,  DType::I8,  DType::Bool};
+const std::vector<DType> kAllTypes = {DType::F16, DType::F32, DType::F64, DType::I32,
+                                      DType::I64, DType::U8,  DType::I8,  DType::Bool,
+                                      DType::U16, DType::I16, DType::U32, DType::U64};
 
 // n-way broadcast of operands [first, in.size()), labelled with `names`.
 std::string broadcastAll(const Ctx& c, size_t first, const std::vector<const char*>& names,
@@ -65,12 +66,13 @@ std::string inferPow(const Ctx& c) {
 }
 
 std::string inferVariadic(const Ctx& c) {
-  // Sum-13 is float-only; Min-13/Max-13 take every numeric type.
+  // Sum-13 and Mean-13 are float-only; Min-13/Max-13 take every numeric type.
   if (auto e = checkArity(c, 1, SIZE_MAX, 1, 1); !e.empty()) return e;
   for (size_t i = 0; i < c.in.size(); ++i)
     if (!c.in[i].present && i + 1 < c.in.size())
       return c.fail(operandLabel(i, nullptr) + " is required but absent");
-  if (auto e = checkDTypeIn(c, 0, c.op == "Sum" ? kFloatTypes : kNumericTypes); !e.empty())
+  if (auto e = checkDTypeIn(c, 0, c.op == "Sum" || c.op == "Mean" ? kFloatTypes : kNumericTypes);
+      !e.empty())
     return e;
   for (size_t i = 1; i < c.in.size(); ++i)
     if (c.in[i].present)
@@ -82,7 +84,8 @@ std::string inferVariadic(const Ctx& c) {
 }
 
 std::string inferCompare(const Ctx& c) {
-  // Equal-13 also takes bool; Less-13/Greater-13 numeric only. Result is bool.
+  // Equal-13 also takes bool; Less-13/Greater-13 and LessOrEqual-16/GreaterOrEqual-16 numeric
+  // only. Result is bool.
   static const std::vector<const char*> names = {"A", "B"};
   if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, c.op == "Equal" ? kAllTypes : kNumericTypes, names);
@@ -92,6 +95,61 @@ std::string inferCompare(const Ctx& c) {
   std::vector<int64_t> dims;
   if (auto e = broadcastAll(c, 0, names, &dims); !e.empty()) return e;
   c.set(0, DType::Bool, dims);
+  return "";
+}
+
+std::string inferMod(const Ctx& c) {
+  // Mod-13: A and B of one numeric dtype, broadcast; floats need fmod = 1 (Python's % is only
+  // defined for integers there).
+  static const std::vector<const char*> names = {"A", "B"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kNumericTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  const int64_t fmod = c.attrs.getInt("fmod", 0);
+  if (fmod != 0 && fmod != 1) return c.fail("attribute fmod must be 0 or 1, got " + std::to_string(fmod));
+  if (fmod == 0 && isFloat(c.in[0].dtype))
+    return c.fail(std::string("fmod = 0 is undefined for ") + dtypeName(c.in[0].dtype) +
+                  " operands (set fmod = 1)");
+  std::vector<int64_t> dims;
+  if (auto e = broadcastAll(c, 0, names, &dims); !e.empty()) return e;
+  c.set(0, c.in[0].dtype, dims);
+  return "";
+}
+
+std::string inferBitShift(const Ctx& c) {
+  // BitShift-11: unsigned X and Y of one dtype, broadcast; direction LEFT or RIGHT (required).
+  static const std::vector<const char*> names = {"X", "Y"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kUnsignedTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  const std::string dir = c.attrs.getString("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT")
+    return c.fail("attribute direction must be LEFT or RIGHT, got '" + dir + "'");
+  std::vector<int64_t> dims;
+  if (auto e = broadcastAll(c, 0, names, &dims); !e.empty()) return e;
+  c.set(0, c.in[0].dtype, dims);
+  return "";
+}
+
+std::string inferLogical(const Ctx& c) {
+  // Not-1 (one operand), And/Or/Xor-7 (two, broadcast): bool in, bool out.
+  static const std::vector<const char*> names = {"A", "B"};
+  const size_t arity = c.op == "Not" ? 1 : 2;
+  if (auto e = checkArity(c, arity, arity, 1, 1, names); !e.empty()) return e;
+  for (size_t i = 0; i < arity; ++i)
+    if (auto e = checkDTypeIn(c, i, {DType::Bool}, names); !e.empty()) return e;
+  std::vector<int64_t> dims;
+  if (auto e = broadcastAll(c, 0, names, &dims); !e.empty()) return e;
+  c.set(0, DType::Bool, dims);
+  return "";
+}
+
+std::string inferClassify(const Ctx& c) {
+  // IsNaN-13, IsInf-10: float in, bool of the same shape out.
+  static const std::vector<const char*> names = {"X"};
+  if (auto e = checkArity(c, 1, 1, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  c.set(0, DType::Bool, c.in[0].dims);
   return "";
 }
 
@@ -109,8 +167,8 @@ std::string inferWhere(const Ctx& c) {
 std::string inferUnaryFloat(const Ctx& c) { return unary(c, kFloatTypes); }
 
 std::string inferUnaryNumeric(const Ctx& c) {
-  // Abs-13 and Erf-13 take every numeric type; Neg-13 and Relu-14 only signed ones.
-  if (c.op == "Abs" || c.op == "Erf") return unary(c, kNumericTypes);
+  // Abs-13, Erf-13 and Shrink-9 take every numeric type; Neg-13 and Relu-14 only signed ones.
+  if (c.op == "Abs" || c.op == "Erf" || c.op == "Shrink") return unary(c, kNumericTypes);
   return unary(c, kSignedTypes);
 }
 
@@ -160,6 +218,14 @@ std::string inferCast(const Ctx& c) {
   if (to->i == 0 || to->i > INT32_MAX || !isKnownDType((int32_t)to->i))
     return c.fail("attribute to=" + std::to_string(to->i) + " is not a supported ONNX dtype code");
   c.set(0, (DType)to->i, c.in[0].dims);
+  return "";
+}
+
+std::string inferCastLike(const Ctx& c) {
+  // CastLike-15: input converted to the dtype of target_type (whose values are not read).
+  static const std::vector<const char*> names = {"input", "target_type"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  c.set(0, c.in[1].dtype, c.in[0].dims);
   return "";
 }
 

@@ -1,5 +1,5 @@
-// Shape functions of ReduceMean/Max/Min/L2/SumSquare-13 (axes attribute), ReduceSum-13 (axes input) and
-// ArgMax-13.
+// Shape functions of ReduceMean/Max/Min/L1/L2/SumSquare/Prod/LogSum/LogSumExp-13 (axes
+// attribute), ReduceSum-13 (axes input) and ArgMax/ArgMin-13.
 #include <set>
 
 #include "compiler/shapes/ShapeFns.h"
@@ -93,7 +93,7 @@ std::string inferArgMax(const Ctx& c) {
       !e.empty())
     return e;
   if (x[axis] == 0)
-    return c.fail("cannot take ArgMax over axis " + std::to_string(axis) + " of size 0");
+    return c.fail("cannot take " + c.op + " over axis " + std::to_string(axis) + " of size 0");
   std::vector<int64_t> y = x;
   if (c.attrs.getInt("keepdims", 1) != 0)
     y[axis] = 1;

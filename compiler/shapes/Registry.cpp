@@ -77,6 +77,9 @@ const std::vector<int>& shapeOperandPositions(const std::string& opType) {
       {"ReduceLogSumExp", {1}},
       {"ReduceSumSquare", {1}},
       {"Range", {0, 1, 2}},            // start, limit, delta
+      {"HannWindow", {0}},             // size (17)
+      {"HammingWindow", {0}},
+      {"BlackmanWindow", {0}},
       {"Resize", {1, 2, 3}},           // scales (10) / roi, scales, sizes (11+)
       {"Upsample", {1}},               // scales
       {"TopK", {1}},                   // k

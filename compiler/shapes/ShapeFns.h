@@ -69,25 +69,42 @@ std::string rejectOldAttr(const Ctx& c, const char* attr, const std::string& inp
 extern const std::vector<DType> kFloatTypes;    // f16, f32, f64
 extern const std::vector<DType> kNumericTypes;  // floats + ints
 extern const std::vector<DType> kIntIndexTypes; // i32, i64
+extern const std::vector<DType> kUnsignedTypes; // u8, u16, u32, u64
 
 // ---- Category entry points ----
 // Elementwise.cpp
 std::string inferBinaryArith(const Ctx& c);   // Add Sub Mul Div
 std::string inferPow(const Ctx& c);
-std::string inferVariadic(const Ctx& c);      // Sum Min Max
-std::string inferCompare(const Ctx& c);       // Equal Less Greater
+std::string inferVariadic(const Ctx& c);      // Sum Mean Min Max
+std::string inferCompare(const Ctx& c);       // Equal Less Greater LessOrEqual GreaterOrEqual
+std::string inferMod(const Ctx& c);
+std::string inferBitShift(const Ctx& c);
+std::string inferLogical(const Ctx& c);       // Not And Or Xor
+std::string inferClassify(const Ctx& c);      // IsNaN IsInf
 std::string inferWhere(const Ctx& c);
 std::string inferUnaryFloat(const Ctx& c);    // Sqrt Exp Log Reciprocal Sigmoid Tanh Softplus Elu Selu HardSigmoid LeakyRelu
-std::string inferUnaryNumeric(const Ctx& c);  // Abs Erf (any numeric), Neg Relu (signed)
+std::string inferUnaryNumeric(const Ctx& c);  // Abs Erf Shrink (any numeric), Neg Relu (signed)
 std::string inferPRelu(const Ctx& c);
 std::string inferClip(const Ctx& c);
 std::string inferIdentity(const Ctx& c);
 std::string inferCast(const Ctx& c);
+std::string inferCastLike(const Ctx& c);
 std::string inferDropout(const Ctx& c);
+// Generate.cpp
+std::string inferRange(const Ctx& c);
+std::string inferEyeLike(const Ctx& c);
+std::string inferSize(const Ctx& c);
+std::string inferTrilu(const Ctx& c);
+std::string inferCumSum(const Ctx& c);
+std::string inferWindow(const Ctx& c);  // HannWindow HammingWindow BlackmanWindow
+// Quantize.cpp
+std::string inferQuantizeLinear(const Ctx& c);
+std::string inferDequantizeLinear(const Ctx& c);
+std::string inferDynamicQuantizeLinear(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);
-std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax
+std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax Hardmax
 // Nn.cpp
 std::string inferConv(const Ctx& c);
 std::string inferConvTranspose(const Ctx& c);
@@ -118,8 +135,9 @@ std::string inferNonZero(const Ctx& c);
 std::string inferUnique(const Ctx& c);
 std::string inferNonMaxSuppression(const Ctx& c);
 // Reduction.cpp
-std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL2 ReduceSumSquare
-std::string inferArgMax(const Ctx& c);
+std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL1 ReduceL2
+                                        // ReduceSumSquare ReduceProd ReduceLogSum ReduceLogSumExp
+std::string inferArgMax(const Ctx& c);  // ArgMax ArgMin
 // Training.cpp
 std::string inferLoss(const Ctx& c);          // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
 std::string inferLossGrad(const Ctx& c);      // NegativeLogLikelihoodLossGrad

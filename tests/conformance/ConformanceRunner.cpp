@@ -86,7 +86,7 @@ std::string unsupportedReason(const std::string& modelPath) {
   auto checkType = [](const onnx::ValueInfoProto& v) -> std::string {
     if (!v.type().has_tensor_type()) return "non-tensor value '" + v.name() + "'";
     int dt = v.type().tensor_type().elem_type();
-    if (!isKnownDType(dt) || dt == (int)DType::F16)
+    if (!isKnownDType(dt))
       return "dtype code " + std::to_string(dt) + " of '" + v.name() + "'";
     return "";
   };

@@ -180,7 +180,8 @@ Status specializeOnnxInputs(const std::string& path, const std::vector<Tensor>& 
   runtimeInputs->clear();
   if (folded) folded->clear();
   for (size_t i = 0; i < given.size(); ++i) {
-    // Any dtype: Resize's scales and roi are f32, NonZero's and Unique's data any.
+    // Any dtype: Resize's scales and roi are f32, Range's start/limit/delta may be float (they
+    // fix its length as integer shapes do), NonZero's and Unique's data any.
     if (shapeInputs.count(names[i])) {
       importOptions->constantInputs[names[i]] = given[i];
       if (folded) folded->push_back(names[i]);

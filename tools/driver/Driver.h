@@ -39,9 +39,10 @@ Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* na
 
 /// Specialises the compile of ONNX model `path` to `given` inputs (onnxGraphInputs order; empty
 /// for none), as `tandem run`, `tandem bench` and the conformance runner do. A tensor (any
-/// dtype: Resize's scales are f32) fed to an input that reaches a shape operand
-/// (onnxShapeOperandInputs; value-dependent result sizes included) becomes a constant of
-/// the plan (importOptions->constantInputs), so shapes stay static; every other given input
+/// dtype: Resize's scales are f32, Range's start/limit/delta may be) fed to an input that
+/// reaches a shape operand (onnxShapeOperandInputs; value-dependent result sizes included)
+/// becomes a constant of the plan (importOptions->constantInputs), so shapes stay static;
+/// every other given input
 /// stays a run-time input, binds that input's shape (compileOptions->inputShapes) and is
 /// appended to `runtimeInputs`, in order. `folded` (optional) gets the constants' names.
 /// Errors: unreadable model, a count of given inputs other than the model's.

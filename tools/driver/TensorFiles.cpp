@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "frontend/OnnxTensor.h"
+#include "runtime/Half.h"
 
 namespace tandem {
 
@@ -42,6 +43,7 @@ static double elementAsDouble(const Tensor& t, int64_t i) {
 }
 
 static double valueAt(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::F16) return halfToFloat(t.data<uint16_t>()[i]);
   double v = 0;
   dispatchDType(t.dtype(), [&](auto tag) { v = elementAsDouble<decltype(tag)>(t, i); });
   return v;

@@ -104,7 +104,7 @@ struct Loaded {
   CompileResult compiled;
 };
 
-// ONNX path: given integer inputs that reach a shape operand (Reshape's shape, Slice's starts)
+// ONNX path: given inputs that reach a shape operand (Reshape's shape, Slice's starts, Range's bounds)
 // are folded into the plan as constants; the rest stay run-time inputs and bind input shapes.
 Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
                 const CommonCompileFlags& flags, const CompileOptions& base, const LoadOptions& lo,

@@ -1,8 +1,9 @@
 // Reference elementwise kernels: unary math (from the op table's formulas) and activations,
-// binary arithmetic and comparisons with ONNX multidirectional broadcasting, variadic
-// Min/Max/Sum, Where, PRelu, Clip (opset 17).
+// binary arithmetic, Mod and comparisons with ONNX multidirectional broadcasting, logic and
+// BitShift, IsNaN/IsInf, variadic Min/Max/Sum/Mean, Where, PRelu, Clip (opset 17).
 #include <algorithm>
 
+#include "runtime/Half.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -135,6 +136,32 @@ auto hardSigmoidMake = [](const AttrMap& a) {
   };
 };
 
+auto thresholdedReluMake = [](const AttrMap& a) {
+  double alpha = a.getFloat("alpha", 1.0f);
+  return [alpha](auto x) {
+    using T = decltype(x);
+    return x > T(alpha) ? x : T(0);
+  };
+};
+// ONNX Celu-12: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); expm1 keeps small x exact.
+auto celuMake = [](const AttrMap& a) {
+  double alpha = a.getFloat("alpha", 1.0f);
+  return [alpha](auto x) {
+    using T = decltype(x);
+    return x > 0 ? x : T(T(alpha) * std::expm1(x / T(alpha)));
+  };
+};
+// ONNX Shrink-9, any numeric type: computed in double (exact for every operand of up to 32
+// bits), then converted back, so unsigned inputs never wrap at -lambd.
+auto shrinkMake = [](const AttrMap& a) {
+  double lambd = a.getFloat("lambd", 0.5f), bias = a.getFloat("bias", 0.0f);
+  return [lambd, bias](auto x) {
+    using T = decltype(x);
+    const double v = double(x);
+    return T(v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
+  };
+};
+
 // ---- Clip ----------------------------------------------------------------------------------
 
 // Clip-13: min/max are optional scalar inputs; absent means unbounded. min > max gives max
@@ -187,7 +214,12 @@ Status createClip(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 // ---- binary --------------------------------------------------------------------------------
 
-enum class BinOp { Add, Sub, Mul, Div, Equal, Less, Greater, PRelu };
+enum class BinOp { Add, Sub, Mul, Div, Equal, Less, Greater, LessOrEqual, GreaterOrEqual, PRelu };
+
+bool isComparison(BinOp op) {
+  return op == BinOp::Equal || op == BinOp::Less || op == BinOp::Greater ||
+         op == BinOp::LessOrEqual || op == BinOp::GreaterOrEqual;
+}
 
 template <typename T>
 Status runBinary(BinOp op, const Broadcast2& bc, const Tensor& a, const Tensor& b, Tensor& y) {
@@ -233,6 +265,12 @@ Status runBinary(BinOp op, const Broadcast2& bc, const Tensor& a, const Tensor& 
       case BinOp::Greater:
         applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u > v; });
         break;
+      case BinOp::LessOrEqual:
+        applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u <= v; });
+        break;
+      case BinOp::GreaterOrEqual:
+        applyBinary(bc, pa, pb, y.data<bool>(), [](T u, T v) { return u >= v; });
+        break;
       case BinOp::PRelu:
         applyBinary(bc, pa, pb, y.data<T>(), [](T u, T v) { return u < 0 ? T(v * u) : u; });
         break;
@@ -246,8 +284,7 @@ KernelFactory binaryFactory(BinOp op) {
     if (ctx.inputTypes.size() != 2 || ctx.outputTypes.empty())
       return opError(ctx, "expects 2 inputs and 1 output");
     const Shape& ys = ctx.outputTypes[0].shape;
-    const bool compare = op == BinOp::Equal || op == BinOp::Less || op == BinOp::Greater;
-    const DType want = compare ? DType::Bool : ctx.inputTypes[0].dtype;
+    const DType want = isComparison(op) ? DType::Bool : ctx.inputTypes[0].dtype;
     if (ctx.outputTypes[0].dtype != want)
       return opError(ctx, std::string("output must be ") + dtypeName(want));
     TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[0].shape, ys, 0));
@@ -265,6 +302,140 @@ KernelFactory binaryFactory(BinOp op) {
     if (!fn) return opError(ctx, "unsupported dtype");
     return makeKernel(out, std::move(fn));
   };
+}
+
+// Checks shared by the binary kernels below: two inputs broadcasting to the output.
+Status prepareBinary(const KernelContext& ctx, std::shared_ptr<Broadcast2>* bc) {
+  if (ctx.inputTypes.size() != 2 || !ctx.inputTypes[1].present())
+    return opError(ctx, "expects 2 inputs");
+  const Shape& ys = ctx.outputTypes[0].shape;
+  TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[0].shape, ys, 0));
+  TANDEM_RETURN_IF_ERROR(checkBroadcast(ctx, ctx.inputTypes[1].shape, ys, 1));
+  *bc = std::make_shared<Broadcast2>(ctx.inputTypes[0].shape, ctx.inputTypes[1].shape, ys);
+  return Status::ok();
+}
+
+// ---- Mod-13 --------------------------------------------------------------------------------
+
+/// fmod = 0: Python's a % b (the result has the divisor's sign); fmod = 1: C's fmod / % (the
+/// dividend's sign). Integer b == 0 is refused before the loop (it traps in C++).
+template <typename T>
+T modValue(T a, T b, bool cFmod) {
+  if constexpr (std::is_floating_point_v<T>) {
+    T r = std::fmod(a, b);
+    if (!cFmod && r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  } else {
+    if constexpr (std::is_signed_v<T>)
+      if (b == T(-1)) return T(0);  // INT_MIN % -1 traps; every a % -1 is 0
+    T r = T(a % b);
+    if constexpr (std::is_signed_v<T>)
+      if (!cFmod && r != 0 && ((r < 0) != (b < 0))) r = T(r + b);
+    return r;
+  }
+}
+
+Status createMod(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  std::shared_ptr<Broadcast2> bc;
+  TANDEM_RETURN_IF_ERROR(prepareBinary(ctx, &bc));
+  const bool cFmod = ctx.attrs->getInt("fmod", 0) != 0;
+  if (!cFmod && isFloat(ctx.inputTypes[0].dtype))
+    return opError(ctx, "fmod = 0 is undefined for float operands");
+  const OpName name(ctx);
+  RunFn fn;
+  dispatchWide(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [bc, cFmod, name](const Inputs& in, const Outputs& outs) -> Status {
+      const T* b = in[1]->data<T>();
+      if constexpr (std::is_integral_v<T>)
+        for (int64_t i = 0, n = in[1]->numel(); i < n; ++i)
+          if (b[i] == 0) return opError(name, "integer modulo by zero");
+      applyBinary(*bc, in[0]->data<T>(), b, outs[0]->data<T>(),
+                  [cFmod](T u, T v) { return modValue(u, v, cFmod); });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- logic: Not, And, Or, Xor (bool) and BitShift (unsigned) -----------------------------
+
+enum class LogicOp { And, Or, Xor };
+
+KernelFactory logicFactory(LogicOp op) {
+  return [op](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    std::shared_ptr<Broadcast2> bc;
+    TANDEM_RETURN_IF_ERROR(prepareBinary(ctx, &bc));
+    return makeKernel(out, [op, bc](const Inputs& in, const Outputs& outs) -> Status {
+      const bool* a = in[0]->data<bool>();
+      const bool* b = in[1]->data<bool>();
+      bool* y = outs[0]->data<bool>();
+      switch (op) {
+        case LogicOp::And: applyBinary(*bc, a, b, y, [](bool u, bool v) { return u && v; }); break;
+        case LogicOp::Or: applyBinary(*bc, a, b, y, [](bool u, bool v) { return u || v; }); break;
+        case LogicOp::Xor: applyBinary(*bc, a, b, y, [](bool u, bool v) { return u != v; }); break;
+      }
+      return Status::ok();
+    });
+  };
+}
+
+Status createNot(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+  return makeKernel(out, [](const Inputs& in, const Outputs& outs) -> Status {
+    const bool* x = in[0]->data<bool>();
+    bool* y = outs[0]->data<bool>();
+    for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = !x[i];
+    return Status::ok();
+  });
+}
+
+// BitShift-11: a shift by the type's width or more gives 0 (C++ leaves it undefined).
+Status createBitShift(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  std::shared_ptr<Broadcast2> bc;
+  TANDEM_RETURN_IF_ERROR(prepareBinary(ctx, &bc));
+  const std::string dir = ctx.attrs->getString("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT")
+    return opError(ctx, "attribute direction must be LEFT or RIGHT, got '" + dir + "'");
+  const bool left = dir == "LEFT";
+  RunFn fn;
+  dispatchUnsigned(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [bc, left](const Inputs& in, const Outputs& outs) -> Status {
+      applyBinary(*bc, in[0]->data<T>(), in[1]->data<T>(), outs[0]->data<T>(), [left](T x, T s) {
+        if (s >= T(8 * sizeof(T))) return T(0);
+        return left ? T(x << s) : T(x >> s);
+      });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- IsNaN-13, IsInf-10: float in, bool out ------------------------------------------------
+
+Status createClassify(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.outputTypes[0].dtype != DType::Bool || ctx.outputTypes[0].shape != ctx.inputTypes[0].shape)
+    return opError(ctx, "output must be bool of the input's shape");
+  const bool nan = ctx.opType == "IsNaN";
+  const bool neg = ctx.attrs->getInt("detect_negative", 1) != 0;
+  const bool pos = ctx.attrs->getInt("detect_positive", 1) != 0;
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [nan, neg, pos](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      bool* y = outs[0]->data<bool>();
+      const T inf = std::numeric_limits<T>::infinity();
+      for (int64_t i = 0, n = in[0]->numel(); i < n; ++i)
+        y[i] = nan ? std::isnan(x[i]) : (pos && x[i] == inf) || (neg && x[i] == -inf);
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
 }
 
 // ---- Pow: base and exponent dtypes may differ; the result has the base dtype --------------
@@ -304,7 +475,7 @@ Status createPow(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   RunFn fn;
   dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto baseTag) {
     using T = decltype(baseTag);
-    dispatchNumeric(ctx.inputTypes[1].dtype, [&](auto expTag) {
+    dispatchWide(ctx.inputTypes[1].dtype, [&](auto expTag) {
       using E = decltype(expTag);
       fn = [bc](const Inputs& in, const Outputs& outs) -> Status {
         applyBinary(*bc, in[0]->data<T>(), in[1]->data<E>(), outs[0]->data<T>(),
@@ -319,12 +490,13 @@ Status createPow(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 // ---- variadic Min / Max / Sum --------------------------------------------------------------
 
-enum class FoldOp { Min, Max, Sum };
+enum class FoldOp { Min, Max, Sum, Mean };
 
 template <typename T>
 T foldValue(FoldOp op, T a, T b) {
   switch (op) {
-    case FoldOp::Sum: return T(a + b);
+    case FoldOp::Sum:
+    case FoldOp::Mean: return T(a + b);
     case FoldOp::Min:
       if (isNaN(a) || isNaN(b)) return std::numeric_limits<T>::quiet_NaN();
       return b < a ? b : a;
@@ -335,7 +507,8 @@ T foldValue(FoldOp op, T a, T b) {
   return a;
 }
 
-// y = broadcast(x0), then y = op(y, broadcast(xi)) for each further input.
+// y = broadcast(x0), then y = op(y, broadcast(xi)) for each further input; Mean then divides
+// the sum by the number of inputs.
 KernelFactory foldFactory(FoldOp op) {
   return [op](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
     if (ctx.inputTypes.empty()) return opError(ctx, "expects at least one input");
@@ -347,7 +520,7 @@ KernelFactory foldFactory(FoldOp op) {
     }
     std::vector<int64_t> s0 = broadcastStrides(ctx.inputTypes[0].shape, ys);
     RunFn fn;
-    dispatchNumeric(ctx.inputTypes[0].dtype, [&](auto tag) {
+    dispatchWide(ctx.inputTypes[0].dtype, [&](auto tag) {
       using T = decltype(tag);
       fn = [op, bcs, s0, ys](const Inputs& in, const Outputs& outs) -> Status {
         T* y = outs[0]->data<T>();
@@ -357,6 +530,8 @@ KernelFactory foldFactory(FoldOp op) {
         for (size_t k = 1; k < in.size(); ++k)
           applyBinary(*bcs[k], (const T*)y, in[k]->data<T>(), y,
                       [op](T a, T b) { return foldValue(op, a, b); });
+        if (op == FoldOp::Mean)
+          for (int64_t i = 0, n = outs[0]->numel(); i < n; ++i) y[i] = T(y[i] / T(in.size()));
         return Status::ok();
       };
     });
@@ -395,6 +570,50 @@ Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+// ---- f16 through f32 ------------------------------------------------------------------------
+
+// Runs `inner`'s f32 kernel on f16 operands: they widen exactly, and the f32 result is rounded
+// once to nearest-even. That is exact for Max, Min and Mod, whose f32 results are f16 inputs or
+// remainders smaller than the divisor (fmod is exact in any precision).
+KernelFactory viaF32(KernelFactory inner) {
+  return [inner](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+    if (ctx.inputTypes[0].dtype != DType::F16) return inner(ctx, out);
+    KernelContext wide = ctx;
+    for (TensorType& t : wide.inputTypes)
+      if (t.dtype == DType::F16) t.dtype = DType::F32;
+    for (TensorType& t : wide.outputTypes)
+      if (t.dtype == DType::F16) t.dtype = DType::F32;
+    std::vector<Tensor> consts(ctx.constInputs.size());
+    for (size_t i = 0; i < ctx.constInputs.size(); ++i)
+      if (const Tensor* c = ctx.constInputs[i]) {
+        consts[i] = Tensor::alloc(DType::F32, c->shape());
+        for (int64_t k = 0; k < c->numel(); ++k)
+          consts[i].data<float>()[k] = halfToFloat(c->data<uint16_t>()[k]);
+        wide.constInputs[i] = &consts[i];
+      }
+    std::unique_ptr<Kernel> k;
+    TANDEM_RETURN_IF_ERROR(inner(wide, &k));
+    std::shared_ptr<Kernel> f32Kernel(std::move(k));
+    const Shape outShape = ctx.outputTypes[0].shape;
+    return makeKernel(out, [f32Kernel, outShape](const Inputs& in, const Outputs& outs) -> Status {
+      std::vector<Tensor> widened(in.size());
+      Inputs args(in.size(), nullptr);
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (!in[i]) continue;
+        widened[i] = Tensor::alloc(DType::F32, in[i]->shape());
+        const uint16_t* h = in[i]->data<uint16_t>();
+        for (int64_t k = 0, n = in[i]->numel(); k < n; ++k) widened[i].data<float>()[k] = halfToFloat(h[k]);
+        args[i] = &widened[i];
+      }
+      Tensor y = Tensor::alloc(DType::F32, outShape);
+      TANDEM_RETURN_IF_ERROR(f32Kernel->run(args, {&y}));
+      uint16_t* o = outs[0]->data<uint16_t>();
+      for (int64_t k = 0, n = y.numel(); k < n; ++k) o[k] = halfFromDouble(y.data<float>()[k]);
+      return Status::ok();
+    });
+  };
+}
+
 }  // namespace
 
 void registerElementwiseKernels(KernelRegistry& r) {
@@ -417,6 +636,11 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "Abs", numericTypes(), unaryFactory(simple(absOp)));
   addRef(r, "Relu", signedTypes(), unaryFactory(simple(reluOp)));
   addRef(r, "Clip", numericTypes(), createClip);
+  addRef(r, "ThresholdedRelu", F, unaryFactory(thresholdedReluMake));
+  addRef(r, "Celu", F, unaryFactory(celuMake));
+  addRef(r, "Shrink", numericTypes(), unaryFactory(shrinkMake));
+  addRef(r, "IsNaN", F, createClassify);
+  addRef(r, "IsInf", F, createClassify);
 
   const auto& N = numericTypes();
   addRef(r, "Add", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Add));
@@ -429,17 +653,32 @@ void registerElementwiseKernels(KernelRegistry& r) {
          binaryFactory(BinOp::Equal));
   addRef(r, "Less", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Less));
   addRef(r, "Greater", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::Greater));
-  addRef(r, "Min", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Min));
-  addRef(r, "Max", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Max));
+  addRef(r, "LessOrEqual", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::LessOrEqual));
+  addRef(r, "GreaterOrEqual", acceptsAllSame(N), dtypesToText(N),
+         binaryFactory(BinOp::GreaterOrEqual));
+  // Mod, Min and Max also take f16, through f32 (viaF32).
+  std::vector<DType> wide = wideNumericTypes();
+  wide.push_back(DType::F16);
+  addRef(r, "Mod", acceptsAllSame(wide), dtypesToText(wide), viaF32(createMod));
+  const std::vector<DType> B = {DType::Bool};
+  addRef(r, "Not", B, createNot);
+  addRef(r, "And", acceptsAllSame(B), "bool", logicFactory(LogicOp::And));
+  addRef(r, "Or", acceptsAllSame(B), "bool", logicFactory(LogicOp::Or));
+  addRef(r, "Xor", acceptsAllSame(B), "bool", logicFactory(LogicOp::Xor));
+  addRef(r, "BitShift", acceptsAllSame(unsignedTypes()), dtypesToText(unsignedTypes()),
+         createBitShift);
+  addRef(r, "Min", acceptsAllSame(wide), dtypesToText(wide), viaF32(foldFactory(FoldOp::Min)));
+  addRef(r, "Max", acceptsAllSame(wide), dtypesToText(wide), viaF32(foldFactory(FoldOp::Max)));
   addRef(r, "Sum", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Sum));
+  addRef(r, "Mean", acceptsAllSame(F), dtypesToText(F), foldFactory(FoldOp::Mean));
 
   const std::vector<DType> powBase = {DType::F32, DType::F64, DType::I32, DType::I64};
   addRef(
       r, "Pow",
       [powBase](const std::vector<DType>& in) {
-        return in.size() == 2 && contains(powBase, in[0]) && contains(numericTypes(), in[1]);
+        return in.size() == 2 && contains(powBase, in[0]) && contains(wideNumericTypes(), in[1]);
       },
-      "base f32,f64,i32,i64; exponent f32,f64,i32,i64,u8,i8", createPow);
+      "base f32,f64,i32,i64; exponent " + dtypesToText(wideNumericTypes()), createPow);
   addRef(
       r, "Where",
       [](const std::vector<DType>& in) {

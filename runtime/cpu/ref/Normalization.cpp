@@ -1,5 +1,6 @@
 // Reference normalisation kernels: BatchNormalization-15 (inference, and training mode for
-// completeness), LayerNormalization-17, Softmax-13 and LogSoftmax-13 (single axis).
+// completeness), LayerNormalization-17, MeanVarianceNormalization-13, Softmax-13 and
+// LogSoftmax-13 (single axis).
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -228,11 +229,65 @@ KernelFactory softmaxFactory(bool isLog) {
   };
 }
 
+// ---- MeanVarianceNormalization-13 ---------------------------------------------------------
+
+// Over the elements that share the non-`axes` indices: y = (x - E[x]) / (sqrt(E[x^2] - E[x]^2)
+// + 1e-9), the ONNX function body's formula and epsilon. Moments accumulate in double.
+Status createMvn(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+  const Shape xs = ctx.inputTypes[0].shape;
+  const int64_t rank = (int64_t)xs.size();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : ctx.attrs->getInts("axes", {0, 2, 3})) {
+    int64_t ax;
+    if (!normalizeAxis(a, rank, &ax) || reduced[ax])
+      return opError(ctx, "axes value " + std::to_string(a) + " is out of range or repeated for rank " +
+                              std::to_string(rank));
+    reduced[ax] = true;
+  }
+  // Group index of each element: the row-major index over the kept dims.
+  Shape kept(rank);
+  int64_t count = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    kept[d] = reduced[d] ? 1 : xs[d];
+    if (reduced[d]) count *= xs[d];
+  }
+  std::vector<int64_t> st = rowMajorStrides(kept);
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d]) st[d] = 0;
+  const int64_t groups = numElements(kept);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      T* y = outs[0]->data<T>();
+      std::vector<double> sum(groups, 0.0), sq(groups, 0.0);
+      forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+        sum[o[0]] += double(x[i]);
+        sq[o[0]] += double(x[i]) * double(x[i]);
+      });
+      for (int64_t g = 0; g < groups; ++g) {
+        const double mean = sum[g] / double(count);
+        sum[g] = mean;
+        sq[g] = std::sqrt(std::max(sq[g] / double(count) - mean * mean, 0.0)) + 1e-9;
+      }
+      forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+        y[i] = T((double(x[i]) - sum[o[0]]) / sq[o[0]]);
+      });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
 }  // namespace
 
 void registerNormKernels(KernelRegistry& r) {
   addRef(r, "BatchNormalization", floatTypes(), createBatchNorm);
   addRef(r, "LayerNormalization", floatTypes(), createLayerNorm);
+  addRef(r, "MeanVarianceNormalization", floatTypes(), createMvn);
   addRef(r, "Softmax", floatTypes(), softmaxFactory(false));
   addRef(r, "LogSoftmax", floatTypes(), softmaxFactory(true));
 }

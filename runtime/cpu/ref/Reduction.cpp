@@ -1,6 +1,6 @@
 // Reference reduction kernels: ReduceSum-13 (axes input), ReduceMean/ReduceMax/ReduceMin/
-// ReduceL2/ReduceSumSquare-13 (axes attribute; an axes input as in opset 18 is also read),
-// ArgMax-13.
+// ReduceL1/ReduceL2/ReduceSumSquare/ReduceProd/ReduceLogSum/ReduceLogSumExp-13 (axes attribute;
+// an axes input as in opset 18 is also read), ArgMax/ArgMin-13, Hardmax-13.
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -9,7 +9,7 @@ namespace tandem {
 namespace ref {
 namespace {
 
-enum class RedOp { Sum, Mean, Max, Min, L2, SumSquare };
+enum class RedOp { Sum, Mean, Max, Min, L1, L2, SumSquare, Prod, LogSum, LogSumExp };
 
 /// Which input dims are reduced, from the axes (possibly negative, maybe empty).
 Status reducedDims(const OpName& ctx, const std::vector<int64_t>& axes, int64_t rank,
@@ -71,6 +71,34 @@ Status runReduce(const OpName& ctx, RedOp op, const std::vector<int64_t>& axes, 
     });
     for (int64_t j = 0; j < nOut; ++j)
       Y[j] = op == RedOp::L2 ? T(std::sqrt(double(acc[j]))) : T(acc[j]);
+    return Status::ok();
+  }
+  if (op == RedOp::L1 || op == RedOp::Prod || op == RedOp::LogSum) {
+    std::vector<AccOf<T>> acc(nOut, AccOf<T>(op == RedOp::Prod ? 1 : 0));
+    forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+      const AccOf<T> v = AccOf<T>(X[i]);
+      if (op == RedOp::Prod)
+        acc[o[0]] *= v;
+      else
+        acc[o[0]] += op == RedOp::L1 && v < 0 ? -v : v;
+    });
+    for (int64_t j = 0; j < nOut; ++j)
+      Y[j] = op == RedOp::LogSum ? T(std::log(double(acc[j]))) : T(acc[j]);
+    return Status::ok();
+  }
+  if (op == RedOp::LogSumExp) {
+    // log(sum e^x) = m + log(sum e^(x - m)) with m the row's max, so no e^x overflows; a row
+    // whose max is infinite (or that is empty) takes the plain formula (+inf, -inf or NaN).
+    std::vector<double> m(nOut, -std::numeric_limits<double>::infinity()), acc(nOut, 0.0);
+    forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+      m[o[0]] = std::max(m[o[0]], double(X[i]));
+    });
+    for (double& v : m)
+      if (!std::isfinite(v)) v = 0;
+    forEachStrided<1>(xs, {st.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+      acc[o[0]] += std::exp(double(X[i]) - m[o[0]]);
+    });
+    for (int64_t j = 0; j < nOut; ++j) Y[j] = T(m[j] + std::log(acc[j]));
     return Status::ok();
   }
   if (op == RedOp::Sum || op == RedOp::Mean) {
@@ -140,9 +168,12 @@ KernelFactory reduceFactory(RedOp op) {
   };
 }
 
-// ---- ArgMax --------------------------------------------------------------------------------
+// ---- ArgMax, ArgMin ------------------------------------------------------------------------
 
+// The index of the first (or, with select_last_index, last) max or min along `axis`. A NaN
+// wins for both, as numpy's argmax and argmin return the first NaN.
 Status createArgMax(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const bool isMin = ctx.opType == "ArgMin";
   const Shape& xs = ctx.inputTypes[0].shape;
   int64_t axis;
   if (!normalizeAxis(ctx.attrs->getInt("axis", 0), (int64_t)xs.size(), &axis))
@@ -150,7 +181,7 @@ Status createArgMax(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const bool last = ctx.attrs->getInt("select_last_index", 0) != 0;
   const int64_t outer = product(xs, 0, axis), n = xs[axis];
   const int64_t inner = product(xs, axis + 1, xs.size());
-  if (n == 0 && outer * inner > 0) return opError(ctx, "cannot take the argmax over an empty axis");
+  if (n == 0 && outer * inner > 0) return opError(ctx, "cannot take the arg max/min over an empty axis");
   if (ctx.outputTypes[0].dtype != DType::I64 ||
       numElements(ctx.outputTypes[0].shape) != outer * inner)
     return opError(ctx, "output must be i64 with " + std::to_string(outer * inner) + " elements");
@@ -173,10 +204,45 @@ Status createArgMax(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
             else if (isNaN(v))
               take = true;
             else
-              take = last ? v >= b : v > b;
+              take = isMin ? (last ? v <= b : v < b) : (last ? v >= b : v > b);
             if (take) best = k;
           }
           Y[o * inner + i] = best;
+        }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- Hardmax-13 ----------------------------------------------------------------------------
+
+// 1 at the first max of each row along `axis` (default -1), 0 elsewhere; a NaN is the max.
+Status createHardmax(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis;
+  if (!normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+    return opError(ctx, "axis out of range for rank " + std::to_string(xs.size()));
+  const int64_t outer = product(xs, 0, axis), n = xs[axis];
+  const int64_t inner = product(xs, axis + 1, xs.size());
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      T* Y = outs[0]->data<T>();
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t base = o * n * inner + i;
+          int64_t best = 0;
+          for (int64_t k = 1; k < n && !isNaN(X[base + best * inner]); ++k) {
+            const T v = X[base + k * inner];
+            if (isNaN(v) || v > X[base + best * inner]) best = k;
+          }
+          // Read every element before writing: Y may be X's buffer.
+          for (int64_t k = 0; k < n; ++k) Y[base + k * inner] = T(k == best ? 1 : 0);
         }
       return Status::ok();
     };
@@ -195,7 +261,13 @@ void registerReductionKernels(KernelRegistry& r) {
   addRef(r, "ReduceMin", N, reduceFactory(RedOp::Min));
   addRef(r, "ReduceL2", N, reduceFactory(RedOp::L2));
   addRef(r, "ReduceSumSquare", N, reduceFactory(RedOp::SumSquare));
+  addRef(r, "ReduceL1", N, reduceFactory(RedOp::L1));
+  addRef(r, "ReduceProd", N, reduceFactory(RedOp::Prod));
+  addRef(r, "ReduceLogSum", N, reduceFactory(RedOp::LogSum));
+  addRef(r, "ReduceLogSumExp", N, reduceFactory(RedOp::LogSumExp));
   addRef(r, "ArgMax", N, createArgMax);
+  addRef(r, "ArgMin", N, createArgMax);
+  addRef(r, "Hardmax", floatTypes(), createHardmax);
 }
 
 }  // namespace ref

@@ -100,8 +100,11 @@ class ConstOperands {
 const std::vector<DType>& floatTypes();    // f32, f64
 const std::vector<DType>& signedTypes();   // f32, f64, i32, i64, i8
 const std::vector<DType>& numericTypes();  // f32, f64, i32, i64, u8, i8
-const std::vector<DType>& allTypes();      // numericTypes() + bool
+const std::vector<DType>& allTypes();      // numericTypes() + bool + u16, i16, u32, u64
+/// numericTypes() + u16, i16, u32, u64: the ops whose kernels dispatch with dispatchWide.
+const std::vector<DType>& wideNumericTypes();
 const std::vector<DType>& indexTypes();    // i32, i64
+const std::vector<DType>& unsignedTypes(); // u8, u16, u32, u64
 
 bool contains(const std::vector<DType>& set, DType t);
 /// accepts: every present input has the same dtype, which is in `types`.
@@ -129,6 +132,29 @@ bool dispatchNumeric(DType t, F&& f) {
     case DType::U8: f(uint8_t{}); return true;
     case DType::I8: f(int8_t{}); return true;
     default: return false;
+  }
+}
+/// Calls f(T{}) for the unsigned integer dtypes.
+template <typename F>
+bool dispatchUnsigned(DType t, F&& f) {
+  switch (t) {
+    case DType::U8: f(uint8_t{}); return true;
+    case DType::U16: f(uint16_t{}); return true;
+    case DType::U32: f(uint32_t{}); return true;
+    case DType::U64: f(uint64_t{}); return true;
+    default: return false;
+  }
+}
+/// Calls f(T{}) for wideNumericTypes(): the numeric dtypes and the 16-bit and wide unsigned
+/// integers that few models use (kept apart so most kernels are not instantiated for them).
+template <typename F>
+bool dispatchWide(DType t, F&& f) {
+  switch (t) {
+    case DType::U16: f(uint16_t{}); return true;
+    case DType::I16: f(int16_t{}); return true;
+    case DType::U32: f(uint32_t{}); return true;
+    case DType::U64: f(uint64_t{}); return true;
+    default: return dispatchNumeric(t, f);
   }
 }
 /// Calls f(T{}) for signed numeric dtypes (not u8, not bool).
@@ -193,6 +219,8 @@ void registerImageKernels(KernelRegistry& r);        // Image.cpp
 void registerEinsumKernels(KernelRegistry& r);       // Einsum.cpp
 void registerLossKernels(KernelRegistry& r);         // Loss.cpp
 void registerOptimizerKernels(KernelRegistry& r);    // Optimizer.cpp
+void registerGenerateKernels(KernelRegistry& r);     // Generate.cpp
+void registerQuantizeKernels(KernelRegistry& r);     // Quantize.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

@@ -22,6 +22,8 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerEinsumKernels(r);
   ref::registerLossKernels(r);
   ref::registerOptimizerKernels(r);
+  ref::registerGenerateKernels(r);
+  ref::registerQuantizeKernels(r);
   ref::registerFusedKernels(r);
 }
 
@@ -42,7 +44,18 @@ const std::vector<DType>& numericTypes() {
 }
 const std::vector<DType>& allTypes() {
   static const std::vector<DType> t = {DType::F32, DType::F64, DType::I32, DType::I64,
-                                       DType::U8,  DType::I8,  DType::Bool};
+                                       DType::U8,  DType::I8,  DType::Bool, DType::U16,
+                                       DType::I16, DType::U32, DType::U64};
+  return t;
+}
+const std::vector<DType>& wideNumericTypes() {
+  static const std::vector<DType> t = {DType::F32, DType::F64, DType::I32, DType::I64,
+                                       DType::U8,  DType::I8,  DType::U16, DType::I16,
+                                       DType::U32, DType::U64};
+  return t;
+}
+const std::vector<DType>& unsignedTypes() {
+  static const std::vector<DType> t = {DType::U8, DType::U16, DType::U32, DType::U64};
   return t;
 }
 const std::vector<DType>& indexTypes() {

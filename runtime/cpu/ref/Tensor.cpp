@@ -1,8 +1,9 @@
 // Reference kernels that move or create data without arithmetic: Identity, Dropout (whose training
 // mode also scales what it keeps), Flatten, Reshape, Squeeze, Unsqueeze, Transpose, Expand, Shape,
-// Constant, ConstantOfShape, Cast.
+// Constant, ConstantOfShape, Cast, CastLike.
 #include <algorithm>
 
+#include "runtime/Half.h"
 #include "runtime/Philox.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
@@ -276,14 +277,44 @@ To castValue(From v) {
   }
 }
 
-Status createCast(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  const int64_t to = ctx.attrs->getInt("to", 0);
+// Casts from and to f16: through float (exact) from f16, rounded once to nearest-even into it.
+RunFn halfCast(DType from, DType dst) {
+  RunFn fn;
+  if (from == DType::F16 && dst == DType::F16) {
+    fn = [](const Inputs& in, const Outputs& outs) -> Status {
+      std::memcpy(outs[0]->raw(), in[0]->raw(), in[0]->bytes());
+      return Status::ok();
+    };
+  } else if (from == DType::F16) {
+    dispatchDType(dst, [&](auto toTag) {
+      using T = decltype(toTag);
+      fn = [](const Inputs& in, const Outputs& outs) -> Status {
+        const uint16_t* x = in[0]->data<uint16_t>();
+        T* y = outs[0]->data<T>();
+        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = castValue<T, float>(halfToFloat(x[i]));
+        return Status::ok();
+      };
+    });
+  } else {
+    dispatchDType(from, [&](auto fromTag) {
+      using F = decltype(fromTag);
+      fn = [](const Inputs& in, const Outputs& outs) -> Status {
+        const F* x = in[0]->data<F>();
+        uint16_t* y = outs[0]->data<uint16_t>();
+        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = halfFromDouble(double(x[i]));
+        return Status::ok();
+      };
+    });
+  }
+  return fn;
+}
+
+// The conversion loop of Cast and CastLike, input 0's dtype to output 0's.
+Status castKernel(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
   const DType from = ctx.inputTypes[0].dtype, dst = ctx.outputTypes[0].dtype;
-  if (!isKnownDType((int32_t)to) || DType(to) != dst)
-    return opError(ctx, "attribute to=" + std::to_string(to) + " does not match the output dtype " +
-                            dtypeName(dst));
   RunFn fn;
+  if (from == DType::F16 || dst == DType::F16) fn = halfCast(from, dst);
   dispatchDType(from, [&](auto fromTag) {
     using F = decltype(fromTag);
     dispatchDType(dst, [&](auto toTag) {
@@ -302,6 +333,22 @@ Status createCast(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+Status createCast(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const int64_t to = ctx.attrs->getInt("to", 0);
+  const DType dst = ctx.outputTypes[0].dtype;
+  if (!isKnownDType((int32_t)to) || DType(to) != dst)
+    return opError(ctx, "attribute to=" + std::to_string(to) + " does not match the output dtype " +
+                            dtypeName(dst));
+  return castKernel(ctx, out);
+}
+
+// CastLike-15: the dtype comes from input 1 (target_type), whose values are never read.
+Status createCastLike(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (!inputPresent(ctx, 1) || ctx.inputTypes[1].dtype != ctx.outputTypes[0].dtype)
+    return opError(ctx, "the output dtype must be that of input 1 (target_type)");
+  return castKernel(ctx, out);
+}
+
 AcceptsFn acceptsAny() {
   return [](const std::vector<DType>& in) { return !in.empty() && contains(allTypes(), in[0]); };
 }
@@ -316,7 +363,14 @@ void registerTensorKernels(KernelRegistry& r) {
   addRef(r, "Transpose", acceptsAny(), all, createTranspose);
   addRef(r, "Expand", acceptsAny(), all, createExpand);
   addRef(r, "Shape", acceptsAny(), all, createShape);
-  addRef(r, "Cast", acceptsAny(), all, createCast);
+  // Cast and CastLike also convert f16, which no other kernel reads.
+  std::vector<DType> castTypes = allTypes();
+  castTypes.push_back(DType::F16);
+  const AcceptsFn castAccepts = [castTypes](const std::vector<DType>& in) {
+    return !in.empty() && contains(castTypes, in[0]);
+  };
+  addRef(r, "Cast", castAccepts, dtypesToText(castTypes), createCast);
+  addRef(r, "CastLike", castAccepts, dtypesToText(castTypes), createCastLike);
   addRef(
       r, "Constant", [](const std::vector<DType>& in) { return in.empty(); }, all, createConstant);
   addRef(

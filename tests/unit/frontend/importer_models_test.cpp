@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -138,6 +139,40 @@ Model addRelu(int64_t opset = 13) {
   m.node("Relu", {"s"}, {"y"}, "relu");
   m.output("y");
   return m;
+}
+
+// An ONNX function body's shape arithmetic (Shape -> Size -> Sub -> Unsqueeze -> ConstantOfShape)
+// folds while the graph is built, so the Reshape reading it gets a static result type.
+TEST_F(ImporterModels, ShapeSubgraphsFoldWhileBuilding) {
+  Model m(13);
+  m.input("x", {2, 3});
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"one", 1}, {"zero", 0}}) {
+    auto* t = m.g()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(v);
+    if (std::string(name) == "zero") t->add_dims(1);
+  }
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Size", {"s"}, {"rank"});
+  m.node("Sub", {"rank", "one"}, {"k"});
+  m.node("Unsqueeze", {"k", "zero"}, {"k1"});
+  onnx::NodeProto* cos = m.node("ConstantOfShape", {"k1"}, {"shape"});
+  auto* a = cos->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  a->mutable_t()->add_dims(1);
+  a->mutable_t()->add_int64_data(6);
+  m.node("Reshape", {"x", "shape"}, {"y"});
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  // Only constants (the folded values and their now unread operands, which canonicalize's DCE
+  // erases) and the Reshape remain.
+  std::vector<std::string> seq = opSequence();
+  EXPECT_EQ(std::count(seq.begin(), seq.end(), "Constant"), (long)seq.size() - 1);
+  EXPECT_EQ(seq.back(), "Reshape");
+  EXPECT_EQ(str(first("Reshape")->getResult(0).getType()), "tensor<6xf32>");
 }
 
 // ---- Errors: one line each, "<source>: [node 'name' (Op): ]reason" ----
@@ -346,10 +381,10 @@ TEST_F(ImporterModels, InputWithoutShape) {
 
 TEST_F(ImporterModels, UnsupportedInputDType) {
   Model m;
-  m.input("x", {2}, onnx::TensorProto::FLOAT16);
+  m.input("x", {2}, onnx::TensorProto::BFLOAT16);
   m.node("Relu", {"x"}, {"y"}, "a");
   m.output("y");
-  EXPECT_EQ(import(m), "m.onnx: graph input 'x' has element type FLOAT16, which is not supported");
+  EXPECT_EQ(import(m), "m.onnx: graph input 'x' has element type BFLOAT16, which is not supported");
 }
 
 TEST_F(ImporterModels, ExternalDataInitializer) {

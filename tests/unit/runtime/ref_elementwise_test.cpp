@@ -1,5 +1,7 @@
 // Tests of the reference elementwise kernels: unary math/activations, Clip, broadcasting binary
-// ops, comparisons, Pow with mixed dtypes, variadic Min/Max/Sum, Where, PRelu.
+// ops, comparisons, Mod, logic and BitShift, IsNaN/IsInf, Pow with mixed dtypes, variadic
+// Min/Max/Sum/Mean, Where, PRelu.
+#include <cstring>
 #include <limits>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -123,6 +125,41 @@ TEST(RefUnary, ActivationsWithAttributes) {
       {2}, {0.25f, 0.75f});
 }
 
+// Rounding and sign from the op table's formulas: Round halves to even (ONNX Round-11), Sign
+// passes NaN and zero through.
+TEST(RefUnary, RoundingAndSign) {
+  expectValues<float>(run1("Round", {}, {f32({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f})},
+                           DType::F32, {6}),
+                      {6}, {0, 2, 2, -0.f, -2, 2});
+  expectValues<float>(run1("Floor", {}, {f32({2}, {-1.5f, 1.5f})}, DType::F32, {2}), {2}, {-2, 1});
+  expectValues<double>(run1("Ceil", {}, {f64({2}, {-1.5, 1.2})}, DType::F64, {2}), {2}, {-1, 2});
+  Tensor s = run1("Sign", {}, {f32({4}, {-3, 0, 2.5f, kNaN})}, DType::F32, {4});
+  EXPECT_EQ(s.data<float>()[0], -1.f);
+  EXPECT_EQ(s.data<float>()[1], 0.f);
+  EXPECT_EQ(s.data<float>()[2], 1.f);
+  EXPECT_TRUE(std::isnan(s.data<float>()[3]));
+  expectValues<float>(run1("Softsign", {}, {f32({2}, {1, -3})}, DType::F32, {2}), {2}, {0.5f, -0.75f});
+  expectValues<float>(run1("HardSwish", {}, {f32({4}, {-4, -1, 1, 4})}, DType::F32, {4}), {4},
+                      {0, -1.f / 3, 2.f / 3, 4});
+}
+
+TEST(RefUnary, ThresholdedReluCeluShrink) {
+  expectValues<float>(run1("ThresholdedRelu", attrs({{"alpha", Attr::ofFloat(2)}}),
+                           {f32({3}, {1, 2, 3})}, DType::F32, {3}),
+                      {3}, {0, 0, 3});
+  // Celu with alpha 2 at -1: 2 * (e^-0.5 - 1).
+  expectValues<float>(run1("Celu", attrs({{"alpha", Attr::ofFloat(2)}}), {f32({2}, {-1, 3})},
+                           DType::F32, {2}),
+                      {2}, {-0.786938680574733f, 3});
+  expectValues<float>(run1("Shrink", attrs({{"lambd", Attr::ofFloat(1.5f)}, {"bias", Attr::ofFloat(1.5f)}}),
+                           {f32({5}, {-2, -1, 0, 1, 2})}, DType::F32, {5}),
+                      {5}, {-0.5f, 0, 0, 0, 0.5f});
+  // Unsigned input: -lambd is compared in double, so nothing wraps.
+  expectValues<uint8_t>(run1("Shrink", attrs({{"lambd", Attr::ofFloat(1.5f)}, {"bias", Attr::ofFloat(1)}}),
+                             {u8({3}, {0, 1, 5})}, DType::U8, {3}),
+                        {3}, {0, 0, 4});
+}
+
 TEST(RefUnary, EmptyTensor) {
   Tensor y = run1("Exp", {}, {f32({0, 3}, {})}, DType::F32, {0, 3});
   expectValues<float>(y, {0, 3}, {});
@@ -218,6 +255,58 @@ TEST(RefBinary, Comparisons) {
                      {true, false});
 }
 
+TEST(RefBinary, OrEqualComparisons) {
+  expectValues<bool>(run1("GreaterOrEqual", {}, {f32({3}, {1, 2, 3}), f32({1}, {2})}, DType::Bool, {3}),
+                     {3}, {false, true, true});
+  expectValues<bool>(run1("LessOrEqual", {}, {i32({3}, {1, 2, 3}), i32({1}, {2})}, DType::Bool, {3}),
+                     {3}, {true, true, false});
+  expectValues<bool>(run1("LessOrEqual", {}, {f32({1}, {kNaN}), f32({1}, {kNaN})}, DType::Bool, {1}),
+                     {1}, {false});
+}
+
+// Mod-13: fmod = 0 takes the divisor's sign (Python %), fmod = 1 the dividend's (C fmod).
+TEST(RefBinary, ModSigns) {
+  expectValues<int32_t>(
+      run1("Mod", {}, {i32({4}, {7, -7, 7, -7}), i32({4}, {3, 3, -3, -3})}, DType::I32, {4}), {4},
+      {1, 2, -2, -1});
+  expectValues<int32_t>(run1("Mod", attrs({{"fmod", Attr::ofInt(1)}}),
+                             {i32({4}, {7, -7, 7, -7}), i32({4}, {3, 3, -3, -3})}, DType::I32, {4}),
+                        {4}, {1, -1, 1, -1});
+  expectValues<float>(run1("Mod", attrs({{"fmod", Attr::ofInt(1)}}),
+                           {f32({2}, {-4.5f, 4.5f}), f32({1}, {2})}, DType::F32, {2}),
+                      {2}, {-0.5f, 0.5f});
+  expectValues<int8_t>(run1("Mod", {}, {i8({2}, {-128, 5}), i8({2}, {-1, -2})}, DType::I8, {2}), {2},
+                       {0, -1});
+  OpCall zero{"Mod", {}, {i32({2}, {1, 2}), i32({2}, {1, 0})}, {{DType::I32, {2}}}};
+  EXPECT_NE(errorOf(zero).find("modulo by zero"), std::string::npos);
+}
+
+TEST(RefBinary, LogicBroadcasts) {
+  Tensor a = boolean({2, 2}, {true, true, false, false});
+  Tensor b = boolean({2}, {true, false});
+  expectValues<bool>(run1("And", {}, {a, b}, DType::Bool, {2, 2}), {2, 2}, {true, false, false, false});
+  expectValues<bool>(run1("Or", {}, {a, b}, DType::Bool, {2, 2}), {2, 2}, {true, true, true, false});
+  expectValues<bool>(run1("Xor", {}, {a, b}, DType::Bool, {2, 2}), {2, 2}, {false, true, true, false});
+  expectValues<bool>(run1("Not", {}, {b}, DType::Bool, {2}), {2}, {false, true});
+}
+
+TEST(RefBinary, BitShiftDirections) {
+  expectValues<uint8_t>(run1("BitShift", attrs({{"direction", Attr::ofString("LEFT")}}),
+                             {u8({3}, {16, 4, 1}), u8({3}, {1, 2, 8})}, DType::U8, {3}),
+                        {3}, {32, 16, 0});
+  expectValues<uint8_t>(run1("BitShift", attrs({{"direction", Attr::ofString("RIGHT")}}),
+                             {u8({3}, {16, 4, 255}), u8({1}, {2})}, DType::U8, {3}),
+                        {3}, {4, 1, 63});
+}
+
+TEST(RefUnary, IsNaNAndIsInf) {
+  Tensor x = f32({4}, {kNaN, kInf, -kInf, 1});
+  expectValues<bool>(run1("IsNaN", {}, {x}, DType::Bool, {4}), {4}, {true, false, false, false});
+  expectValues<bool>(run1("IsInf", {}, {x}, DType::Bool, {4}), {4}, {false, true, true, false});
+  expectValues<bool>(run1("IsInf", attrs({{"detect_positive", Attr::ofInt(0)}}), {x}, DType::Bool, {4}),
+                     {4}, {false, false, true, false});
+}
+
 TEST(RefBinary, PReluBroadcastsSlope) {
   Tensor y =
       run1("PRelu", {}, {f32({2, 2}, {-1, 2, -3, 4}), f32({2}, {0.1f, 0.2f})}, DType::F32, {2, 2});
@@ -267,6 +356,13 @@ TEST(RefVariadic, SingleInputAndIntegers) {
                         {2}, {3, 254});
 }
 
+TEST(RefVariadic, MeanBroadcasts) {
+  expectValues<float>(
+      run1("Mean", {}, {f32({2}, {1, 2}), f32({1}, {4}), f32({2}, {1, 6})}, DType::F32, {2}), {2},
+      {2, 4});
+  expectValues<double>(run1("Mean", {}, {f64({1}, {3})}, DType::F64, {1}), {1}, {3});
+}
+
 TEST(RefVariadic, MaxPropagatesNaN) {
   expectValues<float>(run1("Max", {}, {f32({2}, {kNaN, 1}), f32({2}, {0, kNaN})}, DType::F32, {2}),
                       {2}, {kNaN, kNaN});
@@ -310,6 +406,73 @@ TEST(RefBinary, NonBroadcastableShapesFailAtCreation) {
   std::string e = errorOf(c);
   EXPECT_NE(e.find("does not broadcast"), std::string::npos) << e;
   EXPECT_NE(e.find("Add 'n'"), std::string::npos) << e;
+}
+
+// The 16-bit and wide unsigned integers (ONNX INT16, UINT16, UINT32, UINT64) in the ops whose
+// tests use them: Max/Min, Mod, BitShift, and Pow's exponent.
+TEST(RefWideIntegers, MaxModBitShiftPow) {
+  expectValues<uint32_t>(run1("Max", {}, {tensor<uint32_t>({2}, {4000000000u, 1}), tensor<uint32_t>({2}, {3, 2})},
+                              DType::U32, {2}),
+                         {2}, {4000000000u, 2});
+  expectValues<int16_t>(run1("Min", {}, {tensor<int16_t>({2}, {-300, 5}), tensor<int16_t>({1}, {0})},
+                             DType::I16, {2}),
+                        {2}, {-300, 0});
+  expectValues<uint16_t>(run1("Mod", {}, {tensor<uint16_t>({2}, {65535, 7}), tensor<uint16_t>({2}, {16, 7})},
+                              DType::U16, {2}),
+                         {2}, {15, 0});
+  expectValues<int16_t>(run1("Mod", {}, {tensor<int16_t>({2}, {-7, 7}), tensor<int16_t>({2}, {3, -3})},
+                             DType::I16, {2}),
+                        {2}, {2, -2});
+  expectValues<uint64_t>(run1("BitShift", attrs({{"direction", Attr::ofString("LEFT")}}),
+                              {tensor<uint64_t>({3}, {1, 1, 3}), tensor<uint64_t>({3}, {63, 64, 1})},
+                              DType::U64, {3}),
+                         {3}, {uint64_t(1) << 63, 0, 6});
+  expectValues<float>(run1("Pow", {}, {f32({2}, {2, 3}), tensor<uint64_t>({2}, {10, 2})}, DType::F32, {2}),
+                      {2}, {1024, 9});
+}
+
+// f16 Max/Min/Mod run through f32 and round back once; bits in, bits out.
+TEST(RefHalf, MaxMinModOnF16) {
+  auto half = [](std::vector<uint16_t> bits) {
+    Tensor t = Tensor::alloc(DType::F16, {(int64_t)bits.size()});
+    std::memcpy(t.raw(), bits.data(), bits.size() * 2);
+    return t;
+  };
+  // 1.5 (0x3E00), -2 (0xC000), 0.1 (0x2E66); 1 (0x3C00), 3 (0x4200), -1 (0xBC00).
+  Tensor a = half({0x3E00, 0xC000, 0x2E66}), b = half({0x3C00, 0x4200, 0xBC00});
+  Tensor mx = run1("Max", {}, {a, b}, DType::F16, {3});
+  EXPECT_EQ(std::vector<uint16_t>(mx.data<uint16_t>(), mx.data<uint16_t>() + 3),
+            (std::vector<uint16_t>{0x3E00, 0x4200, 0x2E66}));
+  Tensor mn = run1("Min", {}, {a, b}, DType::F16, {3});
+  EXPECT_EQ(std::vector<uint16_t>(mn.data<uint16_t>(), mn.data<uint16_t>() + 3),
+            (std::vector<uint16_t>{0x3C00, 0xC000, 0xBC00}));
+  // fmod(1.5, 1) = 0.5 (0x3800), fmod(-2, 3) = -2, fmod(0.1, -1) = 0.1.
+  Tensor md = run1("Mod", attrs({{"fmod", Attr::ofInt(1)}}), {a, b}, DType::F16, {3});
+  EXPECT_EQ(std::vector<uint16_t>(md.data<uint16_t>(), md.data<uint16_t>() + 3),
+            (std::vector<uint16_t>{0x3800, 0xC000, 0x2E66}));
+}
+
+// QuantizeLinear rounds halves to even and saturates; per-axis scales follow axis 1.
+TEST(RefQuantize, QuantizeDequantizeDynamic) {
+  expectValues<uint8_t>(run1("QuantizeLinear", {}, {f32({5}, {1, 3, -10, 1000, 5}), f32({}, {2}), u8({}, {128})},
+                             DType::U8, {5}),
+                        {5}, {128, 130, 123, 255, 130});
+  expectValues<int8_t>(run1("QuantizeLinear", {}, {f32({2, 2}, {1, 1, 1, 1}), f32({2}, {1, 0.5f}), i8({2}, {0, 3})},
+                            DType::I8, {2, 2}),
+                       {2, 2}, {1, 5, 1, 5});
+  expectValues<float>(run1("DequantizeLinear", {}, {u8({3}, {0, 128, 255}), f32({}, {0.5f}), u8({}, {128})},
+                           DType::F32, {3}),
+                      {3}, {-64, 0, 63.5f});
+  OpCall dyn{"DynamicQuantizeLinear", {}, {f32({3}, {-1, 0, 2})}, {{DType::U8, {3}}, {DType::F32, {}}, {DType::U8, {}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(dyn.run(&outs).isOk());
+  // scale 3/255; zero point round(1 / (3/255)) = 85; y = round(x * 85) + 85.
+  expectValues<float>(outs[1], {}, {3.f / 255});
+  expectValues<uint8_t>(outs[2], {}, {85});
+  expectValues<uint8_t>(outs[0], {3}, {0, 85, 255});
+  // round(x / scale) comes before the zero point: 2.5 -> 2, + 1 = 3 (not round(3.5) = 4).
+  expectValues<uint8_t>(run1("QuantizeLinear", {}, {f32({1}, {5}), f32({}, {2}), u8({}, {1})}, DType::U8, {1}),
+                        {1}, {3});
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Tests of the reference normalisation kernels: BatchNormalization (inference and training
-// mode), LayerNormalization (axes, optional B, Mean/InvStdDev outputs), Softmax, LogSoftmax.
+// mode), LayerNormalization (axes, optional B, Mean/InvStdDev outputs), MeanVarianceNormalization,
+// Softmax, LogSoftmax.
 #include <cmath>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -106,6 +107,16 @@ TEST(RefSoftmax, BadAxisFails) {
            {f32({2, 2}, {0, 0, 0, 0})},
            {{DType::F32, {2, 2}}}};
   EXPECT_NE(errorOf(c).find("axis out of range"), std::string::npos);
+}
+
+// Over axes [0, 2, 3] (the default) each channel is normalised to mean 0 and deviation 1.
+TEST(RefMvn, ChannelsToZeroMeanUnitDeviation) {
+  Tensor x = f32({1, 2, 1, 2}, {1, 3, 10, 30});
+  expectValues<float>(run1("MeanVarianceNormalization", {}, {x}, DType::F32, {1, 2, 1, 2}), {1, 2, 1, 2},
+                      {-1, 1, -1, 1}, 1e-6f);
+  expectValues<float>(run1("MeanVarianceNormalization", attrs({{"axes", Attr::ofInts({1})}}), {x},
+                           DType::F32, {1, 2, 1, 2}),
+                      {1, 2, 1, 2}, {-1, -1, 1, 1}, 1e-6f);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Tests of the reference reductions: ReduceSum (axes input, noop_with_empty_axes), ReduceMean/
-// ReduceMax/ReduceMin (axes attribute), keepdims, negative and empty axes, empty inputs, ArgMax.
+// ReduceMax/ReduceMin/ReduceL1/ReduceProd/ReduceLogSum/ReduceLogSumExp (axes attribute), keepdims,
+// negative and empty axes, empty inputs, ArgMax/ArgMin, Hardmax.
 #include <limits>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -35,6 +36,21 @@ TEST(RefReduceL2AndSumSquare, KnownValues) {
   expectValues<int64_t>(run1("ReduceSumSquare", attrs({{"axes", Attr::ofInts({0})}}),
                              {i64({2, 2}, {1, 2, 3, 4})}, DType::I64, {1, 2}),
                         {1, 2}, {10, 20});
+}
+
+TEST(RefReduce, L1ProdLogSumLogSumExp) {
+  Tensor x = f32({2, 2}, {3, -4, -1, 2});
+  AttrMap last = attrs({{"axes", Attr::ofInts({-1})}, {"keepdims", Attr::ofInt(0)}});
+  expectValues<float>(run1("ReduceL1", last, {x}, DType::F32, {2}), {2}, {7, 3});
+  expectValues<float>(run1("ReduceProd", last, {x}, DType::F32, {2}), {2}, {-12, -2});
+  expectValues<int32_t>(run1("ReduceProd", {}, {i32({3}, {2, -3, 4})}, DType::I32, {1}), {1}, {-24});
+  expectValues<float>(run1("ReduceLogSum", {}, {f32({3}, {1, 2, 4})}, DType::F32, {1}), {1},
+                      {1.9459101f});
+  // log(e^1 + e^2) = 2.3132617; at 1000 a naive sum of e^x overflows.
+  expectValues<double>(run1("ReduceLogSumExp", last, {f64({2, 2}, {1, 2, 1000, 1000})}, DType::F64, {2}),
+                       {2}, {2.313261687518223, 1000.6931471805599}, 1e-12);
+  expectValues<float>(run1("ReduceLogSumExp", {}, {f32({2}, {-kInf, -kInf})}, DType::F32, {1}), {1},
+                      {-kInf});
 }
 
 TEST(RefReduceSum, EmptyAxes) {
@@ -122,6 +138,24 @@ TEST(RefArgMax, NaNAndIntegers) {
   expectValues<int64_t>(run1("ArgMax", attrs({{"select_last_index", Attr::ofInt(1)}}),
                              {u8({4}, {0, 7, 7, 1})}, DType::I64, {1}),
                         {1}, {2});
+}
+
+TEST(RefArgMin, FirstOrLastMinimum) {
+  Tensor x = f32({2, 3}, {3, 1, 1, 0, 5, 0});
+  expectValues<int64_t>(run1("ArgMin", attrs({{"axis", Attr::ofInt(1)}}), {x}, DType::I64, {2, 1}),
+                        {2, 1}, {1, 0});
+  expectValues<int64_t>(run1("ArgMin", attrs({{"axis", Attr::ofInt(1)}, {"select_last_index", Attr::ofInt(1)}}),
+                             {x}, DType::I64, {2, 1}),
+                        {2, 1}, {2, 2});
+  expectValues<int64_t>(run1("ArgMin", attrs({{"keepdims", Attr::ofInt(0)}}), {x}, DType::I64, {3}),
+                        {3}, {1, 0, 1});
+}
+
+TEST(RefHardmax, FirstMaxAlongAxis) {
+  Tensor x = f32({2, 3}, {1, 3, 3, 2, 0, 1});
+  expectValues<float>(run1("Hardmax", {}, {x}, DType::F32, {2, 3}), {2, 3}, {0, 1, 0, 1, 0, 0});
+  expectValues<float>(run1("Hardmax", attrs({{"axis", Attr::ofInt(0)}}), {x}, DType::F32, {2, 3}),
+                      {2, 3}, {0, 1, 1, 1, 0, 0});
 }
 
 }  // namespace

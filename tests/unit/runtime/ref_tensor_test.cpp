@@ -1,5 +1,7 @@
 // Tests of the reference data-movement kernels: Identity, Dropout, Flatten, Reshape, Squeeze,
-// Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast.
+// Unsqueeze, Transpose, Expand, Shape, Constant, ConstantOfShape, Cast, CastLike; the generation
+// and scan kernels Range, EyeLike, Size, Trilu, CumSum.
+#include <cstring>
 #include <limits>
 
 #include "runtime/Philox.h"
@@ -258,6 +260,90 @@ TEST(RefCast, EveryPairIsRegistered) {
 TEST(RefCast, ToMustMatchTheOutput) {
   OpCall c{"Cast", to(DType::I32), {f32({1}, {1})}, {{DType::I64, {1}}}};
   EXPECT_NE(errorOf(c).find("does not match the output dtype"), std::string::npos);
+}
+
+// CastLike takes the dtype of its second input and converts as Cast does.
+TEST(RefCastLike, ConvertsToTheLikeDtype) {
+  expectValues<int32_t>(run1("CastLike", {}, {f32({3}, {1.9f, -1.9f, kNaN}), i32({1}, {0})},
+                             DType::I32, {3}),
+                        {3}, {1, -1, 0});
+  expectValues<double>(run1("CastLike", {}, {i64({2}, {3, -4}), f64({1}, {0})}, DType::F64, {2}), {2},
+                       {3, -4});
+}
+
+// Range's length is the plan's (from constant operands); the kernel fills start + i * delta.
+TEST(RefRange, FloatAndNegativeDelta) {
+  expectValues<float>(run1("Range", {}, {f32({}, {1}), f32({}, {2}), f32({}, {0.3f})}, DType::F32, {4}),
+                      {4}, {1, 1.3f, 1.6f, 1.9f});
+  expectValues<int32_t>(run1("Range", {}, {i32({}, {10}), i32({}, {4}), i32({}, {-3})}, DType::I32, {2}),
+                        {2}, {10, 7});
+  OpCall wrong{"Range", {}, {i32({}, {0}), i32({}, {5}), i32({}, {1})}, {{DType::I32, {3}}}};
+  EXPECT_NE(errorOf(wrong).find("give 5 elements but the plan has 3"), std::string::npos);
+}
+
+TEST(RefEyeLikeAndSize, Values) {
+  expectValues<float>(run1("EyeLike", attrs({{"k", Attr::ofInt(1)}, {"dtype", Attr::ofInt(1)}}),
+                           {i32({2, 3}, {0, 0, 0, 0, 0, 0})}, DType::F32, {2, 3}),
+                      {2, 3}, {0, 1, 0, 0, 0, 1});
+  expectValues<int64_t>(run1("EyeLike", attrs({{"k", Attr::ofInt(-1)}}), {i64({3, 2}, {9, 9, 9, 9, 9, 9})},
+                             DType::I64, {3, 2}),
+                        {3, 2}, {0, 0, 1, 0, 0, 1});
+  expectValues<int64_t>(run1("Size", {}, {f32({2, 3}, {1, 2, 3, 4, 5, 6})}, DType::I64, {}), {}, {6});
+}
+
+TEST(RefTrilu, UpperAndLowerWithK) {
+  Tensor x = i64({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  expectValues<int64_t>(run1("Trilu", {}, {x}, DType::I64, {3, 3}), {3, 3}, {1, 2, 3, 0, 5, 6, 0, 0, 9});
+  expectValues<int64_t>(run1("Trilu", attrs({{"upper", Attr::ofInt(0)}}), {x, i64({}, {-1})}, DType::I64,
+                             {3, 3}),
+                        {3, 3}, {0, 0, 0, 4, 0, 0, 7, 8, 0});
+  expectValues<int64_t>(run1("Trilu", {}, {x, i64({}, {2})}, DType::I64, {3, 3}), {3, 3},
+                        {0, 0, 3, 0, 0, 0, 0, 0, 0});
+}
+
+TEST(RefCumSum, ExclusiveAndReverse) {
+  Tensor x = f64({2, 3}, {1, 2, 3, 4, 5, 6});
+  expectValues<double>(run1("CumSum", {}, {x, i32({}, {1})}, DType::F64, {2, 3}), {2, 3},
+                       {1, 3, 6, 4, 9, 15});
+  expectValues<double>(run1("CumSum", attrs({{"exclusive", Attr::ofInt(1)}, {"reverse", Attr::ofInt(1)}}),
+                            {x, i64({}, {-1})}, DType::F64, {2, 3}),
+                       {2, 3}, {5, 3, 0, 11, 6, 0});
+  expectValues<double>(run1("CumSum", {}, {x, i64({}, {0})}, DType::F64, {2, 3}), {2, 3},
+                       {1, 2, 3, 5, 7, 9});
+}
+
+// Periodic windows divide by size, symmetric ones by size - 1 (ONNX *Window-17).
+TEST(RefWindows, PeriodicAndSymmetric) {
+  expectValues<float>(run1("HannWindow", {}, {i64({}, {4})}, DType::F32, {4}), {4}, {0, 0.5f, 1, 0.5f});
+  expectValues<double>(run1("HannWindow", attrs({{"periodic", Attr::ofInt(0)}, {"output_datatype", Attr::ofInt(11)}}),
+                            {i32({}, {3})}, DType::F64, {3}),
+                       {3}, {0, 1, 0}, 1e-15);
+  // Hamming: 25/46 - 21/46 cos(2 pi n / 4).
+  expectValues<float>(run1("HammingWindow", {}, {i64({}, {4})}, DType::F32, {4}), {4},
+                      {4.f / 46, 25.f / 46, 1, 25.f / 46});
+  // Blackman at n = 1 of 4: 0.42 - 0.5 cos(pi / 2) + 0.08 cos(pi) = 0.34.
+  expectValues<float>(run1("BlackmanWindow", {}, {i64({}, {4})}, DType::F32, {4}), {4},
+                      {0, 0.34f, 1, 0.34f});
+}
+
+// f16 is stored as its IEEE binary16 bits; Cast rounds into it to nearest-even, once.
+TEST(RefCast, ToAndFromF16) {
+  Tensor y = run1("Cast", attrs({{"to", Attr::ofInt(10)}}),
+                  {f32({10}, {1, -2, 0.1f, 65504, 65520, 1e-8f, 6e-8f, 2049, 2051, kNaN})}, DType::F16, {10});
+  const std::vector<uint16_t> want = {0x3C00, 0xC000, 0x2E66, 0x7BFF, 0x7C00,
+                                      0x0000, 0x0001, 0x6800, 0x6802, 0x7E00};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y.data<uint16_t>()[i], want[i]) << i;
+
+  Tensor h = Tensor::alloc(DType::F16, {3});
+  const uint16_t bits[3] = {0x3555, 0x0001, 0xFC00};
+  std::memcpy(h.raw(), bits, sizeof bits);
+  expectValues<double>(run1("Cast", attrs({{"to", Attr::ofInt(11)}}), {h}, DType::F64, {3}), {3},
+                       {0.333251953125, 5.960464477539063e-08, -std::numeric_limits<double>::infinity()},
+                       1e-15);
+  Tensor like = Tensor::alloc(DType::F16, {1});
+  Tensor z = run1("CastLike", {}, {f64({2}, {0.5, -1.5}), like}, DType::F16, {2});
+  EXPECT_EQ(z.data<uint16_t>()[0], 0x3800);
+  EXPECT_EQ(z.data<uint16_t>()[1], 0xBE00);
 }
 
 }  // namespace

@@ -47,7 +47,7 @@ TEST(BinaryArith, Errors) {
   EXPECT_ERR(infer("Mul", {F32({2})}), "Mul expects 2 inputs, got 1");
   EXPECT_ERR(infer("Mul", {F32({2}), F32({2})}, Attrs(), 2), "Mul expects 1 result, got 2");
   EXPECT_ERR(infer("Add", {T(DType::Bool, {2}), T(DType::Bool, {2})}),
-             "Add: input 0 (A) has dtype bool but must be one of f32, f64, i32, i64, u8, i8");
+             "Add: input 0 (A) has dtype bool but must be one of f32, f64, i32, i64, u8, i8, u16, i16, u32, u64");
   EXPECT_ERR(infer("Add", {F32({2}), Absent()}), "Add expects 2 inputs, got 1");
   OperandInfo undefined;
   undefined.dims = {2};
@@ -83,7 +83,7 @@ TEST(Compare, ResultIsBool) {
   EXPECT_SHAPE(infer("Less", {F32({U}), F32({1})}), DType::Bool, {U});
   EXPECT_SHAPE(infer("Greater", {F64({2, 2}), F64({})}), DType::Bool, {2, 2});
   EXPECT_ERR(infer("Less", {T(DType::Bool, {2}), T(DType::Bool, {2})}),
-             "Less: input 0 (A) has dtype bool but must be one of f32, f64, i32, i64, u8, i8");
+             "Less: input 0 (A) has dtype bool but must be one of f32, f64, i32, i64, u8, i8, u16, i16, u32, u64");
   EXPECT_ERR(infer("Greater", {F32({2}), I64({2})}),
              "Greater: input 1 (B) has dtype i64 but input 0 (A) has f32");
 }

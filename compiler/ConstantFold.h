@@ -1,0 +1,32 @@
+// Constant folding of single tandem ops: Shape of a static-shaped value, and any op whose
+// operands are all constants, evaluated with its CPU reference kernel. Shared by
+// --tandem-canonicalize (the whole graph) and the ONNX importer (shape subgraphs such as
+// Shape -> Size -> Sub -> ConstantOfShape -> Concat -> Reshape, whose values a later op's
+// shape function needs while the graph is being built).
+#pragma once
+#include <string>
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace tandem {
+
+/// Replaces ONNX Shape-15 `op` (start/end attributes clamped as the spec says) by an i64
+/// tandem.constant when its input's shape is static; `replacement` (optional) gets the new
+/// value. Returns false, IR untouched, when the shape is not static.
+bool foldShapeOp(mlir::RewriterBase& rewriter, mlir::Operation* op,
+                 llvm::SmallVectorImpl<mlir::Value>* replacement = nullptr);
+
+/// Evaluates `op` (ONNX type `onnxType`), whose operands are all tandem.constant or tandem.none,
+/// with its CPU reference kernel and replaces it by tandem.constant results (`replacements`,
+/// optional, gets them in result order). Returns false, IR untouched, when a result type is not
+/// static, the results would hold more than max(limit, elements of the inputs) elements, or no
+/// CPU kernel takes the op. Returns failure, after an error at the op's location prefixed by
+/// `who` ("tandem-canonicalize"), when a result's size is invalid or the kernel fails.
+mlir::FailureOr<bool> foldWithCpuKernel(mlir::RewriterBase& rewriter, mlir::Operation* op,
+                                        const std::string& onnxType, int64_t limit,
+                                        llvm::StringRef who,
+                                        llvm::SmallVectorImpl<mlir::Value>* replacements = nullptr);
+
+}  // namespace tandem
