@@ -461,6 +461,11 @@ const std::map<std::string, OpEntry>& opTable() {
     m["LeakyRelu"] = {kExact, "one multiplication", unary(-2, 2, [](Gen& g, AttrMap& a) {
                         if (g.coin()) a.set("alpha", Attr::ofFloat((float)g.real(0.01, 0.5)));
                       })};
+    // Rounding ops (half-way points included by the range) and the sign are exact.
+    for (const char* op : {"Ceil", "Floor", "Round", "Sign"}) m[op] = {kExact, kWhyExact, unary(-5, 5)};
+    // A division or a multiply-add the two compilers may contract differently.
+    m["Softsign"] = {kTranscendental, "one division; FMA contraction may differ", unary(-10, 10)};
+    m["HardSwish"] = {kTranscendental, "x * clamp(x / 6 + 0.5); FMA contraction may differ", unary(-5, 5)};
     m["Sigmoid"] = {kTranscendental, kWhyTrans, unary(-12, 12)};
     m["Tanh"] = {kTranscendental, kWhyTrans, unary(-6, 6)};
     m["Exp"] = {kTranscendental, kWhyTrans, unary(-20, 20)};
