@@ -29,6 +29,8 @@ enum OpFlag : uint32_t {
                               // ...): kernels skip that check (runtime/cpu/ref/Register.cpp)
   kDnnlEltwise = 1u << 9,     // a oneDNN eltwise primitive runs it alone (DnnlEltwise.cpp
                               // registers these); every post-op is one
+  kGradient = 1u << 10,       // has a reverse-mode gradient rule (--tandem-autodiff; one
+                              // function per op in compiler/autodiff/GradientRules.cpp)
 };
 
 /// How compiler/placement/OpWork.cpp counts an op's FLOPs (OpTable.def explains each).

@@ -1,0 +1,43 @@
+// RUN: tandem-opt %s -split-input-file -verify-diagnostics --tandem-autodiff | FileCheck %s
+
+// A value read by two ops gets the sum of both contributions: x feeds Relu and Add, so dx is one
+// Add of the Relu path's Where and the direct path's gradient. The gradient is returned as a
+// named result.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: -> (tensor<f32>, tensor<2x4xf32> {tandem.gradient_of = "x", tandem.name = "x_grad"})
+// CHECK: %[[R:.*]] = tandem.reduce_sum
+// CHECK: %[[ONES:.*]] = tandem.expand
+// CHECK: %[[MASK:.*]] = tandem.greater %arg0
+// CHECK: %[[W:.*]] = tandem.where %[[MASK]], %[[ONES]]
+// CHECK: %[[DX:.*]] = tandem.add %[[ONES]], %[[W]]
+// CHECK-NEXT: return %[[R]], %[[DX]]
+func.func @main(%x: tensor<2x4xf32> {tandem.name = "x", tandem.trainable}) -> tensor<f32> {
+  %r = tandem.relu %x : (tensor<2x4xf32>) -> tensor<2x4xf32>
+  %s = tandem.add %r, %x : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  %l = tandem.reduce_sum %s {keepdims = 0 : i64} : (tensor<2x4xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// Ops that do not reach the loss get no gradient: the Exp branch only feeds result 1, and the
+// Sigmoid of a non-trainable input has no active operand. A trainable input the loss does not
+// read gets a zero gradient.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: tensor<3xf32> {tandem.gradient_of = "w", tandem.name = "w_grad"}
+// CHECK-SAME: tensor<3xf32> {tandem.gradient_of = "unused", tandem.name = "unused_grad"}
+// CHECK: %[[L:.*]] = tandem.reduce_sum
+// CHECK-NOT: tandem.exp %
+// CHECK-NOT: tandem.sigmoid
+// CHECK: %[[Z:.*]] = tandem.constant dense<0.000000e+00> : tensor<3xf32>
+// CHECK-NEXT: return %[[L]], %{{.*}}, %{{.*}}, %[[Z]]
+func.func @main(%w: tensor<3xf32> {tandem.name = "w", tandem.trainable},
+                %c: tensor<3xf32> {tandem.name = "c"},
+                %u: tensor<3xf32> {tandem.name = "unused", tandem.trainable})
+    -> (tensor<f32>, tensor<3xf32>) {
+  %e = tandem.exp %w : (tensor<3xf32>) -> tensor<3xf32>
+  %s = tandem.sigmoid %c : (tensor<3xf32>) -> tensor<3xf32>
+  %m = tandem.mul %w, %s : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %l = tandem.reduce_sum %m {keepdims = 0 : i64} : (tensor<3xf32>) -> tensor<f32>
+  return %l, %e : tensor<f32>, tensor<3xf32>
+}

@@ -1,0 +1,389 @@
+// --tandem-autodiff end to end: per gradient rule, a small f64 graph with loss = sum(op(x..) * r)
+// (r a fixed random tensor, so every output element weighs differently) is compiled with the
+// autodiff pass through the whole CPU pipeline and run; each gradient must match central finite
+// differences of the forward plan, element by element.
+//
+// Precision: the graphs are f64 (the reference CPU kernels run f64), so with h = 1e-5 the
+// central difference is off by O(h^2 f''') ~ 1e-10 plus rounding ~ 1e-16 / h ~ 1e-11; a wrong
+// rule (a missing term, a transposed operand, a wrong broadcast sum) is off by O(1). The
+// tolerance 1e-6 * (1 + |fd|) sits between the two.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "compiler/IrConventions.h"
+#include "compiler/OpBuilding.h"
+#include "compiler/autodiff/GradientRules.h"
+#include "frontend/GraphBuilder.h"
+#include "mlir/IR/Diagnostics.h"
+#include "runtime/OpTable.h"
+#include "tools/driver/Driver.h"
+
+using namespace tandem;
+
+namespace {
+
+// A differentiated graph input: name, shape and the range its values are drawn from.
+struct Param {
+  std::string name;
+  Shape shape;
+  double lo = -1.0, hi = 1.0;
+};
+using BuildFn = std::function<Value(GraphBuilder&, const std::vector<Value>&)>;
+
+Tensor randomTensor(const Shape& s, unsigned seed, double lo, double hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(numElements(s));
+  for (double& x : v) x = u(rng);
+  return Tensor::fromVector<double>(s, v);
+}
+
+// The graph of one check: the params as f64 inputs (all tandem.trainable), y = build(...),
+// loss = ReduceSum(y * r). Compiled for the CPU, with or without autodiff.
+std::unique_ptr<Executable> compile(const std::vector<Param>& params, const BuildFn& build,
+                                    bool autodiff, std::string* error) {
+  GraphBuilder g;
+  std::vector<Value> ins;
+  for (const Param& p : params)
+    ins.push_back(g.input(p.name, DType::F64, std::vector<Dim>(p.shape.begin(), p.shape.end())));
+  Value y = build(g, ins);
+  if (!g.ok()) {
+    *error = g.error();
+    return nullptr;
+  }
+  Value r = g.constant(randomTensor(y.shape(), 99, -1.0, 1.0));
+  g.output(g.reduceSum(g.mul(y, r), {}, false), "loss");
+  auto module = g.finish(error);
+  if (!module) return nullptr;
+  mlir::func::FuncOp main = getMainFunc(*module);
+  for (unsigned i = 0; i < main.getNumArguments(); ++i)
+    main.setArgAttr(i, "tandem.trainable", mlir::UnitAttr::get(g.context()));
+  CompileOptions co;
+  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  if (autodiff) co.autodiff = CompileOptions::Autodiff{};
+  CompileResult result;
+  std::string diags;
+  mlir::ScopedDiagnosticHandler h(g.context(), [&](mlir::Diagnostic& d) {
+    diags += d.str() + "\n";
+    return mlir::success();
+  });
+  Status st = compileModuleToPlan(*module, co, &result);
+  if (!st.isOk()) {
+    *error = st.message() + "\n" + diags;
+    return nullptr;
+  }
+  std::unique_ptr<Executable> exe;
+  st = Executable::load(result.plan, LoadOptions{1}, &exe);
+  if (!st.isOk()) *error = st.message();
+  return exe;
+}
+
+double scalarOf(const Tensor& t) { return t.data<double>()[0]; }
+
+// Compares every gradient element with a central difference of the forward plan.
+void checkGradients(const std::vector<Param>& params, const BuildFn& build) {
+  std::string error;
+  auto grad = compile(params, build, true, &error);
+  ASSERT_TRUE(grad) << error;
+  auto fwd = compile(params, build, false, &error);
+  ASSERT_TRUE(fwd) << error;
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < params.size(); ++i)
+    values.push_back(randomTensor(params[i].shape, 7 + (unsigned)i, params[i].lo, params[i].hi));
+  std::vector<Tensor> outs;
+  Status st = grad->run(values, &outs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(outs.size(), 1 + params.size());
+  constexpr double h = 1e-5;
+  for (size_t i = 0; i < params.size(); ++i) {
+    ASSERT_EQ(outs[1 + i].shape(), params[i].shape) << params[i].name;
+    const double* analytic = outs[1 + i].data<double>();
+    double worst = 0;
+    for (int64_t j = 0; j < values[i].numel(); ++j) {
+      double* x = values[i].data<double>() + j;
+      const double x0 = *x;
+      std::vector<Tensor> lp, lm;
+      *x = x0 + h;
+      ASSERT_TRUE(fwd->run(values, &lp).isOk());
+      *x = x0 - h;
+      ASSERT_TRUE(fwd->run(values, &lm).isOk());
+      *x = x0;
+      const double fd = (scalarOf(lp[0]) - scalarOf(lm[0])) / (2 * h);
+      const double err = std::abs(analytic[j] - fd);
+      worst = std::max(worst, err / (1 + std::abs(fd)));
+      EXPECT_NEAR(analytic[j], fd, 1e-6 * (1 + std::abs(fd)))
+          << "d loss / d " << params[i].name << "[" << j << "]";
+    }
+    EXPECT_LT(worst, 1e-6) << params[i].name;
+  }
+}
+
+Tensor f64Const(const Shape& s, unsigned seed, double lo = -1, double hi = 1) {
+  return randomTensor(s, seed, lo, hi);
+}
+Value scalar64(GraphBuilder& g, double v) { return g.constant(Tensor::fromVector<double>({}, {v})); }
+
+// ---- element-wise binary, with broadcasting ----
+
+TEST(AutodiffGrad, Add) {
+  auto f = [](GraphBuilder& g, const std::vector<Value>& v) { return g.add(v[0], v[1]); };
+  checkGradients({{"a", {2, 3}}, {"b", {3}}}, f);
+  checkGradients({{"a", {2, 1, 3}}, {"b", {4, 1}}}, f);
+  checkGradients({{"a", {2, 3}}, {"b", {2, 3}}}, f);
+}
+
+TEST(AutodiffGrad, Sub) {
+  auto f = [](GraphBuilder& g, const std::vector<Value>& v) { return g.sub(v[0], v[1]); };
+  checkGradients({{"a", {2, 3}}, {"b", {1, 3}}}, f);
+  checkGradients({{"a", {3}}, {"b", {2, 2, 3}}}, f);
+}
+
+TEST(AutodiffGrad, Mul) {
+  auto f = [](GraphBuilder& g, const std::vector<Value>& v) { return g.mul(v[0], v[1]); };
+  checkGradients({{"a", {2, 3}}, {"b", {3}}}, f);
+  checkGradients({{"a", {2, 1, 3}}, {"b", {4, 1}}}, f);
+}
+
+TEST(AutodiffGrad, Div) {
+  auto f = [](GraphBuilder& g, const std::vector<Value>& v) { return g.div(v[0], v[1]); };
+  checkGradients({{"a", {2, 3}}, {"b", {3}, 0.5, 2.0}}, f);
+  checkGradients({{"a", {4, 1}}, {"b", {2, 1, 3}, 0.5, 2.0}}, f);
+}
+
+TEST(AutodiffGrad, Pow) {
+  // Constant exponent (the usual x^2), then a trainable exponent over a positive base.
+  checkGradients({{"x", {2, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.pow(v[0], scalar64(g, 3.0));
+  });
+  checkGradients({{"x", {2, 3}, 0.5, 2.0}, {"e", {3}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) { return g.pow(v[0], v[1]); });
+}
+
+TEST(AutodiffGrad, Sum) {
+  checkGradients({{"a", {2, 3}}, {"b", {3}}, {"c", {2, 1}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) { return g.sum(v); });
+}
+
+// ---- unary ----
+
+void checkUnary(const char* name, std::function<Value(GraphBuilder&, Value)> f, double lo = -2,
+                double hi = 2) {
+  SCOPED_TRACE(name);
+  checkGradients({{"x", {3, 4}, lo, hi}},
+                 [&](GraphBuilder& g, const std::vector<Value>& v) { return f(g, v[0]); });
+}
+
+TEST(AutodiffGrad, Unary) {
+  checkUnary("Relu", [](GraphBuilder& g, Value x) { return g.relu(x); });
+  checkUnary("Sigmoid", [](GraphBuilder& g, Value x) { return g.sigmoid(x); });
+  checkUnary("Tanh", [](GraphBuilder& g, Value x) { return g.tanh(x); });
+  checkUnary("Exp", [](GraphBuilder& g, Value x) { return g.exp(x); });
+  checkUnary("Log", [](GraphBuilder& g, Value x) { return g.log(x); }, 0.5, 3);
+  checkUnary("Sqrt", [](GraphBuilder& g, Value x) { return g.sqrt(x); }, 0.5, 3);
+  checkUnary("Reciprocal", [](GraphBuilder& g, Value x) { return g.reciprocal(x); }, 0.5, 3);
+  checkUnary("Neg", [](GraphBuilder& g, Value x) { return g.neg(x); });
+  checkUnary("Abs", [](GraphBuilder& g, Value x) { return g.abs(x); });
+  checkUnary("Erf", [](GraphBuilder& g, Value x) { return g.erf(x); });
+  checkUnary("Softplus", [](GraphBuilder& g, Value x) { return g.softplus(x); });
+  checkUnary("LeakyRelu", [](GraphBuilder& g, Value x) { return g.leakyRelu(x, 0.2f); });
+  checkUnary("Identity", [](GraphBuilder& g, Value x) { return g.identity(x); });
+  checkUnary("Dropout", [](GraphBuilder& g, Value x) { return g.dropout(x, 0.3f); });
+  for (const char* approx : {"none", "tanh"}) {
+    checkUnary(approx, [approx](GraphBuilder& g, Value x) {
+      AttrMap a;
+      a.set("approximate", Attr::ofString(approx));
+      return g.op("Gelu", {x}, a)[0];
+    });
+  }
+}
+
+// ---- contractions ----
+
+TEST(AutodiffGrad, MatMul) {
+  auto f = [](GraphBuilder& g, const std::vector<Value>& v) { return g.matMul(v[0], v[1]); };
+  checkGradients({{"a", {2, 3}}, {"b", {3, 4}}}, f);
+  checkGradients({{"a", {2, 2, 3}}, {"b", {3, 4}}}, f);        // B broadcast over the batch
+  checkGradients({{"a", {2, 1, 2, 3}}, {"b", {3, 3, 2}}}, f);  // both broadcast
+  checkGradients({{"a", {3}}, {"b", {3, 4}}}, f);              // 1-D A
+  checkGradients({{"a", {2, 3}}, {"b", {3}}}, f);              // 1-D B
+}
+
+TEST(AutodiffGrad, Gemm) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("transA=") + (ta ? "1" : "0") + " transB=" + (tb ? "1" : "0"));
+      Shape as = ta ? Shape{3, 2} : Shape{2, 3}, bs = tb ? Shape{4, 3} : Shape{3, 4};
+      checkGradients({{"a", as}, {"b", bs}, {"c", {4}}},
+                     [&](GraphBuilder& g, const std::vector<Value>& v) {
+                       return g.gemm(v[0], v[1], v[2], GemmOptions{0.5f, 2.0f, ta, tb});
+                     });
+    }
+  checkGradients({{"a", {2, 3}}, {"b", {3, 4}}, {"c", {2, 1}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) {
+                   return g.gemm(v[0], v[1], v[2]);
+                 });
+}
+
+// ---- softmax and reductions ----
+
+TEST(AutodiffGrad, Softmax) {
+  for (int64_t axis : {-1, 0}) {
+    checkGradients({{"x", {3, 4}}}, [axis](GraphBuilder& g, const std::vector<Value>& v) {
+      return g.softmax(v[0], axis);
+    });
+    checkGradients({{"x", {2, 3, 4}}}, [axis](GraphBuilder& g, const std::vector<Value>& v) {
+      return g.logSoftmax(v[0], axis);
+    });
+  }
+}
+
+TEST(AutodiffGrad, Reductions) {
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.reduceSum(v[0], {0, 2}, false);
+  });
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.reduceSum(v[0], {-1}, true);
+  });
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.reduceMean(v[0], {1}, false);
+  });
+  checkGradients({{"x", {2, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.reduceMean(v[0], {}, true);
+  });
+}
+
+// ---- normalisation ----
+
+TEST(AutodiffGrad, LayerNormalization) {
+  checkGradients({{"x", {2, 5}}, {"scale", {5}}, {"bias", {5}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) {
+                   return g.layerNormalization(v[0], v[1], v[2]);
+                 });
+  checkGradients({{"x", {2, 3, 4}}, {"scale", {3, 4}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) {
+                   return g.layerNormalization(v[0], v[1], {}, 1);
+                 });
+}
+
+TEST(AutodiffGrad, BatchNormalization) {
+  checkGradients({{"x", {2, 3, 2, 2}}, {"scale", {3}}, {"bias", {3}}, {"mean", {3}},
+                  {"var", {3}, 0.5, 2.0}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) {
+                   return g.batchNormalization(v[0], v[1], v[2], v[3], v[4], 1e-3f);
+                 });
+}
+
+// ---- shape and data movement ----
+
+TEST(AutodiffGrad, Reshaping) {
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.reshape(v[0], {4, 6});
+  });
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.flatten(v[0], 2);
+  });
+  checkGradients({{"x", {2, 1, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.unsqueeze(g.squeeze(v[0], {1}), {0});
+  });
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.transpose(v[0], {1, 2, 0});
+  });
+  checkGradients({{"x", {3, 1}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.expand(v[0], {2, 3, 4});
+  });
+}
+
+TEST(AutodiffGrad, ConcatSplitSlice) {
+  checkGradients({{"a", {2, 3}}, {"b", {2, 1}}, {"c", {2, 2}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) {
+                   return g.concat({v[0], v[1], v[2]}, 1);
+                 });
+  // Split: the middle part reaches no output (its gradient is zeros).
+  checkGradients({{"x", {2, 7}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    std::vector<Value> p = g.split(v[0], 1, {3, 1, 3});
+    return g.mul(p[0], p[2]);
+  });
+  checkGradients({{"x", {4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.slice(v[0], {1, -4}, {3, 100}, {0, 1});
+  });
+}
+
+TEST(AutodiffGrad, GatherEmbedding) {
+  // Repeated and negative indices: their rows' gradients add up.
+  checkGradients({{"table", {5, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.gather(v[0], g.constant(Tensor::fromVector<int64_t>({2, 3}, {1, 4, 1, 0, -1, 2})));
+  });
+}
+
+// ---- convolution and pooling ----
+
+struct ConvCase {
+  Shape x, w;
+  ConvOptions o;
+};
+
+TEST(AutodiffGrad, Conv) {
+  std::vector<ConvCase> cases = {
+      {{2, 3, 5, 5}, {4, 3, 3, 3}, {}},
+      {{1, 4, 6, 5}, {6, 2, 3, 2}, {{}, {2, 1}, {1, 0, 1, 1}, {}, 2, "NOTSET"}},  // groups 2
+      {{1, 2, 7, 7}, {2, 1, 3, 3}, {{}, {2, 2}, {1, 1, 0, 0}, {2, 1}, 2, "NOTSET"}},  // depthwise
+      {{2, 2, 8}, {3, 2, 3}, {{}, {3}, {2, 1}, {2}, 1, "NOTSET"}},  // 1-D, stride 3, dilation 2
+      {{1, 2, 5, 6}, {2, 2, 3, 3}, {{}, {2, 2}, {}, {}, 1, "SAME_UPPER"}},
+  };
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(shapeToString(c.x) + " * " + shapeToString(c.w));
+    checkGradients({{"x", c.x}, {"w", c.w}, {"b", {c.w[0]}}},
+                   [&](GraphBuilder& g, const std::vector<Value>& v) {
+                     return g.conv(v[0], v[1], v[2], c.o);
+                   });
+  }
+}
+
+TEST(AutodiffGrad, Pooling) {
+  checkGradients({{"x", {2, 3, 4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.globalAveragePool(v[0]);
+  });
+  std::vector<PoolOptions> pools = {
+      {{2, 2}, {2, 2}, {}, {}, false, false, "NOTSET"},
+      {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, false, false, "NOTSET"},
+      {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, false, true, "NOTSET"},
+      {{2, 3}, {1, 2}, {0, 1, 1, 0}, {}, true, false, "NOTSET"},
+  };
+  for (const PoolOptions& o : pools) {
+    checkGradients({{"x", {1, 2, 5, 6}}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+      return g.averagePool(v[0], o);
+    });
+  }
+}
+
+// ---- a small MLP: the rules composed, fan-out summed ----
+
+TEST(AutodiffGrad, MlpWithSoftmaxCrossEntropy) {
+  // loss-like head: -sum(onehot * logsoftmax(relu(x W1 + b1) W2 + b2)), x also read twice.
+  checkGradients({{"x", {4, 3}}, {"w1", {3, 5}}, {"b1", {5}}, {"w2", {5, 2}}, {"b2", {2}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) {
+                   Value h = g.relu(g.add(g.matMul(v[0], v[1]), v[2]));
+                   Value logits = g.gemm(h, v[3], v[4]);
+                   Value oneHot = g.constant(Tensor::fromVector<double>(
+                       {4, 2}, {1, 0, 0, 1, 0, 1, 1, 0}));
+                   Value nll = g.neg(g.mul(g.logSoftmax(logits), oneHot));
+                   return g.add(nll, g.reduceSum(g.mul(v[0], v[0]), {}, true));
+                 });
+}
+
+// ---- the table and the rules agree ----
+
+TEST(AutodiffRules, OpTableSaysWhichOpsHaveARule) {
+  size_t n = 0;
+  const OpInfo* ops = allOps(&n);
+  std::vector<std::string> flagged;
+  for (size_t i = 0; i < n; ++i)
+    if (ops[i].has(kGradient)) flagged.push_back(ops[i].name);
+  std::sort(flagged.begin(), flagged.end());
+  EXPECT_EQ(flagged, autodiff::gradientRuleOps());
+}
+
+}  // namespace
