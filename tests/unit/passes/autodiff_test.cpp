@@ -41,20 +41,34 @@ Tensor randomTensor(const Shape& s, unsigned seed, double lo, double hi) {
   return Tensor::fromVector<double>(s, v);
 }
 
-// The graph of one check: the params as f64 inputs (all tandem.trainable), y = build(...),
-// loss = ReduceSum(y * r). Compiled for the CPU, with or without autodiff.
+// The dtype the graphs of a check are built in: f64 for the finite differences, f32 for the
+// comparison of the f32 plan (oneDNN kernels) with the f64 gradients.
+DType gDType = DType::F64;
+
+Tensor toF32(const Tensor& t) {
+  std::vector<float> v(t.numel());
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = (float)t.data<double>()[i];
+  return Tensor::fromVector<float>(t.shape(), v);
+}
+// An f64 tensor as a constant of the check's dtype.
+Value constOf(GraphBuilder& g, const Tensor& t) {
+  return g.constant(gDType == DType::F64 ? t : toF32(t));
+}
+
+// The graph of one check: the params as inputs of gDType (all tandem.trainable),
+// y = build(...), loss = ReduceSum(y * r). Compiled for the CPU, with or without autodiff.
 std::unique_ptr<Executable> compile(const std::vector<Param>& params, const BuildFn& build,
                                     bool autodiff, std::string* error) {
   GraphBuilder g;
   std::vector<Value> ins;
   for (const Param& p : params)
-    ins.push_back(g.input(p.name, DType::F64, std::vector<Dim>(p.shape.begin(), p.shape.end())));
+    ins.push_back(g.input(p.name, gDType, std::vector<Dim>(p.shape.begin(), p.shape.end())));
   Value y = build(g, ins);
   if (!g.ok()) {
     *error = g.error();
     return nullptr;
   }
-  Value r = g.constant(randomTensor(y.shape(), 99, -1.0, 1.0));
+  Value r = constOf(g, randomTensor(y.shape(), 99, -1.0, 1.0));
   g.output(g.reduceSum(g.mul(y, r), {}, false), "loss");
   auto module = g.finish(error);
   if (!module) return nullptr;
@@ -83,8 +97,13 @@ std::unique_ptr<Executable> compile(const std::vector<Param>& params, const Buil
 
 double scalarOf(const Tensor& t) { return t.data<double>()[0]; }
 
-// Compares every gradient element with a central difference of the forward plan.
+// Compares every gradient element with a central difference of the forward plan (f64), then
+// runs the same graph in f32 (where the oneDNN kernels and their fused groups take over) and
+// compares its gradients with the f64 ones: f32 rounding through a few ops of fan-in <= 100 is
+// ~1e-5 relative, a kernel mishandling a backward shape (ConvTranspose's output padding, the
+// weight-gradient Conv's large kernel, a transposed Gemm) is off by O(1).
 void checkGradients(const std::vector<Param>& params, const BuildFn& build) {
+  gDType = DType::F64;
   std::string error;
   auto grad = compile(params, build, true, &error);
   ASSERT_TRUE(grad) << error;
@@ -119,12 +138,27 @@ void checkGradients(const std::vector<Param>& params, const BuildFn& build) {
     }
     EXPECT_LT(worst, 1e-6) << params[i].name;
   }
+
+  gDType = DType::F32;
+  auto grad32 = compile(params, build, true, &error);
+  gDType = DType::F64;
+  ASSERT_TRUE(grad32) << error;
+  std::vector<Tensor> values32, outs32;
+  for (const Tensor& t : values) values32.push_back(toF32(t));
+  st = grad32->run(values32, &outs32);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(outs32.size(), outs.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    for (int64_t j = 0; j < values[i].numel(); ++j) {
+      const double ref = outs[1 + i].data<double>()[j];
+      EXPECT_NEAR(outs32[1 + i].data<float>()[j], ref, 1e-4 * (1 + std::abs(ref)))
+          << "f32 d loss / d " << params[i].name << "[" << j << "]";
+    }
 }
 
-Tensor f64Const(const Shape& s, unsigned seed, double lo = -1, double hi = 1) {
-  return randomTensor(s, seed, lo, hi);
+Value scalarOfType(GraphBuilder& g, double v) {
+  return constOf(g, Tensor::fromVector<double>({}, {v}));
 }
-Value scalar64(GraphBuilder& g, double v) { return g.constant(Tensor::fromVector<double>({}, {v})); }
 
 // ---- element-wise binary, with broadcasting ----
 
@@ -156,7 +190,7 @@ TEST(AutodiffGrad, Div) {
 TEST(AutodiffGrad, Pow) {
   // Constant exponent (the usual x^2), then a trainable exponent over a positive base.
   checkGradients({{"x", {2, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
-    return g.pow(v[0], scalar64(g, 3.0));
+    return g.pow(v[0], scalarOfType(g, 3.0));
   });
   checkGradients({{"x", {2, 3}, 0.5, 2.0}, {"e", {3}}},
                  [](GraphBuilder& g, const std::vector<Value>& v) { return g.pow(v[0], v[1]); });
@@ -367,7 +401,7 @@ TEST(AutodiffGrad, MlpWithSoftmaxCrossEntropy) {
                  [](GraphBuilder& g, const std::vector<Value>& v) {
                    Value h = g.relu(g.add(g.matMul(v[0], v[1]), v[2]));
                    Value logits = g.gemm(h, v[3], v[4]);
-                   Value oneHot = g.constant(Tensor::fromVector<double>(
+                   Value oneHot = constOf(g, Tensor::fromVector<double>(
                        {4, 2}, {1, 0, 0, 1, 0, 1, 1, 0}));
                    Value nll = g.neg(g.mul(g.logSoftmax(logits), oneHot));
                    return g.add(nll, g.reduceSum(g.mul(v[0], v[0]), {}, true));
