@@ -791,6 +791,31 @@ mlir::LogicalResult gradAveragePool(GradBuilder& g, mlir::Operation* op, Dy dy, 
   return mlir::success();
 }
 
+// MaxPool-12: each output's dy goes to the element its window took the max from (the first of
+// equal maxima, as the forward kernel picks). The forward op is recomputed with its Indices
+// result (flat offsets into X, row-major: storage_order 0), and dy is added into a zero X at
+// those offsets (ScatterND, reduction "add": overlapping windows sharing a max accumulate).
+mlir::LogicalResult gradMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  if (!dy[0]) return mlir::success();
+  Value x = op->getOperand(0);
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  for (mlir::NamedAttribute a : op->getAttrs())
+    if (llvm::is_contained({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"},
+                           a.getName().getValue()))
+      attrs.push_back(a);
+  llvm::SmallVector<Value> pooled = g.opN("MaxPool", {x}, attrs, 2);
+  if (pooled.empty()) return mlir::failure();
+  llvm::SmallVector<int64_t> xs = shapeOf(x);
+  int64_t nx = 1, ny = 1;
+  for (int64_t d : xs) nx *= d;
+  for (int64_t d : shapeOf(dy[0])) ny *= d;
+  Value flat = g.op("ScatterND", {g.zeros(mlir::RankedTensorType::get({nx}, elementTypeOf(x))),
+                                  g.reshape(pooled[1], {ny, 1}), g.reshape(dy[0], {ny})},
+                    {g.strAttr("reduction", "add")});
+  dx[0] = g.reshape(flat, xs);
+  return mlir::success();
+}
+
 // The rules by ONNX op type. The op table's kGradient rows must name exactly these
 // (op_table_test).
 const std::map<std::string, GradientRule, std::less<>>& rules() {
@@ -818,6 +843,7 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Log", gradLog},
       {"LogSoftmax", gradLogSoftmax},
       {"MatMul", gradMatMul},
+      {"MaxPool", gradMaxPool},
       {"Mul", gradMul},
       {"Neg", gradNeg},
       {"Pow", gradPow},

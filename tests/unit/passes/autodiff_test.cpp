@@ -393,6 +393,23 @@ TEST(AutodiffGrad, Pooling) {
   }
 }
 
+TEST(AutodiffGrad, MaxPool) {
+  // Overlapping windows (stride < kernel), padding, dilations, ceil_mode, 1-D and 2-D. Random
+  // inputs have no ties, and a perturbation of 1e-5 does not move a window's argmax.
+  std::vector<std::pair<Shape, PoolOptions>> pools = {
+      {{1, 2, 5, 6}, {{2, 2}, {2, 2}, {}, {}, false, false, "NOTSET"}},
+      {{2, 2, 5, 6}, {{3, 3}, {1, 2}, {1, 1, 1, 1}, {}, false, false, "NOTSET"}},
+      {{1, 2, 7, 7}, {{2, 2}, {2, 2}, {1, 0, 0, 1}, {2, 2}, true, false, "NOTSET"}},
+      {{2, 3, 9}, {{3}, {2}, {}, {}, false, false, "SAME_UPPER"}},
+  };
+  for (const auto& [xs, o] : pools) {
+    SCOPED_TRACE(shapeToString(xs));
+    checkGradients({{"x", xs}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+      return g.maxPool(v[0], o);
+    });
+  }
+}
+
 // ---- a small MLP: the rules composed, fan-out summed ----
 
 TEST(AutodiffGrad, MlpWithSoftmaxCrossEntropy) {
