@@ -158,7 +158,8 @@ class AutodiffPass : public impl::TandemAutodiffBase<AutodiffPass> {
       if (node.empty()) node = locationString(op->getLoc());
       autodiff::GradientRule rule = autodiff::findGradientRule(type);
       if (!rule)
-        return op->emitError() << "no gradient for op '" << (type.empty() ? op->getName().getStringRef().str() : type)
+        return op->emitError() << "no gradient for op '"
+                               << (type.empty() ? op->getName().getStringRef().str() : type)
                                << "' (node '" << node << "')";
       for (mlir::Value v : op->getOperands())
         if (active.count(v) && !llvm::cast<mlir::RankedTensorType>(v.getType()).hasStaticShape())

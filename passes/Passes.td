@@ -91,7 +91,8 @@ def TandemAutodiff : Pass<"tandem-autodiff", "mlir::ModuleOp"> {
       return %l : tensor<f32>
     }
     // becomes (d loss / dy = ones, expanded; dw = x^T . dy)
-    func.func @main(...) -> (tensor<f32>, tensor<3x4xf32> {tandem.gradient_of = "w", tandem.name = "w_grad"}) {
+    func.func @main(...)
+        -> (tensor<f32>, tensor<3x4xf32> {tandem.gradient_of = "w", tandem.name = "w_grad"}) {
       ...
       %one = tandem.constant dense<1.0> : tensor<f32>
       %dy = tandem.expand %r, %s : (tensor<1x1xf32>, tensor<2xi64>) -> tensor<2x4xf32>
@@ -128,6 +129,8 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     all constants by running its CPU kernel from the kernel registry (skipped when the result
     would exceed `fold-limit` elements and be larger than the inputs). Then remove unused ops
     and merge identical ones (MLIR's CSE), which also merges duplicate constants.
+    Last, a value returned at several result positions gets an Identity for each repeat, so
+    every graph output is its own plan value and keeps its own name.
 
     ```mlir
     %s = tandem.shape %x : (tensor<2x3x4xf32>) -> tensor<3xi64>

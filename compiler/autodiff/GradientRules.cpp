@@ -257,8 +257,9 @@ mlir::LogicalResult gradDropout(GradBuilder& g, mlir::Operation* op, Dy dy, Need
 mlir::LogicalResult gradCast(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   mlir::Type in = elementTypeOf(op->getOperand(0));
   if (!llvm::isa<mlir::FloatType>(in)) return mlir::success();  // not differentiable
-  dx[0] = in == elementTypeOf(dy[0]) ? dy[0]
-                                     : g.op("Cast", {dy[0]}, {g.intAttr("to", in.isF64() ? 11 : 1)});
+  dx[0] = in == elementTypeOf(dy[0])
+              ? dy[0]
+              : g.op("Cast", {dy[0]}, {g.intAttr("to", in.isF64() ? 11 : 1)});
   return mlir::success();
 }
 
@@ -282,6 +283,102 @@ mlir::LogicalResult gradLeakyRelu(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
 mlir::LogicalResult gradAbs(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value x = op->getOperand(0);
   dx[0] = g.op("Where", {g.op("Less", {x, g.scalar(0, elementTypeOf(x))}), g.neg(dy[0]), dy[0]});
+  return mlir::success();
+}
+
+// Elu: dy where x > 0, else dy * (y + alpha) (= dy * alpha * e^x).
+mlir::LogicalResult gradElu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  double alpha = floatOf(op, "alpha", 1.0);
+  dx[0] = g.op("Where", {g.op("Greater", {x, g.scalar(0, elementTypeOf(x))}), dy[0],
+                         g.mul(dy[0], g.addS(y, alpha))});
+  return mlir::success();
+}
+
+// Selu: gamma * dy where x > 0, else dy * (y + gamma * alpha).
+mlir::LogicalResult gradSelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  double alpha = floatOf(op, "alpha", 1.67326319217681884765625),
+         gamma = floatOf(op, "gamma", 1.05070102214813232421875);
+  dx[0] = g.op("Where", {g.op("Greater", {x, g.scalar(0, elementTypeOf(x))}),
+                         g.mulS(dy[0], gamma), g.mul(dy[0], g.addS(y, gamma * alpha))});
+  return mlir::success();
+}
+
+// HardSigmoid: alpha * dy where 0 < alpha * x + beta < 1, else 0.
+mlir::LogicalResult gradHardSigmoid(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  Value x = op->getOperand(0);
+  mlir::Type et = elementTypeOf(x);
+  double alpha = floatOf(op, "alpha", 0.2), beta = floatOf(op, "beta", 0.5);
+  Value v = g.addS(g.mulS(x, alpha), beta), zero = g.scalar(0, et);
+  Value inner = g.op("Where", {g.op("Greater", {v, g.scalar(1, et)}), zero, g.mulS(dy[0], alpha)});
+  dx[0] = g.op("Where", {g.op("Less", {v, zero}), zero, inner});
+  return mlir::success();
+}
+
+// PRelu: dx = dy where x >= 0, else slope * dy; dslope = x * dy where x < 0, summed over the
+// dims slope was broadcast along.
+mlir::LogicalResult gradPRelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  Value x = op->getOperand(0), slope = op->getOperand(1);
+  mlir::Type et = elementTypeOf(x);
+  Value neg = g.op("Less", {x, g.scalar(0, et)});
+  if (need[0]) dx[0] = g.op("Where", {neg, g.mul(dy[0], slope), dy[0]});
+  if (need[1])
+    dx[1] = g.reduceToShape(g.op("Where", {neg, g.mul(dy[0], x), g.scalar(0, et)}),
+                            shapeOf(slope));
+  return mlir::success();
+}
+
+// Clip: dy where min <= x <= max (bounds included, as PyTorch), else 0. The bounds get none.
+mlir::LogicalResult gradClip(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  if (!need[0]) return mlir::success();
+  Value x = op->getOperand(0), d = dy[0], zero = g.scalar(0, elementTypeOf(x));
+  if (Value lo = operandOr(op, 1)) d = g.op("Where", {g.op("Less", {x, lo}), zero, d});
+  if (Value hi = operandOr(op, 2)) d = g.op("Where", {g.op("Greater", {x, hi}), zero, d});
+  dx[0] = d;
+  return mlir::success();
+}
+
+// Where(cond, X, Y): dy goes to X where cond holds, to Y elsewhere.
+mlir::LogicalResult gradWhere(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  Value c = op->getOperand(0), zero = g.scalar(0, elementTypeOf(dy[0]));
+  if (need[1])
+    dx[1] = g.reduceToShape(g.op("Where", {c, dy[0], zero}), shapeOf(op->getOperand(1)));
+  if (need[2])
+    dx[2] = g.reduceToShape(g.op("Where", {c, zero, dy[0]}), shapeOf(op->getOperand(2)));
+  return mlir::success();
+}
+
+// Max / Min of one or two operands: dy goes to the operand that was selected (the first on a
+// tie).
+mlir::LogicalResult gradMaxMin(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx,
+                               bool isMax) {
+  if (op->getNumOperands() == 1) {
+    dx[0] = dy[0];
+    return mlir::success();
+  }
+  if (op->getNumOperands() != 2)
+    return g.error(onnxOpType(op) + ": no gradient for more than two operands yet");
+  Value a = op->getOperand(0), b = op->getOperand(1), zero = g.scalar(0, elementTypeOf(a));
+  Value bWins = g.op(isMax ? "Less" : "Greater", {a, b});
+  if (need[0]) dx[0] = g.reduceToShape(g.op("Where", {bWins, zero, dy[0]}), shapeOf(a));
+  if (need[1]) dx[1] = g.reduceToShape(g.op("Where", {bWins, dy[0], zero}), shapeOf(b));
+  return mlir::success();
+}
+mlir::LogicalResult gradMax(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  return gradMaxMin(g, op, dy, need, dx, true);
+}
+mlir::LogicalResult gradMin(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  return gradMaxMin(g, op, dy, need, dx, false);
+}
+
+mlir::LogicalResult gradSin(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  dx[0] = g.mul(dy[0], g.op("Cos", {op->getOperand(0)}));
+  return mlir::success();
+}
+
+mlir::LogicalResult gradCos(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  dx[0] = g.neg(g.mul(dy[0], g.op("Sin", {op->getOperand(0)})));
   return mlir::success();
 }
 
@@ -480,6 +577,45 @@ mlir::LogicalResult gradReduceMean(GradBuilder& g, mlir::Operation* op, Dy dy, N
   return gradReduce(g, op, dy, dx, true);
 }
 
+// ReduceMax / ReduceMin: dy goes to the elements equal to the extremum, shared evenly among
+// ties (the subgradient TensorFlow takes).
+mlir::LogicalResult gradReduceExtremum(GradBuilder& g, mlir::Operation* op, Dy dy, Needed,
+                                       Dx dx) {
+  Value x = op->getOperand(0), y = op->getResult(0);
+  llvm::SmallVector<int64_t> xs = shapeOf(x), axes;
+  reducedAxes(op, (int64_t)xs.size(), &axes, false);
+  llvm::SmallVector<int64_t> kept = xs;
+  for (int64_t a : axes) kept[a] = 1;
+  mlir::Type et = elementTypeOf(x);
+  Value hit = g.op("Where", {g.op("Equal", {x, g.reshape(y, kept)}), g.scalar(1, et),
+                             g.scalar(0, et)});
+  Value share = g.div(g.reshape(dy[0], kept), g.reduceSum(hit, axes, true));
+  dx[0] = g.mul(hit, share);
+  return mlir::success();
+}
+
+// ReduceSumSquare: 2 x dy; ReduceL2: x dy / y (y > 0 wherever x is not all zero).
+mlir::LogicalResult gradReduceSumSquare(GradBuilder& g, mlir::Operation* op, Dy dy, Needed,
+                                        Dx dx) {
+  Value x = op->getOperand(0);
+  llvm::SmallVector<int64_t> xs = shapeOf(x), axes;
+  reducedAxes(op, (int64_t)xs.size(), &axes, false);
+  llvm::SmallVector<int64_t> kept = xs;
+  for (int64_t a : axes) kept[a] = 1;
+  dx[0] = g.mul(g.mulS(x, 2.0), g.reshape(dy[0], kept));
+  return mlir::success();
+}
+
+mlir::LogicalResult gradReduceL2(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  Value x = op->getOperand(0);
+  llvm::SmallVector<int64_t> xs = shapeOf(x), axes;
+  reducedAxes(op, (int64_t)xs.size(), &axes, false);
+  llvm::SmallVector<int64_t> kept = xs;
+  for (int64_t a : axes) kept[a] = 1;
+  dx[0] = g.mul(x, g.div(g.reshape(dy[0], kept), g.reshape(op->getResult(0), kept)));
+  return mlir::success();
+}
+
 // ---- normalisation ----
 
 // LayerNormalization over the dims from `axis` on, with xhat = (x - mean) * rstd:
@@ -610,6 +746,40 @@ mlir::LogicalResult gradSlice(GradBuilder& g, mlir::Operation* op, Dy dy, Needed
     pads[rank + a] = n - e;
   }
   dx[0] = g.op("Pad", {dy[0], g.ints(pads)});
+  return mlir::success();
+}
+
+// Pad in constant mode with constant, non-negative pads: the gradient is dy cropped back.
+mlir::LogicalResult gradPad(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  if (!need[0]) return mlir::success();
+  llvm::SmallVector<int64_t> xs = shapeOf(op->getOperand(0)), pads, starts, ends, axes;
+  const int64_t rank = (int64_t)xs.size();
+  if (strOf(op, "mode", "constant") != "constant")
+    return g.error("Pad: no gradient for mode '" + strOf(op, "mode", "constant") + "' yet");
+  if (!constInts(op->getOperand(1), &pads) || (int64_t)pads.size() != 2 * rank ||
+      llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return g.error("Pad: no gradient with non-constant or negative pads");
+  for (int64_t i = 0; i < rank; ++i) {
+    starts.push_back(pads[i]);
+    ends.push_back(pads[i] + xs[i]);
+    axes.push_back(i);
+  }
+  dx[0] = g.op("Slice", {dy[0], g.ints(starts), g.ints(ends), g.ints(axes)});
+  return mlir::success();
+}
+
+// Tile: dy viewed as [r0, d0, r1, d1, ...] and summed over the repeat dims.
+mlir::LogicalResult gradTile(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  if (!need[0]) return mlir::success();
+  llvm::SmallVector<int64_t> xs = shapeOf(op->getOperand(0)), reps, split, axes;
+  if (!constInts(op->getOperand(1), &reps))
+    return g.error("Tile: no gradient with non-constant repeats");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    split.push_back(reps[i]);
+    split.push_back(xs[i]);
+    axes.push_back(2 * (int64_t)i);
+  }
+  dx[0] = g.reshape(g.reduceSum(g.reshape(dy[0], split), axes, false), xs);
   return mlir::success();
 }
 
@@ -777,7 +947,8 @@ mlir::LogicalResult gradAveragePool(GradBuilder& g, mlir::Operation* op, Dy dy, 
   llvm::SmallVector<int64_t> outPad(sp);
   for (size_t i = 0; i < sp; ++i)
     outPad[i] = std::max<int64_t>(0, in[i] - (s[i] * (out[i] - 1) + k[i] - pads[i] - pads[sp + i]));
-  Value spread = g.op("ConvTranspose", {scaled, g.constant(std::vector<double>(kn, 1.0), kshape, et)},
+  Value kernel = g.constant(std::vector<double>(kn, 1.0), kshape, et);
+  Value spread = g.op("ConvTranspose", {scaled, kernel},
                       {g.intsAttr("strides", s), g.intsAttr("pads", pads),
                        g.intAttr("group", xs[1]), g.intsAttr("output_padding", outPad)});
   // ceil_mode windows may reach past the padded input: ConvTranspose then yields a larger
@@ -795,25 +966,37 @@ mlir::LogicalResult gradAveragePool(GradBuilder& g, mlir::Operation* op, Dy dy, 
 // equal maxima, as the forward kernel picks). The forward op is recomputed with its Indices
 // result (flat offsets into X, row-major: storage_order 0), and dy is added into a zero X at
 // those offsets (ScatterND, reduction "add": overlapping windows sharing a max accumulate).
-mlir::LogicalResult gradMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
-  if (!dy[0]) return mlir::success();
-  Value x = op->getOperand(0);
-  llvm::SmallVector<mlir::NamedAttribute> attrs;
-  for (mlir::NamedAttribute a : op->getAttrs())
-    if (llvm::is_contained({"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"},
-                           a.getName().getValue()))
-      attrs.push_back(a);
+mlir::LogicalResult scatterToMax(GradBuilder& g, Value x, Value dy,
+                                 llvm::ArrayRef<mlir::NamedAttribute> attrs, Dx dx) {
   llvm::SmallVector<Value> pooled = g.opN("MaxPool", {x}, attrs, 2);
   if (pooled.empty()) return mlir::failure();
   llvm::SmallVector<int64_t> xs = shapeOf(x);
   int64_t nx = 1, ny = 1;
   for (int64_t d : xs) nx *= d;
-  for (int64_t d : shapeOf(dy[0])) ny *= d;
+  for (int64_t d : shapeOf(dy)) ny *= d;
   Value flat = g.op("ScatterND", {g.zeros(mlir::RankedTensorType::get({nx}, elementTypeOf(x))),
-                                  g.reshape(pooled[1], {ny, 1}), g.reshape(dy[0], {ny})},
+                                  g.reshape(pooled[1], {ny, 1}), g.reshape(dy, {ny})},
                     {g.strAttr("reduction", "add")});
   dx[0] = g.reshape(flat, xs);
   return mlir::success();
+}
+
+mlir::LogicalResult gradMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  for (mlir::NamedAttribute a : op->getAttrs())
+    if (llvm::is_contained(
+            {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"},
+            a.getName().getValue()))
+      attrs.push_back(a);
+  return scatterToMax(g, op->getOperand(0), dy[0], attrs, dx);
+}
+
+// GlobalMaxPool: a MaxPool whose window is the whole spatial extent.
+mlir::LogicalResult gradGlobalMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy, Needed,
+                                      Dx dx) {
+  llvm::SmallVector<int64_t> xs = shapeOf(op->getOperand(0));
+  llvm::SmallVector<int64_t> k(xs.begin() + 2, xs.end());
+  return scatterToMax(g, op->getOperand(0), dy[0], {g.intsAttr("kernel_shape", k)}, dx);
 }
 
 // The rules by ONNX op type. The op table's kGradient rows must name exactly these
@@ -825,10 +1008,13 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"AveragePool", gradAveragePool},
       {"BatchNormalization", gradBatchNorm},
       {"Cast", gradCast},
+      {"Clip", gradClip},
       {"Concat", gradConcat},
       {"Conv", gradConv},
+      {"Cos", gradCos},
       {"Div", gradDiv},
       {"Dropout", gradDropout},
+      {"Elu", gradElu},
       {"Erf", gradErf},
       {"Exp", gradExp},
       {"Expand", gradExpand},
@@ -837,22 +1023,34 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Gelu", gradGelu},
       {"Gemm", gradGemm},
       {"GlobalAveragePool", gradGlobalAveragePool},
+      {"GlobalMaxPool", gradGlobalMaxPool},
+      {"HardSigmoid", gradHardSigmoid},
       {"Identity", gradIdentity},
       {"LayerNormalization", gradLayerNorm},
       {"LeakyRelu", gradLeakyRelu},
       {"Log", gradLog},
       {"LogSoftmax", gradLogSoftmax},
       {"MatMul", gradMatMul},
+      {"Max", gradMax},
       {"MaxPool", gradMaxPool},
+      {"Min", gradMin},
       {"Mul", gradMul},
       {"Neg", gradNeg},
+      {"PRelu", gradPRelu},
+      {"Pad", gradPad},
       {"Pow", gradPow},
       {"Reciprocal", gradReciprocal},
+      {"ReduceL2", gradReduceL2},
+      {"ReduceMax", gradReduceExtremum},
       {"ReduceMean", gradReduceMean},
+      {"ReduceMin", gradReduceExtremum},
       {"ReduceSum", gradReduceSum},
+      {"ReduceSumSquare", gradReduceSumSquare},
       {"Relu", gradRelu},
       {"Reshape", gradReshape},
+      {"Selu", gradSelu},
       {"Sigmoid", gradSigmoid},
+      {"Sin", gradSin},
       {"Slice", gradSlice},
       {"Softmax", gradSoftmax},
       {"Softplus", gradSoftplus},
@@ -862,8 +1060,10 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Sub", gradSub},
       {"Sum", gradSum},
       {"Tanh", gradTanh},
+      {"Tile", gradTile},
       {"Transpose", gradTranspose},
       {"Unsqueeze", gradReshape},
+      {"Where", gradWhere},
   };
   return table;
 }

@@ -25,8 +25,10 @@ class GradBuilder {
   mlir::Value op(llvm::StringRef onnxType, llvm::ArrayRef<mlir::Value> operands,
                  llvm::ArrayRef<mlir::NamedAttribute> attrs = {});
   /// All `numResults` results of a new op (empty on failure).
-  llvm::SmallVector<mlir::Value> opN(llvm::StringRef onnxType, llvm::ArrayRef<mlir::Value> operands,
-                                     llvm::ArrayRef<mlir::NamedAttribute> attrs, unsigned numResults);
+  llvm::SmallVector<mlir::Value> opN(llvm::StringRef onnxType,
+                                     llvm::ArrayRef<mlir::Value> operands,
+                                     llvm::ArrayRef<mlir::NamedAttribute> attrs,
+                                     unsigned numResults);
 
   mlir::NamedAttribute intAttr(llvm::StringRef name, int64_t v);
   mlir::NamedAttribute intsAttr(llvm::StringRef name, llvm::ArrayRef<int64_t> v);

@@ -112,6 +112,10 @@ void checkGradients(const std::vector<Param>& params, const BuildFn& build) {
   std::vector<Tensor> values;
   for (size_t i = 0; i < params.size(); ++i)
     values.push_back(randomTensor(params[i].shape, 7 + (unsigned)i, params[i].lo, params[i].hi));
+  // The gradients are the plan's outputs after the loss, named after their inputs.
+  std::vector<std::string> names = {"loss"};
+  for (const Param& p : params) names.push_back(p.name + "_grad");
+  EXPECT_EQ(grad->outputNames(), names);
   std::vector<Tensor> outs;
   Status st = grad->run(values, &outs);
   ASSERT_TRUE(st.isOk()) << st.message();
@@ -201,6 +205,22 @@ TEST(AutodiffGrad, Sum) {
                  [](GraphBuilder& g, const std::vector<Value>& v) { return g.sum(v); });
 }
 
+TEST(AutodiffGrad, SelectionOps) {
+  checkGradients({{"x", {2, 3, 4}}, {"slope", {3, 1}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) { return g.prelu(v[0], v[1]); });
+  checkGradients({{"a", {2, 3}}, {"b", {3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    Tensor c = Tensor::alloc(DType::Bool, {2, 3});
+    const uint8_t bits[] = {1, 0, 0, 1, 1, 0};
+    std::copy(bits, bits + 6, c.data<uint8_t>());
+    Value cond = g.constant(c);
+    return g.where(cond, v[0], v[1]);
+  });
+  checkGradients({{"a", {2, 3}}, {"b", {3}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) { return g.max({v[0], v[1]}); });
+  checkGradients({{"a", {2, 1}}, {"b", {2, 3}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) { return g.min({v[0], v[1]}); });
+}
+
 // ---- unary ----
 
 void checkUnary(const char* name, std::function<Value(GraphBuilder&, Value)> f, double lo = -2,
@@ -225,6 +245,17 @@ TEST(AutodiffGrad, Unary) {
   checkUnary("LeakyRelu", [](GraphBuilder& g, Value x) { return g.leakyRelu(x, 0.2f); });
   checkUnary("Identity", [](GraphBuilder& g, Value x) { return g.identity(x); });
   checkUnary("Dropout", [](GraphBuilder& g, Value x) { return g.dropout(x, 0.3f); });
+  checkUnary("Elu", [](GraphBuilder& g, Value x) { return g.elu(x, 0.7f); });
+  checkUnary("Selu", [](GraphBuilder& g, Value x) { return g.selu(x); });
+  checkUnary("HardSigmoid", [](GraphBuilder& g, Value x) { return g.hardSigmoid(x); }, -4, 4);
+  checkUnary("Sin", [](GraphBuilder& g, Value x) { return g.op("Sin", {x})[0]; });
+  checkUnary("Cos", [](GraphBuilder& g, Value x) { return g.op("Cos", {x})[0]; });
+  checkUnary("Clip", [](GraphBuilder& g, Value x) {
+    return g.clip(x, scalarOfType(g, -0.5), scalarOfType(g, 1.0));
+  });
+  checkUnary("Clip(max)", [](GraphBuilder& g, Value x) {
+    return g.clip(x, std::nullopt, scalarOfType(g, 0.3));
+  });
   for (const char* approx : {"none", "tanh"}) {
     checkUnary(approx, [approx](GraphBuilder& g, Value x) {
       AttrMap a;
@@ -289,6 +320,24 @@ TEST(AutodiffGrad, Reductions) {
   });
 }
 
+TEST(AutodiffGrad, ExtremumAndNormReductions) {
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.reduceMax(v[0], {1}, false);
+  });
+  checkGradients({{"x", {2, 3, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.reduceMin(v[0], {}, true);
+  });
+  for (const char* op : {"ReduceSumSquare", "ReduceL2"}) {
+    SCOPED_TRACE(op);
+    checkGradients({{"x", {2, 3, 4}}}, [op](GraphBuilder& g, const std::vector<Value>& v) {
+      AttrMap a;
+      a.set("axes", Attr::ofInts({0, 2}));
+      a.set("keepdims", Attr::ofInt(0));
+      return g.op(op, {v[0]}, a)[0];
+    });
+  }
+}
+
 // ---- normalisation ----
 
 TEST(AutodiffGrad, LayerNormalization) {
@@ -345,6 +394,15 @@ TEST(AutodiffGrad, ConcatSplitSlice) {
   });
 }
 
+TEST(AutodiffGrad, PadTile) {
+  checkGradients({{"x", {2, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.pad(v[0], {1, 0, 2, 1});
+  });
+  checkGradients({{"x", {2, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.tile(v[0], {2, 3});
+  });
+}
+
 TEST(AutodiffGrad, GatherEmbedding) {
   // Repeated and negative indices: their rows' gradients add up.
   checkGradients({{"table", {5, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
@@ -379,6 +437,9 @@ TEST(AutodiffGrad, Conv) {
 TEST(AutodiffGrad, Pooling) {
   checkGradients({{"x", {2, 3, 4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
     return g.globalAveragePool(v[0]);
+  });
+  checkGradients({{"x", {2, 3, 4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.globalMaxPool(v[0]);
   });
   std::vector<PoolOptions> pools = {
       {{2, 2}, {2, 2}, {}, {}, false, false, "NOTSET"},
