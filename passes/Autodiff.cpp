@@ -108,28 +108,29 @@ class AutodiffPass : public impl::TandemAutodiffBase<AutodiffPass> {
       if (main.getArgAttr(a.getArgNumber(), kTrainableAttr) &&
           mlir::failed(add(a, valueName(a), main.getLoc())))
         return mlir::failure();
+    if (wrt.empty()) return checkNotEmpty(main, *out);
+    // Names of inputs, then of constants (the first of a name wins): one pass, so a `wrt`
+    // listing every initializer of a large model stays linear.
+    llvm::StringMap<mlir::Value> byName;
+    for (mlir::BlockArgument a : main.getArguments()) byName.try_emplace(valueName(a), a);
+    for (ConstantOp c : main.getBody().front().getOps<ConstantOp>())
+      if (std::string n = nodeName(c.getLoc()); !n.empty()) byName.try_emplace(n, c.getResult());
     for (const std::string& name : wrt) {
-      mlir::Value found;
-      mlir::Location loc = main.getLoc();
-      for (mlir::BlockArgument a : main.getArguments())
-        if (valueName(a) == name) found = a;
-      if (!found)
-        main.getBody().front().walk([&](ConstantOp c) {
-          if (!found && nodeName(c.getLoc()) == name) {
-            found = c.getResult();
-            loc = c.getLoc();
-          }
-        });
+      mlir::Value found = byName.lookup(name);
       if (!found)
         return main.emitError() << "tandem-autodiff: wrt names '" << name
                                 << "', which is neither an input nor a constant of @main";
+      mlir::Location loc = found.getDefiningOp() ? found.getDefiningOp()->getLoc() : main.getLoc();
       if (mlir::failed(add(found, name, loc))) return mlir::failure();
     }
-    if (out->empty())
-      return main.emitError() << "tandem-autodiff: nothing to differentiate: no @main argument "
-                                 "has "
-                              << kTrainableAttr << " and `wrt` names nothing";
-    return mlir::success();
+    return checkNotEmpty(main, *out);
+  }
+
+  static mlir::LogicalResult checkNotEmpty(mlir::func::FuncOp main,
+                                           llvm::ArrayRef<WrtValue> wrtValues) {
+    if (!wrtValues.empty()) return mlir::success();
+    return main.emitError() << "tandem-autodiff: nothing to differentiate: no @main argument has "
+                            << kTrainableAttr << " and `wrt` names nothing";
   }
 
   // The reverse sweep (step 3). Every op it builds goes before the return, after all forward

@@ -41,3 +41,23 @@ func.func @main(%w: tensor<3xf32> {tandem.name = "w", tandem.trainable},
   %l = tandem.reduce_sum %m {keepdims = 0 : i64} : (tensor<3xf32>) -> tensor<f32>
   return %l, %e : tensor<f32>, tensor<3xf32>
 }
+
+// -----
+
+// An op without a gradient rule is no error when it does not reach the loss (TopK feeds only
+// result 1), nor when none of its operands depends on a trainable value (the TopK of %c).
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: tensor<4xf32> {tandem.gradient_of = "w", tandem.name = "w_grad"}
+// CHECK-COUNT-2: tandem.top_k
+// CHECK-NOT: tandem.top_k
+// CHECK: return
+func.func @main(%w: tensor<4xf32> {tandem.name = "w", tandem.trainable}, %c: tensor<4xf32>)
+    -> (tensor<f32>, tensor<2xf32>) {
+  %k = tandem.constant dense<2> : tensor<1xi64>
+  %v, %i = tandem.top_k %w, %k : (tensor<4xf32>, tensor<1xi64>) -> (tensor<2xf32>, tensor<2xi64>)
+  %cv, %ci = tandem.top_k %c, %k : (tensor<4xf32>, tensor<1xi64>) -> (tensor<2xf32>, tensor<2xi64>)
+  %s = tandem.reduce_sum %cv {keepdims = 1 : i64} : (tensor<2xf32>) -> tensor<1xf32>
+  %m = tandem.mul %w, %s : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xf32>
+  %l = tandem.reduce_sum %m {keepdims = 0 : i64} : (tensor<4xf32>) -> tensor<f32>
+  return %l, %v : tensor<f32>, tensor<2xf32>
+}
