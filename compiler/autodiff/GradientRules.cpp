@@ -1,6 +1,7 @@
 // The gradient rules (one function per op, GradientRules.h) and the builder they share. Each rule
 // is written with ordinary forward ops (MatMul, Transpose, ReduceSum, ConvTranspose, ...), so the
-// backward graph gets kernels, placement and fusion on every backend for free.
+// backward graph gets kernels, placement and fusion on every backend for free; MaxPool's and
+// GlobalMaxPool's use MaxPoolGrad.
 #include "compiler/autodiff/GradientRules.h"
 
 #include <algorithm>
@@ -963,24 +964,8 @@ mlir::LogicalResult gradAveragePool(GradBuilder& g, mlir::Operation* op, Dy dy, 
 }
 
 // MaxPool-12: each output's dy goes to the element its window took the max from (the first of
-// equal maxima, as the forward kernel picks). The forward op is recomputed with its Indices
-// result (flat offsets into X, row-major: storage_order 0), and dy is added into a zero X at
-// those offsets (ScatterND, reduction "add": overlapping windows sharing a max accumulate).
-mlir::LogicalResult scatterToMax(GradBuilder& g, Value x, Value dy,
-                                 llvm::ArrayRef<mlir::NamedAttribute> attrs, Dx dx) {
-  llvm::SmallVector<Value> pooled = g.opN("MaxPool", {x}, attrs, 2);
-  if (pooled.empty()) return mlir::failure();
-  llvm::SmallVector<int64_t> xs = shapeOf(x);
-  int64_t nx = 1, ny = 1;
-  for (int64_t d : xs) nx *= d;
-  for (int64_t d : shapeOf(dy)) ny *= d;
-  Value flat = g.op("ScatterND", {g.zeros(mlir::RankedTensorType::get({nx}, elementTypeOf(x))),
-                                  g.reshape(pooled[1], {ny, 1}), g.reshape(dy, {ny})},
-                    {g.strAttr("reduction", "add")});
-  dx[0] = g.reshape(flat, xs);
-  return mlir::success();
-}
-
+// equal maxima, as the forward kernel picks): Tandem's MaxPoolGrad op, one pass over the
+// windows of X.
 mlir::LogicalResult gradMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   llvm::SmallVector<mlir::NamedAttribute> attrs;
   for (mlir::NamedAttribute a : op->getAttrs())
@@ -988,7 +973,8 @@ mlir::LogicalResult gradMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy, Need
             {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides"},
             a.getName().getValue()))
       attrs.push_back(a);
-  return scatterToMax(g, op->getOperand(0), dy[0], attrs, dx);
+  dx[0] = g.op("MaxPoolGrad", {op->getOperand(0), dy[0]}, attrs);
+  return mlir::success();
 }
 
 // GlobalMaxPool: a MaxPool whose window is the whole spatial extent.
@@ -996,7 +982,8 @@ mlir::LogicalResult gradGlobalMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy
                                       Dx dx) {
   llvm::SmallVector<int64_t> xs = shapeOf(op->getOperand(0));
   llvm::SmallVector<int64_t> k(xs.begin() + 2, xs.end());
-  return scatterToMax(g, op->getOperand(0), dy[0], {g.intsAttr("kernel_shape", k)}, dx);
+  dx[0] = g.op("MaxPoolGrad", {op->getOperand(0), dy[0]}, {g.intsAttr("kernel_shape", k)});
+  return mlir::success();
 }
 
 // The rules by ONNX op type. The op table's kGradient rows must name exactly these

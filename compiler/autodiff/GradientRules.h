@@ -1,5 +1,6 @@
 // Reverse-mode gradient rules, one function per op type, built from ordinary tandem ops so the
-// backward graph is placed, fused and planned like the forward one. The op table's kGradient
+// backward graph is placed, fused and planned like the forward one (MaxPool's uses the one
+// backward op, MaxPoolGrad, where no forward composition is a single pass). The op table's kGradient
 // rows (runtime/core/OpTable.def) say which ops have a rule; op_table_test checks that the table
 // and findGradientRule agree. passes/Autodiff.cpp walks the graph and calls the rules.
 #pragma once
