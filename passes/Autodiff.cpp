@@ -20,9 +20,11 @@ namespace {
 constexpr const char* kTrainableAttr = "tandem.trainable";
 constexpr const char* kGradientOfAttr = "tandem.gradient_of";
 
+// The values gradients flow through: f32 and f64 tensors (the float types Tandem has kernels
+// for); indices, masks and shapes carry none.
 bool isFloatTensor(mlir::Value v) {
   auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-  return t && llvm::isa<mlir::FloatType>(t.getElementType());
+  return t && (t.getElementType().isF32() || t.getElementType().isF64());
 }
 
 // A wrt value and the name its gradient result is known by.
@@ -50,17 +52,18 @@ class AutodiffPass : public impl::TandemAutodiffBase<AutodiffPass> {
       return signalPassFailure();
     }
     auto ret = llvm::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
-    if (loss >= ret.getNumOperands()) {
-      main.emitError() << "tandem-autodiff: loss result " << loss << " but @main has "
+    const unsigned lossIndex = loss;
+    if (lossIndex >= ret.getNumOperands()) {
+      main.emitError() << "tandem-autodiff: loss result " << lossIndex << " but @main has "
                        << ret.getNumOperands() << " results";
       return signalPassFailure();
     }
-    mlir::Value lossValue = ret.getOperand(loss);
+    mlir::Value lossValue = ret.getOperand(lossIndex);
     auto lossType = llvm::dyn_cast<mlir::RankedTensorType>(lossValue.getType());
     if (!isFloatTensor(lossValue) || !lossType.hasStaticShape() ||
         lossType.getNumElements() != 1) {
-      main.emitError() << "tandem-autodiff: the loss (result " << loss << ", " << lossType
-                       << ") must be a float tensor of one element";
+      main.emitError() << "tandem-autodiff: the loss (result " << lossIndex << ", "
+                       << lossValue.getType() << ") must be an f32 or f64 tensor of one element";
       return signalPassFailure();
     }
     llvm::SmallVector<WrtValue> wrtValues;

@@ -55,7 +55,7 @@ def TandemInferShapes : Pass<"tandem-infer-shapes", "mlir::ModuleOp"> {
 def TandemAutodiff : Pass<"tandem-autodiff", "mlir::ModuleOp"> {
   let summary = "Append reverse-mode gradients of a scalar loss to @main and return them";
   let description = [{
-    Differentiates @main's result number `loss` (default 0: a float tensor of one element)
+    Differentiates @main's result number `loss` (default 0: an f32 or f64 tensor of one element)
     with respect to the "wrt" values: every float @main argument carrying the unit attribute
     `tandem.trainable`, plus the @main arguments (by `tandem.name`) and tandem.constant ops
     (by node name, the ONNX initializer's) listed in `wrt`. A `wrt` name that matches nothing
