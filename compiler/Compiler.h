@@ -36,6 +36,15 @@ struct CompileOptions {
   /// User pins (placement::NodePin), soft unless strictPlacement.
   std::vector<placement::NodePin> pins;
   bool strictPlacement = false;
+  /// Training (--tandem-autodiff, passes/Passes.td): when set, d loss / d each wrt value is
+  /// appended to @main's results after infer-shapes. `loss` is the result index of the scalar
+  /// loss; `wrt` names inputs or constants besides those marked tandem.trainable. Unset: the
+  /// graph is compiled as given (inference).
+  struct Autodiff {
+    unsigned loss = 0;
+    std::vector<std::string> wrt;
+  };
+  std::optional<Autodiff> autodiff;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
   bool fuse = true;
   /// Verify the IR after every pass (--verify-each-pass, or TANDEM_VERIFY_EACH_PASS=1 in the
@@ -70,8 +79,8 @@ struct CompileResult {
   std::vector<std::pair<std::string, double>> stepSeconds;
 };
 
-/// Runs verify → infer-shapes → canonicalize → place → insert-transfers → fuse → plan-memory →
-/// emit-plan on `module` (mutated in place). On failure, errors have been emitted as MLIR
+/// Runs verify → infer-shapes → [autodiff] → canonicalize → place → insert-transfers → fuse →
+/// plan-memory → emit-plan on `module` (mutated in place). On failure, errors have been emitted as MLIR
 /// diagnostics on the ops' locations and failure is returned.
 mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& options,
                                   CompileResult* result);

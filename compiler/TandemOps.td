@@ -296,6 +296,19 @@ def Tandem_ConvTransposeOp : Tandem_OnnxOp<"conv_transpose", "ConvTranspose", "1
 def Tandem_MaxPoolOp : Tandem_OnnxOp<"max_pool", "MaxPool", "12", "N-D max pooling (one output)",
     (ins Str:$auto_pad, Int:$ceil_mode, Ints:$dilations, Ints:$kernel_shape, Ints:$pads,
          Int:$storage_order, Ints:$strides)>;
+// Not an ONNX operator: the gradient of MaxPool, made by --tandem-autodiff.
+def Tandem_MaxPoolGradOp : Tandem_OnnxOp<"max_pool_grad", "MaxPoolGrad", "1",
+    "d loss / d X of MaxPool-12",
+    (ins Str:$auto_pad, Int:$ceil_mode, Ints:$dilations, Ints:$kernel_shape, Ints:$pads,
+         Ints:$strides)> {
+  let summary = "Tandem MaxPoolGrad (autodiff): d loss / d X of MaxPool-12";
+  let description = [{
+    Not an ONNX operator. Operands X (MaxPool's input) and dY (d loss / d MaxPool's result, of
+    its shape); attributes those of the MaxPool-12 it differentiates. The result, of X's type,
+    is zero except where a window took its maximum: there it is the sum of dY over the windows
+    whose maximum that element was (the first of equal maxima, as MaxPool picks).
+  }];
+}
 def Tandem_AveragePoolOp : Tandem_OnnxOp<"average_pool", "AveragePool", "11",
     "N-D average pooling",
     (ins Str:$auto_pad, Int:$ceil_mode, Int:$count_include_pad, Ints:$kernel_shape, Ints:$pads,

@@ -70,7 +70,11 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     //       with no CPU kernel, and a Dropout that may train (random), are left alone.
     // 2. Erase ops whose results are unused (all tandem ops are pure), last to first.
     // 3. MLIR's CSE merges identical ops, duplicate constants included.
-    // 4. @main's result types follow the returned values.
+    // 4. A value returned at several result positions gets an Identity for each position
+    //    after its first, so every graph output is its own plan value and keeps its name
+    //    (the plan names a value after the first output returning it; two trainable inputs
+    //    of one Add have the same gradient value). After CSE, which would merge them back.
+    // 5. @main's result types follow the returned values.
     mlir::ModuleOp module = getOperation();
     mlir::func::FuncOp main = getMainFunc(module);
     if (!main) {
@@ -108,10 +112,25 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
 
     mlir::DominanceInfo dominance(main);
     mlir::eliminateCommonSubExpressions(rewriter, dominance, main);
+    if (mlir::failed(separateRepeatedOutputs(rewriter, main))) return signalPassFailure();
     updateMainResultTypes(main);
   }
 
  private:
+  mlir::LogicalResult separateRepeatedOutputs(mlir::IRRewriter& rewriter, mlir::func::FuncOp main) {
+    auto ret = llvm::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
+    llvm::DenseSet<mlir::Value> seen;
+    rewriter.setInsertionPoint(ret);
+    for (mlir::OpOperand& operand : ret->getOpOperands()) {
+      if (seen.insert(operand.get()).second) continue;
+      mlir::FailureOr<mlir::Operation*> copy =
+          createTandemOp(rewriter, operand.get().getLoc(), "Identity", {operand.get()}, {});
+      if (mlir::failed(copy)) return mlir::failure();
+      operand.set((*copy)->getResult(0));
+    }
+    return mlir::success();
+  }
+
   bool foldToInput(mlir::IRRewriter& rewriter, mlir::Operation* op) {
     mlir::Value input = op->getOperand(0);
     if (op->getNumResults() > 1 && !op->getResult(1).use_empty()) {

@@ -52,6 +52,66 @@ def TandemInferShapes : Pass<"tandem-infer-shapes", "mlir::ModuleOp"> {
   ];
 }
 
+def TandemAutodiff : Pass<"tandem-autodiff", "mlir::ModuleOp"> {
+  let summary = "Append reverse-mode gradients of a scalar loss to @main and return them";
+  let description = [{
+    Differentiates @main's result number `loss` (default 0: an f32 or f64 tensor of one element)
+    with respect to the "wrt" values: every float @main argument carrying the unit attribute
+    `tandem.trainable`, plus the @main arguments (by `tandem.name`) and tandem.constant ops
+    (by node name, the ONNX initializer's) listed in `wrt`. A `wrt` name that matches nothing
+    is an error, and so is an empty wrt set.
+
+    Algorithm (linear in the ops of @main): a forward sweep marks the float values that depend
+    on a wrt value ("active"); then, seeded with d loss / d loss = 1, the ops are visited in
+    reverse order. An op none of whose results received a gradient is skipped (it does not
+    reach the loss); one with no active operand is skipped too (its inputs are all constant).
+    Otherwise the op's gradient rule (compiler/autodiff/GradientRules.cpp, one function per op;
+    the op table's kGradient rows list them) appends ordinary tandem ops computing d loss / d
+    operand for the active operands, and a value read by several ops gets the sum of their
+    contributions (Add). An active op without a rule is an error naming the op type and node:
+    `no gradient for op 'TopK' (node 'topk1')`. Non-float values (indices, masks, shapes)
+    carry no gradient.
+
+    Each wrt value's gradient (zeros where the loss does not depend on it) is appended to
+    @main's results, in wrt order (trainable arguments, then `wrt` names), with result
+    attributes `tandem.name = "<name>_grad"` and `tandem.gradient_of = "<name>"`. Gradient ops
+    are located at "<forward node>/grad". Shapes must be static (run after infer-shapes).
+    The pipeline (CompileOptions::autodiff) runs it right after infer-shapes and before
+    canonicalize, so a constant named in `wrt` still exists (canonicalize folds ops over
+    constants into new constants) and canonicalize then folds, CSEs and prunes the backward
+    graph; placement and fusion treat gradient ops as any other.
+
+    Not differentiated: training-mode Dropout and BatchNormalization, Slice with steps other
+    than 1, Gather on an axis other than 0, and the ops without a rule.
+
+    ```mlir
+    func.func @main(%x: tensor<2x3xf32>, %w: tensor<3x4xf32> {tandem.trainable}) -> tensor<f32> {
+      %y = tandem.mat_mul %x, %w : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+      %l = tandem.reduce_sum %y {keepdims = 0 : i64} : (tensor<2x4xf32>) -> tensor<f32>
+      return %l : tensor<f32>
+    }
+    // becomes (d loss / dy = ones, expanded; dw = x^T . dy)
+    func.func @main(...)
+        -> (tensor<f32>, tensor<3x4xf32> {tandem.gradient_of = "w", tandem.name = "w_grad"}) {
+      ...
+      %one = tandem.constant dense<1.0> : tensor<f32>
+      %dy = tandem.expand %r, %s : (tensor<1x1xf32>, tensor<2xi64>) -> tensor<2x4xf32>
+      %xt = tandem.transpose %x {perm = [1, 0]} : ...
+      %dw = tandem.mat_mul %xt, %dy : (tensor<3x2xf32>, tensor<2x4xf32>) -> tensor<3x4xf32>
+      return %l, %dw : tensor<f32>, tensor<3x4xf32>
+    }
+    ```
+  }];
+  let constructor = "::tandem::createAutodiffPass()";
+  let options = [
+    Option<"loss", "loss", "unsigned", /*default=*/"0",
+           "Index of the @main result that is the loss (one float element)">,
+    ListOption<"wrt", "wrt", "std::string",
+               "Names of @main arguments (tandem.name) or constants (node name) to "
+               "differentiate with respect to, besides the tandem.trainable arguments">,
+  ];
+}
+
 def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
   let summary = "Constant folding with the CPU kernels, Shape/Identity/Dropout/BatchNorm folds, DCE, CSE";
   let description = [{
@@ -69,6 +129,8 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     all constants by running its CPU kernel from the kernel registry (skipped when the result
     would exceed `fold-limit` elements and be larger than the inputs). Then remove unused ops
     and merge identical ones (MLIR's CSE), which also merges duplicate constants.
+    Last, a value returned at several result positions gets an Identity for each repeat, so
+    every graph output is its own plan value and keeps its own name.
 
     ```mlir
     %s = tandem.shape %x : (tensor<2x3x4xf32>) -> tensor<3xi64>

@@ -33,6 +33,8 @@ enum OpFlag : uint32_t {
                                 // in no ONNX domain, so the importer refuses it
   kPreviewTraining = 1u << 11,  // an op of ONNX domain ai.onnx.preview.training, version 1
                                 // (frontend/OnnxImporter.cpp imports it from that domain only)
+  kGradient = 1u << 12,         // has a reverse-mode gradient rule (--tandem-autodiff; one
+                                // function per op in compiler/autodiff/GradientRules.cpp)
 };
 
 /// How compiler/placement/OpWork.cpp counts an op's FLOPs (OpTable.def explains each).

@@ -109,6 +109,15 @@ std::unique_ptr<mlir::Pass> placePass(const CompileOptions& options) {
   return createPlacePass(std::move(c));
 }
 
+// Before canonicalize: a constant named in `wrt` must still exist (canonicalize folds ops over
+// constants into new ones), and canonicalize then folds and prunes the backward graph.
+std::unique_ptr<mlir::Pass> autodiffPass(const CompileOptions::Autodiff& a) {
+  TandemAutodiffOptions o;
+  o.loss = a.loss;
+  o.wrt = a.wrt;
+  return createAutodiffPass(o);
+}
+
 }  // namespace
 
 mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& options,
@@ -121,6 +130,8 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   };
   if (mlir::failed(run(createVerifyPass()))) return mlir::failure();
   if (mlir::failed(run(createInferShapesPass()))) return mlir::failure();
+  if (options.autodiff && mlir::failed(run(autodiffPass(*options.autodiff))))
+    return mlir::failure();
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options)))) return mlir::failure();
   if (mlir::failed(run(createInsertTransfersPass()))) return mlir::failure();

@@ -228,9 +228,13 @@ std::string inferConvTranspose(const Ctx& c) {
 
 std::string inferPool(const Ctx& c) {
   // MaxPool-12 (optional Indices result, i64) and AveragePool-11; kernel_shape is required.
-  static const std::vector<const char*> names = {"X"};
-  bool isMax = c.op == "MaxPool";
-  if (auto e = checkArity(c, 1, 1, 1, isMax ? 2 : 1, names); !e.empty()) return e;
+  // MaxPoolGrad (autodiff) takes X and dY, of the MaxPool result's shape, and returns dX.
+  static const std::vector<const char*> names = {"X", "dY"};
+  const bool isGrad = c.op == "MaxPoolGrad";
+  bool isMax = c.op == "MaxPool" || isGrad;
+  const int numIn = isGrad ? 2 : 1;
+  if (auto e = checkArity(c, numIn, numIn, 1, isMax && !isGrad ? 2 : 1, names); !e.empty())
+    return e;
   static const std::vector<DType> maxTypes = {DType::F16, DType::F32, DType::F64, DType::I8,
                                               DType::U8};
   if (auto e = checkDTypeIn(c, 0, isMax ? maxTypes : kFloatTypes, names); !e.empty()) return e;
@@ -254,6 +258,18 @@ std::string inferPool(const Ctx& c) {
     int64_t o;
     if (auto e = slidingOut(c, w, i, x[i + 2], ceilMode, &o); !e.empty()) return e;
     y.push_back(o);
+  }
+  if (isGrad) {
+    if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+    const auto& dy = c.in[1].dims;
+    bool fits = dy.size() == y.size();
+    for (size_t i = 0; fits && i < y.size(); ++i)
+      fits = dy[i] == y[i] || dy[i] == kUnknownDim || y[i] == kUnknownDim;
+    if (!fits)
+      return c.fail("input 1 (dY) " + dimsStr(dy) + " must have MaxPool's result shape " +
+                    dimsStr(y));
+    c.set(0, c.in[0].dtype, x);
+    return "";
   }
   c.set(0, c.in[0].dtype, y);
   if (c.numResults == 2) c.set(1, DType::I64, y);

@@ -108,7 +108,7 @@ std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax Hardmax
 // Nn.cpp
 std::string inferConv(const Ctx& c);
 std::string inferConvTranspose(const Ctx& c);
-std::string inferPool(const Ctx& c);          // MaxPool AveragePool
+std::string inferPool(const Ctx& c);          // MaxPool AveragePool MaxPoolGrad
 std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
 std::string inferLayerNorm(const Ctx& c);

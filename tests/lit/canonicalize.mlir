@@ -166,3 +166,17 @@ func.func @main(%x: tensor<1x1x2x2xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2
   %y = tandem.batch_normalization %c, %p, %p, %p, %p : (tensor<1x1x2x2xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x1x2x2xf32>
   return %c, %y : tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>
 }
+
+// -----
+
+// A value returned twice (CSE merged the two Negs) gets an Identity for the second output, so
+// each output keeps its own plan value and name.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[N:.*]] = tandem.neg %arg0
+// CHECK-NEXT: %[[I:.*]] = tandem.identity %[[N]]
+// CHECK-NEXT: return %[[N]], %[[I]]
+func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32> {tandem.name = "a"}, tensor<3xf32> {tandem.name = "b"}) {
+  %a = tandem.neg %x : (tensor<3xf32>) -> tensor<3xf32>
+  %b = tandem.neg %x : (tensor<3xf32>) -> tensor<3xf32>
+  return %a, %b : tensor<3xf32>, tensor<3xf32>
+}

@@ -1,5 +1,6 @@
 // oneDNN MaxPool (ONNX MaxPool-12, Y only), AveragePool (ONNX AveragePool-11), GlobalAveragePool
-// and GlobalMaxPool for 1-D/2-D/3-D f32 on pooling_v2_forward.
+// and GlobalMaxPool for 1-D/2-D/3-D f32 on pooling_v2_forward; MaxPoolGrad (autodiff) on
+// pooling_v2_forward (training) + pooling_v2_backward.
 #include <algorithm>
 #include <string>
 
@@ -13,7 +14,7 @@ namespace tandem {
 namespace dnnlcpu {
 namespace {
 
-enum class PoolKind { Max, Average, GlobalMax, GlobalAverage };
+enum class PoolKind { Max, Average, GlobalMax, GlobalAverage, MaxGrad };
 
 struct PoolGeometry {
   dnnl::algorithm alg = dnnl::algorithm::pooling_max;
@@ -34,7 +35,13 @@ bool poolGeometry(const KernelContext& ctx, PoolKind kind, PoolGeometry* g, std:
     return false;
   }
   const Shape& x = ctx.inputTypes[0].shape;
-  const Shape& y = ctx.outputTypes[0].shape;
+  // MaxPoolGrad: the pooled shape is its input dY's; its result is X-shaped.
+  const bool grad = kind == PoolKind::MaxGrad;
+  if (grad && (ctx.inputTypes.size() < 2 || ctx.outputTypes[0].shape != x)) {
+    *why = "expects X and dY, and dX of X's shape";
+    return false;
+  }
+  const Shape& y = grad ? ctx.inputTypes[1].shape : ctx.outputTypes[0].shape;
   const int rank = (int)x.size();
   if (rank < 3 || rank > 5 || (int)y.size() != rank || y[0] != x[0] || y[1] != x[1]) {
     *why = "only 1-D, 2-D and 3-D pooling of [N, C, ...] tensors";
@@ -78,7 +85,7 @@ bool poolGeometry(const KernelContext& ctx, PoolKind kind, PoolGeometry* g, std:
   }
   const bool includePad =
       kind == PoolKind::Average && a.getInt("count_include_pad", 0) != 0;
-  g->alg = kind == PoolKind::Max ? dnnl::algorithm::pooling_max
+  g->alg = kind == PoolKind::Max || grad ? dnnl::algorithm::pooling_max
            : includePad          ? dnnl::algorithm::pooling_avg_include_padding
                                  : dnnl::algorithm::pooling_avg_exclude_padding;
   g->kernel = dims(ks.begin(), ks.end());
@@ -227,6 +234,86 @@ class PoolKernel : public DnnlKernel {
   ExecArgs args_;
 };
 
+// MaxPoolGrad: oneDNN's max-pooling backward needs the forward's workspace (where each window's
+// maximum was), so run() first runs the forward in training mode on X, then the backward on dY.
+// The forward's Y and the workspace live in the thread workspace; both primitives use the
+// channel-blocked layout oneDNN's optimized pooling needs (plain if only a reference kernel
+// exists there), with reorders from and to the caller's plain buffers.
+class MaxPoolGradKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx) {
+    PoolGeometry g;
+    std::string why;
+    if (!poolGeometry(ctx, PoolKind::MaxGrad, &g, &why))
+      return Status::error("MaxPoolGrad: " + why);
+    dnnl::engine& eng = cpuEngine();
+    using pf = dnnl::pooling_v2_forward;
+    using pb = dnnl::pooling_v2_backward;
+    pf::primitive_desc fpd;
+    pb::primitive_desc bpd;
+    for (bool blocked : {true, false}) {
+      dnnl::memory::desc srcMd = blocked ? channelBlockedDesc(g.src) : plainDesc(g.src);
+      dnnl::memory::desc dstMd = blocked ? channelBlockedDesc(g.dst) : plainDesc(g.dst);
+      pf::desc fd(dnnl::prop_kind::forward_training, g.alg, srcMd, dstMd, g.strides, g.kernel,
+                  g.dilations, g.padL, g.padR);
+      fpd = pf::primitive_desc(fd, baseAttr(), eng, /*allow_empty=*/true);
+      if (!fpd) continue;
+      pb::desc bd(g.alg, srcMd, dstMd, g.strides, g.kernel, g.dilations, g.padL, g.padR);
+      bpd = pb::primitive_desc(bd, baseAttr(), eng, fpd, /*allow_empty=*/true);
+      if (bpd && !(blocked && (isReferenceImpl(fpd) || isReferenceImpl(bpd)))) break;
+    }
+    if (!fpd || !bpd) return Status::error("MaxPoolGrad: no oneDNN implementation");
+    fwd_ = pf(fpd);
+    bwd_ = pb(bpd);
+    impl_ = std::string("dnnl:") + bpd.impl_info_str();
+    fwdScratch_.init(fpd, &ws_, &fwdArgs_);
+    bwdScratch_.init(bpd, &ws_, &bwdArgs_);
+    src_.init(userDesc(ctx, true, 0, g.src), fpd.src_desc(), /*isInput=*/true, &ws_);
+    diffDst_.init(userDesc(ctx, true, 1, g.dst), bpd.diff_dst_desc(), /*isInput=*/true, &ws_);
+    diffSrc_.init(userDesc(ctx, false, 0, g.src), bpd.diff_src_desc(), /*isInput=*/false, &ws_);
+    dstOffset_ = ws_.add(fpd.dst_desc().get_size());
+    wsOffset_ = ws_.add(fpd.workspace_desc().get_size());
+    dst_ = dnnl::memory(fpd.dst_desc(), eng, DNNL_MEMORY_NONE);
+    workspace_ = dnnl::memory(fpd.workspace_desc(), eng, DNNL_MEMORY_NONE);
+    fwdArgs_.add(DNNL_ARG_SRC, src_.inner());
+    fwdArgs_.add(DNNL_ARG_DST, dst_);
+    fwdArgs_.add(DNNL_ARG_WORKSPACE, workspace_);
+    bwdArgs_.add(DNNL_ARG_DIFF_DST, diffDst_.inner());
+    bwdArgs_.add(DNNL_ARG_WORKSPACE, workspace_);
+    bwdArgs_.add(DNNL_ARG_DIFF_SRC, diffSrc_.inner());
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("MaxPoolGrad", [&] {
+      char* ws = threadWorkspace(ws_.total());
+      fwdScratch_.bindBuffers(ws);
+      bwdScratch_.bindBuffers(ws);
+      src_.bindBuffers(in[0]->raw(), ws);
+      src_.toInner();
+      dst_.set_data_handle(ws + dstOffset_);
+      workspace_.set_data_handle(ws + wsOffset_);
+      fwdArgs_.execute(fwd_);
+      diffDst_.bindBuffers(in[1]->raw(), ws);
+      diffDst_.toInner();
+      diffSrc_.bindBuffers(out[0]->raw(), ws);
+      bwdArgs_.execute(bwd_);
+      diffSrc_.toUser();
+      return Status::ok();
+    });
+  }
+
+ private:
+  dnnl::primitive fwd_, bwd_;
+  WorkspaceLayout ws_;
+  Scratchpad fwdScratch_, bwdScratch_;
+  Operand src_, diffDst_, diffSrc_;
+  dnnl::memory dst_, workspace_;
+  size_t dstOffset_ = 0, wsOffset_ = 0;
+  ExecArgs fwdArgs_, bwdArgs_;
+};
+
 void addPool(KernelRegistry& r, const char* op, PoolKind kind) {
   r.add(makeDef(
       op,
@@ -252,6 +339,21 @@ void registerDnnlPoolKernels(KernelRegistry& r) {
   addPool(r, "AveragePool", PoolKind::Average);
   addPool(r, "GlobalMaxPool", PoolKind::GlobalMax);
   addPool(r, "GlobalAveragePool", PoolKind::GlobalAverage);
+  r.add(makeDef(
+      "MaxPoolGrad",
+      [](const KernelContext& ctx) {
+        PoolGeometry g;
+        std::string why;
+        return poolGeometry(ctx, PoolKind::MaxGrad, &g, &why);
+      },
+      [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+        return guardDnnl(ctx, [&] {
+          auto k = std::make_unique<MaxPoolGradKernel>();
+          TANDEM_RETURN_IF_ERROR(k->init(ctx));
+          *out = std::move(k);
+          return Status::ok();
+        });
+      }));
 }
 
 }  // namespace dnnlcpu

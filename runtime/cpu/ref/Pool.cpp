@@ -1,5 +1,6 @@
 // Reference pooling kernels: MaxPool-12 (with the optional Indices output), AveragePool-11
-// (plus dilations as in AveragePool-19), GlobalAveragePool-1, GlobalMaxPool-1; N-D.
+// (plus dilations as in AveragePool-19), GlobalAveragePool-1, GlobalMaxPool-1; N-D. And
+// MaxPoolGrad, Tandem's gradient of MaxPool (autodiff).
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -14,9 +15,10 @@ struct PoolGeometry {
   std::vector<int64_t> kernel, strides, dilations, pb, pe;
 };
 
-Status readPoolGeometry(const KernelContext& ctx, bool allowDilations, PoolGeometry* g) {
+// `ys` is the pooled shape: output 0 of a pool, input 1 (dY) of MaxPoolGrad.
+Status readPoolGeometry(const KernelContext& ctx, bool allowDilations, const Shape& ys,
+                        PoolGeometry* g) {
   const Shape& xs = ctx.inputTypes[0].shape;
-  const Shape& ys = ctx.outputTypes[0].shape;
   if (xs.size() < 3)
     return opError(ctx, "X must have rank >= 3 (N, C, spatial...), got " + shapeToString(xs));
   if (ys.size() != xs.size() || ys[0] != xs[0] || ys[1] != xs[1])
@@ -43,7 +45,7 @@ Status readPoolGeometry(const KernelContext& ctx, bool allowDilations, PoolGeome
 
 Status createMaxPool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   PoolGeometry g;
-  TANDEM_RETURN_IF_ERROR(readPoolGeometry(ctx, true, &g));
+  TANDEM_RETURN_IF_ERROR(readPoolGeometry(ctx, true, ctx.outputTypes[0].shape, &g));
   const bool wantIndices = outputRequested(ctx, 1);
   if (wantIndices && (ctx.outputTypes[1].dtype != DType::I64 ||
                       ctx.outputTypes[1].shape != ctx.outputTypes[0].shape))
@@ -119,11 +121,73 @@ Status createMaxPool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+// ---- MaxPoolGrad ---------------------------------------------------------------------------
+
+// dX = 0, then for each window dY added at the element MaxPool took (the same tap order and
+// comparison as createMaxPool, so equal maxima resolve alike). Parallel over N * C: windows of
+// one channel write only that channel.
+Status createMaxPoolGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() < 2 || ctx.inputTypes[1].dtype != ctx.inputTypes[0].dtype)
+    return opError(ctx, "expects X and dY of one dtype");
+  PoolGeometry g;
+  TANDEM_RETURN_IF_ERROR(readPoolGeometry(ctx, true, ctx.inputTypes[1].shape, &g));
+  TANDEM_RETURN_IF_ERROR(checkSameShape(ctx, 0));
+  auto table = std::make_shared<WindowTable>();
+  TANDEM_RETURN_IF_ERROR(windowTable(ctx, g.outSpatial, g.inSpatial, g.kernel, g.strides,
+                                     g.dilations, g.pb, table.get()));
+  const int threads = std::max(1, ctx.threads);
+  RunFn fn;
+  auto build = [&](auto tag) {
+    using T = decltype(tag);
+    fn = [g, table, threads](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      const T* dY = in[1]->data<T>();
+      T* dX = outs[0]->data<T>();
+      const int64_t Pin = numElements(g.inSpatial), Pout = numElements(g.outSpatial);
+      const int64_t K = numElements(g.kernel);
+      const int32_t* tab = table->data();
+#pragma omp parallel num_threads(threads) if (g.NC * Pout * K > 32768)
+      {
+        std::vector<int64_t> arg(Pout);
+        std::vector<T> best(Pout);
+#pragma omp for schedule(static)
+        for (int64_t nc = 0; nc < g.NC; ++nc) {
+          const T* x = X + nc * Pin;
+          T* dx = dX + nc * Pin;
+          std::fill(dx, dx + Pin, T(0));
+          std::fill(arg.begin(), arg.end(), int64_t(-1));
+          for (int64_t kk = 0; kk < K; ++kk) {
+            const int32_t* t = tab + kk * Pout;
+            for (int64_t p = 0; p < Pout; ++p) {
+              const int64_t s = t[p];
+              if (s < 0) continue;
+              if (arg[p] < 0 || x[s] > best[p] || (isNaN(x[s]) && !isNaN(best[p]))) {
+                best[p] = x[s];
+                arg[p] = s;
+              }
+            }
+          }
+          const T* dy = dY + nc * Pout;
+          for (int64_t p = 0; p < Pout; ++p)
+            if (arg[p] >= 0) dx[arg[p]] += dy[p];
+        }
+      }
+      return Status::ok();
+    };
+  };
+  switch (ctx.inputTypes[0].dtype) {
+    case DType::F32: build(float{}); break;
+    case DType::F64: build(double{}); break;
+    default: return opError(ctx, "unsupported dtype");
+  }
+  return makeKernel(out, std::move(fn));
+}
+
 // ---- AveragePool ---------------------------------------------------------------------------
 
 Status createAveragePool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   PoolGeometry g;
-  TANDEM_RETURN_IF_ERROR(readPoolGeometry(ctx, true, &g));
+  TANDEM_RETURN_IF_ERROR(readPoolGeometry(ctx, true, ctx.outputTypes[0].shape, &g));
   const bool includePad = ctx.attrs->getInt("count_include_pad", 0) != 0;
   auto table = std::make_shared<WindowTable>();
   TANDEM_RETURN_IF_ERROR(windowTable(ctx, g.outSpatial, g.inSpatial, g.kernel, g.strides,
@@ -224,6 +288,7 @@ KernelFactory globalPoolFactory(bool isMax) {
 
 void registerPoolKernels(KernelRegistry& r) {
   addRef(r, "MaxPool", {DType::F32, DType::F64, DType::U8, DType::I8}, createMaxPool);
+  addRef(r, "MaxPoolGrad", floatTypes(), createMaxPoolGrad);
   addRef(r, "AveragePool", floatTypes(), createAveragePool);
   addRef(r, "GlobalAveragePool", floatTypes(), globalPoolFactory(false));
   addRef(r, "GlobalMaxPool", floatTypes(), globalPoolFactory(true));

@@ -118,6 +118,16 @@ TEST(DnnlVsRef, Pooling) {
                          {{"auto_pad", "SAME_UPPER"}})));
   differential(make("GlobalAveragePool", {x}, {{2, 3, 1, 1}}));
   differential(make("GlobalMaxPool", {x}, {{2, 3, 1, 1}}));
+  // MaxPoolGrad: overlapping windows (dY adds up where windows share a maximum), padding,
+  // ceil_mode, dilations.
+  differential(make("MaxPoolGrad", {x, randomTensor({2, 3, 5, 5}, 31)}, {{2, 3, 9, 10}}, {},
+                    ints({{"kernel_shape", {3, 3}}, {"strides", {2, 2}}, {"pads", {1, 1, 1, 1}}})));
+  differential(make("MaxPoolGrad", {x, randomTensor({2, 3, 4, 5}, 32)}, {{2, 3, 9, 10}}, {},
+                    ints({{"kernel_shape", {3, 3}}, {"strides", {2, 2}}}, {{"ceil_mode", 1}})));
+  differential(make("MaxPoolGrad", {x, randomTensor({2, 3, 7, 8}, 33)}, {{2, 3, 9, 10}}, {},
+                    ints({{"kernel_shape", {2, 2}}, {"dilations", {2, 2}}, {"strides", {1, 1}}})));
+  differential(make("MaxPoolGrad", {randomTensor({2, 16, 6, 6}, 34), randomTensor({2, 16, 3, 3}, 35)},
+                    {{2, 16, 6, 6}}, {}, ints({{"kernel_shape", {2, 2}}, {"strides", {2, 2}}})));
 }
 
 TEST(DnnlVsRef, Normalization) {

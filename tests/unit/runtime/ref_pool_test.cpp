@@ -1,6 +1,6 @@
 // Tests of the reference pooling kernels: MaxPool (pads, strides, ceil_mode, dilations, auto_pad,
 // Indices with both storage orders), AveragePool (count_include_pad, ceil_mode, auto_pad),
-// GlobalAveragePool and GlobalMaxPool.
+// GlobalAveragePool and GlobalMaxPool; MaxPoolGrad (autodiff).
 #include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
@@ -40,6 +40,25 @@ TEST(RefMaxPool, CeilModeAndDilations) {
            attrs({{"kernel_shape", Attr::ofInts({2})}, {"dilations", Attr::ofInts({2})}}),
            {f32({1, 1, 4}, {1, 3, 2, 0})}, DType::F32, {1, 1, 2}),
       {1, 1, 2}, {2, 3});
+}
+
+TEST(RefMaxPoolGrad, OverlappingWindowsAddAndTiesGoToTheFirst) {
+  // 1-D, kernel 3 stride 1 over [1, 9, 2, 2, 0]: windows {1,9,2} {9,2,2} {2,2,0} take 9, 9 and
+  // the first 2 (index 2): dX[1] = dy0 + dy1, dX[2] = dy2.
+  AttrMap k3 = attrs({{"kernel_shape", Attr::ofInts({3})}});
+  expectValues<float>(run1("MaxPoolGrad", k3,
+                           {f32({1, 1, 5}, {1, 9, 2, 2, 0}), f32({1, 1, 3}, {10, 20, 40})},
+                           DType::F32, {1, 1, 5}),
+                      {1, 1, 5}, {0, 30, 40, 0, 0});
+  // 2-D with padding and stride, two channels: each channel's dY goes to its own maxima.
+  AttrMap p = attrs({{"kernel_shape", Attr::ofInts({3, 3})},
+                     {"pads", Attr::ofInts({1, 1, 1, 1})},
+                     {"strides", Attr::ofInts({2, 2})}});
+  Tensor x = f32({1, 2, 3, 3}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 7, 6, 5, 4, 3, 2, 1, 0});
+  expectValues<float>(
+      run1("MaxPoolGrad", p, {x, f32({1, 2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8})}, DType::F32,
+           {1, 2, 3, 3}),
+      {1, 2, 3, 3}, {0, 0, 0, 0, 1, 2, 0, 3, 4, 5, 6, 0, 7, 8, 0, 0, 0, 0});
 }
 
 TEST(RefMaxPool, AutoPad) {

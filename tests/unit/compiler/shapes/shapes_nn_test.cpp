@@ -163,6 +163,19 @@ TEST(Pool, MaxPoolExtras) {
                  "has dtype u8");
 }
 
+TEST(Pool, MaxPoolGradIsXShapedAndChecksDY) {
+  // MaxPool 3x3 stride 2 of 7x7 gives 3x3: dY must be [1, 2, 3, 3]; dX is X's type.
+  AttrMap a = Attrs({Is("kernel_shape", {3, 3}), Is("strides", {2, 2})});
+  EXPECT_SHAPE(infer("MaxPoolGrad", {F64({1, 2, 7, 7}), F64({1, 2, 3, 3})}, a), DType::F64,
+               {1, 2, 7, 7});
+  EXPECT_SHAPE(infer("MaxPoolGrad", {F32({U, 2, 7, 7}), F32({U, 2, 3, 3})}, a), DType::F32,
+               {U, 2, 7, 7});
+  EXPECT_ERR(infer("MaxPoolGrad", {F32({1, 2, 7, 7}), F32({1, 2, 4, 4})}, a),
+             "MaxPoolGrad: input 1 (dY) [1,2,4,4] must have MaxPool's result shape [1,2,3,3]");
+  EXPECT_ERR_HAS(infer("MaxPoolGrad", {F32({1, 2, 7, 7}), F64({1, 2, 3, 3})}, a), "dY");
+  EXPECT_ERR_HAS(infer("MaxPoolGrad", {F32({1, 2, 7, 7})}, a), "expects 2");
+}
+
 TEST(GlobalPool, KeepsNAndC) {
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
     SCOPED_TRACE(op);
