@@ -3,7 +3,8 @@
 # tests/install: with find_package(Tandem CONFIG) (runtime_consumer on Tandem::runtime,
 # compiler_consumer on Tandem::compiler) and with pkg-config (tandem-runtime.pc, tandem.pc).
 # runtime_consumer runs a plan `tandem compile` made from ONNX's test_relu; compiler_consumer
-# compiles test_relu in-process and matches its reference output.
+# compiles test_relu in-process and matches its reference output. Where the build has the Python
+# module, the installed one is imported and runs test_relu.
 set -uo pipefail
 src=$1 build=$2 tandem=$3
 relu=/usr/share/libonnx-testdata/data/node/test_relu
@@ -55,6 +56,20 @@ c++ -std=c++17 -O1 "$src/tests/install/compiler_consumer.cpp" \
     $(pkg-config --cflags --libs tandem) -o "$work/compiler_pc" &&
   "$work/compiler_pc" "$relu" | grep -q "1 outputs match the reference"
 ok $? "compiler_consumer built with pkg-config tandem compiles and matches"
+
+# 3. The Python module, where the build has one: imported from the prefix, it compiles and runs
+#    test_relu (its RPATH finds libMLIR outside the prefix).
+mod=$(find "$prefix" -name 'tandem*.so' -path '*dist-packages*' | head -1)
+if [ -n "$mod" ]; then
+  PYTHONPATH=$(dirname "$mod") /usr/bin/python3 - "$relu" <<'PY'
+import sys, numpy as np, tandem
+plan = tandem.compile(sys.argv[1] + "/model.onnx")
+x = np.linspace(-2, 2, 60, dtype=np.float32).reshape(plan.inputs[0].shape)
+y = list(plan.run({plan.inputs[0].name: x}).values())[0]
+assert np.array_equal(y, np.maximum(x, 0)), y
+PY
+  ok $? "installed Python module (${mod#$prefix/}) compiles and runs test_relu"
+fi
 
 echo "$fails failures"
 [ "$fails" = 0 ]
