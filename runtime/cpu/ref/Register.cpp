@@ -24,6 +24,8 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerOptimizerKernels(r);
   ref::registerGenerateKernels(r);
   ref::registerQuantizeKernels(r);
+  ref::registerQuantizedMathKernels(r);
+  ref::registerRecurrentKernels(r);
   ref::registerFusedKernels(r);
 }
 

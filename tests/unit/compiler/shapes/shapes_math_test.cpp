@@ -69,5 +69,23 @@ TEST(Softmax, AxisChecks) {
   }
 }
 
+TEST(Det, BatchOfSquareMatrices) {
+  EXPECT_SHAPE(infer("Det", {F32({3, 3})}), DType::F32, {});
+  EXPECT_SHAPE(infer("Det", {F64({2, 4, 5, 5})}), DType::F64, {2, 4});
+  EXPECT_ERR(infer("Det", {F32({2, 3})}), "Det: input 0 (X) must be [*, M, M] (square matrices), got shape [2,3]");
+}
+
+TEST(QuantizedMatMul, IntegerAndQLinear) {
+  const OperandInfo a = T(DType::U8, {2, 3, 4}), b = T(DType::I8, {4, 5});
+  EXPECT_SHAPE(infer("MatMulInteger", {a, b, T(DType::U8, {}), T(DType::I8, {5})}), DType::I32, {2, 3, 5});
+  EXPECT_ERR_HAS(infer("MatMulInteger", {a, b, T(DType::I8, {})}), "input 2 (a_zero_point) has dtype i8");
+  const OperandInfo s = F32({});
+  EXPECT_SHAPE(infer("QLinearMatMul", {a, s, T(DType::U8, {}), b, s, T(DType::I8, {}), s, T(DType::I8, {})}),
+               DType::I8, {2, 3, 5});
+  EXPECT_ERR_HAS(infer("QLinearMatMul", {a, s, T(DType::U8, {}), T(DType::I8, {3, 5}), s,
+                                         T(DType::I8, {}), s, T(DType::U8, {})}),
+                 "mismatched inner dims");
+}
+
 }  // namespace
 }  // namespace tandem::testing
