@@ -428,6 +428,13 @@ def Tandem_HammingWindowOp : Tandem_OnnxOp<"hamming_window", "HammingWindow", "1
 def Tandem_BlackmanWindowOp : Tandem_OnnxOp<"blackman_window", "BlackmanWindow", "17",
     "Blackman window of the size input's length, periodic (default) or symmetric",
     (ins Int:$output_datatype, Int:$periodic)>;
+def Tandem_DFTOp : Tandem_OnnxOp<"dft", "DFT", "17",
+    "discrete Fourier transform along `axis` of real [..., 1] or complex [..., 2] input, "
+    "optional dft_length (zero-padded or truncated), `inverse`, `onesided`",
+    (ins Int:$axis, Int:$inverse, Int:$onesided)>;
+def Tandem_STFTOp : Tandem_OnnxOp<"stft", "STFT", "17",
+    "short-time Fourier transform: frames of frame_length every frame_step samples, times the "
+    "optional window; [batch, frames, bins, 2]", (ins Int:$onesided)>;
 def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
     "broadcast to the shape input (bidirectionally)">;
 def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",

@@ -155,6 +155,22 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
       const double steps = c.dim(*X, 0) * c.dim(*X, 1) * c.dim(*R, 0);  // seq * batch * dirs
       w.flops = steps * h * g * (2 * (input + h) + 4);
     }
+  } else if (op == "DFT" || op == "STFT") {
+    // The reference kernels' direct sums: a complex multiply-add (8 FLOPs) per output bin per
+    // sample of its transform (DFT: dft_length, taken as the input's extent along axis; STFT:
+    // frame_length, the window's or else about twice the bins).
+    const TensorType* X = operand(in, 0);
+    double n = 0;
+    if (op == "DFT" && X) {
+      int64_t axis = attrs.getInt("axis", 1);
+      if (axis < 0) axis += (int64_t)X->shape.size();
+      if (axis >= 0 && axis < (int64_t)X->shape.size()) n = c.dim(*X, axis);
+    } else if (const TensorType* W = operand(in, 2)) {
+      n = c.numel(*W);
+    } else if (!out.empty() && out[0].shape.size() == 4) {
+      n = 2 * (c.dim(out[0], 2) - 1);
+    }
+    w.flops = 8 * (y / 2) * n;  // y / 2 complex bins
   } else if (op == "MaxPool" || op == "AveragePool") {
     std::vector<int64_t> k = attrs.getInts("kernel_shape");
     double kp = 1;

@@ -141,6 +141,9 @@ std::string inferUnique(const Ctx& c);
 std::string inferNonMaxSuppression(const Ctx& c);
 // Recurrent.cpp
 std::string inferRecurrent(const Ctx& c);  // RNN GRU LSTM
+// Signal.cpp
+std::string inferDFT(const Ctx& c);
+std::string inferSTFT(const Ctx& c);
 // Reduction.cpp
 std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL1 ReduceL2
                                         // ReduceSumSquare ReduceProd ReduceLogSum ReduceLogSumExp

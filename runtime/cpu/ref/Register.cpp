@@ -26,6 +26,7 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerQuantizeKernels(r);
   ref::registerQuantizedMathKernels(r);
   ref::registerRecurrentKernels(r);
+  ref::registerSignalKernels(r);
   ref::registerFusedKernels(r);
 }
 

@@ -104,6 +104,11 @@ TEST(OpWork, QuantizedProductsDetAndRecurrent) {
   EXPECT_FALSE(l.estimated) << l.note;
   EXPECT_DOUBLE_EQ(work("LSTM", {f32({10, 2, 3}), f32({1, 16, 3}), f32({1, 16, 4})},
                         {absent(), f32({1, 2, 4})}).flops, 80.0 * 4 * 18);
+  // DFT of 8 samples to 8 bins, 3 signals: 24 bins * 8 samples * 8; STFT 15 frames of 9 bins
+  // of a 16-sample window.
+  EXPECT_DOUBLE_EQ(work("DFT", {f32({3, 8, 1})}, {f32({3, 8, 2})}).flops, 24.0 * 8 * 8);
+  EXPECT_DOUBLE_EQ(work("STFT", {f32({1, 128, 1}), TensorType{DType::I64, {}}, f32({16})},
+                        {f32({1, 15, 9, 2})}).flops, 135.0 * 16 * 8);
   EXPECT_DOUBLE_EQ(work("GRU", {f32({10, 2, 3}), f32({2, 12, 3}), f32({2, 12, 4})},
                         {f32({10, 2, 2, 4})}).flops, 160.0 * 3 * 18);
 }

@@ -1,4 +1,5 @@
-// Unit tests of the Gemm, MatMul and Softmax/LogSoftmax shape functions.
+// Unit tests of the Gemm, MatMul, Det, quantized matmul, Softmax/LogSoftmax, DFT and STFT shape
+// functions.
 #include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
@@ -85,6 +86,23 @@ TEST(QuantizedMatMul, IntegerAndQLinear) {
   EXPECT_ERR_HAS(infer("QLinearMatMul", {a, s, T(DType::U8, {}), T(DType::I8, {3, 5}), s,
                                          T(DType::I8, {}), s, T(DType::U8, {})}),
                  "mismatched inner dims");
+}
+
+TEST(Signal, DFTAndSTFT) {
+  EXPECT_SHAPE(infer("DFT", {F32({2, 8, 1})}), DType::F32, {2, 8, 2});
+  EXPECT_SHAPE(infer("DFT", {F32({2, 8, 3, 2}), Ints({6})}, Attrs({I("onesided", 1)})), DType::F32,
+               {2, 4, 3, 2});
+  EXPECT_SHAPE(infer("DFT", {F32({2, 8, 3, 1})}, Attrs({I("axis", 2)})), DType::F32, {2, 8, 3, 2});
+  EXPECT_ERR(infer("DFT", {F32({2, 8, 3, 1})}, Attrs({I("axis", 3)})),
+             "DFT: attribute axis=3 must name a signal dim, in [1, 2]");
+  EXPECT_ERR(infer("DFT", {F32({2, 8, 3})}), "DFT: input 0 (input) must be [batch, signal dims..., 1 or 2], got shape [2,8,3]");
+  // 128 samples, frames of 16 every 8: 15 frames of 9 onesided bins.
+  EXPECT_SHAPE(infer("STFT", {F32({1, 128, 1}), Ints({8}), Absent(), Ints({16})}), DType::F32,
+               {1, 15, 9, 2});
+  EXPECT_SHAPE(infer("STFT", {F32({1, 128, 2}), Ints({8}), F32({16})}, Attrs({I("onesided", 0)})),
+               DType::F32, {1, 15, 16, 2});
+  EXPECT_ERR(infer("STFT", {F32({1, 128, 1}), Ints({8}), F32({16}), Ints({8})}),
+             "STFT: input 3 (frame_length) is 8 but input 2 (window) has 16 values");
 }
 
 }  // namespace
