@@ -435,6 +435,9 @@ def Tandem_DFTOp : Tandem_OnnxOp<"dft", "DFT", "17",
 def Tandem_STFTOp : Tandem_OnnxOp<"stft", "STFT", "17",
     "short-time Fourier transform: frames of frame_length every frame_step samples, times the "
     "optional window; [batch, frames, bins, 2]", (ins Int:$onesided)>;
+def Tandem_MelWeightMatrixOp : Tandem_OnnxOp<"mel_weight_matrix", "MelWeightMatrix", "17",
+    "triangular mel filter bank [dft_length / 2 + 1, num_mel_bins] of output_datatype (default f32)",
+    (ins Int:$output_datatype)>;
 def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
     "broadcast to the shape input (bidirectionally)">;
 def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",

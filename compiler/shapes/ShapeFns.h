@@ -144,6 +144,7 @@ std::string inferRecurrent(const Ctx& c);  // RNN GRU LSTM
 // Signal.cpp
 std::string inferDFT(const Ctx& c);
 std::string inferSTFT(const Ctx& c);
+std::string inferMelWeightMatrix(const Ctx& c);
 // Reduction.cpp
 std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL1 ReduceL2
                                         // ReduceSumSquare ReduceProd ReduceLogSum ReduceLogSumExp

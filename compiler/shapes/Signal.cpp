@@ -1,5 +1,5 @@
-// Shape functions of the Fourier transforms DFT-17 and STFT-17: real ([..., 1]) or complex
-// ([..., 2]) signals in, complex ([..., 2]) spectra out.
+// Shape functions of the Fourier transforms DFT-17 and STFT-17 (real ([..., 1]) or complex
+// ([..., 2]) signals in, complex ([..., 2]) spectra out) and of MelWeightMatrix-17.
 #include "compiler/shapes/ShapeFns.h"
 
 namespace tandem::shapes {
@@ -91,6 +91,32 @@ std::string inferSTFT(const Ctx& c) {
     if (stepKnown && x[1] != kUnknownDim) frames = (x[1] - len) / step + 1;
   }
   c.set(0, c.in[0].dtype, {x[0], frames, bins, 2});
+  return "";
+}
+
+std::string inferMelWeightMatrix(const Ctx& c) {
+  // Scalars num_mel_bins, dft_length, sample_rate (integers), lower_edge_hertz, upper_edge_hertz
+  // (floats); the result [dft_length / 2 + 1, num_mel_bins] of output_datatype (default f32),
+  // known when the first two are constants.
+  static const std::vector<const char*> names = {"num_mel_bins", "dft_length", "sample_rate",
+                                                 "lower_edge_hertz", "upper_edge_hertz"};
+  if (auto e = checkArity(c, 5, 5, 1, 1, names); !e.empty()) return e;
+  for (size_t i = 0; i < 3; ++i)
+    if (auto e = checkDTypeIn(c, i, kIntIndexTypes, names); !e.empty()) return e;
+  for (size_t i = 3; i < 5; ++i)
+    if (auto e = checkDTypeIn(c, i, kFloatTypes, names); !e.empty()) return e;
+  const int64_t code = c.attrs.getInt("output_datatype", (int64_t)DType::F32);
+  if (code != (int64_t)DType::F32 && code != (int64_t)DType::F64)
+    return c.fail("attribute output_datatype=" + std::to_string(code) + " is not f32 or f64");
+  bool known;
+  int64_t mel = kUnknownDim, dft = kUnknownDim;
+  if (auto e = scalarInt(c, 0, names[0], &known, &mel); !e.empty()) return e;
+  if (!known) mel = kUnknownDim;
+  if (auto e = scalarInt(c, 1, names[1], &known, &dft); !e.empty()) return e;
+  if (!known) dft = kUnknownDim;
+  if ((mel != kUnknownDim && mel < 1) || (dft != kUnknownDim && dft < 1))
+    return c.fail("num_mel_bins and dft_length must be >= 1");
+  c.set(0, (DType)code, {dft == kUnknownDim ? dft : dft / 2 + 1, mel});
   return "";
 }
 

@@ -1,6 +1,6 @@
 // Reference kernels of the Fourier transforms DFT-17 (any signal axis, real or complex input,
 // dft_length zero-padding or truncation, inverse, onesided) and STFT-17 (frames times an optional
-// window, onesided). Direct O(n^2) sums in f64 with exact twiddle indices (f * k mod n), which
+// window, onesided), and MelWeightMatrix-17. Direct O(n^2) sums in f64 with exact twiddle indices (f * k mod n), which
 // keeps the reference accurate for any length; an FFT is the fast path still to write.
 #include "runtime/cpu/ref/RefCommon.h"
 
@@ -139,9 +139,65 @@ Status createSTFT(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+// ---- MelWeightMatrix -----------------------------------------------------------------------
+
+// The triangular filters of ONNX's reference: num_mel_bins + 2 points evenly spaced in mel
+// (2595 log10(1 + hz / 700)) from lower to upper edge, each mapped to the spectrogram bin
+// floor((dft_length + 1) hz / sample_rate); filter i rises from point i to point i + 1 and falls
+// to point i + 2 (a filter whose rise is empty is 1 at its centre).
+Status createMelWeightMatrix(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape ys = ctx.outputTypes[0].shape;
+  if (ys.size() != 2) return opError(ctx, "output must be [dft_length / 2 + 1, num_mel_bins]");
+  const OpName op(ctx);
+  const ConstOperands consts(ctx, 0);
+  RunFn fn;
+  dispatchFloat(ctx.outputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      int64_t mel, dft, rate;
+      TANDEM_RETURN_IF_ERROR(scalarOperand(op, consts.get(in, 0), "num_mel_bins", 0, &mel));
+      TANDEM_RETURN_IF_ERROR(scalarOperand(op, consts.get(in, 1), "dft_length", 0, &dft));
+      TANDEM_RETURN_IF_ERROR(scalarOperand(op, consts.get(in, 2), "sample_rate", 0, &rate));
+      if (mel < 1 || dft < 1 || rate < 1 || ys != Shape{dft / 2 + 1, mel})
+        return opError(op, "num_mel_bins " + std::to_string(mel) + ", dft_length " +
+                               std::to_string(dft) + " and sample_rate " + std::to_string(rate) +
+                               " must be >= 1 and give the planned " + shapeToString(ys));
+      const double lo = elementAsDouble(*consts.get(in, 3), 0), hi = elementAsDouble(*consts.get(in, 4), 0);
+      const auto toMel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
+      const double loMel = toMel(lo), step = (toMel(hi) - loMel) / double(mel + 2);
+      std::vector<int64_t> point(mel + 2);
+      for (int64_t i = 0; i < mel + 2; ++i) {
+        const double hz = 700.0 * (std::pow(10.0, (double(i) * step + loMel) / 2595.0) - 1.0);
+        point[i] = int64_t(std::floor(double(dft + 1) * hz / double(rate)));
+      }
+      T* Y = outs[0]->data<T>();
+      const int64_t bins = ys[0];
+      std::fill(Y, Y + bins * mel, T(0));
+      auto at = [&](int64_t j, int64_t i) -> T* {
+        return j >= 0 && j < bins ? &Y[j * mel + i] : nullptr;
+      };
+      for (int64_t i = 0; i < mel; ++i) {
+        const int64_t l = point[i], c = point[i + 1], h = point[i + 2];
+        if (c == l) {
+          if (T* p = at(c, i)) *p = T(1);
+        } else {
+          for (int64_t j = l; j <= c; ++j)
+            if (T* p = at(j, i)) *p = T(double(j - l) / double(c - l));
+        }
+        for (int64_t j = c; j < h; ++j)
+          if (T* p = at(j, i)) *p = T(double(h - j) / double(h - c));
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "output_datatype must be f32 or f64");
+  return makeKernel(out, std::move(fn));
+}
+
 }  // namespace
 
 void registerSignalKernels(KernelRegistry& r) {
+  addRef(r, "MelWeightMatrix", indexTypes(), createMelWeightMatrix);
   addRef(r, "DFT", floatTypes(), createDFT);
   addRef(r, "STFT", floatTypes(), createSTFT);
 }

@@ -1,6 +1,6 @@
 // Tests of the reference DFT and STFT kernels against hand-computed spectra: real and complex
 // input, onesided, dft_length truncation and zero-padding, inverse, a non-default axis, STFT
-// frames with and without a window.
+// frames with and without a window; MelWeightMatrix's filters.
 #include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
@@ -46,6 +46,17 @@ TEST(RefSTFT, FramesWithAndWithoutWindow) {
   expectValues<float>(run1("STFT", {}, {x, i64({}, {2}), f32({2}, {1, 0.5f})}, DType::F32,
                            {1, 2, 2, 2}, true),
                       {1, 2, 2, 2}, {2, 0, 0, 0, 5, 0, 1, 0});
+}
+
+TEST(RefMelWeightMatrix, TriangularFilters) {
+  // 3 mel bins, dft_length 16, 8 kHz, 0..4 kHz: the 5 mel points fall in spectrogram bins
+  // 0, 0, 1, 3, 5; filter 0 has an empty rise (1 at its centre), filters 1 and 2 rise and fall.
+  expectValues<float>(run1("MelWeightMatrix", {},
+                           {i64({}, {3}), i64({}, {16}), i64({}, {8000}), f32({}, {0}), f32({}, {4000})},
+                           DType::F32, {9, 3}, true),
+                      {9, 3},
+                      {1, 0, 0, 0, 1, 0, 0, 0.5f, 0.5f, 0, 0, 1, 0, 0, 0.5f, 0, 0, 0, 0, 0, 0,
+                       0, 0, 0, 0, 0, 0});
 }
 
 }  // namespace

@@ -103,6 +103,11 @@ TEST(Signal, DFTAndSTFT) {
                DType::F32, {1, 15, 16, 2});
   EXPECT_ERR(infer("STFT", {F32({1, 128, 1}), Ints({8}), F32({16}), Ints({8})}),
              "STFT: input 3 (frame_length) is 8 but input 2 (window) has 16 values");
+  EXPECT_SHAPE(infer("MelWeightMatrix", {Ints({8}), Ints({16}), Ints({8192}), F32({}), F32({})}),
+               DType::F32, {9, 8});
+  EXPECT_SHAPE(infer("MelWeightMatrix", {I64({}), I64({}), I64({}), F32({}), F32({})},
+                     Attrs({I("output_datatype", 11)})),
+               DType::F64, {U, U});
 }
 
 }  // namespace

@@ -25,8 +25,9 @@ TEST(Registry, KnownOpsIsTheScopeSorted) {
   // The 67 of the first release, Sin ... Atanh, then issue 16's indexing and image ops and its
   // element-wise, logic, reduction, generation, window and quantization ops, then the losses,
   // their Grad ops and the preview-training optimizers (issue 14), then Det, the quantized
-  // products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv), RNN, GRU, LSTM, DFT, STFT.
-  EXPECT_EQ(knownOps().size(), 154u);
+  // products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv), RNN, GRU, LSTM, DFT, STFT,
+  // MelWeightMatrix.
+  EXPECT_EQ(knownOps().size(), 155u);
   for (const char* op : {"Conv", "Gelu", "Constant", "Sin", "Atanh"}) EXPECT_TRUE(isKnownOp(op)) << op;
   EXPECT_FALSE(isKnownOp("Col2Im"));
   EXPECT_FALSE(isKnownOp("conv"));  // ONNX names are case-sensitive
