@@ -104,6 +104,7 @@ defvar Float = OptionalAttr<F32Attr>;
 defvar Str = OptionalAttr<StrAttr>;
 defvar Ints = OptionalAttr<I64ArrayAttr>;
 defvar Floats = OptionalAttr<F32ArrayAttr>;
+defvar Strs = OptionalAttr<StrArrayAttr>;
 defvar TensorAttr = OptionalAttr<ElementsAttr>;
 
 //===----------------------------------------------------------------------===//
@@ -226,8 +227,24 @@ def Tandem_LogSoftmaxOp : Tandem_OnnxOp<"log_softmax", "LogSoftmax", "13",
     "log of softmax along one axis (default -1)", (ins Int:$axis)>;
 def Tandem_HardmaxOp : Tandem_OnnxOp<"hardmax", "Hardmax", "13",
     "1 at the first max along one axis (default -1), 0 elsewhere", (ins Int:$axis)>;
+def Tandem_MatMulIntegerOp : Tandem_OnnxOp<"matmul_integer", "MatMulInteger", "10",
+    "numpy matmul of (A - a_zero_point) and (B - b_zero_point), u8/i8 in, i32 out">;
+def Tandem_QLinearMatMulOp : Tandem_OnnxOp<"qlinear_matmul", "QLinearMatMul", "10",
+    "quantized matmul: i32 product of the zero-point-shifted operands, requantized by "
+    "a_scale * b_scale / y_scale to y_zero_point's dtype">;
+def Tandem_DetOp : Tandem_OnnxOp<"det", "Det", "11",
+    "determinant of each square matrix of X [*, M, M]">;
+def Tandem_ConvIntegerOp : Tandem_OnnxOp<"conv_integer", "ConvInteger", "10",
+    "convolution of (x - x_zero_point) and (w - w_zero_point), u8/i8 in, i32 out",
+    (ins Str:$auto_pad, Ints:$dilations, Int:$group, Ints:$kernel_shape, Ints:$pads,
+         Ints:$strides)>;
+def Tandem_QLinearConvOp : Tandem_OnnxOp<"qlinear_conv", "QLinearConv", "10",
+    "quantized convolution with optional i32 bias, requantized by x_scale * w_scale / y_scale",
+    (ins Str:$auto_pad, Ints:$dilations, Int:$group, Ints:$kernel_shape, Ints:$pads,
+         Ints:$strides)>;
 def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNormalization",
-    "15", "inference batch normalisation with running mean and variance (one output)",
+    "15", "batch normalisation with the running statistics, or (training_mode = 1) the batch's, "
+    "also giving the updated running mean and variance",
     (ins Float:$epsilon, Float:$momentum, Int:$training_mode)>;
 def Tandem_InstanceNormalizationOp : Tandem_OnnxOp<"instance_normalization",
     "InstanceNormalization", "6",
@@ -364,6 +381,23 @@ def Tandem_EinsumOp : Tandem_OnnxOp<"einsum", "Einsum", "12",
     (ins Str:$equation)>;
 
 //===----------------------------------------------------------------------===//
+// Recurrent
+//===----------------------------------------------------------------------===//
+
+def Tandem_RNNOp : Tandem_OnnxOp<"rnn", "RNN", "14",
+    "Elman RNN over a sequence, forward, reverse or bidirectional (results Y, Y_h)",
+    (ins Floats:$activation_alpha, Floats:$activation_beta, Strs:$activations,
+         Float:$clip, Str:$direction, Int:$hidden_size, Int:$layout)>;
+def Tandem_GRUOp : Tandem_OnnxOp<"gru", "GRU", "14",
+    "GRU over a sequence, gates z, r, h (results Y, Y_h)",
+    (ins Floats:$activation_alpha, Floats:$activation_beta, Strs:$activations,
+         Float:$clip, Str:$direction, Int:$hidden_size, Int:$layout, Int:$linear_before_reset)>;
+def Tandem_LSTMOp : Tandem_OnnxOp<"lstm", "LSTM", "14",
+    "LSTM over a sequence, gates i, o, f, c, optional peepholes (results Y, Y_h, Y_c)",
+    (ins Floats:$activation_alpha, Floats:$activation_beta, Strs:$activations,
+         Float:$clip, Str:$direction, Int:$hidden_size, Int:$input_forget, Int:$layout)>;
+
+//===----------------------------------------------------------------------===//
 // Shape and data movement
 //===----------------------------------------------------------------------===//
 
@@ -407,6 +441,16 @@ def Tandem_HammingWindowOp : Tandem_OnnxOp<"hamming_window", "HammingWindow", "1
 def Tandem_BlackmanWindowOp : Tandem_OnnxOp<"blackman_window", "BlackmanWindow", "17",
     "Blackman window of the size input's length, periodic (default) or symmetric",
     (ins Int:$output_datatype, Int:$periodic)>;
+def Tandem_DFTOp : Tandem_OnnxOp<"dft", "DFT", "17",
+    "discrete Fourier transform along `axis` of real [..., 1] or complex [..., 2] input, "
+    "optional dft_length (zero-padded or truncated), `inverse`, `onesided`",
+    (ins Int:$axis, Int:$inverse, Int:$onesided)>;
+def Tandem_STFTOp : Tandem_OnnxOp<"stft", "STFT", "17",
+    "short-time Fourier transform: frames of frame_length every frame_step samples, times the "
+    "optional window; [batch, frames, bins, 2]", (ins Int:$onesided)>;
+def Tandem_MelWeightMatrixOp : Tandem_OnnxOp<"mel_weight_matrix", "MelWeightMatrix", "17",
+    "triangular mel filter bank [dft_length / 2 + 1, num_mel_bins] of output_datatype (default f32)",
+    (ins Int:$output_datatype)>;
 def Tandem_ExpandOp : Tandem_OnnxOp<"expand", "Expand", "13",
     "broadcast to the shape input (bidirectionally)">;
 def Tandem_PadOp : Tandem_OnnxOp<"pad", "Pad", "13",

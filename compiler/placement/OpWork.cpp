@@ -98,15 +98,16 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.reshape = true;
     w.flops = 0;
     w.bytes = operand(in, 0) ? 2 * c.bytes(in[0]) : 0;
-  } else if (op == "Conv") {
+  } else if (op == "Conv" || op == "ConvInteger" || op == "QLinearConv") {
     w.cls = OpClass::Conv;
-    const TensorType* W = operand(in, 1);
+    const TensorType* W = operand(in, op == "QLinearConv" ? 3 : 1);
     if (W) {
       // W: [Cout, Cin/group, k...]; every output element is a dot product of length
       // (Cin/group)·prod(k), i.e. that many FMAs.
       w.flops = 2 * y * c.dim(*W, 1) * c.tailProduct(*W, 2);
     }
-    if (operand(in, 2)) w.flops += y;
+    if (op == "Conv" && operand(in, 2)) w.flops += y;
+    if (op == "QLinearConv") w.flops += 3 * y;  // scale, round, zero point
   } else if (op == "ConvTranspose") {
     w.cls = OpClass::Conv;
     const TensorType* X = operand(in, 0);
@@ -129,6 +130,47 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.cls = OpClass::Gemm;
     const TensorType* A = operand(in, 0);
     if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
+  } else if (op == "MatMulInteger" || op == "QLinearMatMul") {
+    // i32 multiply-adds over K, then (QLinearMatMul) scale, round and zero point per element.
+    w.cls = OpClass::Gemm;
+    const TensorType* A = operand(in, 0);
+    if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
+    if (op == "QLinearMatMul") w.flops += 3 * y;
+  } else if (op == "Det") {
+    // LU with partial pivoting: about 2/3 M^3 per matrix, y matrices.
+    const TensorType* X = operand(in, 0);
+    if (X && X->shape.size() >= 2) {
+      const double m = c.dim(*X, X->shape.size() - 1);
+      w.flops = std::max(y, 1.0) * (2.0 / 3.0) * m * m * m;
+    }
+  } else if (op == "RNN" || op == "GRU" || op == "LSTM") {
+    // Per step, batch row and direction: gates = X_t W^T + H R^T (2 (input + H) g H), plus ~4
+    // FLOPs per gate element for the biases and activations. Counted from X [seq, batch, input]
+    // (or [batch, seq, input]) and R [dirs, g H, H], as the result Y may be unused.
+    const TensorType* X = operand(in, 0);
+    const TensorType* R = operand(in, 2);
+    if (X && R && X->shape.size() == 3 && R->shape.size() == 3) {
+      const double g = op == "RNN" ? 1 : op == "GRU" ? 3 : 4;
+      const double h = c.dim(*R, 2), input = c.dim(*X, 2);
+      const double steps = c.dim(*X, 0) * c.dim(*X, 1) * c.dim(*R, 0);  // seq * batch * dirs
+      w.flops = steps * h * g * (2 * (input + h) + 4);
+    }
+  } else if (op == "DFT" || op == "STFT") {
+    // The reference kernels' direct sums: a complex multiply-add (8 FLOPs) per output bin per
+    // sample of its transform (DFT: dft_length, taken as the input's extent along axis; STFT:
+    // frame_length, the window's or else about twice the bins).
+    const TensorType* X = operand(in, 0);
+    double n = 0;
+    if (op == "DFT" && X) {
+      int64_t axis = attrs.getInt("axis", 1);
+      if (axis < 0) axis += (int64_t)X->shape.size();
+      if (axis >= 0 && axis < (int64_t)X->shape.size()) n = c.dim(*X, axis);
+    } else if (const TensorType* W = operand(in, 2)) {
+      n = c.numel(*W);
+    } else if (!out.empty() && out[0].shape.size() == 4) {
+      n = 2 * (c.dim(out[0], 2) - 1);
+    }
+    w.flops = 8 * (y / 2) * n;  // y / 2 complex bins
   } else if (op == "MaxPool" || op == "AveragePool") {
     std::vector<int64_t> k = attrs.getInts("kernel_shape");
     double kp = 1;

@@ -1,4 +1,5 @@
-// Shape functions of Gemm, MatMul and Softmax/LogSoftmax (ONNX Gemm-13, MatMul-13, Softmax-13).
+// Shape functions of Gemm, MatMul, Det and Softmax/LogSoftmax (ONNX Gemm-13, MatMul-13, Det-11,
+// Softmax-13).
 #include "compiler/shapes/ShapeFns.h"
 
 namespace tandem::shapes {
@@ -64,6 +65,18 @@ std::string inferMatMul(const Ctx& c) {
   if (!aVec) y.push_back(a[a.size() - 2]);
   if (!bVec) y.push_back(b.back());
   c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
+std::string inferDet(const Ctx& c) {
+  // Det-11: X [*, M, M] floats; the result is [*] (a scalar for one matrix).
+  static const std::vector<const char*> names = {"X"};
+  if (auto e = checkArity(c, 1, 1, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() < 2 || !dimsAgree(x[x.size() - 1], x[x.size() - 2]))
+    return c.fail("input 0 (X) must be [*, M, M] (square matrices), got shape " + dimsStr(x));
+  c.set(0, c.in[0].dtype, std::vector<int64_t>(x.begin(), x.end() - 2));
   return "";
 }
 

@@ -1,5 +1,6 @@
 // Shape functions of the NN ops: Conv-11, ConvTranspose-11, MaxPool-12, AveragePool-11,
-// GlobalAveragePool/GlobalMaxPool-1, BatchNormalization-15 (inference), LayerNormalization-17.
+// GlobalAveragePool/GlobalMaxPool-1, BatchNormalization-15, LayerNormalization-17, and the
+// integer convolution ConvInteger-10 and QLinearConv-10.
 #include "compiler/shapes/ShapeFns.h"
 
 namespace tandem::shapes {
@@ -133,7 +134,76 @@ std::string checkConvOperands(const Ctx& c, int64_t* group) {
   return "";
 }
 
+// The result shape of an integer convolution (ConvInteger, QLinearConv): X (index xi) and W
+// (index wi) u8/i8 images of one rank, group >= 1; channels and window as Conv's.
+std::string integerConvShape(const Ctx& c, size_t xi, size_t wi,
+                             const std::vector<const char*>& names, std::vector<int64_t>* y) {
+  for (size_t i : {xi, wi})
+    if (auto e = checkDTypeIn(c, i, {DType::U8, DType::I8}, names); !e.empty()) return e;
+  if (auto e = checkImage(c, xi, names[xi]); !e.empty()) return e;
+  const auto& x = c.in[xi].dims;
+  const auto& wd = c.in[wi].dims;
+  if (wd.size() != x.size())
+    return c.fail(operandLabel(wi, names[wi]) + " has rank " + std::to_string(wd.size()) +
+                  " but " + names[xi] + " has rank " + std::to_string(x.size()));
+  const int64_t group = c.attrs.getInt("group", 1);
+  if (group < 1) return c.fail("attribute group=" + std::to_string(group) + " must be >= 1");
+  if (x[1] != kUnknownDim && wd[1] != kUnknownDim && x[1] != wd[1] * group)
+    return c.fail(std::string(names[xi]) + " has " + std::to_string(x[1]) + " channels but " +
+                  names[wi] + " expects " + std::to_string(wd[1]) + " x group " +
+                  std::to_string(group));
+  const size_t n = x.size() - 2;
+  Window w;
+  if (auto e = kernelFromWeights(c, wd, &w); !e.empty()) return e;
+  if (auto e = readWindow(c, n, &w); !e.empty()) return e;
+  *y = {x[0], wd[0]};
+  for (size_t i = 0; i < n; ++i) {
+    int64_t o;
+    if (auto e = slidingOut(c, w, i, x[i + 2], false, &o); !e.empty()) return e;
+    y->push_back(o);
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string inferConvInteger(const Ctx& c) {
+  // ConvInteger-10: x, w u8/i8, optional zero points (x's: scalar; w's: scalar or per output
+  // channel, checked by the kernel); y i32.
+  static const std::vector<const char*> names = {"x", "w", "x_zero_point", "w_zero_point"};
+  if (auto e = checkArity(c, 2, 4, 1, 1, names); !e.empty()) return e;
+  for (size_t i = 2; i < 4; ++i)
+    if (c.has(i))
+      if (auto e = checkSameDType(c, i, i - 2, names); !e.empty()) return e;
+  std::vector<int64_t> y;
+  if (auto e = integerConvShape(c, 0, 1, names, &y); !e.empty()) return e;
+  c.set(0, DType::I32, y);
+  return "";
+}
+
+std::string inferQLinearConv(const Ctx& c) {
+  // QLinearConv-10: x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
+  // optional B (i32, per output channel); y has y_zero_point's dtype.
+  static const std::vector<const char*> names = {"x", "x_scale", "x_zero_point", "w", "w_scale",
+                                                 "w_zero_point", "y_scale", "y_zero_point", "B"};
+  if (auto e = checkArity(c, 8, 9, 1, 1, names); !e.empty()) return e;
+  for (size_t i : {1, 4, 6})
+    if (auto e = checkDTypeIn(c, i, {DType::F32}, names); !e.empty()) return e;
+  for (size_t i : {2, 5})
+    if (auto e = checkSameDType(c, i, i - 2, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 7, {DType::U8, DType::I8}, names); !e.empty()) return e;
+  std::vector<int64_t> y;
+  if (auto e = integerConvShape(c, 0, 3, names, &y); !e.empty()) return e;
+  if (c.has(8)) {
+    if (auto e = checkDTypeIn(c, 8, {DType::I32}, names); !e.empty()) return e;
+    const auto& b = c.in[8].dims;
+    if (b.size() != 1 || (b[0] != kUnknownDim && y[1] != kUnknownDim && b[0] != y[1]))
+      return c.fail("input 8 (B) must have shape [" + std::to_string(y[1]) +
+                    "] (one per output channel), got " + dimsStr(b));
+  }
+  c.set(0, c.in[7].dtype, y);
+  return "";
+}
 
 std::string inferConv(const Ctx& c) {
   int64_t group = 1;
@@ -291,11 +361,13 @@ std::string inferGlobalPool(const Ctx& c) {
 }
 
 std::string inferBatchNorm(const Ctx& c) {
-  // Inference form only: X (N, C, ...), scale/B/mean/var each (C); one result like X.
+  // X (N, C, ...), scale/B/mean/var each (C); Y like X. training_mode=1 (batch statistics) may
+  // also give running_mean and running_var, like input_mean and input_var.
   static const std::vector<const char*> names = {"X", "scale", "B", "input_mean", "input_var"};
-  if (c.attrs.getInt("training_mode", 0) != 0)
-    return c.fail("attribute training_mode=1 is not supported (inference only)");
-  if (auto e = checkArity(c, 5, 5, 1, 1, names); !e.empty()) return e;
+  const bool training = c.attrs.getInt("training_mode", 0) != 0;
+  if (!training && c.numResults > 1)
+    return c.fail("outputs running_mean and running_var need attribute training_mode=1");
+  if (auto e = checkArity(c, 5, 5, 1, training ? 3 : 1, names); !e.empty()) return e;
   for (size_t i = 0; i < 5; ++i)
     if (auto e = checkDTypeIn(c, i, kFloatTypes, names); !e.empty()) return e;
   // BatchNormalization-15 lets scale/B (T1) and mean/var (T2) differ from X's type.
@@ -313,6 +385,7 @@ std::string inferBatchNorm(const Ctx& c) {
                     "] (one per channel of X), got " + dimsStr(d));
   }
   c.set(0, c.in[0].dtype, x);
+  for (size_t r = 1; r < c.numResults; ++r) c.set(r, c.in[3].dtype, c.in[3 + r - 1].dims);
   return "";
 }
 

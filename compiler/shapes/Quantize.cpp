@@ -1,5 +1,8 @@
 // Shape functions of the linear quantization ops: QuantizeLinear-13, DequantizeLinear-13,
-// DynamicQuantizeLinear-11 (ONNX opset 17; 8-bit integers, per-tensor or per-axis scales).
+// DynamicQuantizeLinear-11 (ONNX opset 17; 8-bit integers, per-tensor or per-axis scales), and
+// the quantized matrix products MatMulInteger-10 and QLinearMatMul-10.
+#include <algorithm>
+
 #include "compiler/shapes/ShapeFns.h"
 
 namespace tandem::shapes {
@@ -21,6 +24,38 @@ std::string checkScaleOperand(const Ctx& c, size_t i, const char* name) {
 }
 
 const std::vector<DType> kQuantTypes = {DType::U8, DType::I8};
+
+// numpy.matmul's result shape for u8/i8 operands a (index ia) and b (index ib); 1-D operands
+// are promoted and the promoted 1 dropped, batch dims broadcast.
+std::string quantMatMulShape(const Ctx& c, size_t ia, size_t ib, const std::vector<const char*>& names,
+                             std::vector<int64_t>* y) {
+  std::vector<int64_t> a = c.in[ia].dims, b = c.in[ib].dims;
+  for (size_t i : {ia, ib})
+    if (c.in[i].dims.empty()) return c.fail(operandLabel(i, names[i]) + " must not be a scalar");
+  const bool aVec = a.size() == 1, bVec = b.size() == 1;
+  if (aVec) a.insert(a.begin(), 1);
+  if (bVec) b.push_back(1);
+  const int64_t ka = a.back(), kb = b[b.size() - 2];
+  if (ka != kUnknownDim && kb != kUnknownDim && ka != kb)
+    return c.fail(operandLabel(ia, names[ia]) + " shape " + dimsStr(c.in[ia].dims) + " and " +
+                  operandLabel(ib, names[ib]) + " shape " + dimsStr(c.in[ib].dims) +
+                  " have mismatched inner dims");
+  std::vector<int64_t> batchA(a.begin(), a.end() - 2), batchB(b.begin(), b.end() - 2);
+  if (auto e = broadcastTwo(batchA, batchB, "A batch", "B batch", y); !e.empty()) return c.fail(e);
+  if (!aVec) y->push_back(a[a.size() - 2]);
+  if (!bVec) y->push_back(b.back());
+  return "";
+}
+
+// A zero point or scale of a quantized matrix product: a scalar, or 1-D (per row of A, per
+// column of B: the kernels check the length).
+std::string checkScalarOr1D(const Ctx& c, size_t i, const std::vector<const char*>& names) {
+  const auto& d = c.in[i].dims;
+  if (d.size() > 1 && std::any_of(d.begin(), d.end(), [](int64_t n) { return n != 1; }))
+    return c.fail(operandLabel(i, names[i]) + " must be a scalar or 1-D, got shape " +
+                  dimsStr(c.in[i].dims));
+  return "";
+}
 
 }  // namespace
 
@@ -63,6 +98,45 @@ std::string inferDynamicQuantizeLinear(const Ctx& c) {
   c.set(0, DType::U8, c.in[0].dims);
   c.set(1, DType::F32, {});
   c.set(2, DType::U8, {});
+  return "";
+}
+
+std::string inferMatMulInteger(const Ctx& c) {
+  // MatMulInteger-10: A, B u8/i8; optional zero points of their operand's dtype; Y i32.
+  static const std::vector<const char*> names = {"A", "B", "a_zero_point", "b_zero_point"};
+  if (auto e = checkArity(c, 2, 4, 1, 1, names); !e.empty()) return e;
+  for (size_t i = 0; i < 2; ++i)
+    if (auto e = checkDTypeIn(c, i, kQuantTypes, names); !e.empty()) return e;
+  for (size_t i = 2; i < 4; ++i)
+    if (c.has(i)) {
+      if (auto e = checkSameDType(c, i, i - 2, names); !e.empty()) return e;
+      if (auto e = checkScalarOr1D(c, i, names); !e.empty()) return e;
+    }
+  std::vector<int64_t> y;
+  if (auto e = quantMatMulShape(c, 0, 1, names, &y); !e.empty()) return e;
+  c.set(0, DType::I32, y);
+  return "";
+}
+
+std::string inferQLinearMatMul(const Ctx& c) {
+  // QLinearMatMul-10: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point;
+  // scales f32, zero points of their operand's dtype; y has y_zero_point's dtype.
+  static const std::vector<const char*> names = {"a", "a_scale", "a_zero_point", "b", "b_scale",
+                                                 "b_zero_point", "y_scale", "y_zero_point"};
+  if (auto e = checkArity(c, 8, 8, 1, 1, names); !e.empty()) return e;
+  for (size_t i : {0, 3, 7})
+    if (auto e = checkDTypeIn(c, i, kQuantTypes, names); !e.empty()) return e;
+  for (size_t i : {1, 4, 6}) {
+    if (auto e = checkDTypeIn(c, i, {DType::F32}, names); !e.empty()) return e;
+    if (auto e = checkScalarOr1D(c, i, names); !e.empty()) return e;
+  }
+  for (size_t i : {2, 5}) {
+    if (auto e = checkSameDType(c, i, i - 2, names); !e.empty()) return e;
+    if (auto e = checkScalarOr1D(c, i, names); !e.empty()) return e;
+  }
+  std::vector<int64_t> y;
+  if (auto e = quantMatMulShape(c, 0, 3, names, &y); !e.empty()) return e;
+  c.set(0, c.in[7].dtype, y);
   return "";
 }
 

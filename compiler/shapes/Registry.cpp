@@ -93,6 +93,7 @@ const std::vector<int>& shapeOperandPositions(const std::string& opType) {
       {"Col2Im", {1, 2}},              // image_shape, block_shape
       {"MaxUnpool", {2}},              // output_shape
       {"DFT", {1}},                    // dft_length
+      {"MelWeightMatrix", {0, 1}},     // num_mel_bins, dft_length
       {"STFT", {1, 3}},                // frame_step, frame_length
       {"AffineGrid", {1}},             // size
       {"HannWindow", {0}},             // size

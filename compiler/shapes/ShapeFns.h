@@ -101,13 +101,18 @@ std::string inferWindow(const Ctx& c);  // HannWindow HammingWindow BlackmanWind
 std::string inferQuantizeLinear(const Ctx& c);
 std::string inferDequantizeLinear(const Ctx& c);
 std::string inferDynamicQuantizeLinear(const Ctx& c);
+std::string inferMatMulInteger(const Ctx& c);
+std::string inferQLinearMatMul(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);
+std::string inferDet(const Ctx& c);
 std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax Hardmax
 // Nn.cpp
 std::string inferConv(const Ctx& c);
 std::string inferConvTranspose(const Ctx& c);
+std::string inferConvInteger(const Ctx& c);
+std::string inferQLinearConv(const Ctx& c);
 std::string inferPool(const Ctx& c);          // MaxPool AveragePool MaxPoolGrad
 std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
@@ -134,6 +139,12 @@ std::string inferCompress(const Ctx& c);      // value-dependent (runtime/DataDe
 std::string inferNonZero(const Ctx& c);
 std::string inferUnique(const Ctx& c);
 std::string inferNonMaxSuppression(const Ctx& c);
+// Recurrent.cpp
+std::string inferRecurrent(const Ctx& c);  // RNN GRU LSTM
+// Signal.cpp
+std::string inferDFT(const Ctx& c);
+std::string inferSTFT(const Ctx& c);
+std::string inferMelWeightMatrix(const Ctx& c);
 // Reduction.cpp
 std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax ReduceMin ReduceL1 ReduceL2
                                         // ReduceSumSquare ReduceProd ReduceLogSum ReduceLogSumExp

@@ -253,14 +253,7 @@ int main(int argc, char** argv) {
         r.reason = sig == SIGALRM ? "timed out after " + std::to_string(o.timeoutSec) + " s"
                                   : std::string("crashed with signal ") + strsignal(sig);
       } else if (out == "pass") r.status = "pass";
-      else if (out.rfind("fail\t", 0) == 0) {
-        r.reason = out.substr(5);
-        // Training-mode BatchNormalization/Dropout are outside the op list (inference only);
-        // the kernels refuse them by name, so they count as unsupported, not as failures.
-        if (r.reason.find("(inference only)") != std::string::npos ||
-            r.reason.find("(inference-only kernel)") != std::string::npos)
-          r.status = "unsupported";
-      }
+      else if (out.rfind("fail\t", 0) == 0) r.reason = out.substr(5);
       else r.reason = "test process exited without a result";
       results[c.index] = r;
       break;

@@ -1,4 +1,5 @@
-// Reference matrix kernels: Gemm (ONNX Gemm-13) and MatMul (numpy matmul semantics, MatMul-13).
+// Reference matrix kernels: Gemm (ONNX Gemm-13), MatMul (numpy matmul semantics, MatMul-13) and
+// Det-11 (batched determinants).
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -158,12 +159,63 @@ Status createMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+// ---- Det -------------------------------------------------------------------------------------
+
+// Determinant of each M x M matrix of X [*, M, M] by LU factorisation with partial pivoting, in
+// f64 whatever the dtype (a pivot-free or f32 elimination loses digits on ill-conditioned input).
+Status createDet(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  if (xs.size() < 2 || xs[xs.size() - 1] != xs[xs.size() - 2])
+    return opError(ctx, "X must be [*, M, M], got " + shapeToString(xs));
+  const Shape ys(xs.begin(), xs.end() - 2);
+  if (ctx.outputTypes[0].shape != ys)
+    return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) + " is not " +
+                            shapeToString(ys));
+  const int64_t M = xs.back(), count = numElements(ys);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      T* Y = outs[0]->data<T>();
+      std::vector<double> a(M * M);
+      for (int64_t b = 0; b < count; ++b) {
+        for (int64_t i = 0; i < M * M; ++i) a[i] = double(X[b * M * M + i]);
+        double det = 1;
+        for (int64_t k = 0; k < M && det != 0; ++k) {
+          int64_t p = k;
+          for (int64_t i = k + 1; i < M; ++i)
+            if (std::fabs(a[i * M + k]) > std::fabs(a[p * M + k])) p = i;
+          if (a[p * M + k] == 0) {
+            det = 0;
+            break;
+          }
+          if (p != k) {
+            for (int64_t j = 0; j < M; ++j) std::swap(a[k * M + j], a[p * M + j]);
+            det = -det;
+          }
+          det *= a[k * M + k];
+          for (int64_t i = k + 1; i < M; ++i) {
+            const double f = a[i * M + k] / a[k * M + k];
+            for (int64_t j = k + 1; j < M; ++j) a[i * M + j] -= f * a[k * M + j];
+          }
+        }
+        Y[b] = T(det);
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "X must be f32 or f64");
+  return makeKernel(out, std::move(fn));
+}
+
 }  // namespace
 
 void registerMathKernels(KernelRegistry& r) {
   const std::vector<DType> types = {DType::F32, DType::F64, DType::I32, DType::I64};
   addRef(r, "Gemm", acceptsAllSame(types), dtypesToText(types), createGemm);
   addRef(r, "MatMul", acceptsAllSame(types), dtypesToText(types), createMatMul);
+  addRef(r, "Det", floatTypes(), createDet);
 }
 
 }  // namespace ref

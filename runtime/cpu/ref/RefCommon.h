@@ -221,6 +221,9 @@ void registerLossKernels(KernelRegistry& r);         // Loss.cpp
 void registerOptimizerKernels(KernelRegistry& r);    // Optimizer.cpp
 void registerGenerateKernels(KernelRegistry& r);     // Generate.cpp
 void registerQuantizeKernels(KernelRegistry& r);     // Quantize.cpp
+void registerQuantizedMathKernels(KernelRegistry& r);  // QuantizedMath.cpp
+void registerRecurrentKernels(KernelRegistry& r);    // Recurrent.cpp
+void registerSignalKernels(KernelRegistry& r);       // Signal.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

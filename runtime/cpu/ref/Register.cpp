@@ -24,6 +24,9 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerOptimizerKernels(r);
   ref::registerGenerateKernels(r);
   ref::registerQuantizeKernels(r);
+  ref::registerQuantizedMathKernels(r);
+  ref::registerRecurrentKernels(r);
+  ref::registerSignalKernels(r);
   ref::registerFusedKernels(r);
 }
 

@@ -1,4 +1,4 @@
-// Tests of the reference Gemm and MatMul kernels: transposes, alpha/beta, broadcast C, 1-D
+// Tests of the reference Gemm, MatMul and Det kernels: transposes, alpha/beta, broadcast C, 1-D
 // operands, batch broadcasting, empty and zero-K products, multi-threaded runs.
 #include "tests/unit/runtime/ref_test_util.h"
 
@@ -122,6 +122,17 @@ TEST(RefMatMul, InnerMismatchFails) {
            {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({2, 2}, {1, 2, 3, 4})},
            {{DType::F32, {2, 2}}}};
   EXPECT_NE(errorOf(c).find("inner dimensions differ"), std::string::npos);
+}
+
+TEST(RefDet, PivotsAndBatches) {
+  // A zero leading entry needs a row swap, which flips the sign: det [[0,2],[3,4]] = -6.
+  expectValues<float>(run1("Det", {}, {f32({2, 2}, {0, 2, 3, 4})}, DType::F32, {}), {}, {-6});
+  // det diag(2,3,4) = 24; det [[1,2,3],[0,1,4],[5,6,0]] = 1; a singular matrix gives 0.
+  expectValues<double>(run1("Det", {}, {f64({3, 3, 3}, {2, 0, 0, 0, 3, 0, 0, 0, 4,  //
+                                                          1, 2, 3, 0, 1, 4, 5, 6, 0,  //
+                                                          1, 2, 3, 2, 4, 6, 0, 1, 1})},
+                            DType::F64, {3}),
+                       {3}, {24, 1, 0}, 1e-12);
 }
 
 }  // namespace

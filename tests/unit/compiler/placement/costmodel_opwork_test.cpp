@@ -77,6 +77,42 @@ TEST(OpWork, BatchedAndVectorMatMul) {
   EXPECT_DOUBLE_EQ(v.flops, 1280.0);
 }
 
+TEST(OpWork, QuantizedProductsDetAndRecurrent) {
+  auto t = [](DType d, Shape s) { return TensorType{d, std::move(s)}; };
+  const TensorType u8s = t(DType::U8, {}), f32s = f32({});
+  // MatMulInteger [4,16] x [16,8]: 2*32*16 multiply-adds; QLinearMatMul adds 3 per result.
+  EXPECT_DOUBLE_EQ(work("MatMulInteger", {t(DType::U8, {4, 16}), t(DType::U8, {16, 8})},
+                        {t(DType::I32, {4, 8})}).flops, 1024.0);
+  OpWork q = work("QLinearMatMul", {t(DType::U8, {4, 16}), f32s, u8s, t(DType::U8, {16, 8}), f32s,
+                                    u8s, f32s, u8s},
+                  {t(DType::U8, {4, 8})});
+  EXPECT_EQ(q.cls, OpClass::Gemm);
+  EXPECT_DOUBLE_EQ(q.flops, 1024.0 + 96.0);
+  // QLinearConv reads W at operand 3: 2 * (1*8*6*6) * 4*3*3 + 3 per result.
+  OpWork c = work("QLinearConv", {t(DType::U8, {1, 4, 8, 8}), f32s, u8s, t(DType::I8, {8, 4, 3, 3}),
+                                  f32s, t(DType::I8, {}), f32s, u8s},
+                  {t(DType::U8, {1, 8, 6, 6})});
+  EXPECT_EQ(c.cls, OpClass::Conv);
+  EXPECT_DOUBLE_EQ(c.flops, 2.0 * 288 * 36 + 3 * 288);
+  // Det of 5 matrices of 3x3: 5 * 2/3 * 27.
+  EXPECT_DOUBLE_EQ(work("Det", {f32({5, 3, 3})}, {f32({5})}).flops, 90.0);
+  // LSTM seq 10, batch 2, input 3, hidden 4: 80 hidden values, each 4 gates * (2*(3+4) + 4);
+  // the same without Y (only Y_h requested), bidirectional twice that.
+  OpWork l = work("LSTM", {f32({10, 2, 3}), f32({1, 16, 3}), f32({1, 16, 4})},
+                  {f32({10, 1, 2, 4}), f32({1, 2, 4}), f32({1, 2, 4})});
+  EXPECT_DOUBLE_EQ(l.flops, 80.0 * 4 * 18);
+  EXPECT_FALSE(l.estimated) << l.note;
+  EXPECT_DOUBLE_EQ(work("LSTM", {f32({10, 2, 3}), f32({1, 16, 3}), f32({1, 16, 4})},
+                        {absent(), f32({1, 2, 4})}).flops, 80.0 * 4 * 18);
+  // DFT of 8 samples to 8 bins, 3 signals: 24 bins * 8 samples * 8; STFT 15 frames of 9 bins
+  // of a 16-sample window.
+  EXPECT_DOUBLE_EQ(work("DFT", {f32({3, 8, 1})}, {f32({3, 8, 2})}).flops, 24.0 * 8 * 8);
+  EXPECT_DOUBLE_EQ(work("STFT", {f32({1, 128, 1}), TensorType{DType::I64, {}}, f32({16})},
+                        {f32({1, 15, 9, 2})}).flops, 135.0 * 16 * 8);
+  EXPECT_DOUBLE_EQ(work("GRU", {f32({10, 2, 3}), f32({2, 12, 3}), f32({2, 12, 4})},
+                        {f32({10, 2, 2, 4})}).flops, 160.0 * 3 * 18);
+}
+
 TEST(OpWork, Pools) {
   AttrMap a;
   a.set("kernel_shape", Attr::ofInts({3, 3}));

@@ -1,4 +1,5 @@
-// Unit tests of the Gemm, MatMul and Softmax/LogSoftmax shape functions.
+// Unit tests of the Gemm, MatMul, Det, quantized matmul, Softmax/LogSoftmax, DFT and STFT shape
+// functions.
 #include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
@@ -67,6 +68,46 @@ TEST(Softmax, AxisChecks) {
                std::string(op) + ": attribute axis 2 is out of range [-2, 1] for a rank-2 input");
     EXPECT_ERR_HAS(infer(op, {I64({2})}), "has dtype i64");
   }
+}
+
+TEST(Det, BatchOfSquareMatrices) {
+  EXPECT_SHAPE(infer("Det", {F32({3, 3})}), DType::F32, {});
+  EXPECT_SHAPE(infer("Det", {F64({2, 4, 5, 5})}), DType::F64, {2, 4});
+  EXPECT_ERR(infer("Det", {F32({2, 3})}), "Det: input 0 (X) must be [*, M, M] (square matrices), got shape [2,3]");
+}
+
+TEST(QuantizedMatMul, IntegerAndQLinear) {
+  const OperandInfo a = T(DType::U8, {2, 3, 4}), b = T(DType::I8, {4, 5});
+  EXPECT_SHAPE(infer("MatMulInteger", {a, b, T(DType::U8, {}), T(DType::I8, {5})}), DType::I32, {2, 3, 5});
+  EXPECT_ERR_HAS(infer("MatMulInteger", {a, b, T(DType::I8, {})}), "input 2 (a_zero_point) has dtype i8");
+  const OperandInfo s = F32({});
+  EXPECT_SHAPE(infer("QLinearMatMul", {a, s, T(DType::U8, {}), b, s, T(DType::I8, {}), s, T(DType::I8, {})}),
+               DType::I8, {2, 3, 5});
+  EXPECT_ERR_HAS(infer("QLinearMatMul", {a, s, T(DType::U8, {}), T(DType::I8, {3, 5}), s,
+                                         T(DType::I8, {}), s, T(DType::U8, {})}),
+                 "mismatched inner dims");
+}
+
+TEST(Signal, DFTAndSTFT) {
+  EXPECT_SHAPE(infer("DFT", {F32({2, 8, 1})}), DType::F32, {2, 8, 2});
+  EXPECT_SHAPE(infer("DFT", {F32({2, 8, 3, 2}), Ints({6})}, Attrs({I("onesided", 1)})), DType::F32,
+               {2, 4, 3, 2});
+  EXPECT_SHAPE(infer("DFT", {F32({2, 8, 3, 1})}, Attrs({I("axis", 2)})), DType::F32, {2, 8, 3, 2});
+  EXPECT_ERR(infer("DFT", {F32({2, 8, 3, 1})}, Attrs({I("axis", 3)})),
+             "DFT: attribute axis=3 must name a signal dim, in [1, 2]");
+  EXPECT_ERR(infer("DFT", {F32({2, 8, 3})}), "DFT: input 0 (input) must be [batch, signal dims..., 1 or 2], got shape [2,8,3]");
+  // 128 samples, frames of 16 every 8: 15 frames of 9 onesided bins.
+  EXPECT_SHAPE(infer("STFT", {F32({1, 128, 1}), Ints({8}), Absent(), Ints({16})}), DType::F32,
+               {1, 15, 9, 2});
+  EXPECT_SHAPE(infer("STFT", {F32({1, 128, 2}), Ints({8}), F32({16})}, Attrs({I("onesided", 0)})),
+               DType::F32, {1, 15, 16, 2});
+  EXPECT_ERR(infer("STFT", {F32({1, 128, 1}), Ints({8}), F32({16}), Ints({8})}),
+             "STFT: input 3 (frame_length) is 8 but input 2 (window) has 16 values");
+  EXPECT_SHAPE(infer("MelWeightMatrix", {Ints({8}), Ints({16}), Ints({8192}), F32({}), F32({})}),
+               DType::F32, {9, 8});
+  EXPECT_SHAPE(infer("MelWeightMatrix", {I64({}), I64({}), I64({}), F32({}), F32({})},
+                     Attrs({I("output_datatype", 11)})),
+               DType::F64, {U, U});
 }
 
 }  // namespace

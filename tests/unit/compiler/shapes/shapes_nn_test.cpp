@@ -1,5 +1,5 @@
 // Unit tests of the NN shape functions: Conv, ConvTranspose, pools, BatchNormalization,
-// LayerNormalization.
+// LayerNormalization, ConvInteger, QLinearConv and the recurrent ops.
 #include "tests/unit/compiler/shapes/shape_test_util.h"
 
 namespace tandem::testing {
@@ -195,10 +195,62 @@ TEST(BatchNormalization, Inference) {
   EXPECT_ERR(infer("BatchNormalization", {F32({1, 3, 4, 4}), F32({3}), F32({3})}),
              "BatchNormalization expects 5 inputs, got 3");
   EXPECT_ERR(infer("BatchNormalization", {F32({1, 3}), F32({3}), F32({3}), F32({3}), F32({3})}, Attrs(), 3),
-             "BatchNormalization expects 1 result, got 3");
+             "BatchNormalization: outputs running_mean and running_var need attribute training_mode=1");
+}
+
+TEST(BatchNormalization, TrainingModeGivesRunningStatistics) {
+  // Y like X; running_mean and running_var like input_mean and input_var (their dtype, T2).
+  auto r = infer("BatchNormalization", {F32({2, 3, 4}), F32({3}), F32({3}), F64({3}), F64({3})},
+                 Attrs({I("training_mode", 1)}), 3);
+  ASSERT_EQ(r.err, "");
+  EXPECT_EQ(r.dims(0), (Dims{2, 3, 4}));
+  EXPECT_EQ(r.dtype(0), DType::F32);
+  EXPECT_EQ(r.dims(1), (Dims{3}));
+  EXPECT_EQ(r.dims(2), (Dims{3}));
+  EXPECT_EQ(r.dtype(2), DType::F64);
   EXPECT_ERR(infer("BatchNormalization", {F32({1, 3}), F32({3}), F32({3}), F32({3}), F32({3})},
-                   Attrs({I("training_mode", 1)})),
-             "BatchNormalization: attribute training_mode=1 is not supported (inference only)");
+                   Attrs({I("training_mode", 1)}), 4),
+             "BatchNormalization expects 1 to 3 results, got 4");
+}
+
+TEST(IntegerConv, ConvIntegerAndQLinearConv) {
+  const OperandInfo x = T(DType::U8, {1, 2, 5, 5}), w = T(DType::I8, {4, 1, 3, 3});
+  EXPECT_SHAPE(infer("ConvInteger", {x, w}, Attrs({I("group", 2), Is("pads", {1, 1, 1, 1})})),
+               DType::I32, {1, 4, 5, 5});
+  EXPECT_ERR(infer("ConvInteger", {x, w}),
+             "ConvInteger: x has 2 channels but w expects 1 x group 1");
+  const OperandInfo s = F32({}), y0 = T(DType::I8, {});
+  EXPECT_SHAPE(infer("QLinearConv", {x, s, T(DType::U8, {}), w, F32({4}), T(DType::I8, {4}), s, y0,
+                                     T(DType::I32, {4})},
+                     Attrs({I("group", 2)})),
+               DType::I8, {1, 4, 3, 3});
+  EXPECT_ERR(infer("QLinearConv", {x, s, T(DType::U8, {}), w, s, T(DType::I8, {}), s, y0,
+                                   T(DType::I32, {3})},
+                   Attrs({I("group", 2)})),
+             "QLinearConv: input 8 (B) must have shape [4] (one per output channel), got [3]");
+  EXPECT_ERR_HAS(infer("ConvInteger", {F32({1, 2, 5, 5}), w}), "input 0 (x)");
+}
+
+TEST(Recurrent, LayoutsDirectionsAndResults) {
+  // X [seq 5, batch 2, input 3], hidden 4: Y [5, dirs, 2, 4], Y_h and Y_c [dirs, 2, 4].
+  auto r = infer("LSTM", {F32({5, 2, 3}), F32({2, 16, 3}), F32({2, 16, 4}), F32({2, 32})},
+                 Attrs({S("direction", "bidirectional")}), 3);
+  ASSERT_EQ(r.err, "");
+  EXPECT_EQ(r.dims(0), (Dims{5, 2, 2, 4}));
+  EXPECT_EQ(r.dims(2), (Dims{2, 2, 4}));
+  // layout 1: X [batch 2, seq 5, input 3], Y [2, 5, 1, 4], Y_h [2, 1, 4].
+  auto g = infer("GRU", {F32({2, 5, 3}), F32({1, 12, 3}), F32({1, 12, 4})}, Attrs({I("layout", 1)}), 2);
+  ASSERT_EQ(g.err, "");
+  EXPECT_EQ(g.dims(0), (Dims{2, 5, 1, 4}));
+  EXPECT_EQ(g.dims(1), (Dims{2, 1, 4}));
+  EXPECT_SHAPE(infer("RNN", {F32({5, 2, 3}), F32({1, 4, 3}), F32({1, 4, 4})}), DType::F32, {5, 1, 2, 4});
+  EXPECT_ERR(infer("GRU", {F32({5, 2, 3}), F32({1, 8, 3}), F32({1, 12, 4})}),
+             "GRU: input 1 (W) must have shape [1,12,3], got [1,8,3]");
+  EXPECT_ERR(infer("RNN", {F32({5, 2, 3}), F32({2, 4, 3}), F32({2, 4, 4})}),
+             "RNN: input 1 (W) must have shape [1,4,3], got [2,4,3]");
+  EXPECT_ERR(infer("LSTM", {F32({5, 2, 3}), F32({1, 16, 3}), F32({1, 16, 4}), Absent(), Absent(),
+                            F32({1, 2, 4}), F32({1, 2, 4}), F32({1, 8})}),
+             "LSTM: input 7 (P) must have shape [1,12], got [1,8]");
 }
 
 TEST(LayerNormalization, StatsShapes) {

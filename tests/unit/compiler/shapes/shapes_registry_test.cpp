@@ -24,8 +24,10 @@ TEST(Registry, KnownOpsIsTheScopeSorted) {
   EXPECT_EQ(knownOps(), want);
   // The 67 of the first release, Sin ... Atanh, then issue 16's indexing and image ops and its
   // element-wise, logic, reduction, generation, window and quantization ops, then the losses,
-  // their Grad ops, the preview-training optimizers (issue 14) and MaxPoolGrad (autodiff).
-  EXPECT_EQ(knownOps().size(), 145u);
+  // their Grad ops, the preview-training optimizers (issue 14) and MaxPoolGrad (autodiff), then
+  // Det, the quantized products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv), RNN,
+  // GRU, LSTM, DFT, STFT, MelWeightMatrix.
+  EXPECT_EQ(knownOps().size(), 156u);
   for (const char* op : {"Conv", "Gelu", "Constant", "Sin", "Atanh"}) EXPECT_TRUE(isKnownOp(op)) << op;
   EXPECT_FALSE(isKnownOp("Col2Im"));
   EXPECT_FALSE(isKnownOp("conv"));  // ONNX names are case-sensitive

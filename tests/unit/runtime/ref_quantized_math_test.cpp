@@ -1,0 +1,68 @@
+// Tests of the reference quantized products: MatMulInteger and QLinearMatMul (zero points per
+// tensor, row or column; requantization ties and saturation), ConvInteger (padding reads the
+// zero point) and QLinearConv (per-channel weight scales, i32 bias, i8 output).
+#include "tests/unit/runtime/ref_test_util.h"
+
+namespace tandem {
+namespace {
+using namespace reftest;
+
+TEST(RefMatMulInteger, ZeroPointsPerTensorAndPerColumn) {
+  // (A - 10) = [[0,10],[20,30]], B - [1,2] per column = [[0,0],[2,2]].
+  expectValues<int32_t>(run1("MatMulInteger", {},
+                             {u8({2, 2}, {10, 20, 30, 40}), u8({2, 2}, {1, 2, 3, 4}), u8({}, {10}),
+                              u8({2}, {1, 2})},
+                             DType::I32, {2, 2}),
+                        {2, 2}, {20, 20, 60, 60});
+  // i8 extremes accumulate exactly in i32: -128 * -128 + 127 * -128 = 128.
+  expectValues<int32_t>(run1("MatMulInteger", {}, {i8({1, 2}, {-128, 127}), i8({2, 1}, {-128, -128})},
+                             DType::I32, {1, 1}),
+                        {1, 1}, {128});
+}
+
+TEST(RefQLinearMatMul, RoundsHalfToEvenBeforeTheZeroPointAndSaturates) {
+  // acc = [5, 1000] times 0.5 * 1 / 1 = [2.5, 500]: 2.5 rounds to 2, plus the zero point 1 is 3
+  // (rounding after adding it would give 4); 500 + 1 saturates to 255.
+  OpCall c{"QLinearMatMul",
+           {},
+           {u8({1, 2}, {2, 3}), f32({}, {0.5f}), u8({}, {0}), u8({2, 2}, {1, 200, 1, 200}),
+            f32({}, {1}), u8({}, {0}), f32({}, {1}), u8({}, {1})},
+           {{DType::U8, {1, 2}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<uint8_t>(outs[0], {1, 2}, {3, 255});
+  // i8 output saturates at -128; a per-row a_scale of the wrong length is an error.
+  expectValues<int8_t>(run1("QLinearMatMul", {},
+                            {i8({1, 1}, {-100}), f32({}, {1}), i8({}, {0}), i8({1, 1}, {100}),
+                             f32({}, {1}), i8({}, {0}), f32({}, {2}), i8({}, {-3})},
+                            DType::I8, {1, 1}),
+                       {1, 1}, {-128});
+  c.inputs[1] = f32({3}, {1, 1, 1});
+  EXPECT_NE(errorOf(c).find("a_scale (per row of a) must have 1 element, got [3]"), std::string::npos)
+      << errorOf(c);
+}
+
+TEST(RefConvInteger, PaddingContributesZeroAfterTheShift) {
+  // x - 1 = [[1,2,3],[4,5,6],[7,8,9]], a 2x2 box of ones, pads 1: each output is the sum of the
+  // shifted inputs under the window; the pads add nothing (not 0 - x_zero_point).
+  expectValues<int32_t>(run1("ConvInteger", attrs({{"pads", Attr::ofInts({1, 1, 1, 1})}}),
+                             {u8({1, 1, 3, 3}, {2, 3, 4, 5, 6, 7, 8, 9, 10}),
+                              u8({1, 1, 2, 2}, {1, 1, 1, 1}), u8({}, {1})},
+                             DType::I32, {1, 1, 4, 4}),
+                        {1, 1, 4, 4}, {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9});
+}
+
+TEST(RefQLinearConv, PerChannelScaleAndBias) {
+  // x - 10 = [0,10,20,30], x_scale 0.5; channel 0: w 1, scale 1, bias 3 -> (x + 3) * 0.5 =
+  // [1.5, 6.5, 11.5, 16.5] -> [2, 6, 12, 16] (ties to even); channel 1: w -2, scale 0.25 ->
+  // -2x * 0.125 = [0, -2.5, -5, -7.5] -> [0, -2, -5, -8].
+  expectValues<int8_t>(run1("QLinearConv", {},
+                            {u8({1, 1, 2, 2}, {10, 20, 30, 40}), f32({}, {0.5f}), u8({}, {10}),
+                             i8({2, 1, 1, 1}, {1, -2}), f32({2}, {1, 0.25f}), i8({2}, {0, 0}),
+                             f32({}, {1}), i8({}, {0}), i32({2}, {3, 0})},
+                            DType::I8, {1, 2, 2, 2}),
+                       {1, 2, 2, 2}, {2, 6, 12, 16, 0, -2, -5, -8});
+}
+
+}  // namespace
+}  // namespace tandem
