@@ -87,8 +87,8 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
     if (name.empty() || !seen.insert(name).second)
       return c.emitError() << "training: parameter '" << name
                            << "' needs a unique initializer name (it is written back by name)";
-    mlir::BlockArgument a = addArg(main, main.getNumArguments(), c.getType(),
-                                                argAttrs(b, name, true), c.getLoc());
+    mlir::BlockArgument a =
+        addArg(main, main.getNumArguments(), c.getType(), argAttrs(b, name, true), c.getLoc());
     c.getResult().replaceAllUsesWith(a);
     c.erase();
   }
@@ -140,7 +140,7 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   const double b1 = options.beta1, b2 = options.beta2, eps = options.epsilon;
   auto scalarType = mlir::RankedTensorType::get({}, f32);
   mlir::BlockArgument step = addArg(main, main.getNumArguments(), scalarType,
-                                                 argAttrs(b, "step", false), main.getLoc());
+                                    argAttrs(b, "step", false), main.getLoc());
   autodiff::GradBuilder s(b, mlir::NameLoc::get(b.getStringAttr("adam/bias_correction")));
   // stepSize = lr / (1 - b1^t); invSqrtBc2 = 1 / sqrt(1 - b2^t).
   mlir::Value bc1 = s.rsubS(1.0, s.op("Pow", {s.scalar(b1, f32), step}));
@@ -154,8 +154,7 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     for (mlir::BlockArgument p : params)
       (suffix[1] == 'm' ? ms : vs)
           .push_back(addArg(main, main.getNumArguments() - 1, p.getType(),
-                                         argAttrs(b, valueName(p) + suffix, false),
-                                         main.getLoc()));
+                            argAttrs(b, valueName(p) + suffix, false), main.getLoc()));
   llvm::SmallVector<mlir::Value> newM, newV;
   llvm::SmallVector<std::string> mNames, vNames;
   for (size_t i = 0; i < params.size(); ++i) {
