@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include "frontend/OnnxTensor.h"
 #include "runtime/FileIO.h"
