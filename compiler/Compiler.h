@@ -45,6 +45,22 @@ struct CompileOptions {
     std::vector<std::string> wrt;
   };
   std::optional<Autodiff> autodiff;
+  /// Training step (compiler/training/TrainingGraph.h, `tandem train`): when set, @main's first
+  /// result (logits [N, C]) and its parameters become one optimizer step, @main(x, labels,
+  /// params..., state..., [step]) -> (loss, new params..., new state...); `autodiff` is then
+  /// ignored. The batch dim must be bound (inputShapes) so every shape is static.
+  struct Training {
+    enum class Optimizer { Sgd, Adam };
+    Optimizer optimizer = Optimizer::Adam;
+    double learningRate = 1e-3;
+    double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam (PyTorch's defaults)
+    /// Every f32 constant is a parameter, not only Conv/Gemm/MatMul weights and biases.
+    bool allFloatConstants = false;
+    /// Only the parameters become arguments, @main(x, params...) -> (logits, ...): the forward
+    /// plan that evaluates the parameters being trained.
+    bool forwardOnly = false;
+  };
+  std::optional<Training> training;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
   bool fuse = true;
   /// Verify the IR after every pass (--verify-each-pass, or TANDEM_VERIFY_EACH_PASS=1 in the

@@ -7,7 +7,7 @@ PKGS=(cmake ninja-build ccache g++ pkg-config
       libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
       libgtest-dev libgmock-dev libbenchmark-dev libboost-graph-dev
       nlohmann-json3-dev libcli11-dev libglpk-dev libssl-dev patchelf
-      dataset-fashion-mnist python3 python3-dev python3-numpy pybind11-dev)
+      dataset-fashion-mnist python3 python3-dev python3-numpy pybind11-dev zlib1g-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

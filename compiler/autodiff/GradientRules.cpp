@@ -986,6 +986,53 @@ mlir::LogicalResult gradGlobalMaxPool(GradBuilder& g, mlir::Operation* op, Dy dy
   return mlir::success();
 }
 
+// The loss's reduction and ignore_index, as given (absent ones keep the Grad op's defaults,
+// which are the loss's).
+llvm::SmallVector<mlir::NamedAttribute> lossAttrs(mlir::Operation* op) {
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  for (mlir::NamedAttribute a : op->getAttrs())
+    if (llvm::is_contained({"ignore_index", "reduction"}, a.getName().getValue()))
+      attrs.push_back(a);
+  return attrs;
+}
+
+// NegativeLogLikelihoodLoss-13: d input = NegativeLogLikelihoodLossGrad(dY, input, target[,
+// weight]), -dY * weight[target] (scaled by 1 / sum(weight) for mean) at each row's target, 0
+// elsewhere. Target is integer and weight has no rule (its operand stays without a gradient).
+mlir::LogicalResult gradNegativeLogLikelihoodLoss(GradBuilder& g, mlir::Operation* op, Dy dy,
+                                                  Needed need, Dx dx) {
+  if (!need[0]) return mlir::success();
+  llvm::SmallVector<Value> operands = {dy[0], op->getOperand(0), op->getOperand(1)};
+  if (Value w = operandOr(op, 2)) operands.push_back(w);
+  dx[0] = g.op("NegativeLogLikelihoodLossGrad", operands, lossAttrs(op));
+  return mlir::success();
+}
+
+// SoftmaxCrossEntropyLoss-13: d scores = SoftmaxCrossEntropyLossGrad(dY, log_prob, label[,
+// weight]) = g * (softmax - onehot(label)) for the loss, plus LogSoftmax's rule for a gradient
+// reaching the optional log_prob result. Without that result, log_prob is recomputed
+// (LogSoftmax over axis 1, as the loss defines it).
+mlir::LogicalResult gradSoftmaxCrossEntropyLoss(GradBuilder& g, mlir::Operation* op, Dy dy,
+                                                Needed need, Dx dx) {
+  if (!need[0]) return mlir::success();
+  Value scores = op->getOperand(0);
+  Value logp = op->getNumResults() > 1
+                   ? op->getResult(1)
+                   : g.op("LogSoftmax", {scores}, {g.intAttr("axis", 1)});
+  Value d;
+  if (dy[0]) {
+    llvm::SmallVector<Value> operands = {dy[0], logp, op->getOperand(1)};
+    if (Value w = operandOr(op, 2)) operands.push_back(w);
+    d = g.op("SoftmaxCrossEntropyLossGrad", operands, lossAttrs(op));
+  }
+  if (dy.size() > 1 && dy[1]) {
+    Value viaLogp = g.sub(dy[1], g.mul(g.op("Exp", {logp}), g.reduceSum(dy[1], {1}, true)));
+    d = d ? g.add(d, viaLogp) : viaLogp;
+  }
+  dx[0] = d;
+  return mlir::success();
+}
+
 // The rules by ONNX op type. The op table's kGradient rows must name exactly these
 // (op_table_test).
 const std::map<std::string, GradientRule, std::less<>>& rules() {
@@ -1023,6 +1070,7 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Min", gradMin},
       {"Mul", gradMul},
       {"Neg", gradNeg},
+      {"NegativeLogLikelihoodLoss", gradNegativeLogLikelihoodLoss},
       {"PRelu", gradPRelu},
       {"Pad", gradPad},
       {"Pow", gradPow},
@@ -1040,6 +1088,7 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Sin", gradSin},
       {"Slice", gradSlice},
       {"Softmax", gradSoftmax},
+      {"SoftmaxCrossEntropyLoss", gradSoftmaxCrossEntropyLoss},
       {"Softplus", gradSoftplus},
       {"Split", gradSplit},
       {"Sqrt", gradSqrt},

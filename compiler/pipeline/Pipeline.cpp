@@ -8,6 +8,7 @@
 #include "compiler/Compiler.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/pipeline/EmitPlan.h"
+#include "compiler/training/TrainingGraph.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/Verifier.h"
@@ -130,8 +131,20 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   };
   if (mlir::failed(run(createVerifyPass()))) return mlir::failure();
   if (mlir::failed(run(createInferShapesPass()))) return mlir::failure();
-  if (options.autodiff && mlir::failed(run(autodiffPass(*options.autodiff))))
+  if (options.training) {
+    // Loss and parameter arguments, their gradients, then the optimizer's updates in place of
+    // the gradients: canonicalize and everything after see one ordinary graph.
+    const CompileOptions::Training& t = *options.training;
+    if (mlir::failed(training::buildLoss(module, t))) return mlir::failure();
+    printIr(module, options, "training-loss");
+    if (!t.forwardOnly) {
+      if (mlir::failed(run(autodiffPass(CompileOptions::Autodiff{})))) return mlir::failure();
+      if (mlir::failed(training::appendOptimizer(module, t))) return mlir::failure();
+      printIr(module, options, "training-optimizer");
+    }
+  } else if (options.autodiff && mlir::failed(run(autodiffPass(*options.autodiff)))) {
     return mlir::failure();
+  }
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options)))) return mlir::failure();
   if (mlir::failed(run(createInsertTransfersPass()))) return mlir::failure();

@@ -13,7 +13,9 @@ check() {  # check EXPECTED_CODE REGEX -- cmd...
     echo "ok: $*"
   fi
 }
-for c in devices kernels compile run bench calibrate tune; do check 0 "Usage|usage" -- "$tandem" $c --help; done
+for c in devices kernels compile run bench calibrate tune train; do check 0 "Usage|usage" -- "$tandem" $c --help; done
+check 2 "only fashion-mnist\[:DIR\] is known" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data mnist
+check 1 "cannot open \(Fashion-MNIST IDX file\)" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data fashion-mnist:/nonexistent
 check 0 "Usage|usage" -- "$tandem" --help
 check 0 "cpu \(cpu\)" -- "$tandem" devices
 check 0 "isa" -- "$tandem" devices

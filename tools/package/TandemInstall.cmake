@@ -69,7 +69,7 @@ if(TANDEM_ENABLE_CUDA)
   set(TANDEM_PC_CFLAGS "-DTANDEM_HAVE_CUDA=1 -I${CUDAToolkit_INCLUDE_DIRS}")
 endif()
 string(REPLACE ";" " -I" TANDEM_PC_MLIR_INCLUDES "-I${LLVM_INCLUDE_DIRS}")
-set(TANDEM_PC_COMPILER_DEPS "-L${LLVM_LIBRARY_DIR} -Wl,-rpath,${LLVM_LIBRARY_DIR} -lMLIR -lLLVM -lonnx -lonnx_proto")
+set(TANDEM_PC_COMPILER_DEPS "-L${LLVM_LIBRARY_DIR} -Wl,-rpath,${LLVM_LIBRARY_DIR} -lMLIR -lLLVM -lonnx -lonnx_proto -lz")
 configure_file(${CMAKE_CURRENT_LIST_DIR}/tandem-runtime.pc.in ${PROJECT_BINARY_DIR}/tandem-runtime.pc @ONLY)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/tandem.pc.in ${PROJECT_BINARY_DIR}/tandem.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/tandem-runtime.pc ${PROJECT_BINARY_DIR}/tandem.pc

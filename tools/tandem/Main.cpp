@@ -1,4 +1,4 @@
-// `tandem`: devices, kernels, compile, run, bench. Thin: parsing here, work in the driver.
+// `tandem`: devices, kernels, compile, run, bench, train. Thin: parsing here, work in the driver.
 // Exit codes: 0 ok, 1 model or runtime error, 2 usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -8,6 +8,7 @@
 
 #include "tools/tandem/Calibrate.h"
 #include "tools/tandem/Commands.h"
+#include "tools/tandem/Train.h"
 
 int main(int argc, char** argv) {
   using namespace tandem::cli;
@@ -77,6 +78,11 @@ int main(int argc, char** argv) {
   tuneCmd->add_option("--winograd", tune.winograd, tandem::kWinogradHelp)
       ->check(CLI::IsMember({"auto", "2x2", "off"}))->capture_default_str();
 
+  TrainOptionsCli train;
+  CLI::App* trainCmd = app.add_subcommand(
+      "train", "Train an ONNX classifier on Fashion-MNIST (CPU) and write the trained model");
+  addTrainFlags(trainCmd, train);
+
   CalibrateOptions calibrate;
   CLI::App* calibrateCmd = app.add_subcommand(
       "calibrate", "Measure the live CPU (GEMM, conv, elementwise, dispatch) and write a cost-model profile");
@@ -108,6 +114,7 @@ int main(int argc, char** argv) {
     if (*benchCmd) return runBench(bench);
     if (*calibrateCmd) return runCalibrate(calibrate);
     if (*tuneCmd) return runTune(tune);
+    if (*trainCmd) return runTrain(train);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "tandem: error: out of memory\n");
     return 1;

@@ -471,6 +471,40 @@ TEST(AutodiffGrad, MaxPool) {
   }
 }
 
+// ---- losses: through their Grad ops ----
+
+TEST(AutodiffGrad, Losses) {
+  // Labels with an ignored one (-1) and a class weight: mean divides by the kept weights' sum.
+  auto labels = [](GraphBuilder& g, Shape s, std::vector<int64_t> v) {
+    return g.constant(Tensor::fromVector<int64_t>(s, v));
+  };
+  auto attrs = [](const char* reduction, bool ignore) {
+    AttrMap a;
+    a.set("reduction", Attr::ofString(reduction));
+    if (ignore) a.set("ignore_index", Attr::ofInt(-1));
+    return a;
+  };
+  const Tensor weight = Tensor::fromVector<double>({3}, {0.5, 2.0, 1.0});
+  for (const char* red : {"mean", "sum", "none"}) {
+    SCOPED_TRACE(red);
+    checkGradients({{"x", {4, 3}}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+      return g.op("SoftmaxCrossEntropyLoss",
+                  {v[0], labels(g, {4}, {2, 0, -1, 1}), constOf(g, weight)}, attrs(red, true))[0];
+    });
+    checkGradients({{"x", {4, 3}}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+      return g.op("NegativeLogLikelihoodLoss",
+                  {v[0], labels(g, {4}, {2, 0, -1, 1}), constOf(g, weight)}, attrs(red, true))[0];
+    });
+  }
+  // [N, C, D] scores, both SoftmaxCrossEntropyLoss results used: the loss's gradient plus
+  // LogSoftmax's through log_prob.
+  checkGradients({{"x", {2, 3, 2}}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+    std::vector<Value> r = g.op("SoftmaxCrossEntropyLoss", {v[0], labels(g, {2, 2}, {0, 2, 1, 1})},
+                                attrs("none", false), 2);
+    return g.add(r[0], g.reduceSum(g.mul(r[1], r[1]), {1}, false));
+  });
+}
+
 // ---- a small MLP: the rules composed, fan-out summed ----
 
 TEST(AutodiffGrad, MlpWithSoftmaxCrossEntropy) {

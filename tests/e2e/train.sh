@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# e2e: `tandem train` on Fashion-MNIST: an MLP (models/fmnist_mlp.onnx, untrained, from
+# examples/make_fmnist_models.py) trained 300 Adam steps of batch 128 must reach >= 75% test
+# accuracy (chance is 10%; measured ~82%), and the written model must run in `tandem run` with
+# the trained weights (its logits differ from the untrained model's). Skipped without the data.
+set -uo pipefail
+tandem=$1 models=$2 data=${3:-/usr/share/datasets/fashion-mnist}
+if [ ! -f "$data/train-images-idx3-ubyte.gz" ] || [ ! -f "$data/t10k-labels-idx1-ubyte.gz" ]; then
+  echo "skip: no Fashion-MNIST IDX files in $data (Debian package dataset-fashion-mnist)"; exit 77
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+out=$("$tandem" train "$models/fmnist_mlp.onnx" --data "fashion-mnist:$data" --optimizer adam \
+      --lr 1e-3 --epochs 1 --batch 128 --max-steps 300 --seed 1 --threads 2 \
+      -o "$work/trained.onnx" 2>&1)
+code=$?
+echo "$out"
+[ "$code" = 0 ] || { echo "FAIL: tandem train exit $code"; exit 1; }
+acc=$(grep -oE 'test accuracy [0-9.]+' <<<"$out" | awk '{print $3}')
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.75) }' || { echo "FAIL: test accuracy $acc < 0.75"; exit 1; }
+echo "ok: test accuracy $acc >= 0.75"
+[ -f "$work/trained.onnx" ] || { echo "FAIL: no trained.onnx"; exit 1; }
+# The trained model runs and computes something else than the untrained one on the same
+# (seeded random) input: the logits' checksums differ.
+sum_of() {
+  "$tandem" run "$1" --dim N=2 --json --tuning off 2>/dev/null | grep -oE '"checksum": [-0-9.e+]+' | head -1
+}
+t=$(sum_of "$work/trained.onnx") u=$(sum_of "$models/fmnist_mlp.onnx")
+[ -n "$t" ] && [ -n "$u" ] || { echo "FAIL: tandem run on the trained model"; "$tandem" run "$work/trained.onnx" --dim N=2; exit 1; }
+[ "$t" != "$u" ] || { echo "FAIL: the written model's logits equal the untrained model's ($t)"; exit 1; }
+echo "ok: tandem run on the trained model ($t; untrained $u)"
