@@ -112,6 +112,29 @@ def TandemAutodiff : Pass<"tandem-autodiff", "mlir::ModuleOp"> {
   ];
 }
 
+def TandemLegalizeF16 : Pass<"tandem-legalize-f16", "mlir::ModuleOp"> {
+  let summary = "Run ops without an f16 CPU kernel in f32, between Casts";
+  let description = [{
+    For every op of @main that reads an f16 tensor and has no CPU kernel for its operand
+    dtypes (the kernel registry's answer, as placement asks it), each f16 operand is widened
+    by a Cast to f32, the op's result types are re-inferred (f32), and each result that was
+    f16 is narrowed back by a Cast to f16 that every former user reads. @main's argument and
+    result types, and the f16 rounding after every op, are kept: ONNX's f16 semantics with
+    f32 arithmetic inside an op. Ops with f16 kernels (Cast, CastLike, Max, Min, Mod) are
+    left alone. The Cast of an f16 constant folds to an f32 constant in canonicalize, which
+    runs next; CSE merges the Casts of one value read by several ops.
+
+    ```mlir
+    %0 = tandem.relu %x : (tensor<4xf16>) -> tensor<4xf16>
+    // becomes
+    %w = tandem.cast %x {to = 1 : i64} : (tensor<4xf16>) -> tensor<4xf32>
+    %r = tandem.relu %w : (tensor<4xf32>) -> tensor<4xf32>
+    %0 = tandem.cast %r {to = 10 : i64} : (tensor<4xf32>) -> tensor<4xf16>
+    ```
+  }];
+  let constructor = "::tandem::createLegalizeF16Pass()";
+}
+
 def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
   let summary = "Constant folding with the CPU kernels, Shape/Identity/Dropout/BatchNorm folds, DCE, CSE";
   let description = [{

@@ -13,8 +13,8 @@ namespace tandem {
 namespace tandem {
 namespace {
 
-// Element types of runtime tensors (DType). f16 is one, though only Cast and CastLike run on it:
-// an op without an f16 kernel is refused by placement, naming the op.
+// Element types of runtime tensors (DType). f16 is one, though few kernels take it: in the
+// pipeline, --tandem-legalize-f16 runs the other ops in f32 between Casts.
 bool isSupportedElementType(mlir::Type t) { return mlirToDType(t) != DType::Undefined; }
 
 // "" when `t` is a type a tandem value may have; otherwise why not.

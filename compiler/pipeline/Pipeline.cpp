@@ -145,6 +145,7 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   } else if (options.autodiff && mlir::failed(run(autodiffPass(*options.autodiff)))) {
     return mlir::failure();
   }
+  if (mlir::failed(run(createLegalizeF16Pass()))) return mlir::failure();
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options)))) return mlir::failure();
   if (mlir::failed(run(createInsertTransfersPass()))) return mlir::failure();

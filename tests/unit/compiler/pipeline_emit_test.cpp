@@ -228,7 +228,8 @@ TEST_F(PipelineTest, StepTimesNameEveryPassInOrder) {
       steps.push_back(step);
       EXPECT_GE(seconds, 0.0) << step;
     }
-    std::vector<std::string> want = {"tandem-verify", "tandem-infer-shapes", "tandem-canonicalize",
+    std::vector<std::string> want = {"tandem-verify", "tandem-infer-shapes", "tandem-legalize-f16",
+                                     "tandem-canonicalize",
                                      "tandem-place", "tandem-insert-transfers", "tandem-fuse",
                                      "tandem-plan-memory"};
     if (!eachPass) want.push_back("verify-ir");  // once, before the plan is emitted

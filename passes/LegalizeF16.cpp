@@ -1,0 +1,98 @@
+// --tandem-legalize-f16: run ops that have no f16 kernel in f32, between casts, so an f16 model
+// keeps its f16 inputs, outputs and per-op rounding while most kernels exist only in f32.
+#include "compiler/OpBuilding.h"
+#include "compiler/TandemDialect.h"
+#include "compiler/IrConventions.h"
+#include "compiler/placement/KernelCapabilities.h"
+#include "passes/Passes.h"
+
+namespace tandem {
+#define GEN_PASS_DEF_TANDEMLEGALIZEF16
+#include "passes/Passes.h.inc"
+}  // namespace tandem
+
+namespace tandem {
+namespace {
+
+constexpr int64_t kOnnxFloat = 1;    // TensorProto.FLOAT
+constexpr int64_t kOnnxFloat16 = 10; // TensorProto.FLOAT16
+
+bool isF16Tensor(mlir::Type t) {
+  auto r = llvm::dyn_cast<mlir::RankedTensorType>(t);
+  return r && r.getElementType().isF16();
+}
+
+// Whether `op` reads an f16 tensor that the CPU has no kernel for on these dtypes. The CPU is
+// the reference: every DeviceSet has it, and an op it cannot run in f16 would otherwise be
+// refused at placement when no other device takes it.
+bool needsF32(mlir::Operation* op, const std::string& type) {
+  bool anyF16 = false;
+  std::vector<DType> dts;
+  for (mlir::Value v : op->getOperands()) {
+    auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+    if (!r) continue;  // tandem.none: an absent optional input
+    anyF16 |= r.getElementType().isF16();
+    dts.push_back(mlirToDType(r.getElementType()));
+  }
+  return anyF16 && !deviceKindSupports("cpu", type, dts);
+}
+
+mlir::FailureOr<mlir::Value> cast(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v,
+                                  int64_t to) {
+  mlir::FailureOr<mlir::Operation*> c =
+      createTandemOp(b, loc, "Cast", {v}, {b.getNamedAttr("to", b.getI64IntegerAttr(to))});
+  if (mlir::failed(c)) return mlir::failure();
+  return (*c)->getResult(0);
+}
+
+struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
+  void runOnOperation() override {
+    mlir::func::FuncOp main = getMainFunc(getOperation());
+    if (!main) return;
+    mlir::OpBuilder b(&getContext());
+    // The op list is taken first: the casts this pass inserts are not visited.
+    llvm::SmallVector<mlir::Operation*> ops;
+    for (mlir::Operation& op : main.getBody().front()) ops.push_back(&op);
+    for (mlir::Operation* op : ops) {
+      if (!llvm::isa_and_present<TandemDialect>(op->getDialect()) ||
+          llvm::isa<ConstantOp, NoneOp, CopyOp>(op))
+        continue;
+      std::string type = onnxOpType(op);
+      if (!needsF32(op, type)) continue;
+      // Operands: each f16 value is widened once per op (a constant's Cast folds in canonicalize).
+      b.setInsertionPoint(op);
+      for (mlir::OpOperand& use : op->getOpOperands()) {
+        if (!isF16Tensor(use.get().getType())) continue;
+        mlir::FailureOr<mlir::Value> wide = cast(b, op->getLoc(), use.get(), kOnnxFloat);
+        if (mlir::failed(wide)) return signalPassFailure();
+        use.set(*wide);
+      }
+      // Re-inference refines the declared result types and refuses a contradiction, so the
+      // f16 results are declared f32 first; inference then checks that the op computes f32.
+      llvm::SmallVector<mlir::Type> before(op->getResultTypes());
+      for (mlir::Value r : op->getResults())
+        if (isF16Tensor(r.getType()))
+          r.setType(llvm::cast<mlir::RankedTensorType>(r.getType()).clone(b.getF32Type()));
+      if (mlir::failed(reinferResultTypes(op))) {
+        op->emitError() << "tandem-legalize-f16: " << type
+                        << " does not infer its result types on f32 operands";
+        return signalPassFailure();
+      }
+      // Results that were f16 are f32 now (their type follows the operands): narrow them back so
+      // every consumer, @main's results included, sees the f16 value it saw before.
+      b.setInsertionPointAfter(op);
+      for (auto [r, old] : llvm::zip(op->getResults(), before)) {
+        if (!isF16Tensor(old) || isF16Tensor(r.getType())) continue;
+        mlir::FailureOr<mlir::Value> narrow = cast(b, op->getLoc(), r, kOnnxFloat16);
+        if (mlir::failed(narrow)) return signalPassFailure();
+        r.replaceAllUsesExcept(*narrow, narrow->getDefiningOp());
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> createLegalizeF16Pass() { return std::make_unique<LegalizeF16Pass>(); }
+
+}  // namespace tandem
