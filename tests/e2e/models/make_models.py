@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""Writes the small models of e2e.small_models (issue 16: f16, LSTM and int8 quantized models end
+to end), in the ONNX backend-test layout; the files are committed, so the test needs no torch:
+
+  DIR/NAME/model.onnx
+  DIR/NAME/test_data_set_0/input_K.pb, output_0.pb
+
+Models (random weights, fixed seed, static shapes, batch 2):
+  f16_cnn    x f16 [2,3,16,16] -> Conv 3x3 (8) -> BatchNormalization -> Relu -> MaxPool 2
+             -> Flatten -> Gemm (10) -> f16 [2,10]
+  f16_mlp    x f16 [2,8,32] -> Linear (64) -> GELU (erf, written out at opset 17) -> Linear (32)
+             -> residual Add -> LayerNormalization -> f16 [2,8,32]
+  lstm       x f32 [2,7,8] -> nn.LSTM(8, 16, num_layers=2, bidirectional, batch_first)
+             -> last step -> Linear (5) -> f32 [2,5]
+  int8_qlinear  x f32 [2,3,8,8] -> QuantizeLinear (uint8) -> QLinearConv (int8 weights with
+             per-channel scales, int32 bias) -> Reshape -> QLinearMatMul (int8 weights)
+             -> DequantizeLinear -> f32 [2,10]  (built with onnx.helper)
+
+f16: torch 1.13 has no f16 Conv on the CPU, so the f32 model is exported (opset 17) and its
+float initializers, Constant nodes, inputs and outputs are then rewritten to f16. The reference
+is PyTorch in f32 on the same f16-rounded weights and inputs, rounded to f16 at the end (the
+model rounds to f16 after every op; the test's tolerance covers the difference).
+int8: the reference is numpy following the ONNX equations, with requantization done as ONNX
+Runtime does (multiplier float32(float32(a_scale * b_scale) / y_scale), the int32 accumulator
+times it in double, rounded half to even, plus the zero point, saturated).
+
+Usage (Debian's python3-torch and python3-onnx):  /usr/bin/python3 make_models.py DIR
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+import torch
+import torch.nn as nn
+
+SEED = 1234
+
+
+def write_set(path, inputs, outputs, model):
+    d = os.path.join(path, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    for k, (vi, a) in enumerate(zip(model.graph.input, inputs)):
+        with open(os.path.join(d, "input_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(a, vi.name).SerializeToString())
+    for k, (vi, a) in enumerate(zip(model.graph.output, outputs)):
+        with open(os.path.join(d, "output_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(a, vi.name).SerializeToString())
+
+
+def export(module, example, path):
+    os.makedirs(path, exist_ok=True)
+    f = os.path.join(path, "model.onnx")
+    # PRESERVE (the modules are in eval mode): BatchNormalization stays a node instead of being
+    # folded into the Conv by the exporter, so the f16 path runs it.
+    torch.onnx.export(module, example, f, opset_version=17, input_names=["x"],
+                      output_names=["y"], do_constant_folding=True,
+                      training=torch.onnx.TrainingMode.PRESERVE)
+    return onnx.load(f)
+
+
+def to_f16(model):
+    """The f32 graph as f16: initializers, Constant nodes, graph inputs/outputs, Cast targets."""
+    g = model.graph
+    for init in g.initializer:
+        if init.data_type == TensorProto.FLOAT:
+            init.CopyFrom(numpy_helper.from_array(
+                numpy_helper.to_array(init).astype(np.float16), init.name))
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
+                a.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).astype(np.float16)))
+            if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                a.i = TensorProto.FLOAT16
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    onnx.checker.check_model(model)
+    return model
+
+
+def f16_model(name, module, x, out_dir):
+    module.eval()
+    # Round the weights and the input to f16 first: the reference sees the model's numbers.
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(p.half().float())
+        for b in module.buffers():
+            if b.dtype == torch.float32:
+                b.copy_(b.half().float())
+    x = x.half().float()
+    path = os.path.join(out_dir, name)
+    model = to_f16(export(module, x, path))
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    with torch.no_grad():
+        y = module(x).half().numpy()
+    write_set(path, [x.half().numpy()], [y], model)
+
+
+class Cnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 8 * 8, 10)
+
+    def forward(self, x):
+        y = torch.max_pool2d(torch.relu(self.bn(self.conv(x))), 2)
+        return self.fc(torch.flatten(y, 1))
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 32)
+        self.ln = nn.LayerNorm(32)
+
+    def forward(self, x):
+        return self.ln(x + self.fc2(nn.functional.gelu(self.fc1(x))))
+
+
+class LstmHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = nn.Linear(32, 5)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[:, -1, :])
+
+
+def requantize(acc, multiplier, zp, dtype):
+    info = np.iinfo(dtype)
+    q = np.rint(acc.astype(np.float64) * multiplier.astype(np.float64)) + zp
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+def int8_model(out_dir):
+    rng = np.random.default_rng(SEED)
+    N, C, H, W, M, K = 2, 3, 8, 8, 4, 3
+    OH = H - K + 1
+    x_scale, x_zp = np.float32(0.02), np.uint8(128)
+    w = rng.integers(-127, 128, size=(M, C, K, K)).astype(np.int8)
+    w_scale = rng.uniform(0.002, 0.006, size=M).astype(np.float32)  # per output channel
+    w_zp = np.zeros(M, np.int8)
+    bias = rng.integers(-2000, 2000, size=M).astype(np.int32)
+    c_scale, c_zp = np.float32(0.05), np.uint8(100)
+    F = M * OH * OH
+    b = rng.integers(-127, 128, size=(F, 10)).astype(np.int8)
+    b_scale, b_zp = np.float32(0.004), np.int8(0)
+    y_scale, y_zp = np.float32(0.1), np.uint8(128)
+
+    x = rng.uniform(-2.0, 2.0, size=(N, C, H, W)).astype(np.float32)
+    # QuantizeLinear: x / scale in f32, rounded half to even, plus the zero point, saturated.
+    xq = np.clip(np.rint((x / x_scale).astype(np.float64)) + x_zp, 0, 255).astype(np.uint8)
+    # QLinearConv (no padding, stride 1): int32 accumulation of zero-point-shifted products.
+    xs = xq.astype(np.int32) - np.int32(x_zp)
+    ws = w.astype(np.int32) - w_zp.astype(np.int32).reshape(M, 1, 1, 1)
+    acc = np.zeros((N, M, OH, OH), np.int64)
+    for i in range(OH):
+        for j in range(OH):
+            patch = xs[:, :, i:i + K, j:j + K]
+            acc[:, :, i, j] = np.einsum("nckl,mckl->nm", patch, ws)
+    acc += bias.reshape(1, M, 1, 1)
+    mult = (np.float32(x_scale * w_scale) / c_scale).astype(np.float32).reshape(1, M, 1, 1)
+    cq = requantize(acc, mult, c_zp, np.uint8)
+    # QLinearMatMul on the flattened map.
+    a = cq.reshape(N, F).astype(np.int64) - np.int64(c_zp)
+    acc2 = a @ (b.astype(np.int64) - np.int64(b_zp))
+    yq = requantize(acc2, np.float32(np.float32(c_scale * b_scale) / y_scale), y_zp, np.uint8)
+    y = ((yq.astype(np.int32) - np.int32(y_zp)).astype(np.float32) * y_scale).astype(np.float32)
+
+    def const(name, a):
+        return numpy_helper.from_array(np.asarray(a), name)
+
+    inits = [const("x_scale", x_scale), const("x_zp", x_zp), const("w", w),
+             const("w_scale", w_scale), const("w_zp", w_zp), const("bias", bias),
+             const("c_scale", c_scale), const("c_zp", c_zp),
+             const("shape", np.array([N, F], np.int64)), const("b", b),
+             const("b_scale", b_scale), const("b_zp", b_zp), const("y_scale", y_scale),
+             const("y_zp", y_zp)]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"], name="quant"),
+        helper.make_node("QLinearConv", ["xq", "x_scale", "x_zp", "w", "w_scale", "w_zp",
+                                         "c_scale", "c_zp", "bias"], ["cq"], name="qconv"),
+        helper.make_node("Reshape", ["cq", "shape"], ["fq"], name="flatten"),
+        helper.make_node("QLinearMatMul", ["fq", "c_scale", "c_zp", "b", "b_scale", "b_zp",
+                                           "y_scale", "y_zp"], ["yq"], name="qmatmul"),
+        helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zp"], ["y"], name="dequant"),
+    ]
+    graph = helper.make_graph(
+        nodes, "int8_qlinear",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, C, H, W])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, 10])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    path = os.path.join(out_dir, "int8_qlinear")
+    os.makedirs(path, exist_ok=True)
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    write_set(path, [x], [y], model)
+    # Guard the generator itself: a reference that saturates everywhere checks nothing.
+    assert 5 < len(np.unique(cq)) and 3 < len(np.unique(yq)), (np.unique(cq), np.unique(yq))
+
+
+def main():
+    out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    torch.manual_seed(SEED)
+    cnn = Cnn()
+    with torch.no_grad():  # non-trivial running statistics, so BatchNormalization does work
+        cnn.bn.running_mean.uniform_(-0.2, 0.2)
+        cnn.bn.running_var.uniform_(0.5, 1.5)
+        cnn.bn.weight.uniform_(0.8, 1.2)
+        cnn.bn.bias.uniform_(-0.1, 0.1)
+    f16_model("f16_cnn", cnn, torch.randn(2, 3, 16, 16), out_dir)
+    mlp = Mlp()
+    with torch.no_grad():
+        mlp.ln.weight.uniform_(0.8, 1.2)
+        mlp.ln.bias.uniform_(-0.1, 0.1)
+    f16_model("f16_mlp", mlp, torch.randn(2, 8, 32), out_dir)
+
+    lstm = LstmHead().eval()
+    x = torch.randn(2, 7, 8)
+    path = os.path.join(out_dir, "lstm")
+    model = export(lstm, x, path)
+    with torch.no_grad():
+        write_set(path, [x.numpy()], [lstm(x).numpy()], model)
+
+    int8_model(out_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# e2e: the small models of models/make_models.py (issue 16) against their references with
+# `tandem run --expect`: an f16 CNN and an f16 MLP (ops without f16 kernels run in f32 between
+# Casts, --tandem-legalize-f16), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
+# QLinearMatMul model. Each also runs without fusion. Exits non-zero on any mismatch.
+set -euo pipefail
+tandem=$1 dir=$2
+run() {  # run MODEL ATOL RTOL
+  local m=$1 atol=$2 rtol=$3
+  for fuse in "" --no-fuse; do
+    echo "== $m $fuse"
+    "$tandem" run "$dir/$m/model.onnx" --inputs "$dir/$m/test_data_set_0" \
+      --expect "$dir/$m/test_data_set_0" --atol "$atol" --rtol "$rtol" $fuse
+  done
+}
+# f16: the reference is f32 arithmetic on the same f16 weights and inputs, rounded to f16 once;
+# the model rounds to f16 after each of its 5-14 ops. Outputs are |y| < 4, where an f16 step is
+# at most 2^-9 (2e-3): rtol 1e-2 allows about 5 steps, atol 4e-3 two steps at |y| ~ 2 for
+# outputs near zero that come from larger rounded intermediates. Measured: 4.9e-4 (CNN) and
+# 2.0e-3 (MLP) max abs error, one step each.
+run f16_cnn 4e-3 1e-2
+run f16_mlp 4e-3 1e-2
+# LSTM in f32 against PyTorch eager: 7 steps of 2 layers, summation order differs (2e-8 measured).
+run lstm 1e-5 1e-4
+# int8: the reference follows the ONNX equations with ONNX Runtime's requantization rounding,
+# so the quantized values agree exactly and the dequantized output to the last bit.
+run int8_qlinear 0 0
