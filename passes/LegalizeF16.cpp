@@ -37,6 +37,19 @@ bool needsF32(mlir::Operation* op, const std::string& type) {
   return anyF16 && !deviceKindSupports("cpu", type, dts);
 }
 
+// Ops whose f32 results are exactly f16 values when their float operands are: they move, pick
+// or negate elements. After one of them the narrowing Cast rounds nothing, so a later op that
+// widens the result again reads the f32 value directly (no Cast pair between, e.g., Relu and
+// MaxPool); the numbers are the same.
+bool isExactInF16(llvm::StringRef type) {
+  static const char* kExact[] = {"Abs",     "Concat",    "Flatten", "Gather",    "Identity",
+                                 "MaxPool", "Neg",       "Relu",    "Reshape",   "Slice",
+                                 "Split",   "Squeeze",   "Transpose", "Unsqueeze"};
+  for (const char* t : kExact)
+    if (type == t) return true;
+  return false;
+}
+
 mlir::FailureOr<mlir::Value> cast(mlir::OpBuilder& b, mlir::Location loc, mlir::Value v,
                                   int64_t to) {
   mlir::FailureOr<mlir::Operation*> c =
@@ -50,6 +63,8 @@ struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
     mlir::func::FuncOp main = getMainFunc(getOperation());
     if (!main) return;
     mlir::OpBuilder b(&getContext());
+    // f16 value -> the exact f32 value it was narrowed from (isExactInF16 ops' results).
+    llvm::DenseMap<mlir::Value, mlir::Value> exactWide;
     // The op list is taken first: the casts this pass inserts are not visited.
     llvm::SmallVector<mlir::Operation*> ops;
     for (mlir::Operation& op : main.getBody().front()) ops.push_back(&op);
@@ -63,6 +78,10 @@ struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
       b.setInsertionPoint(op);
       for (mlir::OpOperand& use : op->getOpOperands()) {
         if (!isF16Tensor(use.get().getType())) continue;
+        if (auto it = exactWide.find(use.get()); it != exactWide.end()) {
+          use.set(it->second);
+          continue;
+        }
         mlir::FailureOr<mlir::Value> wide = cast(b, op->getLoc(), use.get(), kOnnxFloat);
         if (mlir::failed(wide)) return signalPassFailure();
         use.set(*wide);
@@ -86,6 +105,7 @@ struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
         mlir::FailureOr<mlir::Value> narrow = cast(b, op->getLoc(), r, kOnnxFloat16);
         if (mlir::failed(narrow)) return signalPassFailure();
         r.replaceAllUsesExcept(*narrow, narrow->getDefiningOp());
+        if (isExactInF16(type)) exactWide[*narrow] = r;
       }
     }
   }

@@ -1,4 +1,4 @@
-// RUN: tandem-opt %s --tandem-legalize-f16 | FileCheck %s
+// RUN: tandem-opt %s -split-input-file --tandem-legalize-f16 | FileCheck %s
 
 // Relu and MatMul have no f16 CPU kernel: their f16 operands are widened, they compute in f32,
 // and their results are narrowed back, so @main still takes and returns f16. Max has an f16
@@ -23,4 +23,29 @@ func.func @main(%x: tensor<2x3xf16>, %y: tensor<3xf32>) -> (tensor<2x4xf16>, ten
   %m = tandem.max %r, %yh : (tensor<2x3xf16>, tensor<3xf16>) -> tensor<2x3xf16>
   %p = tandem.mat_mul %m, %w : (tensor<2x3xf16>, tensor<3x4xf16>) -> tensor<2x4xf16>
   return %p, %r : tensor<2x4xf16>, tensor<2x3xf16>
+}
+
+// -----
+
+// Relu and Transpose only move or pick f16 values: their f32 results are exact, so the next op
+// reads them without a Cast pair (the narrowing Casts left unused are DCE'd by canonicalize).
+// Sigmoid rounds, so its result is narrowed and widened again before Neg.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[XW:.*]] = tandem.cast %arg0 {to = 1 : i64}
+// CHECK-NEXT: %[[R:.*]] = tandem.relu %[[XW]] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT: tandem.cast %[[R]] {to = 10 : i64}
+// CHECK-NEXT: %[[T:.*]] = tandem.transpose %[[R]] {perm = [1, 0]} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT: tandem.cast %[[T]] {to = 10 : i64}
+// CHECK-NEXT: %[[S:.*]] = tandem.sigmoid %[[T]] : (tensor<3x2xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT: %[[SN:.*]] = tandem.cast %[[S]] {to = 10 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf16>
+// CHECK-NEXT: %[[SW:.*]] = tandem.cast %[[SN]] {to = 1 : i64} : (tensor<3x2xf16>) -> tensor<3x2xf32>
+// CHECK-NEXT: %[[N:.*]] = tandem.neg %[[SW]] : (tensor<3x2xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT: %[[NN:.*]] = tandem.cast %[[N]] {to = 10 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf16>
+// CHECK-NEXT: return %[[NN]] : tensor<3x2xf16>
+func.func @main(%x: tensor<2x3xf16>) -> tensor<3x2xf16> {
+  %r = tandem.relu %x : (tensor<2x3xf16>) -> tensor<2x3xf16>
+  %t = tandem.transpose %r {perm = [1, 0]} : (tensor<2x3xf16>) -> tensor<3x2xf16>
+  %s = tandem.sigmoid %t : (tensor<3x2xf16>) -> tensor<3x2xf16>
+  %n = tandem.neg %s : (tensor<3x2xf16>) -> tensor<3x2xf16>
+  return %n : tensor<3x2xf16>
 }
