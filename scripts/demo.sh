@@ -34,4 +34,13 @@ done
 
 echo; echo "== GraphBuilder example: Keras MNIST CNN on Fashion-MNIST =="
 build/examples/mnist_graph_builder --count 8 || status=1
+
+# A short real training run: the MLP (784-128-10) for 300 Adam steps of batch 128 (0.64 of an
+# epoch) on Fashion-MNIST, then its test accuracy; the trained model runs in `tandem run`.
+echo; echo "== tandem train: MLP, 300 Adam steps on Fashion-MNIST =="
+trained=$(mktemp --suffix=.onnx)
+$T train tests/e2e/models/fmnist_mlp.onnx --data fashion-mnist --optimizer adam --lr 1e-3 \
+   --epochs 1 --batch 128 --max-steps 300 --seed 1 -o "$trained" || status=1
+$T run "$trained" --dim N=1 > /dev/null || status=1
+rm -f "$trained"
 exit $status
