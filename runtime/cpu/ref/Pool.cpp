@@ -43,6 +43,26 @@ Status readPoolGeometry(const KernelContext& ctx, bool allowDilations, const Sha
 
 // ---- MaxPool -------------------------------------------------------------------------------
 
+// Per output position p of one channel: the maximum of its window's taps (`tab`, K rows of
+// Pout input offsets, -1 in the padding) into best[p] and its input offset into arg[p] (-1 for
+// a window wholly in the padding). Taps in table order, the first of equal maxima kept, NaN
+// wins: MaxPool and MaxPoolGrad pick the same element.
+template <typename T>
+void windowArgMax(const T* x, const int32_t* tab, int64_t K, int64_t Pout, T* best, int64_t* arg) {
+  std::fill(arg, arg + Pout, int64_t(-1));
+  for (int64_t kk = 0; kk < K; ++kk) {
+    const int32_t* t = tab + kk * Pout;
+    for (int64_t p = 0; p < Pout; ++p) {
+      const int64_t s = t[p];
+      if (s < 0) continue;
+      if (arg[p] < 0 || x[s] > best[p] || (isNaN(x[s]) && !isNaN(best[p]))) {
+        best[p] = x[s];
+        arg[p] = s;
+      }
+    }
+  }
+}
+
 Status createMaxPool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   PoolGeometry g;
   TANDEM_RETURN_IF_ERROR(readPoolGeometry(ctx, true, ctx.outputTypes[0].shape, &g));
@@ -87,18 +107,7 @@ Status createMaxPool(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
         for (int64_t nc = 0; nc < g.NC; ++nc) {
           const T* x = X + nc * Pin;
           T* y = Y + nc * Pout;
-          std::fill(arg.begin(), arg.end(), int64_t(-1));
-          for (int64_t kk = 0; kk < K; ++kk) {
-            const int32_t* t = tab + kk * Pout;
-            for (int64_t p = 0; p < Pout; ++p) {
-              const int64_t s = t[p];
-              if (s < 0) continue;
-              if (arg[p] < 0 || x[s] > y[p] || (isNaN(x[s]) && !isNaN(y[p]))) {
-                y[p] = x[s];
-                arg[p] = s;
-              }
-            }
-          }
+          windowArgMax(x, tab, K, Pout, y, arg.data());
           for (int64_t p = 0; p < Pout; ++p) {
             // A window wholly inside the padding holds no element: the max of nothing.
             if (arg[p] < 0)
@@ -155,18 +164,7 @@ Status createMaxPoolGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out)
           const T* x = X + nc * Pin;
           T* dx = dX + nc * Pin;
           std::fill(dx, dx + Pin, T(0));
-          std::fill(arg.begin(), arg.end(), int64_t(-1));
-          for (int64_t kk = 0; kk < K; ++kk) {
-            const int32_t* t = tab + kk * Pout;
-            for (int64_t p = 0; p < Pout; ++p) {
-              const int64_t s = t[p];
-              if (s < 0) continue;
-              if (arg[p] < 0 || x[s] > best[p] || (isNaN(x[s]) && !isNaN(best[p]))) {
-                best[p] = x[s];
-                arg[p] = s;
-              }
-            }
-          }
+          windowArgMax(x, tab, K, Pout, best.data(), arg.data());
           const T* dy = dY + nc * Pout;
           for (int64_t p = 0; p < Pout; ++p)
             if (arg[p] >= 0) dx[arg[p]] += dy[p];

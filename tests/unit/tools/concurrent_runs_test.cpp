@@ -2,55 +2,22 @@
 // threads x 200 runs with mixed inputs match the single-threaded outputs bit for bit, and two
 // loads of one plan give bit-identical outputs at each intra-op thread count.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <string>
 
 #include "../runtime/concurrent_runs_util.h"
-#include "compiler/Compiler.h"
-#include "frontend/OnnxImporter.h"
-#include "mlir/IR/MLIRContext.h"
+#include "shared_models_util.h"
 #include "runtime/Executable.h"
 
 namespace tandem {
 namespace {
-
-const std::string kShared = std::string(TANDEM_SOURCE_DIR) + "/../shared/models/";
-
-// Compiles ../shared/models/<name>/model.onnx for the CPU, symbolic dims bound to 4 (a batch of
-// 4); false with the reason in *why when the model is absent or does not compile.
-bool compileModel(const std::string& name, plan::Plan* out, std::string* why) {
-  std::string path = kShared + name + "/model.onnx";
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    *why = path + " is absent";
-    return false;
-  }
-  mlir::MLIRContext ctx;
-  loadTandemDialects(&ctx);
-  auto module = importOnnxFile(&ctx, path, {}, why);
-  if (!module) return false;
-  CompileOptions opts;
-  opts.defaultDim = 4;
-  if (Status st = setTargetDevices(&opts, "cpu"); !st.isOk()) {
-    *why = st.message();
-    return false;
-  }
-  CompileResult res;
-  if (mlir::failed(compileModule(*module, opts, &res))) {
-    *why = "compile failed";
-    return false;
-  }
-  *out = res.plan;
-  return true;
-}
 
 class ConcurrentCompiledRuns : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ConcurrentCompiledRuns, EightThreadsMatchTheSingleThreadedRunsBitForBit) {
   plan::Plan p;
   std::string why;
-  if (!compileModel(GetParam(), &p, &why)) {
+  if (!compileSharedModel(GetParam(), "cpu", 4, &p, &why)) {
     if (why.find("absent") != std::string::npos) GTEST_SKIP() << why;
     FAIL() << why;
   }
@@ -72,7 +39,7 @@ TEST_P(ConcurrentCompiledRuns, EightThreadsMatchTheSingleThreadedRunsBitForBit) 
 TEST_P(ConcurrentCompiledRuns, SamePlanInputsAndThreadsGiveIdenticalOutputs) {
   plan::Plan p;
   std::string why;
-  if (!compileModel(GetParam(), &p, &why)) {
+  if (!compileSharedModel(GetParam(), "cpu", 4, &p, &why)) {
     if (why.find("absent") != std::string::npos) GTEST_SKIP() << why;
     FAIL() << why;
   }

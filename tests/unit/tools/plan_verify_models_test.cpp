@@ -4,51 +4,15 @@
 // verifies; and a real plan with one step's result
 // corrupted is refused naming that step.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include <cstdio>
 #include <string>
 
-#include "compiler/Compiler.h"
-#include "frontend/OnnxImporter.h"
-#include "mlir/IR/MLIRContext.h"
 #include "runtime/PlanVerify.h"
+#include "shared_models_util.h"
 
 namespace tandem {
 namespace {
-
-const std::string kShared = std::string(TANDEM_SOURCE_DIR) + "/../shared/models/";
-
-// Compiles ../shared/models/<name>/model.onnx for `target` with symbolic dims bound to `batch`;
-// false with the reason in *why when the model is absent or does not compile.
-bool compileModel(const std::string& name, const std::string& target, int64_t batch,
-                  plan::Plan* out, std::string* why,
-                  placement::PlacementPolicy policy = placement::PlacementPolicy::Cost) {
-  std::string path = kShared + name + "/model.onnx";
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    *why = path + " is absent";
-    return false;
-  }
-  mlir::MLIRContext ctx;
-  loadTandemDialects(&ctx);
-  auto module = importOnnxFile(&ctx, path, {}, why);
-  if (!module) return false;
-  CompileOptions opts;
-  opts.defaultDim = batch;
-  opts.placementPolicy = policy;
-  if (Status s = setTargetDevices(&opts, target); !s.isOk()) {
-    *why = s.message();
-    return false;
-  }
-  CompileResult res;
-  if (mlir::failed(compileModule(*module, opts, &res))) {
-    *why = "compile for " + target + " failed";
-    return false;
-  }
-  *out = res.plan;
-  return true;
-}
 
 class VerifyCompiledModel : public ::testing::TestWithParam<const char*> {};
 
@@ -66,7 +30,7 @@ TEST_P(VerifyCompiledModel, EveryTargetsPlanVerifies) {
     for (int64_t batch : {1, 4}) {
       plan::Plan p;
       std::string why;
-      if (!compileModel(GetParam(), target, batch, &p, &why, policy)) {
+      if (!compileSharedModel(GetParam(), target, batch, &p, &why, policy)) {
         if (why.find("absent") != std::string::npos) GTEST_SKIP() << why;
         FAIL() << why;
       }
@@ -96,7 +60,7 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, VerifyCompiledModel,
 TEST(VerifyCompiledModel, ACorruptedStepOfARealPlanIsNamed) {
   plan::Plan p;
   std::string why;
-  if (!compileModel("resnet18", "cpu", 1, &p, &why)) {
+  if (!compileSharedModel("resnet18", "cpu", 1, &p, &why)) {
     if (why.find("absent") != std::string::npos) GTEST_SKIP() << why;
     FAIL() << why;
   }
