@@ -59,6 +59,11 @@ struct CompileOptions {
     /// Only the parameters become arguments, @main(x, params...) -> (logits, ...): the forward
     /// plan that evaluates the parameters being trained.
     bool forwardOnly = false;
+    /// Parameters and optimizer state as variables resident on their device
+    /// (compiler/training/Variables.h): the step plan takes only the batch (x, labels) and
+    /// returns the loss (the Trainer sets it). Off: they are plan inputs and outputs, fed back
+    /// by the caller.
+    bool residentState = false;
   };
   std::optional<Training> training;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).

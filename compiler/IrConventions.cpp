@@ -76,6 +76,17 @@ std::string deviceOfValue(mlir::Value v) {
   return deviceOfOp(v.getDefiningOp());
 }
 
+bool isVariableArg(mlir::Value v) {
+  auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
+  if (!arg) return false;
+  auto func = llvm::dyn_cast_or_null<mlir::func::FuncOp>(arg.getOwner()->getParentOp());
+  return func && func.getArgAttr(arg.getArgNumber(), kVariableAttr);
+}
+
+bool isVariableUpdateResult(mlir::func::FuncOp main, unsigned i) {
+  return i < main.getNumResults() && main.getResultAttr(i, kVariableUpdateAttr);
+}
+
 mlir::LogicalResult reinferResultTypes(mlir::Operation* op) {
   if (!llvm::isa_and_present<TandemDialect>(op->getDialect())) return mlir::success();
   if (auto copy = llvm::dyn_cast<CopyOp>(op)) {

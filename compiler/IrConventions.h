@@ -40,6 +40,18 @@ inline constexpr const char* kNameAttr = "tandem.name";                    // ON
 inline constexpr const char* kDimParamsAttr = "tandem.dim_params";         // [StrAttr] per dim
 inline constexpr const char* kArgDeviceAttr = "tandem.device";             // where an input arrives
 inline constexpr const char* kArgArenaOffsetAttr = "tandem.arena_offset";  // i64
+// Resident state (training): an @main argument with `tandem.variable` (its initial value, an
+// ElementsAttr) is a variable, not a graph input; the @main result with `tandem.variable_update`
+// (the variable's tandem.name) is its value after a run, not a graph output. Ops that must share
+// a device with a variable carry its group in `tandem.colocation` ([StrAttr]; the placer merges
+// groups that share an op). compiler/training/Variables.h makes them.
+inline constexpr const char* kVariableAttr = "tandem.variable";
+inline constexpr const char* kVariableUpdateAttr = "tandem.variable_update";
+inline constexpr const char* kColocationAttr = "tandem.colocation";
+/// Whether argument `arg` of @main is a variable (kVariableAttr).
+bool isVariableArg(mlir::Value v);
+/// Whether result `i` of @main is a variable's update (kVariableUpdateAttr).
+bool isVariableUpdateResult(mlir::func::FuncOp main, unsigned i);
 /// Module attributes.
 inline constexpr const char* kModelNameAttr = "tandem.model_name";
 inline constexpr const char* kPlacementEstimatesAttr = "tandem.placement_estimates";  // {policy: {total_s, makespan_s}}

@@ -16,6 +16,20 @@ void PlacementLogWriter::addConstant(const std::string& device, int64_t bytes) {
   constantBytesPerDevice_[device] += bytes;
 }
 
+void PlacementLogWriter::addVariable(const std::string& name, const std::string& device, int64_t bytes) {
+  variablesPerDevice_[device] += 1;
+  variableBytesPerDevice_[device] += bytes;
+  logLines_.push_back("variable " + name + ": " + device + ", " + std::to_string(bytes) +
+                      " bytes, resident (updated on " + device + " every run)");
+}
+
+void PlacementLogWriter::addRunInput(const std::string& name, int64_t bytes) {
+  runInputs_.push_back({name, bytes});
+}
+void PlacementLogWriter::addRunOutput(const std::string& name, int64_t bytes) {
+  runOutputs_.push_back({name, bytes});
+}
+
 void PlacementLogWriter::addCopy(CopyOp copy, int64_t bytes, const std::string& location) {
   std::string value = placedValueName(copy.getInput());
   double seconds = copyEstimate(value, copy.getTo().str());
@@ -168,6 +182,27 @@ void PlacementLogWriter::finish(const std::string& modelName, const std::map<std
   text << "summary: ops: " << (opsText.empty() ? "none" : opsText)
        << "; copies: " << copies_.size() << " (" << bytesMoved_
        << " bytes moved); arena peak: " << (peakText.empty() ? "none" : peakText) << "\n";
+  // What crosses per run: graph inputs in, graph outputs out, copies between devices; the
+  // variables stay where they are.
+  auto ioText = [](const std::vector<std::pair<std::string, int64_t>>& io) {
+    std::string t;
+    int64_t total = 0;
+    for (const auto& [n, b] : io) {
+      t += (t.empty() ? "" : ", ") + n + " " + std::to_string(b);
+      total += b;
+    }
+    return std::to_string(total) + " bytes" + (t.empty() ? "" : " (" + t + ")");
+  };
+  text << "per run: in " << ioText(runInputs_) << "; out " << ioText(runOutputs_)
+       << "; between devices " << bytesMoved_ << " bytes";
+  if (!variablesPerDevice_.empty()) {
+    std::string v;
+    for (const auto& [d, n] : variablesPerDevice_)
+      v += (v.empty() ? "" : ", ") + d + " " + std::to_string(n) + " (" +
+           std::to_string(variableBytesPerDevice_[d]) + " bytes)";
+    text << "; variables resident, not moved: " << v;
+  }
+  text << "\n";
   text << "kernels before -> after fusion: " << (kernelsText.empty() ? "none" : kernelsText)
        << "; arena peak of all intermediates: " << (unplannedText.empty() ? "none" : unplannedText)
        << "\n";
@@ -212,6 +247,12 @@ void PlacementLogWriter::finish(const std::string& modelName, const std::map<std
   j["copies"] = arrayOf(copies_);
   j["constants"] = {{"count_per_device", constantsPerDevice_},
                     {"bytes_per_device", constantBytesPerDevice_}};
+  nlohmann::json runIn = nlohmann::json::array(), runOut = nlohmann::json::array();
+  for (const auto& [n, b] : runInputs_) runIn.push_back({{"name", n}, {"bytes", b}});
+  for (const auto& [n, b] : runOutputs_) runOut.push_back({{"name", n}, {"bytes", b}});
+  j["variables"] = {{"count_per_device", variablesPerDevice_},
+                    {"bytes_per_device", variableBytesPerDevice_}};
+  j["per_run"] = {{"inputs", runIn}, {"outputs", runOut}, {"bytes_between_devices", bytesMoved_}};
   j["summary"] = {{"ops_per_device", opsPerDevice_},
                   {"copies", numCopies},
                   {"bytes_moved", bytesMoved_},

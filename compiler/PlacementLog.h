@@ -23,6 +23,13 @@ class PlacementLogWriter {
   explicit PlacementLogWriter(mlir::ModuleOp module) : module_(module) {}
   /// A constant of `bytes` bytes on `device` (counted per device in the JSON).
   void addConstant(const std::string& device, int64_t bytes);
+  /// A variable (resident state, training) of `bytes` bytes on `device`: one line each, and
+  /// counted per device in the summary and the JSON ("variables").
+  void addVariable(const std::string& name, const std::string& device, int64_t bytes);
+  /// A graph input or output crossing the run boundary (host memory <-> its device): the
+  /// summary's per-run bytes in and out.
+  void addRunInput(const std::string& name, int64_t bytes);
+  void addRunOutput(const std::string& name, int64_t bytes);
   /// A transfer step: `bytes` moved, `location` the step's.
   void addCopy(CopyOp copy, int64_t bytes, const std::string& location);
   /// A kernel step named `name` (ONNX type `opType`) on `device`: one line, or one per member
@@ -54,6 +61,8 @@ class PlacementLogWriter {
   std::set<std::string> duplicatedSeen_;  // device, name, location of duplicated ops logged
   std::map<std::string, int64_t> opsPerDevice_, kernelsAfter_, constantsPerDevice_, constantBytesPerDevice_;
   int64_t bytesMoved_ = 0;
+  std::map<std::string, int64_t> variablesPerDevice_, variableBytesPerDevice_;
+  std::vector<std::pair<std::string, int64_t>> runInputs_, runOutputs_;
 };
 
 }  // namespace tandem

@@ -13,6 +13,14 @@ namespace tandem {
 namespace tandem {
 namespace {
 
+// The device of the variable that result `i` of @main updates (Variables.h), or "".
+std::string variableDevice(mlir::func::FuncOp main, unsigned i) {
+  auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kVariableUpdateAttr);
+  for (mlir::BlockArgument arg : main.getArguments())
+    if (name && isVariableArg(arg) && valueName(arg) == name.getValue()) return deviceOfValue(arg);
+  return "";
+}
+
 class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfersPass> {
  public:
   void runOnOperation() override {
@@ -40,8 +48,10 @@ class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfe
     // The host: where the graph inputs arrive (the place pass records it on each argument),
     // else the first target.
     std::string host;
-    for (unsigned i = 0; i < main.getNumArguments() && host.empty(); ++i)
+    for (unsigned i = 0; i < main.getNumArguments() && host.empty(); ++i) {
+      if (isVariableArg(main.getArgument(i))) continue;
       if (auto d = main.getArgAttrOfType<mlir::StringAttr>(i, kArgDeviceAttr)) host = d.str();
+    }
     if (host.empty())
       if (auto devs = module->getAttrOfType<mlir::ArrayAttr>(kDevicesAttr); devs && !devs.empty())
         if (auto d = llvm::dyn_cast<mlir::StringAttr>(devs[0])) host = d.str();
@@ -54,9 +64,11 @@ class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfe
       llvm::SmallVector<std::pair<std::string, llvm::SmallVector<mlir::OpOperand*>>> byDevice;
       for (mlir::OpOperand& use : v.getUses()) {
         if (llvm::isa<CopyOp>(use.getOwner())) continue;  // already a transfer
-        std::string to = llvm::isa<mlir::func::ReturnOp>(use.getOwner())
-                             ? host
-                             : deviceOfOp(use.getOwner());
+        // A graph output goes to the host; a variable's update stays where the variable is.
+        std::string to = !llvm::isa<mlir::func::ReturnOp>(use.getOwner()) ? deviceOfOp(use.getOwner())
+                         : isVariableUpdateResult(main, use.getOperandNumber())
+                             ? variableDevice(main, use.getOperandNumber())
+                             : host;
         if (to.empty() || to == from) continue;
         auto it = llvm::find_if(byDevice, [&](const auto& e) { return e.first == to; });
         if (it == byDevice.end()) {

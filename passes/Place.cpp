@@ -198,7 +198,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         }
         ins.push_back(typeOf(v));
         dts.push_back(ins.back().dtype);
-        if (v.getDefiningOp<ConstantOp>()) pop.memoryBytes += bytesOf(v);
+        if (v.getDefiningOp<ConstantOp>() || isVariableArg(v)) pop.memoryBytes += bytesOf(v);
       }
       for (mlir::Value r : op.getResults()) {
         outs.push_back(typeOf(r));
@@ -255,6 +255,10 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         ok = false;
         continue;
       }
+      // Training state: the op reads or updates a variable, or is part of its optimizer update
+      // (compiler/training/Variables.h).
+      if (auto groups = op.getAttrOfType<mlir::ArrayAttr>(kColocationAttr))
+        for (mlir::Attribute g : groups) pop.colocation.push_back(llvm::cast<mlir::StringAttr>(g).str());
       std::string pin;
       if (auto it = pinByNode.find(node); !node.empty() && it != pinByNode.end()) {
         pin = it->second;
@@ -294,8 +298,11 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       pv.bytes = bytesOf(v);
       if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType()))
         pv.elements = r.hasStaticShape() ? r.getNumElements() : -1;
-      for (mlir::Operation* user : v.getUsers()) {
+      for (mlir::OpOperand& use : v.getUses()) {
+        mlir::Operation* user = use.getOwner();
         if (llvm::isa<mlir::func::ReturnOp>(user)) {
+          // A variable's update stays on the variable's device: it never crosses to the host.
+          if (isVariableUpdateResult(main, use.getOperandNumber())) continue;
           if (std::find(pv.outputDevices.begin(), pv.outputDevices.end(), host) == pv.outputDevices.end())
             pv.outputDevices.push_back(host);
           continue;
@@ -318,8 +325,11 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       }
       problem.values.push_back(std::move(pv));
     };
+    // A variable is resident where its colocation group runs: like a weight, it never crosses
+    // per run.
     for (mlir::BlockArgument arg : main.getArguments())
-      addValue(arg, placement::ValueSource::GraphInput, placement::kNone);
+      addValue(arg, isVariableArg(arg) ? placement::ValueSource::Constant : placement::ValueSource::GraphInput,
+               placement::kNone);
     for (ConstantOp c : pr->constants) addValue(c.getResult(), placement::ValueSource::Constant, placement::kNone);
     for (size_t i = 0; i < pr->ops.size(); ++i)
       for (mlir::Value r : pr->ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
@@ -477,8 +487,17 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
                  mlir::StringAttr::get(ctx, first ? "colocated(" + consumer + ")" : "default"));
       c->setAttr(kPlacementCandidatesAttr, strAttrs({device}));
     }
-    for (mlir::BlockArgument arg : main.getArguments())
-      main.setArgAttr(arg.getArgNumber(), kArgDeviceAttr, mlir::StringAttr::get(ctx, targets[pr.host]));
+    // Variables live where their first reader runs (the whole colocation group is there).
+    for (mlir::BlockArgument arg : main.getArguments()) {
+      std::string device = targets[pr.host];
+      if (isVariableArg(arg)) {
+        mlir::Operation* first = nullptr;
+        for (mlir::Operation* user : arg.getUsers())
+          if (!deviceOfOp(user).empty() && (!first || user->isBeforeInBlock(first))) first = user;
+        if (first) device = deviceOfOp(first);
+      }
+      main.setArgAttr(arg.getArgNumber(), kArgDeviceAttr, mlir::StringAttr::get(ctx, device));
+    }
     module->setAttr(kDevicesAttr, strAttrs(targets));
   }
 };

@@ -178,6 +178,8 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
     };
 
     for (mlir::BlockArgument arg : main.getArguments()) {
+      // A variable has a buffer of its own on its device, outside the arena.
+      if (isVariableArg(arg)) continue;
       std::string device = deviceOfValue(arg);
       // Unplaced input (a hand-written test): it arrives where a consumer runs.
       for (mlir::Operation* user : arg.getUsers())

@@ -106,6 +106,13 @@ struct Executable::Impl {
   std::vector<int> valueArena;               // index in `arenas`; -1 for constants
   std::vector<int64_t> valueOffset;
   std::map<std::pair<int, std::string>, Tensor> deviceConstants;  // (value, device) -> copy
+  // Resident state (VARIABLE values): a buffer on the variable's device that outlives runs,
+  // by value id (undefined for other kinds); `variables` lists their ids in plan order and
+  // `variableUpdate` the value each one takes after a successful run.
+  std::vector<Tensor> resident;
+  std::vector<int> variables, variableUpdate;
+  std::vector<std::string> variableNames;
+  std::vector<TensorType> variableTypes;
   // A step's operand: a value of the run context (id), a shared constant, or absent (-1, null).
   struct Arg {
     int id = -1;
@@ -162,6 +169,10 @@ struct Executable::Impl {
   Status planArenas();
   Status bindValue(int id);
   Status bindValues();
+  Status bindVariable(int id, const std::string& what);
+  Status checkVariableUpdates();
+  Status commitVariables(RunContext& rc);
+  int variableIndex(const std::string& name) const;
   Status newRunContext(std::unique_ptr<RunContext>* out);
   void bindSteps(RunContext& rc) const;
   Status stepOperands(int si, const std::string& label, KernelContext* ctx);
@@ -190,6 +201,9 @@ struct Executable::Impl {
     for (void* p : outputStaging) if (p) freeHost(p);
     for (auto& c : deviceConstants) backends[c.first.second]->deallocate(c.second.raw());
     deviceConstants.clear();
+    for (int id : variables)
+      if (resident[id].raw()) backends[resident[id].device()]->deallocate(resident[id].raw());
+    resident.clear();
     for (auto& rc : contexts)
       for (size_t a = 0; a < arenas.size(); ++a) {
         if (!rc->arenaBase[a]) continue;
@@ -229,6 +243,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   TANDEM_RETURN_IF_ERROR(m.planArenas());
   TANDEM_RETURN_IF_ERROR(m.bindValues());
   TANDEM_RETURN_IF_ERROR(verifyPlanSteps(m.plan));
+  TANDEM_RETURN_IF_ERROR(m.checkVariableUpdates());
   std::unique_ptr<RunContext> first;
   TANDEM_RETURN_IF_ERROR(m.newRunContext(&first));
   m.stepAttrs.resize(m.plan.steps_size());
@@ -238,7 +253,9 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   m.tuning = tuner.report();
   TANDEM_RETURN_IF_ERROR(m.finishKernels());
   TANDEM_RETURN_IF_ERROR(m.planStaging());
-  m.serialRuns = !m.workerBackends.empty();
+  // A plan with resident state runs one step of it at a time: each run reads what the last
+  // one wrote.
+  m.serialRuns = !m.workerBackends.empty() || !m.variables.empty();
   for (auto& b : m.backends) m.serialRuns |= !b.second->isHost();
   for (const auto& e : m.stepEvent) m.serialRuns |= e != nullptr;
   m.bindSteps(*first);
@@ -384,6 +401,7 @@ Status Executable::Impl::bindValue(int i) {
       return Status::error(what + ": constant data does not match its declared type");
     return Status::ok();
   }
+  if (v.kind() == plan::Value::VARIABLE) return bindVariable(i, what);
   TANDEM_RETURN_IF_ERROR(bindDevice(v.device(), what));
   auto it = arenaOf.find(canonicalDeviceName(v.device().empty() ? "cpu" : v.device()));
   if (it == arenaOf.end()) return Status::error(what + ": no arena for device '" + v.device() + "'");
@@ -410,6 +428,7 @@ Status Executable::Impl::bindValues() {
   valueTypes.resize(n);
   valueBytes.assign(n, 0);
   constants.resize(n);
+  resident.resize(n);
   valueArena.assign(n, -1);
   valueOffset.assign(n, 0);
   for (int i = 0; i < n; ++i) TANDEM_RETURN_IF_ERROR(bindValue(i));
@@ -430,6 +449,89 @@ Status Executable::Impl::bindValues() {
     outputTypes.push_back(valueTypes[id]);
   }
   return Status::ok();
+}
+
+Status Executable::Impl::bindVariable(int i, const std::string& what) {
+  // The initial value, then a buffer of its own on the variable's device (outside every
+  // arena: it outlives runs and run contexts), filled once here.
+  const plan::Value& v = plan.values(i);
+  const TensorType& tt = valueTypes[i];
+  Tensor initial;
+  TANDEM_RETURN_IF_ERROR(tensorFromPlan(v.constant(), what + " (initial value)", &initial));
+  if (initial.dtype() != tt.dtype || initial.shape() != tt.shape)
+    return Status::error(what + ": initial value " + dtypeName(initial.dtype()) +
+                         shapeToString(initial.shape()) + " does not match the variable's type " +
+                         dtypeName(tt.dtype) + shapeToString(tt.shape));
+  if (!v.has_update()) return Status::error(what + ": a variable needs the id of its update value");
+  TANDEM_RETURN_IF_ERROR(bindDevice(v.device(), what));
+  const std::string dev = canonicalDeviceName(v.device().empty() ? "cpu" : v.device());
+  DeviceBackend* b = backends[dev].get();
+  void* p = nullptr;
+  TANDEM_RETURN_IF_ERROR(b->allocate((size_t)std::max<int64_t>(valueBytes[i], 1), what, &p));
+  resident[i] = Tensor::view(tt.dtype, tt.shape, p);
+  resident[i].setDevice(dev);
+  if (valueBytes[i]) TANDEM_RETURN_IF_ERROR(b->copyFromHost(p, initial.raw(), initial.bytes()).withContext(what));
+  variables.push_back(i);
+  variableUpdate.push_back(v.update());
+  variableNames.push_back(v.name());
+  variableTypes.push_back(tt);
+  return Status::ok();
+}
+
+Status Executable::Impl::checkVariableUpdates() {
+  // Each variable's update: an intermediate of its type, written by a step on its device (the
+  // copy back at the end of a run is a copy within that device), one variable per update, and
+  // variable names unique (they are how callers address them).
+  std::set<int> updates;
+  std::set<std::string> names;
+  std::vector<int> writer(plan.values_size(), -1);
+  for (int si = 0; si < plan.steps_size(); ++si)
+    for (int o : plan.steps(si).outputs())
+      if (o >= 0 && o < plan.values_size()) writer[o] = si;
+  for (size_t k = 0; k < variables.size(); ++k) {
+    const std::string what = "variable '" + variableNames[k] + "'";
+    const int u = variableUpdate[k];
+    if (u < 0 || u >= plan.values_size())
+      return Status::error(what + ": its update refers to value id " + std::to_string(u) + ", which does not exist");
+    const plan::Value& uv = plan.values(u);
+    if (uv.kind() != plan::Value::INTERMEDIATE || writer[u] < 0)
+      return Status::error(what + ": its update '" + uv.name() + "' is not a value a step computes");
+    if (valueTypes[u].dtype != variableTypes[k].dtype || valueTypes[u].shape != variableTypes[k].shape)
+      return Status::error(what + ": its update '" + uv.name() + "' is " + dtypeName(valueTypes[u].dtype) +
+                           shapeToString(valueTypes[u].shape) + ", the variable " +
+                           dtypeName(variableTypes[k].dtype) + shapeToString(variableTypes[k].shape));
+    if (deviceOf(u) != resident[variables[k]].device())
+      return Status::error(what + " is resident on " + resident[variables[k]].device() +
+                           " but its update '" + uv.name() + "' is computed on " + deviceOf(u));
+    if (!updates.insert(u).second)
+      return Status::error(what + ": value '" + uv.name() + "' already updates another variable");
+    if (!names.insert(variableNames[k]).second)
+      return Status::error(what + ": two variables have this name");
+  }
+  return Status::ok();
+}
+
+Status Executable::Impl::commitVariables(RunContext& rc) {
+  // After a run's steps have all finished (every queue idle): each variable takes its update,
+  // a copy within its device, then those devices are synchronised again. A run that failed
+  // never gets here, so its variables keep the values they had before it.
+  std::set<DeviceBackend*> used;
+  for (size_t k = 0; k < variables.size(); ++k) {
+    Tensor& dst = resident[variables[k]];
+    const Tensor& src = rc.values[variableUpdate[k]];
+    DeviceBackend* b = backends[dst.device()].get();
+    if (dst.bytes()) TANDEM_RETURN_IF_ERROR(b->copyOnDevice(Queue::Compute, dst.raw(), src.raw(), dst.bytes())
+                                                .withContext("variable '" + variableNames[k] + "'"));
+    used.insert(b);
+  }
+  for (DeviceBackend* b : used) TANDEM_RETURN_IF_ERROR(b->synchronize().withContext("updating the variables"));
+  return Status::ok();
+}
+
+int Executable::Impl::variableIndex(const std::string& name) const {
+  for (size_t k = 0; k < variableNames.size(); ++k)
+    if (variableNames[k] == name) return (int)k;
+  return -1;
 }
 
 Status Executable::Impl::newRunContext(std::unique_ptr<RunContext>* out) {
@@ -506,6 +608,15 @@ Status Executable::Impl::stepOperands(int si, const std::string& label, KernelCo
     ctx->inputTypes.push_back(valueTypes[id]);
     bool isConst = plan.values(id).kind() == plan::Value::CONSTANT;
     ctx->constInputs.push_back(isConst ? &constants[id] : nullptr);
+    if (plan.values(id).kind() == plan::Value::VARIABLE) {
+      // Read in place from its resident buffer; never prepacked (it changes every run).
+      const bool hostVariable = backends[resident[id].device()]->isHost();
+      if (resident[id].device() != dev && s.op_type() != "Copy" && !(backend->isHost() && hostVariable))
+        return Status::error(label + " on " + dev + " reads variable '" + plan.values(id).name() +
+                             "', which is resident on " + resident[id].device());
+      args.push_back({id, &resident[id]});
+      continue;
+    }
     if (!isConst) {
       args.push_back({id, nullptr});
       continue;
@@ -964,6 +1075,7 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
   }
   idleOnExit.done = true;
   TANDEM_RETURN_IF_ERROR(synced);
+  if (!m.variables.empty()) TANDEM_RETURN_IF_ERROR(m.commitVariables(rc));
   outputs->clear();
   for (int i = 0; i < p.outputs_size(); ++i) {
     const Tensor& v = m.valueIn(rc, p.outputs(i));
@@ -976,6 +1088,39 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     outputs->push_back(t);
   }
   return Status::ok();
+}
+
+const std::vector<std::string>& Executable::variableNames() const { return impl_->variableNames; }
+const std::vector<TensorType>& Executable::variableTypes() const { return impl_->variableTypes; }
+
+Status Executable::readVariable(const std::string& name, Tensor* out) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> l(m.serialMu);
+  const int k = m.variableIndex(name);
+  if (k < 0) return Status::error("readVariable: the plan has no variable '" + name + "'");
+  const Tensor& v = m.resident[m.variables[k]];
+  Tensor t = Tensor::alloc(v.dtype(), v.shape());
+  DeviceBackend* b = m.backends[v.device()].get();
+  if (v.bytes()) TANDEM_RETURN_IF_ERROR(b->copyToHost(t.raw(), v.raw(), v.bytes()).withContext("variable '" + name + "'"));
+  TANDEM_RETURN_IF_ERROR(b->synchronize().withContext("variable '" + name + "'"));
+  *out = std::move(t);
+  return Status::ok();
+}
+
+Status Executable::writeVariable(const std::string& name, const Tensor& value) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> l(m.serialMu);
+  const int k = m.variableIndex(name);
+  if (k < 0) return Status::error("writeVariable: the plan has no variable '" + name + "'");
+  const TensorType& want = m.variableTypes[k];
+  if (value.dtype() != want.dtype || value.shape() != want.shape)
+    return Status::error("variable '" + name + "': expected " + dtypeName(want.dtype) +
+                         shapeToString(want.shape) + ", got " + dtypeName(value.dtype()) +
+                         shapeToString(value.shape()));
+  Tensor& v = m.resident[m.variables[k]];
+  DeviceBackend* b = m.backends[v.device()].get();
+  if (v.bytes()) TANDEM_RETURN_IF_ERROR(b->copyFromHost(v.raw(), value.raw(), v.bytes()).withContext("variable '" + name + "'"));
+  return b->synchronize().withContext("variable '" + name + "'");
 }
 
 std::vector<std::pair<std::string, size_t>> Executable::peakBytes() const {

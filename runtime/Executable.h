@@ -114,6 +114,22 @@ class Executable {
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
              RunStats* stats = nullptr, bool profile = false);
 
+  /// Resident state (plan VARIABLE values: trainable parameters, optimizer slots, a step
+  /// counter), in plan order: names and static types. Each lives in a buffer of its own on its
+  /// device, initialised at load from the plan, read in place by the steps, and replaced by its
+  /// update value after every successful run (a copy within the device, after the run's last
+  /// step; a failed run leaves every variable as it was). Plans with variables run one run at a
+  /// time (the next run reads what the last one wrote).
+  const std::vector<std::string>& variableNames() const;
+  const std::vector<TensorType>& variableTypes() const;
+  /// Copies variable `name` to a new host tensor (synchronises its device). Error: no such
+  /// variable.
+  Status readVariable(const std::string& name, Tensor* out);
+  /// Overwrites variable `name` with `value` (host memory, exactly the variable's dtype and
+  /// shape; e.g. a checkpoint being restored). Errors: no such variable, a type mismatch
+  /// (naming expected and actual); the variable is unchanged then.
+  Status writeVariable(const std::string& name, const Tensor& value);
+
   /// One line per decision the user should know about, e.g. a device fallback.
   const std::vector<std::string>& notes() const;
   /// The intra-op thread count in use (LoadOptions::threads, or the one chosen for 0).

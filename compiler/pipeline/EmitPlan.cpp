@@ -43,6 +43,10 @@ class PlanEmitter {
       plan_.set_model_name(name.str());
 
     for (mlir::BlockArgument arg : main.getArguments()) {
+      if (isVariableArg(arg)) {
+        if (mlir::failed(addVariable(main, arg))) return mlir::failure();
+        continue;
+      }
       auto offset =
           main.getArgAttrOfType<mlir::IntegerAttr>(arg.getArgNumber(), kArgArenaOffsetAttr);
       if (!offset)
@@ -53,13 +57,26 @@ class PlanEmitter {
                          main.getLoc());
       if (mlir::failed(id)) return mlir::failure();
       plan_.add_inputs(*id);
+      log_.addRunInput(valueName(arg), plan_.values(*id).bytes());
     }
 
     for (mlir::Operation& op : main.getBody().front()) {
       if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
         for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
           int id = ids_.lookup(v);
+          if (auto var = main.getResultAttrOfType<mlir::StringAttr>((unsigned)i, kVariableUpdateAttr)) {
+            auto it = variables_.find(var.str());
+            if (it == variables_.end())
+              return main.emitError() << "emit-plan: result " << i << " updates variable '" << var.str()
+                                      << "', which is not an argument";
+            plan_.mutable_values(it->second)->set_update(id);
+            continue;
+          }
           plan_.add_outputs(id);
+          if (id >= 0) {
+            auto name = main.getResultAttrOfType<mlir::StringAttr>((unsigned)i, kNameAttr);
+            log_.addRunOutput(name ? name.str() : plan_.values(id).name(), plan_.values(id).bytes());
+          }
           // The graph output's own name is the best name for the value it returns.
           auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kNameAttr);
           plan::Value* pv = plan_.mutable_values(id);
@@ -119,6 +136,25 @@ class PlanEmitter {
     pv->set_bytes(bytes);
     ids_[v] = id;
     return id;
+  }
+
+  // A variable: resident on its device, its initial value in the plan, not a graph input.
+  mlir::LogicalResult addVariable(mlir::func::FuncOp main, mlir::BlockArgument arg) {
+    auto dense = llvm::dyn_cast_or_null<mlir::DenseElementsAttr>(main.getArgAttr(arg.getArgNumber(), kVariableAttr));
+    if (!dense || dense.getType() != arg.getType())
+      return main.emitError() << "emit-plan: variable '" << valueName(arg)
+                              << "' needs a dense initial value of its type";
+    std::string device = deviceOfValue(arg);
+    auto id = addValue(arg, plan::Value::VARIABLE, device.empty() ? "cpu" : device, 0, main.getLoc());
+    if (mlir::failed(id)) return mlir::failure();
+    Tensor t = attrToTensor(dense);
+    plan::TensorData* td = plan_.mutable_values(*id)->mutable_constant();
+    td->set_dtype((int32_t)t.dtype());
+    for (int64_t d : t.shape()) td->add_dims(d);
+    td->set_raw(t.raw(), t.bytes());
+    variables_[valueName(arg)] = *id;
+    log_.addVariable(valueName(arg), plan_.values(*id).device(), (int64_t)t.bytes());
+    return mlir::success();
   }
 
   mlir::LogicalResult addConstant(ConstantOp c) {
@@ -250,6 +286,7 @@ class PlanEmitter {
   CompileResult* result_;
   llvm::DenseMap<mlir::Value, int> ids_;
   std::set<int> outputNamed_;
+  std::map<std::string, int> variables_;  // name -> value id
   PlacementLogWriter log_;
 };
 

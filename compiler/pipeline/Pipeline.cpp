@@ -9,6 +9,7 @@
 #include "compiler/TandemDialect.h"
 #include "compiler/pipeline/EmitPlan.h"
 #include "compiler/training/TrainingGraph.h"
+#include "compiler/training/Variables.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/IR/Verifier.h"
@@ -140,6 +141,7 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
     if (!t.forwardOnly) {
       if (mlir::failed(run(autodiffPass(CompileOptions::Autodiff{})))) return mlir::failure();
       if (mlir::failed(training::appendOptimizer(module, t))) return mlir::failure();
+      if (t.residentState && mlir::failed(training::makeStateResident(module))) return mlir::failure();
       printIr(module, options, "training-optimizer");
     }
   } else if (options.autodiff && mlir::failed(run(autodiffPass(*options.autodiff)))) {

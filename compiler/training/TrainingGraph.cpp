@@ -8,6 +8,7 @@
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/autodiff/GradientRules.h"
+#include "compiler/training/Variables.h"
 #include "llvm/ADT/StringSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -89,6 +90,8 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
                            << "' needs a unique initializer name (it is written back by name)";
     mlir::BlockArgument a =
         addArg(main, main.getNumArguments(), c.getType(), argAttrs(b, name, true), c.getLoc());
+    // Its value stays with it: the initial value of the variable it becomes (Variables.h).
+    main.setArgAttr(a.getArgNumber(), kInitialValueAttr, c.getValue());
     c.getResult().replaceAllUsesWith(a);
     c.erase();
   }
