@@ -47,13 +47,35 @@ struct CompileOptions {
   std::optional<Autodiff> autodiff;
   /// Training step (compiler/training/TrainingGraph.h, `tandem train`): when set, @main's first
   /// result (logits [N, C]) and its parameters become one optimizer step, @main(x, labels,
-  /// params..., state..., [step]) -> (loss, new params..., new state...); `autodiff` is then
-  /// ignored. The batch dim must be bound (inputShapes) so every shape is static.
+  /// params..., slots..., [step]) -> (loss, new params..., new slots..., [step_new]);
+  /// `autodiff` is then ignored. The batch dim must be bound (inputShapes) so every shape is
+  /// static. The exact update formulas are in TrainingGraph.h; training::checkOptions says
+  /// which values are accepted.
   struct Training {
-    enum class Optimizer { Sgd, Adam };
+    /// torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW.
+    enum class Optimizer { Sgd, Adam, AdamW };
     Optimizer optimizer = Optimizer::Adam;
-    double learningRate = 1e-3;
+    double learningRate = 1e-3;  // the base lr (>= 0); the schedule scales it per step
+    double momentum = 0, dampening = 0;  // SGD (PyTorch's defaults)
+    bool nesterov = false;               // SGD; needs momentum > 0 and dampening 0
+    /// L2 added to the gradient (sgd, adam) or decoupled p *= 1 - lr * wd (adamw); >= 0.
+    /// PyTorch's AdamW defaults to 1e-2; this struct does not guess: 0 is 0.
+    double weightDecay = 0;
     double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam (PyTorch's defaults)
+    /// Where Adam's eps goes: PyTorch's sqrt(v_hat) + eps (eps bias-corrected with v), or
+    /// tf.keras's sqrt(v) + eps with the bias corrections folded into the step size.
+    enum class EpsilonMode { PyTorch, Keras };
+    EpsilonMode epsilonMode = EpsilonMode::PyTorch;
+    /// The learning rate of step t (1-based), computed in the graph from the `step` state.
+    enum class LrSchedule { Constant, Step, Cosine };
+    LrSchedule lrSchedule = LrSchedule::Constant;
+    int64_t lrStepSize = 1;  // step: lr * lrGamma^floor((t - 1) / lrStepSize) (torch StepLR)
+    double lrGamma = 0.1;
+    int64_t warmupSteps = 0;  // cosine: linear warm-up over steps 1..warmupSteps
+    int64_t totalSteps = 0;   // cosine: the step where lr reaches lrMin (> warmupSteps)
+    double lrMin = 0;         // cosine: the floor (0 <= lrMin <= learningRate)
+    /// > 0: clip the gradients to this global L2 norm first (torch clip_grad_norm_); 0: off.
+    double clipNorm = 0;
     /// Every f32 constant is a parameter, not only Conv/Gemm/MatMul weights and biases.
     bool allFloatConstants = false;
     /// Only the parameters become arguments, @main(x, params...) -> (logits, ...): the forward

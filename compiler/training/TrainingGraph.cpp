@@ -2,6 +2,8 @@
 // optimizer's updates written as ordinary tandem ops so they are placed and fused like the rest.
 #include "compiler/training/TrainingGraph.h"
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "compiler/IrConventions.h"
@@ -110,9 +112,101 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   return mlir::success();
 }
 
+std::string checkOptions(const CompileOptions::Training& o) {
+  using T = CompileOptions::Training;
+  auto num = [](double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return std::string(b);
+  };
+  const bool sgd = o.optimizer == T::Optimizer::Sgd;
+  if (!(o.learningRate >= 0)) return "--lr " + num(o.learningRate) + ": must be >= 0";
+  if (!(o.weightDecay >= 0))
+    return "--weight-decay " + num(o.weightDecay) + ": must be >= 0";
+  if (!(o.clipNorm >= 0)) return "--clip-norm " + num(o.clipNorm) + ": must be >= 0 (0: off)";
+  if (sgd) {
+    if (!(o.momentum >= 0)) return "--momentum " + num(o.momentum) + ": must be >= 0";
+    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+      return "--nesterov requires a momentum > 0 and zero dampening (as torch.optim.SGD)";
+    if (o.epsilonMode != T::EpsilonMode::PyTorch)
+      return "--epsilon-mode keras applies to adam and adamw, not sgd";
+  } else {
+    if (o.momentum != 0 || o.dampening != 0 || o.nesterov)
+      return "--momentum, --dampening and --nesterov apply to sgd only";
+    if (!(o.beta1 >= 0 && o.beta1 < 1)) return "--beta1 " + num(o.beta1) + ": must be in [0, 1)";
+    if (!(o.beta2 >= 0 && o.beta2 < 1)) return "--beta2 " + num(o.beta2) + ": must be in [0, 1)";
+    if (!(o.epsilon >= 0)) return "--eps " + num(o.epsilon) + ": must be >= 0";
+  }
+  if (o.lrSchedule == T::LrSchedule::Step) {
+    if (o.lrStepSize < 1)
+      return "--lr-step-size " + std::to_string(o.lrStepSize) + ": must be >= 1";
+    if (!(o.lrGamma > 0)) return "--lr-gamma " + num(o.lrGamma) + ": must be > 0";
+  }
+  if (o.lrSchedule == T::LrSchedule::Cosine) {
+    if (o.warmupSteps < 0)
+      return "--warmup-steps " + std::to_string(o.warmupSteps) + ": must be >= 0";
+    if (o.totalSteps <= o.warmupSteps)
+      return "cosine schedule: the total steps (" + std::to_string(o.totalSteps) +
+             ") must exceed --warmup-steps (" + std::to_string(o.warmupSteps) + ")";
+    if (!(o.lrMin >= 0 && o.lrMin <= o.learningRate))
+      return "--lr-min " + num(o.lrMin) + ": must be in [0, --lr]";
+  }
+  return "";
+}
+
+bool usesStepCounter(const CompileOptions::Training& o) {
+  using T = CompileOptions::Training;
+  return o.optimizer != T::Optimizer::Sgd || o.momentum != 0 ||
+         o.lrSchedule != T::LrSchedule::Constant;
+}
+
+namespace {
+
+// lr_t (TrainingGraph.h, step 1), f32 []. `step` (completed steps) is null for the constant
+// schedule, which then is a constant the canonicalizer can fold into its users.
+mlir::Value learningRateAt(autodiff::GradBuilder& s, const CompileOptions::Training& o,
+                           mlir::Value step, mlir::Value t, mlir::Type f32) {
+  using T = CompileOptions::Training;
+  const double lr = o.learningRate;
+  switch (o.lrSchedule) {
+    case T::LrSchedule::Constant:
+      return s.scalar(lr, f32);
+    case T::LrSchedule::Step: {
+      // floor((t - 1) / S) = floor(step / S): an exact f32 division of integers (below 2^24)
+      // is correctly rounded, so it lands on k exactly at multiples of S (step * (1 / S)
+      // would not: 5 * f32(0.2) rounds below 1).
+      mlir::Value k = s.op("Floor", {s.div(step, s.scalar((double)o.lrStepSize, f32))});
+      return s.mulS(s.op("Pow", {s.scalar(o.lrGamma, f32), k}), lr);
+    }
+    case T::LrSchedule::Cosine: {
+      const double w = (double)o.warmupSteps, total = (double)o.totalSteps;
+      // u = min(t, T) - W; only used for t > W (the Where below picks the warm-up before).
+      mlir::Value u = s.addS(s.op("Min", {t, s.scalar(total, f32)}), -w);
+      mlir::Value cosine = s.op("Cos", {s.mulS(u, M_PI / (total - w))});
+      mlir::Value decayed = s.addS(s.mulS(s.addS(cosine, 1.0), (lr - o.lrMin) / 2), o.lrMin);
+      if (o.warmupSteps == 0) return decayed;
+      mlir::Value warm = s.mulS(t, lr / w);
+      return s.op("Where", {s.op("LessOrEqual", {t, s.scalar(w, f32)}), warm, decayed});
+    }
+  }
+  return {};
+}
+
+// The parameters' state slots (TrainingGraph.h): the arguments and their next values.
+struct Slot {
+  std::string suffix;
+  llvm::SmallVector<mlir::BlockArgument> args;
+  llvm::SmallVector<mlir::Value> next;
+};
+
+}  // namespace
+
 mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
                                     const CompileOptions::Training& options) {
+  using T = CompileOptions::Training;
   mlir::func::FuncOp main = getMainFunc(module);
+  if (std::string bad = checkOptions(options); !bad.empty())
+    return main.emitError() << "training: " << bad;
   auto ret = llvm::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
   // The trainable arguments, in order: their gradients are results 1...
   llvm::SmallVector<mlir::BlockArgument> params;
@@ -121,64 +215,119 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   if (ret.getNumOperands() != 1 + params.size())
     return main.emitError() << "training: expected the loss and " << params.size()
                             << " gradients, got " << ret.getNumOperands() << " results";
+  for (mlir::BlockArgument p : params)
+    if (valueName(p) == "step")
+      return main.emitError("training: a parameter is named 'step', the name of the step "
+                            "counter state; rename the initializer");
   mlir::OpBuilder b(ret);
   mlir::Type f32 = b.getF32Type();
+  auto scalarType = mlir::RankedTensorType::get({}, f32);
+
+  // 1. The step counter (last argument) and the step's scalars: t, lr_t.
+  mlir::Value step, t;
+  if (usesStepCounter(options))
+    step = addArg(main, main.getNumArguments(), scalarType, argAttrs(b, "step", false),
+                  main.getLoc());
+  autodiff::GradBuilder s(b, mlir::NameLoc::get(b.getStringAttr("optimizer/step")));
+  if (step) t = s.addS(step, 1.0);
+  mlir::Value lr = learningRateAt(s, options, step, t, f32);
+  if (s.failed()) return mlir::failure();
+
+  // 2. The gradients, clipped to the global norm.
+  llvm::SmallVector<mlir::Value> grads;
+  for (size_t i = 0; i < params.size(); ++i) grads.push_back(ret.getOperand(1 + i));
+  if (options.clipNorm > 0) {
+    autodiff::GradBuilder c(b, mlir::NameLoc::get(b.getStringAttr("optimizer/clip_grad_norm")));
+    mlir::Value sumSq;
+    for (mlir::Value g : grads) {
+      llvm::SmallVector<int64_t> axes;
+      for (int64_t d = 0; d < (int64_t)autodiff::shapeOf(g).size(); ++d) axes.push_back(d);
+      mlir::Value sq = c.mul(g, g);
+      if (!axes.empty()) sq = c.reduceSum(sq, axes, /*keepdims=*/false);
+      sumSq = sumSq ? c.add(sumSq, sq) : sq;
+    }
+    mlir::Value total = c.op("Sqrt", {sumSq});
+    mlir::Value coef = c.op("Min", {c.div(c.scalar(options.clipNorm, f32), c.addS(total, 1e-6)),
+                                    c.scalar(1.0, f32)});
+    for (mlir::Value& g : grads) g = c.mul(g, coef);
+    if (c.failed()) return mlir::failure();
+  }
+
+  // 3. The slots' arguments, slot-major, before `step`.
+  const bool sgd = options.optimizer == T::Optimizer::Sgd;
+  llvm::SmallVector<Slot> slots;
+  if (sgd && options.momentum != 0) slots.push_back({".momentum_buffer", {}, {}});
+  if (!sgd) {
+    slots.push_back({".m", {}, {}});
+    slots.push_back({".v", {}, {}});
+  }
+  for (Slot& slot : slots)
+    for (mlir::BlockArgument p : params)
+      slot.args.push_back(addArg(main, main.getNumArguments() - (step ? 1 : 0), p.getType(),
+                                 argAttrs(b, valueName(p) + slot.suffix, false),
+                                 main.getLoc()));
+
+  // Adam's step-dependent scalars: the step size and the divisor of sqrt(v') (PyTorch), or
+  // the whole bias correction in the step size (Keras).
+  mlir::Value stepSize, sqrtBc2;
+  const double b1 = options.beta1, b2 = options.beta2, eps = options.epsilon;
+  const double wd = options.weightDecay;
+  if (!sgd) {
+    mlir::Value bc1 = s.rsubS(1.0, s.op("Pow", {s.scalar(b1, f32), t}));
+    sqrtBc2 = s.op("Sqrt", {s.rsubS(1.0, s.op("Pow", {s.scalar(b2, f32), t}))});
+    stepSize = s.div(lr, bc1);
+    if (options.epsilonMode == T::EpsilonMode::Keras) stepSize = s.mul(stepSize, sqrtBc2);
+    if (s.failed()) return mlir::failure();
+  }
+
+  // 4. Per parameter, the update.
   llvm::SmallVector<mlir::Value> results = {ret.getOperand(0)};
   llvm::SmallVector<std::string> names = {"loss"};
-  const double lr = options.learningRate;
-
-  if (options.optimizer == CompileOptions::Training::Optimizer::Sgd) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      const std::string name = valueName(params[i]);
-      autodiff::GradBuilder g(b, mlir::NameLoc::get(b.getStringAttr(name + "/sgd")));
-      results.push_back(g.sub(params[i], g.mulS(ret.getOperand(1 + i), lr)));
-      names.push_back(name + "_new");
-      if (g.failed()) return mlir::failure();
-    }
-    setResults(main, ret, results, names);
-    return mlir::success();
-  }
-
-  // Adam: the step-dependent scalars once, then per parameter the moment updates and the step.
-  const double b1 = options.beta1, b2 = options.beta2, eps = options.epsilon;
-  auto scalarType = mlir::RankedTensorType::get({}, f32);
-  mlir::BlockArgument step = addArg(main, main.getNumArguments(), scalarType,
-                                    argAttrs(b, "step", false), main.getLoc());
-  autodiff::GradBuilder s(b, mlir::NameLoc::get(b.getStringAttr("adam/bias_correction")));
-  // stepSize = lr / (1 - b1^t); invSqrtBc2 = 1 / sqrt(1 - b2^t).
-  mlir::Value bc1 = s.rsubS(1.0, s.op("Pow", {s.scalar(b1, f32), step}));
-  mlir::Value stepSize = s.div(s.scalar(lr, f32), bc1);
-  mlir::Value sqrtBc2 = s.op("Sqrt", {s.rsubS(1.0, s.op("Pow", {s.scalar(b2, f32), step}))});
-  if (s.failed()) return mlir::failure();
-  // State arguments before `step`: every m, then every v, so that result 1 + i replaces
-  // argument 2 + i.
-  llvm::SmallVector<mlir::BlockArgument> ms, vs;
-  for (const char* suffix : {".m", ".v"})
-    for (mlir::BlockArgument p : params)
-      (suffix[1] == 'm' ? ms : vs)
-          .push_back(addArg(main, main.getNumArguments() - 1, p.getType(),
-                            argAttrs(b, valueName(p) + suffix, false), main.getLoc()));
-  llvm::SmallVector<mlir::Value> newM, newV;
-  llvm::SmallVector<std::string> mNames, vNames;
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string name = valueName(params[i]);
-    autodiff::GradBuilder g(b, mlir::NameLoc::get(b.getStringAttr(name + "/adam")));
-    mlir::Value grad = ret.getOperand(1 + i);
-    mlir::Value m1 = g.add(g.mulS(ms[i], b1), g.mulS(grad, 1 - b1));
-    mlir::Value v1 = g.add(g.mulS(vs[i], b2), g.mulS(g.mul(grad, grad), 1 - b2));
-    mlir::Value denom = g.addS(g.div(g.op("Sqrt", {v1}), sqrtBc2), eps);
-    results.push_back(g.sub(params[i], g.mul(g.div(m1, denom), stepSize)));
+    autodiff::GradBuilder g(b, mlir::NameLoc::get(b.getStringAttr(
+                                   name + (sgd ? "/sgd" : options.optimizer == T::Optimizer::Adam
+                                                              ? "/adam"
+                                                              : "/adamw"))));
+    mlir::Value p = params[i], grad = grads[i];
+    if (wd != 0 && options.optimizer != T::Optimizer::AdamW) grad = g.add(grad, g.mulS(p, wd));
+    if (sgd) {
+      if (options.momentum != 0) {
+        const double mu = options.momentum;
+        mlir::Value later =
+            g.add(g.mulS(slots[0].args[i], mu), g.mulS(grad, 1 - options.dampening));
+        // The first step copies the gradient (torch: buf = clone(d_p)), whatever the dampening.
+        mlir::Value first = g.op("Equal", {step, g.scalar(0.0, f32)});
+        mlir::Value buf = g.op("Where", {first, grad, later});
+        slots[0].next.push_back(buf);
+        grad = options.nesterov ? g.add(grad, g.mulS(buf, mu)) : buf;
+      }
+      results.push_back(g.sub(p, g.mul(grad, lr)));
+    } else {
+      if (options.optimizer == T::Optimizer::AdamW && wd != 0)
+        p = g.mul(p, g.rsubS(1.0, g.mulS(lr, wd)));
+      mlir::Value m1 = g.add(g.mulS(slots[0].args[i], b1), g.mulS(grad, 1 - b1));
+      mlir::Value v1 = g.add(g.mulS(slots[1].args[i], b2), g.mulS(g.mul(grad, grad), 1 - b2));
+      mlir::Value sqrtV = g.op("Sqrt", {v1});
+      mlir::Value denom = options.epsilonMode == T::EpsilonMode::Keras
+                              ? g.addS(sqrtV, eps)
+                              : g.addS(g.div(sqrtV, sqrtBc2), eps);
+      results.push_back(g.sub(p, g.mul(g.div(m1, denom), stepSize)));
+      slots[0].next.push_back(m1);
+      slots[1].next.push_back(v1);
+    }
     names.push_back(name + "_new");
-    newM.push_back(m1);
-    newV.push_back(v1);
-    mNames.push_back(name + ".m_new");
-    vNames.push_back(name + ".v_new");
     if (g.failed()) return mlir::failure();
   }
-  results.append(newM.begin(), newM.end());
-  results.append(newV.begin(), newV.end());
-  names.append(mNames.begin(), mNames.end());
-  names.append(vNames.begin(), vNames.end());
+  for (const Slot& slot : slots)
+    for (size_t i = 0; i < params.size(); ++i) {
+      results.push_back(slot.next[i]);
+      names.push_back(valueName(params[i]) + slot.suffix + "_new");
+    }
+  if (step) {
+    results.push_back(t);
+    names.push_back("step_new");
+  }
   setResults(main, ret, results, names);
   return mlir::success();
 }

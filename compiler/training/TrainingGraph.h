@@ -1,10 +1,23 @@
 // The training step graph: an inference @main (x -> logits) becomes one optimizer step,
-// @main(x, labels, params..., optimizer state..., [step]) -> (loss, new params..., new state...).
+// @main(x, labels, params..., slots..., [step]) -> (loss, params_new..., slots_new..., [step_new]).
 #pragma once
+#include <string>
+
 #include "compiler/Compiler.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace tandem::training {
+
+/// An empty string when `o` is valid, else what is wrong, naming the option as the CLI flag
+/// (PyTorch's checks plus the schedule's): learningRate, weightDecay, momentum, epsilon,
+/// clipNorm >= 0; nesterov needs momentum > 0 and dampening 0; momentum, dampening and
+/// nesterov only for sgd; epsilonMode keras only for adam/adamw; 0 <= beta1, beta2 < 1;
+/// step: lrStepSize >= 1, lrGamma > 0; cosine: warmupSteps >= 0, totalSteps > warmupSteps,
+/// 0 <= lrMin <= learningRate.
+std::string checkOptions(const CompileOptions::Training& o);
+
+/// Whether the step graph has the `step` state (see appendOptimizer).
+bool usesStepCounter(const CompileOptions::Training& o);
 
 /// Before autodiff. Turns @main's parameters into arguments and its first result (logits
 /// [N, C], f32) into the loss:
@@ -20,18 +33,44 @@ namespace tandem::training {
 mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Training& options);
 
 /// After autodiff (results: loss, then one `<param>_grad` per trainable argument). Replaces the
-/// gradients with the updated parameters and appends the optimizer state:
-///  - sgd: p' = p - lr * g. No state.
-///  - adam (PyTorch's torch.optim.Adam, not ONNX Adam-1; see README "Training"):
-///      m' = b1 m + (1 - b1) g,  v' = b2 v + (1 - b2) g^2,
-///      p' = p - lr / (1 - b1^t) * m' / (sqrt(v') / sqrt(1 - b2^t) + eps)
-///    with state arguments `<param>.m`, `<param>.v` (f32, the parameter's shape, zeros at t = 0)
-///    and one `step` argument (f32 [], t = 1 for the first step). ONNX's Adam-1 applies eps
-///    inside the bias correction (sqrt(v') + eps, then scales by sqrt(1 - b2^t)), which differs
-///    from PyTorch while v' is small, so it is composed from element-wise ops here.
-/// Results: loss, the new parameters (named `<param>_new`), then the new m's and v's
-/// (`<param>.m_new`, `<param>.v_new`): result 1 + i replaces argument 2 + i (x and labels
-/// first), so a host loop feeds results 1.. back as the next step's arguments 2...
+/// gradients with the updated parameters and appends the optimizer state. Every formula is
+/// PyTorch's (torch.optim.SGD / Adam / AdamW, torch.nn.utils.clip_grad_norm_, StepLR) unless
+/// it says Keras; all are element-wise tandem ops in the graph, placed and fused like the rest.
+///
+/// State convention (the contract with the host loop and device-resident variables):
+///   @main(x, labels, params..., slots..., [step]) -> (loss, params_new..., slots_new...,
+///   [step_new]). The state arguments are the parameters (tandem.trainable, initial value =
+///   the initializer), then the optimizer slots (slot-major: every parameter's first slot, then
+///   every parameter's second slot), then `step` when used. A state argument named N (tandem.
+///   name) has the result named `N_new`, and result 1 + i is the next value of argument 2 + i.
+///   Every non-parameter state starts at zeros. Slots: sgd with momentum > 0:
+///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v` (f32, the parameter's
+///   shape). `step` is f32 [] (counts completed steps, 0 at the start); it is state when
+///   anything depends on t (adam, adamw, sgd momentum, a schedule other than constant), and
+///   `step_new` = t. Below t = step + 1 is the 1-based step.
+///
+/// Per step, with g the parameter's gradient:
+///  1. lr_t (schedule; lr = learningRate):
+///       constant: lr_t = lr
+///       step:     lr_t = lr * gamma^floor((t - 1) / S)      (StepLR stepped once per step)
+///       cosine:   lr_t = lr * t / W                          for t <= W (warm-up; W may be 0)
+///                 lr_t = lr_min + (lr - lr_min) * (1 + cos(pi * (min(t, T) - W) / (T - W))) / 2
+///                                                            for t > W (lr_min once t >= T)
+///  2. clipping (clipNorm = c > 0): total = sqrt(sum over all gradients of sum(g^2));
+///       coef = min(1, c / (total + 1e-6)); g = coef * g for every parameter.
+///  3. sgd (mu = momentum, d = dampening, wd = weightDecay):
+///       g = g + wd * p                                     (if wd != 0)
+///       if mu != 0: buf' = g at t = 1, else mu * buf + (1 - d) * g   (Where(step == 0, ...))
+///                   g = nesterov ? g + mu * buf' : buf'
+///       p' = p - lr_t * g
+///  4. adam (b1, b2, eps): g = g + wd * p (if wd != 0); adamw: p = p * (1 - lr_t * wd) instead
+///     (decoupled, g untouched). Then
+///       m' = b1 m + (1 - b1) g,  v' = b2 v + (1 - b2) g^2,  bc1 = 1 - b1^t,  bc2 = 1 - b2^t
+///       PyTorch eps (default): p' = p - lr_t / bc1 * m' / (sqrt(v') / sqrt(bc2) + eps)
+///       Keras eps:             p' = p - lr_t * sqrt(bc2) / bc1 * m' / (sqrt(v') + eps)
+///     ONNX's Adam-1 places eps like Keras; the two differ while v' is small.
+/// Errors (diagnostics on @main): the options checkOptions refuses, results that are not the
+/// loss and one gradient per parameter.
 mlir::LogicalResult appendOptimizer(mlir::ModuleOp module, const CompileOptions::Training& options);
 
 }  // namespace tandem::training

@@ -129,6 +129,11 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   CompileOptions co;
   TANDEM_RETURN_IF_ERROR(setTargetDevices(&co, "cpu"));
   co.training = o.training;
+  if (o.training.lrSchedule == CompileOptions::Training::LrSchedule::Cosine &&
+      o.training.totalSteps == 0)  // cosine's T defaults to the run's steps
+    co.training->totalSteps =
+        o.epochs * (o.maxSteps > 0 ? std::min(train.count / o.batch, o.maxSteps)
+                                   : train.count / o.batch);
   co.inputShapes[input] = imageShape(o.batch);
   std::unique_ptr<Executable> step, forward;
   TANDEM_RETURN_IF_ERROR(compileAndLoad(o.model, co, o.threads, &step));
@@ -137,13 +142,12 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   co.inputShapes[input] = imageShape(evalBatch);
   TANDEM_RETURN_IF_ERROR(compileAndLoad(o.model, co, o.threads, &forward));
 
-  // 3. The state: inputs 2.. of the step (parameters from the initializers, zero moments),
-  //    then `step` for Adam. Result 1 + i is the next value of input 2 + i.
+  // 3. The state: inputs 2.. of the step (parameters from the initializers; optimizer slots
+  //    and `step` zeros). Result 1 + i is the next value of input 2 + i.
   std::map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : model.graph().initializer()) inits[t.name()] = &t;
   const std::vector<std::string>& names = step->inputNames();
-  const bool adam = o.training.optimizer == CompileOptions::Training::Optimizer::Adam;
-  const size_t nState = names.size() - 2 - (adam ? 1 : 0);
+  const size_t nState = names.size() - 2;
   std::vector<Tensor> state(nState);
   for (size_t i = 0; i < nState; ++i) {
     const std::string& n = names[2 + i];
@@ -184,7 +188,6 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
       in.push_back(Tensor::fromVector<int64_t>({o.batch}, lab));
       for (Tensor& x : state) in.push_back(std::move(x));
       ++t;
-      if (adam) in.push_back(Tensor::fromVector<float>({}, {(float)t}));
       TANDEM_RETURN_IF_ERROR(step->run(in, &out).withContext("train step " + std::to_string(t)));
       lossSum += out[0].data<float>()[0];
       for (size_t i = 0; i < nState; ++i) state[i] = std::move(out[1 + i]);

@@ -49,7 +49,9 @@ struct EpochReport {
 /// Trains `o.model` on the data in `o.dataDir`: compiles the training step (CompileOptions::
 /// Training, batch dim bound to o.batch) and a forward plan taking the parameters as inputs,
 /// shuffles the training set each epoch (std::mt19937_64 seeded with o.seed + epoch), runs one
-/// step per batch feeding each step's new parameters and state to the next, evaluates the test
+/// step per batch feeding each step's new parameters and state to the next (the optimizer
+/// slots and `step` start at zeros; a cosine schedule without totalSteps gets the run's step
+/// count, epochs x steps per epoch), evaluates the test
 /// set after each epoch (printing one line to `log`), and writes the parameters back into the
 /// model's initializers (o.output). Errors: unreadable model or data, a model the training
 /// graph refuses (TrainingGraph.h), a failed step.

@@ -3,9 +3,64 @@
 
 #include <cstdio>
 
+#include "compiler/training/TrainingGraph.h"
+
 namespace tandem::cli {
 
 constexpr const char* kDefaultFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+namespace {
+
+// The flags into `t`; an empty string, or what is wrong (a flag that does not apply, or a
+// value training::checkOptions refuses).
+std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* t) {
+  using T = CompileOptions::Training;
+  const bool sgd = o.optimizer == "sgd";
+  auto onlyFor = [&](std::initializer_list<const char*> flags, bool applies,
+                     const std::string& what) -> std::string {
+    for (const char* f : flags)
+      if (!applies && o.given.count(f)) return std::string(f) + " applies to " + what + " only";
+    return "";
+  };
+  for (const std::string& bad :
+       {onlyFor({"--momentum", "--dampening", "--nesterov"}, sgd, "--optimizer sgd"),
+        onlyFor({"--beta1", "--beta2", "--eps", "--epsilon-mode"}, !sgd,
+                "--optimizer adam and adamw"),
+        onlyFor({"--lr-step-size", "--lr-gamma"}, o.lrSchedule == "step", "--lr-schedule step"),
+        onlyFor({"--warmup-steps", "--lr-min", "--lr-total-steps"}, o.lrSchedule == "cosine",
+                "--lr-schedule cosine")})
+    if (!bad.empty()) return bad;
+  if (o.lrSchedule == "step" && !o.given.count("--lr-step-size"))
+    return "--lr-schedule step needs --lr-step-size";
+  t->optimizer = sgd ? T::Optimizer::Sgd
+                     : o.optimizer == "adamw" ? T::Optimizer::AdamW : T::Optimizer::Adam;
+  t->learningRate = o.lr;
+  t->momentum = o.momentum;
+  t->dampening = o.dampening;
+  t->nesterov = o.nesterov;
+  t->weightDecay = o.weightDecay;
+  if (o.optimizer == "adamw" && !o.given.count("--weight-decay")) t->weightDecay = 1e-2;
+  t->beta1 = o.beta1;
+  t->beta2 = o.beta2;
+  t->epsilon = o.epsilon;
+  t->epsilonMode = o.epsilonMode == "keras" ? T::EpsilonMode::Keras : T::EpsilonMode::PyTorch;
+  t->lrSchedule = o.lrSchedule == "step"     ? T::LrSchedule::Step
+                  : o.lrSchedule == "cosine" ? T::LrSchedule::Cosine
+                                             : T::LrSchedule::Constant;
+  t->lrStepSize = o.lrStepSize;
+  t->lrGamma = o.lrGamma;
+  t->warmupSteps = o.warmupSteps;
+  t->lrMin = o.lrMin;
+  t->totalSteps = o.lrTotalSteps;  // 0: trainModel sets the run's step count
+  t->clipNorm = o.clipNorm;
+  // Checked here with a provisional T when it is left to the run (checked again at compile).
+  T check = *t;
+  if (check.lrSchedule == T::LrSchedule::Cosine && check.totalSteps == 0)
+    check.totalSteps = check.warmupSteps + 1;
+  return training::checkOptions(check);
+}
+
+}  // namespace
 
 void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_option("model", o.model,
@@ -16,13 +71,73 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "fashion-mnist[:DIR] (IDX .gz files; DIR defaults to " +
                       std::string(kDefaultFashionMnist) + ")")
       ->capture_default_str();
+  // The optimizer and schedule flags record that they were given: a flag that does not apply
+  // to the chosen optimizer or schedule is a usage error, not silently ignored.
+  auto track = [&o](CLI::Option* opt, const std::string& name) {
+    opt->each([&o, name](const std::string&) { o.given.insert(name); });
+    return opt;
+  };
   cmd->add_option("--optimizer", o.optimizer,
-                  "adam (PyTorch's Adam: bias-corrected, eps outside the sqrt; betas .9/.999) or "
-                  "sgd (plain, no momentum)")
-      ->check(CLI::IsMember({"adam", "sgd"}))
+                  "sgd (torch.optim.SGD), adam (torch.optim.Adam: bias-corrected, L2 weight "
+                  "decay) or adamw (torch.optim.AdamW: decoupled weight decay)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
       ->capture_default_str();
-  cmd->add_option("--lr", o.lr, "Learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--eps", o.epsilon, "Adam's epsilon (Keras uses 1e-7)")->capture_default_str();
+  cmd->add_option("--lr", o.lr, "Learning rate (>= 0; the schedule scales it per step)")
+      ->capture_default_str();
+  track(cmd->add_option("--momentum", o.momentum, "sgd: momentum factor (>= 0)"), "--momentum")
+      ->capture_default_str();
+  track(cmd->add_option("--dampening", o.dampening, "sgd: dampening of the momentum"),
+        "--dampening")
+      ->capture_default_str();
+  track(cmd->add_flag("--nesterov", o.nesterov,
+                      "sgd: Nesterov momentum (needs --momentum > 0 and --dampening 0)"),
+        "--nesterov");
+  track(cmd->add_option("--weight-decay", o.weightDecay,
+                        "Weight decay (>= 0): L2 added to the gradient (sgd, adam) or decoupled "
+                        "p *= 1 - lr * wd (adamw); default 0, 0.01 for adamw (PyTorch's)"),
+        "--weight-decay");
+  track(cmd->add_option("--beta1", o.beta1, "adam, adamw: first-moment decay, in [0, 1)"),
+        "--beta1")
+      ->capture_default_str();
+  track(cmd->add_option("--beta2", o.beta2, "adam, adamw: second-moment decay, in [0, 1)"),
+        "--beta2")
+      ->capture_default_str();
+  track(cmd->add_option("--eps", o.epsilon, "adam, adamw: epsilon (>= 0; Keras uses 1e-7)"),
+        "--eps")
+      ->capture_default_str();
+  track(cmd->add_option("--epsilon-mode", o.epsilonMode,
+                        "adam, adamw: pytorch (eps added to the bias-corrected sqrt(v)) or "
+                        "keras (eps added to sqrt(v), bias corrections in the step size)"),
+        "--epsilon-mode")
+      ->check(CLI::IsMember({"pytorch", "keras"}))
+      ->capture_default_str();
+  cmd->add_option("--lr-schedule", o.lrSchedule,
+                  "constant, step (lr * gamma^floor((t-1)/S), torch StepLR per optimizer step) "
+                  "or cosine (linear warm-up to lr over W steps, then cosine to --lr-min at "
+                  "step T, lr-min after); t is the 1-based step")
+      ->check(CLI::IsMember({"constant", "step", "cosine"}))
+      ->capture_default_str();
+  track(cmd->add_option("--lr-step-size", o.lrStepSize, "step schedule: S, steps per decay (>= 1)"),
+        "--lr-step-size");
+  track(cmd->add_option("--lr-gamma", o.lrGamma, "step schedule: decay factor (> 0)"),
+        "--lr-gamma")
+      ->capture_default_str();
+  track(cmd->add_option("--warmup-steps", o.warmupSteps,
+                        "cosine schedule: W, warm-up steps (>= 0)"),
+        "--warmup-steps")
+      ->capture_default_str();
+  track(cmd->add_option("--lr-min", o.lrMin, "cosine schedule: final learning rate, in [0, lr]"),
+        "--lr-min")
+      ->capture_default_str();
+  track(cmd->add_option("--lr-total-steps", o.lrTotalSteps,
+                        "cosine schedule: T, the step where lr reaches --lr-min (> W; default: "
+                        "all the steps of the run, epochs x steps per epoch)"),
+        "--lr-total-steps");
+  track(cmd->add_option("--clip-norm", o.clipNorm,
+                        "Clip the gradients to this global L2 norm before the optimizer, as "
+                        "torch.nn.utils.clip_grad_norm_ (0: off)"),
+        "--clip-norm")
+      ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Epochs")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--batch", o.batch, "Batch size (the last partial batch is dropped)")
       ->check(CLI::PositiveNumber)
@@ -51,10 +166,10 @@ int runTrain(const TrainOptionsCli& o) {
     return 2;
   }
   t.output = o.output;
-  t.training.optimizer = o.optimizer == "sgd" ? CompileOptions::Training::Optimizer::Sgd
-                                              : CompileOptions::Training::Optimizer::Adam;
-  t.training.learningRate = o.lr;
-  t.training.epsilon = o.epsilon;
+  if (std::string bad = trainingOptions(o, &t.training); !bad.empty()) {
+    std::fprintf(stderr, "tandem: usage error: %s\n", bad.c_str());
+    return 2;
+  }
   t.training.allFloatConstants = o.allParams;
   t.epochs = o.epochs;
   t.batch = o.batch;

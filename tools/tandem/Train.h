@@ -1,6 +1,7 @@
 // `tandem train`: its flags and entry point (the loop is tools/driver/Train.h).
 #pragma once
 #include <CLI/CLI.hpp>
+#include <set>
 #include <string>
 
 #include "tools/driver/Train.h"
@@ -10,10 +11,16 @@ namespace tandem::cli {
 struct TrainOptionsCli {
   std::string model, data = "fashion-mnist", optimizer = "adam", output;
   double lr = 1e-3, epsilon = 1e-8;
+  double momentum = 0, dampening = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999;
+  bool nesterov = false;
+  std::string epsilonMode = "pytorch", lrSchedule = "constant";
+  int64_t lrStepSize = 0, warmupSteps = 0, lrTotalSteps = 0;
+  double lrGamma = 0.1, lrMin = 0, clipNorm = 0;
   int epochs = 1, threads = 0;
   int64_t batch = 128, maxSteps = 0;
   uint64_t seed = 0;
   bool allParams = false;
+  std::set<std::string> given;  // the optimizer and schedule flags on the command line
 };
 
 /// Adds the `train` subcommand's flags to `cmd`.

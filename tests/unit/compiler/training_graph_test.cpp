@@ -44,6 +44,7 @@ TEST(TrainingGraph, AdamStepIsPyTorchs) {
   ASSERT_EQ(a->inputNames().size(), 2u + 12u + 1u);
   EXPECT_EQ(a->inputNames()[1], "labels");
   EXPECT_EQ(a->inputNames().back(), "step");
+  EXPECT_EQ(a->outputNames().back(), "step_new");
   EXPECT_EQ(a->outputNames()[0], "loss");
   EXPECT_EQ(a->outputNames()[1], a->inputNames()[2] + "_new");
   EXPECT_EQ(a->outputNames()[5], a->inputNames()[6] + "_new");  // the first m
@@ -92,9 +93,10 @@ TEST(TrainingGraph, AdamStepIsPyTorchs) {
   in.insert(in.end(), params.begin(), params.end());
   in.insert(in.end(), m.begin(), m.end());
   in.insert(in.end(), v.begin(), v.end());
-  in.push_back(Tensor::fromVector<float>({}, {(float)t}));
+  in.push_back(Tensor::fromVector<float>({}, {(float)(t - 1)}));  // `step`: steps completed
   ASSERT_TRUE(a->run(in, &out).isOk());
-  ASSERT_EQ(out.size(), 13u);
+  ASSERT_EQ(out.size(), 14u);
+  EXPECT_EQ(out[13].data<float>()[0], (float)t);  // step_new
   EXPECT_NEAR(out[0].data<float>()[0], std::log(10.0), 0.5);  // near-uniform logits at start
   double worst = 0, worstOnnx = 0;
   for (size_t i = 0; i < 4; ++i)

@@ -1,0 +1,546 @@
+// The optimizers of the training step graph (compiler/training/TrainingGraph.h) against a host
+// double-precision reference written here from PyTorch's documented algorithms
+// (torch.optim.SGD / Adam / AdamW, clip_grad_norm_, StepLR) and tf.keras's Adam epsilon: a tiny
+// two-layer linear classifier (Gemm then MatMul, three parameters) runs K steps per
+// configuration, and after every step each parameter must match the reference trajectory.
+// The reference computes the loss and its gradients itself (softmax cross-entropy, backprop
+// by hand), so the two trajectories share nothing but the initial values and the batch.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "compiler/training/TrainingGraph.h"
+#include "tools/driver/Driver.h"
+
+using namespace tandem;
+using Training = CompileOptions::Training;
+
+namespace {
+
+constexpr int64_t kN = 6, kD = 5, kH = 4, kC = 3;
+
+// The model's data, drawn once: x [N, D], labels, W1 [H, D], b1 [H], W2 [H, C].
+struct Data {
+  std::vector<double> x;
+  std::vector<int64_t> labels;
+  std::map<std::string, std::vector<double>> init;
+  std::map<std::string, Shape> shapes = {{"W1", {kH, kD}}, {"b1", {kH}}, {"W2", {kH, kC}}};
+};
+
+const Data& data() {
+  static const Data d = [] {
+    Data d;
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    // Values exactly representable in f32, so both sides start from the same numbers.
+    auto draw = [&](int64_t n, double scale) {
+      std::vector<double> v(n);
+      for (double& e : v) e = (double)(float)(u(rng) * scale);
+      return v;
+    };
+    d.x = draw(kN * kD, 1.0);
+    for (int64_t i = 0; i < kN; ++i) d.labels.push_back(i % kC);
+    d.init["W1"] = draw(kH * kD, 0.8);
+    d.init["b1"] = draw(kH, 0.3);
+    d.init["W2"] = draw(kH * kC, 0.8);
+    return d;
+  }();
+  return d;
+}
+
+void addInitializer(onnx::GraphProto* g, const std::string& name, const Shape& shape,
+                    const std::vector<double>& v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : shape) t->add_dims(d);
+  for (double e : v) t->add_float_data((float)e);
+}
+
+// logits = MatMul(Gemm(x, W1, b1, transB = 1), W2), written once to a temporary file.
+const std::string& modelPath() {
+  static const std::string path = [] {
+    const Data& d = data();
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto* g = m.mutable_graph();
+    g->set_name("tiny");
+    auto* in = g->add_input();
+    in->set_name("x");
+    auto* tt = in->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    tt->mutable_shape()->add_dim()->set_dim_value(kN);
+    tt->mutable_shape()->add_dim()->set_dim_value(kD);
+    for (const char* n : {"W1", "b1", "W2"}) addInitializer(g, n, d.shapes.at(n), d.init.at(n));
+    auto* gemm = g->add_node();
+    gemm->set_op_type("Gemm");
+    gemm->set_name("fc1");
+    for (const char* i : {"x", "W1", "b1"}) gemm->add_input(i);
+    gemm->add_output("h");
+    auto* a = gemm->add_attribute();
+    a->set_name("transB");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(1);
+    auto* mm = g->add_node();
+    mm->set_op_type("MatMul");
+    mm->set_name("fc2");
+    mm->add_input("h");
+    mm->add_input("W2");
+    mm->add_output("logits");
+    g->add_output()->set_name("logits");
+    std::string p = testing::TempDir() + "/tandem_optimizer_" + std::to_string(getpid()) + ".onnx";
+    std::ofstream f(p, std::ios::binary);
+    EXPECT_TRUE(m.SerializeToOstream(&f));
+    return p;
+  }();
+  return path;
+}
+
+// ---- The reference (double), after PyTorch's algorithms ----
+
+using Params = std::map<std::string, std::vector<double>>;
+
+// Mean softmax cross-entropy of the model at `p` and its gradients.
+double lossAndGrads(const Params& p, Params* grads) {
+  const Data& d = data();
+  const auto &W1 = p.at("W1"), &b1 = p.at("b1"), &W2 = p.at("W2");
+  std::vector<double> h(kN * kH), dz(kN * kC), dh(kN * kH, 0.0);
+  double loss = 0;
+  for (int64_t n = 0; n < kN; ++n) {
+    for (int64_t j = 0; j < kH; ++j) {
+      double s = b1[j];
+      for (int64_t k = 0; k < kD; ++k) s += d.x[n * kD + k] * W1[j * kD + k];
+      h[n * kH + j] = s;
+    }
+    double z[kC], zmax = -1e300, sum = 0;
+    for (int64_t c = 0; c < kC; ++c) {
+      z[c] = 0;
+      for (int64_t j = 0; j < kH; ++j) z[c] += h[n * kH + j] * W2[j * kC + c];
+      zmax = std::max(zmax, z[c]);
+    }
+    for (int64_t c = 0; c < kC; ++c) sum += std::exp(z[c] - zmax);
+    loss += -(z[d.labels[n]] - zmax - std::log(sum)) / kN;
+    for (int64_t c = 0; c < kC; ++c)
+      dz[n * kC + c] = (std::exp(z[c] - zmax) / sum - (c == d.labels[n] ? 1.0 : 0.0)) / kN;
+  }
+  auto& gW1 = (*grads)["W1"] = std::vector<double>(kH * kD, 0.0);
+  auto& gb1 = (*grads)["b1"] = std::vector<double>(kH, 0.0);
+  auto& gW2 = (*grads)["W2"] = std::vector<double>(kH * kC, 0.0);
+  for (int64_t n = 0; n < kN; ++n)
+    for (int64_t j = 0; j < kH; ++j)
+      for (int64_t c = 0; c < kC; ++c) {
+        gW2[j * kC + c] += h[n * kH + j] * dz[n * kC + c];
+        dh[n * kH + j] += dz[n * kC + c] * W2[j * kC + c];
+      }
+  for (int64_t n = 0; n < kN; ++n)
+    for (int64_t j = 0; j < kH; ++j) {
+      gb1[j] += dh[n * kH + j];
+      for (int64_t k = 0; k < kD; ++k) gW1[j * kD + k] += dh[n * kH + j] * d.x[n * kD + k];
+    }
+  return loss;
+}
+
+// The reference optimizer: torch.optim.{SGD,Adam,AdamW}.step() with the schedule's lr, after
+// clip_grad_norm_ (when on). `keras` switches Adam's update to tf.keras's.
+struct Reference {
+  Training o;
+  bool keras = false;
+  Params p, buf, m, v;
+  int64_t t = 0;  // steps taken
+  double lastClipCoef = 1;
+
+  explicit Reference(const Training& opts) : o(opts), p(data().init) {
+    keras = o.epsilonMode == Training::EpsilonMode::Keras;
+  }
+
+  // The storage of the state named `name` by the step graph's convention (null for `step`).
+  std::vector<double>* state(const std::string& name) {
+    const size_t dot = name.find('.');
+    const std::string param = name.substr(0, dot);
+    const std::string slot = dot == std::string::npos ? "" : name.substr(dot);
+    if (name == "step") return nullptr;
+    if (slot.empty()) return &p.at(param);
+    if (slot == ".momentum_buffer") return &buf[param];
+    if (slot == ".m") return &m[param];
+    if (slot == ".v") return &v[param];
+    ADD_FAILURE() << "unknown state '" << name << "'";
+    return nullptr;
+  }
+
+  // The lr used by step `step` (1-based).
+  double lr(int64_t step) const {
+    const double base = o.learningRate;
+    if (o.lrSchedule == Training::LrSchedule::Step)  // StepLR: scheduler.step() after each step
+      return base * std::pow(o.lrGamma, (double)((step - 1) / o.lrStepSize));
+    if (o.lrSchedule == Training::LrSchedule::Cosine) {
+      const double w = (double)o.warmupSteps, total = (double)o.totalSteps;
+      if (step <= o.warmupSteps) return base * (double)step / w;
+      if (step >= o.totalSteps) return o.lrMin;
+      const double progress = ((double)step - w) / (total - w);
+      return o.lrMin + (base - o.lrMin) * (1 + std::cos(M_PI * progress)) / 2;
+    }
+    return base;
+  }
+
+  double step() {
+    Params g;
+    const double loss = lossAndGrads(p, &g);
+    ++t;
+    if (o.clipNorm > 0) {  // torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type=2)
+      double sq = 0;
+      for (auto& [name, gv] : g)
+        for (double e : gv) sq += e * e;
+      const double clipCoef = o.clipNorm / (std::sqrt(sq) + 1e-6);
+      lastClipCoef = std::min(clipCoef, 1.0);
+      for (auto& [name, gv] : g)
+        for (double& e : gv) e *= lastClipCoef;
+    }
+    const double lrT = lr(t), wd = o.weightDecay;
+    for (auto& [name, param] : p) {
+      std::vector<double>& grad = g[name];
+      if (o.optimizer == Training::Optimizer::Sgd) {
+        std::vector<double>& b = buf[name];
+        b.resize(param.size());
+        for (size_t i = 0; i < param.size(); ++i) {
+          double dp = grad[i];
+          if (wd != 0) dp += wd * param[i];
+          if (o.momentum != 0) {
+            if (t == 1) {
+              b[i] = dp;  // buf = torch.clone(d_p).detach()
+            } else {
+              b[i] = o.momentum * b[i] + (1 - o.dampening) * dp;
+            }
+            dp = o.nesterov ? dp + o.momentum * b[i] : b[i];
+          }
+          param[i] -= lrT * dp;
+        }
+        continue;
+      }
+      std::vector<double>& ma = m[name];
+      std::vector<double>& va = v[name];
+      ma.resize(param.size(), 0.0);
+      va.resize(param.size(), 0.0);
+      const double bc1 = 1 - std::pow(o.beta1, (double)t), bc2 = 1 - std::pow(o.beta2, (double)t);
+      for (size_t i = 0; i < param.size(); ++i) {
+        double gi = grad[i];
+        if (o.optimizer == Training::Optimizer::AdamW) {
+          param[i] *= 1 - lrT * wd;
+        } else if (wd != 0) {
+          gi += wd * param[i];
+        }
+        ma[i] = o.beta1 * ma[i] + (1 - o.beta1) * gi;   // exp_avg.lerp_(grad, 1 - beta1)
+        va[i] = o.beta2 * va[i] + (1 - o.beta2) * gi * gi;
+        if (keras) {  // tf.keras Adam: alpha = lr * sqrt(1 - b2^t) / (1 - b1^t)
+          const double alpha = lrT * std::sqrt(bc2) / bc1;
+          param[i] -= alpha * ma[i] / (std::sqrt(va[i]) + o.epsilon);
+        } else {      // torch: denom = sqrt(v) / sqrt(bc2) + eps; p -= lr / bc1 * m / denom
+          param[i] -= lrT / bc1 * ma[i] / (std::sqrt(va[i]) / std::sqrt(bc2) + o.epsilon);
+        }
+      }
+    }
+    return loss;
+  }
+};
+
+// ---- The plan under test ----
+
+std::unique_ptr<Executable> compileStep(const Training& t, std::string* error = nullptr) {
+  CompileOptions co;
+  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  co.training = t;
+  CompileResult r;
+  Status st = compileOnnxFile(modelPath(), ImportOptions{}, co, &r);
+  if (error) *error = st.message();
+  if (!st.isOk()) return nullptr;
+  std::unique_ptr<Executable> exe;
+  EXPECT_TRUE(Executable::load(r.plan, LoadOptions{1}, &exe).isOk());
+  return exe;
+}
+
+Tensor f32Tensor(const Shape& shape, const std::vector<double>& v) {
+  std::vector<float> f(v.begin(), v.end());
+  return Tensor::fromVector<float>(shape, f);
+}
+
+// The plan's gradients themselves are f32 (its softmax's exp included): on this model they
+// are within ~7e-7 absolute of the double reference's, which bounds a momentum buffer's first
+// value; every other difference measured is below 4e-7. A wrong formula (a missing (1 - d), a
+// misplaced eps, an lr off by a schedule step, an unclipped gradient) is 1e-4 or more.
+constexpr double kTolerance = 2e-6;
+
+struct RunSummary {
+  double worst = 0;  // max |tandem - reference| / (1 + |reference|) over all steps and state
+  std::vector<double> clipCoefs;
+};
+
+// Runs `steps` steps of the plan, state fed back by the convention (result 1 + i -> argument
+// 2 + i; slots and step start at zeros). Before each step the reference takes the plan's state
+// (identical at step 1: the initializers and zeros), so every step is checked from the same
+// point: the f32 rounding of earlier steps does not accumulate into the comparison, and a
+// wrong formula shows at the first step it matters, far above the tolerance.
+RunSummary runAgainstReference(const Training& t, int steps) {
+  RunSummary sum;
+  std::string error;
+  auto exe = compileStep(t, &error);
+  EXPECT_TRUE(exe) << error;
+  if (!exe) return sum;
+  const auto& names = exe->inputNames();
+  const auto& outNames = exe->outputNames();
+  // The state convention.
+  EXPECT_EQ(names[0], "x");
+  EXPECT_EQ(names[1], "labels");
+  EXPECT_EQ(outNames.size(), names.size() - 1);
+  EXPECT_EQ(outNames[0], "loss");
+  for (size_t i = 2; i < names.size() && i - 1 < outNames.size(); ++i) {
+    EXPECT_EQ(outNames[i - 1], names[i] + "_new");
+    EXPECT_EQ(exe->outputTypes()[i - 1].shape, exe->inputTypes()[i].shape) << names[i];
+  }
+  const bool hasStep = training::usesStepCounter(t);
+  EXPECT_EQ(names.back() == "step", hasStep);
+  if (hasStep) {
+    EXPECT_TRUE(exe->inputTypes().back().shape.empty());
+  }
+
+  const Data& d = data();
+  std::vector<Tensor> state;
+  for (size_t i = 2; i < names.size(); ++i) {
+    auto it = d.init.find(names[i]);
+    state.push_back(it != d.init.end() ? f32Tensor(d.shapes.at(names[i]), it->second)
+                                       : Tensor::alloc(DType::F32, exe->inputTypes()[i].shape));
+  }
+  Reference ref(t);
+  const Tensor x = f32Tensor({kN, kD}, d.x);
+  const Tensor labels = Tensor::fromVector<int64_t>({kN}, d.labels);
+  for (int step = 1; step <= steps; ++step) {
+    for (size_t i = 2; i < names.size(); ++i)
+      if (std::vector<double>* r = ref.state(names[i])) {
+        const float* v = state[i - 2].data<float>();
+        r->assign(v, v + state[i - 2].numel());
+      }
+    std::vector<Tensor> in = {x, labels}, out;
+    in.insert(in.end(), state.begin(), state.end());
+    Status st = exe->run(in, &out);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    if (!st.isOk()) return sum;
+    const double loss = ref.step();
+    sum.clipCoefs.push_back(ref.lastClipCoef);
+    EXPECT_NEAR(out[0].data<float>()[0], loss, 1e-6 * (1 + loss)) << "loss, step " << step;
+    for (size_t i = 2; i < names.size(); ++i) {
+      state[i - 2] = out[i - 1];
+      std::vector<double>* want = ref.state(names[i]);
+      if (!want) {
+        EXPECT_EQ(state[i - 2].data<float>()[0], (float)step) << "step_new";
+        continue;
+      }
+      EXPECT_EQ((int64_t)want->size(), state[i - 2].numel()) << names[i];
+      if ((int64_t)want->size() != state[i - 2].numel()) return sum;
+      for (size_t j = 0; j < want->size(); ++j) {
+        const double w = (*want)[j], got = state[i - 2].data<float>()[j];
+        const double err = std::abs(got - w) / (1 + std::abs(w));
+        sum.worst = std::max(sum.worst, err);
+        EXPECT_LE(err, kTolerance) << names[i] << "[" << j << "] at step " << step << ": " << got
+                             << " vs reference " << w;
+      }
+    }
+  }
+  std::printf("  %d steps, worst relative error %.1e\n", steps, sum.worst);
+  return sum;
+}
+
+constexpr int kSteps = 6;
+
+Training sgd(double lr) {
+  Training t;
+  t.optimizer = Training::Optimizer::Sgd;
+  t.learningRate = lr;
+  return t;
+}
+
+Training adam(Training::Optimizer which = Training::Optimizer::Adam) {
+  Training t;
+  t.optimizer = which;
+  t.learningRate = 0.01;
+  return t;
+}
+
+TEST(Optimizer, SgdPlain) {
+  Training t = sgd(0.5);
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, SgdMomentum) {
+  Training t = sgd(0.2);
+  t.momentum = 0.9;
+  runAgainstReference(t, kSteps);
+}
+
+// The first step's buffer is the gradient itself, not (1 - dampening) * g: with dampening 0.5
+// the two differ by half the first step.
+TEST(Optimizer, SgdMomentumDampening) {
+  Training t = sgd(0.2);
+  t.momentum = 0.8;
+  t.dampening = 0.5;
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, SgdNesterov) {
+  Training t = sgd(0.2);
+  t.momentum = 0.9;
+  t.nesterov = true;
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, SgdWeightDecay) {
+  Training t = sgd(0.2);
+  t.weightDecay = 0.3;
+  runAgainstReference(t, kSteps);
+  t.momentum = 0.5;
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, Adam) { runAgainstReference(adam(), kSteps); }
+
+TEST(Optimizer, AdamL2WeightDecay) {
+  Training t = adam();
+  t.weightDecay = 0.5;
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, AdamWDecoupledWeightDecay) {
+  Training t = adam(Training::Optimizer::AdamW);
+  t.learningRate = 0.05;
+  t.weightDecay = 0.5;  // each step shrinks p by 2.5%, far above the tolerance
+  runAgainstReference(t, kSteps);
+}
+
+// Keras's eps placement: checked against the Keras reference, and the test must be able to
+// tell it from PyTorch's (a large eps makes the two differ well above the tolerance).
+TEST(Optimizer, AdamKerasEpsilon) {
+  Training t = adam();
+  t.epsilon = 1e-2;
+  t.epsilonMode = Training::EpsilonMode::Keras;
+  runAgainstReference(t, kSteps);
+  Reference keras(t), torch(t);
+  torch.keras = false;
+  for (int i = 0; i < 2; ++i) {
+    keras.step();
+    torch.step();
+  }
+  double differ = 0;
+  for (const auto& [name, v] : keras.p)
+    for (size_t j = 0; j < v.size(); ++j)
+      differ = std::max(differ, std::abs(v[j] - torch.p[name][j]));
+  EXPECT_GT(differ, 1e-4) << "the test cannot tell Keras's eps from PyTorch's";
+  // Adam with AdamW's decoupled decay in Keras mode too.
+  t.optimizer = Training::Optimizer::AdamW;
+  t.weightDecay = 0.1;
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, StepSchedule) {
+  Training t = sgd(0.3);
+  t.momentum = 0.5;
+  t.lrSchedule = Training::LrSchedule::Step;
+  t.lrStepSize = 2;
+  t.lrGamma = 0.5;
+  runAgainstReference(t, kSteps);  // lr 0.3, 0.3, 0.15, 0.15, 0.075, 0.075
+  t = adam();
+  t.lrSchedule = Training::LrSchedule::Step;
+  t.lrStepSize = 5;  // steps 1..5 at lr, 6 at lr * gamma: floor((t-1)/S) exact at 5/5
+  t.lrGamma = 0.1;
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, CosineScheduleWithWarmup) {
+  // Steps 1, 2 warm up (lr/2, lr), 3..5 decay, 6 and 7 are clamped at lr_min.
+  Training t = adam();
+  t.learningRate = 0.05;
+  t.lrSchedule = Training::LrSchedule::Cosine;
+  t.warmupSteps = 2;
+  t.totalSteps = 5;
+  t.lrMin = 0.002;
+  Reference r(t);
+  EXPECT_DOUBLE_EQ(r.lr(1), 0.025);
+  EXPECT_DOUBLE_EQ(r.lr(2), 0.05);
+  EXPECT_DOUBLE_EQ(r.lr(5), 0.002);
+  runAgainstReference(t, 7);
+  // No warm-up, SGD.
+  t = sgd(0.4);
+  t.lrSchedule = Training::LrSchedule::Cosine;
+  t.totalSteps = 4;
+  runAgainstReference(t, kSteps);
+}
+
+TEST(Optimizer, ClipGradNorm) {
+  // Gradient norm here ~0.3-1: 0.05 clips every step, 100 never does.
+  Training t = sgd(0.5);
+  t.clipNorm = 0.05;
+  RunSummary s = runAgainstReference(t, kSteps);
+  ASSERT_EQ(s.clipCoefs.size(), (size_t)kSteps);
+  for (double c : s.clipCoefs) EXPECT_LT(c, 0.5) << "the norm did not clip";
+  t.clipNorm = 100;
+  s = runAgainstReference(t, kSteps);
+  for (double c : s.clipCoefs) EXPECT_EQ(c, 1.0);
+  // With Adam and weight decay: clipping comes before the L2 term.
+  t = adam();
+  t.clipNorm = 0.05;
+  t.weightDecay = 0.5;
+  s = runAgainstReference(t, kSteps);
+  for (double c : s.clipCoefs) EXPECT_LT(c, 0.5);
+}
+
+// The convention when nothing depends on t: no slots, no `step`.
+TEST(Optimizer, PlainSgdHasNoStepState) {
+  auto exe = compileStep(sgd(0.1));
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->inputNames(), (std::vector<std::string>{"x", "labels", "W1", "b1", "W2"}));
+  Training m = sgd(0.1);
+  m.momentum = 0.9;
+  exe = compileStep(m);
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->inputNames(),
+            (std::vector<std::string>{"x", "labels", "W1", "b1", "W2", "W1.momentum_buffer",
+                                      "b1.momentum_buffer", "W2.momentum_buffer", "step"}));
+}
+
+TEST(Optimizer, OptionsAreChecked) {
+  Training t = sgd(0.1);
+  t.nesterov = true;
+  EXPECT_EQ(training::checkOptions(t),
+            "--nesterov requires a momentum > 0 and zero dampening (as torch.optim.SGD)");
+  t.momentum = 0.9;
+  EXPECT_EQ(training::checkOptions(t), "");
+  t.dampening = 0.1;
+  EXPECT_NE(training::checkOptions(t), "");
+  t = sgd(-0.1);
+  EXPECT_EQ(training::checkOptions(t), "--lr -0.1: must be >= 0");
+  t = adam();
+  t.weightDecay = -1;
+  EXPECT_NE(training::checkOptions(t).find("--weight-decay"), std::string::npos);
+  t = adam();
+  t.momentum = 0.9;
+  EXPECT_EQ(training::checkOptions(t), "--momentum, --dampening and --nesterov apply to sgd only");
+  t = adam();
+  t.beta2 = 1;
+  EXPECT_NE(training::checkOptions(t).find("--beta2"), std::string::npos);
+  t = adam();
+  t.lrSchedule = Training::LrSchedule::Cosine;
+  t.warmupSteps = 10;
+  t.totalSteps = 10;
+  EXPECT_NE(training::checkOptions(t).find("must exceed --warmup-steps"), std::string::npos);
+  // The compiler refuses them too, with the same reason.
+  t = sgd(0.1);
+  t.nesterov = true;
+  std::string error;
+  EXPECT_FALSE(compileStep(t, &error));
+  EXPECT_NE(error.find("--nesterov requires"), std::string::npos) << error;
+}
+
+}  // namespace
