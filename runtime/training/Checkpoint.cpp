@@ -183,8 +183,7 @@ Status loadCheckpoint(const std::string& path, const std::string& expectedFinger
                            dtypeName(t.dtype()) + " " + shapeToString(shape) + " needs " +
                            std::to_string(t.bytes()));
     if (t.bytes() > 0) std::memcpy(t.raw(), td.raw().data(), t.bytes());
-    if (!c.tensors.emplace(nt.name(), t).second)
-      return Status::error(what + " appears twice");
+    if (!c.tensors.emplace(nt.name(), t).second) return Status::error(what + " appears twice");
   }
   if (expected) {
     for (const auto& s : *expected) {
@@ -216,8 +215,8 @@ Status CheckpointDir::steps(std::vector<int64_t>* out) const {
   DIR* d = opendir(dir_.c_str());
   if (!d) {
     if (errno == ENOENT) return Status::ok();
-    return Status::error(dir_ + ": cannot list the checkpoint directory (" +
-                         std::strerror(errno) + ")");
+    return Status::error(dir_ + ": cannot list the checkpoint directory (" + std::strerror(errno) +
+                         ")");
   }
   while (dirent* e = readdir(d)) {
     int64_t step;
@@ -236,8 +235,8 @@ Status CheckpointDir::save(const Checkpoint& c, std::string* written) {
                          std::strerror(errno) + ")");
   const std::string path = pathForStep(c.step);
   TANDEM_RETURN_IF_ERROR(saveCheckpoint(path, c));
-  TANDEM_RETURN_IF_ERROR(writeFileAtomic(dir_ + "/" + kLatest,
-                                         "ckpt-" + std::to_string(c.step) + ".tckpt\n"));
+  TANDEM_RETURN_IF_ERROR(
+      writeFileAtomic(dir_ + "/" + kLatest, "ckpt-" + std::to_string(c.step) + ".tckpt\n"));
   if (written) *written = path;
   std::vector<int64_t> all;
   if (steps(&all).isOk() && (int64_t)all.size() > keepLast_) {

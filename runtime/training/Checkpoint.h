@@ -23,11 +23,11 @@ struct Checkpoint {
   /// Identifies the model the tensors belong to; load refuses another one. The Trainer passes
   /// checkpointFingerprint(variables).
   std::string fingerprint;
-  int64_t step = 0;             // optimizer steps taken so far
-  int64_t epoch = 0;            // the epoch in progress, 0-based
-  int64_t positionInEpoch = 0;  // samples of this epoch's order already consumed
-  uint64_t shuffleSeed = 0;     // the seed of shuffledOrder (frontend/Datasets.h)
-  std::string rngState;         // any other generator's state, opaque bytes
+  int64_t step = 0;                             // optimizer steps taken so far
+  int64_t epoch = 0;                            // the epoch in progress, 0-based
+  int64_t positionInEpoch = 0;                  // samples of this epoch's order already consumed
+  uint64_t shuffleSeed = 0;                     // the seed of shuffledOrder (frontend/Datasets.h)
+  std::string rngState;                         // any other generator's state, opaque bytes
   std::map<std::string, std::string> metadata;  // free form (hyper-parameters, notes)
   std::map<std::string, Tensor> tensors;        // variables and optimizer state, by name
 };

@@ -1,6 +1,9 @@
 // Checkpoints (runtime/training/Checkpoint.h): bit-exact round trips, refusal of corrupt,
 // truncated and foreign files, a full disk mid-save, and the directory's latest/keep-last-K.
+#include "runtime/training/Checkpoint.h"
+
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -13,10 +16,6 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
-
-#include <gtest/gtest.h>
-
-#include "runtime/training/Checkpoint.h"
 
 namespace tandem {
 namespace {
@@ -197,8 +196,8 @@ TEST(Checkpoint, RefusesAnotherModelsCheckpointNamingBothFingerprints) {
   ASSERT_TRUE(saveCheckpoint(path, c));
   Checkpoint out;
   Status st = loadCheckpoint(path, "other-model-fp", &out);
-  EXPECT_EQ(st.message(), path + ": checkpoint of another model (its fingerprint " +
-                              c.fingerprint + ", this model's other-model-fp)");
+  EXPECT_EQ(st.message(), path + ": checkpoint of another model (its fingerprint " + c.fingerprint +
+                              ", this model's other-model-fp)");
   EXPECT_TRUE(loadCheckpoint(path, "", &out));  // no expectation: any model
 }
 
@@ -286,7 +285,7 @@ TEST(CheckpointDir, KeepsTheLastKAndLatestPointsAtTheNewest) {
     EXPECT_EQ(readAll(dir + "/latest"), "ckpt-" + std::to_string(step) + ".tckpt\n");
   }
   EXPECT_EQ(listDir(dir), (std::vector<std::string>{"ckpt-300.tckpt", "ckpt-400.tckpt",
-                                                     "ckpt-500.tckpt", "latest"}));
+                                                    "ckpt-500.tckpt", "latest"}));
   std::vector<int64_t> steps;
   ASSERT_TRUE(cd.steps(&steps));
   EXPECT_EQ(steps, (std::vector<int64_t>{300, 400, 500}));
