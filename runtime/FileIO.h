@@ -32,7 +32,8 @@ class AtomicFile {
   int fd() const { return fd_; }
   /// Writes all of [data, data + n); errors name the target path.
   Status write(const void* data, size_t n);
-  /// fsync, close, rename over the target. On error the temporary is removed.
+  /// fsync, close, rename over the target, fsync the target's directory. On an error before
+  /// the rename the temporary is removed and the target is untouched.
   Status commit();
 
  private:

@@ -104,6 +104,21 @@ Status AtomicFile::commit() {
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
     return Status::error(path_ + ": cannot write (" + std::strerror(errno) + ")");
   done_ = true;
+  // The rename is durable only once the directory entry is: without this a crash soon after
+  // can leave the old file (or none) although commit() said ok.
+  const size_t slash = path_.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0)
+    return Status::error(path_ + ": cannot sync directory " + dir + " (" + std::strerror(errno) +
+                         ")");
+  int src = fsync(dfd);
+  int err = errno;
+  ::close(dfd);
+  // Some file systems cannot fsync a directory (EINVAL); the rename is as durable as they allow.
+  if (src != 0 && err != EINVAL)
+    return Status::error(path_ + ": cannot sync directory " + dir + " (" + std::strerror(err) + ")");
   return Status::ok();
 }
 

@@ -11,8 +11,8 @@ set(TANDEM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Tandem)
 # tree that is the global include_directories, installed it is include/tandem.
 # tandem_shapes (compiler/shapes, MLIR-free) is the runtime's too: its plan verifier uses it.
 set(TANDEM_RUNTIME_LIBS tandem_runtime tandem_cuda tandem_cpu_dnnl tandem_cpu_avx2 tandem_cpu_ref
-    tandem_shapes tandem_runtime_core tandem_plan_proto)
-set(TANDEM_COMPILER_LIBS tandem_driver tandem_tool_support tandem_frontend tandem_onnx_io
+    tandem_shapes tandem_training tandem_runtime_core tandem_checkpoint_proto tandem_plan_proto)
+set(TANDEM_COMPILER_LIBS tandem_driver tandem_tool_support tandem_frontend tandem_datasets tandem_onnx_io
     tandem_compiler tandem_passes tandem_placement tandem_dialect)
 foreach(t tandem_plan_proto tandem_runtime_core)
   target_include_directories(${t} INTERFACE $<INSTALL_INTERFACE:${TANDEM_INCLUDE_SUBDIR}>)
@@ -37,6 +37,8 @@ foreach(dir runtime compiler frontend passes tools/driver)
 endforeach()
 # Generated: the Plan protobuf and the dialect's and passes' TableGen output.
 install(FILES ${PROJECT_BINARY_DIR}/compiler/Plan.pb.h DESTINATION ${TANDEM_INCLUDE_SUBDIR}/compiler)
+install(FILES ${PROJECT_BINARY_DIR}/runtime/training/Checkpoint.pb.h
+        DESTINATION ${TANDEM_INCLUDE_SUBDIR}/runtime/training)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/compiler/ DESTINATION ${TANDEM_INCLUDE_SUBDIR}/compiler
         FILES_MATCHING PATTERN "*.h.inc" PATTERN "CMakeFiles" EXCLUDE)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/passes/ DESTINATION ${TANDEM_INCLUDE_SUBDIR}/passes
