@@ -6,7 +6,7 @@
 #include <string>
 
 #include "compiler/IrConventions.h"
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/DenseMap.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -78,25 +78,35 @@ mlir::LogicalResult makeStateResident(mlir::ModuleOp module) {
       return name.substr(0, dot);
     return name;
   };
+  // The optimizer's ops for parameter P are named "P/<optimizer>": the longest such prefix
+  // that matches ("conv1.weight/adam" is conv1.weight's, not conv1's).
   std::map<std::string, std::string> groupByPrefix;  // "G/" -> G
-  for (const Pair& p : pairs) {
-    std::string g = groupOf(p.name);
-    groupByPrefix[g + "/"] = g;
-    for (mlir::Operation* user : main.getArgument(p.arg).getUsers())
-      if (!llvm::isa<mlir::func::ReturnOp>(user)) addToGroup(user, g);
-    if (mlir::Operation* producer = ret.getOperand(p.result).getDefiningOp()) addToGroup(producer, g);
-  }
+  for (const Pair& p : pairs) groupByPrefix[groupOf(p.name) + "/"] = groupOf(p.name);
+  llvm::DenseMap<mlir::Operation*, std::string> prefixGroup;
   main.walk([&](mlir::Operation* op) {
     if (op == main || llvm::isa<mlir::func::ReturnOp>(op)) return;
     std::string node = nodeName(op->getLoc());
     if (node.empty()) return;
-    // The longest prefix that matches: "conv1.weight/adam" is conv1.weight's, not conv1's.
     for (auto it = groupByPrefix.rbegin(); it != groupByPrefix.rend(); ++it)
       if (node.compare(0, it->first.size(), it->first) == 0) {
+        prefixGroup[op] = it->second;
         addToGroup(op, it->second);
         return;
       }
   });
+  // Readers and the update's producer. A variable of no parameter (the step counter) keeps
+  // only the readers outside every parameter's update: otherwise one counter read by every
+  // update would merge all groups into one.
+  for (const Pair& p : pairs) {
+    const std::string g = groupOf(p.name);
+    const bool shared = !isParam.count(g) || !isParam[g];
+    for (mlir::Operation* user : main.getArgument(p.arg).getUsers()) {
+      if (llvm::isa<mlir::func::ReturnOp>(user)) continue;
+      if (shared && prefixGroup.count(user)) continue;
+      addToGroup(user, g);
+    }
+    if (mlir::Operation* producer = ret.getOperand(p.result).getDefiningOp()) addToGroup(producer, g);
+  }
   return mlir::success();
 }
 
