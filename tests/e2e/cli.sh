@@ -14,8 +14,8 @@ check() {  # check EXPECTED_CODE REGEX -- cmd...
   fi
 }
 for c in devices kernels compile run bench calibrate tune train; do check 0 "Usage|usage" -- "$tandem" $c --help; done
-check 2 "only fashion-mnist\[:DIR\] is known" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data mnist
-check 1 "cannot open \(Fashion-MNIST IDX file\)" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data fashion-mnist:/nonexistent
+check 2 "fashion-mnist\[:DIR\] or onnx:DIR" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data mnist
+check 1 "train-images-idx3-ubyte.gz: cannot open" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data fashion-mnist:/nonexistent
 check 2 "--nesterov requires a momentum > 0 and zero dampening" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --nesterov
 check 2 "--lr -1: must be >= 0" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --lr -1
 check 2 "--beta1 applies to --optimizer adam and adamw only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --beta1 0.5

@@ -69,7 +69,9 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
       ->required();
   cmd->add_option("--data", o.data,
                   "fashion-mnist[:DIR] (IDX .gz files; DIR defaults to " +
-                      std::string(kDefaultFashionMnist) + ")")
+                      std::string(kDefaultFashionMnist) +
+                      "), or onnx:DIR (DIR/train and DIR/test hold test_data_set_*/input_0.pb "
+                      "images and input_1.pb labels)")
       ->capture_default_str();
   // The optimizer and schedule flags record that they were given: a flag that does not apply
   // to the chosen optimizer or schedule is a usage error, not silently ignored.
@@ -149,6 +151,21 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
       ->capture_default_str();
   cmd->add_flag("--all-params", o.allParams,
                 "Train every f32 initializer, not only Conv/Gemm/MatMul weights and biases");
+  cmd->add_option("--target", o.target,
+                  "Compile targets for the training step, e.g. cpu,cuda:0=h100 (a CUDA device "
+                  "this build or machine lacks runs on the CPU, with a note)")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-dir", o.checkpointDir,
+                  "Write checkpoints here (DIR/ckpt-<step>.tckpt, DIR/latest; the newest 3 kept) "
+                  "at the end of every epoch");
+  cmd->add_option("--checkpoint-every", o.checkpointEvery,
+                  "Also checkpoint every N steps (needs --checkpoint-dir)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--resume", o.resume,
+                "Continue from the newest checkpoint in --checkpoint-dir (bit-identical on the CPU)");
+  cmd->add_flag("--no-progress", o.noProgress, "No progress bar (one line per epoch only)");
+  cmd->add_option("--placement-log", o.placementLog,
+                  "Write the training step's placement log (text) to this file");
   cmd->add_option("-o,--output", o.output,
                   "Write the model with the trained initializers here (runs with 'tandem run')");
 }
@@ -160,11 +177,24 @@ int runTrain(const TrainOptionsCli& o) {
     t.dataDir = kDefaultFashionMnist;
   } else if (o.data.rfind("fashion-mnist:", 0) == 0) {
     t.dataDir = o.data.substr(14);
+  } else if (o.data.rfind("onnx:", 0) == 0 && o.data.size() > 5) {
+    t.dataFormat = "onnx";
+    t.dataDir = o.data.substr(5);
   } else {
-    std::fprintf(stderr, "tandem: usage error: --data %s: only fashion-mnist[:DIR] is known\n",
+    std::fprintf(stderr, "tandem: usage error: --data %s: fashion-mnist[:DIR] or onnx:DIR\n",
                  o.data.c_str());
     return 2;
   }
+  if ((o.resume || o.checkpointEvery > 0) && o.checkpointDir.empty()) {
+    std::fprintf(stderr, "tandem: usage error: --resume and --checkpoint-every need --checkpoint-dir\n");
+    return 2;
+  }
+  t.targets = o.target;
+  t.checkpointDir = o.checkpointDir;
+  t.checkpointEverySteps = o.checkpointEvery;
+  t.resume = o.resume;
+  t.progress = !o.noProgress;
+  t.placementLog = o.placementLog;
   t.output = o.output;
   if (std::string bad = trainingOptions(o, &t.training); !bad.empty()) {
     std::fprintf(stderr, "tandem: usage error: %s\n", bad.c_str());

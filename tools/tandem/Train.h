@@ -20,6 +20,9 @@ struct TrainOptionsCli {
   int64_t batch = 128, maxSteps = 0;
   uint64_t seed = 0;
   bool allParams = false;
+  std::string target = "cpu", checkpointDir, placementLog;
+  int64_t checkpointEvery = 0;
+  bool resume = false, noProgress = false;
   std::set<std::string> given;  // the optimizer and schedule flags on the command line
 };
 

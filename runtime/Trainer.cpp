@@ -1,0 +1,300 @@
+// The training loop (Trainer.h): prefetched batches through the step plan, progress, per-epoch
+// evaluation through the forward plan, checkpoints and resume.
+#include "runtime/Trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "runtime/training/Checkpoint.h"
+
+namespace tandem {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+Shape withoutBatch(const Shape& s) { return Shape(s.begin() + (s.empty() ? 0 : 1), s.end()); }
+
+// A sample of `s` into `out` (its bytes), with its label.
+Status fetchSample(const SampleSource& s, int64_t i, float* out, int64_t* label) {
+  const int64_t n = numElements(s.sampleShape);
+  if (s.samples) {
+    std::memcpy(out, static_cast<const float*>(s.samples) + i * n, (size_t)n * sizeof(float));
+    *label = s.labels[i];
+    return Status::ok();
+  }
+  return s.fetch(i, out, label);
+}
+
+}  // namespace
+
+Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
+                       std::unique_ptr<Trainer>* out) {
+  if (!step || !forward) return Status::error("Trainer: a step plan and a forward plan are needed");
+  if (step->variableNames().empty())
+    return Status::error("Trainer: the step plan has no variables (compile it with "
+                         "CompileOptions::Training::residentState)");
+  const auto& in = step->inputTypes();
+  if (in.size() != 2 || in[0].dtype != DType::F32 || in[0].shape.empty() || in[1].dtype != DType::I64 ||
+      in[1].shape != Shape{in[0].shape[0]})
+    return Status::error("Trainer: the step plan must take (images f32 [B, ...], labels i64 [B]), "
+                         "it takes " + std::to_string(in.size()) + " inputs");
+  if (step->outputTypes().empty() || step->outputTypes()[0].dtype != DType::F32 ||
+      !step->outputTypes()[0].shape.empty())
+    return Status::error("Trainer: the loss (the step plan's output 0) is not a scalar: " +
+                         (step->outputTypes().empty() ? std::string("no output")
+                                                      : dtypeName(step->outputTypes()[0].dtype) +
+                                                            shapeToString(step->outputTypes()[0].shape)));
+  const auto& fin = forward->inputTypes();
+  const auto& fout = forward->outputTypes();
+  if (fin.empty() || fout.empty() || fout[0].dtype != DType::F32 || fout[0].shape.size() != 2 ||
+      fin[0].shape.empty() || fout[0].shape[0] != fin[0].shape[0])
+    return Status::error("Trainer: the forward plan must map images [E, ...] to logits f32 [E, C]");
+  if (withoutBatch(fin[0].shape) != withoutBatch(in[0].shape))
+    return Status::error("Trainer: the forward plan's images are " + shapeToString(fin[0].shape) +
+                         ", the step's " + shapeToString(in[0].shape));
+  std::unique_ptr<Trainer> t(new Trainer());
+  const auto& vars = step->variableNames();
+  for (size_t j = 1; j < fin.size(); ++j) {
+    const std::string& name = forward->inputNames()[j];
+    auto at = std::find(vars.begin(), vars.end(), name);
+    if (at == vars.end())
+      return Status::error("Trainer: forward input '" + name + "' is not a variable of the step plan");
+    t->forwardParams_.push_back((size_t)(at - vars.begin()));
+    t->forwardParamNames_.push_back(name);
+  }
+  std::vector<TensorSpec> specs;
+  for (size_t k = 0; k < vars.size(); ++k)
+    specs.push_back({vars[k], step->variableTypes()[k].dtype, step->variableTypes()[k].shape});
+  t->fingerprint_ = checkpointFingerprint(specs);
+  t->sampleShape_ = withoutBatch(in[0].shape);
+  t->batch_ = in[0].shape[0];
+  t->evalBatch_ = fin[0].shape[0];
+  t->classes_ = fout[0].shape[1];
+  t->step_plan_ = std::move(step);
+  t->forward_ = std::move(forward);
+  *out = std::move(t);
+  return Status::ok();
+}
+
+Status Trainer::variables(std::map<std::string, Tensor>* out) {
+  out->clear();
+  for (const std::string& n : step_plan_->variableNames())
+    TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(n, &(*out)[n]));
+  return Status::ok();
+}
+
+Status Trainer::checkLabels(const SampleSource& s, const std::string& what) const {
+  if (s.dtype != DType::F32)
+    return Status::error(what + ": samples must be f32, got " + dtypeName(s.dtype));
+  if (numElements(s.sampleShape) != numElements(sampleShape_))
+    return Status::error(what + ": samples are " + shapeToString(s.sampleShape) + ", the model takes " +
+                         shapeToString(sampleShape_));
+  if (!s.labels) return Status::ok();  // a fetch source: checked per sample as it is read
+  for (int64_t i = 0; i < s.count; ++i)
+    if (s.labels[i] < 0 || s.labels[i] >= classes_)
+      return Status::error(what + ": sample " + std::to_string(i) + " has label " +
+                           std::to_string(s.labels[i]) + ", outside [0, " + std::to_string(classes_) +
+                           ") (the model has " + std::to_string(classes_) + " classes)");
+  return Status::ok();
+}
+
+Status Trainer::forwardBatch(const float* images, int64_t n, std::vector<float>* logits) {
+  // Full batches of E; the last one padded with its first sample and its extra rows dropped.
+  std::vector<Tensor> params(forwardParams_.size());
+  for (size_t k = 0; k < forwardParams_.size(); ++k)
+    TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(forwardParamNames_[k], &params[k]));
+  Shape shape = forward_->inputTypes()[0].shape;
+  const int64_t px = numElements(sampleShape_);
+  logits->assign((size_t)(n * classes_), 0.f);
+  std::vector<Tensor> in, out;
+  for (int64_t b = 0; b < n; b += evalBatch_) {
+    const int64_t m = std::min(evalBatch_, n - b);
+    Tensor x = Tensor::alloc(DType::F32, shape);
+    std::memcpy(x.data<float>(), images + b * px, (size_t)(m * px) * sizeof(float));
+    for (int64_t i = m; i < evalBatch_; ++i)
+      std::memcpy(x.data<float>() + i * px, images + b * px, (size_t)px * sizeof(float));
+    in.clear();
+    in.push_back(std::move(x));
+    for (const Tensor& p : params) in.push_back(p);
+    TANDEM_RETURN_IF_ERROR(forward_->run(in, &out).withContext("forward plan"));
+    std::memcpy(logits->data() + b * classes_, out[0].data<float>(), (size_t)(m * classes_) * sizeof(float));
+  }
+  return Status::ok();
+}
+
+Status Trainer::predict(const Tensor& images, Tensor* logits) {
+  if (images.dtype() != DType::F32 || withoutBatch(images.shape()) != sampleShape_)
+    return Status::error("predict: images must be f32 [n, " + shapeToString(sampleShape_) + "...], got " +
+                         dtypeName(images.dtype()) + shapeToString(images.shape()));
+  const int64_t n = images.shape()[0];
+  std::vector<float> l;
+  TANDEM_RETURN_IF_ERROR(forwardBatch(images.data<float>(), n, &l));
+  *logits = Tensor::fromVector<float>({n, classes_}, l);
+  return Status::ok();
+}
+
+Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* meanLoss) {
+  TANDEM_RETURN_IF_ERROR(checkLabels(data, "evaluation data"));
+  const int64_t px = numElements(sampleShape_);
+  const int64_t chunk = evalBatch_ * std::max<int64_t>(1, 8192 / std::max<int64_t>(1, evalBatch_));
+  std::vector<float> images, logits;
+  std::vector<int64_t> labels;
+  int64_t correct = 0;
+  double lossSum = 0;
+  for (int64_t b = 0; b < data.count; b += chunk) {
+    const int64_t n = std::min(chunk, data.count - b);
+    images.resize((size_t)(n * px));
+    labels.resize((size_t)n);
+    for (int64_t i = 0; i < n; ++i)
+      TANDEM_RETURN_IF_ERROR(fetchSample(data, b + i, images.data() + i * px, &labels[i]));
+    TANDEM_RETURN_IF_ERROR(forwardBatch(images.data(), n, &logits));
+    for (int64_t i = 0; i < n; ++i) {
+      if (labels[i] < 0 || labels[i] >= classes_)
+        return Status::error("evaluation data: sample " + std::to_string(b + i) + " has label " +
+                             std::to_string(labels[i]) + ", outside [0, " + std::to_string(classes_) + ")");
+      const float* l = logits.data() + i * classes_;
+      const float mx = *std::max_element(l, l + classes_);
+      double z = 0;
+      for (int64_t c = 0; c < classes_; ++c) z += std::exp((double)l[c] - mx);
+      lossSum += std::log(z) + mx - l[labels[i]];
+      correct += (std::max_element(l, l + classes_) - l) == labels[i];
+    }
+  }
+  *accuracy = data.count ? (double)correct / (double)data.count : 0;
+  if (meanLoss) *meanLoss = data.count ? lossSum / (double)data.count : 0;
+  return Status::ok();
+}
+
+Status Trainer::saveCheckpoint(const TrainerOptions& o, int64_t epoch, int64_t position) {
+  Checkpoint c;
+  c.fingerprint = fingerprint_;
+  c.step = step_;
+  c.epoch = epoch;
+  c.positionInEpoch = position;
+  c.shuffleSeed = o.seed;
+  TANDEM_RETURN_IF_ERROR(variables(&c.tensors));
+  CheckpointDir dir(o.checkpointDir, o.keepCheckpoints);
+  std::string path;
+  TANDEM_RETURN_IF_ERROR(dir.save(c, &path).withContext("checkpoint after step " + std::to_string(step_)));
+  if (o.log) std::fprintf(o.log, "checkpoint: %s (step %lld)\n", path.c_str(), (long long)step_);
+  return Status::ok();
+}
+
+Status Trainer::fit(const SampleSource& train, const SampleSource* validation, const TrainerOptions& o,
+                    std::vector<EpochReport>* reports) {
+  TANDEM_RETURN_IF_ERROR(checkLabels(train, "training data"));
+  if (validation) TANDEM_RETURN_IF_ERROR(checkLabels(*validation, "validation data"));
+  if (o.epochs < 1) return Status::error("fit: epochs must be >= 1");
+  if ((o.resume || o.checkpointEverySteps > 0) && o.checkpointDir.empty())
+    return Status::error("fit: resuming or checkpointing needs a checkpoint directory");
+
+  // 1. Where to start: a fresh run, or the newest checkpoint's variables, step and position.
+  int64_t startEpoch = 0, startPosition = 0;
+  if (o.resume) {
+    CheckpointDir dir(o.checkpointDir, o.keepCheckpoints);
+    Checkpoint c;
+    bool found = false;
+    std::vector<TensorSpec> specs;
+    for (size_t k = 0; k < step_plan_->variableNames().size(); ++k)
+      specs.push_back({step_plan_->variableNames()[k], step_plan_->variableTypes()[k].dtype,
+                       step_plan_->variableTypes()[k].shape});
+    TANDEM_RETURN_IF_ERROR(dir.loadLatest(fingerprint_, &c, &found, &specs));
+    if (found) {
+      for (const TensorSpec& s : specs) TANDEM_RETURN_IF_ERROR(step_plan_->writeVariable(s.name, c.tensors[s.name]));
+      step_ = c.step;
+      startEpoch = c.epoch;
+      startPosition = c.positionInEpoch;
+      if (c.shuffleSeed != o.seed && o.log)
+        std::fprintf(o.log, "note: the checkpoint was shuffled with seed %llu, this run uses %llu\n",
+                     (unsigned long long)c.shuffleSeed, (unsigned long long)o.seed);
+      if (o.log)
+        std::fprintf(o.log, "resumed from %s: step %lld, epoch %lld, sample %lld of it\n",
+                     o.checkpointDir.c_str(), (long long)c.step, (long long)c.epoch + 1,
+                     (long long)c.positionInEpoch);
+    } else if (o.log) {
+      std::fprintf(o.log, "no checkpoint in %s: starting from the initial values\n", o.checkpointDir.c_str());
+    }
+  }
+
+  ProgressOptions po = o.progress;
+  if (!o.showProgress) po.write = [](const std::string&) {};
+  ProgressBar bar(po);
+  const Shape imageShape = step_plan_->inputTypes()[0].shape;
+  for (int64_t epoch = startEpoch; epoch < o.epochs; ++epoch) {
+    // 2. This epoch's order, from where a resumed run stopped; full batches only.
+    std::vector<int64_t> order;
+    if (o.order) order = o.order(epoch);
+    else {
+      order.resize((size_t)train.count);
+      std::iota(order.begin(), order.end(), 0);
+    }
+    const int64_t begin = epoch == startEpoch ? std::min<int64_t>(startPosition, (int64_t)order.size()) : 0;
+    int64_t fullSteps = ((int64_t)order.size()) / batch_;
+    if (o.maxStepsPerEpoch > 0) fullSteps = std::min(fullSteps, o.maxStepsPerEpoch);
+    const int64_t done = begin / batch_;
+    const int64_t steps = std::max<int64_t>(0, fullSteps - done);
+    std::vector<int64_t> rest(order.begin() + begin, order.begin() + std::min<int64_t>((int64_t)order.size(), begin + steps * batch_));
+    SampleSource src = train;
+    src.sampleShape = sampleShape_;
+    PrefetchOptions pf;
+    pf.batchSize = batch_;
+    pf.dropLast = true;
+    std::unique_ptr<Prefetcher> prefetch;
+    if (steps > 0) TANDEM_RETURN_IF_ERROR(Prefetcher::create(src, rest, pf, &prefetch));
+
+    // 3. The steps: the batch in, the loss out; the variables stay in the plan.
+    bar.beginEpoch(epoch, o.epochs, fullSteps);
+    double lossSum = 0;
+    const auto start = Clock::now();
+    std::vector<Tensor> in(2), out;
+    for (int64_t s = 0; s < steps; ++s) {
+      Batch b;
+      bool end = false;
+      TANDEM_RETURN_IF_ERROR(prefetch->next(&b, &end));
+      if (end) break;
+      for (int64_t i = 0; i < batch_; ++i)
+        if (b.labels.data<int64_t>()[i] < 0 || b.labels.data<int64_t>()[i] >= classes_)
+          return Status::error("training data: label " + std::to_string(b.labels.data<int64_t>()[i]) +
+                               " outside [0, " + std::to_string(classes_) + ")");
+      in[0] = Tensor::view(DType::F32, imageShape, b.samples.raw());
+      in[1] = b.labels;
+      TANDEM_RETURN_IF_ERROR(step_plan_->run(in, &out).withContext("training step " + std::to_string(step_ + 1)));
+      ++step_;
+      const float loss = out[0].data<float>()[0];
+      if (!std::isfinite(loss))
+        return Status::error("step " + std::to_string(step_) + ": the loss is " + (std::isnan(loss) ? "nan" : "inf") +
+                             " (try a lower learning rate or --clip-norm)" +
+                             (o.checkpointDir.empty() ? "" : "; the last checkpoint in " + o.checkpointDir + " is intact"));
+      lossSum += loss;
+      const int64_t position = begin + (s + 1) * batch_;
+      if (o.progressEverySteps > 0 && ((s + 1) % o.progressEverySteps == 0 || s + 1 == steps))
+        bar.update(done + s + 1, (s + 1) * batch_, {{"loss", lossSum / (double)(s + 1)}});
+      if (o.checkpointEverySteps > 0 && step_ % o.checkpointEverySteps == 0 && s + 1 < steps)
+        TANDEM_RETURN_IF_ERROR(saveCheckpoint(o, epoch, position));
+    }
+    EpochReport r;
+    r.epoch = (int)epoch + 1;
+    r.steps = steps;
+    r.trainSeconds = secondsSince(start);
+    r.meanLoss = steps ? lossSum / (double)steps : 0;
+    r.imagesPerSecond = r.trainSeconds > 0 ? (double)(steps * batch_) / r.trainSeconds : 0;
+    prefetch.reset();
+    std::vector<ProgressMetric> metrics = {{"loss", r.meanLoss}};
+    if (validation) {
+      TANDEM_RETURN_IF_ERROR(evaluate(*validation, &r.validationAccuracy, &r.validationLoss));
+      metrics.push_back({"val_loss", r.validationLoss});
+      metrics.push_back({"val_accuracy", r.validationAccuracy});
+    }
+    bar.endEpoch(metrics);
+    if (!o.checkpointDir.empty()) TANDEM_RETURN_IF_ERROR(saveCheckpoint(o, epoch + 1, 0));
+    if (reports) reports->push_back(r);
+    if (o.onEpochEnd && !o.onEpochEnd(r)) break;
+  }
+  return Status::ok();
+}
+
+}  // namespace tandem

@@ -1,0 +1,115 @@
+// The training loop over a compiled training-step plan: Keras's fit / evaluate / predict, with
+// the batch assembled on a worker thread while the step runs, a progress bar, checkpoints that
+// resume bit-identically, and per-epoch evaluation with a forward plan.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/Executable.h"
+#include "runtime/Status.h"
+#include "runtime/Tensor.h"
+#include "runtime/training/Prefetcher.h"
+#include "runtime/training/Progress.h"
+
+namespace tandem {
+
+/// One epoch's figures.
+struct EpochReport {
+  int epoch = 0;             // 1-based
+  int64_t steps = 0;         // optimizer steps run in this epoch (this session)
+  double meanLoss = 0;       // mean training loss over those steps
+  double trainSeconds = 0;   // wall time of the steps only (not the evaluation)
+  double imagesPerSecond = 0;
+  double validationAccuracy = -1;  // fraction; -1 without a validation set
+  double validationLoss = -1;      // mean cross-entropy of the forward plan's logits; -1 without
+};
+
+struct TrainerOptions {
+  int epochs = 1;
+  /// Steps per epoch at most (0: every full batch; the last partial batch is dropped).
+  int64_t maxStepsPerEpoch = 0;
+  /// The order of the training samples in epoch `epoch` (0-based); null: 0, 1, 2, ... The
+  /// CLI passes shuffledOrder(count, seed, epoch) (frontend/Datasets.h), so an epoch's order
+  /// is a function of (seed, epoch) and a resumed run sees the same batches.
+  std::function<std::vector<int64_t>(int64_t epoch)> order;
+  uint64_t seed = 0;  // recorded in checkpoints (the seed `order` uses)
+  /// Checkpoints: written to this directory (CheckpointDir, runtime/training/Checkpoint.h,
+  /// keeping the newest `keepCheckpoints`) every `checkpointEverySteps` steps (0: none
+  /// mid-epoch) and at the end of every epoch. "" = none.
+  std::string checkpointDir;
+  int64_t checkpointEverySteps = 0;
+  int keepCheckpoints = 3;
+  /// Continue from the newest checkpoint in checkpointDir (variables, optimizer state, step,
+  /// epoch and position in it); none there is a fresh start, with a note on `log`.
+  bool resume = false;
+  /// The training loss is fetched every N steps for the progress line (each fetch is the
+  /// step's 4-byte output; on a GPU, run() synchronises every step today).
+  int64_t progressEverySteps = 1;
+  ProgressOptions progress;  // tty / write / clock; default: stderr's terminal or not
+  bool showProgress = true;
+  /// Messages (resume, checkpoints) go here; null: none.
+  std::FILE* log = nullptr;
+  /// Called after each epoch (after evaluation and the checkpoint); false stops training.
+  std::function<bool(const EpochReport&)> onEpochEnd;
+};
+
+/// Keras-style training on a step plan and a forward plan.
+///
+/// The step plan (CompileOptions::Training with residentState): inputs (images f32 [B, ...],
+/// labels i64 [B]), output 0 the loss f32 []; parameters and optimizer state are variables
+/// resident on their device (Executable::variableNames). The forward plan
+/// (CompileOptions::Training::forwardOnly): inputs (images f32 [E, ...], then parameters by
+/// name, each one of the step plan's variables), output 0 the logits f32 [E, C].
+class Trainer {
+ public:
+  /// Errors: the step plan has no variables, not exactly the two inputs (f32 images, i64 [B]
+  /// labels), or a loss that is not f32 [] ("the loss is not a scalar"); the forward plan's
+  /// output is not [E, C] f32, its images' sample shape differs from the step's, or it takes an
+  /// input that is not a variable of the step plan.
+  static Status create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
+                       std::unique_ptr<Trainer>* out);
+
+  /// Trains for options.epochs epochs over `train` (samples of the step's image sample shape,
+  /// labels in [0, C)), evaluating on `validation` (may be null) after each. Appends one
+  /// report per epoch run. Errors (training stops; the last checkpoint written stays intact):
+  /// a label outside [0, C) (naming the sample and value), a sample shape that differs from
+  /// the plan's, a loss that is not finite ("step N: the loss is nan"), a failed step, a
+  /// checkpoint that cannot be written or, with resume, one of another model.
+  Status fit(const SampleSource& train, const SampleSource* validation, const TrainerOptions& options,
+             std::vector<EpochReport>* reports);
+
+  /// Accuracy (argmax of the logits) and mean cross-entropy of the current parameters over
+  /// `data`, in batches of the forward plan's E (the last one padded).
+  Status evaluate(const SampleSource& data, double* accuracy, double* meanLoss);
+  /// Logits [n, C] of images [n, sample...] with the current parameters.
+  Status predict(const Tensor& images, Tensor* logits);
+
+  /// The current value of every variable (parameters, optimizer state), copied to the host.
+  Status variables(std::map<std::string, Tensor>* out);
+  /// Optimizer steps taken (restored from a checkpoint on resume).
+  int64_t step() const { return step_; }
+  /// checkpointFingerprint of the variables' names, dtypes and shapes.
+  const std::string& fingerprint() const { return fingerprint_; }
+  Executable& stepPlan() { return *step_plan_; }
+
+ private:
+  Trainer() = default;
+  Status forwardBatch(const float* images, int64_t n, std::vector<float>* logits);
+  Status checkLabels(const SampleSource& s, const std::string& what) const;
+  Status saveCheckpoint(const TrainerOptions& o, int64_t epoch, int64_t position);
+
+  std::unique_ptr<Executable> step_plan_, forward_;
+  std::vector<size_t> forwardParams_;  // forward input 1 + k is variable forwardParams_[k]
+  std::vector<std::string> forwardParamNames_;
+  Shape sampleShape_;
+  int64_t batch_ = 0, evalBatch_ = 0, classes_ = 0;
+  int64_t step_ = 0;
+  std::string fingerprint_;
+};
+
+}  // namespace tandem

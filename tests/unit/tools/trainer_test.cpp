@@ -1,0 +1,383 @@
+// Resident training state and the Trainer: a step plan whose parameters and optimizer state are
+// variables computes exactly what the plan with state fed in and out computes; checkpoints
+// resume bit-identically; bad data, NaN losses and another model's checkpoint are clear errors;
+// cross-compiled for cpu,cuda:0=h100 every variable stays with its readers and update, and the
+// plan runs here through the CPU fallback with the CPU plan's losses.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "runtime/Trainer.h"
+#include "tools/driver/Driver.h"
+
+using namespace tandem;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kD = 16, kC = 4;
+
+// x [N, 16] -> Gemm(32) -> Relu -> Gemm(4): logits.
+std::string writeModel(int64_t hidden, const std::string& tag) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("mlp");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("N");
+  tt->mutable_shape()->add_dim()->set_dim_value(kD);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-0.4f, 0.4f);
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    int64_t n = 1;
+    for (int64_t d : dims) t->add_dims(d), n *= d;
+    for (int64_t i = 0; i < n; ++i) t->add_float_data(u(rng));
+  };
+  init("fc1.weight", {hidden, kD});
+  init("fc1.bias", {hidden});
+  init("fc2.weight", {kC, hidden});
+  init("fc2.bias", {kC});
+  auto gemm = [&](const std::string& name, const std::string& x, const std::string& w,
+                  const std::string& b, const std::string& y) {
+    auto* n = g->add_node();
+    n->set_op_type("Gemm");
+    n->set_name(name);
+    for (const std::string& i : {x, w, b}) n->add_input(i);
+    n->add_output(y);
+    auto* a = n->add_attribute();
+    a->set_name("transB");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(1);
+  };
+  gemm("fc1", "x", "fc1.weight", "fc1.bias", "h");
+  auto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->set_name("relu");
+  relu->add_input("h");
+  relu->add_output("hr");
+  gemm("fc2", "hr", "fc2.weight", "fc2.bias", "logits");
+  g->add_output()->set_name("logits");
+  std::string p = testing::TempDir() + "/tandem_trainer_" + tag + "_" + std::to_string(getpid()) + ".onnx";
+  std::ofstream f(p, std::ios::binary);
+  EXPECT_TRUE(m.SerializeToOstream(&f));
+  return p;
+}
+
+struct TempModel {
+  std::string path;
+  TempModel(int64_t hidden, const std::string& tag) : path(writeModel(hidden, tag)) {}
+  ~TempModel() { std::remove(path.c_str()); }
+};
+
+CompileOptions::Training adam() {
+  CompileOptions::Training t;
+  t.optimizer = CompileOptions::Training::Optimizer::Adam;
+  t.learningRate = 1e-2;
+  return t;
+}
+
+std::unique_ptr<Executable> compileStep(const std::string& model, int64_t batch, bool resident,
+                                        const std::string& targets = "cpu",
+                                        CompileResult* result = nullptr) {
+  CompileOptions co;
+  EXPECT_TRUE(setTargetDevices(&co, targets).isOk());
+  co.training = adam();
+  co.training->residentState = resident;
+  co.inputShapes["x"] = {batch, kD};
+  CompileResult r;
+  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  std::unique_ptr<Executable> exe;
+  LoadOptions lo;
+  lo.threads = 1;
+  st = Executable::load(r.plan, lo, &exe);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (result) *result = r;
+  return exe;
+}
+
+std::unique_ptr<Executable> compileForward(const std::string& model, int64_t batch) {
+  CompileOptions co;
+  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  co.training = adam();
+  co.training->forwardOnly = true;
+  co.inputShapes["x"] = {batch, kD};
+  CompileResult r;
+  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  std::unique_ptr<Executable> exe;
+  LoadOptions lo;
+  lo.threads = 1;
+  EXPECT_TRUE(Executable::load(r.plan, lo, &exe).isOk());
+  return exe;
+}
+
+// A learnable synthetic set: the label is the argmax of four fixed projections of x.
+struct Data {
+  std::vector<float> x;
+  std::vector<int64_t> labels;
+  SampleSource source() const {
+    SampleSource s;
+    s.count = (int64_t)labels.size();
+    s.sampleShape = {kD};
+    s.samples = x.data();
+    s.labels = labels.data();
+    return s;
+  }
+};
+
+Data makeData(int64_t n, uint64_t seed) {
+  Data d;
+  std::mt19937 rng((unsigned)seed);
+  std::normal_distribution<float> g;
+  d.x.resize((size_t)(n * kD));
+  for (float& v : d.x) v = g(rng);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    float bestV = -1e30f;
+    for (int64_t c = 0; c < kC; ++c) {
+      float s = 0;
+      for (int64_t k = 0; k < kD; ++k) s += d.x[i * kD + k] * (float)(((k + 3 * c) % 5) - 2);
+      if (s > bestV) bestV = s, best = c;
+    }
+    d.labels.push_back(best);
+  }
+  return d;
+}
+
+std::vector<Tensor> batchOf(const Data& d, int64_t b, int64_t batch) {
+  std::vector<float> x(d.x.begin() + b * batch * kD, d.x.begin() + (b + 1) * batch * kD);
+  std::vector<int64_t> l(d.labels.begin() + b * batch, d.labels.begin() + (b + 1) * batch);
+  return {Tensor::fromVector<float>({batch, kD}, x), Tensor::fromVector<int64_t>({batch}, l)};
+}
+
+bool sameBits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
+}
+
+TEST(ResidentState, StepPlanTakesTheBatchAndKeepsTheState) {
+  TempModel m(32, "shape");
+  auto step = compileStep(m.path, 8, true);
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->inputNames(), (std::vector<std::string>{"x", "labels"}));
+  EXPECT_EQ(step->outputNames(), (std::vector<std::string>{"loss"}));
+  const auto& v = step->variableNames();
+  for (const char* n : {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc1.weight.m",
+                        "fc2.bias.v", "step"})
+    EXPECT_NE(std::find(v.begin(), v.end(), n), v.end()) << n;
+  Tensor s;
+  ASSERT_TRUE(step->readVariable("step", &s).isOk());
+  EXPECT_EQ(s.data<float>()[0], 0.f);
+  // Type-checked writes; an unknown name is an error.
+  EXPECT_FALSE(step->writeVariable("step", Tensor::fromVector<float>({1}, {1.f})).isOk());
+  EXPECT_NE(step->readVariable("nope", &s).message().find("no variable 'nope'"), std::string::npos);
+}
+
+TEST(ResidentState, MatchesThePlanThatFeedsTheStateBack) {
+  // Same model, same batches: the resident plan and the plan with the state as inputs and
+  // outputs give bit-identical losses and parameters after every step.
+  TempModel m(32, "match");
+  const int64_t batch = 8;
+  auto resident = compileStep(m.path, batch, true);
+  auto fed = compileStep(m.path, batch, false);
+  ASSERT_TRUE(resident && fed);
+  const Data d = makeData(64, 3);
+  // The fed plan's state: its inputs 2.. start as the resident plan's initial variables.
+  std::vector<Tensor> state;
+  for (size_t i = 2; i < fed->inputNames().size(); ++i) {
+    Tensor t;
+    ASSERT_TRUE(resident->readVariable(fed->inputNames()[i], &t).isOk()) << fed->inputNames()[i];
+    state.push_back(t);
+  }
+  for (int64_t s = 0; s < 6; ++s) {
+    std::vector<Tensor> in = batchOf(d, s, batch), out, outFed;
+    ASSERT_TRUE(resident->run(in, &out).isOk());
+    for (const Tensor& t : state) in.push_back(t);
+    ASSERT_TRUE(fed->run(in, &outFed).isOk());
+    EXPECT_TRUE(sameBits(out[0], outFed[0])) << "step " << s << ": " << out[0].data<float>()[0]
+                                             << " vs " << outFed[0].data<float>()[0];
+    for (size_t i = 0; i < state.size(); ++i) state[i] = outFed[1 + i];
+  }
+  for (size_t i = 2; i < fed->inputNames().size(); ++i) {
+    Tensor t;
+    ASSERT_TRUE(resident->readVariable(fed->inputNames()[i], &t).isOk());
+    EXPECT_TRUE(sameBits(t, state[i - 2])) << fed->inputNames()[i];
+  }
+  Tensor s;
+  ASSERT_TRUE(resident->readVariable("step", &s).isOk());
+  EXPECT_EQ(s.data<float>()[0], 6.f);
+}
+
+TEST(ResidentState, AFailedRunLeavesTheVariables) {
+  TempModel m(32, "fail");
+  auto step = compileStep(m.path, 8, true);
+  ASSERT_TRUE(step);
+  Tensor before, after;
+  ASSERT_TRUE(step->readVariable("fc1.weight", &before).isOk());
+  std::vector<Tensor> bad = {Tensor::alloc(DType::F32, {7, kD}), Tensor::alloc(DType::I64, {8})}, out;
+  EXPECT_FALSE(step->run(bad, &out).isOk());
+  ASSERT_TRUE(step->readVariable("fc1.weight", &after).isOk());
+  EXPECT_TRUE(sameBits(before, after));
+}
+
+std::unique_ptr<Trainer> makeTrainer(const std::string& model, int64_t batch) {
+  std::unique_ptr<Trainer> t;
+  Status st = Trainer::create(compileStep(model, batch, true), compileForward(model, 16), &t);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return t;
+}
+
+TrainerOptions quiet(int epochs) {
+  TrainerOptions o;
+  o.epochs = epochs;
+  o.showProgress = false;
+  o.seed = 7;
+  o.order = [](int64_t epoch) {
+    std::vector<int64_t> v(64);
+    for (int64_t i = 0; i < 64; ++i) v[(size_t)i] = (i * 37 + epoch * 11) % 64;
+    return v;
+  };
+  return o;
+}
+
+struct TempDir {
+  std::string path;
+  explicit TempDir(const std::string& tag)
+      : path(testing::TempDir() + "/tandem_ckpt_" + tag + "_" + std::to_string(getpid())) {
+    fs::remove_all(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+TEST(Trainer, LearnsAndEvaluates) {
+  TempModel m(32, "learn");
+  auto t = makeTrainer(m.path, 8);
+  ASSERT_TRUE(t);
+  const Data train = makeData(64, 1), test = makeData(48, 2);
+  const SampleSource tr = train.source(), te = test.source();
+  double acc0 = 0;
+  ASSERT_TRUE(t->evaluate(te, &acc0, nullptr).isOk());
+  std::vector<EpochReport> reports;
+  ASSERT_TRUE(t->fit(tr, &te, quiet(20), &reports).isOk());
+  ASSERT_EQ(reports.size(), 20u);
+  EXPECT_EQ(reports[0].steps, 8);
+  EXPECT_LT(reports.back().meanLoss, reports[0].meanLoss * 0.6);
+  EXPECT_GT(reports.back().validationAccuracy, acc0 + 0.2);
+  EXPECT_EQ(t->step(), 160);
+  // predict: the forward plan with the trained parameters (48 rows: padded last batch).
+  Tensor logits;
+  ASSERT_TRUE(t->predict(Tensor::fromVector<float>({48, kD}, test.x), &logits).isOk());
+  EXPECT_EQ(logits.shape(), (Shape{48, kC}));
+}
+
+TEST(Trainer, ResumeIsBitIdentical) {
+  TempModel m(32, "resume");
+  const Data train = makeData(64, 1);
+  const SampleSource tr = train.source();
+  // Uninterrupted: 2 epochs of 8 steps.
+  auto a = makeTrainer(m.path, 8);
+  ASSERT_TRUE(a->fit(tr, nullptr, quiet(2), nullptr).isOk());
+  std::map<std::string, Tensor> want;
+  ASSERT_TRUE(a->variables(&want).isOk());
+  // Interrupted after epoch 1 with checkpoints every 3 steps (3, 6 and the epoch's end, 8);
+  // `latest` pointed back at step 6 as if the process had died there.
+  TempDir dir("resume");
+  auto b = makeTrainer(m.path, 8);
+  TrainerOptions o = quiet(1);
+  o.checkpointDir = dir.path;
+  o.checkpointEverySteps = 3;
+  ASSERT_TRUE(b->fit(tr, nullptr, o, nullptr).isOk());
+  ASSERT_TRUE(fs::exists(dir.path + "/ckpt-6.tckpt"));
+  ASSERT_TRUE(fs::exists(dir.path + "/ckpt-8.tckpt"));
+  std::ofstream(dir.path + "/latest") << "ckpt-6.tckpt\n";
+  auto c = makeTrainer(m.path, 8);
+  o = quiet(2);
+  o.checkpointDir = dir.path;
+  o.resume = true;
+  ASSERT_TRUE(c->fit(tr, nullptr, o, nullptr).isOk());
+  EXPECT_EQ(c->step(), 16);
+  std::map<std::string, Tensor> got;
+  ASSERT_TRUE(c->variables(&got).isOk());
+  ASSERT_EQ(got.size(), want.size());
+  for (auto& [name, t] : want) EXPECT_TRUE(sameBits(t, got[name])) << name;
+  // Another model's checkpoint (hidden 24, not 32) is refused by name.
+  TempModel other(24, "other");
+  auto d = makeTrainer(other.path, 8);
+  Status st = d->fit(tr, nullptr, o, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("fingerprint"), std::string::npos) << st.message();
+}
+
+TEST(Trainer, BadDataIsAClearError) {
+  TempModel m(32, "bad");
+  auto t = makeTrainer(m.path, 8);
+  Data d = makeData(64, 1);
+  d.labels[13] = 9;
+  Status st = t->fit(d.source(), nullptr, quiet(1), nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("sample 13 has label 9, outside [0, 4)"), std::string::npos) << st.message();
+  d = makeData(64, 1);
+  for (int64_t k = 0; k < kD; ++k) d.x[(size_t)k] = 3e38f;  // logits overflow: inf - inf
+  st = t->fit(d.source(), nullptr, quiet(1), nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("the loss is nan"), std::string::npos) << st.message();
+  // A plan without variables is not a training step.
+  std::unique_ptr<Trainer> none;
+  st = Trainer::create(compileForward(m.path, 8), compileForward(m.path, 8), &none);
+  EXPECT_NE(st.message().find("no variables"), std::string::npos) << st.message();
+}
+
+TEST(ResidentState, CrossCompiledForAGpuKeepsVariablesWithTheirUpdates) {
+  // Whatever the cost model chooses for this small MLP on cpu + H100 at batch 128, every
+  // variable lives where its readers and its update run (no Copy ever reads one), only the
+  // batch and the loss cross per run besides copies of activations, and the plan runs here
+  // through the CPU fallback with the CPU plan's losses.
+  TempModel m(256, "gpu");
+  const int64_t batch = 128;
+  CompileResult r;
+  auto gpu = compileStep(m.path, batch, true, "cpu,cuda:0=h100", &r);
+  ASSERT_TRUE(gpu);
+  const plan::Plan& p = r.plan;
+  for (const plan::Value& v : p.values()) {
+    if (v.kind() != plan::Value::VARIABLE) continue;
+    EXPECT_EQ(p.values(v.update()).device(), v.device()) << v.name();
+    for (const plan::Step& s : p.steps())
+      for (int id : s.inputs())
+        if (id == v.id()) {
+          EXPECT_NE(s.op_type(), "Copy") << v.name() << " is copied per run";
+          EXPECT_EQ(s.device(), v.device()) << s.name() << " reads " << v.name();
+        }
+  }
+  EXPECT_NE(r.placementLogText.find("per run: in " + std::to_string(batch * kD * 4 + batch * 8) +
+                                    " bytes (x " + std::to_string(batch * kD * 4) + ", labels " +
+                                    std::to_string(batch * 8) + "); out 4 bytes (loss 4)"),
+            std::string::npos)
+      << r.placementLogText;
+  EXPECT_NE(r.placementLogText.find("variables resident, not moved"), std::string::npos);
+  auto cpu = compileStep(m.path, batch, true);
+  const Data d = makeData(3 * batch, 9);
+  for (int64_t s = 0; s < 3; ++s) {
+    std::vector<Tensor> in = batchOf(d, s, batch), a, b;
+    ASSERT_TRUE(gpu->run(in, &a).isOk());
+    ASSERT_TRUE(cpu->run(in, &b).isOk());
+    EXPECT_NEAR(a[0].data<float>()[0], b[0].data<float>()[0], 1e-5 * std::fabs(b[0].data<float>()[0]))
+        << "step " << s;
+  }
+}
+
+}  // namespace
