@@ -29,3 +29,19 @@ t=$(sum_of "$work/trained.onnx") u=$(sum_of "$models/fmnist_mlp.onnx")
 [ -n "$t" ] && [ -n "$u" ] || { echo "FAIL: tandem run on the trained model"; "$tandem" run "$work/trained.onnx" --dim N=2; exit 1; }
 [ "$t" != "$u" ] || { echo "FAIL: the written model's logits equal the untrained model's ($t)"; exit 1; }
 echo "ok: tandem run on the trained model ($t; untrained $u)"
+
+# Checkpoints: 2 epochs of 30 steps in one go, and the same run stopped after epoch 1 and
+# resumed from its checkpoint, write byte-identical models.
+run() { "$tandem" train "$models/fmnist_mlp.onnx" --data "fashion-mnist:$data" --batch 64 \
+          --max-steps 30 --seed 3 --threads 2 --no-progress "$@" 2>&1; }
+run --epochs 2 -o "$work/straight.onnx" > /dev/null || { echo "FAIL: straight run"; exit 1; }
+run --epochs 1 --checkpoint-dir "$work/ckpt" > /dev/null || { echo "FAIL: first epoch"; exit 1; }
+[ -f "$work/ckpt/latest" ] && [ -f "$work/ckpt/ckpt-30.tckpt" ] || { echo "FAIL: no checkpoint"; ls "$work/ckpt"; exit 1; }
+out=$(run --epochs 2 --checkpoint-dir "$work/ckpt" --resume -o "$work/resumed.onnx")
+grep -q "resumed from .*step 30, epoch 2" <<<"$out" || { echo "FAIL: not resumed: $out"; exit 1; }
+cmp -s "$work/straight.onnx" "$work/resumed.onnx" || { echo "FAIL: resumed model differs"; exit 1; }
+echo "ok: resumed run is byte-identical to the uninterrupted one"
+# A checkpoint of other variables (Adam's moments, which plain SGD has not) is refused.
+out=$(run --epochs 2 --optimizer sgd --checkpoint-dir "$work/ckpt" --resume)
+[ $? = 1 ] && grep -q "fingerprint" <<<"$out" || { echo "FAIL: foreign checkpoint accepted: $out"; exit 1; }
+echo "ok: a checkpoint of other variables is refused"
