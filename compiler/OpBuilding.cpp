@@ -141,6 +141,13 @@ bool getConstantValue(mlir::Value v, Tensor* out) {
 
 namespace detail {
 
+// Control-flow ops carry each subgraph as a string attribute holding its compiled plan::Plan
+// (the importer compiles it, frontend/OnnxImporter.cpp); everywhere else it is a Graph.
+bool isGraphAttr(llvm::StringRef onnxName, llvm::StringRef name) {
+  if (onnxName == "If") return name == "then_branch" || name == "else_branch";
+  return (onnxName == "Loop" || onnxName == "Scan") && name == "body";
+}
+
 std::string toAttrMap(llvm::StringRef onnxName, mlir::DictionaryAttr attributes,
                       llvm::ArrayRef<llvm::StringRef> attrNames, AttrMap* out) {
   if (!attributes) return "";
@@ -155,7 +162,7 @@ std::string toAttrMap(llvm::StringRef onnxName, mlir::DictionaryAttr attributes,
     } else if (auto f = llvm::dyn_cast<mlir::FloatAttr>(a)) {
       out->set(name.str(), Attr::ofFloat((float)f.getValueAsDouble()));
     } else if (auto s = llvm::dyn_cast<mlir::StringAttr>(a)) {
-      out->set(name.str(), Attr::ofString(s.str()));
+      out->set(name.str(), isGraphAttr(onnxName, name) ? Attr::ofGraph(s.str()) : Attr::ofString(s.str()));
     } else if (auto arr = llvm::dyn_cast<mlir::ArrayAttr>(a)) {
       std::vector<int64_t> ints;
       std::vector<float> floats;

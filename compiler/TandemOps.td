@@ -499,6 +499,25 @@ def Tandem_NonMaxSuppressionOp : Tandem_OnnxOp<"non_max_suppression", "NonMaxSup
     (ins Int:$center_point_box)>;
 
 //===----------------------------------------------------------------------===//
+// Control flow: each subgraph is compiled ahead of time, by the importer, into a CPU plan of its
+// own, held serialized in a string attribute (a GRAPH attribute in the plan). Outer-scope values
+// a subgraph reads are explicit: extra operands after the ONNX ones, passed to every subgraph
+// after its ONNX inputs (`num_captures` of them for Loop and Scan; every operand after If's
+// condition). Tandem runs the op on the CPU as a whole (runtime/cpu/ControlFlow.h).
+//===----------------------------------------------------------------------===//
+
+def Tandem_IfOp : Tandem_OnnxOp<"if", "If", "16",
+    "run then_branch or else_branch on the boolean condition; results are the branch's",
+    (ins Str:$then_branch, Str:$else_branch)>;
+def Tandem_LoopOp : Tandem_OnnxOp<"loop", "Loop", "16",
+    "run body while iter < M and cond: loop-carried values, per-iteration scan outputs stacked",
+    (ins Str:$body, Int:$num_captures)>;
+def Tandem_ScanOp : Tandem_OnnxOp<"scan", "Scan", "16",
+    "run body over slices of the scan inputs along their axes, carrying state, stacking outputs",
+    (ins Str:$body, Int:$num_scan_inputs, Ints:$scan_input_axes, Ints:$scan_input_directions,
+         Ints:$scan_output_axes, Ints:$scan_output_directions, Int:$num_captures)>;
+
+//===----------------------------------------------------------------------===//
 // Image sampling
 //===----------------------------------------------------------------------===//
 

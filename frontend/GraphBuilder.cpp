@@ -102,6 +102,7 @@ mlir::Attribute toMlirAttr(mlir::Builder& b, const Attr& a) {
       return b.getStrArrayAttr(s);
     }
     case Attr::Kind::Tensor: return tensorToAttr(b.getContext(), a.t);
+    case Attr::Kind::Graph: return b.getStringAttr(a.s);  // OpBuilding's toAttrMap reads it back
   }
   return {};
 }

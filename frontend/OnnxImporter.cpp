@@ -12,7 +12,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "compiler/Compiler.h"
 #include "compiler/ConstantFold.h"
+#include "compiler/IrConventions.h"
 #include "compiler/OpBuilding.h"
 #include "compiler/ShapeInference.h"
 #include "compiler/TandemDialect.h"
@@ -29,6 +31,8 @@ namespace {
 
 constexpr int64_t kMinOpset = 7;
 constexpr int64_t kMaxOpset = 17;
+// Subgraphs inside subgraphs inside ...: each level is compiled while its parent is imported.
+constexpr int kMaxControlFlowDepth = 8;
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
@@ -84,6 +88,38 @@ Tensor scalarOf(DType dt, double v) {
   return t;
 }
 
+bool isControlFlow(const std::string& op) { return op == "If" || op == "Loop" || op == "Scan"; }
+
+// The values graph `g` (and the subgraphs inside it) reads from enclosing scopes, in order of
+// first use: ONNX subgraphs see outer values by name; Tandem passes them as operands.
+void collectOuterReads(const onnx::GraphProto& g, std::unordered_set<std::string> bound,
+                       std::vector<std::string>* out) {
+  for (const auto& i : g.input()) bound.insert(i.name());
+  for (const auto& t : g.initializer()) bound.insert(t.name());
+  for (const auto& n : g.node())
+    for (const std::string& o : n.output()) bound.insert(o);
+  auto use = [&](const std::string& name) {
+    if (!name.empty() && !bound.count(name) && std::find(out->begin(), out->end(), name) == out->end())
+      out->push_back(name);
+  };
+  for (const auto& n : g.node()) {
+    for (const std::string& i : n.input()) use(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collectOuterReads(a.g(), bound, out);
+      for (const auto& sub : a.graphs()) collectOuterReads(sub, bound, out);
+    }
+  }
+  for (const auto& o : g.output()) use(o.name());
+}
+
+// The outer values node `n`'s subgraphs read.
+std::vector<std::string> outerReadsOf(const onnx::NodeProto& n) {
+  std::vector<std::string> reads;
+  for (const auto& a : n.attribute())
+    if (a.has_g()) collectOuterReads(a.g(), {}, &reads);
+  return reads;
+}
+
 /// The node being translated: its ONNX form after normalisation to opset 17.
 struct NodeForm {
   std::string opType;
@@ -94,9 +130,10 @@ struct NodeForm {
 
 class OnnxImporter {
  public:
-  OnnxImporter(mlir::MLIRContext* ctx, std::string source, const ImportOptions& options)
+  OnnxImporter(mlir::MLIRContext* ctx, std::string source, const ImportOptions& options,
+               int depth = 0)
       : ctx_(ctx), b_(ctx), source_(std::move(source)), options_(options),
-        fileLoc_(mlir::FileLineColLoc::get(ctx, source_, 0, 0)) {}
+        fileLoc_(mlir::FileLineColLoc::get(ctx, source_, 0, 0)), depth_(depth) {}
 
   mlir::OwningOpRef<mlir::ModuleOp> import(const onnx::ModelProto& model, std::string* error);
 
@@ -117,6 +154,11 @@ class OnnxImporter {
   mlir::LogicalResult checkDomain(int index);
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
+  mlir::LogicalResult importControlFlow(int index, mlir::Location loc);
+  mlir::LogicalResult compileSubgraph(int index, const std::string& attr, onnx::ModelProto model,
+                                      std::string* planBytes);
+  mlir::LogicalResult setSubgraphType(int index, const std::string& attr,
+                                      onnx::ValueInfoProto* info, mlir::Type type);
   mlir::FailureOr<mlir::Operation*> create(int index, mlir::Location loc, const NodeForm& f);
   void foldEarly(mlir::Operation* op, const std::string& type,
                  llvm::SmallVectorImpl<mlir::Value>* results);
@@ -136,7 +178,9 @@ class OnnxImporter {
   std::string source_;
   const ImportOptions& options_;
   mlir::Location fileLoc_;
+  const onnx::ModelProto* model_ = nullptr;
   const onnx::GraphProto* graph_ = nullptr;
+  int depth_ = 0;  // control-flow nesting: 0 for the model's graph, 1 for its subgraphs, ...
   int64_t opset_ = 0;
   int64_t previewTrainingOpset_ = 0;  // version of ai.onnx.preview.training imported, 0 if none
 
@@ -198,6 +242,7 @@ mlir::OwningOpRef<mlir::ModuleOp> OnnxImporter::import(const onnx::ModelProto& m
     (void)fail("not a valid ONNX model (no graph)");
     return done(nullptr);
   }
+  model_ = &model;
   graph_ = &model.graph();
   if (mlir::failed(checkOpsets(model)) || mlir::failed(indexGraph())) return done(nullptr);
   std::vector<int> order;
@@ -292,6 +337,11 @@ mlir::LogicalResult OnnxImporter::indexGraph() {
       return failNode(i, "input '" + in + "' is not produced by any node, graph input or "
                          "initializer (missing initializer?)");
     }
+    for (const std::string& in : outerReadsOf(n)) {
+      if (producer_.count(in) || graphInputs_.count(in) || initializers_.count(in)) continue;
+      return failNode(i, "a subgraph reads '" + in + "', which no node, graph input or "
+                         "initializer of the enclosing graph makes");
+    }
     bool anyOutput = std::any_of(n.output().begin(), n.output().end(),
                                  [](const std::string& o) { return !o.empty(); });
     if (!anyOutput) return failNode(i, "has no outputs");
@@ -349,7 +399,10 @@ mlir::LogicalResult OnnxImporter::sortNodes(std::vector<int>* order) {
   std::vector<int> pending(n, 0);
   std::vector<std::vector<int>> deps(n);
   for (int i = 0; i < n; ++i) {
-    for (const std::string& in : graph_->node(i).input()) {
+    std::vector<std::string> reads(graph_->node(i).input().begin(), graph_->node(i).input().end());
+    // A subgraph's outer reads are inputs of its node too: their producers must come first.
+    for (const std::string& r : outerReadsOf(graph_->node(i))) reads.push_back(r);
+    for (const std::string& in : reads) {
       auto it = producer_.find(in);
       if (in.empty() || it == producer_.end()) continue;
       deps[i].push_back(it->second);
@@ -539,6 +592,7 @@ mlir::LogicalResult OnnxImporter::importNode(int index) {
   const onnx::NodeProto& n = graph_->node(index);
   mlir::Location loc = nodeLoc(index);
   if (n.op_type() == "Constant") return importConstant(index, loc);
+  if (isControlFlow(n.op_type())) return importControlFlow(index, loc);
 
   NodeForm f;
   f.opType = onnxOpset17Name(n.op_type());
@@ -704,6 +758,243 @@ mlir::LogicalResult OnnxImporter::importCoercedSoftmax(int index, mlir::Location
     result = *backOp;
   }
   if (!n.output(0).empty()) values_[n.output(0)] = result->getResult(0);
+  return mlir::success();
+}
+
+// ONNX value info for subgraph input `info` from the outer value's type: subgraphs are compiled
+// now, with static shapes, so the type must be static.
+mlir::LogicalResult OnnxImporter::setSubgraphType(int index, const std::string& attr,
+                                                  onnx::ValueInfoProto* info, mlir::Type type) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return failNode(index, "subgraph '" + attr + "' input '" + info->name() +
+                               "' would have a dynamic shape; control-flow subgraphs are compiled "
+                               "with static shapes (bind the model's input shapes)");
+  auto* tt = info->mutable_type()->mutable_tensor_type();
+  info->mutable_type()->clear_value();
+  tt = info->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type((int32_t)mlirToDType(t.getElementType()));
+  auto* shape = tt->mutable_shape();
+  shape->clear_dim();
+  for (int64_t d : t.getShape()) shape->add_dim()->set_dim_value(d);
+  return mlir::success();
+}
+
+// Imports `model` (a subgraph made a model: its inputs typed, its outer reads appended as
+// inputs) and compiles it with the same pipeline, for the CPU, into a serialized plan.
+mlir::LogicalResult OnnxImporter::compileSubgraph(int index, const std::string& attr,
+                                                  onnx::ModelProto model, std::string* planBytes) {
+  for (const auto& out : model.graph().output()) {
+    if (out.has_type() && !out.type().has_tensor_type())
+      return failNode(index, "subgraph '" + attr + "' output '" + out.name() +
+                                 "' is not a tensor (sequence, map and optional values are not "
+                                 "supported)");
+  }
+  ImportOptions none;
+  OnnxImporter inner(ctx_, source_, none, depth_ + 1);
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module = inner.import(model, &error);
+  auto strip = [&](std::string e) {
+    if (e.compare(0, source_.size() + 2, source_ + ": ") == 0) e = e.substr(source_.size() + 2);
+    return e;
+  };
+  if (!module) return failNode(index, "subgraph '" + attr + "': " + strip(error));
+  CompileOptions co;
+  DeviceSet cpu;
+  if (Status st = DeviceSet::parse("cpu", &cpu); !st.isOk()) return failNode(index, st.message());
+  co.devices = cpu;
+  CompileResult compiled;
+  std::string diagnostic;
+  {
+    mlir::ScopedDiagnosticHandler handler(ctx_, [&](mlir::Diagnostic& d) {
+      if (d.getSeverity() == mlir::DiagnosticSeverity::Error && diagnostic.empty()) {
+        std::string where = nodeName(d.getLocation());
+        diagnostic = (where.empty() ? "" : "node '" + where + "': ") + d.str();
+      }
+      return mlir::success();
+    });
+    if (mlir::failed(compileModule(*module, co, &compiled)))
+      return failNode(index, "subgraph '" + attr + "': " +
+                                 (diagnostic.empty() ? std::string("could not be compiled") : diagnostic));
+  }
+  *planBytes = compiled.plan.SerializeAsString();
+  return mlir::success();
+}
+
+// If-16, Loop-16 and Scan-16 (and Scan-8, rewritten): each subgraph becomes a model of its own,
+// typed from the operands, compiled now into a CPU plan carried as a string attribute; the
+// outer values it reads become extra operands (runtime/ControlFlow.h has the layout).
+mlir::LogicalResult OnnxImporter::importControlFlow(int index, mlir::Location loc) {
+  const onnx::NodeProto& n = graph_->node(index);
+  const std::string& op = n.op_type();
+  if (depth_ >= kMaxControlFlowDepth)
+    return failNode(index, "control flow nested more than " + std::to_string(kMaxControlFlowDepth) +
+                               " levels deep is not supported");
+  NodeForm f;
+  f.opType = op;
+  for (const std::string& in : n.input()) {
+    mlir::Value v = in.empty() ? mlir::Value() : valueFor(in);
+    if (!in.empty() && !v) return mlir::failure();
+    f.operands.push_back(v);
+  }
+  std::map<std::string, const onnx::GraphProto*> graphs;
+  for (const onnx::AttributeProto& a : n.attribute()) {
+    if (attrType(a) == onnx::AttributeProto::GRAPH) {
+      graphs[a.name()] = &a.g();
+      continue;
+    }
+    mlir::Attribute attr;
+    if (mlir::failed(convertAttribute(index, a, &attr))) return mlir::failure();
+    f.attrs[a.name()] = attr;
+  }
+  std::vector<std::string> names = op == "If" ? std::vector<std::string>{"then_branch", "else_branch"}
+                                              : std::vector<std::string>{"body"};
+  for (const std::string& name : names)
+    if (!graphs.count(name)) return failNode(index, "needs the graph attribute '" + name + "'");
+  f.numResults = (unsigned)n.output_size();
+
+  // Scan-8: a leading sequence_lens input and a batch axis 0 on every state and scan input
+  // (scan axis 1). With batch 1 and no sequence_lens it is Scan-9 on the squeezed operands.
+  bool scan8 = op == "Scan" && opset_ < 9;
+  if (scan8) {
+    if (!f.operands.empty() && f.operands[0])
+      return failNode(index, "Scan-8 with sequence_lens is not supported");
+    if (!f.operands.empty()) f.operands.erase(f.operands.begin());
+    for (mlir::Value& v : f.operands) {
+      auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+      if (t.getRank() < 1 || t.getDimSize(0) != 1)
+        return failNode(index, "Scan-8 with a batch size other than 1 is not supported");
+      NodeForm sq{"Squeeze", {v, constInts(loc, {0})}, {}, 1};
+      auto sqOp = create(index, loc, sq);
+      if (mlir::failed(sqOp)) return mlir::failure();
+      v = (*sqOp)->getResult(0);
+    }
+    auto dirs = f.attrs.find("directions");
+    if (dirs != f.attrs.end()) {
+      f.attrs["scan_input_directions"] = dirs->second;
+      f.attrs.erase(dirs);
+    }
+  }
+
+  // Outer reads: one operand each, after the ONNX operands, in first-use order over all the
+  // node's subgraphs (an If's two branches take the same list).
+  std::vector<std::string> captures;
+  for (const std::string& name : names) collectOuterReads(*graphs[name], {}, &captures);
+  std::vector<mlir::Value> captured;
+  for (const std::string& c : captures) {
+    mlir::Value v = valueFor(c);
+    if (!v) return mlir::failure();
+    captured.push_back(v);
+  }
+
+  // The subgraph's own inputs, typed from the operands.
+  std::vector<mlir::Type> inputTypes;
+  size_t carried = 0, scanInputs = 0;
+  auto typeOf = [&](size_t i) { return f.operands[i].getType(); };
+  if (op == "Loop") {
+    carried = f.operands.size() >= 2 ? f.operands.size() - 2 : 0;
+    inputTypes.push_back(mlir::RankedTensorType::get({}, b_.getI64Type()));
+    inputTypes.push_back(mlir::RankedTensorType::get({}, b_.getI1Type()));
+    for (size_t k = 0; k < carried; ++k) inputTypes.push_back(typeOf(2 + k));
+    const onnx::GraphProto& body = *graphs["body"];
+    if (body.input_size() != (int)(2 + carried))
+      return failNode(index, "body has " + std::to_string(body.input_size()) +
+                                 " inputs but Loop passes " + std::to_string(2 + carried) +
+                                 " (iteration number, condition, " + std::to_string(carried) +
+                                 " loop-carried)");
+    if (n.output_size() < (int)carried || body.output_size() != 1 + n.output_size())
+      return failNode(index, "body has " + std::to_string(body.output_size()) +
+                                 " outputs but Loop has " + std::to_string(carried) +
+                                 " loop-carried values and " + std::to_string(n.output_size()) +
+                                 " outputs, so its body needs " + std::to_string(1 + n.output_size()) +
+                                 " (condition, loop-carried, scan outputs)");
+  } else if (op == "Scan") {
+    auto it = f.attrs.find("num_scan_inputs");
+    int64_t m = it == f.attrs.end() ? 0 : llvm::cast<mlir::IntegerAttr>(it->second).getInt();
+    if (m < 1 || m > (int64_t)f.operands.size())
+      return failNode(index, "num_scan_inputs must be in [1, " + std::to_string(f.operands.size()) +
+                                 "], is " + std::to_string(m));
+    scanInputs = (size_t)m;
+    carried = f.operands.size() - scanInputs;
+    llvm::SmallVector<int64_t> axes;
+    if (auto a = f.attrs.count("scan_input_axes") ? llvm::dyn_cast<mlir::ArrayAttr>(f.attrs["scan_input_axes"]) : nullptr)
+      for (mlir::Attribute e : a) axes.push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
+    for (size_t k = 0; k < carried; ++k) inputTypes.push_back(typeOf(k));
+    for (size_t j = 0; j < scanInputs; ++j) {
+      auto t = llvm::cast<mlir::RankedTensorType>(typeOf(carried + j));
+      int64_t axis = j < axes.size() ? axes[j] : 0;
+      if (axis < 0) axis += t.getRank();
+      if (axis < 0 || axis >= t.getRank())
+        return failNode(index, "scan_input_axes entry " + std::to_string(j) + " is out of range");
+      llvm::SmallVector<int64_t> dims(t.getShape());
+      dims.erase(dims.begin() + axis);
+      inputTypes.push_back(mlir::RankedTensorType::get(dims, t.getElementType()));
+    }
+    const onnx::GraphProto& body = *graphs["body"];
+    if (body.input_size() != (int)(carried + scanInputs))
+      return failNode(index, "body has " + std::to_string(body.input_size()) +
+                                 " inputs but Scan passes " + std::to_string(carried + scanInputs) +
+                                 " (" + std::to_string(carried) + " state, " +
+                                 std::to_string(scanInputs) + " scan slices)");
+    if (n.output_size() < (int)carried || body.output_size() != n.output_size())
+      return failNode(index, "body has " + std::to_string(body.output_size()) +
+                                 " outputs but Scan has " + std::to_string(n.output_size()) +
+                                 " (" + std::to_string(carried) + " state variables and the scan "
+                                 "outputs)");
+  } else {
+    for (const std::string& name : names) {
+      const onnx::GraphProto& g = *graphs[name];
+      if (g.input_size() != 0)
+        return failNode(index, name + " declares " + std::to_string(g.input_size()) +
+                                   " inputs; an If branch takes none");
+      if (g.output_size() != n.output_size())
+        return failNode(index, name + " has " + std::to_string(g.output_size()) +
+                                   " outputs but If has " + std::to_string(n.output_size()));
+    }
+  }
+
+  for (const std::string& name : names) {
+    onnx::ModelProto sub;
+    sub.set_ir_version(model_->ir_version());
+    *sub.mutable_opset_import() = model_->opset_import();
+    *sub.mutable_graph() = *graphs[name];
+    onnx::GraphProto* g = sub.mutable_graph();
+    g->set_name(nodeLabel(index) + " " + name);
+    for (size_t k = 0; k < inputTypes.size(); ++k) {
+      onnx::ValueInfoProto* in = g->mutable_input((int)k);
+      if (in->has_type() && !in->type().has_tensor_type())
+        return failNode(index, name + " input '" + in->name() +
+                                   "' is not a tensor (sequence, map and optional values are not "
+                                   "supported)");
+      if (mlir::failed(setSubgraphType(index, name, in, inputTypes[k]))) return mlir::failure();
+    }
+    for (size_t k = 0; k < captures.size(); ++k) {
+      onnx::ValueInfoProto* in = g->add_input();
+      in->set_name(captures[k]);
+      if (mlir::failed(setSubgraphType(index, name, in, captured[k].getType()))) return mlir::failure();
+    }
+    std::string bytes;
+    if (mlir::failed(compileSubgraph(index, name, std::move(sub), &bytes))) return mlir::failure();
+    f.attrs[name] = b_.getStringAttr(bytes);
+  }
+  for (mlir::Value v : captured) f.operands.push_back(v);
+  if (op != "If") f.attrs["num_captures"] = b_.getI64IntegerAttr((int64_t)captures.size());
+
+  mlir::FailureOr<mlir::Operation*> built = create(index, loc, f);
+  if (mlir::failed(built)) return mlir::failure();
+  llvm::SmallVector<mlir::Value> results((*built)->getResults());
+  foldEarly(*built, op, &results);
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    mlir::Value v = results[i];
+    if (scan8) {
+      NodeForm un{"Unsqueeze", {v, constInts(loc, {0})}, {}, 1};
+      auto unOp = create(index, loc, un);
+      if (mlir::failed(unOp)) return mlir::failure();
+      v = (*unOp)->getResult(0);
+    }
+    values_[n.output(i)] = v;
+  }
   return mlir::success();
 }
 

@@ -11,9 +11,10 @@
 namespace tandem {
 
 /// One attribute value, tagged like ONNX AttributeProto (INT, FLOAT, STRING, INTS, FLOATS,
-/// STRINGS, TENSOR). Floats are stored as ONNX stores them: 32-bit.
+/// STRINGS, TENSOR, GRAPH). Floats are stored as ONNX stores them: 32-bit. A Graph (a control-flow
+/// op's subgraph) is its compiled plan::Plan, serialized, in `s` (compiler/Plan.proto).
 struct Attr {
-  enum class Kind { Int, Float, String, Ints, Floats, Strings, Tensor };
+  enum class Kind { Int, Float, String, Ints, Floats, Strings, Tensor, Graph };
   Kind kind = Kind::Int;
   int64_t i = 0;
   float f = 0;
@@ -30,6 +31,7 @@ struct Attr {
   static Attr ofFloats(std::vector<float> v) { Attr a; a.kind = Kind::Floats; a.floats = std::move(v); return a; }
   static Attr ofStrings(std::vector<std::string> v) { Attr a; a.kind = Kind::Strings; a.strings = std::move(v); return a; }
   static Attr ofTensor(tandem::Tensor v) { Attr a; a.kind = Kind::Tensor; a.t = std::move(v); return a; }
+  static Attr ofGraph(std::string planBytes) { Attr a; a.kind = Kind::Graph; a.s = std::move(planBytes); return a; }
 };
 
 /// Attributes of one op by ONNX name. Getters return the default when the attribute is absent
@@ -65,6 +67,11 @@ class AttrMap {
   const Tensor* getTensor(const std::string& name) const {
     const Attr* a = find(name);
     return a && a->kind == Attr::Kind::Tensor ? &a->t : nullptr;
+  }
+  /// A Graph attribute's serialized plan::Plan, or null when absent or of another kind.
+  const std::string* getGraph(const std::string& name) const {
+    const Attr* a = find(name);
+    return a && a->kind == Attr::Kind::Graph ? &a->s : nullptr;
   }
   const std::map<std::string, Attr>& all() const { return m_; }
 

@@ -167,5 +167,6 @@ std::function<bool(const std::vector<DType>&)> acceptsFirstInput(std::vector<DTy
 void registerCpuReferenceKernels(KernelRegistry& r);  // runtime/cpu/ref/*.cpp
 void registerCpuDnnlKernels(KernelRegistry& r);       // runtime/cpu/dnnl/*.cpp
 void registerCudaKernels(KernelRegistry& r);          // runtime/cuda/*.cpp (capabilities only when not built)
+void registerControlFlowKernels(KernelRegistry& r);   // runtime/ControlFlowKernels.cpp (If, Loop, Scan)
 
 }  // namespace tandem

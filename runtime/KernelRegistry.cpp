@@ -9,6 +9,7 @@ KernelRegistry& KernelRegistry::global() {
     registerCpuDnnlKernels(*reg);
     registerCpuReferenceKernels(*reg);
     registerCudaKernels(*reg);
+    registerControlFlowKernels(*reg);
     return reg;
   }();
   return *r;

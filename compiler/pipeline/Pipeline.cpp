@@ -159,6 +159,12 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   }
   StepTimer timer{result, "emit-plan"};
   if (mlir::failed(emitPlan(module, result))) return mlir::failure();
+  // Control flow runs its subgraphs' own plans (compiled by the importer for the CPU) in one
+  // CPU step: say so, since the placer saw only the op.
+  for (const plan::Step& s : result->plan.steps())
+    if (s.op_type() == "If" || s.op_type() == "Loop" || s.op_type() == "Scan")
+      result->notes.push_back(s.op_type() + " '" + s.name() + "': subgraphs run on " + s.device() +
+                              " as a whole");
   return mlir::success();
 }
 

@@ -83,6 +83,7 @@ const std::vector<int>& shapeOperandPositions(const std::string& opType) {
       {"Resize", {1, 2, 3}},           // scales (10) / roi, scales, sizes (11+)
       {"Upsample", {1}},               // scales
       {"TopK", {1}},                   // k
+      {"Loop", {0, 1}},                // M, cond: the stacked scan outputs' length
       // Ops whose result sizes are computed from their data (runtime/DataDependent.h).
       {"NonZero", {0}},                // X
       {"Compress", {1}},               // condition

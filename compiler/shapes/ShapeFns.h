@@ -139,6 +139,10 @@ std::string inferCompress(const Ctx& c);      // value-dependent (runtime/DataDe
 std::string inferNonZero(const Ctx& c);
 std::string inferUnique(const Ctx& c);
 std::string inferNonMaxSuppression(const Ctx& c);
+// ControlFlow.cpp: result types from the subgraphs' plans (runtime/ControlFlow.h)
+std::string inferIf(const Ctx& c);
+std::string inferLoop(const Ctx& c);
+std::string inferScan(const Ctx& c);
 // Recurrent.cpp
 std::string inferRecurrent(const Ctx& c);  // RNN GRU LSTM
 // Signal.cpp

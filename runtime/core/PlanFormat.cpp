@@ -59,6 +59,7 @@ Status attrsFromPlan(const google::protobuf::RepeatedPtrField<plan::Attribute>& 
         out->set(a.name(), Attr::ofTensor(t));
         break;
       }
+      case plan::Attribute::GRAPH: out->set(a.name(), Attr::ofGraph(a.g().SerializeAsString())); break;
       default:
         return Status::error("attribute '" + a.name() + "' has an unknown kind");
     }
@@ -101,6 +102,11 @@ void attrToPlan(const std::string& name, const Attr& a, plan::Attribute* out) {
       t->set_raw(a.t.raw(), a.t.bytes());
       break;
     }
+    case Attr::Kind::Graph:
+      out->set_kind(plan::Attribute::GRAPH);
+      // Made by the compiler from a plan it serialized itself: it parses.
+      (void)out->mutable_g()->ParseFromString(a.s);
+      break;
   }
 }
 

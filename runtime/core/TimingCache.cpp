@@ -62,6 +62,7 @@ std::string attrText(const Attr& a) {
       os << "tensor:" << dtypeName(a.t.dtype()) << shapeToString(a.t.shape()) << ":" << std::hex
          << fnv1a(a.t.raw(), a.t.bytes());
       break;
+    case Attr::Kind::Graph: os << "graph:" << std::hex << fnv1a(a.s.data(), a.s.size()); break;
   }
   return os.str();
 }

@@ -338,5 +338,31 @@ int main(int argc, char** argv) {
     ok &= writeModel("good_chain.onnx", m);
   }
 
+  // Control flow with a malformed body: Scan 'bad_scan' has a state variable and a scan output
+  // (2 outputs) but its body returns only the state.
+  {
+    onnx::ModelProto m = newModel(16);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "init", {2});
+    addTensorValue(g->add_input(), "xs", {3, 2});
+    onnx::NodeProto* scan = addNode(g, "bad_scan", "Scan", {"init", "xs"}, {"final", "all"});
+    onnx::AttributeProto* n = scan->add_attribute();
+    n->set_name("num_scan_inputs");
+    n->set_type(onnx::AttributeProto::INT);
+    n->set_i(1);
+    onnx::AttributeProto* body = scan->add_attribute();
+    body->set_name("body");
+    body->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* b = body->mutable_g();
+    b->set_name("scan_body");
+    addTensorValue(b->add_input(), "sum_in", {2});
+    addTensorValue(b->add_input(), "next", {2});
+    addNode(b, "acc", "Add", {"sum_in", "next"}, {"sum_out"});
+    addTensorValue(b->add_output(), "sum_out", {2});
+    addTensorValue(g->add_output(), "final", {2});
+    addTensorValue(g->add_output(), "all", {3, 2});
+    ok &= writeModel("bad_scan_body.onnx", m);
+  }
+
   return ok ? 0 : 1;
 }

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Writes the control-flow e2e models (issue 16) with numpy references next to them:
+cf_if (an If whose branches have different output shapes on a constant condition, and an If on
+a run-time condition whose branches read an outer value), cf_loop_exit (a Loop whose body's
+condition ends it before its trip count, reading an outer value, with an If inside) and
+cf_scan_reverse (a Scan over axis 1 in reverse with an outer value in its body).
+usage: /usr/bin/python3 make_control_flow.py [OUT_DIR]  (default: next to this file)"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+F, B, I = TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT64
+
+
+def save(name, graph, inputs, outputs):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    d = os.path.join(OUT, name, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(OUT, name, "model.onnx"))
+    for k, (vi, v) in enumerate(zip(graph.input, inputs)):
+        onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"input_{k}.pb"))
+    for k, (vi, v) in enumerate(zip(graph.output, outputs)):
+        onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"output_{k}.pb"))
+
+
+def cf_if():
+    # pick: cond is a constant true, so the plan takes then_branch's [8]; else_branch's is [2].
+    then_b = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["t"], axis=0)], "then",
+                               [], [helper.make_tensor_value_info("t", F, [8])])
+    else_b = helper.make_graph(
+        [helper.make_node("Constant", [], ["s0"], value=helper.make_tensor("s0v", I, [1], [0])),
+         helper.make_node("Constant", [], ["s1"], value=helper.make_tensor("s1v", I, [1], [2])),
+         helper.make_node("Slice", ["x", "s0", "s1"], ["e"])],
+        "else", [], [helper.make_tensor_value_info("e", F, [2])])
+    # choose: the run-time condition c; both branches read the outer x.
+    then2 = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["t2"])], "then2", [],
+                              [helper.make_tensor_value_info("t2", F, [4])])
+    else2 = helper.make_graph([helper.make_node("Neg", ["x"], ["e2"])], "else2", [],
+                              [helper.make_tensor_value_info("e2", F, [4])])
+    nodes = [
+        helper.make_node("Constant", [], ["yes"], value=helper.make_tensor("yesv", B, [], [True])),
+        helper.make_node("If", ["yes"], ["y1"], name="pick", then_branch=then_b, else_branch=else_b),
+        helper.make_node("If", ["c"], ["y2"], name="choose", then_branch=then2, else_branch=else2),
+    ]
+    g = helper.make_graph(nodes, "cf_if",
+                          [helper.make_tensor_value_info("x", F, [4]),
+                           helper.make_tensor_value_info("c", B, [])],
+                          [helper.make_tensor_value_info("y1", F, [8]),
+                           helper.make_tensor_value_info("y2", F, [4])])
+    x = np.array([1.5, -2.0, 3.0, 0.25], np.float32)
+    c = np.array(False)
+    save("cf_if", g, [x, c], [np.concatenate([x, x]), -x])
+
+
+def cf_loop_exit():
+    # v doubles until sum(v) >= limit (an outer value), at most M = 10 times; an If inside adds
+    # one on odd iterations.
+    odd_then = helper.make_graph([helper.make_node("Add", ["d", "one"], ["o1"])], "odd", [],
+                                 [helper.make_tensor_value_info("o1", F, [2])])
+    odd_else = helper.make_graph([helper.make_node("Identity", ["d"], ["o2"])], "even", [],
+                                 [helper.make_tensor_value_info("o2", F, [2])])
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["two"], value=helper.make_tensor("twov", F, [], [2.0])),
+         helper.make_node("Constant", [], ["one"], value=helper.make_tensor("onev", F, [], [1.0])),
+         helper.make_node("Constant", [], ["i2"], value=helper.make_tensor("i2v", I, [], [2])),
+         helper.make_node("Constant", [], ["i1"], value=helper.make_tensor("i1v", I, [], [1])),
+         helper.make_node("Mul", ["v", "two"], ["d"]),
+         helper.make_node("Mod", ["i", "i2"], ["r"]),
+         helper.make_node("Equal", ["r", "i1"], ["odd"]),
+         helper.make_node("If", ["odd"], ["v_out"], name="odd_step", then_branch=odd_then,
+                          else_branch=odd_else),
+         helper.make_node("ReduceSum", ["v_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "limit"], ["c_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", I, []), helper.make_tensor_value_info("c", B, []),
+         helper.make_tensor_value_info("v", F, [2])],
+        [helper.make_tensor_value_info("c_out", B, []),
+         helper.make_tensor_value_info("v_out", F, [2])])
+    nodes = [
+        helper.make_node("Constant", [], ["m"], value=helper.make_tensor("mv", I, [], [10])),
+        helper.make_node("Constant", [], ["go"], value=helper.make_tensor("gov", B, [], [True])),
+        helper.make_node("Loop", ["m", "go", "v0"], ["v_final"], name="grow", body=body),
+    ]
+    g = helper.make_graph(nodes, "cf_loop_exit",
+                          [helper.make_tensor_value_info("v0", F, [2]),
+                           helper.make_tensor_value_info("limit", F, [])],
+                          [helper.make_tensor_value_info("v_final", F, [2])])
+    v0 = np.array([1.0, 2.0], np.float32)
+    limit = np.array(100.0, np.float32)
+    v, i = v0.copy(), 0
+    while i < 10:
+        v = v * 2 + (1 if i % 2 == 1 else 0)
+        i += 1
+        if not v.sum() < limit:
+            break
+    assert i < 10, i  # the condition, not M, ends it
+    save("cf_loop_exit", g, [v0, limit], [v.astype(np.float32)])
+
+
+def cf_scan_reverse():
+    # Over xs[:, t] for t = 2, 1, 0: s = s * 0.5 + next * w (w outer); stacks each s.
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["h"], value=helper.make_tensor("hv", F, [], [0.5])),
+         helper.make_node("Mul", ["s", "h"], ["sh"]),
+         helper.make_node("Mul", ["nx", "w"], ["nw"]),
+         helper.make_node("Add", ["sh", "nw"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["scan_out"])],
+        "body",
+        [helper.make_tensor_value_info("s", F, [2]), helper.make_tensor_value_info("nx", F, [2])],
+        [helper.make_tensor_value_info("s_out", F, [2]),
+         helper.make_tensor_value_info("scan_out", F, [2])])
+    nodes = [helper.make_node("Scan", ["init", "xs"], ["final", "all"], name="rscan", body=body,
+                              num_scan_inputs=1, scan_input_axes=[1], scan_input_directions=[1])]
+    g = helper.make_graph(nodes, "cf_scan_reverse",
+                          [helper.make_tensor_value_info("init", F, [2]),
+                           helper.make_tensor_value_info("xs", F, [2, 3]),
+                           helper.make_tensor_value_info("w", F, [2])],
+                          [helper.make_tensor_value_info("final", F, [2]),
+                           helper.make_tensor_value_info("all", F, [3, 2])])
+    init = np.array([1.0, -1.0], np.float32)
+    xs = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    w = np.array([2.0, -0.5], np.float32)
+    s, outs = init.copy(), []
+    for t in (2, 1, 0):
+        s = s * 0.5 + xs[:, t] * w
+        outs.append(s)
+    save("cf_scan_reverse", g, [init, xs, w], [s, np.stack(outs).astype(np.float32)])
+
+
+cf_if()
+cf_loop_exit()
+cf_scan_reverse()
