@@ -209,8 +209,14 @@ def Tandem_DynamicQuantizeLinearOp : Tandem_OnnxOp<"dynamic_quantize_linear",
     "DynamicQuantizeLinear", "11",
     "u8 quantization of x with scale and zero point from its range (three results)">;
 def Tandem_IdentityOp : Tandem_OnnxOp<"identity", "Identity", "16", "the input, unchanged">;
+// Tandem extension of Dropout-13: an optional fourth operand `counter`, an f32 or i64 scalar
+// read at run time, is the Philox step word of the training mask (runtime/Philox.h): each
+// counter value draws an independent mask, the same value the same mask; absent = 0. The
+// training step graph feeds it the step counter `step` (compiler/training/TrainingGraph.h);
+// the ONNX importer never sets it.
 def Tandem_DropoutOp : Tandem_OnnxOp<"dropout", "Dropout", "13",
-    "inference: identity; optional second output is an all-true mask", (ins Int:$seed)>;
+    "inference: identity, optional all-true mask; training: a Philox mask, selected by the "
+    "optional Tandem operand 3 (counter)", (ins Int:$seed)>;
 
 //===----------------------------------------------------------------------===//
 // Matrix products, normalisation, softmax

@@ -81,7 +81,9 @@ def TandemAutodiff : Pass<"tandem-autodiff", "mlir::ModuleOp"> {
     constants into new constants) and canonicalize then folds, CSEs and prunes the backward
     graph; placement and fusion treat gradient ops as any other.
 
-    Not differentiated: training-mode Dropout and BatchNormalization, Slice with steps other
+    Training-mode Dropout's gradient is a Dropout of the output gradient that redraws the
+    forward mask (same node name, seed and counter). Not differentiated: training-mode
+    BatchNormalization, Slice with steps other
     than 1, Gather on an axis other than 0, and the ops without a rule.
 
     ```mlir

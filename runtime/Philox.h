@@ -33,7 +33,8 @@ inline std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::arr
 /// block = i / 4, and is kept when that word is >= threshold = floor(ratio * 2^32), i.e. when a
 /// uniform draw u in [0, 1) (u = word / 2^32) is >= ratio, as ONNX Dropout's reference keeps
 /// elements (with numpy's generator instead). `stream` tells apart ops sharing a seed; `step`
-/// is the training step, so each run of a training plan can draw a new mask.
+/// is the training step (Dropout's optional `counter` operand, mod 2^32; 0 when absent), so
+/// each step of a training plan draws a new mask.
 struct DropoutMask {
   uint64_t seed = 0;
   uint32_t stream = 0;

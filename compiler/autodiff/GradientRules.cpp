@@ -242,16 +242,31 @@ mlir::LogicalResult gradIdentity(GradBuilder&, mlir::Operation*, Dy dy, Needed, 
   return mlir::success();
 }
 
+// Dropout. Inference form (training_mode absent or a constant false): the identity. Training
+// mode: y = x * mask / (1 - ratio), so dx = dy * mask / (1 - ratio), which is a Dropout of dy
+// drawing the same mask. The mask is a function of the seed (attribute, else the plan's), the
+// stream (the node name) and the counter (runtime/Philox.h), so the backward Dropout takes the
+// forward op's location (its node name), seed attribute and ratio/training_mode/counter
+// operands: it recomputes the mask instead of keeping a bool tensor alive until the backward
+// pass. A counter added later (the training step graph's `step`) must go to both; no operand
+// but x has a gradient (ratio, training_mode and counter select the mask).
 mlir::LogicalResult gradDropout(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
-  // Training mode drops a random mask the gradient would have to reuse; Tandem's Dropout runs
-  // in inference form only (a constant false or absent training_mode), where it is the identity.
   Tensor mode;
-  if (Value m = operandOr(op, 2)) {
-    if (!getConstantValue(m, &mode) || (mode.numel() == 1 && mode.data<uint8_t>()[0] != 0))
-      return g.error("Dropout: no gradient in training mode (only the inference form, the "
-                     "identity, is differentiated)");
+  bool training = false;
+  if (Value m = operandOr(op, 2))
+    training = !getConstantValue(m, &mode) || (mode.numel() == 1 && mode.data<uint8_t>()[0] != 0);
+  if (!need[0]) return mlir::success();
+  if (!training) {
+    dx[0] = dy[0];
+    return mlir::success();
   }
-  if (need[0]) dx[0] = dy[0];
+  llvm::SmallVector<Value> operands = {dy[0]};
+  for (unsigned i = 1; i < op->getNumOperands(); ++i) operands.push_back(op->getOperand(i));
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  if (auto seed = op->getAttr("seed")) attrs.push_back(g.builder().getNamedAttr("seed", seed));
+  GradBuilder same(g.builder(), op->getLoc());
+  dx[0] = same.op("Dropout", operands, attrs);
+  if (same.failed()) return g.error("Dropout: could not build the backward Dropout");
   return mlir::success();
 }
 

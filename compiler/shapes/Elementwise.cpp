@@ -230,10 +230,11 @@ std::string inferCastLike(const Ctx& c) {
 }
 
 std::string inferDropout(const Ctx& c) {
-  // Dropout-13: data, optional ratio (float scalar), optional training_mode (bool scalar);
+  // Dropout-13: data, optional ratio (float scalar), optional training_mode (bool scalar), and
+  // Tandem's optional counter (f32 or i64 scalar: the training step, which selects the mask);
   // results: output (as data) and optional mask (bool, data's shape).
-  static const std::vector<const char*> names = {"data", "ratio", "training_mode"};
-  if (auto e = checkArity(c, 1, 3, 1, 2, names); !e.empty()) return e;
+  static const std::vector<const char*> names = {"data", "ratio", "training_mode", "counter"};
+  if (auto e = checkArity(c, 1, 4, 1, 2, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
   if (c.has(1)) {
     if (auto e = checkDTypeIn(c, 1, kFloatTypes, names); !e.empty()) return e;
@@ -245,6 +246,11 @@ std::string inferDropout(const Ctx& c) {
     if (!c.in[2].dims.empty())
       return c.fail("input 2 (training_mode) must be a scalar, got shape " +
                     dimsStr(c.in[2].dims));
+  }
+  if (c.has(3)) {
+    if (auto e = checkDTypeIn(c, 3, {DType::F32, DType::I64}, names); !e.empty()) return e;
+    if (!c.in[3].dims.empty())
+      return c.fail("input 3 (counter) must be a scalar, got shape " + dimsStr(c.in[3].dims));
   }
   c.set(0, c.in[0].dtype, c.in[0].dims);
   if (c.numResults == 2) c.set(1, DType::Bool, c.in[0].dims);

@@ -192,6 +192,15 @@ mlir::Value learningRateAt(autodiff::GradBuilder& s, const CompileOptions::Train
   return {};
 }
 
+// A Dropout that may train: training_mode present and not a constant false.
+bool isTrainingDropout(mlir::Operation* op) {
+  if (onnxOpType(op) != "Dropout" || op->getNumOperands() < 3) return false;
+  mlir::Value mode = op->getOperand(2);
+  if (!llvm::isa<mlir::RankedTensorType>(mode.getType())) return false;  // a tandem.none
+  Tensor m;
+  return !getConstantValue(mode, &m) || (m.numel() == 1 && m.data<uint8_t>()[0] != 0);
+}
+
 // The parameters' state slots (TrainingGraph.h): the arguments and their next values.
 struct Slot {
   std::string suffix;
@@ -223,13 +232,24 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   mlir::Type f32 = b.getF32Type();
   auto scalarType = mlir::RankedTensorType::get({}, f32);
 
+  // The training-mode Dropouts (forward, and the backward ones autodiff built to redraw their
+  // masks) that have no counter of their own: each step must draw new masks.
+  llvm::SmallVector<mlir::Operation*> dropouts;
+  main.walk([&](mlir::Operation* op) {
+    if (isTrainingDropout(op) && op->getNumOperands() == 3) dropouts.push_back(op);
+  });
+
   // 1. The step counter (last argument) and the step's scalars: t, lr_t.
   mlir::Value step, t;
-  if (usesStepCounter(options))
+  if (usesStepCounter(options) || !dropouts.empty())
     step = addArg(main, main.getNumArguments(), scalarType, argAttrs(b, "step", false),
                   main.getLoc());
   autodiff::GradBuilder s(b, mlir::NameLoc::get(b.getStringAttr("optimizer/step")));
   if (step) t = s.addS(step, 1.0);
+  // The Dropouts' counter is `step` (completed steps: 0 at the first step, whose masks are
+  // those of a Dropout without a counter), state that a checkpoint keeps, so a resumed run
+  // draws the masks the uninterrupted one would have.
+  for (mlir::Operation* d : dropouts) d->insertOperands(3, {step});
   mlir::Value lr = learningRateAt(s, options, step, t, f32);
   if (s.failed()) return mlir::failure();
 

@@ -16,7 +16,8 @@ namespace tandem::training {
 /// 0 <= lrMin <= learningRate.
 std::string checkOptions(const CompileOptions::Training& o);
 
-/// Whether the step graph has the `step` state (see appendOptimizer).
+/// Whether the optimizer options alone give the step graph the `step` state (see
+/// appendOptimizer); a training-mode Dropout in the model also does.
 bool usesStepCounter(const CompileOptions::Training& o);
 
 /// Before autodiff. Turns @main's parameters into arguments and its first result (logits
@@ -46,8 +47,14 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///   Every non-parameter state starts at zeros. Slots: sgd with momentum > 0:
 ///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v` (f32, the parameter's
 ///   shape). `step` is f32 [] (counts completed steps, 0 at the start); it is state when
-///   anything depends on t (adam, adamw, sgd momentum, a schedule other than constant), and
-///   `step_new` = t. Below t = step + 1 is the 1-based step.
+///   anything depends on t (adam, adamw, sgd momentum, a schedule other than constant, a
+///   training-mode Dropout), and `step_new` = t. Below t = step + 1 is the 1-based step.
+///
+/// Dropout: every training-mode Dropout (training_mode not a constant false) without a counter
+/// operand, forward and backward (autodiff's, which redraws the forward mask), gets `step`
+/// (not t) as its counter (operand 3, Tandem's extension): a new mask each step, the same mask
+/// for the same `step`, so resuming from a checkpoint reproduces the masks. A Dropout that
+/// already has a counter keeps it.
 ///
 /// Per step, with g the parameter's gradient:
 ///  1. lr_t (schedule; lr = learningRate):

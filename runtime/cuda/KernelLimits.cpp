@@ -66,6 +66,10 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
     return "the CUDA kernel is inference-only (training_mode=1)";
   if (op == "Dropout" && ctx.outputTypes.size() > 1 && ctx.outputTypes[1].present())
     return "the CUDA Dropout has no mask output";
+  // The CUDA Dropout is a copy: a training_mode operand (one that is constant false has been
+  // folded away by canonicalize) or a counter means a Philox mask it does not draw.
+  if (op == "Dropout" && (present(2) || present(3)))
+    return "the CUDA Dropout is inference-only (training_mode or counter given)";
   if (op == "Pad" || op == "Slice" || op == "Clip" || op.rfind("Reduce", 0) == 0) {
     for (size_t i = 1; i < ctx.inputTypes.size(); ++i)
       if (present(i) && !constant(i))

@@ -41,7 +41,10 @@ Status createCopy(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 // of all true. In training mode: y = x / (1 - ratio) where the mask keeps an element, else 0,
 // the mask drawn by Philox4x32-10 (runtime/Philox.h, DropoutMask) from the op's seed attribute,
 // or else from the plan's seed (KernelContext::seed) and a stream named by the node, so the
-// mask is the same on every device and thread count.
+// mask is the same on every device and thread count. Tandem's optional input 3, `counter` (f32
+// or i64 scalar, read at run time; the training step graph feeds it the step counter), is the
+// mask's Philox step word: a new counter draws an independent mask, the same counter the same
+// mask, and an absent counter is counter 0 (the masks drawn before the input existed).
 template <typename T>
 void dropoutTraining(const DropoutMask& m, double ratio, int64_t n, int threads, const T* x, T* y,
                      bool* mask) {
@@ -68,6 +71,12 @@ Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   if (inputPresent(ctx, 2) && ctx.inputTypes[2].dtype != DType::Bool)
     return opError(ctx, std::string("training_mode (input 2) must be bool, got ") +
                             dtypeName(ctx.inputTypes[2].dtype));
+  if (inputPresent(ctx, 3) &&
+      ((ctx.inputTypes[3].dtype != DType::F32 && ctx.inputTypes[3].dtype != DType::I64) ||
+       numElements(ctx.inputTypes[3].shape) != 1))
+    return opError(ctx, std::string("counter (input 3) must be an f32 or i64 scalar, got ") +
+                            dtypeName(ctx.inputTypes[3].dtype) +
+                            shapeToString(ctx.inputTypes[3].shape));
   DropoutMask base;
   if (ctx.attrs->has("seed")) {
     base.seed = (uint64_t)ctx.attrs->getInt("seed", 0);
@@ -97,6 +106,17 @@ Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     }
     DropoutMask m = base;
     m.threshold = DropoutMask::thresholdFor(r);
+    if (const Tensor* counter = consts.get(in, 3); counter && counter->numel() > 0) {
+      // Steps are whole numbers (an f32 step counter is exact below 2^24); a counter that is
+      // not one is a broken graph, not a new mask. Counters equal modulo 2^32 share a mask.
+      const double c = counter->dtype() == DType::I64 ? (double)counter->data<int64_t>()[0]
+                                                      : (double)counter->data<float>()[0];
+      if (!(c >= 0 && c == std::floor(c) && c < 18446744073709551616.0))
+        return opError(names, "counter " + std::to_string(c) +
+                                  " is not a non-negative whole number");
+      m.step = counter->dtype() == DType::I64 ? (uint32_t)counter->data<int64_t>()[0]
+                                              : (uint32_t)(uint64_t)c;
+    }
     bool* maskData = mask ? mask->data<bool>() : nullptr;
     const bool done = dispatchFloat(dt, [&](auto tag) {
       using T = decltype(tag);

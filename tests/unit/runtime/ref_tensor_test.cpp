@@ -59,9 +59,11 @@ TEST(RefDropout, TrainingModeWithZeroRatioIsIdentity) {
       {2}, {4, 5});
 }
 
-// Training mode: y = x / (1 - ratio) where the Philox mask keeps x, else 0.
+// Training mode: y = x / (1 - ratio) where the Philox mask keeps x, else 0. `counter`, when
+// given, is Tandem's input 3 (a run-time input, not a constant).
 std::vector<Tensor> trainingDropout(const Tensor& x, float ratio, const AttrMap& a,
-                                    const std::string& node = "n", uint64_t seed = 0) {
+                                    const std::string& node = "n", uint64_t seed = 0,
+                                    const Tensor* counter = nullptr) {
   KernelContext ctx;
   ctx.opType = "Dropout";
   ctx.nodeName = node;
@@ -70,13 +72,19 @@ std::vector<Tensor> trainingDropout(const Tensor& x, float ratio, const AttrMap&
   const Tensor r = f32({}, {ratio}), t = boolean({}, {true});
   ctx.inputTypes = {{x.dtype(), x.shape()}, {DType::F32, {}}, {DType::Bool, {}}};
   ctx.constInputs = {nullptr, nullptr, nullptr};
+  if (counter) {
+    ctx.inputTypes.push_back({counter->dtype(), counter->shape()});
+    ctx.constInputs.push_back(nullptr);
+  }
   ctx.outputTypes = {{x.dtype(), x.shape()}, {DType::Bool, x.shape()}};
   std::unique_ptr<Kernel> k;
   Status st = registry().create("cpu", ctx, &k);
   EXPECT_TRUE(st.isOk()) << st.message();
   std::vector<Tensor> outs = {Tensor::alloc(x.dtype(), x.shape()), Tensor::alloc(DType::Bool, x.shape())};
   if (k) {
-    st = k->run({&x, &r, &t}, {&outs[0], &outs[1]});
+    std::vector<const Tensor*> in = {&x, &r, &t};
+    if (counter) in.push_back(counter);
+    st = k->run(in, {&outs[0], &outs[1]});
     EXPECT_TRUE(st.isOk()) << st.message();
   }
   return outs;
@@ -123,6 +131,58 @@ TEST(RefDropout, TrainingMaskDependsOnSeedAndStreamOnly) {
   EXPECT_EQ(differ(planA[1], planA2[1]), 0);
   for (int64_t i = 0; i < 1000; ++i)
     EXPECT_EQ(a[0].data<double>()[i], a[1].data<bool>()[i] ? 4.0 : 0.0) << i;
+}
+
+// The counter (the training step) selects the mask: mask = f(seed, stream, counter).
+TEST(RefDropout, CounterSelectsAnIndependentMask) {
+  const int64_t n = 4000;
+  const Tensor x = f32({n}, std::vector<float>(n, 3.0f));
+  auto withCounter = [&](const Tensor& c) { return trainingDropout(x, 0.3f, AttrMap(), "d", 9, &c); };
+  const Tensor c0 = f32({}, {0}), c1 = f32({}, {1}), c2 = f32({}, {2}), i2 = i64({}, {2});
+  const Tensor c1e = f32({}, {1}), big = i64({}, {(int64_t)1 << 40});
+  auto none = trainingDropout(x, 0.3f, AttrMap(), "d", 9);
+  auto m0 = withCounter(c0), m1 = withCounter(c1), m1again = withCounter(c1e);
+  auto m2 = withCounter(c2), m2i = withCounter(i2), mBig = withCounter(big);
+  auto differ = [](const Tensor& p, const Tensor& q) {
+    int64_t d = 0;
+    for (int64_t i = 0; i < p.numel(); ++i) d += p.data<bool>()[i] != q.data<bool>()[i];
+    return d;
+  };
+  // Independent masks keeping 70% differ in 2 * 0.3 * 0.7 = 42% of elements (~1680 of 4000).
+  EXPECT_GT(differ(m1[1], m2[1]), 1400);
+  EXPECT_GT(differ(m0[1], m1[1]), 1400);
+  EXPECT_EQ(differ(m1[1], m1again[1]), 0);   // the same counter, the same mask
+  EXPECT_EQ(differ(m2[1], m2i[1]), 0);       // f32 2 and i64 2 are one counter
+  EXPECT_EQ(differ(none[1], m0[1]), 0);      // absent = counter 0 = the masks of before
+  EXPECT_EQ(differ(mBig[1], m0[1]), 0);      // 2^40 = 0 mod 2^32 (documented)
+  // Counter 2 is Philox's step word 2, element by element; 70% kept, scaled by 1 / 0.7.
+  DropoutMask m;
+  m.seed = 9;
+  m.stream = fnv1a32("d", 1);
+  m.step = 2;
+  m.threshold = DropoutMask::thresholdFor(0.3);
+  int64_t kept = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(m2[1].data<bool>()[i], m.keep(i)) << i;
+    kept += m2[1].data<bool>()[i];
+    EXPECT_EQ(m2[0].data<float>()[i], m.keep(i) ? 3.0f * (float)(1.0 / 0.7) : 0.0f) << i;
+  }
+  // 2800 expected, standard deviation sqrt(4000 * 0.3 * 0.7) ~ 29.
+  EXPECT_NEAR((double)kept, 2800.0, 4 * 29.0);
+}
+
+TEST(RefDropout, CounterMustBeAWholeNonNegativeScalar) {
+  auto err = [](const Tensor& c) {
+    OpCall call{"Dropout", {}, {f32({2}, {4, 5}), f32({}, {0.5f}), boolean({}, {true}), c},
+                {{DType::F32, {2}}}};
+    return errorOf(call);
+  };
+  EXPECT_NE(err(f32({}, {1.5f})).find("counter 1.500000 is not a non-negative whole number"),
+            std::string::npos) << err(f32({}, {1.5f}));
+  EXPECT_NE(err(i64({}, {-1})).find("not a non-negative whole number"), std::string::npos);
+  EXPECT_NE(err(f32({2}, {1, 2})).find("counter (input 3) must be an f32 or i64 scalar, got f32"),
+            std::string::npos) << err(f32({2}, {1, 2}));
+  EXPECT_NE(err(i32({}, {1})).find("must be an f32 or i64 scalar, got i32"), std::string::npos);
 }
 
 TEST(RefDropout, TrainingRatioMustBeBelowOne) {

@@ -162,6 +162,15 @@ TEST(Dropout, OutputAndMask) {
              "Dropout: input 1 (ratio) must be a scalar, got shape [1]");
   EXPECT_ERR(infer("Dropout", {F32({3}), Absent(), F32({})}),
              "Dropout: input 2 (training_mode) has dtype f32 but must be one of bool");
+  // Tandem's input 3, counter: an f32 or i64 scalar.
+  EXPECT_SHAPE(infer("Dropout", {F32({3}), F32({}), T(DType::Bool, {}), F32({})}), DType::F32,
+               {3});
+  EXPECT_SHAPE(infer("Dropout", {F32({3}), F32({}), T(DType::Bool, {}), T(DType::I64, {})}),
+               DType::F32, {3});
+  EXPECT_ERR(infer("Dropout", {F32({3}), F32({}), T(DType::Bool, {}), F32({1})}),
+             "Dropout: input 3 (counter) must be a scalar, got shape [1]");
+  EXPECT_ERR(infer("Dropout", {F32({3}), F32({}), T(DType::Bool, {}), T(DType::I32, {})}),
+             "Dropout: input 3 (counter) has dtype i32 but must be one of f32, i64");
 }
 
 }  // namespace
