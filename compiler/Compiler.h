@@ -86,6 +86,9 @@ struct CompileOptions {
     /// returns the loss (the Trainer sets it). Off: they are plan inputs and outputs, fed back
     /// by the caller.
     bool residentState = false;
+    /// The model's inference Dropouts run in training mode in the step (Keras's fit); the
+    /// forward plan (forwardOnly) keeps them as they are.
+    bool dropoutInTraining = true;
   };
   std::optional<Training> training;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).

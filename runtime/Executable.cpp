@@ -470,7 +470,12 @@ Status Executable::Impl::bindVariable(int i, const std::string& what) {
   TANDEM_RETURN_IF_ERROR(b->allocate((size_t)std::max<int64_t>(valueBytes[i], 1), what, &p));
   resident[i] = Tensor::view(tt.dtype, tt.shape, p);
   resident[i].setDevice(dev);
-  if (valueBytes[i]) TANDEM_RETURN_IF_ERROR(b->copyFromHost(p, initial.raw(), initial.bytes()).withContext(what));
+  // The copy may be queued (a GPU, or a host device with a queue thread of its own): it must
+  // finish before `initial` goes.
+  if (valueBytes[i]) {
+    TANDEM_RETURN_IF_ERROR(b->copyFromHost(p, initial.raw(), initial.bytes()).withContext(what));
+    TANDEM_RETURN_IF_ERROR(b->synchronize().withContext(what));
+  }
   variables.push_back(i);
   variableUpdate.push_back(v.update());
   variableNames.push_back(v.name());

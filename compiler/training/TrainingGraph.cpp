@@ -100,7 +100,34 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 
   if (options.forwardOnly) return mlir::success();
 
-  // 2. Labels after x; the loss as the only result.
+  // 2. Dropouts train (Keras's fit, PyTorch's model.train()): an inference Dropout (no
+  //    training_mode, or a constant false) gets training_mode true, and its ratio made explicit
+  //    (ONNX's default 0.5) when absent.
+  if (options.dropoutInTraining) {
+    llvm::SmallVector<mlir::Operation*> dropouts;
+    body.walk([&](mlir::Operation* op) {
+      if (onnxOpType(op) == "Dropout") dropouts.push_back(op);
+    });
+    for (mlir::Operation* d : dropouts) {
+      Tensor mode;
+      const bool noMode = d->getNumOperands() < 3 || !llvm::isa<mlir::RankedTensorType>(d->getOperand(2).getType());
+      if (!noMode && !(getConstantValue(d->getOperand(2), &mode) && mode.numel() == 1 && mode.data<uint8_t>()[0] == 0))
+        continue;  // already training (or decided at run time)
+      mlir::OpBuilder ob(d);
+      if (d->getNumOperands() < 2 || !llvm::isa<mlir::RankedTensorType>(d->getOperand(1).getType())) {
+        mlir::Value ratio = createConstant(ob, d->getLoc(), Tensor::fromVector<float>({}, {0.5f}));
+        if (d->getNumOperands() < 2) d->insertOperands(1, {ratio});
+        else d->setOperand(1, ratio);
+      }
+      Tensor on = Tensor::alloc(DType::Bool, {});
+      on.data<bool>()[0] = true;
+      mlir::Value modeOn = createConstant(ob, d->getLoc(), on);
+      if (d->getNumOperands() < 3) d->insertOperands(2, {modeOn});
+      else d->setOperand(2, modeOn);
+    }
+  }
+
+  // 3. Labels after x; the loss as the only result.
   auto labelsType = mlir::RankedTensorType::get({lt.getDimSize(0)}, b.getI64Type());
   mlir::BlockArgument labels =
       addArg(main, 1, labelsType, argAttrs(b, "labels", false), main.getLoc());

@@ -7,6 +7,7 @@
 
 #include "compiler/IrConventions.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -100,9 +101,22 @@ mlir::LogicalResult makeStateResident(mlir::ModuleOp module) {
   for (const Pair& p : pairs) {
     const std::string g = groupOf(p.name);
     const bool shared = !isParam.count(g) || !isParam[g];
+    // Its update's own computation (for `step`: step + 1), not ops that merely read it (a
+    // Dropout's counter): those get a 4-byte copy where they run.
+    llvm::SmallPtrSet<mlir::Operation*, 8> feedsUpdate;
+    if (shared) {
+      llvm::SmallVector<mlir::Operation*> work;
+      if (mlir::Operation* producer = ret.getOperand(p.result).getDefiningOp()) work.push_back(producer);
+      while (!work.empty() && feedsUpdate.size() < 64) {
+        mlir::Operation* op = work.pop_back_val();
+        if (!feedsUpdate.insert(op).second) continue;
+        for (mlir::Value v : op->getOperands())
+          if (mlir::Operation* d = v.getDefiningOp()) work.push_back(d);
+      }
+    }
     for (mlir::Operation* user : main.getArgument(p.arg).getUsers()) {
       if (llvm::isa<mlir::func::ReturnOp>(user)) continue;
-      if (shared && prefixGroup.count(user)) continue;
+      if (shared && (prefixGroup.count(user) || !feedsUpdate.count(user))) continue;
       addToGroup(user, g);
     }
     if (mlir::Operation* producer = ret.getOperand(p.result).getDefiningOp()) addToGroup(producer, g);
