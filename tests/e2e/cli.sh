@@ -16,6 +16,12 @@ check() {  # check EXPECTED_CODE REGEX -- cmd...
 for c in devices kernels compile run bench calibrate tune train; do check 0 "Usage|usage" -- "$tandem" $c --help; done
 check 2 "fashion-mnist\[:DIR\] or onnx:DIR" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data mnist
 check 1 "train-images-idx3-ubyte.gz: cannot open" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --data fashion-mnist:/nonexistent
+check 2 "--resume and --checkpoint-every need --checkpoint-dir" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --resume
+# --save-outputs writes output_K.pb that --expect then accepts (the same model, inputs and seed).
+saved=$(mktemp -d)
+check 0 "output 0" -- "$tandem" run "$(dirname "$0")/models/fmnist_mlp.onnx" --dim N=3 --save-outputs "$saved/out"
+check 0 "PASS" -- "$tandem" run "$(dirname "$0")/models/fmnist_mlp.onnx" --dim N=3 --expect "$saved/out"
+rm -rf "$saved"
 check 2 "--nesterov requires a momentum > 0 and zero dampening" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --nesterov
 check 2 "--lr -1: must be >= 0" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --lr -1
 check 2 "--beta1 applies to --optimizer adam and adamw only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --beta1 0.5

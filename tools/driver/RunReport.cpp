@@ -11,6 +11,9 @@
 #include <random>
 #include <thread>
 
+#include <sys/stat.h>
+
+#include "frontend/OnnxTensor.h"
 #include "runtime/Device.h"
 #include "runtime/FileIO.h"
 #include "runtime/Trace.h"
@@ -38,6 +41,9 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
       ->excludes(inputsOpt);
   cmd->add_option("--expect", f.expect,
                   "Directory with output_0.pb, ...: report max abs/rel error and PASS/FAIL (exit 1 on FAIL)");
+  cmd->add_option("--save-outputs", f.saveOutputs,
+                  "Write the outputs to DIR/output_0.pb, ... (ONNX TensorProto; DIR is created), e.g. "
+                  "reference outputs for another runtime");
   cmd->add_option("--atol", f.atol, "Absolute tolerance for --expect")->capture_default_str();
   cmd->add_option("--rtol", f.rtol, "Relative tolerance for --expect")->capture_default_str();
   cmd->add_option("--iterations", f.iterations, "Timed runs (median, min and p90 latency reported)")
@@ -125,6 +131,7 @@ RunReportOptions reportOptionsFor(const RunFlags& f, const std::string& tool, co
   r.label = label;
   r.inputsLabel = f.inputs;
   r.expectDir = f.expect;
+  r.saveOutputsDir = f.saveOutputs;
   r.atol = f.atol;
   r.rtol = f.rtol;
   r.iterations = f.iterations;
@@ -206,6 +213,15 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     if (expected.size() != outputs.size())
       return fail(o.expectDir + ": has " + std::to_string(expected.size()) + " outputs, the model " +
                   std::to_string(outputs.size()));
+  }
+
+  if (!o.saveOutputsDir.empty()) {
+    ::mkdir(o.saveOutputsDir.c_str(), 0755);  // an existing directory is fine; writes say the rest
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Status st = writeTensorFile(o.saveOutputsDir + "/output_" + std::to_string(i) + ".pb", outputs[i],
+                                  exe.outputNames()[i]);
+      if (!st.isOk()) return fail(st.message());
+    }
   }
 
   bool allPass = true;

@@ -17,6 +17,7 @@ struct RunFlags {
   std::string inputs;             // --inputs DIR (input_0.pb, ...)
   bool random = false;            // --random (the default when no --inputs)
   std::string expect;             // --expect DIR (output_0.pb, ...)
+  std::string saveOutputs;        // --save-outputs DIR (output_0.pb, ... written)
   double atol = 1e-4, rtol = 1e-3;
   int iterations = 1;
   int warmup = -1;                // -1: 1 when iterations > 1, else 0
@@ -52,6 +53,7 @@ struct RunReportOptions {
   std::string label;            // the model or plan, as the user named it (messages, JSON)
   std::string inputsLabel;      // where the inputs came from ("" = random, generated here)
   std::string expectDir;        // output_0.pb, ... to compare with; "" = no check
+  std::string saveOutputsDir;   // write output_0.pb, ... here; "" = not written
   double atol = 1e-4, rtol = 1e-3;
   int iterations = 1;           // timed runs, >= 1
   int warmup = -1;              // untimed runs first; -1: 1 when iterations > 1, else 0
