@@ -79,7 +79,7 @@ for t in "${gpu_tests[@]}" "${examples[@]}"; do runtime_only "$t" && keep+=("$t"
 # Left out, but run here: the benchmark examples (and the CUDA fusion test) write the plans
 # their runtime-only halves (and tandem-run) time and check there.
 if [ $tests = 1 ]; then
-  for t in gpu_gemm_vs_cublas gpu_elementwise_bandwidth unit_cuda_fusion_gpu_test; do
+  for t in gpu_gemm_vs_cublas gpu_elementwise_bandwidth unit_cuda_fusion_gpu_test unit_trainer_test; do
     grep -qx "$t" <<<"$targets" && writers+=("$t")
   done
 fi
@@ -103,6 +103,10 @@ for t in "${writers[@]}"; do
     unit_cuda_fusion_gpu_test)
       d=$stage/bench/cuda_fusion
       TANDEM_KIT_PLANS="$d" "$(find_bin "$t")" --gtest_filter=CudaFusionPlan.WritesKitPlans \
+        > "$stage/writer.log" 2>&1 && [ -f "$d/gpu.tplan" ] ;;
+    unit_trainer_test)
+      d=$stage/bench/training_step
+      TANDEM_KIT_PLANS="$d" "$(find_bin "$t")" --gtest_filter=TrainingStepKitPlan.WritesKitPlans \
         > "$stage/writer.log" 2>&1 && [ -f "$d/gpu.tplan" ] ;;
     *) d=$stage/bench/$t; "$(find_bin "$t")" --write-plans "$d" > "$stage/writer.log" 2>&1 ;;
   esac || { cat "$stage/writer.log" >&2; echo "gpu-kit.sh: $t could not write its plans" >&2; exit 1; }

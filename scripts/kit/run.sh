@@ -108,6 +108,15 @@ if [ $tests = 1 ]; then
              --iterations 2 --json) || { echo "$out"; exit 1; }
        echo "$out"; ! grep -q "is not available" <<<"$out"' _ "$root/bin/tandem-run" "$f"
   fi
+  # A training step (resident variables) cross-compiled for cpu,cuda:0=h100: 3 runs on one
+  # batch must give the loss the CPU plan gave at its 3rd step (computed where the kit was made).
+  f=$root/bench/training_step
+  if [ -f "$f/gpu.tplan" ]; then
+    check "test training step (plan)" "$OUT/tests/training_step.json" -- bash -c \
+      'out=$("$1" run "$2/gpu.tplan" --inputs "$2/data" --expect "$2/data" --atol 1e-4 --rtol 1e-4 \
+             --iterations 3 --warmup 0 --json) || { echo "$out"; exit 1; }
+       echo "$out"; ! grep -q "is not available" <<<"$out"' _ "$root/bin/tandem-run" "$f"
+  fi
   # Examples; a benchmark's runtime-only build (NAME_run) times the plans in bench/NAME.
   mkdir -p "$OUT/bench"
   for e in "$root"/bin/examples/*; do

@@ -15,6 +15,8 @@
 #include <map>
 #include <random>
 
+#include "frontend/OnnxTensor.h"
+#include "runtime/FileIO.h"
 #include "runtime/Trainer.h"
 #include "tools/driver/Driver.h"
 
@@ -378,6 +380,32 @@ TEST(ResidentState, CrossCompiledForAGpuKeepsVariablesWithTheirUpdates) {
     EXPECT_NEAR(a[0].data<float>()[0], b[0].data<float>()[0], 1e-5 * std::fabs(b[0].data<float>()[0]))
         << "step " << s;
   }
+}
+
+TEST(TrainingStepKitPlan, WritesKitPlans) {
+  // For scripts/gpu-kit.sh: the step plan cross-compiled for cpu,cuda:0=h100 (batch 128), one
+  // batch, and the loss the CPU plan reports at the 3rd step on that batch repeated; the lent
+  // GPU machine runs gpu.tplan 3 times (tandem-run --iterations 3 --warmup 0) and compares.
+  const char* dir = std::getenv("TANDEM_KIT_PLANS");
+  if (!dir || !*dir) GTEST_SKIP() << "TANDEM_KIT_PLANS is not set (scripts/gpu-kit.sh sets it)";
+  const std::string d = dir;
+  TempModel m(256, "kit");
+  const int64_t batch = 128;
+  CompileResult r;
+  auto gpu = compileStep(m.path, batch, true, "cpu,cuda:0=h100", &r);
+  ASSERT_TRUE(gpu);
+  std::string bytes;
+  ASSERT_TRUE(r.plan.SerializeToString(&bytes));
+  fs::create_directories(d + "/data");
+  ASSERT_TRUE(writeFileAtomic(d + "/gpu.tplan", bytes).isOk());
+  ASSERT_TRUE(writeFileAtomic(d + "/placement.txt", r.placementLogText).isOk());
+  auto cpu = compileStep(m.path, batch, true);
+  const Data data = makeData(batch, 9);
+  std::vector<Tensor> in = batchOf(data, 0, batch), out;
+  for (int s = 0; s < 3; ++s) ASSERT_TRUE(cpu->run(in, &out).isOk());
+  ASSERT_TRUE(writeTensorFile(d + "/data/input_0.pb", in[0], "x").isOk());
+  ASSERT_TRUE(writeTensorFile(d + "/data/input_1.pb", in[1], "labels").isOk());
+  ASSERT_TRUE(writeTensorFile(d + "/data/output_0.pb", out[0], "loss").isOk());
 }
 
 }  // namespace
