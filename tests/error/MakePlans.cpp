@@ -237,6 +237,39 @@ int main(int argc, char** argv) {
     v->add_dims(int64_t(1) << 20);
     return true;
   });
+  // Resident variables (training): the constant b made a VARIABLE, then one field wrong.
+  auto asVariable = [](Plan* p) -> Value* {
+    Value* v = firstOf(p, Value::CONSTANT);
+    if (v) v->set_kind(Value::VARIABLE);
+    return v;
+  };
+  make("variable_no_update", add, [&](Plan* p) { return asVariable(p) != nullptr; });
+  make("variable_update_id", add, [&](Plan* p) {
+    Value* v = asVariable(p);
+    if (!v) return false;
+    v->set_update(999);
+    return true;
+  });
+  make("variable_update_input", add, [&](Plan* p) {
+    Value* v = asVariable(p);
+    if (!v || p->inputs_size() < 1) return false;
+    v->set_update(p->inputs(0));
+    return true;
+  });
+  make("variable_update_type", add, [&](Plan* p) {
+    Value* v = asVariable(p);
+    if (!v || p->steps_size() < 1) return false;
+    v->set_update(p->steps(0).outputs(0));
+    v->set_dtype(11);  // f64: the initial value (f32) and the update no longer match it
+    return true;
+  });
+  make("variable_initial_short", add, [&](Plan* p) {
+    Value* v = asVariable(p);
+    if (!v || p->steps_size() < 1) return false;
+    v->set_update(p->steps(0).outputs(0));
+    v->mutable_constant()->set_raw(std::string(4, '\0'));
+    return true;
+  });
   make("constant_short", add, [](Plan* p) {
     Value* v = firstOf(p, Value::CONSTANT);
     if (!v) return false;
