@@ -92,6 +92,11 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.cls = OpClass::Free;
     w.flops = 0;
     w.bytes = 0;
+  } else if (kind == OpWorkKind::Reshape && op == "Dropout" && operand(in, 2)) {
+    // A Dropout that may train (training_mode given) draws its Philox mask and scales what it
+    // keeps (runtime/cpu/ref/Tensor.cpp, runtime/cuda/Tensor.cpp): a pass over every element
+    // into a buffer of its own, not a copy that sharing the input's buffer removes.
+    w.flops = y;
   } else if (kind == OpWorkKind::Reshape) {
     // The row-major bytes stay; the kernel copies them (runtime/cpu/ref/Tensor.cpp) unless the
     // result shares the input's buffer.

@@ -33,7 +33,8 @@ struct OpWork {
   /// FLOP per output element) or unknown dims (counted as 1). `note` says which.
   bool estimated = false;
   std::string note;
-  /// A reshaping op (Identity Flatten Reshape Squeeze Unsqueeze Dropout): its kernel copies
+  /// A reshaping op (Identity Flatten Reshape Squeeze Unsqueeze, Dropout without training_mode:
+  /// one with it is an element-wise pass): its kernel copies
   /// the data (`bytes` = read + write of input 0) unless the memory plan gives its result the
   /// input's buffer (passes/PlanMemory.cpp, when the op is the input's last reader), and the
   /// copy vanishes. The placer sets `bytes` to 0 where it expects that; the op then costs the

@@ -15,6 +15,7 @@ enum class Rule {
   SameOf,     // every input of one dtype from the set (binary arithmetic, comparisons)
   FirstOf,    // data input in the set; later inputs are i32/i64 shape operands read at load
   Where,      // bool condition, then two inputs of one dtype from the set
+  Dropout,    // data from the set, then ratio (f32/f64), training_mode (bool), counter (f32/i64)
 };
 
 struct Entry {
@@ -51,11 +52,12 @@ const std::map<std::string, Entry>& table() {
       m[op] = {Rule::SameOf, arith()};
     m["Equal"] = {Rule::SameOf, {DType::F32, DType::I32, DType::I64, DType::Bool}};
     m["Where"] = {Rule::Where, any()};
-    for (const char* op : {"Cast", "Identity", "Dropout", "Flatten", "Reshape", "Squeeze",
+    for (const char* op : {"Cast", "Identity", "Flatten", "Reshape", "Squeeze",
                            "Unsqueeze", "Transpose", "Expand", "Slice", "Concat", "Split",
                            "Tile", "Pad", "Gather"})
       m[op] = {Rule::FirstOf, any()};
     m["Concat"] = {Rule::SameOf, any()};
+    m["Dropout"] = {Rule::Dropout, any()};
     return m;
   }();
   return t;
@@ -93,6 +95,19 @@ bool cudaKernelAccepts(const std::string& opType, const std::vector<DType>& dts)
       return true;
     case Rule::Where:
       return dts.size() == 3 && dts[0] == DType::Bool && in(e.set, dts[1]) && dts[2] == dts[1];
+    case Rule::Dropout: {
+      // Absent operands are omitted, so the later dtypes are matched in order to the slots
+      // they can fill (the earliest that fits: a list fits some slots iff it fits these).
+      if (!in(e.set, dts[0])) return false;
+      static const std::vector<std::vector<DType>> slots = {
+          {DType::F32, DType::F64}, {DType::Bool}, {DType::F32, DType::I64}};
+      size_t slot = 0;
+      for (size_t i = 1; i < dts.size(); ++i, ++slot) {
+        while (slot < slots.size() && !in(slots[slot], dts[i])) ++slot;
+        if (slot == slots.size()) return false;
+      }
+      return true;
+    }
   }
   return false;
 }
@@ -108,6 +123,7 @@ std::string cudaKernelDTypesText(const std::string& opType) {
     case Rule::SameOf: return s + " (all the same)";
     case Rule::FirstOf: return s + " (data; i32/i64 shape operands)";
     case Rule::Where: return "bool, " + s;
+    case Rule::Dropout: return s + " (data; f32/f64 ratio, bool training_mode, f32/i64 counter)";
   }
   return s;
 }

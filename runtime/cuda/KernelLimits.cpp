@@ -64,12 +64,13 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
   }
   if (op == "BatchNormalization" && ctx.attrs->getInt("training_mode", 0) != 0)
     return "the CUDA kernel is inference-only (training_mode=1)";
-  if (op == "Dropout" && ctx.outputTypes.size() > 1 && ctx.outputTypes[1].present())
-    return "the CUDA Dropout has no mask output";
-  // The CUDA Dropout is a copy: a training_mode operand (one that is constant false has been
-  // folded away by canonicalize) or a counter means a Philox mask it does not draw.
-  if (op == "Dropout" && (present(2) || present(3)))
-    return "the CUDA Dropout is inference-only (training_mode or counter given)";
+  // The CUDA Dropout draws the CPU kernel's Philox mask (runtime/cuda/Tensor.cpp); like the CPU
+  // kernel it scales only floating-point data, which a training_mode operand may ask for.
+  if (op == "Dropout" && present(2) && !ctx.inputTypes.empty() &&
+      ctx.inputTypes[0].dtype != DType::F32 && ctx.inputTypes[0].dtype != DType::F64)
+    return "the CUDA Dropout trains f32 or f64 data only (training_mode given)";
+  if (op == "Dropout" && present(1) && numElements(ctx.inputTypes[1].shape) > 1)
+    return "the CUDA Dropout needs a scalar ratio";
   if (op == "Pad" || op == "Slice" || op == "Clip" || op.rfind("Reduce", 0) == 0) {
     for (size_t i = 1; i < ctx.inputTypes.size(); ++i)
       if (present(i) && !constant(i))

@@ -69,6 +69,23 @@ __device__ __forceinline__ float td_warp_min(float v) {
 TD_BLOCK_REDUCE(td_block_sum, td_warp_sum, 0.0f)
 TD_BLOCK_REDUCE(td_block_max, td_warp_max, -__int_as_float(0x7f800000))
 TD_BLOCK_REDUCE(td_block_min, td_warp_min, __int_as_float(0x7f800000))
+// Philox4x32-10 in place on the counter c: runtime/Philox.h's philox4x32_10, word for word, so
+// a Dropout mask drawn here is the CPU kernel's.
+__device__ __forceinline__ void td_philox4x32_10(u32 c[4], u32 k0, u32 k1) {
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k0 += 0x9E3779B9u;
+      k1 += 0xBB67AE85u;
+    }
+    const u32 hi0 = __umulhi(0xD2511F53u, c[0]), lo0 = 0xD2511F53u * c[0];
+    const u32 hi1 = __umulhi(0xCD9E8D57u, c[2]), lo1 = 0xCD9E8D57u * c[2];
+    const u32 c1 = c[1], c3 = c[3];
+    c[0] = hi1 ^ c1 ^ k0;
+    c[1] = lo1;
+    c[2] = hi0 ^ c3 ^ k1;
+    c[3] = lo0;
+  }
+}
 )";
   return s;
 }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "compiler/training/TrainingGraph.h"
 #include "runtime/Philox.h"
@@ -247,6 +248,32 @@ TEST(TrainingDropout, StepFeedsTheCounterNewMaskEachStepSameMaskOnRerun) {
     ASSERT_EQ(next[o].bytes(), again[o].bytes());
     EXPECT_EQ(std::memcmp(next[o].raw(), again[o].raw(), next[o].bytes()), 0) << wantOut[o];
   }
+}
+
+
+// Cross-compiled for cpu,cuda:0=h100, the training-mode Dropouts (forward, and the backward
+// one that redraws the mask) are CUDA candidates like their neighbours: the CUDA Dropout draws
+// the same Philox mask (runtime/cuda/Tensor.cpp), so nothing pins them to the CPU.
+TEST(TrainingDropout, CrossCompiledDropoutsMayRunOnCuda) {
+  Training t;
+  t.optimizer = Training::Optimizer::Sgd;
+  t.learningRate = 0.5;
+  CompileOptions co;
+  ASSERT_TRUE(setTargetDevices(&co, "cpu,cuda:0=h100").isOk());
+  co.training = t;
+  CompileResult r;
+  Status st = compileOnnxFile(modelPath(), ImportOptions{}, co, &r);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  int dropouts = 0;
+  std::istringstream log(r.placementLogText);
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("Dropout") == std::string::npos) continue;
+    ++dropouts;
+    EXPECT_NE(line.find("candidates: cpu"), std::string::npos) << line;
+    EXPECT_NE(line.find(", cuda:0 "), std::string::npos) << line;
+    EXPECT_EQ(line.find("cuda:0 0us"), std::string::npos) << line << ": a training Dropout is not free";
+  }
+  EXPECT_EQ(dropouts, 2) << r.placementLogText;
 }
 
 }  // namespace

@@ -210,6 +210,9 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
       {"Softmax", {f23}, {f23}, {}},
       {"LayerNormalization", {f23, f3, f3}, {f23}, {}},
       {"Gather", {f23, {DType::I32, {4}}}, {{DType::F32, {4, 3}}}, {}},
+      {"Dropout", {f23, {DType::F32, {}}, {DType::Bool, {}}, {DType::F32, {}}}, {f23, b23}, {}},
+      {"Dropout", {{DType::F64, {2, 3}}, {DType::F64, {}}, {DType::Bool, {}}, {DType::I64, {}}},
+       {{DType::F64, {2, 3}}}, {}},
   };
   cases[9].attrs.set("axes", Attr::ofInts({1}));
   std::vector<std::unique_ptr<Kernel>> kernels;
@@ -234,6 +237,56 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
   EXPECT_NE(ptx.find(".entry td_ew_Add_f32_f32_to_f32("), std::string::npos);
   EXPECT_NE(ptx.find(".entry td_ew_Less_f32_f32_to_bool("), std::string::npos);
   EXPECT_NE(ptx.find(".entry td_ReduceSum_f32("), std::string::npos);
+  EXPECT_NE(ptx.find(".entry td_dropout_float("), std::string::npos);
+  EXPECT_NE(ptx.find(".entry td_dropout_double("), std::string::npos);
+}
+
+// The CUDA Dropout (runtime/cuda/Tensor.cpp): a training_mode operand makes it the generated
+// Philox kernel, none a device copy; operands known at load are checked there with the CPU
+// kernel's messages (at run time the kernel cannot fail).
+TEST(Nvrtc, DropoutKernelsAndTheirLoadChecks) {
+  DeviceContext dc;
+  dc.device = "cuda:0";
+  AttrMap attrs;
+  Tensor on = Tensor::alloc(DType::Bool, {});
+  on.data<bool>()[0] = true;
+  Tensor ratioOne = Tensor::fromVector<float>({}, {1.f}), half = Tensor::fromVector<float>({}, {0.5f});
+  Tensor badCounter = Tensor::fromVector<float>({}, {2.5f});
+  auto create = [&](std::vector<TensorType> in, std::vector<TensorType> out, std::vector<const Tensor*> consts,
+                    std::unique_ptr<Kernel>* k) {
+    KernelContext ctx;
+    ctx.opType = "Dropout";
+    ctx.nodeName = "drop1";
+    ctx.attrs = &attrs;
+    ctx.inputTypes = std::move(in);
+    ctx.outputTypes = std::move(out);
+    consts.resize(ctx.inputTypes.size(), nullptr);
+    ctx.constInputs = std::move(consts);
+    ctx.cuda = &dc;
+    return KernelRegistry::global().create("cuda", ctx, k);
+  };
+  TensorType x{DType::F32, {5}}, mask{DType::Bool, {5}}, scalar{DType::F32, {}}, flag{DType::Bool, {}};
+  std::unique_ptr<Kernel> k;
+  ASSERT_TRUE(create({x}, {x, mask}, {}, &k).isOk());
+  EXPECT_EQ(k->implName(), "cuda-memcpy");  // inference: a copy and an all-true mask
+  ASSERT_TRUE(create({x, scalar, flag}, {x, mask}, {}, &k).isOk());
+  EXPECT_EQ(k->implName(), "nvrtc");
+  EXPECT_NE(dc.program.translationUnit().find("td_dropout_float("), std::string::npos);
+  Status st = create({x, scalar, flag}, {x}, {nullptr, &ratioOne, &on}, &k);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("ratio 1.000000 is outside [0, 1)"), std::string::npos) << st.message();
+  st = create({x, scalar, flag, scalar}, {x}, {nullptr, &half, &on, &badCounter}, &k);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("counter 2.500000 is not a non-negative whole number"), std::string::npos)
+      << st.message();
+  // A run-time ratio or counter is the kernel's to read: nothing to check at load.
+  EXPECT_TRUE(create({x, scalar, flag, scalar}, {x}, {nullptr, nullptr, &on, &badCounter}, &k).isOk());
+  st = create({x, scalar, flag}, {x, {DType::F32, {5}}}, {}, &k);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("mask output must be bool"), std::string::npos) << st.message();
+  st = create({{DType::I64, {5}}, scalar, flag}, {{DType::I64, {5}}}, {}, &k);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("f32 or f64"), std::string::npos) << st.message();
 }
 
 

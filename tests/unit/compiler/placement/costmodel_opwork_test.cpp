@@ -217,6 +217,12 @@ TEST(OpWork, ReshapingOpsCopyTheirInput) {
     EXPECT_DOUBLE_EQ(w.bytes, 2.0 * 512 * 4) << op << ": read and write of input 0 only";
   }
   EXPECT_FALSE(work("Relu", {f32({4})}, {f32({4})}).reshape);
+  // A Dropout with training_mode draws a mask and scales: an element-wise pass, never free.
+  OpWork d = work("Dropout", {f32({1, 512}), f32({}), TensorType{DType::Bool, {}}, f32({})},
+                  {f32({1, 512}), TensorType{DType::Bool, {1, 512}}});
+  EXPECT_FALSE(d.reshape);
+  EXPECT_DOUBLE_EQ(d.flops, 512);
+  EXPECT_DOUBLE_EQ(d.bytes, 512 * 4 + 4 + 1 + 4 + 512 * 4 + 512) << "x, ratio, mode, counter; y, mask";
 }
 
 TEST(OpWork, DTypeIsTheFirstFloatingInput) {

@@ -78,12 +78,20 @@ TEST(CudaCapabilities, HostOnlyOpsStayOnTheCpu) {
   EXPECT_FALSE(deviceKindSupports("cuda", "Where", {DType::F32, DType::I64, DType::I64}));
 }
 
-// The CUDA Dropout is a copy: a Dropout with a ratio or training_mode operand (which may train,
-// drawing the Philox mask) is the CPU's.
-TEST(CudaCapabilities, TrainingDropoutStaysOnTheCpu) {
+// The CUDA Dropout draws the CPU's Philox mask: ratio (f32/f64), training_mode (bool) and the
+// counter (f32/i64) are accepted, each absent one omitted from the list.
+TEST(CudaCapabilities, TrainingDropoutRunsOnCuda) {
   EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F32}));
-  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32, DType::Bool}));
-  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32, DType::Bool}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32, DType::Bool, DType::F32}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F64, DType::F64, DType::Bool, DType::I64}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::Bool, DType::F32}));  // no ratio
+  EXPECT_TRUE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32, DType::F32}));   // no mode
+  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::F32, DType::Bool, DType::F64}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::I64, DType::Bool}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F32, DType::Bool, DType::F32, DType::I64}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "Dropout", {DType::F16}));
 }
 
 }  // namespace
@@ -134,8 +142,14 @@ TEST(CudaInstanceLimits, MirrorWhatTheKernelsRefuseAtLoad) {
   bn.attrs.set("training_mode", Attr::ofInt(1));
   EXPECT_NE(bn.rejects().find("training_mode"), std::string::npos);
 
-  Instance drop("Dropout", {{4}}, {{4}, {4}});
-  EXPECT_NE(drop.rejects().find("mask"), std::string::npos);
+  // Dropout: a mask output and a training_mode are fine; training integer data is not.
+  Instance drop("Dropout", {{4}, {}, {}, {}}, {{4}, {4}});
+  drop.ctx.inputTypes[2].dtype = drop.ctx.outputTypes[1].dtype = DType::Bool;
+  EXPECT_EQ(drop.rejects(), "");
+  drop.ctx.inputTypes[0].dtype = drop.ctx.outputTypes[0].dtype = DType::I64;
+  EXPECT_NE(drop.rejects().find("f32 or f64 data only"), std::string::npos) << drop.rejects();
+  drop.ctx.inputTypes[2] = TensorType{};  // no training_mode: a copy of any dtype
+  EXPECT_EQ(drop.rejects(), "");
 
   // Pad's pads operand: a constant is fine, a computed one is not.
   Instance padConst("Pad", {{4, 4}, {4}}, {{6, 6}}, {false, true});
@@ -171,9 +185,13 @@ TEST(CudaInstanceLimits, PlacerAndLoaderRefuseTheSameInstances) {
   bn.attrs.set("training_mode", Attr::ofInt(1));
   Instance padRuntime("Pad", {{4, 4}, {4}}, {{6, 6}}, {false, false});
   padRuntime.ctx.inputTypes[1].dtype = DType::I64;
-  Instance drop("Dropout", {{4}}, {{4}, {4}});
+  Instance drop("Dropout", {{4}, {}, {}}, {{4}, {4}});  // training integer data
+  drop.ctx.inputTypes[0].dtype = drop.ctx.outputTypes[0].dtype = DType::I64;
+  drop.ctx.inputTypes[2].dtype = drop.ctx.outputTypes[1].dtype = DType::Bool;
+  Instance dropF32("Dropout", {{4}, {}, {}, {}}, {{4}, {4}});  // trains on CUDA
+  dropF32.ctx.inputTypes[2].dtype = dropF32.ctx.outputTypes[1].dtype = DType::Bool;
   int refused = 0;
-  for (Instance* in : {&conv4d, &conv2d, &dil, &bn, &padRuntime, &drop}) {
+  for (Instance* in : {&conv4d, &conv2d, &dil, &bn, &padRuntime, &drop, &dropF32}) {
     std::string placer = in->rejects();
     std::unique_ptr<Kernel> k;
     Status st = KernelRegistry::global().create("cuda", in->ctx, &k);
