@@ -25,7 +25,8 @@ std::string cudaKernelDTypesText(const std::string& opType);
 /// are constants (ctx.constInputs non-null; values are not read, so a placer may pass markers).
 /// Refused: pools of rank other than 3-5, dilated pools, pools whose output cuDNN's
 /// symmetric-pad floor rounding does not give (ceil_mode, asymmetric pads), MaxPool's Indices
-/// output; convolutions of rank other than 3-5; training-mode BatchNormalization; Dropout's mask
+/// output; MaxPoolGrad of rank other than 3-5; SoftmaxCrossEntropyLoss(Grad) with a reduction
+/// other than none/sum/mean; convolutions of rank other than 3-5; training-mode BatchNormalization; Dropout's mask
 /// output, training_mode and counter (the CUDA Dropout is a copy); non-constant Pad/Slice/Clip/reduction parameters; LayerNormalization with a
 /// broadcast Scale or B.
 std::string cudaKernelRejects(const KernelContext& ctx);
