@@ -16,11 +16,13 @@ enum class Rule {
   FirstOf,    // data input in the set; later inputs are i32/i64 shape operands read at load
   Where,      // bool condition, then two inputs of one dtype from the set
   Dropout,    // data from the set, then ratio (f32/f64), training_mode (bool), counter (f32/i64)
+  Labels,     // f32 but for i32/i64 class labels at Entry::labels; that many inputs, 1 optional more
 };
 
 struct Entry {
   Rule rule;
   std::vector<DType> set;
+  size_t labels = 0;  // Rule::Labels: the labels' operand
 };
 
 const std::vector<DType>& f32() { static const std::vector<DType> s = {DType::F32}; return s; }
@@ -44,8 +46,12 @@ const std::map<std::string, Entry>& table() {
       if (rows[i].has(kUnary | kCudaExpr)) m[rows[i].name] = {Rule::AllF32, f32()};
     for (const char* op : {"Pow", "PRelu", "Softmax", "LogSoftmax", "LayerNormalization",
                            "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
-                           "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+                           "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+                           "MaxPoolGrad"})
       m[op] = {Rule::AllF32, f32()};
+    // Scores, labels[, weight]; the gradient's dY, log_prob, labels[, weight].
+    m["SoftmaxCrossEntropyLoss"] = {Rule::Labels, f32(), 1};
+    m["SoftmaxCrossEntropyLossGrad"] = {Rule::Labels, f32(), 2};
     for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ArgMax"})
       m[op] = {Rule::FirstOf, f32()};  // axes (opset 13/18) is a constant i64 input
     for (const char* op : {"Add", "Sub", "Mul", "Div", "Min", "Max", "Sum", "Less", "Greater"})
@@ -108,6 +114,11 @@ bool cudaKernelAccepts(const std::string& opType, const std::vector<DType>& dts)
       }
       return true;
     }
+    case Rule::Labels:
+      if (dts.size() <= e.labels || dts.size() > e.labels + 2) return false;
+      for (size_t i = 0; i < dts.size(); ++i)
+        if (i == e.labels ? dts[i] != DType::I32 && dts[i] != DType::I64 : !in(e.set, dts[i])) return false;
+      return true;
   }
   return false;
 }
@@ -124,6 +135,7 @@ std::string cudaKernelDTypesText(const std::string& opType) {
     case Rule::FirstOf: return s + " (data; i32/i64 shape operands)";
     case Rule::Where: return "bool, " + s;
     case Rule::Dropout: return s + " (data; f32/f64 ratio, bool training_mode, f32/i64 counter)";
+    case Rule::Labels: return s + " (labels i32,i64)";
   }
   return s;
 }

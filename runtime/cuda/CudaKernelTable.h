@@ -25,11 +25,12 @@ std::string cudaKernelDTypesText(const std::string& opType);
 /// are constants (ctx.constInputs non-null; values are not read, so a placer may pass markers).
 /// Refused: pools of rank other than 3-5, dilated pools, pools whose output cuDNN's
 /// symmetric-pad floor rounding does not give (ceil_mode, asymmetric pads), MaxPool's Indices
-/// output; convolutions of rank other than 3-5; training-mode BatchNormalization; Dropout with a
-/// training_mode operand on data other than f32/f64, or a ratio of more than one element (the
-/// CUDA Dropout draws the CPU kernel's Philox mask, with the mask output, reading ratio,
-/// training_mode and counter on the device); non-constant Pad/Slice/Clip/reduction parameters;
-/// LayerNormalization with a broadcast Scale or B.
+/// output; MaxPoolGrad of rank other than 3-5; SoftmaxCrossEntropyLoss(Grad) with a reduction
+/// other than none/sum/mean; convolutions of rank other than 3-5; training-mode
+/// BatchNormalization; Dropout with a training_mode operand on data other than f32/f64, or a
+/// ratio of more than one element (the CUDA Dropout draws the CPU kernel's Philox mask, with
+/// the mask output, reading ratio, training_mode and counter on the device); non-constant
+/// Pad/Slice/Clip/reduction parameters; LayerNormalization with a broadcast Scale or B.
 std::string cudaKernelRejects(const KernelContext& ctx);
 
 }  // namespace tandem

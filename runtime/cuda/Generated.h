@@ -94,6 +94,8 @@ std::string padSource(DType t);
 std::vector<std::pair<std::string, std::string>> elementwiseSources();  // Elementwise.cpp
 std::vector<std::pair<std::string, std::string>> tensorSources();       // Tensor.cpp
 std::vector<std::pair<std::string, std::string>> indexingSources();     // Indexing.cpp
+std::vector<std::pair<std::string, std::string>> lossSources();         // Loss.cpp
+std::vector<std::pair<std::string, std::string>> poolSources();         // Pool.cpp (MaxPoolGrad)
 std::vector<std::pair<std::string, std::string>> reductionSources();    // Reduction.cpp
 std::vector<std::pair<std::string, std::string>> normSources();         // Normalization.cpp
 /// The fixed-source fused kernels (Fused.cpp); the element-wise ones are generated per body.

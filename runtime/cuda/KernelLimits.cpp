@@ -35,6 +35,24 @@ std::string poolRejects(const KernelContext& ctx) {
   return "";
 }
 
+// MaxPoolGrad's generated kernel takes any window, pads, strides and dilations of 1 to 3 spatial
+// dims; X and dY must be the pool's.
+std::string maxPoolGradRejects(const KernelContext& ctx) {
+  if (ctx.inputTypes.size() < 2) return "";
+  const Shape& xs = ctx.inputTypes[0].shape;
+  if (xs.size() < 3 || xs.size() > 5 || ctx.inputTypes[1].shape.size() != xs.size())
+    return "the CUDA kernel pools 1-D to 3-D inputs";
+  return "";
+}
+
+// The loss kernels take what the reference takes but f64 (the table's dtypes).
+std::string lossRejects(const KernelContext& ctx) {
+  const std::string r = ctx.attrs->getString("reduction", "mean");
+  if (r != "none" && r != "sum" && r != "mean")
+    return "the CUDA kernel reduces by none, sum or mean, not '" + r + "'";
+  return "";
+}
+
 std::string layerNormRejects(const KernelContext& ctx) {
   if (ctx.inputTypes.empty()) return "";
   const Shape& xs = ctx.inputTypes[0].shape;
@@ -56,6 +74,8 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
   auto constant = [&](size_t i) { return i < ctx.constInputs.size() && ctx.constInputs[i]; };
   if (op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool")
     return poolRejects(ctx);
+  if (op == "MaxPoolGrad") return maxPoolGradRejects(ctx);
+  if (op == "SoftmaxCrossEntropyLoss" || op == "SoftmaxCrossEntropyLossGrad") return lossRejects(ctx);
   if ((op == "Conv" || op == "ConvTranspose") && ctx.inputTypes.size() >= 2 && !ctx.outputTypes.empty()) {
     size_t r = ctx.inputTypes[0].shape.size();
     if (r < 3 || r > 5 || ctx.inputTypes[1].shape.size() != r || ctx.outputTypes[0].shape.size() != r)

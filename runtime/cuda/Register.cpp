@@ -11,6 +11,7 @@ void registerCudaKernels(KernelRegistry& r) {
   cuda::registerMathKernels(r);
   cuda::registerConvKernels(r);
   cuda::registerPoolKernels(r);
+  cuda::registerLossKernels(r);
   cuda::registerNormKernels(r);
   cuda::registerReductionKernels(r);
   cuda::registerTensorKernels(r);

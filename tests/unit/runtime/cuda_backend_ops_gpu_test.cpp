@@ -449,6 +449,107 @@ void fusedAddLayerNorm(Gen& g, const Tol&, std::vector<OpCase>* out) {
   }
 }
 
+// MaxPoolGrad: X, dY and dX for a window of `ns` spatial dims. Integer-valued X in [lo, hi]
+// makes ties within windows (the first maximum in tap order takes dY); begin/end pads differ
+// (asymmetric), dilations and strides vary, windows overlap where stride < extent.
+void maxPoolGradCases(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  struct Fixed {
+    Shape xs;
+    std::vector<int64_t> window, strides, dil, pads;
+    int ceil;
+    double lo, hi;  // integer-valued X when hi - lo is small: ties
+  };
+  const std::vector<Fixed> fixed = {
+      {{2, 3, 9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, 0, 0, 2},   // overlapping, ties, pads
+      {{2, 3, 9, 10}, {3, 3}, {2, 2}, {1, 1}, {0, 1, 1, 0}, 0, 0, 0},   // every element equal
+      {{1, 2, 8, 8}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0, 1},    // the Keras CNN's pool, ties
+      {{2, 4, 7, 7}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 1, -2, 2},   // ceil_mode
+      {{1, 3, 11, 9}, {3, 2}, {2, 1}, {2, 3}, {1, 0, 2, 1}, 0, -2, 2},  // dilated, asymmetric pads
+      {{0, 3, 5, 5}, {2, 2}, {1, 1}, {1, 1}, {0, 0, 0, 0}, 0, -2, 2},   // empty batch
+  };
+  std::vector<Fixed> all = fixed;
+  for (int k = 0; k < 10; ++k) {
+    Fixed f;
+    int64_t ns = g.uniform(1, 3);
+    f.xs = {g.pick<int64_t>({1, 2}), g.pick<int64_t>({1, 3, 5})};
+    for (int64_t d = 0; d < ns; ++d) {
+      int64_t kk = g.pick<int64_t>({1, 2, 3}), dl = g.pick<int64_t>({1, 1, 2});
+      f.window.push_back(kk), f.strides.push_back(g.pick<int64_t>({1, 2, 3})), f.dil.push_back(dl);
+      f.xs.push_back(std::max<int64_t>(g.pick<int64_t>({3, 8, 17, 33}) / (ns == 3 ? 3 : 1), (kk - 1) * dl + 1));
+    }
+    for (int64_t d = 0; d < 2 * ns; ++d) f.pads.push_back(g.uniform(0, f.window[d % ns] - 1));
+    f.ceil = 0;
+    f.lo = -2, f.hi = g.coin() ? 2 : 2.5;  // integers (ties) or reals
+    all.push_back(f);
+  }
+  for (const Fixed& f : all) {
+    size_t ns = f.window.size();
+    Shape ys = {f.xs[0], f.xs[1]};
+    for (size_t d = 0; d < ns; ++d) {
+      int64_t span = f.xs[2 + d] + f.pads[d] + f.pads[ns + d] - ((f.window[d] - 1) * f.dil[d] + 1);
+      int64_t o = (f.ceil ? (span + f.strides[d] - 1) / f.strides[d] : span / f.strides[d]) + 1;
+      // ceil_mode: a window must start inside the input or the begin padding.
+      if (f.ceil && (o - 1) * f.strides[d] >= f.xs[2 + d] + f.pads[d]) --o;
+      ys.push_back(o);
+    }
+    Tensor x = g.f32(f.xs, f.lo, f.hi);
+    if (f.hi - f.lo <= 4)
+      for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::round(x.data<float>()[i]);
+    if (f.lo < 0 && f.hi == 2.5) sprinkleSpecials(g, x);
+    OpCase c{shapeToString(f.xs) + " window " + shapeToString(f.window) + " strides " + shapeToString(f.strides) +
+                 " dilations " + shapeToString(f.dil) + " pads " + shapeToString(f.pads) + (f.ceil ? " ceil" : ""),
+             "MaxPoolGrad", {}, {x, g.f32(ys)}, {}, {f32t(f.xs)}, tol};
+    c.attrs.set("kernel_shape", Attr::ofInts(f.window));
+    c.attrs.set("strides", Attr::ofInts(f.strides));
+    c.attrs.set("dilations", Attr::ofInts(f.dil));
+    c.attrs.set("pads", Attr::ofInts(f.pads));
+    if (f.ceil) c.attrs.set("ceil_mode", Attr::ofInt(1));
+    out->push_back(std::move(c));
+  }
+}
+
+// SoftmaxCrossEntropyLoss (grad = false) or its gradient: every reduction, i32 and i64 labels,
+// with and without weights and ignore_index (-1, or a class: rows with it weigh 0), scores of
+// rank 2-4, log_prob requested or not; a mean whose every label is ignored (0/0 = NaN).
+void lossCases(Gen& g, const Tol& tol, bool grad, std::vector<OpCase>* out) {
+  const std::vector<Shape> shapes = {{8, 10}, {1, 1}, {5, 1000}, {3, 4, 7}, {2, 5, 3, 4}, {0, 3}};
+  int k = 0;
+  for (const char* reduction : {"none", "sum", "mean"})
+    for (const Shape& s : shapes) {
+      ++k;
+      const int64_t C = s[1];
+      Shape ls = s;
+      ls.erase(ls.begin() + 1);
+      DType ldt = k % 2 ? DType::I64 : DType::I32;
+      Tensor labels = g.tensor(ldt, ls, 0, (double)C - 1);
+      const bool weighted = g.coin(), ignore = k % 3 != 0;
+      const int64_t ignoreIndex = g.coin() ? -1 : g.uniform(0, C - 1);
+      const bool allIgnored = std::string(reduction) == "mean" && s == Shape{3, 4, 7};
+      for (int64_t i = 0; i < labels.numel(); ++i)
+        if (ignore && (allIgnored || g.coin(0.25))) {
+          if (ldt == DType::I64) labels.data<int64_t>()[i] = ignoreIndex;
+          else labels.data<int32_t>()[i] = (int32_t)ignoreIndex;
+        }
+      Tensor weight = weighted ? g.f32({C}, 0.1, 2) : Tensor();
+      const Shape lossShape = std::string(reduction) == "none" ? ls : Shape{};
+      OpCase c{std::string(reduction) + " " + shapeToString(s) + " " + dtypeName(ldt) + (weighted ? " weighted" : "") +
+                   (ignore ? " ignore_index " + std::to_string(ignoreIndex) : "") + (allIgnored ? " (all ignored)" : ""),
+               grad ? "SoftmaxCrossEntropyLossGrad" : "SoftmaxCrossEntropyLoss", {}, {}, {}, {}, tol};
+      if (grad) {
+        c.inputs = {g.f32(lossShape, -2, 2), g.f32(s, -8, 0), labels};
+        c.outputs = {f32t(s)};
+      } else {
+        c.inputs = {g.f32(s, -10, 10), labels};
+        c.outputs = {f32t(lossShape)};
+        if (g.coin()) c.outputs.push_back(f32t(s));
+      }
+      if (weighted) c.inputs.push_back(weight);
+      c.attrs.set("reduction", Attr::ofString(reduction));
+      if (ignore) c.attrs.set("ignore_index", Attr::ofInt(ignoreIndex));
+      out->push_back(std::move(c));
+    }
+}
+
 const std::map<std::string, OpEntry>& opTable() {
   static const std::map<std::string, OpEntry> t = [] {
     std::map<std::string, OpEntry> m;
@@ -952,6 +1053,14 @@ const std::map<std::string, OpEntry>& opTable() {
                  }
                }};
     }
+    m["MaxPoolGrad"] = {kExact, "the reference's additions of dY in its order, and the same element per window",
+                        maxPoolGradCases};
+    m["SoftmaxCrossEntropyLoss"] = {Tol{1e-6, 1e-6}, "f64 on both sides (CUDA's exp/log within 1 ulp of glibc's, "
+                                    "sums in another order), rounded to f32 once",
+                                    [](Gen& g, const Tol& tol, std::vector<OpCase>* out) { lossCases(g, tol, false, out); }};
+    m["SoftmaxCrossEntropyLossGrad"] = {Tol{1e-6, 1e-6}, "f64 on both sides (CUDA's exp within 1 ulp of glibc's), "
+                                        "rounded to f32 once",
+                                        [](Gen& g, const Tol& tol, std::vector<OpCase>* out) { lossCases(g, tol, true, out); }};
     for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
       std::string name = op;
       bool isMax = name == "GlobalMaxPool";

@@ -353,6 +353,43 @@ TEST(CudaKernels, ConvAndPool) {
   checkAgainstCpu(OpCase{"GlobalMaxPool", "GlobalMaxPool", {}, {randomF32({2, 5, 7, 3})}, {}, {f32({2, 5, 1, 1})}});
 }
 
+// The training step's pooling gradient and loss (autodiff's MaxPoolGrad, the ONNX loss and its
+// Tandem gradient). More shapes in cuda_backend_ops_gpu_test.cpp.
+TEST(CudaKernels, TrainingPoolGradAndLoss) {
+  REQUIRE_GPU();
+  // Overlapping 3x3 windows over integer-valued X: equal maxima share windows; dY goes to the
+  // first in tap order, as the reference MaxPool picks it.
+  Tensor ties = randomInt<int64_t>(DType::I64, {2, 3, 9, 10}, 0, 2);
+  Tensor x = Tensor::alloc(DType::F32, {2, 3, 9, 10});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = (float)ties.data<int64_t>()[i];
+  OpCase mpg{"MaxPoolGrad 3x3 s1 p1 ties", "MaxPoolGrad", {}, {x, randomF32({2, 3, 9, 10})}, {}, {f32({2, 3, 9, 10})}, 0};
+  mpg.attrs.set("kernel_shape", Attr::ofInts({3, 3}));
+  mpg.attrs.set("pads", Attr::ofInts({1, 1, 1, 1}));
+  checkAgainstCpu(mpg);
+  OpCase mpg2{"MaxPoolGrad 2x2 s2 asymmetric pads", "MaxPoolGrad", {}, {randomF32({2, 4, 7, 7}), randomF32({2, 4, 4, 4})},
+              {}, {f32({2, 4, 7, 7})}, 0};
+  mpg2.attrs.set("kernel_shape", Attr::ofInts({2, 2}));
+  mpg2.attrs.set("strides", Attr::ofInts({2, 2}));
+  mpg2.attrs.set("pads", Attr::ofInts({0, 0, 1, 1}));
+  checkAgainstCpu(mpg2);
+  for (const char* reduction : {"none", "sum", "mean"}) {
+    Tensor labels = Tensor::fromVector<int64_t>({6}, {3, -1, 0, 9, -1, 5});
+    OpCase sce{std::string("SoftmaxCrossEntropyLoss ") + reduction, "SoftmaxCrossEntropyLoss", {},
+               {randomF32({6, 10}, -5, 5), labels, randomF32({10}, 0.1f, 2.f)}, {},
+               {f32(std::string(reduction) == "none" ? Shape{6} : Shape{}), f32({6, 10})}, 1e-6};
+    sce.attrs.set("reduction", Attr::ofString(reduction));
+    sce.attrs.set("ignore_index", Attr::ofInt(-1));
+    checkAgainstCpu(sce);
+    Tensor labels32 = Tensor::fromVector<int32_t>({2, 3}, {1, 2, 0, 2, 2, 1});
+    Shape ls = std::string(reduction) == "none" ? Shape{2, 3} : Shape{};
+    OpCase grad{std::string("SoftmaxCrossEntropyLossGrad ") + reduction + " [2,3,3]", "SoftmaxCrossEntropyLossGrad", {},
+                {randomF32(ls), randomF32({2, 3, 3}, -4, 0), labels32}, {}, {f32({2, 3, 3})}, 1e-6};
+    grad.attrs.set("reduction", Attr::ofString(reduction));
+    grad.attrs.set("ignore_index", Attr::ofInt(2));
+    checkAgainstCpu(grad);
+  }
+}
+
 // Every op of the CUDA table appears in some case above (so none goes untested).
 TEST(CudaKernels, EveryTableOpHasACase) {
   std::set<std::string> covered = {
@@ -362,6 +399,7 @@ TEST(CudaKernels, EveryTableOpHasACase) {
       "Slice", "Concat", "Split", "Pad", "Gather", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
       "ArgMax", "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "Gemm", "MatMul",
       "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+      "MaxPoolGrad", "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad",
       // The reshape family shares one kernel (a device copy), covered by Reshape:
       "Identity", "Dropout", "Flatten", "Squeeze", "Unsqueeze"};
   for (const std::string& op : cudaKernelOps()) EXPECT_TRUE(covered.count(op)) << op << " has no differential case";

@@ -78,6 +78,25 @@ TEST(CudaCapabilities, HostOnlyOpsStayOnTheCpu) {
   EXPECT_FALSE(deviceKindSupports("cuda", "Where", {DType::F32, DType::I64, DType::I64}));
 }
 
+// A training step's pooling gradient and loss have CUDA kernels (f32 scores, i32/i64 labels,
+// optional f32 weight); f64 and float labels stay with the CPU.
+TEST(CudaCapabilities, TrainingLossAndPoolGradientRunOnCuda) {
+  EXPECT_TRUE(deviceKindSupports("cuda", "MaxPoolGrad", {DType::F32, DType::F32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "MaxPoolGrad", {DType::F64, DType::F64}));
+  for (DType l : {DType::I64, DType::I32}) {
+    EXPECT_TRUE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLoss", {DType::F32, l}));
+    EXPECT_TRUE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLoss", {DType::F32, l, DType::F32}));
+    EXPECT_TRUE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLossGrad", {DType::F32, DType::F32, l}));
+    EXPECT_TRUE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLossGrad", {DType::F32, DType::F32, l, DType::F32}));
+  }
+  EXPECT_FALSE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLoss", {DType::F64, DType::I64}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLoss", {DType::F32, DType::F32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLoss", {DType::F32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLossGrad", {DType::F32, DType::I64, DType::I64}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLossGrad", {DType::F32, DType::F32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "NegativeLogLikelihoodLoss", {DType::F32, DType::I64}));
+}
+
 // The CUDA Dropout draws the CPU's Philox mask: ratio (f32/f64), training_mode (bool) and the
 // counter (f32/i64) are accepted, each absent one omitted from the list.
 TEST(CudaCapabilities, TrainingDropoutRunsOnCuda) {
@@ -165,6 +184,26 @@ TEST(CudaInstanceLimits, MirrorWhatTheKernelsRefuseAtLoad) {
   EXPECT_EQ(ln.rejects(), "");
   Instance lnb("LayerNormalization", {{2, 3, 8}, {1}, {8}}, {{2, 3, 8}});
   EXPECT_NE(lnb.rejects().find("no broadcast"), std::string::npos);
+
+  // MaxPoolGrad: any window, pads and dilations of 1-3 spatial dims; the losses: the three
+  // reductions.
+  Instance mpg("MaxPoolGrad", {{1, 8, 16, 16}, {1, 8, 7, 7}}, {{1, 8, 16, 16}});
+  mpg.attrs.set("kernel_shape", Attr::ofInts({3, 3}));
+  mpg.attrs.set("strides", Attr::ofInts({2, 2}));
+  mpg.attrs.set("dilations", Attr::ofInts({1, 1}));
+  mpg.attrs.set("pads", Attr::ofInts({0, 0, 1, 1}));
+  EXPECT_EQ(mpg.rejects(), "");
+  Instance mpg4("MaxPoolGrad", {{1, 2, 2, 2, 2, 2}, {1, 2, 1, 1, 1, 1}}, {{1, 2, 2, 2, 2, 2}});
+  mpg4.attrs.set("kernel_shape", Attr::ofInts({2, 2, 2, 2}));
+  EXPECT_NE(mpg4.rejects().find("1-D to 3-D"), std::string::npos);
+  Instance sce("SoftmaxCrossEntropyLoss", {{4, 10}, {4}}, {{}});
+  sce.ctx.inputTypes[1].dtype = DType::I64;
+  for (const char* r : {"none", "sum", "mean"}) {
+    sce.attrs.set("reduction", Attr::ofString(r));
+    EXPECT_EQ(sce.rejects(), "") << r;
+  }
+  sce.attrs.set("reduction", Attr::ofString("max"));
+  EXPECT_NE(sce.rejects().find("none, sum or mean"), std::string::npos);
 
   // The CPU refuses none of these.
   EXPECT_EQ(deviceKindRejects("cpu", ceil.ctx), "");
