@@ -487,7 +487,9 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
                  mlir::StringAttr::get(ctx, first ? "colocated(" + consumer + ")" : "default"));
       c->setAttr(kPlacementCandidatesAttr, strAttrs({device}));
     }
-    // Variables live where their first reader runs (the whole colocation group is there).
+    // A variable lives where its update is computed (its colocation group; the copy back
+    // after a run is then within one device), else where its first reader runs.
+    auto ret = llvm::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
     for (mlir::BlockArgument arg : main.getArguments()) {
       std::string device = targets[pr.host];
       if (isVariableArg(arg)) {
@@ -495,6 +497,12 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         for (mlir::Operation* user : arg.getUsers())
           if (!deviceOfOp(user).empty() && (!first || user->isBeforeInBlock(first))) first = user;
         if (first) device = deviceOfOp(first);
+        for (unsigned i = 0; i < ret.getNumOperands(); ++i) {
+          auto var = main.getResultAttrOfType<mlir::StringAttr>(i, kVariableUpdateAttr);
+          mlir::Operation* producer = ret.getOperand(i).getDefiningOp();
+          if (var && var.getValue() == valueName(arg) && producer && !deviceOfOp(producer).empty())
+            device = deviceOfOp(producer);
+        }
       }
       main.setArgAttr(arg.getArgNumber(), kArgDeviceAttr, mlir::StringAttr::get(ctx, device));
     }
