@@ -18,6 +18,7 @@
 #include "compiler/OpBuilding.h"
 #include "compiler/ShapeInference.h"
 #include "compiler/TandemDialect.h"
+#include "compiler/autodiff/GradientRules.h"
 #include "frontend/OnnxTensor.h"
 #include "runtime/FileIO.h"
 #include "runtime/OpTable.h"
@@ -112,9 +113,17 @@ void collectOuterReads(const onnx::GraphProto& g, std::unordered_set<std::string
   for (const auto& o : g.output()) use(o.name());
 }
 
-// The outer values node `n`'s subgraphs read.
+// ai.onnx.preview.training.Gradient: a graph op that differentiates another value of the graph.
+bool isGradientOp(const onnx::NodeProto& n) {
+  return n.op_type() == "Gradient" && n.domain() == "ai.onnx.preview.training";
+}
+
+// The outer values node `n`'s subgraphs read (and the `y` a Gradient differentiates).
 std::vector<std::string> outerReadsOf(const onnx::NodeProto& n) {
   std::vector<std::string> reads;
+  if (isGradientOp(n))
+    for (const auto& a : n.attribute())
+      if (a.name() == "y") reads.push_back(a.s());
   for (const auto& a : n.attribute())
     if (a.has_g()) collectOuterReads(a.g(), {}, &reads);
   return reads;
@@ -155,6 +164,7 @@ class OnnxImporter {
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
   mlir::LogicalResult importControlFlow(int index, mlir::Location loc);
+  mlir::LogicalResult importGradient(int index, mlir::Location loc);
   mlir::LogicalResult compileSubgraph(int index, const std::string& attr, onnx::ModelProto model,
                                       std::string* planBytes);
   mlir::LogicalResult setSubgraphType(int index, const std::string& attr,
@@ -363,9 +373,10 @@ mlir::LogicalResult OnnxImporter::checkDomain(int index) {
   const onnx::NodeProto& n = graph_->node(index);
   const OpInfo* info = findOp(n.op_type());
   if (n.domain() == kPreviewTrainingDomain) {
-    if (!info || !info->has(kPreviewTraining))
+    // Gradient is lowered at import (importGradient), the others are ops of the table.
+    if ((!info || !info->has(kPreviewTraining)) && n.op_type() != "Gradient")
       return failNode(index, "unsupported op type '" + n.op_type() + "' of domain " +
-                                 kPreviewTrainingDomain + " (supported: Adagrad, Adam, Momentum)");
+                                 kPreviewTrainingDomain + " (supported: Adagrad, Adam, Gradient, Momentum)");
     if (previewTrainingOpset_ == 0)
       return failNode(index, std::string("the model imports no opset of domain ") +
                                  kPreviewTrainingDomain + " (opset_import)");
@@ -593,6 +604,7 @@ mlir::LogicalResult OnnxImporter::importNode(int index) {
   mlir::Location loc = nodeLoc(index);
   if (n.op_type() == "Constant") return importConstant(index, loc);
   if (isControlFlow(n.op_type())) return importControlFlow(index, loc);
+  if (isGradientOp(n)) return importGradient(index, loc);
 
   NodeForm f;
   f.opType = onnxOpset17Name(n.op_type());
@@ -824,6 +836,77 @@ mlir::LogicalResult OnnxImporter::compileSubgraph(int index, const std::string& 
 // If-16, Loop-16 and Scan-16 (and Scan-8, rewritten): each subgraph becomes a model of its own,
 // typed from the operands, compiled now into a CPU plan carried as a string attribute; the
 // outer values it reads become extra operands (runtime/ControlFlow.h has the layout).
+// Gradient-1 (ai.onnx.preview.training): outputs d y / d xs[i], where y (attribute) is a value
+// of this graph and the xs (attribute, the node's first inputs) are values it depends on. Lowered
+// here onto the gradient rules (compiler/autodiff): the ops between the xs and y are swept in
+// reverse from a seed of ones (so a tensor y gives the gradient of its sum), and each output is
+// its x's gradient, zeros where y does not depend on x. zs (the remaining inputs) only need to
+// exist. Errors name the node: an x or y that is not a float tensor, an op without a rule.
+mlir::LogicalResult OnnxImporter::importGradient(int index, mlir::Location loc) {
+  const onnx::NodeProto& n = graph_->node(index);
+  std::vector<std::string> xs;
+  std::string y;
+  for (const auto& a : n.attribute()) {
+    if (a.name() == "xs") xs.assign(a.strings().begin(), a.strings().end());
+    else if (a.name() == "y") y = a.s();
+  }
+  if (xs.empty() || y.empty()) return failNode(index, "Gradient needs the attributes xs and y");
+  if ((int)xs.size() != n.output_size())
+    return failNode(index, "Gradient has " + std::to_string(n.output_size()) + " outputs for " +
+                               std::to_string(xs.size()) + " xs");
+  auto isFloat = [](mlir::Value v) {
+    auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+    return t && t.hasStaticShape() && (t.getElementType().isF32() || t.getElementType().isF64());
+  };
+  mlir::Value yv = valueFor(y);
+  if (!yv) return mlir::failure();
+  if (!isFloat(yv)) return failNode(index, "y '" + y + "' is not a float tensor of static shape");
+  llvm::SmallVector<mlir::Value> xv;
+  llvm::DenseSet<mlir::Value> active;
+  for (const std::string& x : xs) {
+    mlir::Value v = valueFor(x);
+    if (!v) return mlir::failure();
+    if (!isFloat(v)) return failNode(index, "x '" + x + "' is not a float tensor of static shape");
+    xv.push_back(v);
+    active.insert(v);
+  }
+  // Forward: what depends on the xs, among the ops built so far (all before this node).
+  mlir::Block* block = b_.getInsertionBlock();
+  llvm::SmallVector<mlir::Operation*> forward;
+  for (mlir::Operation& op : *block) {
+    forward.push_back(&op);
+    if (llvm::any_of(op.getOperands(), [&](mlir::Value v) { return active.count(v); }))
+      for (mlir::Value r : op.getResults())
+        if (isFloat(r)) active.insert(r);
+  }
+  llvm::DenseMap<mlir::Value, mlir::Value> grads;
+  auto yt = llvm::cast<mlir::RankedTensorType>(yv.getType());
+  Shape ys(yt.getShape().begin(), yt.getShape().end());
+  const int64_t count = numElements(ys);
+  Tensor ones = yt.getElementType().isF64()
+                    ? Tensor::fromVector<double>(ys, std::vector<double>((size_t)count, 1.0))
+                    : Tensor::fromVector<float>(ys, std::vector<float>((size_t)count, 1.0f));
+  if (active.count(yv)) grads[yv] = createConstant(b_, loc, ones);
+  takeDiagnostic();
+  if (mlir::failed(autodiff::reverseSweep(b_, forward, active, grads))) {
+    std::string d = takeDiagnostic();
+    return failNode(index, d.empty() ? "could not be differentiated" : d);
+  }
+  for (size_t i = 0; i < xv.size(); ++i) {
+    mlir::Value g = grads.lookup(xv[i]);
+    if (!g) {
+      auto t = llvm::cast<mlir::RankedTensorType>(xv[i].getType());
+      Shape xsh(t.getShape().begin(), t.getShape().end());
+      const int64_t m = numElements(xsh);
+      g = createConstant(b_, loc, t.getElementType().isF64()
+                                      ? Tensor::fromVector<double>(xsh, std::vector<double>((size_t)m, 0.0))
+                                      : Tensor::fromVector<float>(xsh, std::vector<float>((size_t)m, 0.0f)));
+    }
+    if (!n.output(i).empty()) values_[n.output(i)] = g;
+  }
+  return mlir::success();
+}
+
 mlir::LogicalResult OnnxImporter::importControlFlow(int index, mlir::Location loc) {
   const onnx::NodeProto& n = graph_->node(index);
   const std::string& op = n.op_type();

@@ -4,6 +4,8 @@
 // GlobalMaxPool's use MaxPoolGrad.
 #include "compiler/autodiff/GradientRules.h"
 
+#include "compiler/IrConventions.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -1130,6 +1132,54 @@ std::vector<std::string> gradientRuleOps() {
   std::vector<std::string> out;
   for (const auto& [name, rule] : rules()) out.push_back(name);
   return out;
+}
+
+mlir::LogicalResult reverseSweep(mlir::OpBuilder& b, llvm::ArrayRef<mlir::Operation*> forward,
+                                 const llvm::DenseSet<mlir::Value>& active,
+                                 llvm::DenseMap<mlir::Value, mlir::Value>& grads) {
+  for (mlir::Operation* op : llvm::reverse(forward)) {
+    llvm::SmallVector<mlir::Value> dy;
+    bool any = false;
+    for (mlir::Value r : op->getResults()) {
+      auto it = grads.find(r);
+      dy.push_back(it == grads.end() ? mlir::Value() : it->second);
+      any |= (bool)dy.back();
+    }
+    if (!any) continue;
+    llvm::SmallVector<bool> needed;
+    for (mlir::Value v : op->getOperands()) needed.push_back(active.count(v) != 0);
+    if (!llvm::is_contained(needed, true)) continue;
+    std::string type = onnxOpType(op), node = nodeName(op->getLoc());
+    if (node.empty()) node = locationString(op->getLoc());
+    autodiff::GradientRule rule = autodiff::findGradientRule(type);
+    if (!rule)
+      return op->emitError() << "no gradient for op '"
+                             << (type.empty() ? op->getName().getStringRef().str() : type)
+                             << "' (node '" << node << "')";
+    for (mlir::Value v : op->getOperands())
+      if (active.count(v) && !llvm::cast<mlir::RankedTensorType>(v.getType()).hasStaticShape())
+        return op->emitError() << "tandem-autodiff: " << type << " (node '" << node
+                               << "') has an operand of dynamic shape; bind its dims first";
+    mlir::Location loc = mlir::NameLoc::get(b.getStringAttr(node + "/grad"), op->getLoc());
+    autodiff::GradBuilder g(b, loc);
+    llvm::SmallVector<mlir::Value> dx(op->getNumOperands());
+    if (mlir::failed(rule(g, op, dy, needed, dx)) || g.failed()) return mlir::failure();
+    for (unsigned i = 0; i < dx.size(); ++i) {
+      if (!needed[i]) continue;
+      mlir::Value v = op->getOperand(i);
+      if (!dx[i])
+        return op->emitError() << "no gradient for operand " << i << " of op '" << type
+                               << "' (node '" << node << "')";
+      // A rule's result type must be the operand's: a mismatch is a bug in the rule.
+      assert(dx[i].getType() == v.getType() && "gradient rule returned the wrong type");
+      auto [it, inserted] = grads.try_emplace(v, dx[i]);
+      if (!inserted) {
+        it->second = g.add(it->second, dx[i]);
+        if (g.failed()) return mlir::failure();
+      }
+    }
+  }
+  return mlir::success();
 }
 
 }  // namespace tandem::autodiff

@@ -4,6 +4,8 @@
 // rows (runtime/core/OpTable.def) say which ops have a rule; op_table_test checks that the table
 // and findGradientRule agree. passes/Autodiff.cpp walks the graph and calls the rules.
 #pragma once
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include <string>
 #include <vector>
 
@@ -95,6 +97,16 @@ using GradientRule = mlir::LogicalResult (*)(GradBuilder& g, mlir::Operation* op
 
 /// The rule for ONNX op type `onnxType`, or null when it has none.
 GradientRule findGradientRule(llvm::StringRef onnxType);
+
+/// Reverse-mode sweep over `forward` (ops in program order): `active` holds the values that
+/// depend on what is differentiated; `grads` starts with the seeds (d y / d y) and receives, for
+/// every active value reached, its gradient (contributions summed with Add). New ops are built
+/// at `b`'s insertion point, which every forward value must dominate; their locations are
+/// "<node>/grad". Failure (diagnostic emitted): an op with no rule ("no gradient for op 'X'
+/// (node 'n')"), an operand it cannot differentiate, a dynamic shape.
+mlir::LogicalResult reverseSweep(mlir::OpBuilder& b, llvm::ArrayRef<mlir::Operation*> forward,
+                                 const llvm::DenseSet<mlir::Value>& active,
+                                 llvm::DenseMap<mlir::Value, mlir::Value>& grads);
 
 /// The ONNX op types that have a rule, sorted (op_table_test compares them with the table).
 std::vector<std::string> gradientRuleOps();

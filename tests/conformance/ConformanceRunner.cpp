@@ -71,12 +71,13 @@ std::string unsupportedReason(const std::string& modelPath) {
       return "opset " + std::to_string(o.version());
   std::set<std::string> missing;
   for (auto& n : m.graph().node()) {
-    // The importer takes the optimizer updates from ai.onnx.preview.training.
+    // The importer takes the optimizer updates and Gradient from ai.onnx.preview.training.
     const bool training = n.domain() == "ai.onnx.preview.training";
-    if (training ? !opHas(n.op_type(), kPreviewTraining)
+    // Gradient is lowered onto the gradient rules at import.
+    if (training ? !opHas(n.op_type(), kPreviewTraining) && n.op_type() != "Gradient"
                  : !n.domain().empty() && n.domain() != "ai.onnx")
       missing.insert(n.domain() + "." + n.op_type());
-    else if (!isKnownOp(onnxOpset17Name(n.op_type()))) missing.insert(n.op_type());
+    else if (!training && !isKnownOp(onnxOpset17Name(n.op_type()))) missing.insert(n.op_type());
   }
   if (!missing.empty()) {
     std::string s = "op";
