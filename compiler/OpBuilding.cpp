@@ -21,6 +21,8 @@ mlir::Type dtypeToMlir(mlir::MLIRContext* ctx, DType t) {
       return mlir::Float64Type::get(ctx);
     case DType::F16:
       return mlir::Float16Type::get(ctx);
+    case DType::BF16:
+      return mlir::BFloat16Type::get(ctx);
     case DType::I32:
       return mlir::IntegerType::get(ctx, 32);
     case DType::I64:
@@ -49,6 +51,7 @@ DType mlirToDType(mlir::Type t) {
   if (t.isF32()) return DType::F32;
   if (t.isF64()) return DType::F64;
   if (t.isF16()) return DType::F16;
+  if (t.isBF16()) return DType::BF16;
   if (auto it = llvm::dyn_cast<mlir::IntegerType>(t)) {
     if (it.isSignless()) {
       switch (it.getWidth()) {

@@ -136,11 +136,12 @@ double idxValue(const std::string& b, const Idx& idx, int64_t i) {
   }
 }
 
-// Appends `t`'s values to *out as f32 (any numeric dtype; f16 via its bits).
+// Appends `t`'s values to *out as f32 (any numeric dtype; f16 and bf16 via their bits).
 Status appendAsFloat(const Tensor& t, const std::string& what, std::vector<float>* out) {
   const int64_t n = t.numel();
-  if (t.dtype() == DType::F16) {
-    for (int64_t i = 0; i < n; ++i) out->push_back(halfToFloat(t.data<uint16_t>()[i]));
+  if (isHalfFloat(t.dtype())) {
+    const bool bf = t.dtype() == DType::BF16;
+    for (int64_t i = 0; i < n; ++i) out->push_back(narrowToFloat(t.data<uint16_t>()[i], bf));
     return Status::ok();
   }
   if (t.dtype() == DType::Bool) return Status::error(what + ": bool samples are not supported");

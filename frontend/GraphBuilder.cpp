@@ -231,7 +231,7 @@ mlir::OwningOpRef<mlir::ModuleOp> GraphBuilder::finish(std::string* error) {
 Value GraphBuilder::input(const std::string& name, DType dtype, const std::vector<Dim>& dims,
                           SourceLoc loc) {
   if (!usable(loc, "input")) return Value();
-  mlir::Type et = dtype == DType::F16 ? mlir::Type() : dtypeToMlir(impl_->ctx, dtype);
+  mlir::Type et = isHalfFloat(dtype) ? mlir::Type() : dtypeToMlir(impl_->ctx, dtype);
   if (!et) {
     recordError(loc, "input '" + name + "': dtype " + dtypeName(dtype) + " is not supported");
     return Value();
@@ -289,7 +289,7 @@ void GraphBuilder::output(Value v, const std::string& name, SourceLoc loc) {
 
 Value GraphBuilder::constant(const Tensor& t, SourceLoc loc) {
   if (!usable(loc, "constant")) return Value();
-  if (!t.defined() || t.dtype() == DType::F16 || !dtypeToMlir(impl_->ctx, t.dtype())) {
+  if (!t.defined() || isHalfFloat(t.dtype()) || !dtypeToMlir(impl_->ctx, t.dtype())) {
     recordError(loc, std::string("constant: dtype ") + dtypeName(t.dtype()) + " is not supported");
     return Value();
   }
@@ -666,7 +666,7 @@ Value GraphBuilder::pad(Value x, const std::vector<int64_t>& pads, const std::st
   std::vector<std::optional<Value>> ins = {x, intsOperand(pads, loc)};
   if (value != 0.0) {
     DType dt = x.dtype();
-    if (dt == DType::Undefined || dt == DType::F16) {
+    if (dt == DType::Undefined || isHalfFloat(dt)) {
       recordError(loc, "Pad: the fill value needs x of a supported dtype");
       return Value();
     }

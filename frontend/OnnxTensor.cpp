@@ -82,7 +82,7 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) + " (" +
                          std::to_string(code) +
                          ") is not supported (supported: FLOAT, DOUBLE, INT32, INT64, BOOL, UINT8, "
-                         "INT8, UINT16, INT16, UINT32, UINT64, FLOAT16)");
+                         "INT8, UINT16, INT16, UINT32, UINT64, FLOAT16, BFLOAT16)");
   }
   DType dtype = static_cast<DType>(code);
   Shape shape(p.dims().begin(), p.dims().end());
@@ -129,7 +129,8 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     case DType::I8:
     case DType::U16:
     case DType::I16:
-    case DType::F16: typed = p.int32_data_size(); break;
+    case DType::F16:
+    case DType::BF16: typed = p.int32_data_size(); break;
     case DType::U32:
     case DType::U64: typed = p.uint64_data_size(); break;
     default:
@@ -155,7 +156,8 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     case DType::U16:
     case DType::I16: st = copyTyped(p, p.int32_data(), n, &t); break;
     case DType::F16:
-      // int32_data holds each f16's bits in its low 16 bits (onnx.proto).
+    case DType::BF16:
+      // int32_data holds each f16's or bf16's bits in its low 16 bits (onnx.proto).
       for (int64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = uint16_t(p.int32_data((int)i));
       break;
     case DType::U32:
@@ -189,16 +191,13 @@ Status readTensorBytes(const std::string& bytes, const std::string& path, Tensor
 
 Status writeTensorFile(const std::string& path, const Tensor& t, const std::string& name) {
   if (!t.defined()) return Status::error(path + ": cannot write an undefined tensor");
-  if (t.dtype() == DType::F16) {
-    return Status::error(path + ": writing f16 tensors is not supported");
-  }
   if (t.device() != "cpu") {
     return Status::error(path + ": tensor lives on device '" + t.device() +
                          "'; copy it to the cpu before writing");
   }
   onnx::TensorProto p;
   p.set_name(name);
-  p.set_data_type(static_cast<int32_t>(t.dtype()));
+  p.set_data_type(static_cast<int32_t>(t.dtype()));  // f16/bf16: their bits, as onnx.proto says
   for (int64_t d : t.shape()) p.add_dims(d);
   p.set_raw_data(t.bytes() ? std::string(static_cast<const char*>(t.raw()), t.bytes())
                            : std::string());

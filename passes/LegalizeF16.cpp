@@ -1,5 +1,6 @@
-// --tandem-legalize-f16: run ops that have no f16 kernel in f32, between casts, so an f16 model
-// keeps its f16 inputs, outputs and per-op rounding while most kernels exist only in f32.
+// --tandem-legalize-f16: run ops that have no f16 or bf16 kernel in f32, between casts, so an f16
+// or bf16 model keeps its 16-bit inputs, outputs and per-op rounding while most kernels exist
+// only in f32. (The flag keeps its f16 name; bf16 goes the same way.)
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/IrConventions.h"
@@ -16,13 +17,21 @@ namespace {
 
 constexpr int64_t kOnnxFloat = 1;    // TensorProto.FLOAT
 constexpr int64_t kOnnxFloat16 = 10; // TensorProto.FLOAT16
+constexpr int64_t kOnnxBFloat16 = 16; // TensorProto.BFLOAT16
 
+// Whether `t` is a tensor of f16 or bf16 (the 16-bit floats this pass widens).
 bool isF16Tensor(mlir::Type t) {
   auto r = llvm::dyn_cast<mlir::RankedTensorType>(t);
-  return r && r.getElementType().isF16();
+  return r && (r.getElementType().isF16() || r.getElementType().isBF16());
 }
 
-// Whether `op` reads an f16 tensor that the CPU has no kernel for on these dtypes. The CPU is
+// The Cast `to` code that narrows f32 back to `t`'s element type (f16 or bf16).
+int64_t narrowCode(mlir::Type t) {
+  return llvm::cast<mlir::RankedTensorType>(t).getElementType().isBF16() ? kOnnxBFloat16
+                                                                         : kOnnxFloat16;
+}
+
+// Whether `op` reads an f16 or bf16 tensor that the CPU has no kernel for on these dtypes. The CPU is
 // the reference: every DeviceSet has it, and an op it cannot run in f16 would otherwise be
 // refused at placement when no other device takes it.
 bool needsF32(mlir::Operation* op, const std::string& type) {
@@ -31,7 +40,7 @@ bool needsF32(mlir::Operation* op, const std::string& type) {
   for (mlir::Value v : op->getOperands()) {
     auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
     if (!r) continue;  // tandem.none: an absent optional input
-    anyF16 |= r.getElementType().isF16();
+    anyF16 |= isF16Tensor(r);
     dts.push_back(mlirToDType(r.getElementType()));
   }
   return anyF16 && !deviceKindSupports("cpu", type, dts);
@@ -63,7 +72,7 @@ struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
     mlir::func::FuncOp main = getMainFunc(getOperation());
     if (!main) return;
     mlir::OpBuilder b(&getContext());
-    // f16 value -> the exact f32 value it was narrowed from (isExactInF16 ops' results).
+    // f16/bf16 value -> the exact f32 value it was narrowed from (isExactInF16 ops' results).
     llvm::DenseMap<mlir::Value, mlir::Value> exactWide;
     // The op list is taken first: the casts this pass inserts are not visited.
     llvm::SmallVector<mlir::Operation*> ops;
@@ -102,7 +111,7 @@ struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
       b.setInsertionPointAfter(op);
       for (auto [r, old] : llvm::zip(op->getResults(), before)) {
         if (!isF16Tensor(old) || isF16Tensor(r.getType())) continue;
-        mlir::FailureOr<mlir::Value> narrow = cast(b, op->getLoc(), r, kOnnxFloat16);
+        mlir::FailureOr<mlir::Value> narrow = cast(b, op->getLoc(), r, narrowCode(old));
         if (mlir::failed(narrow)) return signalPassFailure();
         r.replaceAllUsesExcept(*narrow, narrow->getDefiningOp());
         if (isExactInF16(type)) exactWide[*narrow] = r;

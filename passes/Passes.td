@@ -115,15 +115,15 @@ def TandemAutodiff : Pass<"tandem-autodiff", "mlir::ModuleOp"> {
 }
 
 def TandemLegalizeF16 : Pass<"tandem-legalize-f16", "mlir::ModuleOp"> {
-  let summary = "Run ops without an f16 CPU kernel in f32, between Casts";
+  let summary = "Run ops without an f16/bf16 CPU kernel in f32, between Casts";
   let description = [{
-    For every op of @main that reads an f16 tensor and has no CPU kernel for its operand
-    dtypes (the kernel registry's answer, as placement asks it), each f16 operand is widened
+    For every op of @main that reads an f16 or bf16 tensor and has no CPU kernel for its operand
+    dtypes (the kernel registry's answer, as placement asks it), each 16-bit operand is widened
     by a Cast to f32, the op's result types are re-inferred (f32), and each result that was
-    f16 is narrowed back by a Cast to f16 that every former user reads. @main's argument and
-    result types, and the f16 rounding after every op, are kept: ONNX's f16 semantics with
-    f32 arithmetic inside an op. Ops with f16 kernels (Cast, CastLike, Max, Min, Mod) are
-    left alone. The Cast of an f16 constant folds to an f32 constant in canonicalize, which
+    f16 (bf16) is narrowed back by a Cast to f16 (bf16) that every former user reads. @main's
+    argument and result types, and the 16-bit rounding after every op, are kept: ONNX's f16 and
+    bf16 semantics with f32 arithmetic inside an op. Ops with f16/bf16 kernels (Cast, CastLike,
+    Max, Min, Mod) are left alone. The Cast of an f16 constant folds to an f32 constant in canonicalize, which
     runs next; CSE merges the Casts of one value read by several ops.
 
     ```mlir

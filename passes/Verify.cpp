@@ -13,8 +13,8 @@ namespace tandem {
 namespace tandem {
 namespace {
 
-// Element types of runtime tensors (DType). f16 is one, though few kernels take it: in the
-// pipeline, --tandem-legalize-f16 runs the other ops in f32 between Casts.
+// Element types of runtime tensors (DType). f16 and bf16 are, though few kernels take them: in
+// the pipeline, --tandem-legalize-f16 runs the other ops in f32 between Casts.
 bool isSupportedElementType(mlir::Type t) { return mlirToDType(t) != DType::Undefined; }
 
 // "" when `t` is a type a tandem value may have; otherwise why not.
@@ -30,7 +30,7 @@ std::string checkType(mlir::Type t, bool allowNone) {
     std::string s;
     llvm::raw_string_ostream os(s);
     os << "has unsupported element type " << ranked.getElementType()
-       << " (supported: f16, f32, f64, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64)";
+       << " (supported: bf16, f16, f32, f64, i1, i8, i16, i32, i64, ui8, ui16, ui32, ui64)";
     return os.str();
   }
   return "";

@@ -20,18 +20,24 @@ enum class DType : int32_t {
   F64 = 11,
   U32 = 12,
   U64 = 13,
+  BF16 = 16,  // bfloat16 bits, the high half of an f32 (runtime/Half.h); read like F16
 };
 
 /// Bytes per element; 0 for Undefined.
 size_t dtypeSize(DType t);
-/// "f32", "f64", "i32", "i64", "bool", "u8", "i8", "u16", "i16", "u32", "u64", "f16";
+/// "f32", "f64", "i32", "i64", "bool", "u8", "i8", "u16", "i16", "u32", "u64", "f16", "bf16";
 /// "undefined" otherwise.
 const char* dtypeName(DType t);
 /// Inverse of dtypeName; returns false for an unknown name.
 bool parseDType(const std::string& name, DType* out);
 /// True for the ONNX codes Tandem knows (the enum values above).
 bool isKnownDType(int32_t onnxCode);
-inline bool isFloat(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16; }
+inline bool isFloat(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
+}
+/// The 16-bit floats (f16, bf16): stored as uint16_t bits, converted by runtime/Half.h, and read
+/// only by the kernels that say so (Cast, CastLike, Max, Min, Mod); other ops run them in f32.
+inline bool isHalfFloat(DType t) { return t == DType::F16 || t == DType::BF16; }
 inline bool isInteger(DType t) {
   return t == DType::I32 || t == DType::I64 || t == DType::U8 || t == DType::I8 ||
          t == DType::U16 || t == DType::I16 || t == DType::U32 || t == DType::U64;
@@ -39,7 +45,7 @@ inline bool isInteger(DType t) {
 
 /// Calls f(T{}) with T the C++ type of `t` (float, double, int32_t, int64_t, bool as uint8_t via
 /// `bool`, uint8_t, int8_t, uint16_t, int16_t, uint32_t, uint64_t). Returns false (without
-/// calling) for Undefined/F16.
+/// calling) for Undefined/F16/BF16.
 template <typename F>
 bool dispatchDType(DType t, F&& f) {
   switch (t) {

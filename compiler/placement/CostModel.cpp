@@ -44,6 +44,7 @@ Precision CostModel::precisionFor(const OpWork& w, size_t device) const {
   const bool matrix = w.cls == OpClass::Gemm || w.cls == OpClass::Conv;
   if (w.dtype == DType::F64) return Precision::F64;
   if (w.dtype == DType::F16 && matrix) return Precision::F16;
+  if (w.dtype == DType::BF16 && matrix) return Precision::BF16;
   if (w.dtype == DType::F32 && matrix && options_.allowTf32 && d.peakTf32FlopsPerSec > 0)
     return Precision::TF32;
   return Precision::F32;

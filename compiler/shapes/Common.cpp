@@ -8,8 +8,9 @@ namespace tandem {
 
 namespace shapes {
 
-const std::vector<DType> kFloatTypes = {DType::F16, DType::F32, DType::F64};
-const std::vector<DType> kNumericTypes = {DType::F16, DType::F32, DType::F64, DType::I32,
+const std::vector<DType> kFloatTypes = {DType::F16, DType::BF16, DType::F32, DType::F64};
+const std::vector<DType> kNumericTypes = {DType::F16, DType::BF16, DType::F32, DType::F64,
+                                          DType::I32,
                                           DType::I64, DType::U8,  DType::I8,  DType::U16,
                                           DType::I16, DType::U32, DType::U64};
 const std::vector<DType> kIntIndexTypes = {DType::I32, DType::I64};
@@ -78,7 +79,7 @@ std::string checkDTypeIn(const Ctx& c, size_t i, const std::vector<DType>& allow
     if (c.in[i].dtype == t) return "";
   std::string list;
   for (size_t k = 0; k < allowed.size(); ++k) {
-    if (allowed[k] == DType::F16) continue;  // reserved, not advertised
+    if (isHalfFloat(allowed[k])) continue;  // f16, bf16: mostly run in f32, not advertised
     if (!list.empty()) list += ", ";
     list += dtypeName(allowed[k]);
   }

@@ -6,9 +6,10 @@ namespace tandem::shapes {
 namespace {
 
 // Signed types only (ONNX Neg-13, Relu-14): unsigned negation makes no sense.
-const std::vector<DType> kSignedTypes = {DType::F16, DType::F32, DType::F64,
+const std::vector<DType> kSignedTypes = {DType::F16, DType::BF16, DType::F32, DType::F64,
                                          DType::I32, DType::I64, DType::I8};
-const std::vector<DType> kAllTypes = {DType::F16, DType::F32, DType::F64, DType::I32,
+const std::vector<DType> kAllTypes = {DType::F16, DType::BF16, DType::F32, DType::F64,
+                                      DType::I32,
                                       DType::I64, DType::U8,  DType::I8,  DType::Bool,
                                       DType::U16, DType::I16, DType::U32, DType::U64};
 
@@ -54,8 +55,8 @@ std::string inferBinaryArith(const Ctx& c) {
 std::string inferPow(const Ctx& c) {
   // Pow-15: base T in {i32, i64, floats}, exponent T1 any numeric; result has the base's dtype.
   static const std::vector<const char*> names = {"X", "Y"};
-  static const std::vector<DType> baseTypes = {DType::F16, DType::F32, DType::F64, DType::I32,
-                                               DType::I64};
+  static const std::vector<DType> baseTypes = {DType::F16, DType::BF16, DType::F32,
+                                               DType::F64, DType::I32,  DType::I64};
   if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, baseTypes, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 1, kNumericTypes, names); !e.empty()) return e;
@@ -177,8 +178,8 @@ std::string inferIdentity(const Ctx& c) { return unary(c, kAllTypes); }
 std::string inferPRelu(const Ctx& c) {
   // PRelu-16: slope is unidirectionally broadcastable to X; the result has X's shape.
   static const std::vector<const char*> names = {"X", "slope"};
-  static const std::vector<DType> types = {DType::F16, DType::F32, DType::F64, DType::I32,
-                                           DType::I64};
+  static const std::vector<DType> types = {DType::F16, DType::BF16, DType::F32,
+                                           DType::F64, DType::I32,  DType::I64};
   if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, types, names); !e.empty()) return e;
   if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;

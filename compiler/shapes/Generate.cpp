@@ -80,7 +80,7 @@ std::string inferWindow(const Ctx& c) {
   if (auto e = checkDTypeIn(c, 0, kIntIndexTypes, names); !e.empty()) return e;
   const int64_t code = c.attrs.getInt("output_datatype", (int64_t)DType::F32);
   if (code <= 0 || code > INT32_MAX || !isKnownDType((int32_t)code) || !isFloat((DType)code) ||
-      (DType)code == DType::F16)
+      isHalfFloat((DType)code))
     return c.fail("attribute output_datatype=" + std::to_string(code) + " is not f32 or f64");
   double n;
   int64_t len = kUnknownDim;

@@ -305,8 +305,8 @@ std::string inferPool(const Ctx& c) {
   const int numIn = isGrad ? 2 : 1;
   if (auto e = checkArity(c, numIn, numIn, 1, isMax && !isGrad ? 2 : 1, names); !e.empty())
     return e;
-  static const std::vector<DType> maxTypes = {DType::F16, DType::F32, DType::F64, DType::I8,
-                                              DType::U8};
+  static const std::vector<DType> maxTypes = {DType::F16, DType::BF16, DType::F32,
+                                              DType::F64, DType::I8,   DType::U8};
   if (auto e = checkDTypeIn(c, 0, isMax ? maxTypes : kFloatTypes, names); !e.empty()) return e;
   if (auto e = checkImage(c, 0, "X"); !e.empty()) return e;
   const auto& x = c.in[0].dims;

@@ -49,3 +49,20 @@ func.func @main(%x: tensor<2x3xf16>) -> tensor<3x2xf16> {
   %n = tandem.neg %s : (tensor<3x2xf16>) -> tensor<3x2xf16>
   return %n : tensor<3x2xf16>
 }
+
+// -----
+
+// bf16 goes the same way: Sigmoid has no bf16 CPU kernel, so it runs in f32 and its result is
+// narrowed back with to = 16 (BFLOAT16); Max has a bf16 kernel and is left alone.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK-NEXT: %[[XW:.*]] = tandem.cast %[[X]] {to = 1 : i64} : (tensor<4xbf16>) -> tensor<4xf32>
+// CHECK-NEXT: %[[S:.*]] = tandem.sigmoid %[[XW]] : (tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NEXT: %[[SN:.*]] = tandem.cast %[[S]] {to = 16 : i64} : (tensor<4xf32>) -> tensor<4xbf16>
+// CHECK-NEXT: %[[M:.*]] = tandem.max %[[SN]], %[[X]] : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+// CHECK-NEXT: return %[[M]] : tensor<4xbf16>
+func.func @main(%x: tensor<4xbf16>) -> tensor<4xbf16> {
+  %s = tandem.sigmoid %x : (tensor<4xbf16>) -> tensor<4xbf16>
+  %m = tandem.max %s, %x : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  return %m : tensor<4xbf16>
+}

@@ -31,18 +31,18 @@ func.func @main(%x: tensor<*xf32> {tandem.name = "x"}) -> tensor<*xf32> {
 
 // -----
 
-// bf16 has no runtime dtype (f16 has: Cast converts it).
-// expected-error @below {{tandem-verify: input 'arg0' has unsupported element type bf16}}
-func.func @main(%x: tensor<4xbf16>) -> tensor<4xbf16> {
-  return %x : tensor<4xbf16>
+// f8E4M3FN has no runtime dtype (f16 and bf16 have: Cast converts them).
+// expected-error @below {{tandem-verify: input 'arg0' has unsupported element type f8E4M3FN}}
+func.func @main(%x: tensor<4xf8E4M3FN>) -> tensor<4xf8E4M3FN> {
+  return %x : tensor<4xf8E4M3FN>
 }
 
 // -----
 
-func.func @main() -> tensor<4xbf16> {
-  // expected-error @below {{tandem-verify: result 0 has unsupported element type bf16}}
-  %c = tandem.constant dense<1.0> : tensor<4xbf16>
-  return %c : tensor<4xbf16>
+func.func @main() -> tensor<4xf8E4M3FN> {
+  // expected-error @below {{tandem-verify: result 0 has unsupported element type f8E4M3FN}}
+  %c = tandem.constant dense<1.0> : tensor<4xf8E4M3FN>
+  return %c : tensor<4xf8E4M3FN>
 }
 
 // -----

@@ -43,7 +43,7 @@ static double elementAsDouble(const Tensor& t, int64_t i) {
 }
 
 static double valueAt(const Tensor& t, int64_t i) {
-  if (t.dtype() == DType::F16) return halfToFloat(t.data<uint16_t>()[i]);
+  if (isHalfFloat(t.dtype())) return narrowToFloat(t.data<uint16_t>()[i], t.dtype() == DType::BF16);
   double v = 0;
   dispatchDType(t.dtype(), [&](auto tag) { v = elementAsDouble<decltype(tag)>(t, i); });
   return v;
@@ -89,6 +89,11 @@ double checksum(const Tensor& t) {
 Tensor randomTensor(const TensorType& type, std::mt19937& rng) {
   Tensor x = Tensor::alloc(type.dtype, type.shape);
   std::uniform_real_distribution<double> u(0.0, 1.0);
+  if (isHalfFloat(type.dtype)) {
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.data<uint16_t>()[i] = narrowFromDouble(u(rng), type.dtype == DType::BF16);
+    return x;
+  }
   dispatchDType(type.dtype, [&](auto tag) {
     using T = decltype(tag);
     T* p = x.data<T>();

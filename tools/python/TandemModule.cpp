@@ -63,6 +63,12 @@ void requireFile(const std::string& path, const char* kind) {
 // ---- dtypes: runtime/DType.h <-> NumPy ----
 
 py::dtype numpyDType(DType t) {
+  // NumPy has no bfloat16 (nor does this module map float16): no uint16 view is handed out,
+  // which would read as integers; a model keeps f32 at its boundary and Casts inside.
+  if (isHalfFloat(t))
+    throw Error(std::string("dtype ") + dtypeName(t) +
+                " has no NumPy equivalent here (NumPy has no bfloat16): give the model f32 "
+                "inputs and outputs and Cast to and from " + dtypeName(t) + " inside it");
   py::dtype out;
   if (!dispatchDType(t, [&](auto tag) { out = py::dtype::of<decltype(tag)>(); }))
     throw Error(std::string("dtype ") + dtypeName(t) + " has no NumPy equivalent here");

@@ -570,45 +570,48 @@ Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
-// ---- f16 through f32 ------------------------------------------------------------------------
+// ---- f16 and bf16 through f32 ----------------------------------------------------------------
 
-// Runs `inner`'s f32 kernel on f16 operands: they widen exactly, and the f32 result is rounded
-// once to nearest-even. That is exact for Max, Min and Mod, whose f32 results are f16 inputs or
-// remainders smaller than the divisor (fmod is exact in any precision).
+// Runs `inner`'s f32 kernel on f16 or bf16 operands: they widen exactly, and the f32 result is
+// rounded once to nearest-even. That is exact for Max, Min and Mod, whose f32 results are inputs
+// or remainders smaller than the divisor (fmod is exact in any precision).
 KernelFactory viaF32(KernelFactory inner) {
   return [inner](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
-    if (ctx.inputTypes[0].dtype != DType::F16) return inner(ctx, out);
+    const DType narrow = ctx.inputTypes[0].dtype;
+    if (!isHalfFloat(narrow)) return inner(ctx, out);
+    const bool bf = narrow == DType::BF16;
     KernelContext wide = ctx;
     for (TensorType& t : wide.inputTypes)
-      if (t.dtype == DType::F16) t.dtype = DType::F32;
+      if (t.dtype == narrow) t.dtype = DType::F32;
     for (TensorType& t : wide.outputTypes)
-      if (t.dtype == DType::F16) t.dtype = DType::F32;
+      if (t.dtype == narrow) t.dtype = DType::F32;
     std::vector<Tensor> consts(ctx.constInputs.size());
     for (size_t i = 0; i < ctx.constInputs.size(); ++i)
       if (const Tensor* c = ctx.constInputs[i]) {
         consts[i] = Tensor::alloc(DType::F32, c->shape());
         for (int64_t k = 0; k < c->numel(); ++k)
-          consts[i].data<float>()[k] = halfToFloat(c->data<uint16_t>()[k]);
+          consts[i].data<float>()[k] = narrowToFloat(c->data<uint16_t>()[k], bf);
         wide.constInputs[i] = &consts[i];
       }
     std::unique_ptr<Kernel> k;
     TANDEM_RETURN_IF_ERROR(inner(wide, &k));
     std::shared_ptr<Kernel> f32Kernel(std::move(k));
     const Shape outShape = ctx.outputTypes[0].shape;
-    return makeKernel(out, [f32Kernel, outShape](const Inputs& in, const Outputs& outs) -> Status {
+    return makeKernel(out, [f32Kernel, outShape, bf](const Inputs& in, const Outputs& outs) -> Status {
       std::vector<Tensor> widened(in.size());
       Inputs args(in.size(), nullptr);
       for (size_t i = 0; i < in.size(); ++i) {
         if (!in[i]) continue;
         widened[i] = Tensor::alloc(DType::F32, in[i]->shape());
         const uint16_t* h = in[i]->data<uint16_t>();
-        for (int64_t k = 0, n = in[i]->numel(); k < n; ++k) widened[i].data<float>()[k] = halfToFloat(h[k]);
+        for (int64_t k = 0, n = in[i]->numel(); k < n; ++k)
+          widened[i].data<float>()[k] = narrowToFloat(h[k], bf);
         args[i] = &widened[i];
       }
       Tensor y = Tensor::alloc(DType::F32, outShape);
       TANDEM_RETURN_IF_ERROR(f32Kernel->run(args, {&y}));
       uint16_t* o = outs[0]->data<uint16_t>();
-      for (int64_t k = 0, n = y.numel(); k < n; ++k) o[k] = halfFromDouble(y.data<float>()[k]);
+      for (int64_t k = 0, n = y.numel(); k < n; ++k) o[k] = narrowFromDouble(y.data<float>()[k], bf);
       return Status::ok();
     });
   };
@@ -656,9 +659,10 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "LessOrEqual", acceptsAllSame(N), dtypesToText(N), binaryFactory(BinOp::LessOrEqual));
   addRef(r, "GreaterOrEqual", acceptsAllSame(N), dtypesToText(N),
          binaryFactory(BinOp::GreaterOrEqual));
-  // Mod, Min and Max also take f16, through f32 (viaF32).
+  // Mod, Min and Max also take f16 and bf16, through f32 (viaF32).
   std::vector<DType> wide = wideNumericTypes();
   wide.push_back(DType::F16);
+  wide.push_back(DType::BF16);
   addRef(r, "Mod", acceptsAllSame(wide), dtypesToText(wide), viaF32(createMod));
   const std::vector<DType> B = {DType::Bool};
   addRef(r, "Not", B, createNot);

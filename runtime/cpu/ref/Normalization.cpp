@@ -32,7 +32,7 @@ Status createBatchNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
   const int64_t N = xs[0], C = xs[1], P = product(xs, 2, xs.size());
   for (size_t i = 1; i < 5; ++i) {
-    if (!isFloat(ctx.inputTypes[i].dtype) || ctx.inputTypes[i].dtype == DType::F16)
+    if (!isFloat(ctx.inputTypes[i].dtype) || isHalfFloat(ctx.inputTypes[i].dtype))
       return opError(ctx, "input " + std::to_string(i) + " must be f32 or f64");
     if (ctx.inputTypes[i].shape != Shape{C})
       return opError(ctx, "input " + std::to_string(i) + " must have shape [" + std::to_string(C) +
@@ -46,7 +46,7 @@ Status createBatchNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return opError(ctx, "running_mean/running_var outputs need training_mode=1");
   for (size_t i = 1; i < 3; ++i)
     if (outputRequested(ctx, i) &&
-        (!isFloat(ctx.outputTypes[i].dtype) || ctx.outputTypes[i].dtype == DType::F16 ||
+        (!isFloat(ctx.outputTypes[i].dtype) || isHalfFloat(ctx.outputTypes[i].dtype) ||
          ctx.outputTypes[i].shape != Shape{C}))
       return opError(ctx, "running_mean/running_var outputs must be f32/f64 of shape [" +
                               std::to_string(C) + "]");
@@ -136,7 +136,7 @@ Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     TANDEM_RETURN_IF_ERROR(paramIndex(ctx, ctx.inputTypes[2].shape, norm, "B", bIdx.get()));
   for (size_t i = 1; i < 3; ++i)
     if (outputRequested(ctx, i)) {
-      if (!isFloat(ctx.outputTypes[i].dtype) || ctx.outputTypes[i].dtype == DType::F16)
+      if (!isFloat(ctx.outputTypes[i].dtype) || isHalfFloat(ctx.outputTypes[i].dtype))
         return opError(ctx, "Mean/InvStdDev outputs must be f32 or f64");
       if (numElements(ctx.outputTypes[i].shape) != outer)
         return opError(ctx, "Mean/InvStdDev output shape " +

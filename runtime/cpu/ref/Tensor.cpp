@@ -297,31 +297,50 @@ To castValue(From v) {
   }
 }
 
-// Casts from and to f16: through float (exact) from f16, rounded once to nearest-even into it.
+// Casts from and to the 16-bit floats (f16, bf16): through float (exact) from them, rounded once
+// to nearest-even into them (from float by bfloat16FromFloat's bit rounding, from anything else
+// through double, exact for every dtype but i64/u64 beyond 2^53).
 RunFn halfCast(DType from, DType dst) {
   RunFn fn;
-  if (from == DType::F16 && dst == DType::F16) {
+  const bool fromBf = from == DType::BF16, toBf = dst == DType::BF16;
+  if (from == dst) {
     fn = [](const Inputs& in, const Outputs& outs) -> Status {
       std::memcpy(outs[0]->raw(), in[0]->raw(), in[0]->bytes());
       return Status::ok();
     };
-  } else if (from == DType::F16) {
+  } else if (isHalfFloat(from) && isHalfFloat(dst)) {
+    fn = [fromBf, toBf](const Inputs& in, const Outputs& outs) -> Status {
+      const uint16_t* x = in[0]->data<uint16_t>();
+      uint16_t* y = outs[0]->data<uint16_t>();
+      for (int64_t i = 0, n = in[0]->numel(); i < n; ++i)
+        y[i] = narrowFromDouble(narrowToFloat(x[i], fromBf), toBf);
+      return Status::ok();
+    };
+  } else if (isHalfFloat(from)) {
     dispatchDType(dst, [&](auto toTag) {
       using T = decltype(toTag);
-      fn = [](const Inputs& in, const Outputs& outs) -> Status {
+      fn = [fromBf](const Inputs& in, const Outputs& outs) -> Status {
         const uint16_t* x = in[0]->data<uint16_t>();
         T* y = outs[0]->data<T>();
-        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = castValue<T, float>(halfToFloat(x[i]));
+        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i)
+          y[i] = castValue<T, float>(narrowToFloat(x[i], fromBf));
         return Status::ok();
       };
     });
+  } else if (from == DType::F32 && toBf) {
+    fn = [](const Inputs& in, const Outputs& outs) -> Status {
+      const float* x = in[0]->data<float>();
+      uint16_t* y = outs[0]->data<uint16_t>();
+      for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = bfloat16FromFloat(x[i]);
+      return Status::ok();
+    };
   } else {
     dispatchDType(from, [&](auto fromTag) {
       using F = decltype(fromTag);
-      fn = [](const Inputs& in, const Outputs& outs) -> Status {
+      fn = [toBf](const Inputs& in, const Outputs& outs) -> Status {
         const F* x = in[0]->data<F>();
         uint16_t* y = outs[0]->data<uint16_t>();
-        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = halfFromDouble(double(x[i]));
+        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = narrowFromDouble(double(x[i]), toBf);
         return Status::ok();
       };
     });
@@ -334,7 +353,7 @@ Status castKernel(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
   const DType from = ctx.inputTypes[0].dtype, dst = ctx.outputTypes[0].dtype;
   RunFn fn;
-  if (from == DType::F16 || dst == DType::F16) fn = halfCast(from, dst);
+  if (isHalfFloat(from) || isHalfFloat(dst)) fn = halfCast(from, dst);
   dispatchDType(from, [&](auto fromTag) {
     using F = decltype(fromTag);
     dispatchDType(dst, [&](auto toTag) {
@@ -383,9 +402,10 @@ void registerTensorKernels(KernelRegistry& r) {
   addRef(r, "Transpose", acceptsAny(), all, createTranspose);
   addRef(r, "Expand", acceptsAny(), all, createExpand);
   addRef(r, "Shape", acceptsAny(), all, createShape);
-  // Cast and CastLike also convert f16, which no other kernel reads.
+  // Cast and CastLike also convert f16 and bf16, which few other kernels read.
   std::vector<DType> castTypes = allTypes();
   castTypes.push_back(DType::F16);
+  castTypes.push_back(DType::BF16);
   const AcceptsFn castAccepts = [castTypes](const std::vector<DType>& in) {
     return !in.empty() && contains(castTypes, in[0]);
   };

@@ -10,6 +10,7 @@ Models (random weights, fixed seed, static shapes, batch 2):
              -> Flatten -> Gemm (10) -> f16 [2,10]
   f16_mlp    x f16 [2,8,32] -> Linear (64) -> GELU (erf, written out at opset 17) -> Linear (32)
              -> residual Add -> LayerNormalization -> f16 [2,8,32]
+  bf16_cnn, bf16_mlp  the same two networks (other weights and inputs) in bfloat16
   lstm       x f32 [2,7,8] -> nn.LSTM(8, 16, num_layers=2, bidirectional, batch_first)
              -> last step -> Linear (5) -> f32 [2,5]
   int8_qlinear  x f32 [2,3,8,8] -> QuantizeLinear (uint8) -> QLinearConv (int8 weights with
@@ -20,6 +21,11 @@ f16: torch 1.13 has no f16 Conv on the CPU, so the f32 model is exported (opset 
 float initializers, Constant nodes, inputs and outputs are then rewritten to f16. The reference
 is PyTorch in f32 on the same f16-rounded weights and inputs, rounded to f16 at the end (the
 model rounds to f16 after every op; the test's tolerance covers the difference).
+bf16: as f16, with bfloat16 (ONNX elem type 16) for float16: weights and inputs rounded to bf16
+(round to nearest-even, PyTorch's .bfloat16()), the reference PyTorch in f32 rounded to bf16 at
+the end. numpy has no bfloat16, so the tensors are written from their bits: the initializers and
+the expected output as raw_data, the input as int32_data (each bf16's bits in the low 16 bits of
+an int32, as onnx.proto says), so both encodings are read end to end.
 int8: the reference is numpy following the ONNX equations, with requantization done as ONNX
 Runtime does (multiplier float32(float32(a_scale * b_scale) / y_scale), the int32 accumulator
 times it in double, rounded half to even, plus the zero point, saturated).
@@ -78,6 +84,66 @@ def to_f16(model):
             vi.type.tensor_type.elem_type = TensorProto.FLOAT16
     onnx.checker.check_model(model)
     return model
+
+
+def bf16_bits(a):
+    """The bf16 bits (uint16) of float array `a`, rounded to nearest-even."""
+    t = torch.as_tensor(np.ascontiguousarray(a, dtype=np.float32)).bfloat16()
+    return t.view(torch.int16).numpy().view(np.uint16)
+
+
+def bf16_tensor(a, name="", int32_data=False):
+    p = TensorProto()
+    p.name = name
+    p.data_type = TensorProto.BFLOAT16
+    p.dims.extend(np.shape(a))
+    bits = bf16_bits(a)
+    if int32_data:
+        p.int32_data.extend(int(b) for b in bits.ravel())
+    else:
+        p.raw_data = bits.tobytes()
+    return p
+
+
+def to_bf16(model):
+    """The f32 graph as bf16: initializers, Constant nodes, graph inputs/outputs, Cast targets."""
+    g = model.graph
+    for init in g.initializer:
+        if init.data_type == TensorProto.FLOAT:
+            init.CopyFrom(bf16_tensor(numpy_helper.to_array(init), init.name))
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
+                a.t.CopyFrom(bf16_tensor(numpy_helper.to_array(a.t), a.t.name))
+            if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                a.i = TensorProto.BFLOAT16
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = TensorProto.BFLOAT16
+    onnx.checker.check_model(model)
+    return model
+
+
+def bf16_model(name, module, x, out_dir):
+    module.eval()
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(p.bfloat16().float())
+        for b in module.buffers():
+            if b.dtype == torch.float32:
+                b.copy_(b.bfloat16().float())
+    x = x.bfloat16().float()
+    path = os.path.join(out_dir, name)
+    model = to_bf16(export(module, x, path))
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    with torch.no_grad():
+        y = module(x).numpy()
+    d = os.path.join(path, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "input_0.pb"), "wb") as f:
+        f.write(bf16_tensor(x.numpy(), model.graph.input[0].name, int32_data=True).SerializeToString())
+    with open(os.path.join(d, "output_0.pb"), "wb") as f:
+        f.write(bf16_tensor(y, model.graph.output[0].name).SerializeToString())
 
 
 def f16_model(name, module, x, out_dir):
@@ -229,6 +295,21 @@ def main():
         write_set(path, [x.numpy()], [lstm(x).numpy()], model)
 
     int8_model(out_dir)
+
+    # bf16: the same networks with their own seed, so the f16 and LSTM files above do not change.
+    torch.manual_seed(SEED + 16)
+    cnn = Cnn()
+    with torch.no_grad():
+        cnn.bn.running_mean.uniform_(-0.2, 0.2)
+        cnn.bn.running_var.uniform_(0.5, 1.5)
+        cnn.bn.weight.uniform_(0.8, 1.2)
+        cnn.bn.bias.uniform_(-0.1, 0.1)
+    bf16_model("bf16_cnn", cnn, torch.randn(2, 3, 16, 16), out_dir)
+    mlp = Mlp()
+    with torch.no_grad():
+        mlp.ln.weight.uniform_(0.8, 1.2)
+        mlp.ln.bias.uniform_(-0.1, 0.1)
+    bf16_model("bf16_mlp", mlp, torch.randn(2, 8, 32), out_dir)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "runtime/Half.h"
 #include "runtime/Philox.h"
 #include "tests/unit/runtime/ref_test_util.h"
 
@@ -404,6 +405,122 @@ TEST(RefCast, ToAndFromF16) {
   Tensor z = run1("CastLike", {}, {f64({2}, {0.5, -1.5}), like}, DType::F16, {2});
   EXPECT_EQ(z.data<uint16_t>()[0], 0x3800);
   EXPECT_EQ(z.data<uint16_t>()[1], 0xBE00);
+}
+
+// bf16 is the high half of an f32. Expected bits cross-checked with PyTorch's
+// torch.tensor(f32).bfloat16() (round to nearest-even on the f32 bits).
+float f32Bits(uint32_t b) {
+  float f;
+  std::memcpy(&f, &b, 4);
+  return f;
+}
+uint32_t bitsOf(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
+
+TEST(BFloat16, FromFloatRoundsToNearestEven) {
+  EXPECT_EQ(bfloat16FromFloat(1.0f), 0x3F80);
+  EXPECT_EQ(bfloat16FromFloat(0.1f), 0x3DCD);                    // 0x3DCCCCCD rounds up
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x3F808000)), 0x3F80);     // tie, even below
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x3F818000)), 0x3F82);     // tie, even above
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x3F808001)), 0x3F81);     // just above the tie
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0xBF808001)), 0xBF81);     // sign carries
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x7F7F7FFF)), 0x7F7F);     // largest bf16 3.3895e38
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x7F7F8000)), 0x7F80);     // its tie rounds to inf
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x7F7FFFFF)), 0x7F80);     // FLT_MAX -> inf
+  EXPECT_EQ(bfloat16FromFloat(std::numeric_limits<float>::infinity()), 0x7F80);
+  EXPECT_EQ(bfloat16FromFloat(-std::numeric_limits<float>::infinity()), 0xFF80);
+  EXPECT_EQ(bfloat16FromFloat(-0.0f), 0x8000);
+  // f32 subnormals round like normals, in units of 2^-133.
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x00000001)), 0x0000);
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x00008000)), 0x0000);     // tie, even 0
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x00018000)), 0x0002);     // tie, even 2
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x00010000)), 0x0001);     // exact, smallest bf16
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x007FFFFF)), 0x0080);     // up into the normals
+  // NaN stays NaN (quiet, same sign), even one whose payload is all in the dropped half, which
+  // truncation or a carry would turn into inf.
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x7FC00000)), 0x7FC0);
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x7F800001)), 0x7FC0);
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0xFFFFFFFF)), 0xFFFF);
+  EXPECT_EQ(bfloat16FromFloat(f32Bits(0x7FA00000)), 0x7FE0);     // payload top kept
+}
+
+TEST(BFloat16, ToFloatIsExact) {
+  EXPECT_EQ(bitsOf(bfloat16ToFloat(0x3F80)), 0x3F800000u);
+  EXPECT_EQ(bfloat16ToFloat(0x0001), std::ldexp(1.0f, -133));    // smallest subnormal
+  EXPECT_EQ(bfloat16ToFloat(0x7F7F), 3.3895313892515355e38f);
+  EXPECT_EQ(bfloat16ToFloat(0xFF80), -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(bitsOf(bfloat16ToFloat(0x8000)), 0x80000000u);
+  EXPECT_EQ(bitsOf(bfloat16ToFloat(0x7FE1)), 0x7FE10000u);       // NaN payload kept
+  // Every bf16 survives the round trip bit for bit (NaNs are quiet already: 0x40 set).
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const uint16_t h = uint16_t(b);
+    const bool quietOrNotNaN = (h & 0x7F80) != 0x7F80 || (h & 0x7F) == 0 || (h & 0x40);
+    if (quietOrNotNaN) ASSERT_EQ(bfloat16FromFloat(bfloat16ToFloat(h)), h) << b;
+    ASSERT_EQ(bfloat16FromDouble(double(bfloat16ToFloat(h))) & 0x7FFF,
+              std::isnan(bfloat16ToFloat(h)) ? (h | 0x40) & 0x7FFF : h & 0x7FFF)
+        << b;
+  }
+}
+
+TEST(BFloat16, FromDoubleRoundsOnce) {
+  // 1 + 2^-8 + 2^-40 is above the tie between 0x3F80 and 0x3F81: rounding once gives 0x3F81;
+  // through f32 (as PyTorch's f64.bfloat16() does) the 2^-40 is lost and the tie goes to 0x3F80.
+  EXPECT_EQ(bfloat16FromDouble(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40)), 0x3F81);
+  EXPECT_EQ(bfloat16FromDouble(1.0 + std::ldexp(1.0, -8)), 0x3F80);
+  EXPECT_EQ(bfloat16FromDouble(0.1), 0x3DCD);
+  EXPECT_EQ(bfloat16FromDouble(1e300), 0x7F80);
+  EXPECT_EQ(bfloat16FromDouble(-1e300), 0xFF80);
+  EXPECT_EQ(bfloat16FromDouble(3.3895313892515355e38), 0x7F7F);
+  EXPECT_EQ(bfloat16FromDouble(std::ldexp(1.0, -133)), 0x0001);
+  EXPECT_EQ(bfloat16FromDouble(std::ldexp(1.0, -134)), 0x0000);   // tie with 0, even
+  EXPECT_EQ(bfloat16FromDouble(std::ldexp(3.0, -134)), 0x0002);   // tie, even 2
+  EXPECT_EQ(bfloat16FromDouble(std::ldexp(1.0, -134) * 1.0000001), 0x0001);
+  EXPECT_EQ(bfloat16FromDouble(std::numeric_limits<double>::quiet_NaN()) & 0x7FC0, 0x7FC0);
+}
+
+// Cast into and out of bf16 through the CPU reference kernels.
+TEST(RefCast, ToAndFromBF16) {
+  Tensor y = run1("Cast", attrs({{"to", Attr::ofInt(16)}}),
+                  {f32({6}, {1, 0.1f, f32Bits(0x3F808000), f32Bits(0x3F818000), 1e39f, kNaN})},
+                  DType::BF16, {6});
+  const std::vector<uint16_t> want = {0x3F80, 0x3DCD, 0x3F80, 0x3F82, 0x7F80, 0x7FC0};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y.data<uint16_t>()[i], want[i]) << i;
+
+  Tensor b = Tensor::alloc(DType::BF16, {4});
+  const uint16_t bits[4] = {0x3EAB, 0x0001, 0xFF80, 0xC2F7};
+  std::memcpy(b.raw(), bits, sizeof bits);
+  expectValues<double>(run1("Cast", attrs({{"to", Attr::ofInt(11)}}), {b}, DType::F64, {4}), {4},
+                       {0.333984375, std::ldexp(1.0, -133),
+                        -std::numeric_limits<double>::infinity(), -123.5},
+                       0);
+  expectValues<int64_t>(run1("Cast", attrs({{"to", Attr::ofInt(7)}}), {b}, DType::I64, {4}), {4},
+                        {0, 0, std::numeric_limits<int64_t>::min(), -123});
+  // f64 -> bf16 rounds once (see FromDoubleRoundsOnce); bf16 -> f16 rounds the exact value.
+  Tensor d = run1("Cast", attrs({{"to", Attr::ofInt(16)}}),
+                  {f64({1}, {1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40)})}, DType::BF16, {1});
+  EXPECT_EQ(d.data<uint16_t>()[0], 0x3F81);
+  Tensor h = run1("Cast", attrs({{"to", Attr::ofInt(10)}}), {b}, DType::F16, {4});
+  const std::vector<uint16_t> wantH = {0x3558, 0x0000, 0xFC00, 0xD7B8};  // 1/3ish, 0, -inf, -123.5
+  for (size_t i = 0; i < wantH.size(); ++i) EXPECT_EQ(h.data<uint16_t>()[i], wantH[i]) << i;
+  Tensor like = Tensor::alloc(DType::BF16, {1});
+  Tensor z = run1("CastLike", {}, {f64({2}, {0.5, -1.5}), like}, DType::BF16, {2});
+  EXPECT_EQ(z.data<uint16_t>()[0], 0x3F00);
+  EXPECT_EQ(z.data<uint16_t>()[1], 0xBFC0);
+}
+
+// Max, Min and Mod read bf16 through their f32 kernels, exactly.
+TEST(RefCast, MaxOnBF16) {
+  Tensor a = Tensor::alloc(DType::BF16, {3}), c = Tensor::alloc(DType::BF16, {3});
+  const uint16_t av[3] = {0x3F80, 0xC000, 0x7FC0}, cv[3] = {0x3F81, 0xC040, 0x3F80};
+  std::memcpy(a.raw(), av, sizeof av);
+  std::memcpy(c.raw(), cv, sizeof cv);
+  Tensor m = run1("Max", {}, {a, c}, DType::BF16, {3});
+  EXPECT_EQ(m.data<uint16_t>()[0], 0x3F81);
+  EXPECT_EQ(m.data<uint16_t>()[1], 0xC000);
+  EXPECT_TRUE(std::isnan(bfloat16ToFloat(m.data<uint16_t>()[2])));
 }
 
 }  // namespace
