@@ -19,6 +19,10 @@
 //    halves s8-source weights (jcp.wei_adj_scale 0.5), so there only u8 activations with
 //    |W - w_zero_point| <= 64 are taken (255 * 128 < 32767); and since some oneDNN paths pass
 //    s32 accumulators through f32, 255 * max_channel sum |W - w_zero_point| must stay <= 2^24.
+//    Measured with oneDNN 2.6 on u8 255 x s8 127 over K = 1199 (exact sum 38797485): with
+//    ONEDNN_MAX_CPU_ISA=AVX2 jit_uni_int8_1x1:avx2 gave 19659692 and gemm:jit 19659691 (the s16
+//    saturation); on avx512_core_vnni brgconv_1x1 and brg matmul were exact past 2^24, but the
+//    other implementations were not checked, so the bound stays.
 //
 // Measured (dnnl_quantized_test's DISABLED_TimingNote, 1 OpenMP thread, shared 2-core AMD EPYC
 // with avx512_core_vnni, median of 21): QLinearConv u8 [1,64,28,28] x [64,64,3,3] pad 1, ref
