@@ -371,6 +371,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlFusedKernels(r);
   dnnlcpu::registerDnnlConcatKernels(r);
   dnnlcpu::registerDnnlTransposeKernels(r);
+  dnnlcpu::registerDnnlQuantizedKernels(r);
 }
 
 }  // namespace tandem

@@ -284,6 +284,19 @@ Status createConcatBatchNormReluKernel(const KernelContext& step,
                                        const std::vector<int64_t>& params, float eps, bool plain,
                                        std::unique_ptr<Kernel>* out);
 
+/// Convolution geometry in oneDNN terms, derived from ONNX attributes and the static shapes.
+struct ConvGeometry {
+  int spatial = 0;
+  int64_t group = 1;
+  dims strides, dilations /* oneDNN: ONNX - 1 */, padL, padR;
+  dims srcDims, weightsDims, dstDims, biasDims;
+  dnnl::memory::desc weightsPlain;  // ONNX layout of W seen with weightsDims (f32)
+};
+/// The geometry of a forward Conv-11 whose ctx has inputs X, W, [B] and output Y (any dtypes:
+/// only shapes and attributes are read); false with *why when oneDNN cannot express it
+/// (DnnlConv.cpp; the int8 kernels of DnnlQuantized.cpp share it).
+bool forwardConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::string* why);
+
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
 /// run: runtime/cpu/avx2/Winograd.h on nChw8c activations; "winograd-dnnl" where oneDNN has a
 /// Winograd of its own, AVX-512 hosts; "dnnl-plain-src" for a plain source of <= 4 channels)
@@ -307,6 +320,7 @@ void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub
 void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
 void registerDnnlConcatKernels(KernelRegistry& r);    // DnnlConcat.cpp: Concat in host layout
 void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Transpose (reorder)
+void registerDnnlQuantizedKernels(KernelRegistry& r); // DnnlQuantized.cpp: QLinearConv/MatMul, *Integer
 
 }  // namespace dnnlcpu
 }  // namespace tandem

@@ -41,15 +41,6 @@ constexpr const char* kDnnlWinograd = "winograd-dnnl";
 constexpr const char* kDnnlPlainSrc = "dnnl-plain-src";
 constexpr int64_t kPlainSrcMaxChannels = 4;
 
-/// Convolution geometry in oneDNN terms, derived from ONNX attributes and the static shapes.
-struct ConvGeometry {
-  int spatial = 0;
-  int64_t group = 1;
-  dims strides, dilations /* oneDNN: ONNX - 1 */, padL, padR;
-  dims srcDims, weightsDims, dstDims, biasDims;
-  dnnl::memory::desc weightsPlain;  // ONNX layout of W seen with weightsDims
-};
-
 int64_t floorDiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
@@ -526,6 +517,10 @@ bool dnnlWinogradApplies(const ConvGeometry& g) {
 }
 
 }  // namespace
+
+bool forwardConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::string* why) {
+  return convGeometry(ctx, /*transpose=*/false, g, why);
+}
 
 std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogue) {
   // 2-D 3x3 stride-1 convolutions with constant weights: Tandem's Winograd where initWinograd

@@ -124,6 +124,17 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
     EXPECT_EQ(d.priority, 10);
     ASSERT_TRUE(d.accepts);
     ASSERT_TRUE(d.supportsContext);
+    // The int8 products (DnnlQuantized.cpp) take u8/i8 x and w, nothing f32.
+    if (d.opType == "ConvInteger" || d.opType == "MatMulInteger" || d.opType == "QLinearConv" ||
+        d.opType == "QLinearMatMul") {
+      const size_t w = d.opType[0] == 'Q' ? 3 : 1;
+      std::vector<DType> q(w + 1, DType::F32);
+      q[0] = DType::U8;
+      q[w] = DType::I8;
+      EXPECT_TRUE(d.accepts(q)) << d.opType;
+      EXPECT_FALSE(d.accepts(std::vector<DType>(w + 1, DType::F32))) << d.opType;
+      continue;
+    }
     EXPECT_TRUE(d.accepts({DType::F32, DType::F32})) << d.opType;
     EXPECT_FALSE(d.accepts({DType::F64, DType::F64})) << d.opType;
     EXPECT_FALSE(d.accepts({DType::I64})) << d.opType;

@@ -1,0 +1,547 @@
+// oneDNN 2.6 int8 kernels of the quantized products: QLinearConv-10, ConvInteger-10 (N-D,
+// groups, strides, dilations, pads), QLinearMatMul-10 and MatMulInteger-10 (2-D and batched),
+// as the variant "dnnl" next to the reference kernels (variant "ref", runtime/cpu/ref/
+// QuantizedMath.cpp); the loader measures both and keeps the faster (runtime/Tuning.h).
+//
+// Outputs are bit-identical to the reference by construction:
+//  - oneDNN computes only the exact integer part: u8/s8 activations times s8 weights, s32
+//    accumulation, the activation's zero point through set_zero_points(DNNL_ARG_SRC) (padding
+//    contributes 0 after the shift, as in ONNX), s32 destination, no output scales. The weight
+//    zero point is subtracted once at load (W - w_zero_point must fit s8: u8 weights with zero
+//    point 128 do, s8 weights with zero point 0 do).
+//  - The requantization (bias, acc * multiplier, round half to even, + y_zero_point, saturate)
+//    is Tandem's own loop below, the reference's arithmetic step for step. oneDNN's own output
+//    scales would round the f32 product acc * scale (the reference's double product is exact)
+//    and adds the destination zero point before rounding, which differs on ties with an odd
+//    zero point; measured here: see tests/unit/runtime/dnnl_quantized_test.cpp.
+//  - Where oneDNN might not be exact the variant is refused and the reference runs: on ISAs
+//    without VNNI oneDNN multiplies through vpmaddubsw, whose s16 pair sums saturate, and
+//    halves s8-source weights (jcp.wei_adj_scale 0.5), so there only u8 activations with
+//    |W - w_zero_point| <= 64 are taken (255 * 128 < 32767); and since some oneDNN paths pass
+//    s32 accumulators through f32, 255 * max_channel sum |W - w_zero_point| must stay <= 2^24.
+//    Measured with oneDNN 2.6 on u8 255 x s8 127 over K = 1199 (exact sum 38797485): with
+//    ONEDNN_MAX_CPU_ISA=AVX2 jit_uni_int8_1x1:avx2 gave 19659692 and gemm:jit 19659691 (the s16
+//    saturation); on avx512_core_vnni brgconv_1x1 and brg matmul were exact past 2^24, but the
+//    other implementations were not checked, so the bound stays.
+//
+// Measured (dnnl_quantized_test's DISABLED_TimingNote, 1 OpenMP thread, shared 2-core AMD EPYC
+// with avx512_core_vnni, median of 21): QLinearConv u8 [1,64,28,28] x [64,64,3,3] pad 1, ref
+// 40.9 ms, dnnl (jit_int8:avx512_core_vnni + requantize) 0.23 ms; capped to AVX2 ref 20.3 ms,
+// dnnl (jit_uni_int8:avx2) 0.38 ms.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <type_traits>
+
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+constexpr const char* kVariantDnnl = "dnnl";
+constexpr const char* kVariantRef = "ref";
+constexpr int64_t kExactF32 = int64_t(1) << 24;
+
+bool quantized(DType t) { return t == DType::U8 || t == DType::I8; }
+
+dnnl::memory::data_type dnnlType(DType t) {
+  switch (t) {
+    case DType::U8: return dnnl::memory::data_type::u8;
+    case DType::I8: return dnnl::memory::data_type::s8;
+    default: return dnnl::memory::data_type::s32;
+  }
+}
+
+/// Element k of a u8/i8/i32 tensor.
+int32_t intAt(const Tensor& t, int64_t k) {
+  switch (t.dtype()) {
+    case DType::U8: return t.data<uint8_t>()[k];
+    case DType::I8: return t.data<int8_t>()[k];
+    case DType::I32: return t.data<int32_t>()[k];
+    default: return 0;
+  }
+}
+
+/// Operand positions of the four ops (npos: the op has none).
+constexpr size_t kNone = size_t(-1);
+struct Operands {
+  bool conv = false, qlinear = false;
+  size_t x = 0, xScale = kNone, xZp = kNone, w = 1, wScale = kNone, wZp = kNone;
+  size_t yScale = kNone, yZp = kNone, bias = kNone;
+};
+
+Operands operandsOf(const std::string& op) {
+  Operands o;
+  o.conv = op == "QLinearConv" || op == "ConvInteger";
+  o.qlinear = op == "QLinearConv" || op == "QLinearMatMul";
+  if (o.qlinear) {
+    o.xScale = 1, o.xZp = 2, o.w = 3, o.wScale = 4, o.wZp = 5, o.yScale = 6, o.yZp = 7;
+    if (o.conv) o.bias = 8;
+  } else {
+    o.xZp = 2, o.wZp = 3;
+  }
+  return o;
+}
+
+bool present(const KernelContext& ctx, size_t i) {
+  return i != kNone && i < ctx.inputTypes.size() && ctx.inputTypes[i].present();
+}
+const Tensor* constAt(const KernelContext& ctx, size_t i) {
+  return i != kNone && i < ctx.constInputs.size() ? ctx.constInputs[i] : nullptr;
+}
+int64_t numelOf(const KernelContext& ctx, size_t i) {
+  int64_t n = 1;
+  for (int64_t d : ctx.inputTypes[i].shape) n *= d;
+  return n;
+}
+
+/// True when oneDNN's int8 products run on VNNI (vpdpbusd: exact s32 accumulation) here.
+bool hostHasVnni() {
+  cpuEngine();  // applies TANDEM_MAX_CPU_ISA first
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::avx2_vnni:
+    case dnnl::cpu_isa::avx512_core_vnni:
+    case dnnl::cpu_isa::avx512_core_bf16:
+    case dnnl::cpu_isa::avx512_core_amx: return true;
+    default: return false;
+  }
+}
+
+/// What a dnnl int8 kernel needs, derived at load time from static shapes and constants.
+struct QuantPlan {
+  Operands o;
+  DType xType = DType::U8, yType = DType::I32;
+  int32_t xZp = 0;
+  int64_t channels = 0;     // conv: M (output channels); matmul: N (columns)
+  std::vector<int8_t> w;    // W - w_zero_point, in ONNX layout
+  ConvGeometry g;           // conv
+  dims aDims, bDims, yDims; // matmul, all of one rank >= 2
+  int64_t rows = 0;         // matmul: M (rows of one product)
+};
+
+/// Fills `p`, or returns false with the reason the dnnl variant does not apply (the reference
+/// kernel then runs the op).
+bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
+  const Operands o = operandsOf(ctx.opType);
+  p->o = o;
+  const size_t need = o.qlinear ? 8 : 2;
+  if (ctx.inputTypes.size() < need || ctx.outputTypes.empty()) {
+    *why = "expects " + std::to_string(need) + " inputs";
+    return false;
+  }
+  if (hasEmptyTensor(ctx)) {
+    *why = "zero-size tensor";
+    return false;
+  }
+  p->xType = ctx.inputTypes[o.x].dtype;
+  const DType wType = ctx.inputTypes[o.w].dtype;
+  p->yType = ctx.outputTypes[0].dtype;
+  if (!quantized(p->xType) || !quantized(wType)) {
+    *why = "x and w must be u8 or i8";
+    return false;
+  }
+  if (o.qlinear ? (!quantized(p->yType) || ctx.inputTypes[o.yZp].dtype != p->yType)
+                : p->yType != DType::I32) {
+    *why = "y must be i32 (Integer ops) or u8/i8 with y_zero_point's dtype (QLinear ops)";
+    return false;
+  }
+  const Shape& xs = ctx.inputTypes[o.x].shape;
+  const Shape& ws = ctx.inputTypes[o.w].shape;
+  const Shape& ys = ctx.outputTypes[0].shape;
+  // Geometry.
+  if (o.conv) {
+    KernelContext sub;
+    sub.opType = ctx.opType;
+    sub.attrs = ctx.attrs;
+    sub.inputTypes = {ctx.inputTypes[o.x], ctx.inputTypes[o.w]};
+    sub.outputTypes = {ctx.outputTypes[0]};
+    sub.constInputs = {nullptr, nullptr};
+    if (!forwardConvGeometry(sub, &p->g, why)) return false;
+    p->channels = ws[0];
+  } else {
+    if (xs.size() < 2 || ws.size() < 2 || ys.size() != std::max(xs.size(), ws.size())) {
+      *why = "a and b must have rank >= 2 (vectors stay with the reference)";
+      return false;
+    }
+    const size_t r = ys.size();
+    p->aDims = dims(r, 1);
+    p->bDims = dims(r, 1);
+    std::copy(xs.begin(), xs.end(), p->aDims.end() - xs.size());
+    std::copy(ws.begin(), ws.end(), p->bDims.end() - ws.size());
+    p->yDims = dims(ys.begin(), ys.end());
+    p->rows = p->aDims[r - 2];
+    p->channels = p->bDims[r - 1];
+    if (p->aDims[r - 1] != p->bDims[r - 2] || p->yDims[r - 2] != p->rows ||
+        p->yDims[r - 1] != p->channels) {
+      *why = "inner dimensions or output shape disagree";
+      return false;
+    }
+    for (size_t i = 0; i + 2 < r; ++i) {
+      const int64_t a = p->aDims[i], b = p->bDims[i], y = p->yDims[i];
+      if (y != std::max(a, b) || (a != b && a != 1 && b != 1)) {
+        *why = "batch dimensions do not broadcast to the output";
+        return false;
+      }
+    }
+  }
+  // Scales, zero points and bias: static element counts (values are read per run except the
+  // zero points oneDNN and the prepacking need).
+  auto countIs = [&](size_t i, int64_t n1, int64_t n2, const char* what) {
+    if (!present(ctx, i)) return true;
+    const int64_t n = numelOf(ctx, i);
+    if (n == n1 || n == n2) return true;
+    *why = std::string(what) + " has " + std::to_string(n) + " elements";
+    return false;
+  };
+  if (o.qlinear) {
+    if (!countIs(o.xScale, 1, o.conv ? 1 : p->rows, "x_scale") ||
+        !countIs(o.wScale, 1, p->channels, "w_scale") || !countIs(o.yScale, 1, 1, "y_scale") ||
+        !countIs(o.yZp, 1, 1, "y_zero_point"))
+      return false;
+    for (size_t i : {o.xScale, o.wScale, o.yScale})
+      if (ctx.inputTypes[i].dtype != DType::F32) {
+        *why = "scales must be f32";
+        return false;
+      }
+  }
+  if (present(ctx, o.bias) &&
+      (ctx.inputTypes[o.bias].dtype != DType::I32 || numelOf(ctx, o.bias) != p->channels)) {
+    *why = "B must be i32 with one value per output channel";
+    return false;
+  }
+  if (present(ctx, o.xZp)) {
+    const Tensor* z = constAt(ctx, o.xZp);
+    if (!z || z->numel() != 1 || z->dtype() != p->xType) {
+      *why = "x_zero_point must be a constant scalar of x's dtype (oneDNN takes one common "
+             "source zero point, fixed at creation)";
+      return false;
+    }
+    p->xZp = intAt(*z, 0);
+  }
+  // Weights: constant, shifted by their zero point into s8 once.
+  const Tensor* W = constAt(ctx, o.w);
+  if (!W) {
+    *why = "w must be a constant (prepacked once, shifted by its zero point)";
+    return false;
+  }
+  const Tensor* wz = present(ctx, o.wZp) ? constAt(ctx, o.wZp) : nullptr;
+  if (present(ctx, o.wZp) && (!wz || (wz->numel() != 1 && wz->numel() != p->channels))) {
+    *why = "w_zero_point must be a constant scalar or one per output channel";
+    return false;
+  }
+  const int64_t total = W->numel();
+  const int64_t inner = o.conv ? total / p->channels : p->channels;  // conv: per m; mm: column
+  p->w.resize(total);
+  std::vector<int64_t> absSum(p->channels, 0);
+  int32_t maxAbs = 0;
+  for (int64_t k = 0; k < total; ++k) {
+    const int64_t ch = o.conv ? k / inner : k % inner;
+    const int32_t v = intAt(*W, k) - (wz ? intAt(*wz, wz->numel() == 1 ? 0 : ch) : 0);
+    if (v < -128 || v > 127) {
+      *why = "W - w_zero_point leaves the s8 range (" + std::to_string(v) + ")";
+      return false;
+    }
+    p->w[k] = int8_t(v);
+    absSum[ch] += std::abs(v);
+    maxAbs = std::max(maxAbs, std::abs(v));
+  }
+  // Batched weights: the column sum of one matrix bounds one accumulator.
+  int64_t bound = 0;
+  for (int64_t s : absSum) bound = std::max(bound, s);
+  if (!o.conv) {
+    int64_t mats = total / (p->bDims[p->bDims.size() - 2] * p->channels);
+    std::fill(absSum.begin(), absSum.end(), 0);
+    bound = 0;
+    const int64_t K = p->bDims[p->bDims.size() - 2];
+    for (int64_t b = 0; b < mats; ++b) {
+      std::vector<int64_t> col(p->channels, 0);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < p->channels; ++n)
+          col[n] += std::abs(int32_t(p->w[(b * K + k) * p->channels + n]));
+      for (int64_t s : col) bound = std::max(bound, s);
+    }
+  }
+  if (255 * bound > kExactF32) {
+    *why = "accumulators may exceed 2^24 (255 x max sum |W - zp| = " + std::to_string(255 * bound) +
+           "), where oneDNN's f32 post-processing would round them";
+    return false;
+  }
+  if (!hostHasVnni() && (p->xType != DType::U8 || maxAbs > 64)) {
+    *why = "without VNNI oneDNN's u8 x s8 products saturate in s16 and s8 sources are halved: "
+           "only u8 x with |W - zp| <= 64 is exact here";
+    return false;
+  }
+  return true;
+}
+
+/// round half to even of |r| <= 2^51 in the default rounding mode, without a libm call: adding
+/// 1.5 * 2^52 leaves no fraction bits, so the addition itself rounds (ties to the even
+/// integer, the constant being even). Equal to std::nearbyint there (the reference's).
+inline double roundHalfEven(double r) {
+  constexpr double kMagic = 6755399441055744.0;
+  return (r + kMagic) - kMagic;
+}
+
+/// The reference's storeRequantized: saturate(round(r) + zp). r is clamped to +-2^30 first
+/// (outside it saturates either way), NaN passes as in the reference.
+template <typename T>
+inline T requantize(double r, double zp) {
+  r = r > 1073741824.0 ? 1073741824.0 : r < -1073741824.0 ? -1073741824.0 : r;
+  const double q = roundHalfEven(r) + zp;
+  constexpr double lo = std::is_same<T, uint8_t>::value ? 0.0 : -128.0;
+  constexpr double hi = std::is_same<T, uint8_t>::value ? 255.0 : 127.0;
+  return T(std::clamp(q, lo, hi));
+}
+
+/// The reference's multiplier s_a * s_b / s_y in f32 (runtime/cpu/ref/QuantizedMath.cpp).
+double multiplier(double sa, double sb, double sy) {
+  return double(float(float(sa) * float(sb)) / float(sy));
+}
+
+/// Values of a small operand (scale, zero point, bias) as doubles; empty when absent.
+void readValues(const Tensor* t, std::vector<double>* v) {
+  v->clear();
+  if (!t) return;
+  for (int64_t i = 0; i < t->numel(); ++i)
+    v->push_back(t->dtype() == DType::F32 ? double(t->data<float>()[i]) : double(intAt(*t, i)));
+}
+double at(const std::vector<double>& v, int64_t i) {
+  return v.empty() ? 0.0 : v.size() == 1 ? v[0] : v[i];
+}
+
+class QuantKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx, QuantPlan plan) {
+    p_ = std::move(plan);
+    const Operands& o = p_.o;
+    op_ = ctx.opType;
+    dnnl::engine& eng = cpuEngine();
+    using dt = dnnl::memory::data_type;
+    using tag = dnnl::memory::format_tag;
+    const dt xdt = dnnlType(p_.xType);
+    dnnl::primitive_attr attr = baseAttr();
+    if (p_.xZp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {p_.xZp});
+    dnnl::memory::desc chosenDst, wPlain;
+    if (o.conv) {
+      const ConvGeometry& g = p_.g;
+      static const tag channelsLast[] = {tag::nwc, tag::nhwc, tag::ndhwc};
+      const dnnl::memory::desc srcPlain(g.srcDims, xdt, plainStrides(g.srcDims));
+      const dnnl::memory::desc dstMd(g.dstDims, dt::s32, channelsLast[g.spatial - 1]);
+      dnnl::convolution_forward::desc d(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+          dnnl::memory::desc(g.srcDims, xdt, tag::any), dnnl::memory::desc(g.weightsDims, dt::s8, tag::any),
+          dnnl::memory::desc(), dstMd, g.strides, g.dilations, g.padL, g.padR);
+      dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
+      if (isReferenceImpl(pd))
+        return Status::error(op_ + ": variant dnnl does not apply (oneDNN has only " +
+                             pd.impl_info_str() + " here)");
+      setImpl(pd);
+      src_.init(srcPlain, pd.src_desc(), /*isInput=*/true, &ws_);
+      wPlain = dnnl::memory::desc(g.weightsDims, dt::s8, plainStrides(g.weightsDims));
+      weights_ = prepack(wPlain, pd.weights_desc());
+      chosenDst = pd.dst_desc();
+      prim_ = dnnl::convolution_forward(pd);
+      scratch_.init(pd, &ws_, &args_);
+      // The caller's Y of ConvInteger: s32 NC...; QLinear* requantize from the nhwc result.
+      if (!o.qlinear)
+        dst_.init(dnnl::memory::desc(g.dstDims, dt::s32, plainStrides(g.dstDims)), chosenDst,
+                  /*isInput=*/false, &ws_);
+      outer_ = g.dstDims[0];
+      spatial_ = 1;
+      for (size_t i = 2; i < g.dstDims.size(); ++i) spatial_ *= g.dstDims[i];
+    } else {
+      const dnnl::memory::desc srcMd(p_.aDims, xdt, plainStrides(p_.aDims));
+      const dnnl::memory::desc dstMd(p_.yDims, dt::s32, plainStrides(p_.yDims));
+      dnnl::matmul::desc d(srcMd, dnnl::memory::desc(p_.bDims, dt::s8, tag::any), dstMd);
+      dnnl::matmul::primitive_desc pd(d, attr, eng);
+      if (isReferenceImpl(pd))
+        return Status::error(op_ + ": variant dnnl does not apply (oneDNN has only " +
+                             pd.impl_info_str() + " here)");
+      setImpl(pd);
+      src_.init(srcMd, srcMd, true, &ws_);
+      wPlain = dnnl::memory::desc(p_.bDims, dt::s8, plainStrides(p_.bDims));
+      weights_ = prepack(wPlain, pd.weights_desc());
+      chosenDst = dstMd;
+      prim_ = dnnl::matmul(pd);
+      scratch_.init(pd, &ws_, &args_);
+      if (!o.qlinear) dst_.init(dstMd, dstMd, false, &ws_);
+      outer_ = 1;
+      for (size_t i = 0; i + 1 < p_.yDims.size(); ++i) outer_ *= p_.yDims[i];
+    }
+    if (o.qlinear) {
+      accOffset_ = ws_.add(chosenDst.get_size());
+      acc_ = dnnl::memory(chosenDst, eng, DNNL_MEMORY_NONE);
+    }
+    std::vector<int8_t>().swap(p_.w);  // prepacked: the shifted copy is not read again
+    args_.add(DNNL_ARG_SRC, src_.inner());
+    args_.add(DNNL_ARG_WEIGHTS, weights_);
+    args_.add(DNNL_ARG_DST, o.qlinear ? acc_ : dst_.inner());
+    // Load-time copies of the small operands (a tensor given to run() wins).
+    for (size_t i : {o.xScale, o.wScale, o.yScale, o.yZp, o.bias})
+      if (const Tensor* t = constAt(ctx, i)) saved_[i] = Tensor::copyOf(*t);
+    impl_ += o.qlinear ? " +requantize" : "";
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun(op_.c_str(), [&] {
+      char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      scratch_.bindBuffers(ws);
+      src_.bindBuffers(in[p_.o.x]->raw(), ws);
+      src_.toInner();
+      if (p_.o.qlinear) {
+        acc_.set_data_handle(ws + accOffset_);
+      } else {
+        dst_.bindBuffers(out[0]->raw(), ws);
+      }
+      args_.execute(prim_);
+      if (!p_.o.qlinear) {
+        dst_.toUser();
+        return Status::ok();
+      }
+      return requantizeAll(in, static_cast<const int32_t*>(acc_.get_data_handle()), out[0]);
+    });
+  }
+
+ private:
+  static dims plainStrides(const dims& d) {
+    dims s(d.size());
+    int64_t st = 1;
+    for (int i = (int)d.size() - 1; i >= 0; --i) {
+      s[i] = st;
+      st *= d[i];
+    }
+    return s;
+  }
+
+  dnnl::memory prepack(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+    dnnl::engine& eng = cpuEngine();
+    dnnl::memory src(from, eng, p_.w.data());
+    dnnl::memory dst(to, eng);
+    dnnl::reorder(src, dst).execute(cpuStream(), src, dst);
+    cpuStream().wait();
+    return dst;
+  }
+
+  const Tensor* operand(const std::vector<const Tensor*>& in, size_t i) const {
+    if (i == kNone) return nullptr;
+    if (i < in.size() && in[i]) return in[i];
+    auto s = saved_.find(i);
+    return s == saved_.end() ? nullptr : &s->second;
+  }
+
+  Status requantizeAll(const std::vector<const Tensor*>& in, const int32_t* acc, Tensor* y) {
+    std::vector<double> xs, ws, ys, yzp, bias;
+    readValues(operand(in, p_.o.xScale), &xs);
+    readValues(operand(in, p_.o.wScale), &ws);
+    readValues(operand(in, p_.o.yScale), &ys);
+    readValues(operand(in, p_.o.yZp), &yzp);
+    readValues(operand(in, p_.o.bias), &bias);
+    const double zp = at(yzp, 0);
+    if (y->dtype() == DType::U8) store<uint8_t>(acc, xs, ws, ys, zp, bias, y->data<uint8_t>());
+    else store<int8_t>(acc, xs, ws, ys, zp, bias, y->data<int8_t>());
+    return Status::ok();
+  }
+
+  template <typename T>
+  void store(const int32_t* acc, const std::vector<double>& xs, const std::vector<double>& ws,
+             const std::vector<double>& ys, double zp, const std::vector<double>& bias, T* y) {
+    const int64_t C = p_.channels;
+    if (p_.o.conv) {
+      // acc: [N, spatial, M] (channels last); y: [N, M, spatial].
+      std::vector<double> mult(C);
+      std::vector<int32_t> b(C, 0);
+      for (int64_t m = 0; m < C; ++m) {
+        mult[m] = multiplier(at(xs, 0), at(ws, m), at(ys, 0));
+        if (!bias.empty()) b[m] = int32_t(bias[m]);
+      }
+      const int64_t P = spatial_, N = outer_;
+#pragma omp parallel for collapse(2) if (N * C * P > 65536)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t m = 0; m < C; ++m) {
+          const int32_t* a = acc + n * P * C + m;
+          T* dst = y + (n * C + m) * P;
+          const double mu = mult[m];
+          const uint32_t bm = uint32_t(b[m]);
+          for (int64_t q = 0; q < P; ++q)
+            dst[q] = requantize<T>(double(int32_t(uint32_t(a[q * C]) + bm)) * mu, zp);
+        }
+      return;
+    }
+    // acc and y: [batch..., M, N]; the multiplier by row (x_scale per row) and column.
+    const int64_t rows = outer_, M = p_.rows;
+    const int64_t mRows = xs.size() > 1 ? M : 1;
+    std::vector<double> mult(mRows * C);
+    for (int64_t m = 0; m < mRows; ++m)
+      for (int64_t n = 0; n < C; ++n) mult[m * C + n] = multiplier(at(xs, m), at(ws, n), at(ys, 0));
+#pragma omp parallel for if (rows * C > 65536)
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* mu = mult.data() + (mRows > 1 ? (r % M) * C : 0);
+      for (int64_t n = 0; n < C; ++n)
+        y[r * C + n] = requantize<T>(double(acc[r * C + n]) * mu[n], zp);
+    }
+  }
+
+  QuantPlan p_;
+  std::string op_;
+  dnnl::primitive prim_;
+  WorkspaceLayout ws_;
+  Scratchpad scratch_;
+  Operand src_, dst_;
+  dnnl::memory weights_, acc_;
+  size_t accOffset_ = 0;
+  int64_t outer_ = 1, spatial_ = 1;
+  ExecArgs args_;
+  std::map<size_t, Tensor> saved_;
+};
+
+Status createQuant(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.variant == kVariantRef)
+    return Status::error(ctx.opType + ": variant ref is the reference kernel's (the next "
+                         "registry entry builds it)");
+  if (!ctx.variant.empty() && ctx.variant != kVariantDnnl)
+    return Status::error(ctx.opType + ": unknown variant '" + ctx.variant + "'");
+  QuantPlan plan;
+  std::string why;
+  if (!planQuant(ctx, &plan, &why))
+    return Status::error(ctx.opType + ": variant dnnl does not apply (" + why + ")");
+  return guardDnnl(ctx, [&] {
+    auto k = std::make_unique<QuantKernel>();
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, std::move(plan)));
+    *out = std::move(k);
+    return Status::ok();
+  });
+}
+
+}  // namespace
+
+void registerDnnlQuantizedKernels(KernelRegistry& r) {
+  for (const char* op : {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul"}) {
+    const Operands o = operandsOf(op);
+    KernelDef d = makeDef(
+        op,
+        [](const KernelContext& ctx) {
+          QuantPlan plan;
+          std::string why;
+          return planQuant(ctx, &plan, &why);
+        },
+        createQuant);
+    const size_t ix = o.x, iw = o.w;
+    d.accepts = [ix, iw](const std::vector<DType>& in) {
+      return in.size() > std::max(ix, iw) && quantized(in[ix]) && quantized(in[iw]);
+    };
+    d.dtypesText = "x u8,i8; w u8,i8 (constant)";
+    // Where the dnnl def applies, the reference (the next def) runs the op too: both measured.
+    d.variants = [](const KernelContext&) {
+      return std::vector<std::string>{kVariantDnnl, kVariantRef};
+    };
+    r.add(std::move(d));
+  }
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem
