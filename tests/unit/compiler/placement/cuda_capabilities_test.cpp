@@ -289,8 +289,13 @@ TEST(CudaInstanceLimits, PlacerAndLoaderRefuseTheSameInstances) {
   drop.ctx.inputTypes[2].dtype = drop.ctx.outputTypes[1].dtype = DType::Bool;
   Instance dropF32("Dropout", {{4}, {}, {}, {}}, {{4}, {4}});  // trains on CUDA
   dropF32.ctx.inputTypes[2].dtype = dropF32.ctx.outputTypes[1].dtype = DType::Bool;
+  Instance topKBig("TopK", {{4, 1000}, {1}}, {{4, 300}, {4, 300}}, {false, true});
+  topKBig.ctx.inputTypes[1].dtype = DType::I64;
+  topKBig.ctx.outputTypes[1].dtype = DType::I64;
+  Instance cumSumRuntime("CumSum", {{4, 100}, {}}, {{4, 100}});
+  cumSumRuntime.ctx.inputTypes[1].dtype = DType::I64;
   int refused = 0;
-  for (Instance* in : {&conv4d, &conv2d, &dil, &bn, &padRuntime, &drop, &dropF32}) {
+  for (Instance* in : {&conv4d, &conv2d, &dil, &bn, &padRuntime, &drop, &dropF32, &topKBig, &cumSumRuntime}) {
     std::string placer = in->rejects();
     std::unique_ptr<Kernel> k;
     Status st = KernelRegistry::global().create("cuda", in->ctx, &k);
@@ -303,7 +308,7 @@ TEST(CudaInstanceLimits, PlacerAndLoaderRefuseTheSameInstances) {
       EXPECT_NE(st.message().find(placer), std::string::npos) << in->ctx.opType << ": " << st.message();
     }
   }
-  EXPECT_EQ(refused, 5);
+  EXPECT_EQ(refused, 7);
   EXPECT_NE(conv4d.rejects().find("1-D to 3-D convolutions"), std::string::npos);
   EXPECT_EQ(conv2d.rejects(), "");
 }
