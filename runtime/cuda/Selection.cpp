@@ -99,7 +99,9 @@ std::string topKName(DType t) { return std::string("td_topk_") + deviceTypeName(
 std::string topKSource(DType t) {
   const std::string T = deviceTypeName(t), N = topKName(t);
   return "__device__ __forceinline__ bool " + N + "_before(" + T + " a, i64 ia, " + T + " b, i64 ib, int largest) {\n" +
-         "  const bool na = a != a, nb = b != b;\n" + R"(  if (na || nb) return na == nb ? ia < ib : nb;
+         (t == DType::F32 || t == DType::F64 ? "  const bool na = a != a, nb = b != b;\n"
+                                             : "  const bool na = false, nb = false;\n") +
+         R"(  if (na || nb) return na == nb ? ia < ib : nb;
   if (a != b) return largest ? a > b : a < b;
   return ia < ib;
 }
