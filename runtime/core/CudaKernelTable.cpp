@@ -17,6 +17,7 @@ enum class Rule {
   Where,      // bool condition, then two inputs of one dtype from the set
   Dropout,    // data from the set, then ratio (f32/f64), training_mode (bool), counter (f32/i64)
   Labels,     // f32 but for i32/i64 class labels at Entry::labels; that many inputs, 1 optional more
+  Resize,     // data from the set, then roi (f32/f64), scales (f32), sizes (i64), absent ones omitted
 };
 
 struct Entry {
@@ -64,6 +65,10 @@ const std::map<std::string, Entry>& table() {
       m[op] = {Rule::FirstOf, any()};
     m["Concat"] = {Rule::SameOf, any()};
     m["Dropout"] = {Rule::Dropout, any()};
+    m["GatherElements"] = {Rule::FirstOf, any()};  // indices i32/i64
+    m["CumSum"] = {Rule::FirstOf, {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::I8}};
+    m["TopK"] = {Rule::FirstOf, {DType::F32, DType::F64, DType::I32, DType::I64}};  // K i64
+    m["Resize"] = {Rule::Resize, {DType::F32, DType::F64}};
     return m;
   }();
   return t;
@@ -119,6 +124,10 @@ bool cudaKernelAccepts(const std::string& opType, const std::vector<DType>& dts)
       for (size_t i = 0; i < dts.size(); ++i)
         if (i == e.labels ? dts[i] != DType::I32 && dts[i] != DType::I64 : !in(e.set, dts[i])) return false;
       return true;
+    case Rule::Resize:
+      return in(e.set, dts[0]) && std::all_of(dts.begin() + 1, dts.end(), [](DType d) {
+               return d == DType::F32 || d == DType::F64 || d == DType::I64;
+             });
   }
   return false;
 }
@@ -136,6 +145,7 @@ std::string cudaKernelDTypesText(const std::string& opType) {
     case Rule::Where: return "bool, " + s;
     case Rule::Dropout: return s + " (data; f32/f64 ratio, bool training_mode, f32/i64 counter)";
     case Rule::Labels: return s + " (labels i32,i64)";
+    case Rule::Resize: return s + " (data; f32/f64 roi and scales, i64 sizes)";
   }
   return s;
 }

@@ -13,6 +13,10 @@
 
 namespace tandem {
 
+/// The largest K the CUDA TopK selects per row (runtime/cuda/Selection.cpp: one scan of the row
+/// per selection, so its time grows with K * row length).
+constexpr int64_t kCudaTopKMax = 256;
+
 /// Ops with a CUDA kernel, sorted.
 const std::vector<std::string>& cudaKernelOps();
 /// Whether the CUDA backend runs `opType` on inputs of these dtypes (present inputs, ONNX
@@ -30,7 +34,9 @@ std::string cudaKernelDTypesText(const std::string& opType);
 /// BatchNormalization; Dropout with a training_mode operand on data other than f32/f64, or a
 /// ratio of more than one element (the CUDA Dropout draws the CPU kernel's Philox mask, with
 /// the mask output, reading ratio, training_mode and counter on the device); non-constant
-/// Pad/Slice/Clip/reduction parameters; LayerNormalization with a broadcast Scale or B.
+/// Pad/Slice/Clip/reduction parameters; LayerNormalization with a broadcast Scale or B; CumSum
+/// with a non-constant axis; TopK with a non-constant K or K above kCudaTopKMax; Resize with
+/// non-constant scales (or roi under tf_crop_and_resize), as the reference needs them at load.
 std::string cudaKernelRejects(const KernelContext& ctx);
 
 }  // namespace tandem

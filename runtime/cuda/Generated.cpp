@@ -102,8 +102,8 @@ std::string copyKernelSource(DType t) {
 
 std::vector<std::pair<std::string, std::string>> allGeneratedSources() {
   std::vector<std::pair<std::string, std::string>> all;
-  for (auto* f : {elementwiseSources, tensorSources, indexingSources, lossSources, poolSources,
-                  reductionSources, normSources, fusedSources})
+  for (auto* f : {elementwiseSources, tensorSources, indexingSources, lossSources, imageSources,
+                  generateSources, selectionSources, poolSources, reductionSources, normSources, fusedSources})
     for (auto& s : f()) all.push_back(std::move(s));
   return all;
 }

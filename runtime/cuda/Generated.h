@@ -95,6 +95,9 @@ std::vector<std::pair<std::string, std::string>> elementwiseSources();  // Eleme
 std::vector<std::pair<std::string, std::string>> tensorSources();       // Tensor.cpp
 std::vector<std::pair<std::string, std::string>> indexingSources();     // Indexing.cpp
 std::vector<std::pair<std::string, std::string>> lossSources();         // Loss.cpp
+std::vector<std::pair<std::string, std::string>> imageSources();        // Image.cpp (Resize)
+std::vector<std::pair<std::string, std::string>> generateSources();     // Generate.cpp (CumSum)
+std::vector<std::pair<std::string, std::string>> selectionSources();    // Selection.cpp
 std::vector<std::pair<std::string, std::string>> poolSources();         // Pool.cpp (MaxPoolGrad)
 std::vector<std::pair<std::string, std::string>> reductionSources();    // Reduction.cpp
 std::vector<std::pair<std::string, std::string>> normSources();         // Normalization.cpp

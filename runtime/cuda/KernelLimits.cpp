@@ -53,6 +53,19 @@ std::string lossRejects(const KernelContext& ctx) {
   return "";
 }
 
+// TopK's outputs were sized by K at compile time; the kernel takes K from the Values' shape.
+std::string topKRejects(const KernelContext& ctx, bool kConstant) {
+  if (!kConstant) return "the CUDA kernel needs K (input 1) to be a constant";
+  if (ctx.inputTypes.empty() || ctx.outputTypes.empty()) return "";
+  const Shape& ys = ctx.outputTypes[0].shape;
+  int64_t axis;
+  if (!ref::normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)ys.size(), &axis)) return "";
+  if (ys[axis] > kCudaTopKMax)
+    return "the CUDA kernel selects at most " + std::to_string(kCudaTopKMax) + " per row, not K = " +
+           std::to_string(ys[axis]);
+  return "";
+}
+
 std::string layerNormRejects(const KernelContext& ctx) {
   if (ctx.inputTypes.empty()) return "";
   const Shape& xs = ctx.inputTypes[0].shape;
@@ -98,6 +111,15 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
     return "";
   }
   if (op == "LayerNormalization") return layerNormRejects(ctx);
+  if (op == "CumSum" && !constant(1)) return "the CUDA kernel needs axis (input 1) to be a constant";
+  if (op == "TopK") return topKRejects(ctx, constant(1));
+  // Resize's tap tables are built at load from the scales (and, for tf_crop_and_resize, roi).
+  if (op == "Resize") {
+    if (present(2) && numElements(ctx.inputTypes[2].shape) > 0 && !constant(2))
+      return "the CUDA kernel needs scales (input 2) to be a constant";
+    if (ctx.attrs->getString("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize" && !constant(1))
+      return "the CUDA kernel needs roi (input 1) to be a constant for tf_crop_and_resize";
+  }
   return "";
 }
 

@@ -12,6 +12,9 @@ void registerCudaKernels(KernelRegistry& r) {
   cuda::registerConvKernels(r);
   cuda::registerPoolKernels(r);
   cuda::registerLossKernels(r);
+  cuda::registerImageKernels(r);
+  cuda::registerGenerateKernels(r);
+  cuda::registerSelectionKernels(r);
   cuda::registerNormKernels(r);
   cuda::registerReductionKernels(r);
   cuda::registerTensorKernels(r);

@@ -12,21 +12,6 @@ namespace {
 
 // ---- Resize: separable, one pass per axis that changes ------------------------------------
 
-// One axis of a Resize: output j reads in[idx[j*taps + t]] with weight w[j*taps + t], or is
-// the extrapolation value when outside[j] (tf_crop_and_resize).
-struct ResizeAxis {
-  int64_t in = 0, out = 0, taps = 1;
-  std::vector<int64_t> idx;
-  std::vector<double> w;
-  std::vector<uint8_t> outside;
-  bool identity() const {
-    if (in != out || taps != 1) return false;
-    for (int64_t j = 0; j < out; ++j)
-      if (idx[j] != j || outside[j]) return false;
-    return true;
-  }
-};
-
 // The cubic convolution weights of the four taps floor(x)-1 .. floor(x)+2 (Keys 1981, a = A).
 void cubicWeights(double t, double A, double w[4]) {
   auto near = [A](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };             // |d| <= 1
@@ -95,7 +80,16 @@ Status resizeAxis(const KernelContext& ctx, int64_t n, int64_t m, double scale, 
   return Status::ok();
 }
 
-Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+}  // namespace
+
+bool ResizeAxis::identity() const {
+  if (in != out || taps != 1) return false;
+  for (int64_t j = 0; j < out; ++j)
+    if (idx[j] != j || outside[j]) return false;
+  return true;
+}
+
+Status resizePlan(const KernelContext& ctx, std::vector<ResizeAxis>* axes, std::vector<size_t>* axisDim) {
   const Shape xs = ctx.inputTypes[0].shape, ys = ctx.outputTypes[0].shape;
   const size_t r = xs.size();
   if (ys.size() != r) return opError(ctx, "output rank differs from input rank");
@@ -115,16 +109,25 @@ Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     if (!roiT || roiT->numel() != (int64_t)(2 * r)) return opError(ctx, "tf_crop_and_resize needs a constant roi of 2 * rank values");
     for (size_t k = 0; k < 2 * r; ++k) roi[k] = roiT->dtype() == DType::F64 ? roiT->data<double>()[k] : roiT->data<float>()[k];
   }
-  std::vector<ResizeAxis> axes;
-  std::vector<size_t> axisDim;
   for (size_t d = 0; d < r; ++d) {
     ResizeAxis a;
     TANDEM_RETURN_IF_ERROR(resizeAxis(ctx, xs[d], ys[d], scale[d], roi[d], roi[r + d], &a));
     if (!a.identity()) {
-      axes.push_back(std::move(a));
-      axisDim.push_back(d);
+      axes->push_back(std::move(a));
+      axisDim->push_back(d);
     }
   }
+  return Status::ok();
+}
+
+namespace {
+
+Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape;
+  const size_t r = xs.size();
+  std::vector<ResizeAxis> axes;
+  std::vector<size_t> axisDim;
+  TANDEM_RETURN_IF_ERROR(resizePlan(ctx, &axes, &axisDim));
   const double extrapolation = ctx.attrs->getFloat("extrapolation_value", 0.f);
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {

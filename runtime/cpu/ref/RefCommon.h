@@ -320,6 +320,24 @@ Status windowTable(const OpName& op, const Shape& iter, const Shape& bounds,
 Status slicePlan(const OpName& op, const Shape& xs, const Inputs& in, std::vector<int64_t>* start,
                  std::vector<int64_t>* step, Shape* count);
 
+/// One axis of Resize-13, sampled separably: output j is the sum over taps t of
+/// T(w[j*taps + t]) * in[idx[j*taps + t]] (taps 1 nearest, 2 linear, 4 cubic; zero weights
+/// skipped), or the extrapolation value when outside[j] (tf_crop_and_resize).
+struct ResizeAxis {
+  int64_t in = 0, out = 0, taps = 1;
+  std::vector<int64_t> idx;
+  std::vector<double> w;
+  std::vector<uint8_t> outside;
+  bool identity() const;
+};
+
+/// Resize-13's passes (Image.cpp; shared with the CUDA kernel so both take the same taps): one
+/// ResizeAxis per axis that changes, in axis order, with its dim in `axisDim`. Reads mode,
+/// coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside; scales
+/// (input 2) and roi (input 1, tf_crop_and_resize only) must be constants. Errors name the
+/// attribute or operand.
+Status resizePlan(const KernelContext& ctx, std::vector<ResizeAxis>* axes, std::vector<size_t>* axisDim);
+
 /// Reads an INTS attribute of exactly `n` values, or `dflt` repeated when absent.
 Status intsAttr(const KernelContext& ctx, const char* name, size_t n, int64_t dflt,
                 std::vector<int64_t>* out);

@@ -550,6 +550,154 @@ void lossCases(Gen& g, const Tol& tol, bool grad, std::vector<OpCase>* out) {
     }
 }
 
+// GatherElements: any dtype, i32/i64 indices (negatives wrap), ranks 1-4, every axis; indices
+// smaller than data off the axis and longer or shorter on it; an empty index tensor.
+void gatherElementsCases(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  for (int k = 0; k < 14; ++k) {
+    DType dt = g.pick(anyDTypes()), it = g.coin() ? DType::I64 : DType::I32;
+    Shape s = g.shape(g.uniform(1, 4), 4096);
+    const int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+    if (s[axis] == 0) s[axis] = 3;
+    Shape is = s;
+    for (size_t d = 0; d < s.size(); ++d)
+      is[d] = (int64_t)d == axis ? g.uniform(1, 2 * s[d] + 1) : g.uniform(std::min<int64_t>(s[d], 1), s[d]);
+    if (k == 0) is[axis] = 0;
+    Tensor idx = g.tensor(it, is, -s[axis], s[axis] - 1);
+    OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(s) + " axis " + std::to_string(axis) + " " +
+                 dtypeName(it) + " indices " + shapeToString(is),
+             "GatherElements", {}, {g.tensor(dt, s, -99, 99), idx}, {}, {tt(dt, is)}, tol};
+    c.attrs.set("axis", Attr::ofInt(k % 3 == 0 ? axis - (int64_t)s.size() : axis));
+    out->push_back(std::move(c));
+  }
+}
+
+// CumSum: every dtype of the table, every axis (negative too, i32 or i64), the four
+// exclusive/reverse combinations, long lines (sequential sums), many short ones, NaN/inf.
+void cumSumCases(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  const std::vector<DType> dts = {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::I8};
+  std::vector<Shape> shapes = {{3, 10007}, {4099, 3}, {0, 5}, {1}, {2, 3, 4, 5}};
+  for (int k = 0; k < 8; ++k) shapes.push_back(g.shape(g.uniform(1, 5)));
+  int n = 0;
+  for (const Shape& s : shapes) {
+    ++n;
+    DType dt = n <= 2 ? DType::F32 : g.pick(dts);
+    const int64_t r = (int64_t)s.size(), axis = s == Shape{4099, 3} ? 0 : s == Shape{3, 10007} ? 1 : g.uniform(0, r - 1);
+    const int64_t given = g.coin() ? axis - r : axis;
+    Tensor a = g.coin() ? Tensor::fromVector<int64_t>({}, {given}) : Tensor::fromVector<int32_t>({1}, {(int32_t)given});
+    Tensor x = g.tensor(dt, s, -50, 50);
+    if (n == 5) sprinkleSpecials(g, x);
+    const int exclusive = n % 2, reverse = (n / 2) % 2;
+    OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(s) + " axis " + std::to_string(given) +
+                 (exclusive ? " exclusive" : "") + (reverse ? " reverse" : ""),
+             "CumSum", {}, {x, a}, {false, true}, {tt(dt, s)}, tol};
+    c.attrs.set("exclusive", Attr::ofInt(exclusive));
+    c.attrs.set("reverse", Attr::ofInt(reverse));
+    out->push_back(std::move(c));
+  }
+}
+
+// TopK: f32/f64/i32/i64, every axis (strided rows when it is not the last), K from 0 to the
+// row or kCudaTopKMax, largest and smallest, sorted or not (the reference sorts anyway), many
+// ties (small integer ranges: equal values by lower index), +-0, inf; Indices absent sometimes.
+void topKCases(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  struct Fixed {
+    Shape s;
+    int64_t axis, k;
+  };
+  std::vector<Fixed> all = {{{2, 5000}, 1, 256}, {{7, 1}, 1, 1}, {{300, 4}, 0, 17}, {{3, 33, 5}, 1, 0}, {{0, 9}, 1, 4}};
+  for (int i = 0; i < 10; ++i) {
+    Shape s = g.shape(g.uniform(1, 4), 4096);
+    int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+    if (s[axis] == 0) s[axis] = 5;
+    all.push_back({s, axis, g.uniform(0, std::min<int64_t>(s[axis], kCudaTopKMax))});
+  }
+  int n = 0;
+  for (const Fixed& f : all) {
+    ++n;
+    DType dt = n <= 3 ? DType::F32 : g.pick<DType>({DType::F32, DType::F64, DType::I32, DType::I64});
+    const bool ties = g.coin();
+    Tensor x = g.tensor(dt, f.s, ties ? -3 : -1000, ties ? 3 : 1000);
+    if (dt == DType::F32 && x.numel() > 0) {
+      if (ties)
+        for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = std::round(x.data<float>()[i]);
+      const float sp[] = {0.f, -0.f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+      for (float v : sp) x.data<float>()[g.uniform(0, x.numel() - 1)] = v;
+    }
+    Shape ys = f.s;
+    ys[f.axis] = f.k;
+    const int largest = g.coin(), sorted = g.coin(0.8);
+    OpCase c{std::string(dtypeName(dt)) + " " + shapeToString(f.s) + " axis " + std::to_string(f.axis) + " K " +
+                 std::to_string(f.k) + (largest ? " largest" : " smallest") + (ties ? " ties" : ""),
+             "TopK", {}, {x, i64s({f.k})}, {false, true}, {tt(dt, ys)}, tol};
+    if (g.coin(0.8)) c.outputs.push_back(tt(DType::I64, ys));
+    c.attrs.set("axis", Attr::ofInt(g.coin() ? f.axis - (int64_t)f.s.size() : f.axis));
+    c.attrs.set("largest", Attr::ofInt(largest));
+    c.attrs.set("sorted", Attr::ofInt(sorted));
+    out->push_back(std::move(c));
+  }
+}
+
+// Resize: nearest (every nearest_mode), linear and cubic (exclude_outside, cubic_coeff_a) under
+// every coordinate transformation mode; up and down by scales or to sizes; NCHW images, 3-D and
+// rank-2 tensors, several axes at once (two or more passes through the workspace);
+// tf_crop_and_resize with an roi partly outside (extrapolation_value); f32 and f64.
+void resizeCases(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  const std::vector<std::string> ctms = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric",
+                                         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  const std::vector<std::string> nearest = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  int n = 0;
+  for (const char* mode : {"nearest", "linear", "cubic"})
+    for (const std::string& ctm : ctms) {
+      if (ctm == "tf_half_pixel_for_nn" && std::string(mode) != "nearest") continue;
+      ++n;
+      const int layout = n % 3;  // 0: NCHW by H, W; 1: 3-D, every axis; 2: 2-D, one axis
+      Shape xs = layout == 0 ? Shape{2, 3, g.pick<int64_t>({5, 8, 13}), g.pick<int64_t>({4, 7, 16})}
+                 : layout == 1 ? Shape{g.pick<int64_t>({3, 6}), 5, 4} : Shape{6, g.pick<int64_t>({9, 20})};
+      std::vector<float> scales(xs.size(), 1.f);
+      Shape ys = xs;
+      for (size_t d = 0; d < xs.size(); ++d) {
+        if (layout == 0 && d < 2) continue;
+        if (layout == 2 && d == 0) continue;
+        scales[d] = g.pick<float>({0.5f, 0.75f, 1.5f, 2.f, 3.f});
+        ys[d] = (int64_t)std::floor(xs[d] * (double)scales[d]);
+      }
+      const DType dt = n % 4 == 3 ? DType::F64 : DType::F32;
+      Tensor x = g.tensor(dt, xs, -10, 10);
+      OpCase c{std::string(mode) + " " + ctm + " " + dtypeName(dt) + " " + shapeToString(xs) + " -> " + shapeToString(ys),
+               "Resize", {}, {}, {}, {tt(dt, ys)}, tol};
+      Tensor roi;
+      if (ctm == "tf_crop_and_resize") {
+        std::vector<float> r(2 * xs.size());
+        for (size_t d = 0; d < xs.size(); ++d) r[d] = (float)g.real(-0.2, 0.4), r[xs.size() + d] = (float)g.real(0.6, 1.2);
+        roi = Tensor::fromVector<float>({(int64_t)r.size()}, r);
+        c.attrs.set("extrapolation_value", Attr::ofFloat(-7.5f));
+        c.label += " roi";
+      }
+      if (g.coin()) {
+        c.inputs = {x, roi, Tensor::fromVector<float>({(int64_t)scales.size()}, scales)};
+        c.constant = {false, true, true};
+        c.label += " by scales";
+      } else {
+        c.inputs = {x, roi, Tensor(), i64s(ys)};
+        c.constant = {false, true, false, true};
+        c.label += " to sizes";
+      }
+      c.attrs.set("mode", Attr::ofString(mode));
+      c.attrs.set("coordinate_transformation_mode", Attr::ofString(ctm));
+      if (std::string(mode) == "nearest") c.attrs.set("nearest_mode", Attr::ofString(nearest[n % 4]));
+      if (std::string(mode) == "cubic") {
+        c.attrs.set("exclude_outside", Attr::ofInt(n % 2));
+        if (n % 3 == 0) c.attrs.set("cubic_coeff_a", Attr::ofFloat(-0.5f));
+      }
+      out->push_back(std::move(c));
+    }
+  // Nothing changes: a copy.
+  OpCase same{"identity [1,2,3,3]", "Resize", {}, {g.f32({1, 2, 3, 3}), Tensor(), Tensor(), i64s({1, 2, 3, 3})},
+              {false, false, false, true}, {f32t({1, 2, 3, 3})}, tol};
+  same.attrs.set("mode", Attr::ofString("linear"));
+  out->push_back(std::move(same));
+}
+
 const std::map<std::string, OpEntry>& opTable() {
   static const std::map<std::string, OpEntry> t = [] {
     std::map<std::string, OpEntry> m;
@@ -1061,6 +1209,11 @@ const std::map<std::string, OpEntry>& opTable() {
     m["SoftmaxCrossEntropyLossGrad"] = {Tol{1e-6, 1e-6}, "f64 on both sides (CUDA's exp within 1 ulp of glibc's), "
                                         "rounded to f32 once",
                                         [](Gen& g, const Tol& tol, std::vector<OpCase>* out) { lossCases(g, tol, true, out); }};
+    m["GatherElements"] = {kExact, kWhyExact, gatherElementsCases};
+    m["CumSum"] = {kExact, "the reference's sequential additions along each line, one thread per line", cumSumCases};
+    m["TopK"] = {kExact, "selection moves values; the reference's order (ties by lower index)", topKCases};
+    m["Resize"] = {kExact, "the reference's tap tables, products and sums in its order, each rounded (no FMA)",
+                   resizeCases};
     for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
       std::string name = op;
       bool isMax = name == "GlobalMaxPool";

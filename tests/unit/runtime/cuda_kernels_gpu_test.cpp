@@ -390,6 +390,36 @@ TEST(CudaKernels, TrainingPoolGradAndLoss) {
   }
 }
 
+// The hot-path selection, scan and image ops. More shapes and modes in cuda_backend_ops_gpu_test.cpp.
+TEST(CudaKernels, SelectionScanAndResize) {
+  REQUIRE_GPU();
+  OpCase ge{"GatherElements axis 1", "GatherElements", {}, {randomF32({3, 5}),
+            Tensor::fromVector<int64_t>({3, 2}, {0, 4, -1, 2, 3, -5})}, {}, {f32({3, 2})}, 0};
+  ge.attrs.set("axis", Attr::ofInt(1));
+  checkAgainstCpu(ge);
+  for (int mode = 0; mode < 4; ++mode) {
+    OpCase cs{"CumSum mode " + std::to_string(mode), "CumSum", {}, {randomF32({4, 1000, 3}),
+              Tensor::fromVector<int64_t>({}, {1})}, {false, true}, {f32({4, 1000, 3})}, 0};
+    cs.attrs.set("exclusive", Attr::ofInt(mode & 1));
+    cs.attrs.set("reverse", Attr::ofInt(mode >> 1));
+    checkAgainstCpu(cs);
+  }
+  // Ties: integer values in [0, 3]; equal values come out by lower index.
+  Tensor ties = randomInt<int64_t>(DType::I64, {6, 300}, 0, 3);
+  for (int largest = 0; largest < 2; ++largest) {
+    OpCase tk{"TopK ties", "TopK", {}, {ties, Tensor::fromVector<int64_t>({1}, {40})}, {false, true},
+              {tt(DType::I64, {6, 40}), tt(DType::I64, {6, 40})}, 0};
+    tk.attrs.set("largest", Attr::ofInt(largest));
+    checkAgainstCpu(tk);
+  }
+  for (const char* mode : {"nearest", "linear", "cubic"}) {
+    OpCase rs{std::string("Resize ") + mode, "Resize", {}, {randomF32({1, 3, 7, 9}), Tensor(),
+              Tensor::fromVector<float>({4}, {1.f, 1.f, 2.f, 0.5f})}, {false, false, true}, {f32({1, 3, 14, 4})}, 0};
+    rs.attrs.set("mode", Attr::ofString(mode));
+    checkAgainstCpu(rs);
+  }
+}
+
 // Every op of the CUDA table appears in some case above (so none goes untested).
 TEST(CudaKernels, EveryTableOpHasACase) {
   std::set<std::string> covered = {
@@ -400,6 +430,7 @@ TEST(CudaKernels, EveryTableOpHasACase) {
       "ArgMax", "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "Gemm", "MatMul",
       "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       "MaxPoolGrad", "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad",
+      "GatherElements", "CumSum", "TopK", "Resize",
       // The reshape family shares one kernel (a device copy), covered by Reshape:
       "Identity", "Dropout", "Flatten", "Squeeze", "Unsqueeze"};
   for (const std::string& op : cudaKernelOps()) EXPECT_TRUE(covered.count(op)) << op << " has no differential case";

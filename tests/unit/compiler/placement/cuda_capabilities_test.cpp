@@ -97,6 +97,33 @@ TEST(CudaCapabilities, TrainingLossAndPoolGradientRunOnCuda) {
   EXPECT_FALSE(deviceKindSupports("cuda", "NegativeLogLikelihoodLoss", {DType::F32, DType::I64}));
 }
 
+// The hot-path selection, scan and image ops: GatherElements of any dtype by i32/i64 indices,
+// CumSum of the numeric dtypes, TopK of f32/f64/i32/i64 (K i64), Resize of f32/f64 with float
+// roi/scales or i64 sizes. NonMaxSuppression and the recurrent ops stay with the CPU.
+TEST(CudaCapabilities, SelectionScanAndResizeRunOnCuda) {
+  for (DType d : {DType::F32, DType::F64, DType::I64, DType::U8, DType::Bool}) {
+    EXPECT_TRUE(deviceKindSupports("cuda", "GatherElements", {d, DType::I64})) << dtypeName(d);
+    EXPECT_TRUE(deviceKindSupports("cuda", "GatherElements", {d, DType::I32})) << dtypeName(d);
+  }
+  EXPECT_FALSE(deviceKindSupports("cuda", "GatherElements", {DType::F32, DType::F32}));
+  for (DType d : {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::I8})
+    EXPECT_TRUE(deviceKindSupports("cuda", "CumSum", {d, DType::I64})) << dtypeName(d);
+  EXPECT_TRUE(deviceKindSupports("cuda", "CumSum", {DType::F32, DType::I32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "CumSum", {DType::Bool, DType::I64}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "CumSum", {DType::F32, DType::F32}));
+  for (DType d : {DType::F32, DType::F64, DType::I32, DType::I64})
+    EXPECT_TRUE(deviceKindSupports("cuda", "TopK", {d, DType::I64})) << dtypeName(d);
+  EXPECT_FALSE(deviceKindSupports("cuda", "TopK", {DType::U8, DType::I64}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "Resize", {DType::F32, DType::F32, DType::F32}));  // X, roi, scales
+  EXPECT_TRUE(deviceKindSupports("cuda", "Resize", {DType::F64, DType::F32}));               // X, scales
+  EXPECT_TRUE(deviceKindSupports("cuda", "Resize", {DType::F32, DType::I64}));               // X, sizes
+  EXPECT_FALSE(deviceKindSupports("cuda", "Resize", {DType::I64, DType::I64}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "Resize", {DType::F32, DType::I32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "NonMaxSuppression", {DType::F32, DType::F32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "LSTM", {DType::F32, DType::F32, DType::F32}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "GRU", {DType::F32, DType::F32, DType::F32}));
+}
+
 // The CUDA Dropout draws the CPU's Philox mask: ratio (f32/f64), training_mode (bool) and the
 // counter (f32/i64) are accepted, each absent one omitted from the list.
 TEST(CudaCapabilities, TrainingDropoutRunsOnCuda) {
@@ -205,6 +232,39 @@ TEST(CudaInstanceLimits, MirrorWhatTheKernelsRefuseAtLoad) {
   sce.attrs.set("reduction", Attr::ofString("max"));
   EXPECT_NE(sce.rejects().find("none, sum or mean"), std::string::npos);
 
+  // CumSum and TopK read axis and K at load; TopK's K is bounded; Resize builds its taps from
+  // constant scales (and roi for tf_crop_and_resize). Sizes need not be constant.
+  Instance cs("CumSum", {{4, 100}, {}}, {{4, 100}}, {false, true});
+  cs.ctx.inputTypes[1].dtype = DType::I64;
+  EXPECT_EQ(cs.rejects(), "");
+  Instance csv("CumSum", {{4, 100}, {}}, {{4, 100}});
+  csv.ctx.inputTypes[1].dtype = DType::I64;
+  EXPECT_NE(csv.rejects().find("axis (input 1) to be a constant"), std::string::npos);
+  Instance tk("TopK", {{8, 5000}, {1}}, {{8, 256}, {8, 256}}, {false, true});
+  tk.ctx.inputTypes[1].dtype = DType::I64;
+  EXPECT_EQ(tk.rejects(), "");
+  Instance tkBig("TopK", {{8, 5000}, {1}}, {{8, 257}, {8, 257}}, {false, true});
+  tkBig.ctx.inputTypes[1].dtype = DType::I64;
+  EXPECT_NE(tkBig.rejects().find("at most 256 per row, not K = 257"), std::string::npos);
+  Instance tkAxis("TopK", {{300, 8}, {1}}, {{257, 8}}, {false, true});
+  tkAxis.ctx.inputTypes[1].dtype = DType::I64;
+  tkAxis.attrs.set("axis", Attr::ofInt(0));
+  EXPECT_NE(tkAxis.rejects().find("K = 257"), std::string::npos);
+  Instance tkVar("TopK", {{8, 5000}, {1}}, {{8, 5}});
+  tkVar.ctx.inputTypes[1].dtype = DType::I64;
+  EXPECT_NE(tkVar.rejects().find("K (input 1) to be a constant"), std::string::npos);
+  Instance rs("Resize", {{1, 3, 8, 8}, {0}, {4}}, {{1, 3, 16, 16}}, {false, false, true});
+  rs.attrs.set("mode", Attr::ofString("cubic"));
+  EXPECT_EQ(rs.rejects(), "");
+  Instance rsVar("Resize", {{1, 3, 8, 8}, {0}, {4}}, {{1, 3, 16, 16}});
+  EXPECT_NE(rsVar.rejects().find("scales (input 2) to be a constant"), std::string::npos);
+  Instance rsSizes("Resize", {{1, 3, 8, 8}, {0}, {0}, {4}}, {{1, 3, 16, 16}});
+  rsSizes.ctx.inputTypes[3].dtype = DType::I64;
+  EXPECT_EQ(rsSizes.rejects(), "");
+  rsSizes.attrs.set("coordinate_transformation_mode", Attr::ofString("tf_crop_and_resize"));
+  EXPECT_NE(rsSizes.rejects().find("roi (input 1) to be a constant"), std::string::npos);
+  EXPECT_EQ(deviceKindRejects("cpu", tkBig.ctx), "");
+
   // The CPU refuses none of these.
   EXPECT_EQ(deviceKindRejects("cpu", ceil.ctx), "");
 }
@@ -229,8 +289,13 @@ TEST(CudaInstanceLimits, PlacerAndLoaderRefuseTheSameInstances) {
   drop.ctx.inputTypes[2].dtype = drop.ctx.outputTypes[1].dtype = DType::Bool;
   Instance dropF32("Dropout", {{4}, {}, {}, {}}, {{4}, {4}});  // trains on CUDA
   dropF32.ctx.inputTypes[2].dtype = dropF32.ctx.outputTypes[1].dtype = DType::Bool;
+  Instance topKBig("TopK", {{4, 1000}, {1}}, {{4, 300}, {4, 300}}, {false, true});
+  topKBig.ctx.inputTypes[1].dtype = DType::I64;
+  topKBig.ctx.outputTypes[1].dtype = DType::I64;
+  Instance cumSumRuntime("CumSum", {{4, 100}, {}}, {{4, 100}});
+  cumSumRuntime.ctx.inputTypes[1].dtype = DType::I64;
   int refused = 0;
-  for (Instance* in : {&conv4d, &conv2d, &dil, &bn, &padRuntime, &drop, &dropF32}) {
+  for (Instance* in : {&conv4d, &conv2d, &dil, &bn, &padRuntime, &drop, &dropF32, &topKBig, &cumSumRuntime}) {
     std::string placer = in->rejects();
     std::unique_ptr<Kernel> k;
     Status st = KernelRegistry::global().create("cuda", in->ctx, &k);
@@ -243,7 +308,7 @@ TEST(CudaInstanceLimits, PlacerAndLoaderRefuseTheSameInstances) {
       EXPECT_NE(st.message().find(placer), std::string::npos) << in->ctx.opType << ": " << st.message();
     }
   }
-  EXPECT_EQ(refused, 5);
+  EXPECT_EQ(refused, 7);
   EXPECT_NE(conv4d.rejects().find("1-D to 3-D convolutions"), std::string::npos);
   EXPECT_EQ(conv2d.rejects(), "");
 }
