@@ -1,219 +1,244 @@
-// Builds the Keras MNIST CNN with tandem::GraphBuilder, compiles it and classifies Fashion-MNIST
-// test images on the CPU. The weights are random (He-uniform, fixed seed) until Tandem can
-// train, so about 10% of the predictions are right by chance: the point is the API, not accuracy.
+// Builds the Keras MNIST CNN with tandem::GraphBuilder, trains it on Fashion-MNIST with
+// tandem::Trainer (Adam, on the CPU), prints the test accuracy and classifies a few test images.
 //
-//   mnist_graph_builder [--count N] [--data DIR]
+//   mnist_graph_builder [--epochs N] [--batch B] [--max-steps S] [--threads T] [--data DIR]
+//                       [--seed S] [--lr LR]
 //
-// DIR holds t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz (default
-// /usr/share/datasets/fashion-mnist).
-#include <zlib.h>
-
+// DIR holds the four Fashion-MNIST IDX files (train-/t10k-, images-idx3-ubyte.gz and
+// labels-idx1-ubyte.gz; default /usr/share/datasets/fashion-mnist). Output: one line per epoch
+// (a progress bar on a terminal), then "test accuracy 0.XXXX" and a table of predictions.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "compiler/Compiler.h"
+#include "frontend/Datasets.h"
 #include "frontend/GraphBuilder.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "runtime/Executable.h"
+#include "runtime/Trainer.h"
 
 namespace {
 
 const char* kClassNames[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                                "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
 
-// ---- IDX files (http://yann.lecun.com/exdb/mnist/): big-endian u32 magic, dims, then u8 data ----
-
-bool readAll(gzFile f, void* dst, size_t n) {
-  char* p = static_cast<char*>(dst);
-  while (n > 0) {
-    int chunk = (int)std::min<size_t>(n, 1 << 30);
-    int got = gzread(f, p, (unsigned)chunk);
-    if (got <= 0) return false;
-    p += got;
-    n -= (size_t)got;
-  }
-  return true;
-}
-
-bool readU32(gzFile f, uint32_t* v) {
-  unsigned char b[4];
-  if (!readAll(f, b, 4)) return false;
-  *v = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-  return true;
-}
-
-/// Reads the first `count` items of a gzip'd IDX file with `rank` dims after the item dim.
-/// Returns "" or an error naming the file.
-std::string readIdx(const std::string& path, uint32_t magic, int rank, size_t count,
-                    std::vector<uint8_t>* data, std::vector<uint32_t>* dims) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) return path + ": cannot open (is the Fashion-MNIST dataset installed? see --data)";
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> closer(f, gzclose);
-  uint32_t m = 0, n = 0;
-  if (!readU32(f, &m) || m != magic) return path + ": not an IDX file of the expected kind";
-  if (!readU32(f, &n)) return path + ": truncated header";
-  dims->clear();
-  size_t itemSize = 1;
-  for (int i = 0; i < rank; ++i) {
-    uint32_t d;
-    if (!readU32(f, &d)) return path + ": truncated header";
-    dims->push_back(d);
-    itemSize *= d;
-  }
-  if (count > n) {
-    return path + ": asked for " + std::to_string(count) + " items but the file has " +
-           std::to_string(n);
-  }
-  data->resize(count * itemSize);
-  if (!readAll(f, data->data(), data->size())) return path + ": truncated data";
-  return "";
-}
+struct Args {
+  int epochs = 5;
+  int64_t batch = 128;
+  int64_t maxSteps = 0;  // per epoch; 0 = every full batch
+  int threads = 0;       // 0 = the runtime's default
+  std::string dataDir = "/usr/share/datasets/fashion-mnist";
+  uint64_t seed = 1;     // the initial weights and the shuffle
+  double lr = 1e-3;
+};
 
 // ---- The model ----
 
-/// He-uniform init (Keras' he_uniform): U(-limit, limit), limit = sqrt(6 / fan_in).
-tandem::Tensor heUniform(std::mt19937& rng, tandem::Shape shape, int64_t fanIn) {
+/// PyTorch's default init of nn.Conv2d and nn.Linear (kaiming_uniform_ with a = sqrt(5) for the
+/// weight, and the bias alike): U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
+tandem::Tensor torchDefaultInit(std::mt19937& rng, tandem::Shape shape, int64_t fanIn) {
   tandem::Tensor t = tandem::Tensor::alloc(tandem::DType::F32, shape);
-  float limit = std::sqrt(6.0f / (float)fanIn);
-  std::uniform_real_distribution<float> u(-limit, limit);
+  float bound = 1.0f / std::sqrt((float)fanIn);
+  std::uniform_real_distribution<float> u(-bound, bound);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
   return t;
 }
 
-tandem::Tensor zeros(int64_t n) { return tandem::Tensor::alloc(tandem::DType::F32, {n}); }
-
 /// Conv2D(32, 3x3, relu) → Conv2D(64, 3x3, relu) → MaxPool(2x2) → Dropout(0.25) → Flatten →
-/// Dense(128, relu) → Dropout(0.5) → Dense(10, softmax), on x: f32[N, 1, 28, 28].
+/// Dense(128, relu) → Dropout(0.5) → Dense(10), on image: f32[N, 1, 28, 28]; the output is the
+/// logits f32[N, 10] (the loss applies the softmax).
+///
+/// Every weight and bias is a named constant: training makes each one a parameter, called by
+/// that name in the plans, the Trainer's variables and its checkpoints. The Dropouts are
+/// inference Dropouts (the identity); the training step runs them in training mode
+/// (CompileOptions::Training::dropoutInTraining), as Keras's fit does.
 void buildMnistCnn(tandem::GraphBuilder& g, uint32_t seed) {
   std::mt19937 rng(seed);
-  tandem::Value x = g.input("input", tandem::DType::F32, {tandem::Dim("N"), 1, 28, 28});
+  auto param = [&](const std::string& name, tandem::Shape shape, int64_t fanIn) {
+    return g.namedConstant(name, torchDefaultInit(rng, shape, fanIn));
+  };
+  tandem::Value x = g.input("image", tandem::DType::F32, {tandem::Dim("N"), 1, 28, 28});
 
-  tandem::Value h = g.conv(x, g.constant(heUniform(rng, {32, 1, 3, 3}, 1 * 3 * 3)),
-                           g.constant(zeros(32)));
-  h = g.relu(h);
-  h = g.conv(h, g.constant(heUniform(rng, {64, 32, 3, 3}, 32 * 3 * 3)), g.constant(zeros(64)));
-  h = g.relu(h);
+  tandem::Value h = g.conv(x, param("conv1.weight", {32, 1, 3, 3}, 1 * 3 * 3),
+                           param("conv1.bias", {32}, 1 * 3 * 3));
+  h = g.relu(h);                          // [N, 32, 26, 26]
+  h = g.conv(h, param("conv2.weight", {64, 32, 3, 3}, 32 * 3 * 3),
+             param("conv2.bias", {64}, 32 * 3 * 3));
+  h = g.relu(h);                          // [N, 64, 24, 24]
   tandem::PoolOptions pool;
   pool.kernelShape = {2, 2};
   pool.strides = {2, 2};
   h = g.maxPool(h, pool);                 // [N, 64, 12, 12]
-  h = g.dropout(h, 0.25f);                // identity at inference
+  h = g.dropout(h, 0.25f);
   h = g.flatten(h, 1);                    // [N, 9216]
-  h = g.dense(h, g.constant(heUniform(rng, {9216, 128}, 9216)), g.constant(zeros(128)));
+  h = g.dense(h, param("fc1.weight", {9216, 128}, 9216), param("fc1.bias", {128}, 9216));
   h = g.relu(h);
   h = g.dropout(h, 0.5f);
-  h = g.dense(h, g.constant(heUniform(rng, {128, 10}, 128)), g.constant(zeros(10)));
-  g.output(g.softmax(h, -1), "probabilities");  // [N, 10]
+  h = g.dense(h, param("fc2.weight", {128, 10}, 128), param("fc2.bias", {10}, 128));
+  g.output(h, "logits");                  // [N, 10]
 }
 
-int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--count N] [--data DIR]\n", argv0);
-  return 2;
+/// Compiles `module` (mutated: compile a clone to keep it) and loads the plan. MLIR errors
+/// (on the ops' locations: this file's lines) are collected into the Status.
+tandem::Status compileAndLoad(mlir::MLIRContext* ctx, mlir::ModuleOp module,
+                              const tandem::CompileOptions& options, int threads,
+                              std::unique_ptr<tandem::Executable>* exe) {
+  std::string diagnostics;
+  tandem::CompileResult compiled;
+  {
+    mlir::ScopedDiagnosticHandler handler(ctx, [&](mlir::Diagnostic& d) {
+      if (d.getSeverity() == mlir::DiagnosticSeverity::Error) diagnostics += "\n  " + d.str();
+      return mlir::success();
+    });
+    if (mlir::failed(tandem::compileModule(module, options, &compiled)))
+      return tandem::Status::error("compilation failed" + diagnostics);
+  }
+  tandem::LoadOptions load;
+  load.threads = threads;
+  return tandem::Executable::load(compiled.plan, load, exe);
+}
+
+/// The images of `d` as the model's samples [1, 28, 28] (the IDX files give [28, 28]).
+tandem::SampleSource samplesOf(const tandem::LabelledDataset& d) {
+  tandem::SampleSource s;
+  s.count = d.count;
+  s.dtype = tandem::DType::F32;
+  s.sampleShape = {1, 28, 28};
+  s.samples = d.samples.data();
+  s.labels = d.labels.data();
+  return s;
+}
+
+int fail(const tandem::Status& st) {
+  std::fprintf(stderr, "error: %s\n", st.message().c_str());
+  return 1;
+}
+
+int usage(const char* argv0, std::FILE* out) {
+  std::fprintf(out,
+               "usage: %s [--epochs N (5)] [--batch B (128)] [--max-steps S (0 = all)]\n"
+               "          [--threads T] [--data DIR] [--seed S (1)] [--lr LR (1e-3, Adam)]\n",
+               argv0);
+  return out == stdout ? 0 : 2;
+}
+
+/// Parses the command line into *a; false (with a message) on a bad or unknown flag.
+bool parseArgs(int argc, char** argv, Args* a) {
+  auto number = [&](int& i, double lo, double hi, double* v) {
+    if (i + 1 >= argc) return false;
+    char* end = nullptr;
+    *v = std::strtod(argv[++i], &end);
+    if (*end || !(*v >= lo && *v <= hi)) {
+      std::fprintf(stderr, "error: %s must be a number in [%g, %g]\n", argv[i - 1], lo, hi);
+      return false;
+    }
+    return true;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string f = argv[i];
+    double v = 0;
+    if (f == "--epochs" && number(i, 1, 1000, &v)) a->epochs = (int)v;
+    else if (f == "--batch" && number(i, 1, 60000, &v)) a->batch = (int64_t)v;
+    else if (f == "--max-steps" && number(i, 0, 1e9, &v)) a->maxSteps = (int64_t)v;
+    else if (f == "--threads" && number(i, 0, 1024, &v)) a->threads = (int)v;
+    else if (f == "--seed" && number(i, 0, 4294967295.0, &v)) a->seed = (uint64_t)v;
+    else if (f == "--lr" && number(i, 0, 10, &v)) a->lr = v;
+    else if (f == "--data" && i + 1 < argc) a->dataDir = argv[++i];
+    else return false;
+  }
+  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t count = 16;
-  std::string dataDir = "/usr/share/datasets/fashion-mnist";
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--count" && i + 1 < argc) {
-      char* end = nullptr;
-      long v = std::strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > 10000) {
-        std::fprintf(stderr, "error: --count must be an integer in [1, 10000]\n");
-        return 2;
-      }
-      count = (size_t)v;
-    } else if (a == "--data" && i + 1 < argc) {
-      dataDir = argv[++i];
-    } else if (a == "--help" || a == "-h") {
-      usage(argv[0]);
-      return 0;
-    } else {
-      return usage(argv[0]);
-    }
-  }
+  Args args;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h")
+      return usage(argv[0], stdout);
+  if (!parseArgs(argc, argv, &args)) return usage(argv[0], stderr);
 
-  // 1. Data: the first `count` test images, scaled to [0, 1] as the model expects.
-  std::vector<uint8_t> pixels, labels;
-  std::vector<uint32_t> dims;
-  std::string err = readIdx(dataDir + "/t10k-images-idx3-ubyte.gz", 0x00000803, 2, count,
-                            &pixels, &dims);
-  if (err.empty() && (dims[0] != 28 || dims[1] != 28)) err = "images are not 28x28";
-  if (err.empty())
-    err = readIdx(dataDir + "/t10k-labels-idx1-ubyte.gz", 0x00000801, 0, count, &labels, &dims);
-  if (!err.empty()) {
-    std::fprintf(stderr, "error: %s\n", err.c_str());
-    return 1;
-  }
-  tandem::Tensor images = tandem::Tensor::alloc(tandem::DType::F32, {(int64_t)count, 1, 28, 28});
-  for (size_t i = 0; i < pixels.size(); ++i) images.data<float>()[i] = pixels[i] / 255.0f;
+  // 1. Data: 60000 training and 10000 test images, scaled to [0, 1].
+  tandem::LabelledDataset train, test;
+  tandem::DatasetOptions classes;
+  classes.numClasses = 10;
+  tandem::Status st = tandem::loadIdxDataset(args.dataDir, "train", &train, classes);
+  if (st.isOk()) st = tandem::loadIdxDataset(args.dataDir, "t10k", &test, classes);
+  if (!st.isOk()) return fail(st);
 
-  // 2. Build. Shape errors would come back here with this file's line numbers.
+  // 2. Build. Shape errors would come back here with this file's line numbers. The module is
+  //    compiled twice and compileModule rewrites what it compiles, so the step gets a clone.
   tandem::GraphBuilder g;
-  buildMnistCnn(g, /*seed=*/42);
-  mlir::OwningOpRef<mlir::ModuleOp> module = g.finish(&err);
-  if (!module) {
-    std::fprintf(stderr, "error: %s\n", err.c_str());
-    return 1;
-  }
+  buildMnistCnn(g, (uint32_t)args.seed);
+  std::string err;
+  mlir::OwningOpRef<mlir::ModuleOp> forwardModule = g.finish(&err);
+  if (!forwardModule) return fail(tandem::Status::error(err));
+  mlir::OwningOpRef<mlir::ModuleOp> stepModule = forwardModule->clone();
 
-  // 3. Compile for the CPU with the symbolic batch N bound to the number of images.
+  // 3. Compile for the CPU. The training step: one Adam step on a batch of args.batch images
+  //    (the batch dim N bound), parameters and Adam's moments resident in the plan as
+  //    variables. The forward plan: the logits of 500 images from the parameters as inputs,
+  //    which the Trainer feeds from the step's variables to evaluate and predict.
   tandem::CompileOptions options;
-  options.dimBindings["N"] = (int64_t)count;
-  tandem::CompileResult compiled;
-  std::string diagnostics;
-  {
-    mlir::ScopedDiagnosticHandler handler(g.context(), [&](mlir::Diagnostic& d) {
-      if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
-        diagnostics += "  " + d.str() + "\n";
-      return mlir::success();
-    });
-    if (mlir::failed(tandem::compileModule(*module, options, &compiled))) {
-      std::fprintf(stderr, "error: compilation failed\n%s", diagnostics.c_str());
-      return 1;
-    }
-  }
+  st = tandem::setTargetDevices(&options, "cpu");
+  if (!st.isOk()) return fail(st);
+  options.training.emplace();
+  options.training->optimizer = tandem::CompileOptions::Training::Optimizer::Adam;
+  options.training->learningRate = args.lr;
+  options.training->residentState = true;
+  options.dimBindings["N"] = args.batch;
+  std::unique_ptr<tandem::Executable> step, forward;
+  st = compileAndLoad(g.context(), *stepModule, options, args.threads, &step);
+  if (!st.isOk()) return fail(st.withContext("training step"));
+  options.training->forwardOnly = true;
+  options.dimBindings["N"] = 500;
+  st = compileAndLoad(g.context(), *forwardModule, options, args.threads, &forward);
+  if (!st.isOk()) return fail(st.withContext("forward pass"));
+  std::unique_ptr<tandem::Trainer> trainer;
+  st = tandem::Trainer::create(std::move(step), std::move(forward), &trainer);
+  if (!st.isOk()) return fail(st);
 
-  // 4. Load and run.
-  std::unique_ptr<tandem::Executable> exe;
-  tandem::Status st = tandem::Executable::load(compiled.plan, tandem::LoadOptions{}, &exe);
-  std::vector<tandem::Tensor> outputs;
-  if (st.isOk()) st = exe->run({images}, &outputs);
-  if (!st.isOk()) {
-    std::fprintf(stderr, "error: %s\n", st.message().c_str());
-    return 1;
-  }
+  // 4. Train: each epoch in a shuffled order (a function of seed and epoch), then evaluated on
+  //    the test set; the Trainer prints one line per epoch (a progress bar on a terminal).
+  tandem::TrainerOptions fit;
+  fit.epochs = args.epochs;
+  fit.maxStepsPerEpoch = args.maxSteps;
+  fit.seed = args.seed;
+  const int64_t count = train.count;
+  const uint64_t seed = args.seed;
+  fit.order = [count, seed](int64_t epoch) { return tandem::shuffledOrder(count, seed, epoch); };
+  const tandem::SampleSource trainSet = samplesOf(train), testSet = samplesOf(test);
+  std::vector<tandem::EpochReport> reports;
+  st = trainer->fit(trainSet, &testSet, fit, &reports);
+  if (!st.isOk()) return fail(st);
+  std::printf("test accuracy %.4f\n\n", reports.back().validationAccuracy);
 
-  const tandem::Tensor& probs = outputs.at(0);
-  std::printf("NOTE: the weights are random (He-uniform, seed 42): Tandem cannot train yet, so\n"
-              "      about 10%% of the predictions are right by chance.\n\n");
+  // 5. Classify the first test images with the trained parameters.
+  const int64_t shown = 10;
+  tandem::Tensor images = tandem::Tensor::alloc(tandem::DType::F32, {shown, 1, 28, 28});
+  std::copy(test.samples.begin(), test.samples.begin() + shown * 28 * 28, images.data<float>());
+  tandem::Tensor logits;
+  st = trainer->predict(images, &logits);
+  if (!st.isOk()) return fail(st);
   std::printf("%-6s %-24s %s\n", "image", "predicted (p)", "label");
-  size_t right = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const float* p = probs.data<float>() + i * 10;
-    int best = 0;
-    for (int c = 1; c < 10; ++c)
-      if (p[c] > p[best]) best = c;
-    bool ok = best == labels[i];
-    right += ok;
+  for (int64_t i = 0; i < shown; ++i) {
+    const float* z = logits.data<float>() + i * 10;
+    int best = (int)(std::max_element(z, z + 10) - z);
+    double sum = 0;  // softmax of the best class: 1 / sum(exp(z - z_best))
+    for (int c = 0; c < 10; ++c) sum += std::exp((double)z[c] - z[best]);
     char predicted[64];
-    std::snprintf(predicted, sizeof predicted, "%d %s (%.2f)", best, kClassNames[best], p[best]);
-    std::printf("%-6zu %-24s %d %-12s %s\n", i, predicted, labels[i], kClassNames[labels[i]],
-                ok ? "right" : "wrong");
+    std::snprintf(predicted, sizeof predicted, "%s (%.2f)", kClassNames[best], 1.0 / sum);
+    int64_t label = test.labels[i];
+    std::printf("%-6lld %-24s %-12s %s\n", (long long)i, predicted, kClassNames[label],
+                best == label ? "right" : "wrong");
   }
-  std::printf("\n%zu of %zu right (%.1f%%) with random weights.\n", right, count,
-              100.0 * (double)right / (double)count);
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "compiler/OpBuilding.h"
 #include "compiler/ShapeInference.h"
@@ -59,6 +60,7 @@ struct GraphBuilder::Impl {
   mlir::func::FuncOp func;
   mlir::Block* body = nullptr;
   std::vector<std::string> inputNames;
+  std::set<std::string> constantNames;  // namedConstant's
   std::vector<mlir::ArrayAttr> inputDimParams;
   std::vector<std::pair<mlir::Value, std::string>> outputs;
   bool finished = false;
@@ -246,6 +248,10 @@ Value GraphBuilder::input(const std::string& name, DType dtype, const std::vecto
       return Value();
     }
   }
+  if (impl_->constantNames.count(name)) {
+    recordError(loc, "input '" + name + "': a named constant of that name already exists");
+    return Value();
+  }
   llvm::SmallVector<int64_t> shape;
   llvm::SmallVector<mlir::Attribute> params;
   for (const Dim& d : dims) {
@@ -300,6 +306,25 @@ Value GraphBuilder::constant(const Tensor& t, SourceLoc loc) {
   mlir::Value v = createConstant(impl_->b, locOf(impl_->ctx, loc), t);
   if (!device_.empty()) v.getDefiningOp()->setAttr("device", impl_->b.getStringAttr(device_));
   return Value(v);
+}
+
+Value GraphBuilder::namedConstant(const std::string& name, const Tensor& t, SourceLoc loc) {
+  if (!usable(loc, "constant")) return Value();
+  if (name.empty()) {
+    recordError(loc, "constant: the name must not be empty");
+    return Value();
+  }
+  bool isInput = std::find(impl_->inputNames.begin(), impl_->inputNames.end(), name) !=
+                 impl_->inputNames.end();
+  if (isInput || !impl_->constantNames.insert(name).second) {
+    recordError(loc, "constant '" + name + "': " + (isInput ? "an input" : "a constant") +
+                         " of that name already exists");
+    return Value();
+  }
+  Value v = constant(t, loc);
+  if (v) v.raw().getDefiningOp()->setLoc(mlir::NameLoc::get(impl_->b.getStringAttr(name),
+                                                             locOf(impl_->ctx, loc)));
+  return v;
 }
 
 Value GraphBuilder::constant(const std::vector<float>& values, const Shape& shape, SourceLoc loc) {

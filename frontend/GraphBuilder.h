@@ -150,6 +150,13 @@ class GraphBuilder {
   void output(Value v, const std::string& name, SourceLoc loc = SourceLoc::current());
   /// A constant holding a copy of `t` (weights, shape operands).
   Value constant(const Tensor& t, SourceLoc loc = SourceLoc::current());
+  /// A constant named like an ONNX initializer: `name` is the op's location (mlir::NameLoc),
+  /// which training (CompileOptions::Training) takes as the parameter's name: the forward
+  /// plan's input, the Trainer's variable and checkpoint entry. Training needs every weight and
+  /// bias named, uniquely. Errors: empty name, a name already given to an input or a
+  /// namedConstant; then as constant().
+  Value namedConstant(const std::string& name, const Tensor& t,
+                      SourceLoc loc = SourceLoc::current());
   /// A constant of f32 values with `shape` (values.size() must equal the element count).
   Value constant(const std::vector<float>& values, const Shape& shape,
                  SourceLoc loc = SourceLoc::current());

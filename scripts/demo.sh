@@ -32,8 +32,8 @@ for t in pytorch-converted/test_Conv2d_groups node/test_gemm_default_matrix_bias
   run_model "$ONNX_DATA/$t" 0 log
 done
 
-echo; echo "== GraphBuilder example: Keras MNIST CNN on Fashion-MNIST =="
-build/examples/mnist_graph_builder --count 8 || status=1
+echo; echo "== GraphBuilder example: Keras MNIST CNN, 100 Adam steps on Fashion-MNIST =="
+build/examples/mnist_graph_builder --epochs 1 --max-steps 100 || status=1
 
 # A short real training run: the MLP (784-128-10) for 300 Adam steps of batch 128 (0.64 of an
 # epoch) on Fashion-MNIST, then its test accuracy; the trained model runs in `tandem run`.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "compiler/Compiler.h"
+#include "compiler/IrConventions.h"
 #include "compiler/OpBuilding.h"
 #include "frontend/GraphBuilder.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -86,6 +87,46 @@ TEST(GraphBuilderMnist, OpLocationIsTheCallSite) {
   ASSERT_TRUE(loc);
   EXPECT_EQ(loc.getFilename().str(), "graph_builder_mnist_test.cpp");
   EXPECT_EQ((int)loc.getLine(), line);
+}
+
+// A named constant carries its name as a NameLoc (training names the parameter by it) around
+// the call site; names are unique among named constants and inputs.
+TEST(GraphBuilderMnist, NamedConstantIsNamedAndUnique) {
+  GraphBuilder g;
+  Value x = g.input("x", DType::F32, {2, 3});
+  int line = __LINE__ + 1;
+  Value w = g.namedConstant("fc.weight", filled({3, 4}, 0, 0.1f));
+  ASSERT_TRUE(w.valid()) << g.error();
+  mlir::Location loc = w.raw().getDefiningOp()->getLoc();
+  EXPECT_EQ(nodeName(loc), "fc.weight");
+  auto file = llvm::dyn_cast<mlir::FileLineColLoc>(llvm::cast<mlir::NameLoc>(loc).getChildLoc());
+  ASSERT_TRUE(file);
+  EXPECT_EQ((int)file.getLine(), line);
+  EXPECT_EQ(w.shape(), (Dims{3, 4}));
+  EXPECT_EQ(g.dense(x, w).shape(), (Dims{2, 4}));
+  EXPECT_TRUE(g.ok()) << g.error();
+  EXPECT_FALSE(g.namedConstant("fc.weight", filled({4}, 0, 0)).valid());
+  EXPECT_NE(g.error().find("constant 'fc.weight': a constant of that name already exists"),
+            std::string::npos) << g.error();
+  {
+    GraphBuilder h;
+    h.input("x", DType::F32, {2});
+    EXPECT_FALSE(h.namedConstant("x", filled({2}, 0, 0)).valid());
+    EXPECT_NE(h.error().find("constant 'x': an input of that name already exists"),
+              std::string::npos) << h.error();
+  }
+  {
+    GraphBuilder h;
+    h.namedConstant("w", filled({2}, 0, 0));
+    h.input("w", DType::F32, {2});
+    EXPECT_NE(h.error().find("input 'w': a named constant of that name already exists"),
+              std::string::npos) << h.error();
+  }
+  {
+    GraphBuilder h;
+    EXPECT_FALSE(h.namedConstant("", filled({2}, 0, 0)).valid());
+    EXPECT_NE(h.error().find("constant: the name must not be empty"), std::string::npos);
+  }
 }
 
 TEST(GraphBuilderMnist, ShapeErrorNamesTheCallSite) {
