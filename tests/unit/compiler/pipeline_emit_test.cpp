@@ -141,6 +141,7 @@ TEST_F(PipelineTest, PlacementLogTextAndJson) {
             "relu1 (Relu): cpu [only-kernel] candidates: cpu 1us\n"
             "reshape1 (Reshape): cpu [only-kernel] candidates: cpu 1us\n"
             "summary: ops: cpu 3; copies: 0 (0 bytes moved); arena peak: cpu 64 bytes\n"
+            "per run: in 16 bytes (x 16); out 16 bytes (y 16); between devices 0 bytes\n"
             "kernels before -> after fusion: cpu 3 -> 3; arena peak of all intermediates: cpu "
             "64 of 256 bytes\n"
             "estimated time: plan (cost) 3us; baselines: cost 3us, cpu 3us, gpu 3us, "

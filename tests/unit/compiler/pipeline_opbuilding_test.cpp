@@ -156,13 +156,14 @@ TEST_F(OpBuildingTest, TensorAttrRoundTrip) {
 }
 
 TEST_F(OpBuildingTest, DTypeMapping) {
-  for (DType t : {DType::F32, DType::F64, DType::F16, DType::I32, DType::I64, DType::Bool, DType::U8,
-                  DType::I8, DType::U16, DType::I16, DType::U32, DType::U64})
+  for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64, DType::Bool,
+                  DType::U8, DType::I8, DType::U16, DType::I16, DType::U32, DType::U64})
     EXPECT_EQ(mlirToDType(dtypeToMlir(&ctx_, t)), t) << dtypeName(t);
   EXPECT_EQ(mlirToDType(mlir::IntegerType::get(&ctx_, 16)), DType::I16);
   EXPECT_EQ(mlirToDType(mlir::IntegerType::get(&ctx_, 16, mlir::IntegerType::Unsigned)), DType::U16);
   EXPECT_EQ(mlirToDType(mlir::IntegerType::get(&ctx_, 4)), DType::Undefined);
-  EXPECT_EQ(mlirToDType(mlir::BFloat16Type::get(&ctx_)), DType::Undefined);
+  EXPECT_EQ(mlirToDType(mlir::BFloat16Type::get(&ctx_)), DType::BF16);
+  EXPECT_EQ(mlirToDType(mlir::Float8E4M3FNType::get(&ctx_)), DType::Undefined);
 }
 
 }  // namespace
