@@ -42,13 +42,20 @@ struct Args {
 
 // ---- The model ----
 
-/// PyTorch's default init of nn.Conv2d and nn.Linear (kaiming_uniform_ with a = sqrt(5) for the
-/// weight, and the bias alike): U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
-tandem::Tensor torchDefaultInit(std::mt19937& rng, tandem::Shape shape, int64_t fanIn) {
+/// Keras's default init of Conv2D and Dense weights, glorot_uniform:
+/// U(-sqrt(6 / (fan_in + fan_out)), +sqrt(6 / (fan_in + fan_out))); fan = channels x kernel area.
+tandem::Tensor glorotUniform(std::mt19937& rng, tandem::Shape shape, int64_t fanIn, int64_t fanOut) {
   tandem::Tensor t = tandem::Tensor::alloc(tandem::DType::F32, shape);
-  float bound = 1.0f / std::sqrt((float)fanIn);
+  float bound = std::sqrt(6.0f / (float)(fanIn + fanOut));
   std::uniform_real_distribution<float> u(-bound, bound);
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = u(rng);
+  return t;
+}
+
+/// Keras's default bias init: zeros.
+tandem::Tensor zeros(tandem::Shape shape) {
+  tandem::Tensor t = tandem::Tensor::alloc(tandem::DType::F32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = 0.f;
   return t;
 }
 
@@ -62,16 +69,16 @@ tandem::Tensor torchDefaultInit(std::mt19937& rng, tandem::Shape shape, int64_t 
 /// (CompileOptions::Training::dropoutInTraining), as Keras's fit does.
 void buildMnistCnn(tandem::GraphBuilder& g, uint32_t seed) {
   std::mt19937 rng(seed);
-  auto param = [&](const std::string& name, tandem::Shape shape, int64_t fanIn) {
-    return g.namedConstant(name, torchDefaultInit(rng, shape, fanIn));
+  auto weight = [&](const std::string& name, tandem::Shape shape, int64_t fanIn, int64_t fanOut) {
+    return g.namedConstant(name, glorotUniform(rng, shape, fanIn, fanOut));
   };
+  auto bias = [&](const std::string& name, int64_t n) { return g.namedConstant(name, zeros({n})); };
   tandem::Value x = g.input("image", tandem::DType::F32, {tandem::Dim("N"), 1, 28, 28});
 
-  tandem::Value h = g.conv(x, param("conv1.weight", {32, 1, 3, 3}, 1 * 3 * 3),
-                           param("conv1.bias", {32}, 1 * 3 * 3));
+  tandem::Value h = g.conv(x, weight("conv1.weight", {32, 1, 3, 3}, 1 * 3 * 3, 32 * 3 * 3),
+                           bias("conv1.bias", 32));
   h = g.relu(h);                          // [N, 32, 26, 26]
-  h = g.conv(h, param("conv2.weight", {64, 32, 3, 3}, 32 * 3 * 3),
-             param("conv2.bias", {64}, 32 * 3 * 3));
+  h = g.conv(h, weight("conv2.weight", {64, 32, 3, 3}, 32 * 3 * 3, 64 * 3 * 3), bias("conv2.bias", 64));
   h = g.relu(h);                          // [N, 64, 24, 24]
   tandem::PoolOptions pool;
   pool.kernelShape = {2, 2};
@@ -79,10 +86,10 @@ void buildMnistCnn(tandem::GraphBuilder& g, uint32_t seed) {
   h = g.maxPool(h, pool);                 // [N, 64, 12, 12]
   h = g.dropout(h, 0.25f);
   h = g.flatten(h, 1);                    // [N, 9216]
-  h = g.dense(h, param("fc1.weight", {9216, 128}, 9216), param("fc1.bias", {128}, 9216));
+  h = g.dense(h, weight("fc1.weight", {9216, 128}, 9216, 128), bias("fc1.bias", 128));
   h = g.relu(h);
   h = g.dropout(h, 0.5f);
-  h = g.dense(h, param("fc2.weight", {128, 10}, 128), param("fc2.bias", {10}, 128));
+  h = g.dense(h, weight("fc2.weight", {128, 10}, 128, 10), bias("fc2.bias", 10));
   g.output(h, "logits");                  // [N, 10]
 }
 
@@ -193,6 +200,7 @@ int main(int argc, char** argv) {
   options.training.emplace();
   options.training->optimizer = tandem::CompileOptions::Training::Optimizer::Adam;
   options.training->learningRate = args.lr;
+  options.training->epsilon = 1e-7;  // Keras's Adam (the example is Keras's MNIST CNN)
   options.training->residentState = true;
   options.dimBindings["N"] = args.batch;
   std::unique_ptr<tandem::Executable> step, forward;
