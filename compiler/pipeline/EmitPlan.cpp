@@ -138,6 +138,15 @@ class PlanEmitter {
     return id;
   }
 
+  // A constant's or a variable's data as plan TensorData; returns its bytes.
+  static int64_t setData(mlir::DenseElementsAttr dense, plan::TensorData* td) {
+    Tensor t = attrToTensor(dense);
+    td->set_dtype((int32_t)t.dtype());
+    for (int64_t d : t.shape()) td->add_dims(d);
+    td->set_raw(t.raw(), t.bytes());
+    return (int64_t)t.bytes();
+  }
+
   // A variable: resident on its device, its initial value in the plan, not a graph input.
   mlir::LogicalResult addVariable(mlir::func::FuncOp main, mlir::BlockArgument arg) {
     auto dense = llvm::dyn_cast_or_null<mlir::DenseElementsAttr>(main.getArgAttr(arg.getArgNumber(), kVariableAttr));
@@ -147,13 +156,9 @@ class PlanEmitter {
     std::string device = deviceOfValue(arg);
     auto id = addValue(arg, plan::Value::VARIABLE, device.empty() ? "cpu" : device, 0, main.getLoc());
     if (mlir::failed(id)) return mlir::failure();
-    Tensor t = attrToTensor(dense);
-    plan::TensorData* td = plan_.mutable_values(*id)->mutable_constant();
-    td->set_dtype((int32_t)t.dtype());
-    for (int64_t d : t.shape()) td->add_dims(d);
-    td->set_raw(t.raw(), t.bytes());
+    const int64_t bytes = setData(dense, plan_.mutable_values(*id)->mutable_constant());
     variables_[valueName(arg)] = *id;
-    log_.addVariable(valueName(arg), plan_.values(*id).device(), (int64_t)t.bytes());
+    log_.addVariable(valueName(arg), plan_.values(*id).device(), bytes);
     return mlir::success();
   }
 
@@ -164,12 +169,8 @@ class PlanEmitter {
     auto id = addValue(c.getResult(), plan::Value::CONSTANT, device.empty() ? "cpu" : device, 0,
                        c.getLoc());
     if (mlir::failed(id)) return mlir::failure();
-    Tensor t = attrToTensor(dense);
-    plan::TensorData* td = plan_.mutable_values(*id)->mutable_constant();
-    td->set_dtype((int32_t)t.dtype());
-    for (int64_t d : t.shape()) td->add_dims(d);
-    td->set_raw(t.raw(), t.bytes());
-    log_.addConstant(plan_.values(*id).device(), (int64_t)t.bytes());
+    const int64_t bytes = setData(dense, plan_.mutable_values(*id)->mutable_constant());
+    log_.addConstant(plan_.values(*id).device(), bytes);
     return mlir::success();
   }
 
