@@ -29,7 +29,12 @@ if [ "${1:-}" = "--sanitize" ]; then
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1}
   echo "== tests under -fsanitize=$san in $dir"
-  exec ctest --output-on-failure -LE 'gpu|slow' -j "$(nproc)" "$@"
+  # Left out here, run by the plain suite: the Python tests load the instrumented module into
+  # Debian's uninstrumented python3 (the sanitizer runtime must come first), and the package
+  # consumers link the installed libraries without the sanitizer's runtime flags.
+  echo "   (not run under sanitizers: unit.python, e2e.python_models, install.consumers)"
+  exec ctest --output-on-failure -LE 'gpu|slow' -E '^(unit\.python|e2e\.python_models|install\.consumers)$' \
+    -j "$(nproc)" "$@"
 fi
 bash scripts/build.sh
 cd build

@@ -224,7 +224,7 @@ Tensor emulateResize(const Case& c) {
     a.swap(b);
   }
   Tensor y = Tensor::alloc(dt, cur);
-  std::memcpy(y.raw(), a.data(), a.size() * sizeof(T));
+  if (!a.empty()) std::memcpy(y.raw(), a.data(), a.size() * sizeof(T));
   return y;
 }
 
