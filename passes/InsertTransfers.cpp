@@ -1,5 +1,8 @@
 // --tandem-insert-transfers: one tandem.copy per (value, consumer device), shared by all the
 // consumers on that device.
+#include <map>
+#include <string>
+
 #include "compiler/TandemDialect.h"
 #include "mlir/IR/Builders.h"
 #include "compiler/IrConventions.h"
@@ -13,12 +16,16 @@ namespace tandem {
 namespace tandem {
 namespace {
 
-// The device of the variable that result `i` of @main updates (Variables.h), or "".
-std::string variableDevice(mlir::func::FuncOp main, unsigned i) {
-  auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kVariableUpdateAttr);
+// Per result of @main that updates a variable (Variables.h): the variable's device.
+std::map<unsigned, std::string> variableUpdateDevices(mlir::func::FuncOp main) {
+  std::map<std::string, std::string> deviceOf;
   for (mlir::BlockArgument arg : main.getArguments())
-    if (name && isVariableArg(arg) && valueName(arg) == name.getValue()) return deviceOfValue(arg);
-  return "";
+    if (isVariableArg(arg)) deviceOf[valueName(arg)] = deviceOfValue(arg);
+  std::map<unsigned, std::string> out;
+  for (unsigned i = 0; i < main.getNumResults(); ++i)
+    if (auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kVariableUpdateAttr))
+      out[i] = deviceOf[name.str()];
+  return out;
 }
 
 class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfersPass> {
@@ -56,6 +63,7 @@ class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfe
       if (auto devs = module->getAttrOfType<mlir::ArrayAttr>(kDevicesAttr); devs && !devs.empty())
         if (auto d = llvm::dyn_cast<mlir::StringAttr>(devs[0])) host = d.str();
 
+    const std::map<unsigned, std::string> updateDevice = variableUpdateDevices(main);
     mlir::OpBuilder b(ctx);
     for (mlir::Value v : values) {
       std::string from = deviceOfValue(v);
@@ -65,10 +73,9 @@ class InsertTransfersPass : public impl::TandemInsertTransfersBase<InsertTransfe
       for (mlir::OpOperand& use : v.getUses()) {
         if (llvm::isa<CopyOp>(use.getOwner())) continue;  // already a transfer
         // A graph output goes to the host; a variable's update stays where the variable is.
-        std::string to = !llvm::isa<mlir::func::ReturnOp>(use.getOwner()) ? deviceOfOp(use.getOwner())
-                         : isVariableUpdateResult(main, use.getOperandNumber())
-                             ? variableDevice(main, use.getOperandNumber())
-                             : host;
+        std::string to = host;
+        if (!llvm::isa<mlir::func::ReturnOp>(use.getOwner())) to = deviceOfOp(use.getOwner());
+        else if (auto it = updateDevice.find(use.getOperandNumber()); it != updateDevice.end()) to = it->second;
         if (to.empty() || to == from) continue;
         auto it = llvm::find_if(byDevice, [&](const auto& e) { return e.first == to; });
         if (it == byDevice.end()) {

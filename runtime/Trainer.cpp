@@ -63,7 +63,6 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
     auto at = std::find(vars.begin(), vars.end(), name);
     if (at == vars.end())
       return Status::error("Trainer: forward input '" + name + "' is not a variable of the step plan");
-    t->forwardParams_.push_back((size_t)(at - vars.begin()));
     t->forwardParamNames_.push_back(name);
   }
   std::vector<TensorSpec> specs;
@@ -102,11 +101,16 @@ Status Trainer::checkLabels(const SampleSource& s, const std::string& what) cons
   return Status::ok();
 }
 
-Status Trainer::forwardBatch(const float* images, int64_t n, std::vector<float>* logits) {
+Status Trainer::forwardParameters(std::vector<Tensor>* params) {
+  params->resize(forwardParamNames_.size());
+  for (size_t k = 0; k < forwardParamNames_.size(); ++k)
+    TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(forwardParamNames_[k], &(*params)[k]));
+  return Status::ok();
+}
+
+Status Trainer::forwardBatch(const std::vector<Tensor>& params, const float* images, int64_t n,
+                             std::vector<float>* logits) {
   // Full batches of E; the last one padded with its first sample and its extra rows dropped.
-  std::vector<Tensor> params(forwardParams_.size());
-  for (size_t k = 0; k < forwardParams_.size(); ++k)
-    TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(forwardParamNames_[k], &params[k]));
   Shape shape = forward_->inputTypes()[0].shape;
   const int64_t px = numElements(sampleShape_);
   logits->assign((size_t)(n * classes_), 0.f);
@@ -131,8 +135,10 @@ Status Trainer::predict(const Tensor& images, Tensor* logits) {
     return Status::error("predict: images must be f32 [n, " + shapeToString(sampleShape_) + "...], got " +
                          dtypeName(images.dtype()) + shapeToString(images.shape()));
   const int64_t n = images.shape()[0];
+  std::vector<Tensor> params;
+  TANDEM_RETURN_IF_ERROR(forwardParameters(&params));
   std::vector<float> l;
-  TANDEM_RETURN_IF_ERROR(forwardBatch(images.data<float>(), n, &l));
+  TANDEM_RETURN_IF_ERROR(forwardBatch(params, images.data<float>(), n, &l));
   *logits = Tensor::fromVector<float>({n, classes_}, l);
   return Status::ok();
 }
@@ -141,6 +147,9 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
   TANDEM_RETURN_IF_ERROR(checkLabels(data, "evaluation data"));
   const int64_t px = numElements(sampleShape_);
   const int64_t chunk = evalBatch_ * std::max<int64_t>(1, 8192 / std::max<int64_t>(1, evalBatch_));
+  // The parameters once (a copy from the step plan's variables), then the data in chunks.
+  std::vector<Tensor> params;
+  TANDEM_RETURN_IF_ERROR(forwardParameters(&params));
   std::vector<float> images, logits;
   std::vector<int64_t> labels;
   int64_t correct = 0;
@@ -151,7 +160,7 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
     labels.resize((size_t)n);
     for (int64_t i = 0; i < n; ++i)
       TANDEM_RETURN_IF_ERROR(fetchSample(data, b + i, images.data() + i * px, &labels[i]));
-    TANDEM_RETURN_IF_ERROR(forwardBatch(images.data(), n, &logits));
+    TANDEM_RETURN_IF_ERROR(forwardBatch(params, images.data(), n, &logits));
     for (int64_t i = 0; i < n; ++i) {
       if (labels[i] < 0 || labels[i] >= classes_)
         return Status::error("evaluation data: sample " + std::to_string(b + i) + " has label " +

@@ -99,13 +99,15 @@ class Trainer {
 
  private:
   Trainer() = default;
-  Status forwardBatch(const float* images, int64_t n, std::vector<float>* logits);
+  // The forward plan's parameter inputs, read from the step plan's variables.
+  Status forwardParameters(std::vector<Tensor>* params);
+  Status forwardBatch(const std::vector<Tensor>& params, const float* images, int64_t n,
+                      std::vector<float>* logits);
   Status checkLabels(const SampleSource& s, const std::string& what) const;
   Status saveCheckpoint(const TrainerOptions& o, int64_t epoch, int64_t position);
 
   std::unique_ptr<Executable> step_plan_, forward_;
-  std::vector<size_t> forwardParams_;  // forward input 1 + k is variable forwardParams_[k]
-  std::vector<std::string> forwardParamNames_;
+  std::vector<std::string> forwardParamNames_;  // forward input 1 + k is this variable
   Shape sampleShape_;
   int64_t batch_ = 0, evalBatch_ = 0, classes_ = 0;
   int64_t step_ = 0;

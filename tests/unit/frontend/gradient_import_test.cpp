@@ -9,61 +9,41 @@
 #include <fstream>
 #include <random>
 
+#include "tests/unit/onnx_model_builder.h"
 #include "tools/driver/Driver.h"
 
 using namespace tandem;
 
 namespace {
 
-void addInput(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims) {
-  auto* in = g->add_input();
-  in->set_name(name);
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
-}
-
-onnx::NodeProto* addNode(onnx::GraphProto* g, const std::string& op, std::vector<std::string> in,
-                         std::vector<std::string> out, const std::string& name) {
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->set_name(name);
-  for (auto& i : in) n->add_input(i);
-  for (auto& o : out) n->add_output(o);
-  return n;
-}
-
 // a [2,3], b [3,2], u [2]: y = Tanh(MatMul(a, b)); Gradient(xs = a, b, u; y) -> da, db, du;
 // `op` replaces Tanh.
 std::string writeModel(const std::string& op) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  auto* t = m.add_opset_import();
+  testing_onnx::Model m;
+  auto* t = m.m.add_opset_import();
   t->set_domain("ai.onnx.preview.training");
   t->set_version(1);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("grad");
-  addInput(g, "a", {2, 3});
-  addInput(g, "b", {3, 2});
-  addInput(g, "u", {2});
-  addNode(g, "MatMul", {"a", "b"}, {"c"}, "mm");
-  addNode(g, op, {"c"}, {"y"}, "act");
-  auto* gr = addNode(g, "Gradient", {"a", "b", "u"}, {"da", "db", "du"}, "grad");
+  m.input("a", {2, 3}).input("b", {3, 2}).input("u", {2});
+  m.node("MatMul", {"a", "b"}, {"c"}, "mm");
+  m.node(op, {"c"}, {"y"}, "act");
+  auto* gr = m.node("Gradient", {"a", "b", "u"}, {"da", "db", "du"}, "grad");
   gr->set_domain("ai.onnx.preview.training");
-  auto* xs = gr->add_attribute();
-  xs->set_name("xs");
-  xs->set_type(onnx::AttributeProto::STRINGS);
-  for (const char* x : {"a", "b", "u"}) xs->add_strings(x);
-  auto* y = gr->add_attribute();
-  y->set_name("y");
-  y->set_type(onnx::AttributeProto::STRING);
-  y->set_s("y");
-  for (const char* o : {"y", "da", "db", "du"}) g->add_output()->set_name(o);
-  std::string p = testing::TempDir() + "/tandem_gradient_" + op + "_" + std::to_string(getpid()) + ".onnx";
-  std::ofstream f(p, std::ios::binary);
-  EXPECT_TRUE(m.SerializeToOstream(&f));
-  return p;
+  testing_onnx::stringsAttr(gr, "xs", {"a", "b", "u"});
+  testing_onnx::stringAttr(gr, "y", "y");
+  for (const char* o : {"y", "da", "db", "du"}) m.output(o);
+  return testing_onnx::writeTemp(m, "gradient_" + op);
+}
+
+// Compiles `path` for the CPU (and removes it); the error message, or "" and *exe loaded.
+std::string compile(const std::string& path, std::unique_ptr<Executable>* exe) {
+  CompileOptions co;
+  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  CompileResult r;
+  Status st = compileOnnxFile(path, ImportOptions{}, co, &r);
+  std::remove(path.c_str());
+  if (!st.isOk()) return st.message();
+  st = Executable::load(r.plan, LoadOptions{}, exe);
+  return st.isOk() ? "" : st.message();
 }
 
 double sumTanhMatMul(const std::vector<double>& a, const std::vector<double>& b) {
@@ -78,15 +58,8 @@ double sumTanhMatMul(const std::vector<double>& a, const std::vector<double>& b)
 }
 
 TEST(GradientOp, MatchesCentralDifferences) {
-  const std::string path = writeModel("Tanh");
-  CompileOptions co;
-  ASSERT_TRUE(setTargetDevices(&co, "cpu").isOk());
-  CompileResult r;
-  Status st = compileOnnxFile(path, ImportOptions{}, co, &r);
-  std::remove(path.c_str());
-  ASSERT_TRUE(st.isOk()) << st.message();
   std::unique_ptr<Executable> exe;
-  ASSERT_TRUE(Executable::load(r.plan, LoadOptions{}, &exe).isOk());
+  ASSERT_EQ(compile(writeModel("Tanh"), &exe), "");
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> a(6), b(6);
@@ -114,15 +87,11 @@ TEST(GradientOp, MatchesCentralDifferences) {
 }
 
 TEST(GradientOp, AnOpWithoutARuleIsAnErrorNamingIt) {
-  const std::string path = writeModel("Round");
-  CompileOptions co;
-  ASSERT_TRUE(setTargetDevices(&co, "cpu").isOk());
-  CompileResult r;
-  Status st = compileOnnxFile(path, ImportOptions{}, co, &r);
-  std::remove(path.c_str());
-  ASSERT_FALSE(st.isOk());
-  EXPECT_NE(st.message().find("grad"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("no gradient for op 'Round' (node 'act')"), std::string::npos) << st.message();
+  std::unique_ptr<Executable> exe;
+  const std::string err = compile(writeModel("Round"), &exe);
+  ASSERT_FALSE(err.empty());
+  EXPECT_NE(err.find("grad"), std::string::npos) << err;
+  EXPECT_NE(err.find("no gradient for op 'Round' (node 'act')"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -17,81 +17,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "runtime/Executable.h"
+#include "tests/unit/onnx_model_builder.h"
 
 namespace tandem {
 namespace {
 
-// ---- Building models ----
-
-struct Model {
-  onnx::ModelProto m;
-  explicit Model(int64_t opset = 13) {
-    m.set_ir_version(8);
-    auto* o = m.add_opset_import();
-    o->set_domain("");
-    o->set_version(opset);
-  }
-  onnx::GraphProto* g() { return m.mutable_graph(); }
-  Model& input(const std::string& name, std::vector<int64_t> dims,
-               int32_t type = onnx::TensorProto::FLOAT, std::vector<std::string> params = {}) {
-    auto* v = g()->add_input();
-    v->set_name(name);
-    auto* tt = v->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(type);
-    auto* shape = tt->mutable_shape();
-    for (size_t i = 0; i < dims.size(); ++i) {
-      auto* d = shape->add_dim();
-      if (i < params.size() && !params[i].empty()) d->set_dim_param(params[i]);
-      else if (dims[i] >= 0) d->set_dim_value(dims[i]);
-    }
-    return *this;
-  }
-  Model& output(const std::string& name) {
-    g()->add_output()->set_name(name);
-    return *this;
-  }
-  onnx::NodeProto* node(const std::string& op, std::vector<std::string> ins,
-                        std::vector<std::string> outs, const std::string& name = "") {
-    auto* n = g()->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (auto& i : ins) n->add_input(i);
-    for (auto& o : outs) n->add_output(o);
-    return n;
-  }
-  Model& floatInit(const std::string& name, std::vector<int64_t> dims, std::vector<float> v) {
-    auto* t = g()->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    for (float x : v) t->add_float_data(x);
-    return *this;
-  }
-  std::string bytes() const {
-    std::string s;
-    m.SerializeToString(&s);
-    return s;
-  }
-};
-
-void intAttr(onnx::NodeProto* n, const std::string& name, int64_t v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(v);
-}
-void intsAttr(onnx::NodeProto* n, const std::string& name, std::vector<int64_t> v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void floatAttr(onnx::NodeProto* n, const std::string& name, float v) {
-  auto* a = n->add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::FLOAT);
-  a->set_f(v);
-}
+using namespace testing_onnx;  // Model, intAttr, ... (tests/unit/onnx_model_builder.h)
 
 class ImporterModels : public ::testing::Test {
  protected:

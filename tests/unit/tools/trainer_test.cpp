@@ -18,6 +18,7 @@
 #include "frontend/OnnxTensor.h"
 #include "runtime/FileIO.h"
 #include "runtime/Trainer.h"
+#include "tests/unit/onnx_model_builder.h"
 #include "tools/driver/Driver.h"
 
 using namespace tandem;
@@ -27,57 +28,26 @@ namespace {
 
 constexpr int64_t kD = 16, kC = 4;
 
-// x [N, 16] -> Gemm(32) -> Relu -> Gemm(4): logits.
+// x [N, 16] -> Gemm(hidden) -> Relu -> Gemm(4): logits.
 std::string writeModel(int64_t hidden, const std::string& tag) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("mlp");
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  tt->mutable_shape()->add_dim()->set_dim_param("N");
-  tt->mutable_shape()->add_dim()->set_dim_value(kD);
+  testing_onnx::Model m;
+  m.input("x", {-1, kD}, onnx::TensorProto::FLOAT, {"N"});
   std::mt19937 rng(5);
   std::uniform_real_distribution<float> u(-0.4f, 0.4f);
   auto init = [&](const std::string& name, std::vector<int64_t> dims) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    int64_t n = 1;
-    for (int64_t d : dims) t->add_dims(d), n *= d;
-    for (int64_t i = 0; i < n; ++i) t->add_float_data(u(rng));
+    std::vector<float> v((size_t)(dims.size() == 2 ? dims[0] * dims[1] : dims[0]));
+    for (float& e : v) e = u(rng);
+    m.floatInit(name, dims, v);
   };
   init("fc1.weight", {hidden, kD});
   init("fc1.bias", {hidden});
   init("fc2.weight", {kC, hidden});
   init("fc2.bias", {kC});
-  auto gemm = [&](const std::string& name, const std::string& x, const std::string& w,
-                  const std::string& b, const std::string& y) {
-    auto* n = g->add_node();
-    n->set_op_type("Gemm");
-    n->set_name(name);
-    for (const std::string& i : {x, w, b}) n->add_input(i);
-    n->add_output(y);
-    auto* a = n->add_attribute();
-    a->set_name("transB");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(1);
-  };
-  gemm("fc1", "x", "fc1.weight", "fc1.bias", "h");
-  auto* relu = g->add_node();
-  relu->set_op_type("Relu");
-  relu->set_name("relu");
-  relu->add_input("h");
-  relu->add_output("hr");
-  gemm("fc2", "hr", "fc2.weight", "fc2.bias", "logits");
-  g->add_output()->set_name("logits");
-  std::string p = testing::TempDir() + "/tandem_trainer_" + tag + "_" + std::to_string(getpid()) + ".onnx";
-  std::ofstream f(p, std::ios::binary);
-  EXPECT_TRUE(m.SerializeToOstream(&f));
-  return p;
+  testing_onnx::intAttr(m.node("Gemm", {"x", "fc1.weight", "fc1.bias"}, {"h"}, "fc1"), "transB", 1);
+  m.node("Relu", {"h"}, {"hr"}, "relu");
+  testing_onnx::intAttr(m.node("Gemm", {"hr", "fc2.weight", "fc2.bias"}, {"logits"}, "fc2"), "transB", 1);
+  m.output("logits");
+  return testing_onnx::writeTemp(m, "trainer_" + tag);
 }
 
 struct TempModel {
@@ -93,13 +63,16 @@ CompileOptions::Training adam() {
   return t;
 }
 
-std::unique_ptr<Executable> compileStep(const std::string& model, int64_t batch, bool resident,
-                                        const std::string& targets = "cpu",
-                                        CompileResult* result = nullptr) {
+// The training step (batch `batch`, state resident or fed back) or, with `forwardOnly`, the
+// forward plan taking the parameters as inputs; compiled for `targets` and loaded on 1 thread.
+std::unique_ptr<Executable> compilePlan(const std::string& model, int64_t batch, bool resident,
+                                        bool forwardOnly, const std::string& targets,
+                                        CompileResult* result) {
   CompileOptions co;
   EXPECT_TRUE(setTargetDevices(&co, targets).isOk());
   co.training = adam();
   co.training->residentState = resident;
+  co.training->forwardOnly = forwardOnly;
   co.inputShapes["x"] = {batch, kD};
   CompileResult r;
   Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
@@ -113,20 +86,14 @@ std::unique_ptr<Executable> compileStep(const std::string& model, int64_t batch,
   return exe;
 }
 
+std::unique_ptr<Executable> compileStep(const std::string& model, int64_t batch, bool resident,
+                                        const std::string& targets = "cpu",
+                                        CompileResult* result = nullptr) {
+  return compilePlan(model, batch, resident, false, targets, result);
+}
+
 std::unique_ptr<Executable> compileForward(const std::string& model, int64_t batch) {
-  CompileOptions co;
-  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
-  co.training = adam();
-  co.training->forwardOnly = true;
-  co.inputShapes["x"] = {batch, kD};
-  CompileResult r;
-  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  std::unique_ptr<Executable> exe;
-  LoadOptions lo;
-  lo.threads = 1;
-  EXPECT_TRUE(Executable::load(r.plan, lo, &exe).isOk());
-  return exe;
+  return compilePlan(model, batch, false, true, "cpu", nullptr);
 }
 
 // A learnable synthetic set: the label is the argmax of four fixed projections of x.
