@@ -18,6 +18,8 @@ enum class Rule {
   Dropout,    // data from the set, then ratio (f32/f64), training_mode (bool), counter (f32/i64)
   Labels,     // f32 but for i32/i64 class labels at Entry::labels; that many inputs, 1 optional more
   Resize,     // data from the set, then roi (f32/f64), scales (f32), sizes (i64), absent ones omitted
+  Boxes,      // NonMaxSuppression: f32 boxes, scores; then i64 max_output_boxes_per_class, f32 thresholds
+  Recurrent,  // f32 but for sequence_lens (i32/i64), which cudaKernelRejects refuses with its reason
 };
 
 struct Entry {
@@ -69,6 +71,8 @@ const std::map<std::string, Entry>& table() {
     m["CumSum"] = {Rule::FirstOf, {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8, DType::I8}};
     m["TopK"] = {Rule::FirstOf, {DType::F32, DType::F64, DType::I32, DType::I64}};  // K i64
     m["Resize"] = {Rule::Resize, {DType::F32, DType::F64}};
+    m["NonMaxSuppression"] = {Rule::Boxes, f32()};
+    for (const char* op : {"RNN", "GRU", "LSTM"}) m[op] = {Rule::Recurrent, f32()};
     return m;
   }();
   return t;
@@ -128,6 +132,19 @@ bool cudaKernelAccepts(const std::string& opType, const std::vector<DType>& dts)
       return in(e.set, dts[0]) && std::all_of(dts.begin() + 1, dts.end(), [](DType d) {
                return d == DType::F32 || d == DType::F64 || d == DType::I64;
              });
+    case Rule::Boxes:
+      if (dts.size() < 2 || dts[0] != DType::F32 || dts[1] != DType::F32) return false;
+      return std::all_of(dts.begin() + 2, dts.end(), [](DType d) { return d == DType::F32 || d == DType::I64; });
+    case Rule::Recurrent: {
+      // Inputs X, W, R[, B][, sequence_lens][, initial_h][, initial_c][, P]: one integer at most.
+      if (dts.size() < 3 || dts[0] != DType::F32 || dts[1] != DType::F32 || dts[2] != DType::F32) return false;
+      size_t ints = 0;
+      for (DType d : dts) {
+        if (d == DType::I32 || d == DType::I64) ++ints;
+        else if (d != DType::F32) return false;
+      }
+      return ints <= 1;
+    }
   }
   return false;
 }
@@ -146,6 +163,8 @@ std::string cudaKernelDTypesText(const std::string& opType) {
     case Rule::Dropout: return s + " (data; f32/f64 ratio, bool training_mode, f32/i64 counter)";
     case Rule::Labels: return s + " (labels i32,i64)";
     case Rule::Resize: return s + " (data; f32/f64 roi and scales, i64 sizes)";
+    case Rule::Boxes: return s + " (boxes, scores, thresholds; i64 max_output_boxes_per_class)";
+    case Rule::Recurrent: return s + " (sequence_lens refused)";
   }
   return s;
 }

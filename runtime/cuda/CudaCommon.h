@@ -83,10 +83,13 @@ void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp (NVRTC)
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp (NVRTC, copies)
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp (NVRTC)
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp (tandem.fused: cuBLASLt, NVRTC)
+void registerRecurrentKernels(KernelRegistry& r);    // Recurrent.cpp (cuDNN: RNN, GRU, LSTM)
 
 /// Adds a "cuda" def for `op` whose accepted dtypes are exactly the table's
 /// (runtime/cuda/CudaKernelTable.h), so the placer's table and the registry cannot disagree.
-void addCuda(KernelRegistry& r, const std::string& op, const std::string& impl, KernelFactory create);
+/// Output 0 is required unless `output0Optional` (the recurrent ops: Y may be left out).
+void addCuda(KernelRegistry& r, const std::string& op, const std::string& impl, KernelFactory create,
+             bool output0Optional = false);
 
 }  // namespace cuda
 }  // namespace tandem

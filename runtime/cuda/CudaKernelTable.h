@@ -36,7 +36,11 @@ std::string cudaKernelDTypesText(const std::string& opType);
 /// the mask output, reading ratio, training_mode and counter on the device); non-constant
 /// Pad/Slice/Clip/reduction parameters; LayerNormalization with a broadcast Scale or B; CumSum
 /// with a non-constant axis; TopK with a non-constant K or K above kCudaTopKMax; Resize with
-/// non-constant scales (or roi under tf_crop_and_resize), as the reference needs them at load.
+/// non-constant scales (or roi under tf_crop_and_resize), as the reference needs them at load;
+/// NonMaxSuppression with non-constant max_output_boxes_per_class or thresholds; LSTM, GRU, RNN
+/// with layout 1, clip, input_forget=1, peepholes P, sequence_lens, non-default activations (RNN:
+/// tanh or relu), GRU linear_before_reset=0, or non-constant W, R, B (cuDNN's cells,
+/// runtime/cuda/Recurrent.cpp).
 std::string cudaKernelRejects(const KernelContext& ctx);
 
 }  // namespace tandem

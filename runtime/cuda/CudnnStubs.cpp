@@ -115,3 +115,47 @@ DNN_STUB(cudnnBatchNormalizationForwardInference,
           const void* estimatedMean, const void* estimatedVariance, double epsilon),
          (handle, mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean,
           estimatedVariance, epsilon))
+
+// Dropout (a zero-dropout descriptor for the RNN descriptor: no states are allocated).
+DNN_STUB(cudnnCreateDropoutDescriptor, (cudnnDropoutDescriptor_t* dropoutDesc), (dropoutDesc))
+DNN_STUB(cudnnDestroyDropoutDescriptor, (cudnnDropoutDescriptor_t dropoutDesc), (dropoutDesc))
+DNN_STUB(cudnnSetDropoutDescriptor,
+         (cudnnDropoutDescriptor_t dropoutDesc, cudnnHandle_t handle, float dropout, void* states,
+          size_t stateSizeInBytes, unsigned long long seed),
+         (dropoutDesc, handle, dropout, states, stateSizeInBytes, seed))
+
+// Recurrent networks (cuDNN 9's v8 RNN API: RNN, GRU, LSTM inference).
+DNN_STUB(cudnnCreateRNNDescriptor, (cudnnRNNDescriptor_t* rnnDesc), (rnnDesc))
+DNN_STUB(cudnnDestroyRNNDescriptor, (cudnnRNNDescriptor_t rnnDesc), (rnnDesc))
+DNN_STUB(cudnnSetRNNDescriptor_v8,
+         (cudnnRNNDescriptor_t rnnDesc, cudnnRNNAlgo_t algo, cudnnRNNMode_t cellMode, cudnnRNNBiasMode_t biasMode,
+          cudnnDirectionMode_t dirMode, cudnnRNNInputMode_t inputMode, cudnnDataType_t dataType,
+          cudnnDataType_t mathPrec, cudnnMathType_t mathType, int32_t inputSize, int32_t hiddenSize,
+          int32_t projSize, int32_t numLayers, cudnnDropoutDescriptor_t dropoutDesc, uint32_t auxFlags),
+         (rnnDesc, algo, cellMode, biasMode, dirMode, inputMode, dataType, mathPrec, mathType, inputSize, hiddenSize,
+          projSize, numLayers, dropoutDesc, auxFlags))
+DNN_STUB(cudnnCreateRNNDataDescriptor, (cudnnRNNDataDescriptor_t* rnnDataDesc), (rnnDataDesc))
+DNN_STUB(cudnnDestroyRNNDataDescriptor, (cudnnRNNDataDescriptor_t rnnDataDesc), (rnnDataDesc))
+DNN_STUB(cudnnSetRNNDataDescriptor,
+         (cudnnRNNDataDescriptor_t rnnDataDesc, cudnnDataType_t dataType, cudnnRNNDataLayout_t layout,
+          int maxSeqLength, int batchSize, int vectorSize, const int seqLengthArray[], void* paddingFill),
+         (rnnDataDesc, dataType, layout, maxSeqLength, batchSize, vectorSize, seqLengthArray, paddingFill))
+DNN_STUB(cudnnGetRNNWeightSpaceSize, (cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, size_t* weightSpaceSize),
+         (handle, rnnDesc, weightSpaceSize))
+DNN_STUB(cudnnGetRNNWeightParams,
+         (cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, int32_t pseudoLayer, size_t weightSpaceSize,
+          const void* weightSpace, int32_t linLayerID, cudnnTensorDescriptor_t mDesc, void** mAddr,
+          cudnnTensorDescriptor_t bDesc, void** bAddr),
+         (handle, rnnDesc, pseudoLayer, weightSpaceSize, weightSpace, linLayerID, mDesc, mAddr, bDesc, bAddr))
+DNN_STUB(cudnnGetRNNTempSpaceSizes,
+         (cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode,
+          cudnnRNNDataDescriptor_t xDesc, size_t* workSpaceSize, size_t* reserveSpaceSize),
+         (handle, rnnDesc, fwdMode, xDesc, workSpaceSize, reserveSpaceSize))
+DNN_STUB(cudnnRNNForward,
+         (cudnnHandle_t handle, cudnnRNNDescriptor_t rnnDesc, cudnnForwardMode_t fwdMode, const int32_t devSeqLengths[],
+          cudnnRNNDataDescriptor_t xDesc, const void* x, cudnnRNNDataDescriptor_t yDesc, void* y,
+          cudnnTensorDescriptor_t hDesc, const void* hx, void* hy, cudnnTensorDescriptor_t cDesc, const void* cx,
+          void* cy, size_t weightSpaceSize, const void* weightSpace, size_t workSpaceSize, void* workSpace,
+          size_t reserveSpaceSize, void* reserveSpace),
+         (handle, rnnDesc, fwdMode, devSeqLengths, xDesc, x, yDesc, y, hDesc, hx, hy, cDesc, cx, cy, weightSpaceSize,
+          weightSpace, workSpaceSize, workSpace, reserveSpaceSize, reserveSpace))

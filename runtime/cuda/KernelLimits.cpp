@@ -1,6 +1,8 @@
 // What the CUDA kernels refuse at load although the op table accepts the dtypes (attributes,
 // shapes, constness): one rule, compiled into every build (no CUDA headers), read by the kernel
 // registry when a CUDA kernel is created and by the placer through KernelRegistry::rejects.
+#include <cctype>
+
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
 
@@ -79,6 +81,44 @@ std::string layerNormRejects(const KernelContext& ctx) {
   return "";
 }
 
+// cuDNN's cells (runtime/cuda/Recurrent.cpp) compute ONNX's defaults: sigmoid gates and tanh
+// (RNN: tanh or relu), no clip, GRU's reset applied after the recurrent product, no peepholes,
+// full-length seq-major sequences; W, R, B are repacked into cuDNN's weight space at load.
+std::string recurrentRejects(const KernelContext& ctx) {
+  const std::string& op = ctx.opType;
+  auto present = [&](size_t i) { return i < ctx.inputTypes.size() && ctx.inputTypes[i].present(); };
+  auto constant = [&](size_t i) { return i < ctx.constInputs.size() && ctx.constInputs[i]; };
+  if (ctx.attrs->getInt("layout", 0) != 0) return "the CUDA kernel takes layout 0 (sequence-major) only";
+  if (ctx.attrs->has("clip")) return "cuDNN's cells do not clip (attribute clip given)";
+  if (ctx.attrs->getInt("input_forget", 0) != 0) return "cuDNN's LSTM does not couple the input and forget gates (input_forget=1)";
+  if (op == "GRU" && ctx.attrs->getInt("linear_before_reset", 0) == 0)
+    return "cuDNN's GRU applies the reset gate after the recurrent product (linear_before_reset=1); "
+           "this GRU has linear_before_reset=0";
+  if (op == "LSTM" && present(7)) return "cuDNN's LSTM has no peepholes (input P given)";
+  if (present(4)) return "the CUDA kernel runs full-length sequences only (sequence_lens given)";
+  for (size_t i = 1; i < 4; ++i)
+    if (present(i) && !constant(i))
+      return "the CUDA kernel repacks W, R and B into cuDNN's weight space at load: input " + std::to_string(i) +
+             " must be a constant";
+  if (const Attr* a = ctx.attrs->find("activations"); a && a->kind == Attr::Kind::Strings) {
+    const std::vector<std::string> cell = op == "LSTM" ? std::vector<std::string>{"sigmoid", "tanh", "tanh"}
+                                          : op == "GRU" ? std::vector<std::string>{"sigmoid", "tanh"}
+                                                        : std::vector<std::string>{"tanh"};
+    std::string all, first;
+    for (size_t i = 0; i < a->strings.size(); ++i) {
+      std::string name = a->strings[i];
+      for (char& ch : name) ch = char(std::tolower((unsigned char)ch));
+      all += (i ? "," : "") + a->strings[i];
+      const std::string& want = cell[i % cell.size()];
+      // RNN: tanh or relu, the same in both directions (one cuDNN cell mode).
+      const bool ok = op == "RNN" ? (name == "tanh" || name == "relu") && (i == 0 || name == first) : name == want;
+      if (i == 0) first = name;
+      if (!ok) return "cuDNN's " + op + " computes the default activations, not " + all;
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string cudaKernelRejects(const KernelContext& ctx) {
@@ -113,6 +153,13 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
   if (op == "LayerNormalization") return layerNormRejects(ctx);
   if (op == "CumSum" && !constant(1)) return "the CUDA kernel needs axis (input 1) to be a constant";
   if (op == "TopK") return topKRejects(ctx, constant(1));
+  // NonMaxSuppression's walk reads its limits at load (the plan's output size came from them).
+  if (op == "NonMaxSuppression") {
+    for (size_t i = 2; i < 5; ++i)
+      if (present(i) && !constant(i)) return "the CUDA kernel needs input " + std::to_string(i) + " to be a constant";
+    return "";
+  }
+  if (op == "LSTM" || op == "GRU" || op == "RNN") return recurrentRejects(ctx);
   // Resize's tap tables are built at load from the scales (and, for tf_crop_and_resize, roi).
   if (op == "Resize") {
     if (present(2) && numElements(ctx.inputTypes[2].shape) > 0 && !constant(2))

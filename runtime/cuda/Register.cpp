@@ -20,11 +20,13 @@ void registerCudaKernels(KernelRegistry& r) {
   cuda::registerTensorKernels(r);
   cuda::registerIndexingKernels(r);
   cuda::registerFusedKernels(r);
+  cuda::registerRecurrentKernels(r);
 }
 
 namespace cuda {
 
-void addCuda(KernelRegistry& r, const std::string& op, const std::string& impl, KernelFactory create) {
+void addCuda(KernelRegistry& r, const std::string& op, const std::string& impl, KernelFactory create,
+             bool output0Optional) {
   KernelDef d;
   d.opType = op;
   d.deviceKind = "cuda";
@@ -33,9 +35,10 @@ void addCuda(KernelRegistry& r, const std::string& op, const std::string& impl, 
   d.accepts = [op](const std::vector<DType>& dts) { return cudaKernelAccepts(op, dts); };
   d.dtypesText = cudaKernelDTypesText(op);
   d.rejects = cudaKernelRejects;  // also the placer's answer (runtime/cuda/KernelLimits.cpp)
-  d.create = [create = std::move(create)](const KernelContext& ctx, std::unique_ptr<Kernel>* out) -> Status {
+  d.create = [create = std::move(create), output0Optional](const KernelContext& ctx,
+                                                            std::unique_ptr<Kernel>* out) -> Status {
     if (!ctx.cuda) return Status::error("internal: a CUDA kernel was created without a CUDA device context");
-    if (ctx.outputTypes.empty() || !ctx.outputTypes[0].present()) return Status::error(opLabel(ctx) + ": output 0 is required");
+    if (ctx.outputTypes.empty() || (!output0Optional && !ctx.outputTypes[0].present())) return Status::error(opLabel(ctx) + ": output 0 is required");
     if (ctx.inputTypes.empty() || !ctx.inputTypes[0].present()) return Status::error(opLabel(ctx) + ": input 0 is required");
     return create(ctx, out);
   };

@@ -1,10 +1,12 @@
 // Ops that select elements by index or by value (NVRTC), mirroring runtime/cpu/ref/Selection.cpp:
 // GatherElements-13 (indices read on the device; negative ones wrap, out-of-range ones are
 // clamped since a kernel cannot fail, where the reference errors) and TopK-11 (one block per row
-// selects the K first in the reference's order, one at a time).
+// selects the K first in the reference's order, one at a time) and NonMaxSuppression-11 (the
+// IoU mask on the device, walked on the host: torchvision's nms).
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
 #include "runtime/cuda/Generated.h"
+#include "runtime/cuda/HostPasses.h"
 
 namespace tandem {
 namespace cuda {
@@ -208,6 +210,146 @@ Status createTopK(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return Status::ok();
 }
 
+
+// ---- NonMaxSuppression ---------------------------------------------------------------------
+//
+// The plan sized the output [selected, 3] at compile time (the shape function needs constant
+// operands: runtime/DataDependent.h), so, like the CPU kernel, this one computes the selection
+// and checks it has the planned size. The device computes the suppression bitmask, one 64-bit
+// word per (batch, kept box r, 64 candidates), in the reference's arithmetic (each operation
+// rounded, no FMA, its min/max and comparisons, so NaN boxes decide as there); the host copies
+// the mask and the scores back and walks them per class (cuda::nmsSelect). One synchronisation
+// per run: ONNX Runtime's CUDA NMS also copies its count back. The mask needs batches * n *
+// ceil(n / 64) * 8 bytes of the plan's workspace (1.25 MB per batch at n = 10,000).
+
+const char* kNmsName = "td_nms_mask";
+
+std::string nmsSource() {
+  return R"(__device__ __forceinline__ float td_nms_min(float a, float b) { return b < a ? b : a; }
+__device__ __forceinline__ float td_nms_max(float a, float b) { return a < b ? b : a; }
+// Box p's corners (y1, x1, y2, x2) as the reference orders them.
+__device__ __forceinline__ void td_nms_corners(const float* p, int center, float* q) {
+  if (center) {
+    const float hw = __fdiv_rn(p[2], 2.f), hh = __fdiv_rn(p[3], 2.f);
+    q[0] = __fsub_rn(p[1], hh);
+    q[1] = __fsub_rn(p[0], hw);
+    q[2] = __fadd_rn(p[1], hh);
+    q[3] = __fadd_rn(p[0], hw);
+  } else {
+    q[0] = td_nms_min(p[0], p[2]);
+    q[1] = td_nms_min(p[1], p[3]);
+    q[2] = td_nms_max(p[0], p[2]);
+    q[3] = td_nms_max(p[1], p[3]);
+  }
+}
+// Whether candidate a is suppressed by kept box o (the reference's test, same operand order).
+__device__ __forceinline__ bool td_nms_suppresses(const float* a, const float* o, float iou) {
+  const float ih = __fsub_rn(td_nms_min(a[2], o[2]), td_nms_max(a[0], o[0]));
+  const float iw = __fsub_rn(td_nms_min(a[3], o[3]), td_nms_max(a[1], o[1]));
+  if (ih <= 0 || iw <= 0) return false;
+  const float inter = __fmul_rn(ih, iw);
+  const float areaA = __fmul_rn(__fsub_rn(a[2], a[0]), __fsub_rn(a[3], a[1]));
+  const float areaO = __fmul_rn(__fsub_rn(o[2], o[0]), __fsub_rn(o[3], o[1]));
+  const float uni = __fsub_rn(__fadd_rn(areaA, areaO), inter);
+  return uni > 0 && __fdiv_rn(inter, uni) > iou;
+}
+// Word w of row r of batch b: bit jj set when candidate w * 64 + jj is suppressed by box r.
+extern "C" __global__ void td_nms_mask(i64 batches, i64 n, i64 words, int center, float iou,
+                                       const float* __restrict__ boxes, unsigned long long* __restrict__ mask) {
+  const i64 total = batches * n * words;
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += (i64)gridDim.x * blockDim.x) {
+    const i64 w = i % words, r = (i / words) % n, b = i / (words * n);
+    float o[4], a[4];
+    td_nms_corners(boxes + (b * n + r) * 4, center, o);
+    unsigned long long bits = 0;
+    for (int jj = 0; jj < 64; ++jj) {
+      const i64 j = w * 64 + jj;
+      if (j >= n) break;
+      if (j == r) continue;
+      td_nms_corners(boxes + (b * n + j) * 4, center, a);
+      if (td_nms_suppresses(a, o, iou)) bits |= 1ull << jj;
+    }
+    mask[i] = bits;
+  }
+}
+)";
+}
+
+class NmsKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  Status init() { return use(kNmsName, nmsSource(), &fn_); }
+  std::string label;
+  int64_t batches = 0, classes = 0, n = 0, planned = 0, maxPerClass = 0;
+  int center = 0;
+  float iou = 0, scoreThreshold = 0;
+  bool hasScoreThreshold = false;
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    std::vector<int64_t> sel;
+    if (maxPerClass > 0 && n > 0 && batches > 0 && classes > 0) {
+      int64_t words = nmsMaskWords(n);
+      const void* boxes = ins[0]->raw();
+      void* mask = dc_->workspace;
+      void* args[] = {&batches, &n, &words, &center, &iou, &boxes, &mask};
+      TANDEM_RETURN_IF_ERROR(launchGridStride(*dc_, fn(fn_), batches * n * words, args));
+      std::vector<uint64_t> hostMask(batches * n * words);
+      std::vector<float> scores(batches * classes * n);
+      TANDEM_CUDA_RETURN(cudaMemcpyAsync(hostMask.data(), mask, hostMask.size() * 8, cudaMemcpyDeviceToHost, dc_->compute));
+      TANDEM_CUDA_RETURN(cudaMemcpyAsync(scores.data(), ins[1]->raw(), scores.size() * 4, cudaMemcpyDeviceToHost,
+                                         dc_->compute));
+      TANDEM_CUDA_RETURN(cudaStreamSynchronize(dc_->compute));
+      nmsSelect(scores.data(), hostMask.data(), batches, classes, n, maxPerClass, hasScoreThreshold, scoreThreshold,
+                &sel);
+    }
+    if ((int64_t)sel.size() / 3 != planned)
+      return Status::error(label + ": data-dependent output: the plan has " + std::to_string(planned) +
+                           " entries but the operand values select " + std::to_string(sel.size() / 3));
+    if (sel.empty()) return Status::ok();
+    TANDEM_CUDA_RETURN(cudaMemcpyAsync(outs[0]->raw(), sel.data(), sel.size() * 8, cudaMemcpyHostToDevice, dc_->compute));
+    // `sel` is freed on return: the copy must be done by then.
+    TANDEM_CUDA_RETURN(cudaStreamSynchronize(dc_->compute));
+    return Status::ok();
+  }
+
+ private:
+  size_t fn_ = 0;
+};
+
+// Inputs boxes f32 [batches, n, 4], scores f32 [batches, classes, n], then the constants
+// max_output_boxes_per_class (i64), iou_threshold and score_threshold (f32, one element each;
+// cudaKernelRejects refuses them non-constant); output i64 [selected, 3].
+Status createNonMaxSuppression(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& bs = ctx.inputTypes[0].shape;
+  const Shape& ys = ctx.outputTypes[0].shape;
+  if (ctx.inputTypes.size() < 2 || !ctx.inputTypes[1].present())
+    return Status::error(opLabel(ctx) + ": scores (input 1) is required");
+  const Shape& ss = ctx.inputTypes[1].shape;
+  if (bs.size() != 3 || bs[2] != 4 || ss.size() != 3 || ss[0] != bs[0] || ss[2] != bs[1])
+    return Status::error(opLabel(ctx) + ": boxes " + shapeToString(bs) + " and scores " + shapeToString(ss) +
+                         " must be [batches, n, 4] and [batches, classes, n]");
+  if (ys.size() != 2 || ys[1] != 3 || ctx.outputTypes[0].dtype != DType::I64)
+    return Status::error(opLabel(ctx) + ": output must be i64 [selected, 3]");
+  auto k = std::make_unique<NmsKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init());
+  k->label = opLabel(ctx);
+  k->batches = bs[0], k->n = bs[1], k->classes = ss[1], k->planned = ys[0];
+  k->center = ctx.attrs->getInt("center_point_box", 0) != 0 ? 1 : 0;
+  auto constant = [&](size_t i) -> const Tensor* {
+    return i < ctx.constInputs.size() && i < ctx.inputTypes.size() && ctx.inputTypes[i].present() ? ctx.constInputs[i]
+                                                                                                  : nullptr;
+  };
+  for (size_t i = 2; i < 5; ++i)
+    if (i < ctx.inputTypes.size() && ctx.inputTypes[i].present() && (!constant(i) || constant(i)->numel() != 1))
+      return Status::error(opLabel(ctx) + ": input " + std::to_string(i) + " must be a one-element constant");
+  if (const Tensor* m = constant(2))
+    k->maxPerClass = m->dtype() == DType::I64 ? m->data<int64_t>()[0] : m->data<int32_t>()[0];
+  if (const Tensor* t = constant(3)) k->iou = t->data<float>()[0];
+  if (const Tensor* t = constant(4)) k->hasScoreThreshold = true, k->scoreThreshold = t->data<float>()[0];
+  ctx.cuda->reserveWorkspace((size_t)(k->batches * k->n * nmsMaskWords(k->n)) * 8);
+  *out = std::move(k);
+  return Status::ok();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> selectionSources() {
@@ -215,12 +357,14 @@ std::vector<std::pair<std::string, std::string>> selectionSources() {
   for (DType t : {DType::U8, DType::I32, DType::I64})
     for (DType i : {DType::I32, DType::I64}) r.push_back({gatherElementsName(t, i), gatherElementsSource(t, i)});
   for (DType t : {DType::F32, DType::F64, DType::I32, DType::I64}) r.push_back({topKName(t), topKSource(t)});
+  r.push_back({kNmsName, nmsSource()});
   return r;
 }
 
 void registerSelectionKernels(KernelRegistry& r) {
   addCuda(r, "GatherElements", "nvrtc", createGatherElements);
   addCuda(r, "TopK", "nvrtc", createTopK);
+  addCuda(r, "NonMaxSuppression", "nvrtc", createNonMaxSuppression);
 }
 
 }  // namespace cuda

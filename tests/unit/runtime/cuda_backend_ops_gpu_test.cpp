@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include "runtime/Backend.h"
+#include "runtime/DataDependent.h"
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/CudaCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
@@ -698,6 +699,113 @@ void resizeCases(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
   out->push_back(std::move(same));
 }
 
+
+// NonMaxSuppression: the ONNX node tests' boxes (test_nonmaxsuppression_*: six boxes, flipped
+// corners, center_point_box, two batches, two classes, identical boxes, limits 0 to 3, score
+// threshold 0.4), then random crowded sets past one 64-bit mask word. The output is planned
+// from the CPU selection, as the compiler does from constant operands.
+void nmsCases(Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  const std::vector<float> six = {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 0, -0.1f, 1, 0.9f, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101};
+  const std::vector<float> flipped = {1, 1, 0, 0, 0, 0.1f, 1, 1.1f, 0, 0.9f, 1, -0.1f, 0, 10, 1, 11, 1, 10.1f, 0, 11.1f, 1, 101, 0, 100};
+  const std::vector<float> centers = {0.5f, 0.5f, 1, 1, 0.5f, 0.6f, 1, 1, 0.5f, 0.4f, 1, 1, 0.5f, 10.5f, 1, 1, 0.5f, 10.6f, 1, 1, 0.5f, 100.5f, 1, 1};
+  const std::vector<float> sc = {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f};
+  struct Fixed {
+    std::string label;
+    std::vector<float> boxes;
+    int64_t batches, classes, max;
+    float iou, score;
+    int center;
+  };
+  std::vector<Fixed> fixed = {{"suppress_by_IOU", six, 1, 1, 3, 0.5f, -1, 0},
+                              {"flipped_coordinates", flipped, 1, 1, 3, 0.5f, -1, 0},
+                              {"center_point_box_format", centers, 1, 1, 3, 0.5f, -1, 1},
+                              {"suppress_by_IOU_and_scores", six, 1, 1, 3, 0.5f, 0.4f, 0},
+                              {"limit_output_size", six, 1, 1, 2, 0.5f, -1, 0},
+                              {"two_batches", six, 2, 1, 2, 0.5f, -1, 0},
+                              {"two_classes", six, 1, 2, 2, 0.5f, -1, 0},
+                              {"zero max", six, 1, 1, 0, 0.5f, -1, 0}};
+  for (int k = 0; k < 4; ++k) {
+    const int64_t n = g.pick<int64_t>({65, 200, 1000});
+    Tensor b = g.f32({1, n, 4}, 0, 30);
+    fixed.push_back({"random n " + std::to_string(n), std::vector<float>(b.data<float>(), b.data<float>() + b.numel()),
+                     1, 3, g.pick<int64_t>({5, 50, 1000}), g.pick<float>({0.f, 0.3f, 0.7f}), k % 2 ? 0.2f : -1, k % 2});
+    if (k % 2) {  // centre boxes: positive sizes
+      for (int64_t i = 0; i < n; ++i) fixed.back().boxes[4 * i + 2] = (float)g.real(0.5, 8), fixed.back().boxes[4 * i + 3] = (float)g.real(0.5, 8);
+    }
+  }
+  for (const Fixed& f : fixed) {
+    const int64_t n = (int64_t)f.boxes.size() / 4;
+    std::vector<float> boxes;
+    for (int64_t b = 0; b < f.batches; ++b) boxes.insert(boxes.end(), f.boxes.begin(), f.boxes.end());
+    Tensor bt = Tensor::fromVector<float>({f.batches, n, 4}, boxes);
+    Tensor st = n == 6 ? Tensor::alloc(DType::F32, {f.batches, f.classes, n}) : g.f32({f.batches, f.classes, n}, 0, 1);
+    if (n == 6)
+      for (int64_t i = 0; i < st.numel(); ++i) st.data<float>()[i] = sc[i % 6];
+    std::vector<int64_t> sel;
+    if (!nonMaxSuppression(bt, st, f.max, f.iou, f.score >= 0, f.score, f.center != 0, &sel).isOk()) continue;
+    OpCase c{f.label, "NonMaxSuppression", {}, {bt, st, i64s({f.max}), Tensor::fromVector<float>({1}, {f.iou})},
+             {false, false, true, true}, {tt(DType::I64, {(int64_t)sel.size() / 3, 3})}, tol};
+    if (f.score >= 0) {
+      c.inputs.push_back(Tensor::fromVector<float>({1}, {f.score}));
+      c.constant.push_back(true);
+    }
+    c.attrs.set("center_point_box", Attr::ofInt(f.center));
+    out->push_back(std::move(c));
+  }
+}
+
+// RNN, GRU (linear_before_reset=1, what cuDNN computes) and LSTM: the ONNX node tests' shapes
+// (test_simple_rnn_defaults, test_rnn_seq_length, test_gru_defaults, test_gru_with_initial_bias,
+// test_lstm_defaults, test_lstm_with_initial_bias: seq 1-2, batch 3, input 2-3, hidden 3-5),
+// then forward, reverse and bidirectional at seq 7, batch 5, input 8, hidden 16 with B,
+// initial_h (LSTM initial_c); RNN with relu. (The reference needs Y, so every case has it.) W, R, B constants, as in models.
+void recurrentCases(const std::string& op, Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+  const int64_t G = op == "LSTM" ? 4 : op == "GRU" ? 3 : 1;
+  struct Shape5 {
+    int64_t seq, batch, input, hidden;
+    std::string dir;
+    bool bias, init, relu;
+  };
+  std::vector<Shape5> all = {{1, 3, 2, op == "GRU" ? 5 : op == "LSTM" ? 3 : 4, "forward", false, false, false},
+                             {1, 3, 3, op == "GRU" ? 3 : op == "LSTM" ? 4 : 5, "forward", true, false, false},
+                             {2, 3, 3, 5, "forward", true, false, false},
+                             {7, 5, 8, 16, "forward", true, true, false},
+                             {7, 5, 8, 16, "reverse", true, true, false},
+                             {7, 5, 8, 16, "bidirectional", true, true, false},
+                             {6, 2, 4, 9, "bidirectional", false, false, false},
+                             {6, 2, 4, 9, "reverse", true, false, false}};
+  if (op == "RNN") all.push_back({5, 4, 3, 6, "bidirectional", true, true, true});
+  for (const Shape5& s : all) {
+    const int64_t dirs = s.dir == "bidirectional" ? 2 : 1, H = s.hidden;
+    const double r = 1.0 / std::sqrt((double)H);  // PyTorch's init range: gates stay off saturation
+    OpCase c{s.dir + " seq " + std::to_string(s.seq) + " batch " + std::to_string(s.batch) + " input " +
+                 std::to_string(s.input) + " hidden " + std::to_string(H) + (s.bias ? " B" : "") +
+                 (s.init ? " initial" : "") + (s.relu ? " relu" : ""),
+             op, {}, {g.f32({s.seq, s.batch, s.input}), g.f32({dirs, G * H, s.input}, -r, r), g.f32({dirs, G * H, H}, -r, r)},
+             {false, true, true}, {}, tol};
+    c.inputs.push_back(s.bias ? g.f32({dirs, 2 * G * H}, -r, r) : Tensor());
+    c.constant.push_back(true);
+    if (s.init) {
+      c.inputs.push_back(Tensor());  // sequence_lens
+      c.constant.push_back(false);
+      c.inputs.push_back(g.f32({dirs, s.batch, H}, -1, 1));
+      c.constant.push_back(false);
+      if (op == "LSTM") {
+        c.inputs.push_back(g.f32({dirs, s.batch, H}, -1, 1));
+        c.constant.push_back(false);
+      }
+    }
+    c.outputs.push_back(f32t({s.seq, dirs, s.batch, H}));
+    c.outputs.push_back(f32t({dirs, s.batch, H}));
+    if (op == "LSTM") c.outputs.push_back(f32t({dirs, s.batch, H}));
+    c.attrs.set("hidden_size", Attr::ofInt(H));
+    c.attrs.set("direction", Attr::ofString(s.dir));
+    if (op == "GRU") c.attrs.set("linear_before_reset", Attr::ofInt(1));
+    if (s.relu) c.attrs.set("activations", Attr::ofStrings({"Relu", "Relu"}));
+    out->push_back(std::move(c));
+  }
+}
+
 const std::map<std::string, OpEntry>& opTable() {
   static const std::map<std::string, OpEntry> t = [] {
     std::map<std::string, OpEntry> m;
@@ -1214,6 +1322,14 @@ const std::map<std::string, OpEntry>& opTable() {
     m["TopK"] = {kExact, "selection moves values; the reference's order (ties by lower index)", topKCases};
     m["Resize"] = {kExact, "the reference's tap tables, products and sums in its order, each rounded (no FMA)",
                    resizeCases};
+    m["NonMaxSuppression"] = {kExact, "the reference's IoU arithmetic, each operation rounded (no FMA), and its walk",
+                              nmsCases};
+    for (const char* op : {"RNN", "GRU", "LSTM"}) {
+      std::string name = op;
+      m[op] = {Tol{2e-5, 1e-4}, "cuDNN's f32 products (FMA math, no TF32) and its sigmoid/tanh against f64 "
+                                "accumulation rounded once, compounded over up to 7 steps",
+               [name](Gen& g, const Tol& tol, std::vector<OpCase>* out) { recurrentCases(name, g, tol, out); }};
+    }
     for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
       std::string name = op;
       bool isMax = name == "GlobalMaxPool";

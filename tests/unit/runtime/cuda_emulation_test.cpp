@@ -1,4 +1,4 @@
-// The NVRTC kernels of TopK, CumSum, GatherElements and Resize compiled as host C++ (through
+// The NVRTC kernels of TopK, CumSum, GatherElements, Resize and NonMaxSuppression compiled as host C++ (through
 // emulation/cuda_host_shim.h) and run as one thread per block, against the CPU reference kernels
 // bit for bit on random cases. Without a GPU this checks what the kernels compute (index maths,
 // the selection order, the sums' order and roundings); the block-wide parts (warp shuffles,
@@ -9,10 +9,12 @@
 #include <cstring>
 #include <random>
 
+#include "runtime/DataDependent.h"
 #include "runtime/Kernel.h"
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/CudaKernelTable.h"
 #include "runtime/cuda/Generated.h"
+#include "runtime/cuda/HostPasses.h"
 
 namespace emu {
 #include "emulation/cuda_host_shim.h"
@@ -270,4 +272,59 @@ TEST(CudaEmulation, ResizeSamplesLikeTheReference) {
     EXPECT_TRUE(sameBits(y, ref[0])) << mode << " " << ctm << " " << dtypeName(dt) << " " << shapeToString(s)
                                      << " -> " << shapeToString(ys);
   }
+}
+
+// NonMaxSuppression: td_nms_mask's bits walked by cuda::nmsSelect (the CUDA kernel's two halves)
+// against the CPU kernel on random boxes: crowded (many overlaps, duplicates, IoU exactly at
+// the threshold), flipped corners, zero-area and NaN boxes, both box encodings, tied scores,
+// score thresholds, several batches and classes, and n past one 64-bit mask word.
+TEST(CudaEmulation, NonMaxSuppressionSelectsTheReferenceBoxes) {
+  int64_t total = 0;
+  for (int k = 0; k < 300; ++k) {
+    const int64_t B = uniform(1, 3), C = uniform(1, 3), N = k % 10 == 0 ? uniform(60, 140) : uniform(0, 20);
+    const int center = k % 2;
+    Tensor boxes = randomTensor(DType::F32, {B, N, 4}, 0, 10);
+    float* bx = boxes.data<float>();
+    for (int64_t i = 0; i < B * N; ++i) {
+      float* p = bx + 4 * i;
+      if (center) p[2] = (float)real(0, 6), p[3] = (float)real(0, 6);       // width, height >= 0
+      if (uniform(0, 9) == 0 && i > 0) std::memcpy(p, p - 4, 16);            // a duplicate: IoU 1
+      if (uniform(0, 19) == 0) p[2] = p[0];                                 // zero area
+      if (uniform(0, 49) == 0) p[uniform(0, 3)] = std::nanf("");
+      if (k % 3 == 0)
+        for (int j = 0; j < 4; ++j) p[j] = std::round(p[j]);                // exact IoU ties
+    }
+    Tensor scores = randomTensor(DType::F32, {B, C, N}, 0, 1);
+    if (k % 4 == 1)
+      for (int64_t i = 0; i < scores.numel(); ++i) scores.data<float>()[i] = std::round(scores.data<float>()[i] * 4) / 4;
+    const int64_t maxPerClass = (int64_t[]){0, 1, 3, 1000}[uniform(0, 3)];
+    const float iou = (float[]){0.f, 0.25f, 0.5f, 0.7f, 1.f}[uniform(0, 4)];
+    const bool hasScore = uniform(0, 1) == 1;
+    const float scoreThr = hasScore ? (float)real(0, 0.6) : 0.f;
+    std::vector<int64_t> want;
+    ASSERT_TRUE(nonMaxSuppression(boxes, scores, maxPerClass, iou, hasScore, scoreThr, center, &want).isOk());
+    const int64_t sel = (int64_t)want.size() / 3;
+    Case c{"NonMaxSuppression", {}, {boxes, scores, Tensor::fromVector<int64_t>({1}, {maxPerClass}),
+                                     Tensor::fromVector<float>({1}, {iou})},
+           {false, false, true, true}, {{DType::I64, {sel, 3}}}};
+    if (hasScore) {
+      c.in.push_back(Tensor::fromVector<float>({1}, {scoreThr}));
+      c.constant.push_back(true);
+    }
+    c.attrs.set("center_point_box", Attr::ofInt(center));
+    std::vector<Tensor> ref = c.runReference();
+    const int64_t words = cuda::nmsMaskWords(N);
+    std::vector<unsigned long long> mask(B * N * words, ~0ull);
+    emu::td_nms_mask(B, N, words, center, iou, bx, mask.data());
+    std::vector<int64_t> got;
+    cuda::nmsSelect(scores.data<float>(), reinterpret_cast<const uint64_t*>(mask.data()), B, C, N, maxPerClass,
+                    hasScore, scoreThr, &got);
+    ASSERT_EQ(ref.size(), 1u);
+    std::vector<int64_t> refSel(ref[0].data<int64_t>(), ref[0].data<int64_t>() + ref[0].numel());
+    EXPECT_EQ(got, refSel) << "case " << k << ": B " << B << " C " << C << " N " << N << " center " << center
+                           << " max " << maxPerClass << " iou " << iou << (hasScore ? " score > " : " no score threshold ")
+                           << scoreThr;
+    total += sel;
+  }
+  EXPECT_GT(total, 1000);  // the cases select something
 }

@@ -119,9 +119,24 @@ TEST(CudaCapabilities, SelectionScanAndResizeRunOnCuda) {
   EXPECT_TRUE(deviceKindSupports("cuda", "Resize", {DType::F32, DType::I64}));               // X, sizes
   EXPECT_FALSE(deviceKindSupports("cuda", "Resize", {DType::I64, DType::I64}));
   EXPECT_FALSE(deviceKindSupports("cuda", "Resize", {DType::F32, DType::I32}));
-  EXPECT_FALSE(deviceKindSupports("cuda", "NonMaxSuppression", {DType::F32, DType::F32}));
-  EXPECT_FALSE(deviceKindSupports("cuda", "LSTM", {DType::F32, DType::F32, DType::F32}));
-  EXPECT_FALSE(deviceKindSupports("cuda", "GRU", {DType::F32, DType::F32, DType::F32}));
+}
+
+// NonMaxSuppression (f32 boxes and scores, i64 max_output_boxes_per_class, f32 thresholds) and
+// the recurrent ops (f32; an i32 sequence_lens is accepted so that the rule can refuse it with
+// its reason) have CUDA kernels.
+TEST(CudaCapabilities, NmsAndRecurrentOpsRunOnCuda) {
+  const DType f = DType::F32, i = DType::I64;
+  EXPECT_TRUE(deviceKindSupports("cuda", "NonMaxSuppression", {f, f}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "NonMaxSuppression", {f, f, i, f, f}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "NonMaxSuppression", {DType::F64, DType::F64}));
+  EXPECT_FALSE(deviceKindSupports("cuda", "NonMaxSuppression", {f, i}));
+  for (const char* op : {"LSTM", "GRU", "RNN"}) {
+    EXPECT_TRUE(deviceKindSupports("cuda", op, {f, f, f})) << op;
+    EXPECT_TRUE(deviceKindSupports("cuda", op, {f, f, f, f, f})) << op;              // B, initial_h
+    EXPECT_TRUE(deviceKindSupports("cuda", op, {f, f, f, f, DType::I32, f})) << op;  // sequence_lens
+    EXPECT_FALSE(deviceKindSupports("cuda", op, {DType::F64, DType::F64, DType::F64})) << op;
+    EXPECT_FALSE(deviceKindSupports("cuda", op, {f, f})) << op;
+  }
 }
 
 // The CUDA Dropout draws the CPU's Philox mask: ratio (f32/f64), training_mode (bool) and the
@@ -264,6 +279,61 @@ TEST(CudaInstanceLimits, MirrorWhatTheKernelsRefuseAtLoad) {
   rsSizes.attrs.set("coordinate_transformation_mode", Attr::ofString("tf_crop_and_resize"));
   EXPECT_NE(rsSizes.rejects().find("roi (input 1) to be a constant"), std::string::npos);
   EXPECT_EQ(deviceKindRejects("cpu", tkBig.ctx), "");
+
+  // NonMaxSuppression: constant limits are fine, a computed threshold is not.
+  Instance nms("NonMaxSuppression", {{1, 6, 4}, {1, 1, 6}, {1}, {1}, {1}}, {{3, 3}},
+               {false, false, true, true, true});
+  nms.ctx.inputTypes[2].dtype = nms.ctx.outputTypes[0].dtype = DType::I64;
+  EXPECT_EQ(nms.rejects(), "");
+  nms.ctx.constInputs[3] = nullptr;
+  EXPECT_NE(nms.rejects().find("input 3 to be a constant"), std::string::npos) << nms.rejects();
+
+  // Recurrent ops: ONNX's defaults with constant weights run on cuDNN; each departure is
+  // refused with its reason.
+  // (Instance holds pointers into itself: built in place, never copied.)
+  const std::vector<Shape> lstmIn = {{5, 2, 3}, {2, 16, 3}, {2, 16, 4}, {2, 32}};
+  const std::vector<Shape> lstmOut = {{5, 2, 2, 4}, {2, 2, 4}, {2, 2, 4}};
+  const std::vector<bool> lstmConst = {false, true, true, true};
+  auto bidirectional = [](Instance& r) {
+    r.attrs.set("direction", Attr::ofString("bidirectional"));
+    r.attrs.set("hidden_size", Attr::ofInt(4));
+  };
+  Instance ok("LSTM", lstmIn, lstmOut, lstmConst);
+  bidirectional(ok);
+  EXPECT_EQ(ok.rejects(), "");
+  ok.attrs.set("activations", Attr::ofStrings({"Sigmoid", "Tanh", "Tanh", "sigmoid", "tanh", "tanh"}));
+  EXPECT_EQ(ok.rejects(), "");
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"layout", "layout 0"}, {"clip", "do not clip"}, {"input_forget", "input_forget=1"},
+      {"activations", "default activations, not Sigmoid,Tanh,Relu"}, {"P", "no peepholes"},
+      {"sequence_lens", "full-length sequences only"}, {"W", "input 1 must be a constant"}};
+  for (auto& [what, why] : refused) {
+    Instance r("LSTM", lstmIn, lstmOut, lstmConst);
+    bidirectional(r);
+    if (what == "layout") r.attrs.set("layout", Attr::ofInt(1));
+    if (what == "clip") r.attrs.set("clip", Attr::ofFloat(3.f));
+    if (what == "input_forget") r.attrs.set("input_forget", Attr::ofInt(1));
+    if (what == "activations") r.attrs.set("activations", Attr::ofStrings({"Sigmoid", "Tanh", "Relu"}));
+    if (what == "P" || what == "sequence_lens") {
+      r.ctx.inputTypes.resize(8);
+      r.ctx.constInputs.resize(8, nullptr);
+      if (what == "P") r.ctx.inputTypes[7] = {DType::F32, {2, 12}};
+      else r.ctx.inputTypes[4] = {DType::I32, {2}};
+    }
+    if (what == "W") r.ctx.constInputs[1] = nullptr;
+    EXPECT_NE(r.rejects().find(why), std::string::npos) << what << ": " << r.rejects();
+    EXPECT_EQ(deviceKindRejects("cpu", r.ctx), "") << what;
+  }
+  Instance gru("GRU", {{5, 2, 3}, {1, 12, 3}, {1, 12, 4}}, {{5, 1, 2, 4}}, {false, true, true});
+  EXPECT_NE(gru.rejects().find("linear_before_reset=0"), std::string::npos) << gru.rejects();
+  gru.attrs.set("linear_before_reset", Attr::ofInt(1));
+  EXPECT_EQ(gru.rejects(), "");
+  Instance rnn("RNN", {{5, 2, 3}, {2, 4, 3}, {2, 4, 4}}, {{5, 2, 2, 4}}, {false, true, true});
+  rnn.attrs.set("direction", Attr::ofString("bidirectional"));
+  rnn.attrs.set("activations", Attr::ofStrings({"Relu", "Relu"}));
+  EXPECT_EQ(rnn.rejects(), "");
+  rnn.attrs.set("activations", Attr::ofStrings({"Relu", "Tanh"}));
+  EXPECT_NE(rnn.rejects().find("default activations"), std::string::npos) << rnn.rejects();
 
   // The CPU refuses none of these.
   EXPECT_EQ(deviceKindRejects("cpu", ceil.ctx), "");
