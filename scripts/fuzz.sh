@@ -18,19 +18,7 @@ shift 2
 [ "${1:-}" = "--" ] && shift
 case "$target" in onnx|plan|tensor) ;; *) echo "fuzz.sh: unknown target '$target' (onnx, plan, tensor)" >&2; exit 2 ;; esac
 
-bash scripts/deps.sh
-missing=()
-for p in clang-19 libclang-rt-19-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "fuzz.sh: installing ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash scripts/deps.sh clang-19 libclang-rt-19-dev
 
 if [ ! -f build-fuzz/build.ninja ]; then
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-19 \
