@@ -146,6 +146,14 @@ double CostModel::transferTime(size_t from, size_t to, double bytes, HostMemory 
   return l->latencySec + bytes / l->bytesPerSec(m);
 }
 
+double CostModel::crossingTime(size_t from, size_t to, double bytes, HostMemory m) const {
+  double t = transferTime(from, to, bytes, m);
+  const DeviceSpec& a = devices_.device(from);
+  if (from != to && a.isGpu() && !devices_.device(to).isGpu())
+    t += a.syncLatencySec + a.dispatchOverheadSec;
+  return t;
+}
+
 double CostModel::transferTime(const std::string& from, const std::string& to, double bytes,
                                HostMemory m) const {
   int a = devices_.indexOf(from), b = devices_.indexOf(to);

@@ -77,6 +77,21 @@ struct CostOptions {
 /// Transfer time = latency + bytes / bandwidth of the directed link (H2D, D2H, P2P, or host
 /// memcpy between two CPU devices), pinned or pageable host memory; 0 on the same device.
 ///
+/// Crossing time (a value made on one device and read by an op on another during a run) =
+/// transfer time, plus, from a GPU to a CPU, the host's wait for the GPU:
+///   syncLatencySec + dispatchOverheadSec of the GPU (built-in: 5 µs + 5 µs).
+/// The executor runs CPU steps on the host thread and enqueues GPU kernels asynchronously, so
+/// in an uninterrupted stream a kernel's launch overlaps the GPU's earlier work. A host op that
+/// reads a GPU value must block until the GPU has drained its queue up to that value
+/// (cudaEventSynchronize): the thread wakes syncLatencySec after the GPU signals, the GPU then
+/// idles while the host computes, and the first kernel enqueued afterwards starts a full launch
+/// later on an empty GPU. None of that is in the D2H copy's latency, and the op costs above are
+/// summed as if every device waited for every other, so without it a split that saves a few
+/// microseconds of launches per small op looks cheaper than it is. Host-to-GPU crossings need
+/// no host wait (the copy is enqueued after the host op, the GPU waits on its event): transfer
+/// time only. Graph inputs and outputs cross at the run's boundaries, where the run
+/// synchronises anyway: transfer time only.
+///
 /// Calibration profile (JSON, written by `tandem calibrate`, read by loadProfile):
 ///   {
 ///     "schema": "tandem-calibration/1",                          required, exactly this
@@ -145,6 +160,10 @@ class CostModel {
   double transferTime(size_t from, size_t to, double bytes) const {
     return transferTime(from, to, bytes, options_.hostMemory);
   }
+  /// Seconds for a value of `bytes` made on device `from` to be read by an op on `to` within a
+  /// run (class comment: transferTime plus the host's wait when `from` is a GPU and `to` a
+  /// CPU); 0 when from == to.
+  double crossingTime(size_t from, size_t to, double bytes, HostMemory m) const;
   /// By device name (any accepted spelling); +infinity when either device is not in the set.
   double transferTime(const std::string& from, const std::string& to, double bytes,
                       HostMemory m) const;

@@ -78,6 +78,11 @@ constexpr Interconnect kNvlink4{"nvlink4", 3e-6, 0.87 * 450e9};
 // A CUDA kernel launch as the host sees it (cudaLaunchKernel plus the GPU picking it up):
 // ~5 µs is the usual figure for back-to-back launches without CUDA graphs.
 constexpr double kGpuLaunchSec = 5e-6;
+// A host thread blocked on a GPU event (cudaEventSynchronize, the default spin-then-yield
+// schedule) resumes a few microseconds after the GPU signals it: the event write crosses PCIe
+// and the driver's poll or wake-up follows. ~5 µs assumed, the order of a small copy's latency
+// on the same link; `tandem calibrate` does not measure it yet.
+constexpr double kGpuSyncSec = 5e-6;
 // The CPU executor's per-step dispatch (kernel->run call, argument binding, OpenMP fork).
 constexpr double kCpuDispatchSec = 1e-6;
 
@@ -261,6 +266,7 @@ Status builtinGpuSpec(const std::string& modelOrAlias, const std::string& device
     s.memoryBandwidthBytesPerSec = m.bandwidth;
     s.memoryCapacityBytes = (int64_t)m.capacity;
     s.dispatchOverheadSec = kGpuLaunchSec;
+    s.syncLatencySec = kGpuSyncSec;
     s.hostLinkName = m.host->name;
     s.hostLinkLatencySec = m.host->latencySec;
     s.h2dPinnedBytesPerSec = m.host->bytesPerSec;

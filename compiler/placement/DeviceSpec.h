@@ -40,6 +40,10 @@ struct DeviceSpec {
   int64_t memoryCapacityBytes = 0;        // what the placer may fill on this device
   /// Fixed cost of running one op: the CPU executor's dispatch, or a CUDA kernel launch.
   double dispatchOverheadSec = 0;
+  /// GPU only (0 for CPUs), seconds: how long after this GPU finishes the work a host thread
+  /// waits for (cudaEventSynchronize on the event of a value the host reads mid-run) that
+  /// thread runs again. A GPU-to-host crossing costs this plus one launch (CostModel.h).
+  double syncLatencySec = 0;
 
   // CPU only (0 for GPUs): how peakF32FlopsPerSec was derived.
   int cores = 0;

@@ -132,6 +132,25 @@ TEST(CostModelTransfers, PcieGen5PinnedAndPageable) {
   EXPECT_TRUE(std::isinf(m.transferTime("cpu", "cuda:7", 1, HostMemory::Pinned)));
 }
 
+// A value made on a GPU and read by a host op mid-run makes the host wait for the GPU: the
+// crossing is the D2H copy plus the GPU's sync latency (5 us) and one launch (5 us) that can
+// no longer overlap earlier work. Host-to-GPU and GPU-to-GPU crossings are copies only.
+TEST(CostModelTransfers, AGpuToHostCrossingAddsTheHostWait) {
+  DeviceSet set;
+  ASSERT_TRUE(DeviceSet::parse("cpu,cuda:0=h100,cuda:1=h100", &set).isOk());
+  EXPECT_DOUBLE_EQ(set.device(1).syncLatencySec, 5e-6);
+  EXPECT_DOUBLE_EQ(set.device(0).syncLatencySec, 0);
+  CostModel m(set);
+  EXPECT_DOUBLE_EQ(m.crossingTime(1, 0, 65536, HostMemory::Pinned),
+                   5e-6 + 65536 / 55e9 + 5e-6 + 5e-6);
+  EXPECT_NEAR(m.crossingTime(1, 0, 65536, HostMemory::Pinned), 16.19e-6, 0.01e-6);
+  EXPECT_DOUBLE_EQ(m.crossingTime(0, 1, 65536, HostMemory::Pinned),
+                   m.transferTime(0, 1, 65536, HostMemory::Pinned));
+  EXPECT_DOUBLE_EQ(m.crossingTime(1, 2, 65536, HostMemory::Pinned),
+                   m.transferTime(1, 2, 65536, HostMemory::Pinned));
+  EXPECT_DOUBLE_EQ(m.crossingTime(1, 1, 65536, HostMemory::Pinned), 0);
+}
+
 TEST(CostModelTransfers, DefaultHostMemoryComesFromTheOptions) {
   DeviceSet set;
   ASSERT_TRUE(DeviceSet::parse("cpu,cuda:0=a100", &set).isOk());
