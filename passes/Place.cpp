@@ -332,11 +332,25 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
       }
       problem.values.push_back(std::move(pv));
     };
-    // A variable is resident where its colocation group runs: like a weight, it never crosses
-    // per run.
-    for (mlir::BlockArgument arg : main.getArguments())
-      addValue(arg, isVariableArg(arg) ? placement::ValueSource::Constant : placement::ValueSource::GraphInput,
-               placement::kNone);
+    // A variable is resident where its colocation group runs, which holds the op that
+    // computes its update: that op is its home. Its group's readers find it there; a reader
+    // outside the group (a Dropout reading the step counter) gets a per-run copy, priced like
+    // any value's. One whose update no placed op computes is priced like a weight.
+    std::map<std::string, int> updaterOf;
+    mlir::Operation* ret = main.getBody().front().getTerminator();
+    for (unsigned i = 0; i < main.getNumResults(); ++i)
+      if (auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kVariableUpdateAttr))
+        if (auto it = pr->opIndex.find(ret->getOperand(i).getDefiningOp()); it != pr->opIndex.end())
+          updaterOf[name.str()] = it->second;
+    for (mlir::BlockArgument arg : main.getArguments()) {
+      if (!isVariableArg(arg)) {
+        addValue(arg, placement::ValueSource::GraphInput, placement::kNone);
+        continue;
+      }
+      auto it = updaterOf.find(valueName(arg));
+      if (it == updaterOf.end()) addValue(arg, placement::ValueSource::Constant, placement::kNone);
+      else addValue(arg, placement::ValueSource::Variable, it->second);
+    }
     for (ConstantOp c : pr->constants) addValue(c.getResult(), placement::ValueSource::Constant, placement::kNone);
     for (size_t i = 0; i < pr->ops.size(); ++i)
       for (mlir::Value r : pr->ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
