@@ -320,7 +320,8 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
                            ? HostMemory::Pageable
                            : HostMemory::Pinned;
         // A value read by ops mid-run is a crossing (a GPU-to-host one makes the host wait for
-        // the GPU); one only returned crosses at the end of the run, which synchronises anyway.
+        // the GPU and restarts its queue); one only returned crosses at the end of the run,
+        // where the host waits for the GPU once (CostModel.h).
         const bool readMidRun = !pv.consumers.empty();
         pv.transferSeconds.assign(numDevices * numDevices, 0.0);
         for (int a = 0; a < numDevices; ++a)
@@ -328,7 +329,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
             if (a != b)
               pv.transferSeconds[a * numDevices + b] =
                   readMidRun ? model.crossingTime(a, b, pv.bytes, m)
-                             : model.transferTime(a, b, pv.bytes, m);
+                             : model.returnTime(a, b, pv.bytes, m);
       }
       problem.values.push_back(std::move(pv));
     };

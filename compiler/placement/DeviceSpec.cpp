@@ -83,6 +83,12 @@ constexpr double kGpuLaunchSec = 5e-6;
 // and the driver's poll or wake-up follows. ~5 µs assumed, the order of a small copy's latency
 // on the same link; `tandem calibrate` does not measure it yet.
 constexpr double kGpuSyncSec = 5e-6;
+// The host's cost of enqueueing one kernel on a stream the GPU is still working through:
+// cuLaunchKernel returns after ~2 µs on current drivers (back-to-back empty kernels run at
+// ~400-500k/s from one thread) plus the executor's own ~1 µs per step (kCpuDispatchSec: argument
+// binding, the event bookkeeping). It bounds how fast a chain of tiny kernels can go; a kernel
+// longer than it hides the launch entirely.
+constexpr double kGpuEnqueueSec = 3e-6;
 // The CPU executor's per-step dispatch (kernel->run call, argument binding, OpenMP fork).
 constexpr double kCpuDispatchSec = 1e-6;
 
@@ -267,6 +273,7 @@ Status builtinGpuSpec(const std::string& modelOrAlias, const std::string& device
     s.memoryCapacityBytes = (int64_t)m.capacity;
     s.dispatchOverheadSec = kGpuLaunchSec;
     s.syncLatencySec = kGpuSyncSec;
+    s.enqueueSec = kGpuEnqueueSec;
     s.hostLinkName = m.host->name;
     s.hostLinkLatencySec = m.host->latencySec;
     s.h2dPinnedBytesPerSec = m.host->bytesPerSec;
