@@ -116,7 +116,10 @@ void PlacementLogWriter::logOp(mlir::Operation* op, const std::string& name, con
       bool here = std::find(devs.begin(), devs.end(), device) != devs.end();
       mlir::Operation* producer =
           op->getNumOperands() ? op->getOperand(0).getDefiningOp() : nullptr;
-      bool split = producer && llvm::isa<CopyOp>(producer);
+      // The copy sits between the fused pair: before this op (it was costed as the consumer)
+      // or after it (as the producer).
+      bool split = (producer && llvm::isa<CopyOp>(producer)) ||
+                   llvm::any_of(op->getUsers(), [](mlir::Operation* u) { return llvm::isa<CopyOp>(u); });
       if (group.empty() && here)
         fusion += (fusion.empty() ? "" : "; ") +
                   (split ? "fusible into " + into.str() +

@@ -11,8 +11,10 @@
 #include "compiler/placement/Placer.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/IrConventions.h"
+#include "passes/FuseCuda.h"
 #include "passes/Passes.h"
 #include "runtime/Kernel.h"
+#include "runtime/OpTable.h"
 
 namespace tandem {
 #define GEN_PASS_DEF_TANDEMPLACE
@@ -317,19 +319,39 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         HostMemory m = source == placement::ValueSource::GraphInput || !pv.outputDevices.empty()
                            ? HostMemory::Pageable
                            : HostMemory::Pinned;
+        // A value read by ops mid-run is a crossing (a GPU-to-host one makes the host wait for
+        // the GPU and restarts its queue); one only returned crosses at the end of the run,
+        // where the host waits for the GPU once (CostModel.h).
+        const bool readMidRun = !pv.consumers.empty();
         pv.transferSeconds.assign(numDevices * numDevices, 0.0);
         for (int a = 0; a < numDevices; ++a)
           for (int b = 0; b < numDevices; ++b)
             if (a != b)
-              pv.transferSeconds[a * numDevices + b] = model.transferTime(a, b, pv.bytes, m);
+              pv.transferSeconds[a * numDevices + b] =
+                  readMidRun ? model.crossingTime(a, b, pv.bytes, m)
+                             : model.returnTime(a, b, pv.bytes, m);
       }
       problem.values.push_back(std::move(pv));
     };
-    // A variable is resident where its colocation group runs: like a weight, it never crosses
-    // per run.
-    for (mlir::BlockArgument arg : main.getArguments())
-      addValue(arg, isVariableArg(arg) ? placement::ValueSource::Constant : placement::ValueSource::GraphInput,
-               placement::kNone);
+    // A variable is resident where its colocation group runs, which holds the op that
+    // computes its update: that op is its home. Its group's readers find it there; a reader
+    // outside the group (a Dropout reading the step counter) gets a per-run copy, priced like
+    // any value's. One whose update no placed op computes is priced like a weight.
+    std::map<std::string, int> updaterOf;
+    mlir::Operation* ret = main.getBody().front().getTerminator();
+    for (unsigned i = 0; i < main.getNumResults(); ++i)
+      if (auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kVariableUpdateAttr))
+        if (auto it = pr->opIndex.find(ret->getOperand(i).getDefiningOp()); it != pr->opIndex.end())
+          updaterOf[name.str()] = it->second;
+    for (mlir::BlockArgument arg : main.getArguments()) {
+      if (!isVariableArg(arg)) {
+        addValue(arg, placement::ValueSource::GraphInput, placement::kNone);
+        continue;
+      }
+      auto it = updaterOf.find(valueName(arg));
+      if (it == updaterOf.end()) addValue(arg, placement::ValueSource::Constant, placement::kNone);
+      else addValue(arg, placement::ValueSource::Variable, it->second);
+    }
     for (ConstantOp c : pr->constants) addValue(c.getResult(), placement::ValueSource::Constant, placement::kNone);
     for (size_t i = 0; i < pr->ops.size(); ++i)
       for (mlir::Value r : pr->ops[i]->getResults()) addValue(r, placement::ValueSource::Op, (int)i);
@@ -340,43 +362,91 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
     const int numDevices = pr->numDevices;
     const std::vector<mlir::Operation*>& ops = pr->ops;
 
-    // Fusion: an op that reads the only result of a producer it fuses into on device d (the
-    // fuse pass's own rules: cpuFusesIntoProducer on CPU devices, cudaFusesIntoProducer on cuda)
-    // costs only its arithmetic there, when the producer is on d too. Exactly: its cost on d
-    // drops by r_d (dispatch + memory time), and the producer's value pays r_d more to cross to
-    // d (splitting the pair forfeits the fusion). For the pair this is the energy -r_d when
-    // both are on d, 0 otherwise: submodular, so the min cut stays exact.
+    // Fusion: a fused group runs as one kernel, so all but one of its members lose their
+    // dispatch/launch and the memory pass of their own (r_d: dispatch + memory time beyond the
+    // arithmetic) on device d, where the fuse pass's own rules (cpuFusesIntoProducer on CPU
+    // devices, cudaFusesIntoProducer on cuda) join them. Each discount belongs to one edge
+    // producer -> consumer of the group (a value with one reader, so the edge is the value):
+    // the op it discounts costs r_d less on d, and the value pays r_d more to cross to or from
+    // d (splitting the pair forfeits the fusion). For the pair this is the energy -r_d when both
+    // are on d, 0 otherwise: submodular, so the min cut stays exact.
+    //  - Both ops element-wise loop members (any operand): the producer is discounted (its
+    //    only reader is this consumer, so no other edge discounts it), else, when an epilogue
+    //    already discounted it, the consumer. Element-wise groups are in-trees (an optimizer
+    //    update, a gradient's sum of products) in which every member but the root has one
+    //    reader: all but the root are discounted and the group pays one launch. (Discounting
+    //    the consumer of operand 0 only, as before, made every leaf of the tree pay one: an
+    //    Adam update cost 7 launches on a GPU where it runs as one kernel.)
+    //  - Otherwise operand 0 only (an epilogue, a row group): the consumer is discounted.
     // Where the producer's cost on d is measured, or it is itself fused into a measured head,
     // the measurement was of the whole fused step (`tandem tune` records a group's time under
-    // its head, runtime/Tuning.h stepOpTimingKey): the member then adds nothing, r_d = its cost.
+    // its head, runtime/Tuning.h stepOpTimingKey): the consumer then adds nothing, r_d = its
+    // cost.
     pr->fusibleInto.assign(ops.size(), {});
-    for (size_t i = 0; i < ops.size(); ++i) {
+    std::vector<char> discounted(ops.size() * numDevices, 0);
+    // Discounts op `i` on device `d` for the edge carried by value `pv` (produced on d when
+    // `producerSide`, read on d otherwise).
+    auto discount = [&](size_t i, int d, double saved, placement::PlacementValue& pv,
+                        bool producerSide, const std::string& partner) {
       placement::PlacementOp& pop = problem.ops[i];
-      if (ops[i]->getNumOperands() == 0) continue;
-      mlir::Value x = ops[i]->getOperand(0);
-      auto producerIt = pr->opIndex.find(x.getDefiningOp());
-      if (producerIt == pr->opIndex.end() || !x.hasOneUse() || !pr->valueIndex.count(x)) continue;
-      bool cpuFuses = cpuFusesIntoProducer(x.getDefiningOp(), ops[i]);
-      bool cudaFuses = cudaFusesIntoProducer(x.getDefiningOp(), ops[i]);
-      if (!cpuFuses && !cudaFuses) continue;
-      const placement::PlacementOp& producer = problem.ops[producerIt->second];
-      placement::PlacementValue& pv = problem.values[pr->valueIndex[x]];
-      for (int d = 0; d < numDevices; ++d) {
-        const std::string& kind = problem.devices[d].kind;
-        bool fuses = kind == "cpu" ? cpuFuses : kind == "cuda" && cudaFuses;
-        if (!fuses || !pop.feasible(d) || !producer.feasible(d)) continue;
-        OpCost c = model.opCost(pr->works[i], d);
-        double saved = std::min(pop.computeSeconds[d], std::max(0.0, c.seconds - c.computeSec));
-        if (pr->measuredOn[producerIt->second * numDevices + d]) {
-          saved = pop.computeSeconds[d];
-          pr->measuredOn[i * numDevices + d] = 2;
+      pop.computeSeconds[d] -= saved;
+      for (int a = 0; a < numDevices; ++a)
+        if (a != d) pv.transferSeconds[producerSide ? d * numDevices + a : a * numDevices + d] += saved;
+      discounted[i * numDevices + d] = 1;
+      pr->fusibleInto[i].first = partner;
+      pr->fusibleInto[i].second.push_back(pr->targets[d]);
+    };
+    // r_d of op `i` on `d`: what fusion saves it.
+    auto fusedSaving = [&](size_t i, int d) {
+      OpCost c = model.opCost(pr->works[i], d);
+      return std::min(problem.ops[i].computeSeconds[d], std::max(0.0, c.seconds - c.computeSec));
+    };
+    // The edge's value must have this one reader: a value read twice costs its own pass on a
+    // device unless both readers join it. A variable's update also returned from @main is
+    // still read once (it stays on its device; the fused kernel writes it as an extra output).
+    mlir::func::FuncOp main = getMainFunc(getOperation());
+    auto oneReader = [&](mlir::Value x) {
+      int readers = 0;
+      for (mlir::OpOperand& use : x.getUses())
+        if (!llvm::isa<mlir::func::ReturnOp>(use.getOwner()) ||
+            !isVariableUpdateResult(main, use.getOperandNumber()))
+          ++readers;
+      return readers == 1;
+    };
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (unsigned k = 0; k < ops[i]->getNumOperands(); ++k) {
+        mlir::Value x = ops[i]->getOperand(k);
+        auto producerIt = pr->opIndex.find(x.getDefiningOp());
+        if (producerIt == pr->opIndex.end() || !oneReader(x) || !pr->valueIndex.count(x)) continue;
+        mlir::Operation* producerOp = x.getDefiningOp();
+        const size_t p = (size_t)producerIt->second;
+        bool cpuFuses = cpuFusesIntoProducer(producerOp, ops[i]);
+        bool cudaFuses = cudaFusesIntoProducer(producerOp, ops[i]);
+        if (!cpuFuses && !cudaFuses) continue;
+        placement::PlacementValue& pv = problem.values[pr->valueIndex[x]];
+        for (int d = 0; d < numDevices; ++d) {
+          const std::string& kind = problem.devices[d].kind;
+          bool fuses = kind == "cpu" ? cpuFuses : kind == "cuda" && cudaFuses;
+          if (!fuses || !problem.ops[i].feasible(d) || !problem.ops[p].feasible(d)) continue;
+          const bool measured = pr->measuredOn[p * numDevices + d];
+          const uint32_t flag = kind == "cpu" ? kCpuLoop : kCudaExpr;
+          const bool loop =
+              fusion::loopFusible(producerOp, flag) && fusion::loopFusible(ops[i], flag);
+          if (!loop && k != 0) continue;
+          bool consumerSide = !loop || measured || discounted[p * numDevices + d];
+          if (consumerSide && discounted[i * numDevices + d]) continue;
+          if (!consumerSide) {
+            double saved = fusedSaving(p, d);
+            if (saved > 0) discount(p, d, saved, pv, true, problem.ops[i].name);
+            continue;
+          }
+          double saved = fusedSaving(i, d);
+          if (measured) {
+            saved = problem.ops[i].computeSeconds[d];
+            pr->measuredOn[i * numDevices + d] = 2;
+          }
+          if (saved > 0) discount(i, d, saved, pv, false, problem.ops[p].name);
         }
-        if (!(saved > 0)) continue;
-        pop.computeSeconds[d] -= saved;
-        for (int a = 0; a < numDevices; ++a)
-          if (a != d) pv.transferSeconds[a * numDevices + d] += saved;
-        pr->fusibleInto[i].first = producer.name;
-        pr->fusibleInto[i].second.push_back(pr->targets[d]);
       }
     }
   }

@@ -34,8 +34,9 @@ struct DeviceCalibration {
 
 /// Time of one op on one device, and where the figure came from (for the placement log).
 struct OpCost {
-  double seconds = 0;      // overheadSec + max(computeSec, memorySec); 0 for free ops
-  double overheadSec = 0;  // dispatch or kernel launch
+  double seconds = 0;      // overheadSec + max(computeSec, memorySec); on a GPU with an
+                           // enqueue cost max(overheadSec, computeSec, memorySec); 0 if free
+  double overheadSec = 0;  // CPU dispatch, or the GPU's enqueue (else launch) cost
   double computeSec = 0;   // FLOPs / FLOP/s (peak or measured)
   double memorySec = 0;    // bytes / bytes/s (peak or measured)
   Precision precision = Precision::F32;
@@ -74,8 +75,34 @@ struct CostOptions {
 ///             when allowTf32; else F32 (integer ops use the F32 rate). The measured GEMM and
 ///             conv curves were taken in f32, so they apply to F32 arithmetic only.
 ///
+/// On a GPU with DeviceSpec::enqueueSec > 0 (the built-in specs: 3 µs) and no calibrated
+/// dispatch overhead, op time = max(enqueueSec, compute, memory) instead: kernels on one stream
+/// are enqueued asynchronously, so the host queues the next kernel while the GPU runs the
+/// current one and the launch latency (dispatchOverheadSec, 5 µs) hides behind execution; what
+/// stays is the host's own enqueue cost, which sets the pace of a chain of kernels shorter than
+/// it (N tiny kernels cost N x enqueueSec, not 0). The full launch latency is paid where the
+/// GPU's queue runs dry: after a host wait (crossing time below). The first kernel of a run
+/// also starts on an empty queue; that launch (minus one enqueue) is not charged, which
+/// favours the GPU by ~2 µs per run.
+///
 /// Transfer time = latency + bytes / bandwidth of the directed link (H2D, D2H, P2P, or host
 /// memcpy between two CPU devices), pinned or pageable host memory; 0 on the same device.
+///
+/// Crossing time (a value made on one device and read by an op on another during a run) =
+/// transfer time, plus, from a GPU to a CPU, the host's wait for the GPU:
+///   syncLatencySec + dispatchOverheadSec of the GPU (built-in: 5 µs + 5 µs).
+/// The executor runs CPU steps on the host thread and enqueues GPU kernels asynchronously, so
+/// in an uninterrupted stream a kernel's launch overlaps the GPU's earlier work. A host op that
+/// reads a GPU value must block until the GPU has drained its queue up to that value
+/// (cudaEventSynchronize): the thread wakes syncLatencySec after the GPU signals, the GPU then
+/// idles while the host computes, and the first kernel enqueued afterwards starts a full launch
+/// later on an empty GPU. None of that is in the D2H copy's latency, and the op costs above are
+/// summed as if every device waited for every other, so without it a split that saves a few
+/// microseconds of launches per small op looks cheaper than it is. Host-to-GPU crossings need
+/// no host wait (the copy is enqueued after the host op, the GPU waits on its event): transfer
+/// time only. Graph inputs cross at the run's start: transfer time only. A graph output
+/// returned from a GPU (read by no op) makes the host wait for the GPU at the run's end:
+/// transfer time + syncLatencySec (returnTime); a run on CPUs alone never waits for a GPU.
 ///
 /// Calibration profile (JSON, written by `tandem calibrate`, read by loadProfile):
 ///   {
@@ -145,6 +172,14 @@ class CostModel {
   double transferTime(size_t from, size_t to, double bytes) const {
     return transferTime(from, to, bytes, options_.hostMemory);
   }
+  /// Seconds for a value of `bytes` made on device `from` to be read by an op on `to` within a
+  /// run (class comment: transferTime plus the host's wait when `from` is a GPU and `to` a
+  /// CPU); 0 when from == to.
+  double crossingTime(size_t from, size_t to, double bytes, HostMemory m) const;
+  /// Seconds for a value of `bytes` made on `from` and only returned by the run to `to` (class
+  /// comment: transferTime plus, from a GPU to a CPU, the host's wait syncLatencySec); 0 when
+  /// from == to.
+  double returnTime(size_t from, size_t to, double bytes, HostMemory m) const;
   /// By device name (any accepted spelling); +infinity when either device is not in the set.
   double transferTime(const std::string& from, const std::string& to, double bytes,
                       HostMemory m) const;

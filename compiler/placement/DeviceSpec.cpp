@@ -78,6 +78,17 @@ constexpr Interconnect kNvlink4{"nvlink4", 3e-6, 0.87 * 450e9};
 // A CUDA kernel launch as the host sees it (cudaLaunchKernel plus the GPU picking it up):
 // ~5 µs is the usual figure for back-to-back launches without CUDA graphs.
 constexpr double kGpuLaunchSec = 5e-6;
+// A host thread blocked on a GPU event (cudaEventSynchronize, the default spin-then-yield
+// schedule) resumes a few microseconds after the GPU signals it: the event write crosses PCIe
+// and the driver's poll or wake-up follows. ~5 µs assumed, the order of a small copy's latency
+// on the same link; `tandem calibrate` does not measure it yet.
+constexpr double kGpuSyncSec = 5e-6;
+// The host's cost of enqueueing one kernel on a stream the GPU is still working through:
+// cuLaunchKernel returns after ~2 µs on current drivers (back-to-back empty kernels run at
+// ~400-500k/s from one thread) plus the executor's own ~1 µs per step (kCpuDispatchSec: argument
+// binding, the event bookkeeping). It bounds how fast a chain of tiny kernels can go; a kernel
+// longer than it hides the launch entirely.
+constexpr double kGpuEnqueueSec = 3e-6;
 // The CPU executor's per-step dispatch (kernel->run call, argument binding, OpenMP fork).
 constexpr double kCpuDispatchSec = 1e-6;
 
@@ -261,6 +272,8 @@ Status builtinGpuSpec(const std::string& modelOrAlias, const std::string& device
     s.memoryBandwidthBytesPerSec = m.bandwidth;
     s.memoryCapacityBytes = (int64_t)m.capacity;
     s.dispatchOverheadSec = kGpuLaunchSec;
+    s.syncLatencySec = kGpuSyncSec;
+    s.enqueueSec = kGpuEnqueueSec;
     s.hostLinkName = m.host->name;
     s.hostLinkLatencySec = m.host->latencySec;
     s.h2dPinnedBytesPerSec = m.host->bytesPerSec;

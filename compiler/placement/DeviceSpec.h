@@ -38,8 +38,17 @@ struct DeviceSpec {
   double peakF64FlopsPerSec = 0;   // non-tensor FP64
   double memoryBandwidthBytesPerSec = 0;  // DRAM/HBM bandwidth
   int64_t memoryCapacityBytes = 0;        // what the placer may fill on this device
-  /// Fixed cost of running one op: the CPU executor's dispatch, or a CUDA kernel launch.
+  /// Fixed cost of running one op: the CPU executor's dispatch, or a CUDA kernel launch's
+  /// latency (host call to the kernel starting on an idle GPU).
   double dispatchOverheadSec = 0;
+  /// GPU only (0 for CPUs), seconds: the host's own cost of enqueueing one kernel (the
+  /// executor's step plus cuLaunchKernel). Within a stream launches overlap the GPU's earlier
+  /// work, so a kernel costs max(this, its execution), not the launch latency (CostModel.h).
+  double enqueueSec = 0;
+  /// GPU only (0 for CPUs), seconds: how long after this GPU finishes the work a host thread
+  /// waits for (cudaEventSynchronize on the event of a value the host reads mid-run) that
+  /// thread runs again. A GPU-to-host crossing costs this plus one launch (CostModel.h).
+  double syncLatencySec = 0;
 
   // CPU only (0 for GPUs): how peakF32FlopsPerSec was derived.
   int cores = 0;

@@ -8,7 +8,8 @@
 namespace tandem::placement::detail {
 namespace {
 
-// Op -> values it reads (no constants: they are resident before the run).
+// Op -> values it reads (no constants: they are resident before the run; variables are read
+// below, from their home before the run).
 struct Inputs {
   std::vector<int> begin, values;
   explicit Inputs(const PlacementProblem& p) : begin(p.ops.size() + 1, 0) {
@@ -59,6 +60,10 @@ class Scheduler {
   double arrival(ValueId vi, DeviceId d) const {
     const PlacementValue& v = p_.values[vi];
     if (v.source == ValueSource::Constant) return 0;
+    // A variable is resident before the run; its home op may not be scheduled yet, and when
+    // it is not, the copy's time is left to the total (evaluatePlacement) rather than guessed.
+    if (v.source == ValueSource::Variable)
+      return home_[v.producer] == kNone ? 0.0 : v.transfer(home_[v.producer], d, D_);
     DeviceId h = v.source == ValueSource::Op ? home_[v.producer] : v.inputDevice;
     double t = v.source == ValueSource::Op ? finish_[v.producer] : 0.0;
     return t + v.transfer(h, d, D_);

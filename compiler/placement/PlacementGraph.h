@@ -63,15 +63,19 @@ enum class ValueSource {
   Constant,    // a weight: uploaded once at load to every device that reads it, never copied
                // per run, so it costs no transfer time (its bytes belong in the readers'
                // memoryBytes). Kept in the problem for the ORT baseline's small-initializer rule.
+  Variable,    // training state, resident across runs on the device of op `producer` (its
+               // update, which the colocation group keeps with the variable): a reader on
+               // another device gets a per-run copy like any value, but within the run it is
+               // ready at the start (no data dependency on `producer`, which writes it after)
 };
 
 /// One tensor of the graph. A value read on a device other than its home (its producer's
-/// device, or the input device) is copied there once per run, however many consumers it has
+/// device, a variable's home op's device, or the input device) is copied there once per run, however many consumers it has
 /// there (one copy per (value, destination device)).
 struct PlacementValue {
   std::string name;
   ValueSource source = ValueSource::Op;
-  OpId producer = kNone;            // ValueSource::Op
+  OpId producer = kNone;            // ValueSource::Op; ValueSource::Variable: its home op
   DeviceId inputDevice = kNone;     // ValueSource::GraphInput
   std::vector<OpId> consumers;      // duplicates allowed (an op reading the value twice)
   /// Graph outputs: devices where the value must be present after the run (e.g. cpu for a

@@ -53,7 +53,8 @@ UnitGraph buildUnitGraph(const PlacementProblem& p, const Constraints& c) {
     UnitGraph::Value val;
     val.id = vi;
     val.transfer = v.transferSeconds.data();
-    if (v.source == ValueSource::Op) val.producerUnit = c.unitOf[v.producer];
+    if (v.source == ValueSource::Op || v.source == ValueSource::Variable)
+      val.producerUnit = c.unitOf[v.producer];
     else val.sourceDevice = v.inputDevice;
     val.consBegin = static_cast<int>(g.consUnits.size());
     if (val.producerUnit != kNone) stamp[val.producerUnit] = vi;
@@ -154,7 +155,8 @@ std::string validate(const PlacementProblem& p) {
   auto device = [&](DeviceId d) { return d >= 0 && d < D; };
   for (const PlacementValue& v : p.values) {
     const std::string what = "value '" + v.name + "'";
-    if (v.source == ValueSource::Op && !(v.producer >= 0 && v.producer < n))
+    if ((v.source == ValueSource::Op || v.source == ValueSource::Variable) &&
+        !(v.producer >= 0 && v.producer < n))
       return what + " has no producer op";
     if (v.source == ValueSource::GraphInput && !device(v.inputDevice))
       return what + " is a graph input on no device";
@@ -189,7 +191,7 @@ PlacementCost price(const PlacementProblem& p, const std::vector<OpId>& order,
   for (ValueId vi = 0; vi < static_cast<ValueId>(p.values.size()); ++vi) {
     const PlacementValue& v = p.values[vi];
     if (v.source == ValueSource::Constant) continue;
-    DeviceId h = v.source == ValueSource::Op ? device[v.producer] : v.inputDevice;
+    DeviceId h = v.source == ValueSource::GraphInput ? v.inputDevice : device[v.producer];
     std::uint64_t readers = 0;
     for (OpId op : v.consumers) readers |= std::uint64_t(1) << device[op];
     for (DeviceId d : v.outputDevices) readers |= std::uint64_t(1) << d;

@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: tandem.device = "cpu"
 // CHECK: tandem.constant {device = "cpu", placement_candidates = ["cpu"], placement_reason = "colocated(add1)"}
-// CHECK: tandem.add {{.*}} {device = "cpu", placement_candidates = ["cpu"], placement_costs = {cpu = {{.*}} : f64}, placement_reason = "only-kernel"}
+// CHECK: tandem.add {{.*}} {device = "cpu", placement_candidates = ["cpu"], placement_costs = {cpu = {{.*}} : f64}, placement_fusion = {devices = ["cpu"], into = "relu1"}, placement_reason = "only-kernel"}
 // CHECK: tandem.relu {{.*}} {device = "cpu", {{.*}}placement_reason = "only-kernel"}
 // CHECK: tandem.neg {{.*}} {device = "cpu", {{.*}}placement_reason = "only-kernel"}
 // A `device` attribute already on an op (GraphBuilder's device scope) is a pin, here to a
@@ -32,9 +32,9 @@
 // pinned to cuda:0 the whole chain joins it there: one copy in and one out, as with the Add
 // alone on the CPU, but one fused kernel.
 // SOFT-LABEL: func.func @main
-// SOFT: tandem.add {{.*}} {device = "cuda:0", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_reason = "cost"}
-// SOFT: tandem.relu {{.*}} {device = "cuda:0", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "add1"}, placement_reason = "pinned"}
-// SOFT: tandem.neg {{.*}} {device = "cuda:0", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "relu1"}, placement_reason = "fallback(cuda:3 is not a target)"}
+// SOFT: tandem.add {{.*}} {device = "cuda:0", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "relu1"}, placement_reason = "cost"}
+// SOFT: tandem.relu {{.*}} {device = "cuda:0", placement_candidates = ["cpu", "cuda:0"], {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "neg1"}, placement_reason = "pinned"}
+// SOFT: tandem.neg {{.*}} {device = "cuda:0", {{.*}}placement_fusion = {devices = ["cpu", "cuda:0"], into = "exp1"}, placement_reason = "fallback(cuda:3 is not a target)"}
 // SOFT: tandem.exp {{.*}} {device = "cuda:0", {{.*}}placement_reason = "fallback(cpu:1 is not a target)"}
 
 // Strict placement: the same kind of pin is an error on the op, naming the pin and the reason.

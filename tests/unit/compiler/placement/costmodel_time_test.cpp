@@ -40,9 +40,11 @@ OpWork gemm4096() {
 TEST(CostModelOps, BigF32GemmOnH100IsComputeBoundAtTheFp32Peak) {
   CostModel m = h100Model();
   OpCost c = m.opCost(gemm4096(), 1);
-  // 2*4096^3 / 67e12 + 5 us launch; memory 3*4096^2*4 / 3.35e12 = 60 us is hidden.
-  EXPECT_DOUBLE_EQ(c.seconds, 137438953472.0 / 67e12 + 5e-6);
-  EXPECT_NEAR(c.seconds, 2.0563e-3, 1e-7);
+  // 2*4096^3 / 67e12; memory 3*4096^2*4 / 3.35e12 = 60 us and the 3 us enqueue are hidden
+  // (the launch overlaps the stream's earlier work).
+  EXPECT_DOUBLE_EQ(c.seconds, 137438953472.0 / 67e12);
+  EXPECT_NEAR(c.seconds, 2.0513e-3, 1e-7);
+  EXPECT_DOUBLE_EQ(c.overheadSec, 3e-6);
   EXPECT_DOUBLE_EQ(c.memorySec, 201326592.0 / 3.35e12);
   EXPECT_TRUE(c.computeBound());
   EXPECT_EQ(c.precision, Precision::F32);
@@ -55,7 +57,7 @@ TEST(CostModelOps, Tf32IsUsedOnlyWhenAllowed) {
   CostModel m = h100Model(o);
   OpCost c = m.opCost(gemm4096(), 1);
   EXPECT_EQ(c.precision, Precision::TF32);
-  EXPECT_DOUBLE_EQ(c.seconds, 137438953472.0 / 494.5e12 + 5e-6);
+  EXPECT_DOUBLE_EQ(c.seconds, 137438953472.0 / 494.5e12);
   // The CPU has no TF32: same op there stays at its F32 rate.
   EXPECT_EQ(m.precisionFor(gemm4096(), 0), Precision::F32);
   EXPECT_DOUBLE_EQ(m.opTime(gemm4096(), 0), 137438953472.0 / 100e9 + 1e-6);
@@ -64,14 +66,15 @@ TEST(CostModelOps, Tf32IsUsedOnlyWhenAllowed) {
 TEST(CostModelOps, SmallElementwiseIsMemoryPlusOverhead) {
   CostModel m = h100Model();
   OpWork relu = estimateOpWork("Relu", {f32({1, 64, 56, 56})}, {f32({1, 64, 56, 56})}, {});
-  // 1,605,632 bytes: GPU 5 us + 1605632/3.35e12; CPU 1 us + 1605632/20e9 = 81.3 us.
+  // 1,605,632 bytes: GPU max(3 us enqueue, 1605632/3.35e12 = 0.48 us); CPU 1 us +
+  // 1605632/20e9 = 81.3 us.
   OpCost g = m.opCost(relu, 1);
-  EXPECT_DOUBLE_EQ(g.seconds, 5e-6 + 1605632.0 / 3.35e12);
+  EXPECT_DOUBLE_EQ(g.seconds, 3e-6);
   EXPECT_FALSE(g.computeBound());
   EXPECT_DOUBLE_EQ(m.opTime(relu, 0), 1e-6 + 1605632.0 / 20e9);
-  // A batch-1 FC layer: the launch dominates on the GPU, so the CPU is not far behind.
+  // A batch-1 FC layer: the enqueue dominates on the GPU, so the CPU is not far behind.
   OpWork fc = estimateOpWork("Gemm", {f32({1, 512}), f32({512, 10})}, {f32({1, 10})}, {});
-  EXPECT_DOUBLE_EQ(m.opTime(fc, 1), 5e-6 + (512.0 + 5120 + 10) * 4 / 3.35e12);
+  EXPECT_DOUBLE_EQ(m.opTime(fc, 1), 3e-6);
   EXPECT_DOUBLE_EQ(m.opTime(fc, 0), 1e-6 + (512.0 + 5120 + 10) * 4 / 20e9);
 }
 
@@ -108,7 +111,7 @@ TEST(CostModelOps, ReshapeCostsItsCopyOrADispatch) {
   OpCost c = m.opCost(r, 0);
   EXPECT_DOUBLE_EQ(c.seconds, cpu.dispatchOverheadSec + bytes / cpu.memoryBandwidthBytesPerSec);
   OpCost g = m.opCost(r, 1);
-  EXPECT_DOUBLE_EQ(g.seconds, gpu.dispatchOverheadSec + bytes / gpu.memoryBandwidthBytesPerSec);
+  EXPECT_DOUBLE_EQ(g.seconds, std::max(gpu.enqueueSec, bytes / gpu.memoryBandwidthBytesPerSec));
   r.bytes = 0;  // in place
   EXPECT_DOUBLE_EQ(m.opCost(r, 0).seconds, cpu.dispatchOverheadSec);
   EXPECT_GT(cpu.dispatchOverheadSec, 0);
@@ -130,6 +133,51 @@ TEST(CostModelTransfers, PcieGen5PinnedAndPageable) {
   EXPECT_DOUBLE_EQ(m.transferTime(2, 2, 1e9), 0);
   EXPECT_DOUBLE_EQ(m.transferTime("CPU:0", "gpu:1", 0, HostMemory::Pinned), 5e-6);
   EXPECT_TRUE(std::isinf(m.transferTime("cpu", "cuda:7", 1, HostMemory::Pinned)));
+}
+
+// A value made on a GPU and read by a host op mid-run makes the host wait for the GPU: the
+// crossing is the D2H copy plus the GPU's sync latency (5 us) and one launch (5 us) that can
+// no longer overlap earlier work. Host-to-GPU and GPU-to-GPU crossings are copies only.
+TEST(CostModelTransfers, AGpuToHostCrossingAddsTheHostWait) {
+  DeviceSet set;
+  ASSERT_TRUE(DeviceSet::parse("cpu,cuda:0=h100,cuda:1=h100", &set).isOk());
+  EXPECT_DOUBLE_EQ(set.device(1).syncLatencySec, 5e-6);
+  EXPECT_DOUBLE_EQ(set.device(0).syncLatencySec, 0);
+  CostModel m(set);
+  EXPECT_DOUBLE_EQ(m.crossingTime(1, 0, 65536, HostMemory::Pinned),
+                   5e-6 + 65536 / 55e9 + 5e-6 + 5e-6);
+  EXPECT_NEAR(m.crossingTime(1, 0, 65536, HostMemory::Pinned), 16.19e-6, 0.01e-6);
+  EXPECT_DOUBLE_EQ(m.crossingTime(0, 1, 65536, HostMemory::Pinned),
+                   m.transferTime(0, 1, 65536, HostMemory::Pinned));
+  EXPECT_DOUBLE_EQ(m.crossingTime(1, 2, 65536, HostMemory::Pinned),
+                   m.transferTime(1, 2, 65536, HostMemory::Pinned));
+  EXPECT_DOUBLE_EQ(m.crossingTime(1, 1, 65536, HostMemory::Pinned), 0);
+}
+
+// Kernels on one stream overlap their launches with earlier work: N tiny kernels cost N
+// enqueues (3 us each), not N launches (5 us) and not 0; a calibrated dispatch overhead keeps
+// the additive form. A value only returned from a GPU costs the copy plus the host's one wait
+// at the run's end (5 us), no relaunch; from a CPU, the copy only.
+TEST(CostModelTransfers, GpuLaunchesOverlapAndAReturnWaitsOnce) {
+  DeviceSet set;
+  ASSERT_TRUE(DeviceSet::parse("cpu,cuda:0=h100", &set).isOk());
+  EXPECT_DOUBLE_EQ(set.device(1).enqueueSec, 3e-6);
+  EXPECT_DOUBLE_EQ(set.device(0).enqueueSec, 0);
+  CostModel m(set);
+  OpWork tiny = estimateOpWork("Add", {f32({1}), f32({1})}, {f32({1})}, {});
+  double chain = 0;
+  for (int i = 0; i < 5; ++i) chain += m.opTime(tiny, 1);
+  EXPECT_DOUBLE_EQ(chain, 5 * 3e-6);
+  EXPECT_DOUBLE_EQ(m.returnTime(1, 0, 4, HostMemory::Pageable),
+                   m.transferTime(1, 0, 4, HostMemory::Pageable) + 5e-6);
+  EXPECT_DOUBLE_EQ(m.returnTime(0, 1, 4, HostMemory::Pageable),
+                   m.transferTime(0, 1, 4, HostMemory::Pageable));
+  EXPECT_DOUBLE_EQ(m.returnTime(1, 1, 4, HostMemory::Pageable), 0);
+  ASSERT_TRUE(m.loadProfileText(
+                   R"({"schema": "tandem-calibration/1", "devices": {"cuda:0": {"dispatch_overhead_s": 4e-6}}})",
+                   "p.json")
+                  .isOk());
+  EXPECT_DOUBLE_EQ(m.opTime(tiny, 1), 4e-6 + 12.0 / 3.35e12);
 }
 
 TEST(CostModelTransfers, DefaultHostMemoryComesFromTheOptions) {

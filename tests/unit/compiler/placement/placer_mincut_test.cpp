@@ -237,5 +237,31 @@ TEST(PlacerMinCut, HostInputsAndSingleDevice) {
   EXPECT_EQ(r.placement.reason[0], "only-kernel");
 }
 
+// A variable lives with its home op (its update's producer): a reader on another device pays a
+// per-run copy from there, and the variable is no data dependency (its update comes after).
+TEST(PlacerMinCut, VariableReadOffItsHomeIsCopiedEveryRun) {
+  PlacementProblem p;
+  p.devices = {{"cpu", "cpu", 0}, {"cuda:0", "cuda", 0}};
+  p.ops.push_back({"update", "Add", {1.0, 5.0}, 0, std::nullopt, {}});   // home: cpu is cheaper
+  p.ops.push_back({"reader", "Dropout", {9.0, 5.0}, 0, std::nullopt, {}});  // cuda:0 saves 4
+  PlacementValue var{"step", ValueSource::Variable, 0, kNone, {0, 1}, {}, 4, 1, {0, 5.0, 5.0, 0}};
+  p.values = {var};
+  // Split: 1 + 5 + copy 5 = 11; both on cpu: 10; both on cuda:0: 10 + 0. Without the copy the
+  // split (6) would win.
+  PlaceResult r = placeGraph(p);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.placement.device[0], r.placement.device[1]);
+  EXPECT_DOUBLE_EQ(r.placement.cost.totalSeconds, 10.0);
+  p.values[0].transferSeconds = {0, 3.0, 3.0, 0};  // split: 1 + 5 + 3 = 9 < 10
+  r = placeGraph(p);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(r.placement.device[0], 0);
+  EXPECT_EQ(r.placement.device[1], 1);
+  EXPECT_DOUBLE_EQ(r.placement.cost.totalSeconds, 9.0);
+  ASSERT_EQ(r.placement.cost.copies.size(), 1u);
+  EXPECT_EQ(r.placement.cost.copies[0].from, 0);
+  EXPECT_EQ(r.placement.cost.copies[0].to, 1);
+}
+
 }  // namespace
 }  // namespace tandem::placement
