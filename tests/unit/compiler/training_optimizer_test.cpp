@@ -63,9 +63,15 @@ void addInitializer(onnx::GraphProto* g, const std::string& name, const Shape& s
   for (double e : v) t->add_float_data((float)e);
 }
 
-// logits = MatMul(Gemm(x, W1, b1, transB = 1), W2), written once to a temporary file.
+// logits = MatMul(Gemm(x, W1, b1, transB = 1), W2), written once to a temporary file that is
+// removed when the test process exits.
+struct RemovedAtExit {
+  std::string path;
+  ~RemovedAtExit() { std::remove(path.c_str()); }
+};
+
 const std::string& modelPath() {
-  static const std::string path = [] {
+  static const RemovedAtExit file{[] {
     const Data& d = data();
     onnx::ModelProto m;
     m.set_ir_version(8);
@@ -99,8 +105,8 @@ const std::string& modelPath() {
     std::ofstream f(p, std::ios::binary);
     EXPECT_TRUE(m.SerializeToOstream(&f));
     return p;
-  }();
-  return path;
+  }()};
+  return file.path;
 }
 
 // ---- The reference (double), after PyTorch's algorithms ----

@@ -349,6 +349,93 @@ TEST(ResidentState, CrossCompiledForAGpuKeepsVariablesWithTheirUpdates) {
   }
 }
 
+// Keras's MNIST CNN (Conv 32 3x3, Relu, Conv 64 3x3, Relu, MaxPool 2, Dropout .25, Flatten,
+// Dense 128, Relu, Dropout .5, Dense 10), random weights, written to a temporary file.
+std::string writeKerasCnn() {
+  testing_onnx::Model m;
+  m.input("x", {-1, 1, 28, 28}, onnx::TensorProto::FLOAT, {"N"});
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<float> v((size_t)n);
+    for (float& e : v) e = u(rng);
+    m.floatInit(name, dims, v);
+  };
+  init("conv1.weight", {32, 1, 3, 3});
+  init("conv1.bias", {32});
+  init("conv2.weight", {64, 32, 3, 3});
+  init("conv2.bias", {64});
+  init("fc1.weight", {128, 9216});
+  init("fc1.bias", {128});
+  init("fc2.weight", {10, 128});
+  init("fc2.bias", {10});
+  m.floatInit("p1", {}, {0.25f});
+  m.floatInit("p2", {}, {0.5f});
+  m.node("Conv", {"x", "conv1.weight", "conv1.bias"}, {"c1"}, "conv1");
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  m.node("Conv", {"r1", "conv2.weight", "conv2.bias"}, {"c2"}, "conv2");
+  m.node("Relu", {"c2"}, {"r2"}, "relu2");
+  testing_onnx::intsAttr(m.node("MaxPool", {"r2"}, {"mp"}, "pool"), "kernel_shape", {2, 2});
+  testing_onnx::intsAttr(m.g()->mutable_node(m.g()->node_size() - 1), "strides", {2, 2});
+  m.node("Dropout", {"mp", "p1"}, {"d1"}, "drop1");
+  m.node("Flatten", {"d1"}, {"f"}, "flatten");
+  testing_onnx::intAttr(m.node("Gemm", {"f", "fc1.weight", "fc1.bias"}, {"h"}, "fc1"), "transB", 1);
+  m.node("Relu", {"h"}, {"hr"}, "relu3");
+  m.node("Dropout", {"hr", "p2"}, {"d2"}, "drop2");
+  testing_onnx::intAttr(m.node("Gemm", {"d2", "fc2.weight", "fc2.bias"}, {"logits"}, "fc2"), "transB", 1);
+  m.output("logits");
+  return testing_onnx::writeTemp(m, "trainer_keras_cnn");
+}
+
+TEST(ResidentState, KerasCnnStepRunsWhollyOnTheGpu) {
+  // The scenario: the Keras CNN's Adam step at batch 128 cross-compiled for
+  // cpu,cuda:0=h100. Every step (forward, loss, backward, the updates, the step counter and
+  // Adam's scalars) and every variable is on cuda:0; per run only the batch goes in and the
+  // loss comes out. Fails when the cost model prices a host round trip, a fused update or a
+  // variable read off its device as cheaper than it is (each made the last Dense, the loss and
+  // the step scalars go to the host).
+  const std::string path = writeKerasCnn();
+  struct Remove {
+    std::string p;
+    ~Remove() { std::remove(p.c_str()); }
+  } remove{path};
+  const int64_t batch = 128;
+  CompileOptions co;
+  ASSERT_TRUE(setTargetDevices(&co, "cpu,cuda:0=h100").isOk());
+  co.training = adam();
+  co.training->learningRate = 1e-3;
+  co.training->residentState = true;
+  co.inputShapes["x"] = {batch, 1, 28, 28};
+  CompileResult r;
+  Status st = compileOnnxFile(path, ImportOptions{}, co, &r);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  int variables = 0;
+  for (const plan::Value& v : r.plan.values())
+    if (v.kind() == plan::Value::VARIABLE) {
+      ++variables;
+      EXPECT_EQ(v.device(), "cuda:0") << v.name();
+    }
+  EXPECT_EQ(variables, 8 * 3 + 1);  // 8 parameters, their two Adam slots each, the step counter
+  int copies = 0;
+  for (const plan::Step& s : r.plan.steps()) {
+    if (s.op_type() == "Copy") {
+      ++copies;
+      continue;
+    }
+    EXPECT_EQ(s.device(), "cuda:0") << s.name() << " (" << s.op_type() << ")";
+  }
+  EXPECT_LE(copies, 3) << "the batch in (x, labels) and the loss out";
+  const int64_t in = batch * 28 * 28 * 4 + batch * 8;
+  EXPECT_NE(r.placementLogText.find("per run: in " + std::to_string(in) + " bytes (x " +
+                                    std::to_string(batch * 28 * 28 * 4) + ", labels " +
+                                    std::to_string(batch * 8) + "); out 4 bytes (loss 4); between devices " +
+                                    std::to_string(in + 4) + " bytes"),
+            std::string::npos)
+      << r.placementLogText;
+}
+
 TEST(TrainingStepKitPlan, WritesKitPlans) {
   // For scripts/gpu-kit.sh: the step plan cross-compiled for cpu,cuda:0=h100 (batch 128), one
   // batch, and the loss the CPU plan reports at the 3rd step on that batch repeated; the lent
