@@ -86,6 +86,11 @@ struct CompileOptions {
     /// returns the loss (the Trainer sets it). Off: they are plan inputs and outputs, fed back
     /// by the caller.
     bool residentState = false;
+    /// With residentState: each update that can be is written straight into its variable's
+    /// buffer (passes/PlanMemory.cpp says when), the rest computed into the arena and copied
+    /// back after the run. Off: every update is copied back (the same results, bit for bit;
+    /// `tandem train --copy-back-updates`, for comparison).
+    bool updatesInPlace = true;
     /// The model's inference Dropouts run in training mode in the step (Keras's fit); the
     /// forward plan (forwardOnly) keeps them as they are.
     bool dropoutInTraining = true;

@@ -47,6 +47,9 @@ inline constexpr const char* kArgArenaOffsetAttr = "tandem.arena_offset";  // i6
 // groups that share an op). compiler/training/Variables.h makes them.
 inline constexpr const char* kVariableAttr = "tandem.variable";
 inline constexpr const char* kVariableUpdateAttr = "tandem.variable_update";
+// On a variable's update result (UnitAttr, set by --tandem-plan-memory): the update is written
+// straight into the variable's buffer rather than into the arena and copied back after a run.
+inline constexpr const char* kVariableInPlaceAttr = "tandem.variable_in_place";
 inline constexpr const char* kColocationAttr = "tandem.colocation";
 /// Whether argument `arg` of @main is a variable (kVariableAttr).
 bool isVariableArg(mlir::Value v);

@@ -23,6 +23,16 @@ void PlacementLogWriter::addVariable(const std::string& name, const std::string&
                       " bytes, resident (updated on " + device + " every run)");
 }
 
+void PlacementLogWriter::addVariableUpdate(const std::string& name, int64_t bytes, bool inPlace) {
+  if (inPlace) {
+    updateBytesInPlace_ += bytes;
+    updatesInPlace_ += 1;
+  } else {
+    updateBytesCopied_ += bytes;
+    copiedBack_.push_back(name);
+  }
+}
+
 void PlacementLogWriter::addRunInput(const std::string& name, int64_t bytes) {
   runInputs_.push_back({name, bytes});
 }
@@ -206,6 +216,17 @@ void PlacementLogWriter::finish(const std::string& modelName, const std::map<std
     text << "; variables resident, not moved: " << v;
   }
   text << "\n";
+  // What a step costs its variables besides the kernels: an update planned in place costs
+  // nothing, one copied back costs a copy of its bytes on its device after every run.
+  if (updatesInPlace_ + (int64_t)copiedBack_.size() > 0) {
+    text << "variables: " << updateBytesInPlace_ << " bytes updated in place (" << updatesInPlace_
+         << " of " << updatesInPlace_ + (int64_t)copiedBack_.size() << "), " << updateBytesCopied_
+         << " bytes copied back per run";
+    std::string names;
+    for (const std::string& n : copiedBack_) names += (names.empty() ? "" : ", ") + n;
+    if (!names.empty()) text << " (" << names << ")";
+    text << "\n";
+  }
   text << "kernels before -> after fusion: " << (kernelsText.empty() ? "none" : kernelsText)
        << "; arena peak of all intermediates: " << (unplannedText.empty() ? "none" : unplannedText)
        << "\n";
@@ -254,7 +275,10 @@ void PlacementLogWriter::finish(const std::string& modelName, const std::map<std
   for (const auto& [n, b] : runInputs_) runIn.push_back({{"name", n}, {"bytes", b}});
   for (const auto& [n, b] : runOutputs_) runOut.push_back({{"name", n}, {"bytes", b}});
   j["variables"] = {{"count_per_device", variablesPerDevice_},
-                    {"bytes_per_device", variableBytesPerDevice_}};
+                    {"bytes_per_device", variableBytesPerDevice_},
+                    {"bytes_updated_in_place", updateBytesInPlace_},
+                    {"bytes_copied_back", updateBytesCopied_},
+                    {"copied_back", copiedBack_}};
   j["per_run"] = {{"inputs", runIn}, {"outputs", runOut}, {"bytes_between_devices", bytesMoved_}};
   j["summary"] = {{"ops_per_device", opsPerDevice_},
                   {"copies", numCopies},

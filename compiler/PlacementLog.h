@@ -26,6 +26,9 @@ class PlacementLogWriter {
   /// A variable (resident state, training) of `bytes` bytes on `device`: one line each, and
   /// counted per device in the summary and the JSON ("variables").
   void addVariable(const std::string& name, const std::string& device, int64_t bytes);
+  /// Variable `name`'s update of `bytes` bytes: written into the variable in place, or copied
+  /// into it after each run; the summary's "variables:" line totals both.
+  void addVariableUpdate(const std::string& name, int64_t bytes, bool inPlace);
   /// A graph input or output crossing the run boundary (host memory <-> its device): the
   /// summary's per-run bytes in and out.
   void addRunInput(const std::string& name, int64_t bytes);
@@ -62,6 +65,9 @@ class PlacementLogWriter {
   std::map<std::string, int64_t> opsPerDevice_, kernelsAfter_, constantsPerDevice_, constantBytesPerDevice_;
   int64_t bytesMoved_ = 0;
   std::map<std::string, int64_t> variablesPerDevice_, variableBytesPerDevice_;
+  int64_t updateBytesInPlace_ = 0, updateBytesCopied_ = 0;
+  int64_t updatesInPlace_ = 0;
+  std::vector<std::string> copiedBack_;
   std::vector<std::pair<std::string, int64_t>> runInputs_, runOutputs_;
 };
 

@@ -337,6 +337,11 @@ def TandemPlanMemory : Pass<"tandem-plan-memory", "mlir::ModuleOp"> {
     Add/Sub/Mul/Div/Max/Min, the reshaping ops; any operand of an element-wise tandem.fused;
     the residual of a fused epilogue) when the op is
     that operand's last reader and dtype, element count and device agree. Sizes are rounded up to `alignment` bytes. Constants are not in arenas.
+    Training: a variable's update (the @main result with `tandem.variable_update`) is written
+    straight into the variable's buffer, and gets no arena slot, when its producer runs on the
+    variable's device after every other reader of the variable, reads the variable only at the
+    index it writes (an element-wise op or tandem.fused), and the variable is not returned;
+    such results get `tandem.variable_in_place`. The others are copied back after a run.
     Records `arena_offset` (one per result) on ops, `tandem.arena_offset` on @main's
     arguments, and `tandem.arena_peak_bytes` / `tandem.arena_unplanned_bytes` (per device) on
     the module. A value with a dynamic dim is an error naming it.
@@ -350,6 +355,8 @@ def TandemPlanMemory : Pass<"tandem-plan-memory", "mlir::ModuleOp"> {
   let constructor = "::tandem::createPlanMemoryPass()";
   let options = [
     Option<"alignment", "alignment", "int64_t", /*default=*/"64", "Offset alignment in bytes">,
+    Option<"updateVariablesInPlace", "update-variables-in-place", "bool", /*default=*/"true",
+           "Write variables' updates into the variables where safe (off: copy every one back)">,
   ];
 }
 

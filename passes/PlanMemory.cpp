@@ -1,7 +1,9 @@
 // --tandem-plan-memory: liveness over the op order, then per-device arena offsets with TFLite's
-// greedy-by-size strategy.
+// greedy-by-size strategy; variables' updates written in place where that is safe.
 #include <algorithm>
 #include <map>
+
+#include "llvm/ADT/DenseSet.h"
 
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
@@ -111,6 +113,69 @@ llvm::SmallVector<mlir::Value> overwritableOperands(mlir::Operation* op) {
   return {};
 }
 
+// Whether `producer`, which computes variable `var`'s update, reads `var` only element by element
+// at the index it writes (so writing the update over the variable is safe), or not at all: an
+// element-wise tandem.fused reads each element of every full-size operand before it writes
+// that element (CPU loop and CUDA generated kernel alike), and a plain kInPlace op reads its
+// operand 0 that way. Anything else (a Gemm, a row group, `var` as a binary op's operand 1)
+// may read an element after writing another, so its update keeps its own buffer.
+bool readsOnlyAtWrittenIndex(mlir::Operation* producer, mlir::Value var) {
+  if (llvm::none_of(producer->getOperands(), [&](mlir::Value v) { return v == var; })) return true;
+  if (auto fused = llvm::dyn_cast<FusedOp>(producer)) return fused.getKind() == "elementwise";
+  if (!opHas(onnxOpType(producer), kInPlace) || producer->getOperand(0) != var) return false;
+  for (unsigned i = 1; i < producer->getNumOperands(); ++i)
+    if (producer->getOperand(i) == var) return false;
+  return true;
+}
+
+// The variables' updates that may be written straight into their variable's buffer (XLA's
+// input/output aliasing, TensorFlow's AssignVariableOp on a resource variable): an update U of
+// variable V produced by op P on V's device, of V's type, where (a) every other reader of V
+// comes before P in the op order, so none of them sees the new value (the executor issues
+// steps in this order; a reader on another stream, a Copy, gets an event P waits for, see
+// Executable's planStreams), (b) P reads V only at the index it writes
+// (readsOnlyAtWrittenIndex), and (c) V is not a graph output (the return reads it after P).
+// U's own later readers read the new value, which is U. Marks each such update result with
+// kVariableInPlaceAttr (and clears it on the others) and returns the values.
+llvm::DenseSet<mlir::Value> planUpdatesInPlace(mlir::func::FuncOp main,
+                                               const llvm::DenseMap<mlir::Operation*, int64_t>& index,
+                                               bool enabled) {
+  llvm::DenseSet<mlir::Value> inPlace;
+  mlir::Block& body = main.getBody().front();
+  auto ret = llvm::cast<mlir::func::ReturnOp>(body.getTerminator());
+  std::map<std::string, mlir::BlockArgument> variables;
+  for (mlir::BlockArgument arg : main.getArguments())
+    if (isVariableArg(arg)) variables[valueName(arg)] = arg;
+  mlir::UnitAttr unit = mlir::UnitAttr::get(main.getContext());
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kVariableUpdateAttr);
+    if (!name) continue;
+    main.removeResultAttr(i, mlir::StringAttr::get(main.getContext(), kVariableInPlaceAttr));
+    auto it = variables.find(name.str());
+    mlir::Value u = ret.getOperand(i);
+    mlir::Operation* producer = u.getDefiningOp();
+    if (!enabled || it == variables.end() || !producer || producer->getBlock() != &body ||
+        llvm::isa<ConstantOp, NoneOp>(producer) || inPlace.contains(u))
+      continue;
+    mlir::BlockArgument var = it->second;
+    std::string varDevice = deviceOfValue(var);
+    if (varDevice.empty()) varDevice = "cpu";
+    if (u.getType() != var.getType() || deviceOfOp(producer) != varDevice ||
+        !readsOnlyAtWrittenIndex(producer, var))
+      continue;
+    const int64_t at = index.lookup(producer);
+    bool safe = true;
+    for (mlir::Operation* reader : var.getUsers())
+      if (reader != producer &&
+          (reader->getBlock() != &body || !index.count(reader) || index.lookup(reader) >= at))
+        safe = false;
+    if (!safe) continue;
+    main.setResultAttr(i, kVariableInPlaceAttr, unit);
+    inPlace.insert(u);
+  }
+  return inPlace;
+}
+
 class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
  public:
   using TandemPlanMemoryBase::TandemPlanMemoryBase;
@@ -120,6 +185,8 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
     // 2. One buffer per graph input (live from -1) and per result of each placed, non-constant
     //    op (live from its op); each lives to its last consumer, graph outputs to the end.
     //    Sizes need static shapes and are rounded up to `alignment`.
+    //    A variable's update that may be written over its variable (planUpdatesInPlace) gets
+    //    no buffer: it lives in the variable's.
     // 3. In place: a result shares the buffer of an operand its kernel may overwrite when the
     //    op is that operand's last reader (same dtype, element count and device).
     // 4. Per device, assign offsets greedy by size; peak = the highest end.
@@ -142,12 +209,20 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
     int64_t n = 0;
     for (mlir::Operation& op : body) index[&op] = n++;
 
+    const llvm::DenseSet<mlir::Value> updatesInPlace =
+        planUpdatesInPlace(main, index, updateVariablesInPlace);
     std::vector<Buffer> buffers;
     std::vector<std::string> devices;  // parallel to buffers
+    std::map<std::string, std::vector<Buffer*>> perDevice;
     bool ok = true;
     auto addBuffer = [&](mlir::Value v, int64_t first, const std::string& device,
                          mlir::Location loc) {
       if (!ok) return;  // one error is enough: the first dynamic value names the cause
+      // The device keeps an arena (maybe of 0 bytes) for the runtime to bind its values to.
+      if (updatesInPlace.contains(v)) {
+        perDevice[device];
+        return;
+      }
       auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
       if (!type || !type.hasStaticShape()) {
         mlir::emitError(loc) << "tandem-plan-memory: value '" << valueName(v) << "' has type "
@@ -235,7 +310,6 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
       }
     }
 
-    std::map<std::string, std::vector<Buffer*>> perDevice;
     std::map<std::string, int64_t> unplanned;
     for (size_t i = 0; i < buffers.size(); ++i) {
       if (aliasOf[i] < 0) perDevice[devices[i]].push_back(&buffers[i]);

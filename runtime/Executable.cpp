@@ -113,6 +113,11 @@ struct Executable::Impl {
   std::vector<int> variables, variableUpdate;
   std::vector<std::string> variableNames;
   std::vector<TensorType> variableTypes;
+  // An update planned in place (Value.aliases_variable): by value id, the variable whose buffer
+  // it is written into, or -1; per variable (parallel to `variables`), the step that writes it
+  // there, or -1 for an update copied back after the run.
+  std::vector<int> valueAlias;
+  std::vector<int> variableWriter;
   // A step's operand: a value of the run context (id), a shared constant, or absent (-1, null).
   struct Arg {
     int id = -1;
@@ -171,7 +176,10 @@ struct Executable::Impl {
   Status bindValues();
   Status bindVariable(int id, const std::string& what);
   Status checkVariableUpdates();
+  Status checkUpdatesInPlace(const std::vector<int>& writer);
+  Status refillAliasedVariables();
   Status commitVariables(RunContext& rc);
+  Status partlyUpdated(const Status& st, int failedStep) const;
   int variableIndex(const std::string& name) const;
   Status newRunContext(std::unique_ptr<RunContext>* out);
   void bindSteps(RunContext& rc) const;
@@ -229,8 +237,9 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   // one per device, sized by the memory plan. 4. Values: constants loaded, every arena slot
   // checked. 5. Every step verified as the compiler verified its op (runtime/PlanVerify.h).
   // 6. The first run context (allocated arenas). 7. Kernels, created once and tuned on that
-  // context's buffers. 8. Backends finish loading; streams and events. 9. Staging of graph
-  // inputs and outputs. The first context then waits in the pool for the first run.
+  // context's buffers. 8. Backends finish loading; streams and events; the variables that
+  // tuning wrote through an in-place update get their initial value again. 9. Staging of
+  // graph inputs and outputs. The first context then waits in the pool for the first run.
   std::unique_ptr<Executable> exe(new Executable());
   Impl& m = *exe->impl_;
   m.plan = planIn;
@@ -252,6 +261,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   tuner.finish();
   m.tuning = tuner.report();
   TANDEM_RETURN_IF_ERROR(m.finishKernels());
+  TANDEM_RETURN_IF_ERROR(m.refillAliasedVariables());
   TANDEM_RETURN_IF_ERROR(m.planStaging());
   // A plan with resident state runs one step of it at a time: each run reads what the last
   // one wrote.
@@ -392,6 +402,8 @@ Status Executable::Impl::bindValue(int i) {
     return Status::error(what + ": " + e);
   valueTypes[i] = tt;
   valueBytes[i] = bytes;
+  if (v.has_aliases_variable() && v.kind() != plan::Value::INTERMEDIATE)
+    return Status::error(what + ": only an intermediate may alias a variable");
   if (v.kind() == plan::Value::CONSTANT) {
     if (v.has_external())
       return Status::error(what + ": its data is in the weights file '" + v.external().file() +
@@ -405,6 +417,15 @@ Status Executable::Impl::bindValue(int i) {
   TANDEM_RETURN_IF_ERROR(bindDevice(v.device(), what));
   auto it = arenaOf.find(canonicalDeviceName(v.device().empty() ? "cpu" : v.device()));
   if (it == arenaOf.end()) return Status::error(what + ": no arena for device '" + v.device() + "'");
+  if (v.has_aliases_variable()) {
+    // Lives in its variable's buffer (checked in checkUpdatesInPlace), not in the arena.
+    if (v.aliases_variable() < 0)
+      return Status::error(what + ": aliases_variable refers to value id " +
+                           std::to_string(v.aliases_variable()) + ", which does not exist");
+    valueAlias[i] = v.aliases_variable();
+    valueArena[i] = it->second;
+    return Status::ok();
+  }
   const Arena& arena = arenas[it->second];
   // Offset and size compared without forming offset + bytes, which could overflow.
   if (v.arena_offset() < 0 || v.arena_offset() > arena.bytes || bytes > arena.bytes - v.arena_offset())
@@ -431,6 +452,7 @@ Status Executable::Impl::bindValues() {
   resident.resize(n);
   valueArena.assign(n, -1);
   valueOffset.assign(n, 0);
+  valueAlias.assign(n, -1);
   for (int i = 0; i < n; ++i) TANDEM_RETURN_IF_ERROR(bindValue(i));
   auto checkId = [&](int id, const std::string& what) -> Status {
     if (id < 0 || id >= n) return Status::error(what + " refers to value id " + std::to_string(id) + ", which does not exist");
@@ -513,15 +535,76 @@ Status Executable::Impl::checkVariableUpdates() {
     if (!names.insert(variableNames[k]).second)
       return Status::error(what + ": two variables have this name");
   }
+  return checkUpdatesInPlace(writer);
+}
+
+Status Executable::Impl::checkUpdatesInPlace(const std::vector<int>& writer) {
+  // A value that aliases a variable must be that variable's update (so its type and device are
+  // the variable's, checked above) and the variable must not be read after the update's step
+  // writes it: such a reader would get the new value where the plan means the old one. The
+  // compiler's other condition, that the writing step reads the variable only at the index it
+  // writes, is the kernel's business and not checked here.
+  variableWriter.assign(variables.size(), -1);
+  for (int u = 0; u < plan.values_size(); ++u) {
+    if (valueAlias[u] < 0) continue;
+    const int var = valueAlias[u];
+    const std::string what = "value '" + plan.values(u).name() + "'";
+    if (var >= plan.values_size())
+      return Status::error(what + ": aliases_variable refers to value id " + std::to_string(var) +
+                           ", which does not exist");
+    const plan::Value& vv = plan.values(var);
+    if (vv.kind() != plan::Value::VARIABLE)
+      return Status::error(what + " aliases '" + vv.name() + "', which is not a variable");
+    const size_t k = (size_t)(std::find(variables.begin(), variables.end(), var) - variables.begin());
+    if (variableUpdate[k] != u)
+      return Status::error(what + " aliases variable '" + vv.name() + "' but is not its update");
+    const int w = writer[u];
+    for (int si = w + 1; si < plan.steps_size(); ++si)
+      for (int id : plan.steps(si).inputs())
+        if (id == var)
+          return Status::error(what + " is written into variable '" + vv.name() + "' by " +
+                               stepLabel(plan.steps(w), w) + ", but " + stepLabel(plan.steps(si), si) +
+                               " reads the variable after that");
+    variableWriter[k] = w;
+  }
   return Status::ok();
 }
 
+Status Executable::Impl::refillAliasedVariables() {
+  // Tuning ran kernels on the first run context, whose in-place updates are the variables'
+  // own buffers: those variables take their initial value again.
+  for (size_t k = 0; k < variables.size(); ++k) {
+    if (variableWriter[k] < 0 || !valueBytes[variables[k]]) continue;
+    const std::string what = "variable '" + variableNames[k] + "'";
+    Tensor initial;
+    TANDEM_RETURN_IF_ERROR(tensorFromPlan(plan.values(variables[k]).constant(), what, &initial));
+    Tensor& dst = resident[variables[k]];
+    DeviceBackend* b = backends[dst.device()].get();
+    TANDEM_RETURN_IF_ERROR(b->copyFromHost(dst.raw(), initial.raw(), initial.bytes()).withContext(what));
+    TANDEM_RETURN_IF_ERROR(b->synchronize().withContext(what));
+  }
+  return Status::ok();
+}
+
+Status Executable::Impl::partlyUpdated(const Status& st, int failedStep) const {
+  // The variables whose in-place update was issued before the step that failed (every one
+  // when the failure surfaced at the end of the run) hold their new values.
+  std::string names;
+  for (size_t k = 0; k < variables.size(); ++k)
+    if (variableWriter[k] >= 0 && (failedStep < 0 || variableWriter[k] < failedStep))
+      names += (names.empty() ? "" : ", ") + variableNames[k];
+  if (names.empty()) return st;
+  return Status::error(st.message() + " (variables updated in place before the failure keep their new value: " +
+                       names + ")");
+}
+
 Status Executable::Impl::commitVariables(RunContext& rc) {
-  // After a run's steps have all finished (every queue idle): each variable takes its update,
-  // a copy within its device, then those devices are synchronised again. A run that failed
-  // never gets here, so its variables keep the values they had before it.
+  // After a run's steps have all finished (every queue idle): each variable whose update is not
+  // planned in place takes it, a copy within its device, then those devices are synchronised
+  // again. A run that failed never gets here, so those variables keep the values they had.
   std::set<DeviceBackend*> used;
   for (size_t k = 0; k < variables.size(); ++k) {
+    if (variableWriter[k] >= 0) continue;  // written in place by its step
     Tensor& dst = resident[variables[k]];
     const Tensor& src = rc.values[variableUpdate[k]];
     DeviceBackend* b = backends[dst.device()].get();
@@ -570,6 +653,11 @@ Status Executable::Impl::newRunContext(std::unique_ptr<RunContext>* out) {
   for (size_t id = 0; id < valueTypes.size(); ++id) {
     if (valueArena[id] < 0) continue;
     const TensorType& tt = valueTypes[id];
+    if (valueAlias[id] >= 0) {
+      rc->values[id] = Tensor::view(tt.dtype, tt.shape, resident[valueAlias[id]].raw());
+      rc->values[id].setDevice(resident[valueAlias[id]].device());
+      continue;
+    }
     rc->values[id] = Tensor::view(tt.dtype, tt.shape,
                                   static_cast<uint8_t*>(rc->arenaBase[valueArena[id]]) + valueOffset[id]);
     rc->values[id].setDevice(deviceOf((int)id));
@@ -788,7 +876,9 @@ Status Executable::Impl::planStaging() {
 }
 
 void Executable::Impl::planStreams() {
-  // 1. For each arena-backed value: its device arena and byte range.
+  // 1. For each arena-backed value: its device arena and byte range; a variable, and an update
+  //    written into it, are the variable's whole buffer (key -1 - its id), so an in-place
+  //    update waits for the readers of the old value on other streams (a Copy on an H2D queue).
   // 2. Walk steps in plan order keeping, per arena, the steps that touched each byte range
   //    since it was last written; a step depends on the last writer of what it reads (RAW) and
   //    on every earlier reader and writer of the ranges it writes (WAR, WAW).
@@ -797,6 +887,13 @@ void Executable::Impl::planStreams() {
   struct Touch { int64_t begin, end; int step; bool write; };
   std::map<int, std::vector<Touch>> touches;
   auto rangeOf = [&](int id, int* arena, int64_t* b, int64_t* e) {
+    const int var = p.values(id).kind() == plan::Value::VARIABLE ? id : valueAlias[id];
+    if (var >= 0) {
+      *arena = -1 - var;
+      *b = 0;
+      *e = valueBytes[var];
+      return *e > 0;
+    }
     if (valueArena[id] < 0) return false;
     *arena = valueArena[id];
     *b = valueOffset[id];
@@ -1030,7 +1127,7 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
       DeviceBackend* from = m.stepBackend[d];
       Status st = from->isHost() == b->isHost() ? b->waitEvent(m.stepQueue[si], *m.stepEvent[d])
                                                 : from->hostWait(*m.stepEvent[d]);
-      if (!st.isOk()) return st.withContext(label());
+      if (!st.isOk()) return m.partlyUpdated(st.withContext(label()), (int)si);
     }
     auto s0 = Clock::now();
     const std::vector<const Tensor*>& ins = rc.stepInputs[si];
@@ -1049,7 +1146,7 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     // Profiling times each step to completion, which serialises the GPU: use it to find slow
     // steps, not to measure the whole run.
     if (st.isOk() && profile) st = b->synchronize();
-    if (!st.isOk()) return st.withContext(label());
+    if (!st.isOk()) return m.partlyUpdated(st.withContext(label()), (int)si);
     if (profile && stats) {
       static const char* const kQueueNames[] = {"compute", "h2d", "d2h"};
       StepTiming t{s.name(), s.op_type(), s.device(), m.stepImpl[si],
@@ -1063,14 +1160,15 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     }
   }
   for (Impl::OutputFence& f : m.outputFences) {
-    TANDEM_RETURN_IF_ERROR(f.writer->recordEvent(f.queue, *f.event));
-    TANDEM_RETURN_IF_ERROR(f.reader->waitEvent(Queue::DeviceToHost, *f.event));
+    Status st = f.writer->recordEvent(f.queue, *f.event);
+    if (st.isOk()) st = f.reader->waitEvent(Queue::DeviceToHost, *f.event);
+    if (!st.isOk()) return m.partlyUpdated(st, -1);
   }
   for (int i = 0; i < p.outputs_size(); ++i) {
     if (!m.outputStaging[i]) continue;
     const Tensor& v = m.valueIn(rc, p.outputs(i));
-    TANDEM_RETURN_IF_ERROR(m.backends[v.device()]->copyToHost(m.outputStaging[i], v.raw(), v.bytes())
-                               .withContext("output '" + m.outputNames[i] + "'"));
+    Status st = m.backends[v.device()]->copyToHost(m.outputStaging[i], v.raw(), v.bytes());
+    if (!st.isOk()) return m.partlyUpdated(st.withContext("output '" + m.outputNames[i] + "'"), -1);
   }
   // Every device is synchronised even when one reports an error; the first error is the run's.
   Status synced;
@@ -1079,7 +1177,7 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     if (synced.isOk() && !st.isOk()) synced = st.withContext("end of run");
   }
   idleOnExit.done = true;
-  TANDEM_RETURN_IF_ERROR(synced);
+  if (!synced.isOk()) return m.partlyUpdated(synced, -1);
   if (!m.variables.empty()) TANDEM_RETURN_IF_ERROR(m.commitVariables(rc));
   outputs->clear();
   for (int i = 0; i < p.outputs_size(); ++i) {

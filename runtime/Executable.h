@@ -116,10 +116,18 @@ class Executable {
 
   /// Resident state (plan VARIABLE values: trainable parameters, optimizer slots, a step
   /// counter), in plan order: names and static types. Each lives in a buffer of its own on its
-  /// device, initialised at load from the plan, read in place by the steps, and replaced by its
-  /// update value after every successful run (a copy within the device, after the run's last
-  /// step; a failed run leaves every variable as it was). Plans with variables run one run at a
-  /// time (the next run reads what the last one wrote).
+  /// device, initialised at load from the plan and read in place by the steps. After a run it
+  /// holds its update value: an update planned in place (Value.aliases_variable; the compiler
+  /// plans every one it can, passes/PlanMemory.cpp) is written into the variable by its step,
+  /// never copied; any other is copied in after the run's last step (a copy within the device).
+  /// Failed runs: a variable updated by copy keeps its value. One updated in place keeps its
+  /// value when the run fails before the step that writes it, which is the case for bad inputs
+  /// (checked before any step) and bad labels or losses (the loss comes before the optimizer's
+  /// updates); when a step at or after the first in-place update fails (a device fault), the
+  /// error names the variables already written ("variables updated in place before the
+  /// failure keep their new value: ..."), e.g. to reload a checkpoint. An update that is also
+  /// a graph output is returned as computed. Plans with variables run one run at a time (the
+  /// next run reads what the last one wrote).
   const std::vector<std::string>& variableNames() const;
   const std::vector<TensorType>& variableTypes() const;
   /// Copies variable `name` to a new host tensor (synchronises its device). Error: no such

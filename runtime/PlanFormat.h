@@ -10,9 +10,11 @@
 
 namespace tandem {
 
-/// The Plan.version this tandem writes and reads. 2: a fused step's body is the typed
-/// Step.fused_body (version 1 spelled it as "ops"/"op_inputs"/"<j>.attr" step attributes).
-constexpr int kPlanVersion = 2;
+/// The Plan.version this tandem writes and reads. 3: a variable's update may alias the
+/// variable's buffer (Value.aliases_variable; a version-2 runtime would ignore it and write the
+/// update over arena offset 0). 2: a fused step's body is the typed Step.fused_body (version 1
+/// spelled it as "ops"/"op_inputs"/"<j>.attr" step attributes).
+constexpr int kPlanVersion = 3;
 
 /// ok for kPlanVersion; otherwise an error that says which tandem wrote the plan and that the
 /// model must be recompiled ("plan version 1 was written by an older tandem; ...").

@@ -70,6 +70,13 @@ class PlanEmitter {
               return main.emitError() << "emit-plan: result " << i << " updates variable '" << var.str()
                                       << "', which is not an argument";
             plan_.mutable_values(it->second)->set_update(id);
+            // Planned in place: the update's step writes the variable's buffer (no arena slot).
+            const bool inPlace = (bool)main.getResultAttr((unsigned)i, kVariableInPlaceAttr);
+            if (inPlace && id >= 0) {
+              plan_.mutable_values(id)->set_aliases_variable(it->second);
+              plan_.mutable_values(id)->set_arena_offset(0);
+            }
+            log_.addVariableUpdate(var.str(), plan_.values(it->second).bytes(), inPlace);
             continue;
           }
           plan_.add_outputs(id);

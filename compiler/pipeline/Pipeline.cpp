@@ -152,7 +152,9 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   if (mlir::failed(run(placePass(options)))) return mlir::failure();
   if (mlir::failed(run(createInsertTransfersPass()))) return mlir::failure();
   if (options.fuse && mlir::failed(run(createFusePass()))) return mlir::failure();
-  if (mlir::failed(run(createPlanMemoryPass()))) return mlir::failure();
+  TandemPlanMemoryOptions memory;
+  memory.updateVariablesInPlace = !options.training || options.training->updatesInPlace;
+  if (mlir::failed(run(createPlanMemoryPass(memory)))) return mlir::failure();
   if (!verifyEachPass(options)) {
     StepTimer timer{result, "verify-ir"};
     if (mlir::failed(mlir::verify(module))) return mlir::failure();

@@ -270,6 +270,34 @@ int main(int argc, char** argv) {
     v->mutable_constant()->set_raw(std::string(4, '\0'));
     return true;
   });
+  // An update planned in place (Value.aliases_variable) must alias its own variable, and no
+  // step may read that variable after the update's step has written it.
+  make("variable_alias_kind", add, [&](Plan* p) {
+    Value* v = asVariable(p);
+    if (!v || p->steps_size() < 1 || p->inputs_size() < 1) return false;
+    const int y = p->steps(0).outputs(0);
+    v->set_update(y);
+    p->mutable_values(y)->set_aliases_variable(p->inputs(0));  // x, a graph input
+    return true;
+  });
+  make("variable_alias_read_after", add, [&](Plan* p) {
+    Value* v = asVariable(p);
+    if (!v || p->steps_size() != 1) return false;
+    const int y = p->steps(0).outputs(0);
+    v->set_update(y);
+    p->mutable_values(y)->set_aliases_variable(v->id());
+    // A second step reads b again, after the first has written y over it.
+    Value* z = p->add_values();
+    *z = p->values(y);
+    z->set_id(p->values_size() - 1);
+    z->set_name("z");
+    z->clear_aliases_variable();
+    Step* again = p->add_steps();
+    *again = p->steps(0);
+    again->set_name("again");
+    again->set_outputs(0, z->id());
+    return true;
+  });
   make("constant_short", add, [](Plan* p) {
     Value* v = firstOf(p, Value::CONSTANT);
     if (!v) return false;

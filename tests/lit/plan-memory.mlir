@@ -168,3 +168,51 @@ func.func @main(%x: tensor<1x16xf32> {tandem.device = "cuda:0"}, %b: tensor<16xf
   }
   return %0 : tensor<1x16xf32>
 }
+
+// -----
+
+// A variable's update written into the variable (training): w's update, the sub, reads w at
+// the index it writes (operand 0 of an element-wise op) and runs after w's other reader, the
+// mul, so it gets no arena slot (offset 0, not counted) and its result is marked in place.
+// The arena holds g and %0 only: 2 slots of 64 bytes.
+// CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 128 : i64}, tandem.arena_unplanned_bytes = {cpu = 128 : i64}}
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: tandem.variable_in_place, tandem.variable_update = "w"
+// CHECK: tandem.mul %arg0, %arg1 {arena_offset = [{{[0-9]+}}], device = "cpu"}
+// CHECK-NEXT: tandem.sub %arg0, %{{.*}} {arena_offset = [0], device = "cpu"}
+func.func @main(%w: tensor<4xf32> {tandem.device = "cpu", tandem.name = "w", tandem.variable = dense<1.0> : tensor<4xf32>},
+                %g: tensor<4xf32> {tandem.device = "cpu", tandem.name = "g"})
+    -> (tensor<4xf32> {tandem.name = "p"}, tensor<4xf32> {tandem.name = "w_new", tandem.variable_update = "w"}) {
+  %0 = tandem.mul %w, %g {device = "cpu"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = tandem.sub %w, %0 {device = "cpu"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %0, %1 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Not in place when w is read after its update is computed: the mul after the sub must see
+// the old w, so the update keeps an arena slot of its own and is copied back after the run.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.variable_in_place
+// CHECK: tandem.sub %arg0, %arg1 {arena_offset = [{{[0-9]+}}], device = "cpu"}
+// CHECK-NEXT: tandem.mul %arg0, %arg1
+func.func @main(%w: tensor<4xf32> {tandem.device = "cpu", tandem.name = "w", tandem.variable = dense<1.0> : tensor<4xf32>},
+                %g: tensor<4xf32> {tandem.device = "cpu", tandem.name = "g"})
+    -> (tensor<4xf32> {tandem.name = "p"}, tensor<4xf32> {tandem.name = "w_new", tandem.variable_update = "w"}) {
+  %0 = tandem.sub %w, %g {device = "cpu"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %1 = tandem.mul %w, %g {device = "cpu"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %1, %0 : tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Not in place when the update's op reads w other than at the index it writes: a transpose
+// reads w[j][i] for y[i][j], so writing y over w would corrupt elements not yet read.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.variable_in_place
+// CHECK: tandem.transpose %arg0
+func.func @main(%w: tensor<2x2xf32> {tandem.device = "cpu", tandem.name = "w", tandem.variable = dense<1.0> : tensor<2x2xf32>})
+    -> (tensor<2x2xf32> {tandem.name = "w_new", tandem.variable_update = "w"}) {
+  %0 = tandem.transpose %w {device = "cpu"} : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}

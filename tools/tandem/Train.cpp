@@ -151,6 +151,9 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
       ->capture_default_str();
   cmd->add_flag("--all-params", o.allParams,
                 "Train every f32 initializer, not only Conv/Gemm/MatMul weights and biases");
+  cmd->add_flag("--copy-back-updates", o.copyBackUpdates,
+                "Compute every variable's update into the arena and copy it back after each step "
+                "instead of writing it in place (same results; for comparison)");
   cmd->add_option("--target", o.target,
                   "Compile targets for the training step, e.g. cpu,cuda:0=h100 (a CUDA device "
                   "this build or machine lacks runs on the CPU, with a note)")
@@ -201,6 +204,7 @@ int runTrain(const TrainOptionsCli& o) {
     return 2;
   }
   t.training.allFloatConstants = o.allParams;
+  t.training.updatesInPlace = !o.copyBackUpdates;
   t.epochs = o.epochs;
   t.batch = o.batch;
   t.maxSteps = o.maxSteps;

@@ -20,6 +20,7 @@ struct TrainOptionsCli {
   int64_t batch = 128, maxSteps = 0;
   uint64_t seed = 0;
   bool allParams = false;
+  bool copyBackUpdates = false;  // --copy-back-updates: no update planned in place
   std::string target = "cpu", checkpointDir, placementLog;
   int64_t checkpointEvery = 0;
   bool resume = false, noProgress = false;

@@ -61,7 +61,7 @@ TEST_F(PipelineTest, EmitsValuesStepsConstantsAndArena) {
   CompileResult r;
   ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
   const plan::Plan& p = r.plan;
-  EXPECT_EQ(p.version(), 2);
+  EXPECT_EQ(p.version(), 3);
   EXPECT_EQ(p.model_name(), "tiny");
   EXPECT_TRUE(r.notes.empty());
 

@@ -119,7 +119,7 @@ class PlanFusedBody : public ::testing::Test {
 
 TEST_F(PlanFusedBody, DecodesToTheMembersOfTheIr) {
   const plan::Plan& p = result_.plan;
-  EXPECT_EQ(p.version(), 2);
+  EXPECT_EQ(p.version(), 3);
   std::vector<FusedOp> ops = fusedOps();
   std::vector<const plan::Step*> steps = fusedSteps();
   ASSERT_EQ(ops.size(), 2u) << "the element-wise group and the row group";
@@ -219,10 +219,14 @@ TEST_F(PlanFusedBody, PlanRunsAndOtherVersionsAreRefused) {
   st = Executable::load(old, LoadOptions{1}, &exe);
   ASSERT_FALSE(st.isOk());
   EXPECT_EQ(st.message(), "plan version 1 was written by an older tandem; recompile the model");
-  old.set_version(3);
+  old.set_version(2);  // before Value.aliases_variable
   st = Executable::load(old, LoadOptions{1}, &exe);
   ASSERT_FALSE(st.isOk());
-  EXPECT_NE(st.message().find("plan version 3 was written by a newer tandem"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message(), "plan version 2 was written by an older tandem; recompile the model");
+  old.set_version(4);
+  st = Executable::load(old, LoadOptions{1}, &exe);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("plan version 4 was written by a newer tandem"), std::string::npos) << st.message();
 }
 
 }  // namespace

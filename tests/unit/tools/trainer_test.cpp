@@ -65,14 +65,16 @@ CompileOptions::Training adam() {
 
 // The training step (batch `batch`, state resident or fed back) or, with `forwardOnly`, the
 // forward plan taking the parameters as inputs; compiled for `targets` and loaded on 1 thread.
+// `inPlace`: CompileOptions::Training::updatesInPlace.
 std::unique_ptr<Executable> compilePlan(const std::string& model, int64_t batch, bool resident,
                                         bool forwardOnly, const std::string& targets,
-                                        CompileResult* result) {
+                                        CompileResult* result, bool inPlace = true) {
   CompileOptions co;
   EXPECT_TRUE(setTargetDevices(&co, targets).isOk());
   co.training = adam();
   co.training->residentState = resident;
   co.training->forwardOnly = forwardOnly;
+  co.training->updatesInPlace = inPlace;
   co.inputShapes["x"] = {batch, kD};
   CompileResult r;
   Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
@@ -193,15 +195,92 @@ TEST(ResidentState, MatchesThePlanThatFeedsTheStateBack) {
 }
 
 TEST(ResidentState, AFailedRunLeavesTheVariables) {
+  // A wrong input type fails before any step; a label outside [0, 4) fails in the loss, which
+  // runs before every update, those planned in place included (Executable.h): both leave every
+  // variable as it was.
   TempModel m(32, "fail");
   auto step = compileStep(m.path, 8, true);
   ASSERT_TRUE(step);
-  Tensor before, after;
-  ASSERT_TRUE(step->readVariable("fc1.weight", &before).isOk());
+  auto readAll = [&](std::vector<Tensor>* out) {
+    out->clear();
+    for (const std::string& n : step->variableNames()) {
+      Tensor t;
+      ASSERT_TRUE(step->readVariable(n, &t).isOk()) << n;
+      out->push_back(t);
+    }
+  };
+  std::vector<Tensor> before, after;
+  readAll(&before);
   std::vector<Tensor> bad = {Tensor::alloc(DType::F32, {7, kD}), Tensor::alloc(DType::I64, {8})}, out;
   EXPECT_FALSE(step->run(bad, &out).isOk());
-  ASSERT_TRUE(step->readVariable("fc1.weight", &after).isOk());
-  EXPECT_TRUE(sameBits(before, after));
+  std::vector<Tensor> badLabel = batchOf(makeData(8, 4), 0, 8);
+  badLabel[1].data<int64_t>()[5] = 9;
+  Status st = step->run(badLabel, &out);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_EQ(st.message().find("updated in place"), std::string::npos) << st.message();
+  readAll(&after);
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_TRUE(sameBits(before[i], after[i])) << step->variableNames()[i];
+}
+
+TEST(ResidentState, AdamUpdatesArePlannedInPlace) {
+  // Every update of the CPU Adam step (parameters, m, v, the step counter) is written into its
+  // variable by its step: no update has an arena slot or is copied back, and the placement log
+  // says so. With updatesInPlace off, every one is copied back.
+  TempModel m(32, "inplace");
+  CompileResult r, off;
+  ASSERT_TRUE(compileStep(m.path, 8, true, "cpu", &r));
+  ASSERT_TRUE(compilePlan(m.path, 8, true, false, "cpu", &off, false));
+  int64_t bytes = 0, count = 0;
+  for (const plan::Value& v : r.plan.values()) {
+    if (v.kind() != plan::Value::VARIABLE) continue;
+    const plan::Value& u = r.plan.values(v.update());
+    EXPECT_TRUE(u.has_aliases_variable() && u.aliases_variable() == v.id()) << v.name() << " is copied back";
+    bytes += v.bytes();
+    ++count;
+  }
+  EXPECT_EQ(count, 13);  // 4 parameters, their m and v, the step counter
+  const std::string n = std::to_string(count);
+  EXPECT_NE(r.placementLogText.find("variables: " + std::to_string(bytes) + " bytes updated in place (" + n +
+                                    " of " + n + "), 0 bytes copied back per run\n"),
+            std::string::npos)
+      << r.placementLogText;
+  for (const plan::Value& v : off.plan.values()) EXPECT_FALSE(v.has_aliases_variable()) << v.name();
+  EXPECT_NE(off.placementLogText.find("variables: 0 bytes updated in place (0 of " + n + "), " +
+                                      std::to_string(bytes) + " bytes copied back per run ("),
+            std::string::npos)
+      << off.placementLogText;
+  // The arena no longer holds the updates: the in-place plan's is smaller.
+  ASSERT_EQ(r.plan.arenas_size(), 1);
+  EXPECT_LT(r.plan.arenas(0).unplanned_bytes(), off.plan.arenas(0).unplanned_bytes());
+}
+
+TEST(ResidentState, InPlaceUpdatesMatchCopyBack) {
+  // The same step with every update written in place and with every update copied back:
+  // bit-identical losses for 6 steps and bit-identical variables after them.
+  TempModel m(32, "inplace_bits");
+  auto inPlace = compileStep(m.path, 8, true);
+  auto copied = compilePlan(m.path, 8, true, false, "cpu", nullptr, false);
+  ASSERT_TRUE(inPlace && copied);
+  const Data d = makeData(48, 11);
+  for (int64_t s = 0; s < 6; ++s) {
+    std::vector<Tensor> in = batchOf(d, s, 8), a, b;
+    ASSERT_TRUE(inPlace->run(in, &a).isOk());
+    ASSERT_TRUE(copied->run(in, &b).isOk());
+    EXPECT_TRUE(sameBits(a[0], b[0])) << "step " << s << ": " << a[0].data<float>()[0] << " vs "
+                                      << b[0].data<float>()[0];
+  }
+  ASSERT_EQ(inPlace->variableNames(), copied->variableNames());
+  for (const std::string& n : inPlace->variableNames()) {
+    Tensor a, b;
+    ASSERT_TRUE(inPlace->readVariable(n, &a).isOk());
+    ASSERT_TRUE(copied->readVariable(n, &b).isOk());
+    EXPECT_TRUE(sameBits(a, b)) << n;
+  }
+  Tensor s;
+  ASSERT_TRUE(inPlace->readVariable("step", &s).isOk());
+  EXPECT_EQ(s.data<float>()[0], 6.f);
 }
 
 std::unique_ptr<Trainer> makeTrainer(const std::string& model, int64_t batch) {
