@@ -31,15 +31,6 @@ Status axisIndex(const KernelContext& ctx, AxisIndex* ix) {
   return Status::ok();
 }
 
-// saturate(round(q) + zp): q rounded half to even (std::nearbyint in the default rounding mode)
-// before the zero point is added, which matters for ties when zp is odd.
-template <typename T>
-T saturateRound(double q, double zp = 0) {
-  const double r = std::nearbyint(q) + zp;
-  const double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
-  return T(r < lo ? lo : r > hi ? hi : r);
-}
-
 Status createQuantize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
   AxisIndex ix;

@@ -40,15 +40,12 @@ Status readPerIndex(const OpName& op, const Tensor* t, int64_t n, const char* wh
   return Status::ok();
 }
 
-/// saturate(round(r) + zp): r rounded half to even (the default rounding mode) before the zero
-/// point is added, as QuantizeLinear and ONNX Runtime's requantization do (a tie with an odd
-/// zero point rounds differently otherwise).
+/// saturate(round(r) + zp) into y[k] (saturateRound: half to even, then the zero point).
 void storeRequantized(double r, double zp, DType t, void* y, int64_t k) {
-  const double q = std::nearbyint(r) + zp;
   if (t == DType::U8)
-    static_cast<uint8_t*>(y)[k] = uint8_t(std::clamp(q, 0.0, 255.0));
+    static_cast<uint8_t*>(y)[k] = saturateRound<uint8_t>(r, zp);
   else
-    static_cast<int8_t*>(y)[k] = int8_t(std::clamp(q, -128.0, 127.0));
+    static_cast<int8_t*>(y)[k] = saturateRound<int8_t>(r, zp);
 }
 
 /// f32 multiplier s_a * s_b / s_y, computed in f32 as the ONNX reference does.

@@ -47,6 +47,18 @@ struct OpName {
 };
 
 /// "Conv 'conv1': <msg>" (node name omitted when empty).
+/// saturate(round(q) + zp) into the integer type T: q rounded half to even (std::nearbyint in
+/// the default rounding mode) before the zero point is added, which matters for ties when zp
+/// is odd (QuantizeLinear, ONNX Runtime's requantization). A NaN (a zero or NaN scale, a NaN
+/// input) gives the zero point, saturated: converting NaN to an integer is undefined in C++.
+template <typename T>
+T saturateRound(double q, double zp = 0) {
+  double r = std::nearbyint(q) + zp;
+  if (std::isnan(r)) r = std::isnan(zp) ? 0.0 : zp;
+  const double lo = double(std::numeric_limits<T>::min()), hi = double(std::numeric_limits<T>::max());
+  return T(r < lo ? lo : r > hi ? hi : r);
+}
+
 inline Status opError(const OpName& op, const std::string& msg) {
   std::string p = op.opType;
   if (!op.nodeName.empty()) p += " '" + op.nodeName + "'";

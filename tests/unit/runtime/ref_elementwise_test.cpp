@@ -473,6 +473,14 @@ TEST(RefQuantize, QuantizeDequantizeDynamic) {
   // round(x / scale) comes before the zero point: 2.5 -> 2, + 1 = 3 (not round(3.5) = 4).
   expectValues<uint8_t>(run1("QuantizeLinear", {}, {f32({1}, {5}), f32({}, {2}), u8({}, {1})}, DType::U8, {1}),
                         {1}, {3});
+  // A NaN input, or 0 / 0 with a zero scale, is the zero point (NaN to an integer is undefined);
+  // +-inf saturate.
+  expectValues<int8_t>(run1("QuantizeLinear", {},
+                            {f32({3}, {std::nanf(""), INFINITY, -INFINITY}), f32({}, {1}), i8({}, {-5})},
+                            DType::I8, {3}),
+                       {3}, {-5, 127, -128});
+  expectValues<uint8_t>(run1("QuantizeLinear", {}, {f32({2}, {0, 1}), f32({}, {0}), u8({}, {9})}, DType::U8, {2}),
+                        {2}, {9, 255});
 }
 
 }  // namespace

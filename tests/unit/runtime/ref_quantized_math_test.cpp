@@ -42,6 +42,24 @@ TEST(RefQLinearMatMul, RoundsHalfToEvenBeforeTheZeroPointAndSaturates) {
       << errorOf(c);
 }
 
+TEST(RefQLinearMatMul, ANanRequantizationGivesTheZeroPoint) {
+  // y_scale 0 makes the multiplier inf: 0 * inf is NaN, 6 * inf is inf. The NaN element is the
+  // zero point (converting NaN to an integer is undefined; fuzz_plan found it under UBSan), the
+  // inf one saturates. A NaN a_scale gives the zero point everywhere.
+  OpCall c{"QLinearMatMul",
+           {},
+           {u8({1, 2}, {0, 3}), f32({}, {1}), u8({}, {0}), u8({2, 2}, {0, 1, 0, 1}), f32({}, {1}),
+            u8({}, {0}), f32({}, {0}), u8({}, {7})},
+           {{DType::U8, {1, 2}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<uint8_t>(outs[0], {1, 2}, {7, 255});
+  c.inputs[1] = f32({}, {std::nanf("")});
+  outs.clear();
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<uint8_t>(outs[0], {1, 2}, {7, 7});
+}
+
 TEST(RefConvInteger, PaddingContributesZeroAfterTheShift) {
   // x - 1 = [[1,2,3],[4,5,6],[7,8,9]], a 2x2 box of ones, pads 1: each output is the sum of the
   // shifted inputs under the window; the pads add nothing (not 0 - x_zero_point).
