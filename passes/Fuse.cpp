@@ -2,6 +2,7 @@
 // Conv/Gemm/MatMul epilogues (residual sum + activations as oneDNN post-ops) and element-wise
 // chains run as one loop.
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "compiler/OpBuilding.h"
@@ -404,7 +405,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
             continue;
           }
           bool late = llvm::all_of(p->getUsers(), [&](mlir::Operation* u) {
-            return in.count(u) || root->isBeforeInBlock(u);
+            return in.count(u) || rank_.lookup(root) < rank_.lookup(u);
           });
           if (!late) {
             in.erase(p);
@@ -480,7 +481,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         continue;
       }
       bool late = llvm::all_of(p->getUsers(), [&](mlir::Operation* u) {
-        return in->count(u) || root->isBeforeInBlock(u);
+        return in->count(u) || rank_.lookup(root) < rank_.lookup(u);
       });
       if (!late) {
         in->erase(p);
@@ -588,8 +589,17 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   // materialised once as before. Never across devices.
   void duplicateCheapProducers(mlir::Block& body) {
     llvm::SmallVector<mlir::Operation*> candidates;
-    for (mlir::Operation& op : body)
+    // Block order kept here rather than asked of MLIR: each clone inserted below invalidates the
+    // block's cached order, and Operation::isBeforeInBlock then renumbers the whole block, so
+    // sorting every candidate's readers that way is quadratic in the block (a 100k-op DAG spent
+    // half its compile there). An op is (its position, +inf); a clone, inserted right before
+    // its reader u, is (u's position, a counter): after earlier clones before u, before u.
+    llvm::DenseMap<mlir::Operation*, std::pair<int64_t, int64_t>> order;
+    int64_t position = 0, cloneCount = 0;
+    for (mlir::Operation& op : body) {
+      order[&op] = {position++, std::numeric_limits<int64_t>::max()};
       if (onCpu(&op) && !grouped_.count(&op) && loopFusible(&op)) candidates.push_back(&op);
+    }
     for (mlir::Operation* p : llvm::reverse(candidates)) {
       llvm::SmallVector<mlir::Operation*> readers;
       for (mlir::Operation* u : p->getUsers())
@@ -627,11 +637,12 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
                                                   " operands in each of " + n));
         continue;
       }
-      llvm::sort(readers, [](mlir::Operation* a, mlir::Operation* b) { return a->isBeforeInBlock(b); });
+      llvm::sort(readers, [&](mlir::Operation* a, mlir::Operation* b) { return order.lookup(a) < order.lookup(b); });
       p->setAttr(kFusionDuplicatedAttr, mlir::StringAttr::get(ctx, "a copy in each of " + n));
       for (mlir::Operation* u : llvm::drop_begin(readers)) {
         mlir::OpBuilder b(u);
         mlir::Operation* copy = b.clone(*p);
+        order[copy] = {order.lookup(u).first, cloneCount++};
         u->replaceUsesOfWith(p->getResult(0), copy->getResult(0));
       }
     }
