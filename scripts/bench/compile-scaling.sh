@@ -11,8 +11,13 @@ printf "%-6s %9s %10s %10s\n" kind ops fuse_s no_fuse_s
 for kind in chain dag; do
   for n in "${sizes[@]}"; do
     model=$("$build/examples/make_scaling_models" "$dir" "$kind" "$n")
-    t() { local s e; s=$(date +%s.%N); "$build/tools/tandem" compile "$model" -o "$dir/p.tplan" "$@" >/dev/null 2>&1; e=$(date +%s.%N); echo "$e - $s" | bc; }
-    printf "%-6s %9d %10.2f %10.2f\n" "$kind" "$n" "$(t)" "$(t --no-fuse)"
+    # Seconds of one compile, or "failed" (a failed compile is not a time).
+    t() {
+      local s e; s=$(date +%s.%N)
+      "$build/tools/tandem" compile "$model" -o "$dir/p.tplan" "$@" >/dev/null 2>&1 || { echo failed; return; }
+      e=$(date +%s.%N); printf "%.2f" "$(echo "$e - $s" | bc)"
+    }
+    printf "%-6s %9d %10s %10s\n" "$kind" "$n" "$(t)" "$(t --no-fuse)"
     rm -f "$model" "$dir/p.tplan"
   done
 done
