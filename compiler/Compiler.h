@@ -46,12 +46,20 @@ struct CompileOptions {
   };
   std::optional<Autodiff> autodiff;
   /// Training step (compiler/training/TrainingGraph.h, `tandem train`): when set, @main's first
-  /// result (logits [N, C]) and its parameters become one optimizer step, @main(x, labels,
-  /// params..., slots..., [step]) -> (loss, new params..., new slots..., [step_new]);
+  /// result (logits [N, C], or log-probabilities for Loss::Nll) and its parameters become one
+  /// optimizer step, @main(x, labels, params..., slots..., [step]) -> (loss, new params...,
+  /// new slots..., [step_new]);
   /// `autodiff` is then ignored. The batch dim must be bound (inputShapes) so every shape is
   /// static. The exact update formulas are in TrainingGraph.h; training::checkOptions says
   /// which values are accepted.
   struct Training {
+    /// The loss of result 0 against the labels, reduction mean over the batch:
+    /// CrossEntropy: SoftmaxCrossEntropyLoss, result 0 is logits (torch nn.CrossEntropyLoss);
+    /// Nll: NegativeLogLikelihoodLoss, result 0 is already log-probabilities (the model ends
+    /// in LogSoftmax over axis 1; torch nn.NLLLoss). Nll on plain logits is not refused (as in
+    /// PyTorch) but is not a cross-entropy: -mean(logit of the label), unbounded below.
+    enum class Loss { CrossEntropy, Nll };
+    Loss loss = Loss::CrossEntropy;
     /// torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW.
     enum class Optimizer { Sgd, Adam, AdamW };
     Optimizer optimizer = Optimizer::Adam;

@@ -71,8 +71,11 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   mlir::Value logits = ret.getOperand(0);
   auto lt = llvm::dyn_cast<mlir::RankedTensorType>(logits.getType());
   if (!isF32(logits) || lt.getRank() != 2 || !lt.hasStaticShape())
-    return main.emitError() << "training: result 0 must be the logits, f32 [N, C] with static "
-                               "dims (bind the batch dim), got "
+    return main.emitError() << "training: result 0 must be the "
+                            << (options.loss == CompileOptions::Training::Loss::Nll
+                                    ? "log-probabilities"
+                                    : "logits")
+                            << ", f32 [N, C] with static dims (bind the batch dim), got "
                             << logits.getType();
 
   // 1. Parameters: constants become trainable arguments, in the order they appear.
@@ -132,8 +135,10 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   mlir::BlockArgument labels =
       addArg(main, 1, labelsType, argAttrs(b, "labels", false), main.getLoc());
   autodiff::GradBuilder g(b, mlir::NameLoc::get(b.getStringAttr("loss")));
-  mlir::Value loss =
-      g.op("SoftmaxCrossEntropyLoss", {logits, labels}, {g.strAttr("reduction", "mean")});
+  const char* lossOp = options.loss == CompileOptions::Training::Loss::Nll
+                           ? "NegativeLogLikelihoodLoss"
+                           : "SoftmaxCrossEntropyLoss";
+  mlir::Value loss = g.op(lossOp, {logits, labels}, {g.strAttr("reduction", "mean")});
   if (g.failed()) return mlir::failure();
   setResults(main, ret, {loss}, {"loss"});
   return mlir::success();

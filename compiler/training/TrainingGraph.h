@@ -1,4 +1,5 @@
-// The training step graph: an inference @main (x -> logits) becomes one optimizer step,
+// The training step graph: an inference @main (x -> logits, or log-probabilities for the nll
+// loss) becomes one optimizer step,
 // @main(x, labels, params..., slots..., [step]) -> (loss, params_new..., slots_new..., [step_new]).
 #pragma once
 #include <string>
@@ -21,16 +22,19 @@ std::string checkOptions(const CompileOptions::Training& o);
 bool usesStepCounter(const CompileOptions::Training& o);
 
 /// Before autodiff. Turns @main's parameters into arguments and its first result (logits
-/// [N, C], f32) into the loss:
+/// [N, C], f32; log-probabilities for Loss::Nll) into the loss:
 ///  - parameters: the f32 constants (initializers) that are operand 1 or 2 (weight, bias) of a
 ///    Conv, Gemm or MatMul, or every f32 constant with `allFloatConstants`; each becomes a
 ///    tandem.trainable argument named after its initializer (tandem.name), in the order the
 ///    constants appear, inserted after the existing arguments;
 ///  - (stops here with `forwardOnly`: @main(x, params...) keeps its results)
 ///  - a `labels` argument, i64 [N], inserted right after x (argument 0);
-///  - the only result: `loss` = SoftmaxCrossEntropyLoss(logits, labels, reduction "mean"), f32 [].
+///  - the only result: `loss`, f32 [], reduction "mean" over the batch:
+///    cross-entropy: SoftmaxCrossEntropyLoss(logits, labels) = mean(logsumexp(z) - z[label]);
+///    nll: NegativeLogLikelihoodLoss(logp, labels) = mean(-logp[label]) (no softmax: the model's
+///    LogSoftmax is differentiated like any other op).
 /// Shapes must be static (bind the batch dim first). Errors (diagnostics on @main): no @main,
-/// logits not f32 [N, C], no parameter found, an unnamed parameter.
+/// result 0 not f32 [N, C], no parameter found, an unnamed parameter.
 mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Training& options);
 
 /// After autodiff (results: loss, then one `<param>_grad` per trainable argument). Replaces the

@@ -5,6 +5,7 @@
 // configuration, and after every step each parameter must match the reference trajectory.
 // The reference computes the loss and its gradients itself (softmax cross-entropy, backprop
 // by hand), so the two trajectories share nothing but the initial values and the batch.
+// The loss choice (nll on a LogSoftmax model against cross-entropy on its logits) is at the end.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <random>
 
 #include "compiler/training/TrainingGraph.h"
+#include "tests/unit/onnx_model_builder.h"
 #include "tools/driver/Driver.h"
 
 using namespace tandem;
@@ -63,49 +65,69 @@ void addInitializer(onnx::GraphProto* g, const std::string& name, const Shape& s
   for (double e : v) t->add_float_data((float)e);
 }
 
-// logits = MatMul(Gemm(x, W1, b1, transB = 1), W2), written once to a temporary file that is
-// removed when the test process exits.
+// logits = MatMul(Gemm(x, W1, b1, transB = 1), W2), or with `logSoftmax` LogSoftmax(logits,
+// axis 1) (log-probabilities), written once to a temporary file that is removed when the test
+// process exits.
 struct RemovedAtExit {
   std::string path;
   ~RemovedAtExit() { std::remove(path.c_str()); }
 };
 
+std::string writeModel(bool logSoftmax) {
+  const Data& d = data();
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("tiny");
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_value(kN);
+  tt->mutable_shape()->add_dim()->set_dim_value(kD);
+  for (const char* n : {"W1", "b1", "W2"}) addInitializer(g, n, d.shapes.at(n), d.init.at(n));
+  auto* gemm = g->add_node();
+  gemm->set_op_type("Gemm");
+  gemm->set_name("fc1");
+  for (const char* i : {"x", "W1", "b1"}) gemm->add_input(i);
+  gemm->add_output("h");
+  auto* a = gemm->add_attribute();
+  a->set_name("transB");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(1);
+  auto* mm = g->add_node();
+  mm->set_op_type("MatMul");
+  mm->set_name("fc2");
+  mm->add_input("h");
+  mm->add_input("W2");
+  mm->add_output("logits");
+  if (logSoftmax) {
+    auto* ls = g->add_node();
+    ls->set_op_type("LogSoftmax");
+    ls->set_name("log_softmax");
+    ls->add_input("logits");
+    ls->add_output("logp");
+    auto* axis = ls->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(onnx::AttributeProto::INT);
+    axis->set_i(1);
+  }
+  g->add_output()->set_name(logSoftmax ? "logp" : "logits");
+  std::string p = testing::TempDir() + "/tandem_optimizer_" +
+                  (logSoftmax ? "logsoftmax_" : "") + std::to_string(getpid()) + ".onnx";
+  std::ofstream f(p, std::ios::binary);
+  EXPECT_TRUE(m.SerializeToOstream(&f));
+  return p;
+}
+
 const std::string& modelPath() {
-  static const RemovedAtExit file{[] {
-    const Data& d = data();
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(13);
-    onnx::GraphProto* g = m.mutable_graph();
-    g->set_name("tiny");
-    auto* in = g->add_input();
-    in->set_name("x");
-    auto* tt = in->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    tt->mutable_shape()->add_dim()->set_dim_value(kN);
-    tt->mutable_shape()->add_dim()->set_dim_value(kD);
-    for (const char* n : {"W1", "b1", "W2"}) addInitializer(g, n, d.shapes.at(n), d.init.at(n));
-    auto* gemm = g->add_node();
-    gemm->set_op_type("Gemm");
-    gemm->set_name("fc1");
-    for (const char* i : {"x", "W1", "b1"}) gemm->add_input(i);
-    gemm->add_output("h");
-    auto* a = gemm->add_attribute();
-    a->set_name("transB");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(1);
-    auto* mm = g->add_node();
-    mm->set_op_type("MatMul");
-    mm->set_name("fc2");
-    mm->add_input("h");
-    mm->add_input("W2");
-    mm->add_output("logits");
-    g->add_output()->set_name("logits");
-    std::string p = testing::TempDir() + "/tandem_optimizer_" + std::to_string(getpid()) + ".onnx";
-    std::ofstream f(p, std::ios::binary);
-    EXPECT_TRUE(m.SerializeToOstream(&f));
-    return p;
-  }()};
+  static const RemovedAtExit file{writeModel(false)};
+  return file.path;
+}
+
+const std::string& logSoftmaxModelPath() {
+  static const RemovedAtExit file{writeModel(true)};
   return file.path;
 }
 
@@ -257,12 +279,13 @@ struct Reference {
 
 // ---- The plan under test ----
 
-std::unique_ptr<Executable> compileStep(const Training& t, std::string* error = nullptr) {
+std::unique_ptr<Executable> compileStep(const Training& t, std::string* error = nullptr,
+                                        const std::string& model = modelPath()) {
   CompileOptions co;
   EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
   co.training = t;
   CompileResult r;
-  Status st = compileOnnxFile(modelPath(), ImportOptions{}, co, &r);
+  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
   if (error) *error = st.message();
   if (!st.isOk()) return nullptr;
   std::unique_ptr<Executable> exe;
@@ -547,6 +570,132 @@ TEST(Optimizer, OptionsAreChecked) {
   std::string error;
   EXPECT_FALSE(compileStep(t, &error));
   EXPECT_NE(error.find("--nesterov requires"), std::string::npos) << error;
+}
+
+// ---- The loss (Training::loss) ----
+
+// -mean(z[label]) of the model's logits z at `p`: nll on a model without LogSoftmax.
+double nllOfLogits(const Params& p) {
+  const Data& d = data();
+  const auto &W1 = p.at("W1"), &b1 = p.at("b1"), &W2 = p.at("W2");
+  double sum = 0;
+  for (int64_t n = 0; n < kN; ++n) {
+    const int64_t c = d.labels[n];
+    for (int64_t j = 0; j < kH; ++j) {
+      double h = b1[j];
+      for (int64_t k = 0; k < kD; ++k) h += d.x[n * kD + k] * W1[j * kD + k];
+      sum += h * W2[j * kC + c];
+    }
+  }
+  return -sum / kN;
+}
+
+// The plan's own run: each step's loss and the parameters it started from.
+struct Trajectory {
+  std::vector<double> losses;
+  std::vector<Params> params;
+};
+
+// `steps` steps of `t` on `model`, the state fed back by the convention (runAgainstReference).
+Trajectory trajectory(const Training& t, const std::string& model, int steps) {
+  Trajectory tr;
+  std::string error;
+  auto exe = compileStep(t, &error, model);
+  EXPECT_TRUE(exe) << error;
+  if (!exe) return tr;
+  const auto& names = exe->inputNames();
+  const Data& d = data();
+  std::vector<Tensor> state;
+  for (size_t i = 2; i < names.size(); ++i) {
+    auto it = d.init.find(names[i]);
+    state.push_back(it != d.init.end() ? f32Tensor(d.shapes.at(names[i]), it->second)
+                                       : Tensor::alloc(DType::F32, exe->inputTypes()[i].shape));
+  }
+  const Tensor x = f32Tensor({kN, kD}, d.x);
+  const Tensor labels = Tensor::fromVector<int64_t>({kN}, d.labels);
+  for (int step = 1; step <= steps; ++step) {
+    Params before;
+    for (size_t i = 2; i < names.size(); ++i)
+      if (d.init.count(names[i])) {
+        const float* v = state[i - 2].data<float>();
+        before[names[i]].assign(v, v + state[i - 2].numel());
+      }
+    std::vector<Tensor> in = {x, labels}, out;
+    in.insert(in.end(), state.begin(), state.end());
+    Status st = exe->run(in, &out);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    if (!st.isOk()) return tr;
+    tr.losses.push_back(out[0].data<float>()[0]);
+    tr.params.push_back(std::move(before));
+    for (size_t i = 2; i < names.size(); ++i) state[i - 2] = out[i - 1];
+  }
+  return tr;
+}
+
+// nll on LogSoftmax(z) is cross-entropy on z, loss and gradients (the LogSoftmax rule and
+// NegativeLogLikelihoodLossGrad compose to softmax - onehot): the two plans follow the same
+// trajectory, step after step, and each loss is the double reference's cross-entropy at the
+// parameters the step started from. The tolerance is the CPU LogSoftmax kernel's: its output
+// is off the double value by a per-row constant of 1.2e-6 to 3.4e-6 on this model (its
+// log-sum-exp; SoftmaxCrossEntropyLoss's ref kernel, in double, is within 1e-7), so the nll
+// loss is 1.6e-6 relative off at step 1. A wrong loss or gradient is 1e-2 or more off.
+constexpr double kLogSoftmaxTolerance = 4e-6;
+
+TEST(Loss, NllOnLogSoftmaxIsCrossEntropyOnLogits) {
+  for (Training t : {sgd(0.5), adam()}) {
+    SCOPED_TRACE(t.optimizer == Training::Optimizer::Sgd ? "sgd" : "adam");
+    Training nll = t;
+    nll.loss = Training::Loss::Nll;
+    const Trajectory ce = trajectory(t, modelPath(), kSteps);
+    const Trajectory lp = trajectory(nll, logSoftmaxModelPath(), kSteps);
+    ASSERT_EQ(ce.losses.size(), (size_t)kSteps);
+    ASSERT_EQ(lp.losses.size(), (size_t)kSteps);
+    for (int s = 0; s < kSteps; ++s) {
+      EXPECT_NEAR(lp.losses[s], ce.losses[s], kLogSoftmaxTolerance * std::abs(ce.losses[s]))
+          << "step " << s + 1;
+      Params unused;
+      const double want = lossAndGrads(lp.params[s], &unused);
+      EXPECT_NEAR(lp.losses[s], want, kLogSoftmaxTolerance * std::abs(want)) << "step " << s + 1;
+    }
+    // It trained: the comparison is over moving parameters.
+    EXPECT_LT(ce.losses.back(), ce.losses.front() - 0.05);
+  }
+}
+
+// nll takes result 0 as log-probabilities as given (torch's NLLLoss): on plain logits it is
+// -mean(z[label]), not the cross-entropy, and SGD pushes it down without bound.
+TEST(Loss, NllOnLogitsIsNotCrossEntropy) {
+  Training t = sgd(0.5);
+  t.loss = Training::Loss::Nll;
+  const Trajectory tr = trajectory(t, modelPath(), kSteps);
+  ASSERT_EQ(tr.losses.size(), (size_t)kSteps);
+  for (int s = 0; s < kSteps; ++s) {
+    const double want = nllOfLogits(tr.params[s]);
+    EXPECT_NEAR(tr.losses[s], want, 1e-6 * (1 + std::abs(want))) << "step " << s + 1;
+    Params unused;
+    const double ce = lossAndGrads(tr.params[s], &unused);
+    EXPECT_GT(std::abs(tr.losses[s] - ce), 0.1) << "step " << s + 1 << ": nll " << tr.losses[s]
+                                                << ", cross-entropy " << ce;
+  }
+  EXPECT_LT(tr.losses.back(), tr.losses.front() - 1.0);
+}
+
+// The error names what result 0 must be for the chosen loss.
+TEST(Loss, ResultZeroMustBeRankTwo) {
+  testing_onnx::Model m;
+  m.input("x", {kN, kD}).floatInit("W", {kD}, std::vector<float>(kD, 0.5f)).output("y");
+  m.node("MatMul", {"x", "W"}, {"y"}, "mv");
+  const std::string path = testing_onnx::writeTemp(m, "loss_rank1");
+  Training t = sgd(0.1);
+  t.loss = Training::Loss::Nll;
+  std::string error;
+  EXPECT_FALSE(compileStep(t, &error, path));
+  EXPECT_NE(error.find("result 0 must be the log-probabilities, f32 [N, C]"), std::string::npos)
+      << error;
+  t.loss = Training::Loss::CrossEntropy;
+  EXPECT_FALSE(compileStep(t, &error, path));
+  EXPECT_NE(error.find("result 0 must be the logits, f32 [N, C]"), std::string::npos) << error;
+  std::remove(path.c_str());
 }
 
 }  // namespace

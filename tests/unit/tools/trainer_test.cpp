@@ -28,8 +28,9 @@ namespace {
 
 constexpr int64_t kD = 16, kC = 4;
 
-// x [N, 16] -> Gemm(hidden) -> Relu -> Gemm(4): logits.
-std::string writeModel(int64_t hidden, const std::string& tag) {
+// x [N, 16] -> Gemm(hidden) -> Relu -> Gemm(4): logits, or with `logSoftmax` their
+// LogSoftmax (log-probabilities; the same initial weights).
+std::string writeModel(int64_t hidden, const std::string& tag, bool logSoftmax = false) {
   testing_onnx::Model m;
   m.input("x", {-1, kD}, onnx::TensorProto::FLOAT, {"N"});
   std::mt19937 rng(5);
@@ -46,13 +47,16 @@ std::string writeModel(int64_t hidden, const std::string& tag) {
   testing_onnx::intAttr(m.node("Gemm", {"x", "fc1.weight", "fc1.bias"}, {"h"}, "fc1"), "transB", 1);
   m.node("Relu", {"h"}, {"hr"}, "relu");
   testing_onnx::intAttr(m.node("Gemm", {"hr", "fc2.weight", "fc2.bias"}, {"logits"}, "fc2"), "transB", 1);
-  m.output("logits");
+  if (logSoftmax)
+    testing_onnx::intAttr(m.node("LogSoftmax", {"logits"}, {"logp"}, "log_softmax"), "axis", 1);
+  m.output(logSoftmax ? "logp" : "logits");
   return testing_onnx::writeTemp(m, "trainer_" + tag);
 }
 
 struct TempModel {
   std::string path;
-  TempModel(int64_t hidden, const std::string& tag) : path(writeModel(hidden, tag)) {}
+  TempModel(int64_t hidden, const std::string& tag, bool logSoftmax = false)
+      : path(writeModel(hidden, tag, logSoftmax)) {}
   ~TempModel() { std::remove(path.c_str()); }
 };
 
@@ -66,12 +70,14 @@ CompileOptions::Training adam() {
 // The training step (batch `batch`, state resident or fed back) or, with `forwardOnly`, the
 // forward plan taking the parameters as inputs; compiled for `targets` and loaded on 1 thread.
 // `inPlace`: CompileOptions::Training::updatesInPlace.
-std::unique_ptr<Executable> compilePlan(const std::string& model, int64_t batch, bool resident,
-                                        bool forwardOnly, const std::string& targets,
-                                        CompileResult* result, bool inPlace = true) {
+std::unique_ptr<Executable> compilePlan(
+    const std::string& model, int64_t batch, bool resident, bool forwardOnly,
+    const std::string& targets, CompileResult* result, bool inPlace = true,
+    CompileOptions::Training::Loss loss = CompileOptions::Training::Loss::CrossEntropy) {
   CompileOptions co;
   EXPECT_TRUE(setTargetDevices(&co, targets).isOk());
   co.training = adam();
+  co.training->loss = loss;
   co.training->residentState = resident;
   co.training->forwardOnly = forwardOnly;
   co.training->updatesInPlace = inPlace;
@@ -283,9 +289,12 @@ TEST(ResidentState, InPlaceUpdatesMatchCopyBack) {
   EXPECT_EQ(s.data<float>()[0], 6.f);
 }
 
-std::unique_ptr<Trainer> makeTrainer(const std::string& model, int64_t batch) {
+std::unique_ptr<Trainer> makeTrainer(
+    const std::string& model, int64_t batch,
+    CompileOptions::Training::Loss loss = CompileOptions::Training::Loss::CrossEntropy) {
   std::unique_ptr<Trainer> t;
-  Status st = Trainer::create(compileStep(model, batch, true), compileForward(model, 16), &t);
+  Status st = Trainer::create(compilePlan(model, batch, true, false, "cpu", nullptr, true, loss),
+                              compileForward(model, 16), &t);
   EXPECT_TRUE(st.isOk()) << st.message();
   return t;
 }
@@ -331,6 +340,38 @@ TEST(Trainer, LearnsAndEvaluates) {
   Tensor logits;
   ASSERT_TRUE(t->predict(Tensor::fromVector<float>({48, kD}, test.x), &logits).isOk());
   EXPECT_EQ(logits.shape(), (Shape{48, kC}));
+}
+
+// The Trainer on a model ending in LogSoftmax trained with nll: the same run as cross-entropy
+// on the logits. Its accuracy (argmax) and validation loss (the host's cross-entropy of the
+// forward plan's output, which for log-probabilities is their nll) are the logits run's; the
+// losses agree to the CPU LogSoftmax kernel's f32 error (training_optimizer_test: Loss.*).
+TEST(Trainer, NllOnLogSoftmaxIsCrossEntropyOnLogits) {
+  TempModel logits(32, "ce"), logp(32, "nll", /*logSoftmax=*/true);
+  auto ce = makeTrainer(logits.path, 8);
+  auto nll = makeTrainer(logp.path, 8, CompileOptions::Training::Loss::Nll);
+  ASSERT_TRUE(ce && nll);
+  const Data train = makeData(64, 1), test = makeData(48, 2);
+  const SampleSource tr = train.source(), te = test.source();
+  std::vector<EpochReport> a, b;
+  ASSERT_TRUE(ce->fit(tr, &te, quiet(5), &a).isOk());
+  ASSERT_TRUE(nll->fit(tr, &te, quiet(5), &b).isOk());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t e = 0; e < a.size(); ++e) {
+    EXPECT_NEAR(b[e].meanLoss, a[e].meanLoss, 1e-5 * a[e].meanLoss) << "epoch " << e;
+    EXPECT_NEAR(b[e].validationLoss, a[e].validationLoss, 1e-5 * a[e].validationLoss)
+        << "epoch " << e;
+    EXPECT_EQ(b[e].validationAccuracy, a[e].validationAccuracy) << "epoch " << e;
+  }
+  EXPECT_LT(a.back().meanLoss, a.front().meanLoss * 0.8);
+  // predict gives log-probabilities: each row's exp sums to 1.
+  Tensor out;
+  ASSERT_TRUE(nll->predict(Tensor::fromVector<float>({48, kD}, test.x), &out).isOk());
+  for (int64_t i = 0; i < 48; ++i) {
+    double sum = 0;
+    for (int64_t c = 0; c < kC; ++c) sum += std::exp((double)out.data<float>()[i * kC + c]);
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << i;
+  }
 }
 
 TEST(Trainer, ResumeIsBitIdentical) {
