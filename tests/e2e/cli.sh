@@ -37,6 +37,8 @@ saved=$(mktemp -d)
 check 0 "output 0" -- "$tandem" run "$(dirname "$0")/models/fmnist_mlp.onnx" --dim N=3 --save-outputs "$saved/out"
 check 0 "PASS" -- "$tandem" run "$(dirname "$0")/models/fmnist_mlp.onnx" --dim N=3 --expect "$saved/out"
 rm -rf "$saved"
+check 2 "usage error: --loss: bogus not in \{cross-entropy,nll\}" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --loss bogus
+check 0 "outputs logits.*or nll.*outputs log-probabilities" -- "$tandem" train --help
 check 2 "--nesterov requires a momentum > 0 and zero dampening" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --nesterov
 check 2 "--lr -1: must be >= 0" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --lr -1
 check 2 "--beta1 applies to --optimizer adam and adamw only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --beta1 0.5

@@ -32,6 +32,7 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
     if (!bad.empty()) return bad;
   if (o.lrSchedule == "step" && !o.given.count("--lr-step-size"))
     return "--lr-schedule step needs --lr-step-size";
+  t->loss = o.loss == "nll" ? T::Loss::Nll : T::Loss::CrossEntropy;
   t->optimizer = sgd ? T::Optimizer::Sgd
                      : o.optimizer == "adamw" ? T::Optimizer::AdamW : T::Optimizer::Adam;
   t->learningRate = o.lr;
@@ -64,8 +65,9 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
 
 void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_option("model", o.model,
-                  "Inference ONNX model: images in ([N,1,28,28] or [N,784]), logits [N,10] out; "
-                  "its f32 Conv/Gemm/MatMul weights and biases are trained")
+                  "Inference ONNX model: images in ([N,1,28,28] or [N,784]), logits [N,10] out "
+                  "(log-probabilities with --loss nll); its f32 Conv/Gemm/MatMul weights and "
+                  "biases are trained")
       ->required();
   cmd->add_option("--data", o.data,
                   "fashion-mnist[:DIR] (IDX .gz files; DIR defaults to " +
@@ -79,6 +81,13 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
     opt->each([&o, name](const std::string&) { o.given.insert(name); });
     return opt;
   };
+  cmd->add_option("--loss", o.loss,
+                  "cross-entropy (softmax cross-entropy: the model outputs logits; "
+                  "torch nn.CrossEntropyLoss) or nll (negative log-likelihood: the model "
+                  "outputs log-probabilities, i.e. ends in LogSoftmax over the classes; "
+                  "torch nn.NLLLoss); mean over the batch")
+      ->check(CLI::IsMember({"cross-entropy", "nll"}))
+      ->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer,
                   "sgd (torch.optim.SGD), adam (torch.optim.Adam: bias-corrected, L2 weight "
                   "decay) or adamw (torch.optim.AdamW: decoupled weight decay)")

@@ -9,7 +9,7 @@
 namespace tandem::cli {
 
 struct TrainOptionsCli {
-  std::string model, data = "fashion-mnist", optimizer = "adam", output;
+  std::string model, data = "fashion-mnist", loss = "cross-entropy", optimizer = "adam", output;
   double lr = 1e-3, epsilon = 1e-8;
   double momentum = 0, dampening = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999;
   bool nesterov = false;
