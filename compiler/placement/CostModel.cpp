@@ -154,18 +154,18 @@ double CostModel::transferTime(size_t from, size_t to, double bytes, HostMemory 
   return l->latencySec + bytes / l->bytesPerSec(m);
 }
 
-double CostModel::crossingTime(size_t from, size_t to, double bytes, HostMemory m) const {
+double CostModel::returnTime(size_t from, size_t to, double bytes, HostMemory m) const {
   double t = transferTime(from, to, bytes, m);
-  const DeviceSpec& a = devices_.device(from);
-  if (from != to && a.isGpu() && !devices_.device(to).isGpu())
-    t += a.syncLatencySec + a.dispatchOverheadSec;
+  if (from != to && devices_.device(from).isGpu() && !devices_.device(to).isGpu())
+    t += devices_.device(from).syncLatencySec;
   return t;
 }
 
-double CostModel::returnTime(size_t from, size_t to, double bytes, HostMemory m) const {
-  double t = transferTime(from, to, bytes, m);
-  const DeviceSpec& a = devices_.device(from);
-  if (from != to && a.isGpu() && !devices_.device(to).isGpu()) t += a.syncLatencySec;
+double CostModel::crossingTime(size_t from, size_t to, double bytes, HostMemory m) const {
+  // A return's host wait, then the launch the next kernel pays on the drained GPU.
+  double t = returnTime(from, to, bytes, m);
+  if (from != to && devices_.device(from).isGpu() && !devices_.device(to).isGpu())
+    t += devices_.device(from).dispatchOverheadSec;
   return t;
 }
 
