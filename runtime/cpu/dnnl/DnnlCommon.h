@@ -299,7 +299,9 @@ bool forwardConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::string*
 
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
 /// run: runtime/cpu/avx2/Winograd.h on nChw8c activations; "winograd-dnnl" where oneDNN has a
-/// Winograd of its own, AVX-512 hosts; "dnnl-plain-src" for a plain source of <= 4 channels)
+/// Winograd of its own, AVX-512 hosts; "dnnl-plain-src" for a plain source of <= 4 channels;
+/// "grouped-direct" for a grouped 2-D Conv between values in the host layout whose groups'
+/// output channels fill AVX2 / AVX-512 vectors: runtime/cpu/avx2/GroupedConv.h)
 /// and of Gemm / MatMul ("dnnl", and
 /// "avx2" where the packed GEMM can run). `avx2Epilogue`: the step's post-ops, if any, are
 /// ones the AVX2 kernels apply (avx2Epilogue()); false leaves "dnnl" only.

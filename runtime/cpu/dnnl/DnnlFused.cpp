@@ -372,6 +372,16 @@ std::vector<std::string> fusedEpilogueVariants(const KernelContext& ctx) {
     matmulTail = matmulTail && residual;
   }
   KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
+  // The activation layouts as createFusedEpilogue gives them to the anchor (X; Y unless the
+  // group ends in a Transpose to channels-last).
+  AttrMap anchorAttrs = body.ops[0].attrs;
+  const int64_t x = body.ops[0].refs.empty() ? -1 : body.ops[0].refs[0];
+  anchorAttrs.set("input_layouts",
+                  Attr::ofStrings({x >= 0 && isBlocked(ctx, true, (size_t)x) ? "blocked" : "", "", ""}));
+  anchorAttrs.set("output_layouts",
+                  Attr::ofStrings({body.ops.back().type != "Transpose" && isBlocked(ctx, false, 0)
+                                       ? "blocked" : ""}));
+  anchor.attrs = &anchorAttrs;
   if (body.ops[0].type == "Conv") return convVariants(anchor, avx2Ep);
   if (body.ops[0].type == "Gemm" || body.ops[0].type == "MatMul")
     return matmulVariants(anchor, avx2Ep || matmulTail);

@@ -93,6 +93,7 @@ inline std::unique_ptr<Kernel> createKernel(const OpCase& c) {
     // "scalar:" where the CPU has no AVX2 or TANDEM_MAX_CPU_ISA caps below it).
     const std::string impl = k->implName();
     EXPECT_TRUE(impl.rfind("dnnl:", 0) == 0 || impl.rfind("avx2:", 0) == 0 ||
+                impl.rfind("avx512:", 0) == 0 ||
                 impl.rfind("scalar:", 0) == 0)
         << impl;
   }
