@@ -915,6 +915,11 @@ bool cpuFusesIntoProducer(mlir::Operation* producer, mlir::Operation* consumer) 
         continue;
       mlir::Value row = fusion::lastAxisRowOperand(consumer, x);
       if (ct == "Mul") return row && isConstant(row);
+      // A residual sum after the bias row (post-ops bias+sum: a transformer's projection).
+      if (pt == "Add" && ct == "Add" && consumer->getNumOperands() == 2) {
+        mlir::Value other = consumer->getOperand(consumer->getOperand(0) == x ? 1 : 0);
+        return other != x && other.getType() == x.getType() && !isConstant(other);
+      }
       if (isPostOpActivation(ct))
         return consumer->getOperand(0) == x &&
                (ct == "Clip" ? clipBoundsConstant(consumer) : consumer->getNumOperands() == 1);

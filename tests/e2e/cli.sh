@@ -116,6 +116,16 @@ if [ -n "$models" ] && [ -f "$mnist/model.onnx" ] && grep -qw avx2 /proc/cpuinfo
 else
   echo "skip: --winograd on mnist_cnn (needs $mnist and an AVX2 CPU)"
 fi
+# A transformer's projections: PyTorch exports Linear on 3-D input as Add(bias, MatMul) and the
+# residual as Add(x, proj). Both Adds run inside the MatMul's measured step (post-ops
+# bias+sum), so the placer prices them at nothing more, whichever operand the product is.
+gpt=$models/gpt_like
+if [ -n "$models" ] && [ -f "$gpt/model.onnx" ]; then
+  tg=(env TANDEM_TUNING_CACHE=$work/timings-gpt.json "$tandem")
+  check 0 "op keys recorded for the placer" -- "${tg[@]}" tune $gpt --dim N=1
+  check 0 "blocks.0/proj/Add \(Add\): cpu .* cpu 0us \(in a measured group\)" -- env TANDEM_TUNING=measure "${tg[@]}" compile $gpt/model.onnx --dim N=1 --target cpu --log-placement=text -o $work/g.tplan
+  check 0 "blocks.0/Add_1 \(Add\): cpu .* cpu 0us \(in a measured group\)" -- env TANDEM_TUNING=measure "${tg[@]}" compile $gpt/model.onnx --dim N=1 --target cpu --log-placement=text -o $work/g.tplan
+fi
 check 0 "TANDEM_MAX_CPU_ISA=bogus is not one of" -- env TANDEM_MAX_CPU_ISA=bogus "$tandem" devices
 rm -rf "$work"
 echo "$fails failed"
