@@ -17,14 +17,6 @@ namespace {
 #define SKIP_WITHOUT_AVX2() \
   if (!avx2::available()) GTEST_SKIP() << "this CPU has no AVX2/FMA"
 
-std::vector<float> randomVec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 void expectNear(const std::vector<float>& got, const std::vector<double>& want, double tol,
                 const std::string& what) {
   ASSERT_EQ(got.size(), want.size());

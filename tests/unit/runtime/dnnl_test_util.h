@@ -126,6 +126,15 @@ inline Tensor randomTensor(Shape s, uint32_t seed, float lo = -1.f, float hi = 1
   return t;
 }
 
+/// n floats uniform in [lo, hi), from `seed`.
+inline std::vector<float> randomVec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = u(rng);
+  return v;
+}
+
 inline Tensor scalarF32(float v) { return Tensor::fromVector<float>({}, {v}); }
 
 /// Element-wise |got - want| <= tol * max(1, |want|): relative for large values, absolute near

@@ -19,14 +19,6 @@ namespace {
 
 using avx2::ChannelLayout;
 
-std::vector<float> randomVec(size_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-
 // Element (n, c, h, w) of an [N, C, H, W] tensor stored in `l`.
 size_t at(ChannelLayout l, int64_t n, int64_t c, int64_t h, int64_t w, int64_t C, int64_t H,
           int64_t W) {
