@@ -424,6 +424,11 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         bool cudaFuses = cudaFusesIntoProducer(producerOp, ops[i]);
         if (!cpuFuses && !cudaFuses) continue;
         placement::PlacementValue& pv = problem.values[pr->valueIndex[x]];
+        // An epilogue member reads the anchor's result as operand 0, except an Add or Mul,
+        // whose operands commute: PyTorch exports a Linear on 3-D input as Add(bias, MatMul)
+        // and a residual as Add(x, block) (cpuFusesIntoProducer checks the other operand).
+        const std::string ct = onnxOpType(ops[i]);
+        const bool commutes = ct == "Add" || ct == "Mul";
         for (int d = 0; d < numDevices; ++d) {
           const std::string& kind = problem.devices[d].kind;
           bool fuses = kind == "cpu" ? cpuFuses : kind == "cuda" && cudaFuses;
@@ -432,11 +437,7 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
           const uint32_t flag = kind == "cpu" ? kCpuLoop : kCudaExpr;
           const bool loop =
               fusion::loopFusible(producerOp, flag) && fusion::loopFusible(ops[i], flag);
-          // An epilogue member reads the anchor's result as operand 0, except an Add or Mul,
-          // whose operands commute: PyTorch exports a Linear on 3-D input as Add(bias, MatMul)
-          // and a residual as Add(x, block) (cpuFusesIntoProducer checks the other operand).
-          const std::string ct = onnxOpType(ops[i]);
-          if (!loop && k != 0 && !(kind == "cpu" && (ct == "Add" || ct == "Mul"))) continue;
+          if (!loop && k != 0 && !(kind == "cpu" && commutes)) continue;
           bool consumerSide = !loop || measured || discounted[p * numDevices + d];
           if (consumerSide && discounted[i * numDevices + d]) continue;
           if (!consumerSide) {

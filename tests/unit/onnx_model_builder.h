@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -103,5 +104,11 @@ inline std::string writeTemp(const Model& m, const std::string& tag) {
   EXPECT_TRUE(f.good()) << p;
   return p;
 }
+
+/// A temporary model file removed when the test process exits (hold it in a static).
+struct RemovedAtExit {
+  std::string path;
+  ~RemovedAtExit() { std::remove(path.c_str()); }
+};
 
 }  // namespace tandem::testing_onnx

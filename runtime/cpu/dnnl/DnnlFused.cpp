@@ -106,6 +106,25 @@ bool anyBlocked(const KernelContext& ctx) {
   return false;
 }
 
+/// The layout of step input `i` as a kernel reading it sees it: "blocked" (the host layout)
+/// or "" (plain); "" for an absent input (i < 0).
+const char* stepInputLayout(const KernelContext& ctx, int64_t i) {
+  return i >= 0 && isBlocked(ctx, true, (size_t)i) ? "blocked" : "";
+}
+
+/// The anchor's attributes with the step's activation layouts as the anchor sees them: X's
+/// (W and B plain) and Y's, "channels-last" when the group ends in a Transpose to it.
+AttrMap anchorLayoutAttrs(const KernelContext& ctx, const fused::BodyOp& anchorOp,
+                          bool channelsLastOut) {
+  AttrMap a = anchorOp.attrs;
+  a.set("input_layouts",
+        Attr::ofStrings({stepInputLayout(ctx, anchorOp.refs.empty() ? -1 : anchorOp.refs[0]), "", ""}));
+  a.set("output_layouts", Attr::ofStrings({channelsLastOut            ? "channels-last"
+                                           : isBlocked(ctx, false, 0) ? "blocked"
+                                                                      : ""}));
+  return a;
+}
+
 bool isEpilogueKind(const KernelContext& ctx) {
   std::string k = ctx.attrs->getString("kind", "");
   return k == "conv-epilogue" || k == "gemm-epilogue";
@@ -150,14 +169,8 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
     refs.push_back(-1);
   }
   // The step's activation layouts, as the anchor sees them (X, and the residual below).
-  AttrMap anchorAttrs = anchorOp.attrs;
-  auto layout = [&](int64_t stepInput) {
-    return stepInput >= 0 && isBlocked(ctx, true, (size_t)stepInput) ? "blocked" : "";
-  };
-  std::vector<std::string> inLayouts = {layout(refs[0]), "", ""};
-  anchorAttrs.set("output_layouts", Attr::ofStrings({channelsLastOut            ? "channels-last"
-                                                     : isBlocked(ctx, false, 0) ? "blocked"
-                                                                                : ""}));
+  AttrMap anchorAttrs = anchorLayoutAttrs(ctx, anchorOp, channelsLastOut);
+  std::vector<std::string> inLayouts = {stepInputLayout(ctx, refs[0]), "", ""};
   anchor.attrs = &anchorAttrs;
   Epilogue ep;
   const bool matmul = anchorOp.type == "Gemm" || anchorOp.type == "MatMul";
@@ -213,7 +226,7 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
       anchor.inputTypes.push_back(ctx.inputTypes[other]);
       anchor.constInputs.push_back(nullptr);
       refs.push_back(other);
-      inLayouts.push_back(layout(other));
+      inLayouts.push_back(stepInputLayout(ctx, other));
       ep.items.push_back({true, {}});
       ep.text += std::string(ep.text.empty() ? "" : "+") + "sum";
       continue;
@@ -372,15 +385,9 @@ std::vector<std::string> fusedEpilogueVariants(const KernelContext& ctx) {
     matmulTail = matmulTail && residual;
   }
   KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
-  // The activation layouts as createFusedEpilogue gives them to the anchor (X; Y unless the
-  // group ends in a Transpose to channels-last).
-  AttrMap anchorAttrs = body.ops[0].attrs;
-  const int64_t x = body.ops[0].refs.empty() ? -1 : body.ops[0].refs[0];
-  anchorAttrs.set("input_layouts",
-                  Attr::ofStrings({x >= 0 && isBlocked(ctx, true, (size_t)x) ? "blocked" : "", "", ""}));
-  anchorAttrs.set("output_layouts",
-                  Attr::ofStrings({body.ops.back().type != "Transpose" && isBlocked(ctx, false, 0)
-                                       ? "blocked" : ""}));
+  // The activation layouts as createFusedEpilogue gives them to the anchor.
+  const AttrMap anchorAttrs =
+      anchorLayoutAttrs(ctx, body.ops[0], body.ops.size() >= 2 && body.ops.back().type == "Transpose");
   anchor.attrs = &anchorAttrs;
   if (body.ops[0].type == "Conv") return convVariants(anchor, avx2Ep);
   if (body.ops[0].type == "Gemm" || body.ops[0].type == "MatMul")

@@ -16,6 +16,7 @@
 
 #include "compiler/training/TrainingGraph.h"
 #include "runtime/Philox.h"
+#include "tests/unit/onnx_model_builder.h"
 #include "tools/driver/Driver.h"
 
 using namespace tandem;
@@ -52,61 +53,27 @@ const Data& data() {
   return d;
 }
 
-void addFloat(onnx::GraphProto* g, const std::string& name, std::vector<int64_t> dims,
-              const std::vector<float>& v) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : dims) t->add_dims(d);
-  for (float e : v) t->add_float_data(e);
-}
-
 // h = Gemm(x, W1, b1, transB = 1); hd = Dropout(h, 0.5, true) (node "drop");
 // logits = MatMul(hd, W2).
 const std::string& modelPath() {
-  static const std::string path = [] {
+  static const testing_onnx::RemovedAtExit file{[] {
     const Data& d = data();
-    onnx::ModelProto m;
-    m.set_ir_version(8);
-    m.add_opset_import()->set_version(13);
-    onnx::GraphProto* g = m.mutable_graph();
-    g->set_name("dropout");
-    auto* in = g->add_input();
-    in->set_name("x");
-    auto* tt = in->mutable_type()->mutable_tensor_type();
-    tt->set_elem_type(onnx::TensorProto::FLOAT);
-    tt->mutable_shape()->add_dim()->set_dim_value(kN);
-    tt->mutable_shape()->add_dim()->set_dim_value(kD);
-    addFloat(g, "W1", {kH, kD}, d.W1);
-    addFloat(g, "b1", {kH}, d.b1);
-    addFloat(g, "W2", {kH, kC}, d.W2);
-    addFloat(g, "ratio", {}, {(float)kRatio});
-    auto* mode = g->add_initializer();
+    testing_onnx::Model m;
+    m.g()->set_name("dropout");
+    m.input("x", {kN, kD});
+    m.floatInit("W1", {kH, kD}, d.W1).floatInit("b1", {kH}, d.b1).floatInit("W2", {kH, kC}, d.W2);
+    m.floatInit("ratio", {}, {(float)kRatio});
+    auto* mode = m.g()->add_initializer();
     mode->set_name("training_mode");
     mode->set_data_type(onnx::TensorProto::BOOL);
     mode->add_int32_data(1);
-    auto node = [&](const char* type, const char* name, std::vector<const char*> ins,
-                    const char* out) {
-      auto* n = g->add_node();
-      n->set_op_type(type);
-      n->set_name(name);
-      for (const char* i : ins) n->add_input(i);
-      n->add_output(out);
-      return n;
-    };
-    auto* a = node("Gemm", "fc1", {"x", "W1", "b1"}, "h")->add_attribute();
-    a->set_name("transB");
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(1);
-    node("Dropout", "drop", {"h", "ratio", "training_mode"}, "hd");
-    node("MatMul", "fc2", {"hd", "W2"}, "logits");
-    g->add_output()->set_name("logits");
-    std::string p = testing::TempDir() + "/tandem_dropout_" + std::to_string(getpid()) + ".onnx";
-    std::ofstream f(p, std::ios::binary);
-    EXPECT_TRUE(m.SerializeToOstream(&f));
-    return p;
-  }();
-  return path;
+    testing_onnx::intAttr(m.node("Gemm", {"x", "W1", "b1"}, {"h"}, "fc1"), "transB", 1);
+    m.node("Dropout", {"h", "ratio", "training_mode"}, {"hd"}, "drop");
+    m.node("MatMul", {"hd", "W2"}, {"logits"}, "fc2");
+    m.output("logits");
+    return testing_onnx::writeTemp(m, "dropout");
+  }()};
+  return file.path;
 }
 
 // The host reference of one SGD step (lr) at counter `step`: the loss and the new W1, b1, W2.

@@ -56,69 +56,26 @@ const Data& data() {
   return d;
 }
 
-void addInitializer(onnx::GraphProto* g, const std::string& name, const Shape& shape,
-                    const std::vector<double>& v) {
-  auto* t = g->add_initializer();
-  t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  for (int64_t d : shape) t->add_dims(d);
-  for (double e : v) t->add_float_data((float)e);
-}
+using testing_onnx::RemovedAtExit;
 
 // logits = MatMul(Gemm(x, W1, b1, transB = 1), W2), or with `logSoftmax` LogSoftmax(logits,
 // axis 1) (log-probabilities), written once to a temporary file that is removed when the test
 // process exits.
-struct RemovedAtExit {
-  std::string path;
-  ~RemovedAtExit() { std::remove(path.c_str()); }
-};
-
 std::string writeModel(bool logSoftmax) {
   const Data& d = data();
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  onnx::GraphProto* g = m.mutable_graph();
-  g->set_name("tiny");
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  tt->mutable_shape()->add_dim()->set_dim_value(kN);
-  tt->mutable_shape()->add_dim()->set_dim_value(kD);
-  for (const char* n : {"W1", "b1", "W2"}) addInitializer(g, n, d.shapes.at(n), d.init.at(n));
-  auto* gemm = g->add_node();
-  gemm->set_op_type("Gemm");
-  gemm->set_name("fc1");
-  for (const char* i : {"x", "W1", "b1"}) gemm->add_input(i);
-  gemm->add_output("h");
-  auto* a = gemm->add_attribute();
-  a->set_name("transB");
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(1);
-  auto* mm = g->add_node();
-  mm->set_op_type("MatMul");
-  mm->set_name("fc2");
-  mm->add_input("h");
-  mm->add_input("W2");
-  mm->add_output("logits");
-  if (logSoftmax) {
-    auto* ls = g->add_node();
-    ls->set_op_type("LogSoftmax");
-    ls->set_name("log_softmax");
-    ls->add_input("logits");
-    ls->add_output("logp");
-    auto* axis = ls->add_attribute();
-    axis->set_name("axis");
-    axis->set_type(onnx::AttributeProto::INT);
-    axis->set_i(1);
+  testing_onnx::Model m;
+  m.g()->set_name("tiny");
+  m.input("x", {kN, kD});
+  for (const char* n : {"W1", "b1", "W2"}) {
+    const std::vector<double>& v = d.init.at(n);
+    m.floatInit(n, d.shapes.at(n), std::vector<float>(v.begin(), v.end()));
   }
-  g->add_output()->set_name(logSoftmax ? "logp" : "logits");
-  std::string p = testing::TempDir() + "/tandem_optimizer_" +
-                  (logSoftmax ? "logsoftmax_" : "") + std::to_string(getpid()) + ".onnx";
-  std::ofstream f(p, std::ios::binary);
-  EXPECT_TRUE(m.SerializeToOstream(&f));
-  return p;
+  testing_onnx::intAttr(m.node("Gemm", {"x", "W1", "b1"}, {"h"}, "fc1"), "transB", 1);
+  m.node("MatMul", {"h", "W2"}, {"logits"}, "fc2");
+  if (logSoftmax)
+    testing_onnx::intAttr(m.node("LogSoftmax", {"logits"}, {"logp"}, "log_softmax"), "axis", 1);
+  m.output(logSoftmax ? "logp" : "logits");
+  return testing_onnx::writeTemp(m, std::string("optimizer_") + (logSoftmax ? "logsoftmax" : "plain"));
 }
 
 const std::string& modelPath() {
