@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -163,6 +164,25 @@ struct Executable::Impl {
   // so their runs take `serialMu` for the whole run.
   bool serialRuns = false;
   std::mutex serialMu;
+
+  // Asynchronous runs (Executable::enqueue). `asyncCapable`: every step on a GPU backend and
+  // every variable on a GPU. After an enqueued run, `inFlight` is set and `runEnd` holds per
+  // GPU (`gpus`, backends order) one event per queue, recorded at the run's end.
+  bool asyncCapable = false;
+  bool inFlight = false;
+  std::vector<DeviceBackend*> gpus;
+  std::vector<std::array<std::unique_ptr<Event>, 3>> runEnd;
+  bool waitD2hBeforeInputs = false;    // a D2H copy that is not skipped may write host memory
+  std::vector<bool> skipWhenEnqueued;  // per step: a D2H copy whose result no step reads
+  std::vector<bool> inputOnlyUploaded; // per input: a host slot read only by H2D copy steps
+  // Buffers of allocateInput() that a GPU reads directly: start -> bytes. `owner` frees them;
+  // null once the Executable is gone (a buffer released after that is leaked).
+  struct PinnedInputs {
+    std::mutex mu;
+    std::map<const char*, size_t> live;
+    DeviceBackend* owner = nullptr;
+  };
+  std::shared_ptr<PinnedInputs> pinned = std::make_shared<PinnedInputs>();
   std::mutex poolMu;
   std::vector<std::unique_ptr<RunContext>> contexts;  // every context, in use or not
   std::vector<RunContext*> freeContexts;
@@ -178,7 +198,7 @@ struct Executable::Impl {
   Status checkVariableUpdates();
   Status checkUpdatesInPlace(const std::vector<int>& writer);
   Status refillAliasedVariables();
-  Status commitVariables(RunContext& rc);
+  Status commitVariables(RunContext& rc, bool wait = true);
   Status partlyUpdated(const Status& st, int failedStep) const;
   int variableIndex(const std::string& name) const;
   Status newRunContext(std::unique_ptr<RunContext>* out);
@@ -188,6 +208,10 @@ struct Executable::Impl {
   Status finishKernels();
   void planStreams();
   Status planStaging();
+  Status planAsync();
+  Status orderAfterEnqueued();
+  Status settle();
+  bool isPinnedInput(const Tensor& t) const;
   Status acquire(RunContext** out);
   void release(RunContext* rc);
   void freeHost(void* p);
@@ -201,6 +225,11 @@ struct Executable::Impl {
   ~Impl() {
     // Device work first, then what it used, then the backends themselves.
     for (auto& b : backends) b.second->synchronize();
+    {
+      std::lock_guard<std::mutex> l(pinned->mu);
+      pinned->owner = nullptr;
+    }
+    runEnd.clear();
     kernels.clear();
     stepEvent.clear();
     inputsUploaded.clear();
@@ -263,6 +292,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   TANDEM_RETURN_IF_ERROR(m.finishKernels());
   TANDEM_RETURN_IF_ERROR(m.refillAliasedVariables());
   TANDEM_RETURN_IF_ERROR(m.planStaging());
+  TANDEM_RETURN_IF_ERROR(m.planAsync());
   // A plan with resident state runs one step of it at a time: each run reads what the last
   // one wrote.
   m.serialRuns = !m.workerBackends.empty() || !m.variables.empty();
@@ -602,7 +632,7 @@ Status Executable::Impl::partlyUpdated(const Status& st, int failedStep) const {
                        names + ")");
 }
 
-Status Executable::Impl::commitVariables(RunContext& rc) {
+Status Executable::Impl::commitVariables(RunContext& rc, bool wait) {
   // After a run's steps have all finished (every queue idle): each variable whose update is not
   // planned in place takes it, a copy within its device, then those devices are synchronised
   // again. A run that failed never gets here, so those variables keep the values they had.
@@ -616,6 +646,7 @@ Status Executable::Impl::commitVariables(RunContext& rc) {
                                                 .withContext("variable '" + variableNames[k] + "'"));
     used.insert(b);
   }
+  if (!wait) return Status::ok();  // an enqueued run: ordered before the next run's steps
   for (DeviceBackend* b : used) TANDEM_RETURN_IF_ERROR(b->synchronize().withContext("updating the variables"));
   return Status::ok();
 }
@@ -936,6 +967,88 @@ void Executable::Impl::planStreams() {
   }
 }
 
+Status Executable::Impl::planAsync() {
+  // Which runs enqueue() can leave in flight, and what the next run must wait for then.
+  const plan::Plan& p = plan;
+  for (auto& b : backends)
+    if (!b.second->isHost()) gpus.push_back(b.second.get());
+  asyncCapable = !gpus.empty();
+  for (DeviceBackend* b : stepBackend) asyncCapable = asyncCapable && !b->isHost();
+  for (int id : variables) asyncCapable = asyncCapable && !backends[resident[id].device()]->isHost();
+  // Per value: read by some step; read by a step other than an upload.
+  std::vector<bool> read(valueTypes.size(), false), readNotUploaded(valueTypes.size(), false);
+  for (size_t si = 0; si < stepArgs.size(); ++si)
+    for (const Arg& a : stepArgs[si]) {
+      if (a.id < 0) continue;
+      read[a.id] = true;
+      if (stepKind[si] != StepKind::CopyH2D) readNotUploaded[a.id] = true;
+    }
+  skipWhenEnqueued.assign(stepArgs.size(), false);
+  for (size_t si = 0; si < stepArgs.size(); ++si) {
+    if (stepKind[si] != StepKind::CopyD2H) continue;
+    bool used = false;
+    for (int o : stepResults[si]) used = used || read[o];
+    skipWhenEnqueued[si] = !used;
+    waitD2hBeforeInputs = waitD2hBeforeInputs || used;
+  }
+  std::set<int> outputIds(p.outputs().begin(), p.outputs().end());
+  for (int i = 0; i < p.inputs_size(); ++i) {
+    const int id = p.inputs(i);
+    inputOnlyUploaded.push_back(!inputStaging[i] && read[id] && !readNotUploaded[id] && !outputIds.count(id) &&
+                                !gpus.empty());
+  }
+  pinned->owner = gpus.empty() ? nullptr : gpus[0];
+  for (DeviceBackend* g : gpus) {
+    runEnd.emplace_back();
+    for (auto& e : runEnd.back()) TANDEM_RETURN_IF_ERROR(g->createEvent(&e));
+  }
+  return Status::ok();
+}
+
+// The prefix of an error that surfaces after enqueue() returned.
+static const char* const kEnqueuedRun = "a run issued by enqueue()";
+
+Status Executable::Impl::orderAfterEnqueued() {
+  // The host refills the input buffers the run before uploads from (and, when a copy of it
+  // writes host memory, what that copy writes) only once those copies are done; on the
+  // devices, every queue waits for every queue's end of the run before. No host wait for its
+  // kernels.
+  inFlight = false;
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    TANDEM_RETURN_IF_ERROR(gpus[g]->hostWait(*runEnd[g][(int)Queue::HostToDevice]).withContext(kEnqueuedRun));
+    if (waitD2hBeforeInputs)
+      TANDEM_RETURN_IF_ERROR(gpus[g]->hostWait(*runEnd[g][(int)Queue::DeviceToHost]).withContext(kEnqueuedRun));
+  }
+  for (size_t g = 0; g < gpus.size(); ++g)
+    for (int q = 0; q < 3; ++q)
+      for (size_t c = 0; c < gpus.size(); ++c)
+        for (int r = 0; r < 3; ++r)
+          if (g != c || q != r) TANDEM_RETURN_IF_ERROR(gpus[g]->waitEvent((Queue)q, *runEnd[c][r]));
+  return Status::ok();
+}
+
+Status Executable::Impl::settle() {
+  // Waits for an enqueued run; every device is synchronised even when one reports an error.
+  if (!inFlight) return Status::ok();
+  inFlight = false;
+  Status first;
+  for (auto& b : backends) {
+    Status st = b.second->synchronize();
+    if (first.isOk() && !st.isOk()) first = st.withContext(kEnqueuedRun);
+  }
+  return first;
+}
+
+bool Executable::Impl::isPinnedInput(const Tensor& t) const {
+  if (!t.raw()) return false;
+  const char* at = static_cast<const char*>(t.raw());
+  std::lock_guard<std::mutex> l(pinned->mu);
+  auto it = pinned->live.upper_bound(at);
+  if (it == pinned->live.begin()) return false;
+  --it;
+  return at + t.bytes() <= it->first + it->second;
+}
+
 Status Executable::Impl::acquire(RunContext** out) {
   {
     std::lock_guard<std::mutex> l(poolMu);
@@ -1043,25 +1156,33 @@ std::vector<std::string> Executable::stepImpls() const {
   return impl_->stepImpl;
 }
 
+namespace {
+// Inputs in plan order, each of exactly its declared dtype and shape.
+Status checkInputs(const std::vector<std::string>& names, const std::vector<TensorType>& types,
+                   const std::vector<Tensor>& inputs) {
+  if (inputs.size() != types.size())
+    return Status::error("expected " + std::to_string(types.size()) + " inputs, got " +
+                         std::to_string(inputs.size()));
+  for (size_t i = 0; i < types.size(); ++i) {
+    const Tensor& in = inputs[i];
+    const TensorType& want = types[i];
+    if (in.dtype() != want.dtype || in.shape() != want.shape)
+      return Status::error("input '" + names[i] + "': expected " + dtypeName(want.dtype) +
+                           shapeToString(want.shape) + ", got " + dtypeName(in.dtype()) +
+                           shapeToString(in.shape()));
+  }
+  return Status::ok();
+}
+}  // namespace
+
 Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
                        RunStats* stats, bool profile) {
   Impl& m = *impl_;
-  const plan::Plan& p = m.plan;
   auto t0 = Clock::now();
   // OpenMP's thread count is per calling thread: every caller gets the load's.
   if (m.threads > 0) omp_set_num_threads(m.threads);
   // 1. Inputs cross into the arena once, after their types are checked.
-  if ((int)inputs.size() != p.inputs_size())
-    return Status::error("expected " + std::to_string(p.inputs_size()) + " inputs, got " +
-                         std::to_string(inputs.size()));
-  for (int i = 0; i < p.inputs_size(); ++i) {
-    const Tensor& in = inputs[i];
-    const TensorType& want = m.inputTypes[i];
-    if (in.dtype() != want.dtype || in.shape() != want.shape)
-      return Status::error("input '" + m.inputNames[i] + "': expected " + dtypeName(want.dtype) +
-                           shapeToString(want.shape) + ", got " + dtypeName(in.dtype()) +
-                           shapeToString(in.shape()));
-  }
+  TANDEM_RETURN_IF_ERROR(checkInputs(m.inputNames, m.inputTypes, inputs));
   if (stats) stats->steps.clear();
   if (stats) stats->start = t0;
   // 2. A run context of its own (a free one, or new arenas when all are in use); plans whose
@@ -1070,15 +1191,68 @@ Status Executable::run(const std::vector<Tensor>& inputs, std::vector<Tensor>* o
   if (m.serialRuns) serial.lock();
   RunContext* rc = nullptr;
   TANDEM_RETURN_IF_ERROR(m.acquire(&rc));
-  Status st = runSteps(*rc, inputs, outputs, stats, profile);
+  Status st = runSteps(*rc, inputs, outputs, stats, profile, /*wait=*/true);
   m.release(rc);
   TANDEM_RETURN_IF_ERROR(st);
   if (stats) stats->seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return Status::ok();
 }
 
+Status Executable::enqueue(const std::vector<Tensor>& inputs) {
+  Impl& m = *impl_;
+  if (!m.asyncCapable) {
+    std::vector<Tensor> discarded;
+    return run(inputs, &discarded);
+  }
+  if (m.threads > 0) omp_set_num_threads(m.threads);
+  TANDEM_RETURN_IF_ERROR(checkInputs(m.inputNames, m.inputTypes, inputs));
+  std::lock_guard<std::mutex> serial(m.serialMu);  // a GPU plan: serialRuns
+  RunContext* rc = nullptr;
+  TANDEM_RETURN_IF_ERROR(m.acquire(&rc));
+  Status st = runSteps(*rc, inputs, nullptr, nullptr, false, /*wait=*/false);
+  m.release(rc);
+  return st;
+}
+
+Status Executable::synchronize() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> l(m.serialMu);
+  return m.settle();
+}
+
+bool Executable::isAsynchronous() const { return impl_->asyncCapable; }
+
+Status Executable::allocateInput(int index, Tensor* out) {
+  Impl& m = *impl_;
+  if (index < 0 || index >= (int)m.inputTypes.size())
+    return Status::error("allocateInput: the plan has " + std::to_string(m.inputTypes.size()) +
+                         " inputs, no input " + std::to_string(index));
+  const TensorType& tt = m.inputTypes[index];
+  const std::string what = "input '" + m.inputNames[index] + "'";
+  // Read by a GPU straight from host memory: staged today, or a host slot only uploaded.
+  if (!m.pinned->owner || (!m.inputStaging[index] && !m.inputOnlyUploaded[index]))
+    return Tensor::tryAlloc(tt.dtype, tt.shape, what, out);
+  const int64_t n = numElements(tt.shape);
+  const size_t bytes = std::max<size_t>((size_t)std::max<int64_t>(n, 0) * dtypeSize(tt.dtype), 1);
+  void* p = nullptr;
+  TANDEM_RETURN_IF_ERROR(m.pinned->owner->allocateHost(bytes, &p)
+                             .withContext("pinned host memory of " + std::to_string(bytes) + " bytes for " + what));
+  std::memset(p, 0, bytes);
+  std::shared_ptr<Impl::PinnedInputs> reg = m.pinned;
+  {
+    std::lock_guard<std::mutex> l(reg->mu);
+    reg->live[static_cast<const char*>(p)] = bytes;
+  }
+  *out = Tensor::adopt(tt.dtype, tt.shape, std::shared_ptr<void>(p, [reg](void* q) {
+    std::lock_guard<std::mutex> l(reg->mu);
+    reg->live.erase(static_cast<const char*>(q));
+    if (reg->owner) reg->owner->deallocateHost(q);
+  }));
+  return Status::ok();
+}
+
 Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
-                            std::vector<Tensor>* outputs, RunStats* stats, bool profile) {
+                            std::vector<Tensor>* outputs, RunStats* stats, bool profile, bool wait) {
   // 1. Inputs: host slots by memcpy; GPU slots through pinned staging on the H2D queue, and each
   //    GPU's compute queue waits for its uploads (one event per device, no host sync).
   // 2. Steps in plan order on this thread: a step first waits for the events of the steps on
@@ -1091,25 +1265,51 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
   //    host copies.
   // Every exit, errors included, leaves the devices idle: the next run refills the pinned
   // staging buffers and the arenas, which copies still in flight would otherwise read or write.
+  // Except an enqueued run (wait false, Executable::enqueue): it returns once its steps are
+  // issued, its graph outputs are not copied back, and the next run is ordered after it
+  // (orderAfterEnqueued).
+  // An input in pinned memory of allocateInput() is uploaded straight from it: a GPU slot
+  // without the staging copy, a host slot read only by uploads by viewing the caller's buffer
+  // for this run (the view restored on exit).
   Impl& m = *impl_;
   const plan::Plan& p = m.plan;
   struct IdleOnExit {
     Impl& m;
+    RunContext& rc;
     bool done = false;
+    std::vector<std::pair<int, Tensor>> rebound;  // host input slots viewing the caller's buffer
     ~IdleOnExit() {
-      if (!done)
-        for (auto& b : m.backends) b.second->synchronize();
+      for (auto& r : rebound) rc.values[r.first] = r.second;
+      if (done) return;
+      for (auto& b : m.backends) b.second->synchronize();
+      m.inFlight = false;
     }
-  } idleOnExit{m};
+  } idleOnExit{m, rc};
+  if (m.inFlight) TANDEM_RETURN_IF_ERROR(m.orderAfterEnqueued());
+  bool fromCaller = false;  // an upload reads the caller's buffer
   for (int i = 0; i < p.inputs_size(); ++i) {
     const Tensor& in = inputs[i];
     Tensor& slot = rc.values[p.inputs(i)];
+    const bool pinnedIn = (m.inputStaging[i] || m.inputOnlyUploaded[i]) && m.isPinnedInput(in);
     if (!m.inputStaging[i]) {
-      if (in.bytes()) std::memcpy(slot.raw(), in.raw(), in.bytes());
+      if (pinnedIn) {
+        idleOnExit.rebound.push_back({p.inputs(i), slot});
+        Tensor v = Tensor::view(slot.dtype(), slot.shape(), const_cast<void*>(in.raw()));
+        v.setDevice(slot.device());
+        slot = v;
+        fromCaller = true;
+      } else if (in.bytes()) {
+        std::memcpy(slot.raw(), in.raw(), in.bytes());
+      }
       continue;
     }
-    if (in.bytes()) std::memcpy(m.inputStaging[i], in.raw(), in.bytes());
-    TANDEM_RETURN_IF_ERROR(m.backends[slot.device()]->copyFromHost(slot.raw(), m.inputStaging[i], in.bytes())
+    const void* src = in.raw();
+    if (!pinnedIn) {
+      if (in.bytes()) std::memcpy(m.inputStaging[i], in.raw(), in.bytes());
+      src = m.inputStaging[i];
+    }
+    fromCaller = fromCaller || pinnedIn;
+    TANDEM_RETURN_IF_ERROR(m.backends[slot.device()]->copyFromHost(slot.raw(), src, in.bytes())
                                .withContext("input '" + m.inputNames[i] + "'"));
   }
   {
@@ -1139,7 +1339,9 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     const Tensor* in = ins.empty() ? nullptr : ins[0];
     Tensor* out = outs.empty() ? nullptr : outs[0];
     Status st;
-    switch (m.stepKind[si]) {
+    if (!wait && m.skipWhenEnqueued[si]) {
+      // A copy to the host that nothing reads: the output of an enqueued run is not wanted.
+    } else switch (m.stepKind[si]) {
       case StepKind::Kernel:
       case StepKind::HostCopy: st = b->launch(*m.kernels[si], ins, outs); break;
       case StepKind::CopyH2D: st = b->copyFromHost(out->raw(), in->raw(), in->bytes()); break;
@@ -1162,6 +1364,33 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
       for (const Tensor* x : outs) t.outputs.push_back({x->dtype(), x->shape()});
       stats->steps.push_back(std::move(t));
     }
+  }
+  if (!wait) {
+    // Enqueued: the variables' copy-backs on each GPU's compute queue after every queue's
+    // steps, the end events, and back to the caller once the uploads that read its buffers are
+    // done. The devices are still busy: the next run orders itself after these events.
+    Status st;
+    if (!m.variables.empty()) {
+      for (size_t g = 0; g < m.gpus.size() && st.isOk(); ++g)
+        for (Queue q : {Queue::HostToDevice, Queue::DeviceToHost})
+          if (st.isOk()) st = m.gpus[g]->recordEvent(q, *m.runEnd[g][(int)q]);
+      for (size_t g = 0; g < m.gpus.size() && st.isOk(); ++g)
+        for (size_t c = 0; c < m.gpus.size() && st.isOk(); ++c)
+          for (Queue q : {Queue::HostToDevice, Queue::DeviceToHost})
+            if (st.isOk()) st = m.gpus[g]->waitEvent(Queue::Compute, *m.runEnd[c][(int)q]);
+      if (st.isOk()) st = m.commitVariables(rc, /*wait=*/false);
+    }
+    for (size_t g = 0; g < m.gpus.size() && st.isOk(); ++g)
+      for (int q = 0; q < 3 && st.isOk(); ++q) st = m.gpus[g]->recordEvent((Queue)q, *m.runEnd[g][q]);
+    if (!st.isOk()) return m.partlyUpdated(st, -1);
+    m.inFlight = true;
+    if (fromCaller)
+      for (size_t g = 0; g < m.gpus.size(); ++g) {
+        st = m.gpus[g]->hostWait(*m.runEnd[g][(int)Queue::HostToDevice]);
+        if (!st.isOk()) return m.partlyUpdated(st.withContext("uploading the inputs"), -1);
+      }
+    idleOnExit.done = true;
+    return Status::ok();
   }
   for (Impl::OutputFence& f : m.outputFences) {
     Status st = f.writer->recordEvent(f.queue, *f.event);
@@ -1205,6 +1434,7 @@ Status Executable::readVariable(const std::string& name, Tensor* out) {
   std::lock_guard<std::mutex> l(m.serialMu);
   const int k = m.variableIndex(name);
   if (k < 0) return Status::error("readVariable: the plan has no variable '" + name + "'");
+  TANDEM_RETURN_IF_ERROR(m.settle());
   const Tensor& v = m.resident[m.variables[k]];
   Tensor t = Tensor::alloc(v.dtype(), v.shape());
   DeviceBackend* b = m.backends[v.device()].get();
@@ -1219,6 +1449,7 @@ Status Executable::writeVariable(const std::string& name, const Tensor& value) {
   std::lock_guard<std::mutex> l(m.serialMu);
   const int k = m.variableIndex(name);
   if (k < 0) return Status::error("writeVariable: the plan has no variable '" + name + "'");
+  TANDEM_RETURN_IF_ERROR(m.settle());
   const TensorType& want = m.variableTypes[k];
   if (value.dtype() != want.dtype || value.shape() != want.shape)
     return Status::error("variable '" + name + "': expected " + dtypeName(want.dtype) +

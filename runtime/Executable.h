@@ -114,6 +114,43 @@ class Executable {
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
              RunStats* stats = nullptr, bool profile = false);
 
+  /// Issues one run whose outputs are not wanted (a training step whose metrics stay in
+  /// variables) and returns without waiting for the devices, so the host prepares the next
+  /// batch while they compute. Inputs as for run(); once enqueue() returns the caller may
+  /// overwrite or free them. A graph output that only leaves a GPU (a copy no step reads) is
+  /// not copied. The devices then still work on the run: the next run() or enqueue() is
+  /// ordered after it on the devices (each of their queues waits for every queue's end of the
+  /// run before, with no host wait, except the host waiting for the run before's uploads before
+  /// it refills their host buffers), so at most about one run is in flight beyond the one being
+  /// issued. readVariable(), writeVariable() and synchronize() wait for it first.
+  ///
+  /// Asynchronous only when every step runs on a GPU backend (kernels and the copies they
+  /// issue) and every variable lives on a GPU: a plan with any host step (e.g. everything on
+  /// the CPU, or a cuda:N that fell back to it) runs to completion inside enqueue(), as run()
+  /// without outputs. isAsynchronous() says which.
+  ///
+  /// Errors: bad inputs as run(), before anything is issued; a device error of this run is
+  /// reported by the call that next waits for it (the next run(), enqueue() when it waits for
+  /// the uploads, readVariable(), writeVariable(), synchronize()), naming "a run issued by
+  /// enqueue()"; a device error of a step issued here is returned here. Variables updated in
+  /// place keep what the failed run wrote (see the variables' note below).
+  Status enqueue(const std::vector<Tensor>& inputs);
+  /// Waits until every run issued by enqueue() has finished on every device. Errors: a device
+  /// error of one of them.
+  Status synchronize();
+  /// Whether enqueue() returns before the devices finish (see enqueue()).
+  bool isAsynchronous() const;
+
+  /// Host memory for input `index` (its dtype and shape), which this plan's devices read
+  /// without a staging copy: pinned (cudaHostAlloc) when the input crosses to a GPU, ordinary
+  /// host memory otherwise. run() and enqueue() upload an input held in such memory (the
+  /// whole buffer or a view into it) straight from it instead of copying it into their own
+  /// pinned staging first (runtime/training/Prefetcher.h's BatchAllocator uses it for the
+  /// training batches). Release every copy of the Tensor before the Executable is destroyed
+  /// (one still held then is leaked, not freed under the caller). Errors: `index` is not an
+  /// input, or the allocation fails (naming the bytes).
+  Status allocateInput(int index, Tensor* out);
+
   /// Resident state (plan VARIABLE values: trainable parameters, optimizer slots, a step
   /// counter), in plan order: names and static types. Each lives in a buffer of its own on its
   /// device, initialised at load from the plan and read in place by the steps. After a run it
@@ -168,7 +205,7 @@ class Executable {
   Executable();
   struct RunContext;  // one run's arenas and the tensors bound to them (Executable.cpp)
   Status runSteps(RunContext& rc, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
-                  RunStats* stats, bool profile);
+                  RunStats* stats, bool profile, bool wait);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -36,6 +36,10 @@ class Tensor {
   static Tensor view(DType dtype, Shape shape, void* data);
   /// Owning deep copy of `src`.
   static Tensor copyOf(const Tensor& src);
+  /// A tensor over memory allocated elsewhere (e.g. pinned host memory,
+  /// Executable::allocateInput): `owner` holds the bytes (at least dtype size x element
+  /// count) and its deleter frees them when the last copy of the Tensor goes.
+  static Tensor adopt(DType dtype, Shape shape, std::shared_ptr<void> owner);
   /// Owning tensor filled from host values (T must match dtype).
   template <typename T>
   static Tensor fromVector(Shape shape, const std::vector<T>& values) {

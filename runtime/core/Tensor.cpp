@@ -62,6 +62,12 @@ Tensor Tensor::view(DType dtype, Shape shape, void* data) {
   return t;
 }
 
+Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<void> owner) {
+  Tensor t = view(dtype, std::move(shape), owner.get());
+  t.owner_ = std::move(owner);
+  return t;
+}
+
 Tensor Tensor::copyOf(const Tensor& src) {
   Tensor t = alloc(src.dtype_, src.shape_);  // throws on an impossible size, as alloc does
   if (src.bytes()) std::memcpy(t.data_, src.data_, src.bytes());

@@ -418,4 +418,162 @@ TEST(ExecutableAsync, AFailedRunLeavesTheDeviceIdle) {
   }
 }
 
+
+// A training step's shape on the GPU: x (cpu) uploaded, acc += x into a variable on cuda:0
+// (in place, or copied back after the run), y = Relu(x) downloaded as the graph output.
+plan::Plan accumulatePlan(bool inPlace) {
+  plan::Plan p;
+  p.set_version(kPlanVersion);
+  value(p, "x", plan::Value::INPUT, "cpu", 0);                      // 0
+  value(p, "x_gpu", plan::Value::INTERMEDIATE, "cuda:0", 0);        // 1
+  plan::Value* acc = value(p, "acc", plan::Value::VARIABLE, "cuda:0", 0);  // 2
+  plan::TensorData* init = acc->mutable_constant();
+  init->set_dtype((int)DType::F32);
+  init->add_dims(256);
+  init->set_raw(std::string(1024, '\0'));
+  acc->set_update(3);
+  plan::Value* next = value(p, "acc_new", plan::Value::INTERMEDIATE, "cuda:0", 1024);  // 3
+  if (inPlace) next->set_aliases_variable(2);
+  value(p, "y_gpu", plan::Value::INTERMEDIATE, "cuda:0", 2048);     // 4
+  value(p, "y", plan::Value::INTERMEDIATE, "cpu", 1024);            // 5
+  step(p, "Copy", "cuda:0", {0}, 1);
+  step(p, "Add", "cuda:0", {2, 1}, 3);
+  step(p, "Relu", "cuda:0", {1}, 4);
+  step(p, "Copy", "cpu", {4}, 5);
+  p.add_inputs(0);
+  p.add_outputs(5);
+  for (auto [dev, bytes] : {std::pair<const char*, int>{"cpu", 2048}, {"cuda:0", 3072}}) {
+    plan::Arena* a = p.add_arenas();
+    a->set_device(dev);
+    a->set_bytes(bytes);
+  }
+  return p;
+}
+
+LoadOptions fakeGpuOptions(FakeGpu** gpu) {
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [gpu](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    auto g = std::make_unique<FakeGpu>(dev);
+    *gpu = g.get();
+    *out = std::move(g);
+    return Status::ok();
+  };
+  return lo;
+}
+
+float inputValue(int run, int i) { return (float)((i * 5 + run * 3) % 13) - 6.f; }
+
+// enqueue() leaves the device working (nothing runs on the fake until the host waits), copies
+// no output back, and the variable still sees every run in order under the worst queue order;
+// the caller's input buffer is free once enqueue() returns.
+TEST(ExecutableAsync, EnqueuedRunsReturnBeforeTheDeviceAndStayInOrder) {
+  for (bool inPlace : {true, false}) {
+    SCOPED_TRACE(inPlace ? "update in place" : "update copied back");
+    FakeGpu* gpu = nullptr;
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(accumulatePlan(inPlace), fakeGpuOptions(&gpu), &exe);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    EXPECT_TRUE(exe->isAsynchronous());
+    std::vector<float> sum(256, 0.f);
+    Tensor x = Tensor::alloc(DType::F32, {256});
+    for (int run = 0; run < 4; ++run) {
+      for (int i = 0; i < 256; ++i) {
+        x.data<float>()[i] = inputValue(run, i);
+        sum[i] += inputValue(run, i);
+      }
+      st = exe->enqueue({x});
+      ASSERT_TRUE(st.isOk()) << st.message();
+      EXPECT_GT(gpu->pending(), 0u) << "run " << run << ": enqueue() waited for the device";
+      std::fill(x.data<float>(), x.data<float>() + 256, 1000.f);  // the buffer is the caller's again
+    }
+    EXPECT_EQ(gpu->copiesToHost, 0) << "an enqueued run copied its output back";
+    EXPECT_EQ(gpu->launches, 8);
+    Tensor acc;
+    ASSERT_TRUE(exe->readVariable("acc", &acc).isOk());
+    EXPECT_EQ(gpu->pending(), 0u);
+    for (int i = 0; i < 256; ++i) ASSERT_EQ(acc.data<float>()[i], sum[i]) << i;
+    // A run after enqueued ones: ordered after them, with its output.
+    for (int i = 0; i < 256; ++i) x.data<float>()[i] = inputValue(9, i);
+    ASSERT_TRUE(exe->enqueue({x}).isOk());
+    std::vector<Tensor> out;
+    st = exe->run({x}, &out);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(out.size(), 1u);
+    ASSERT_TRUE(exe->readVariable("acc", &acc).isOk());
+    for (int i = 0; i < 256; ++i) {
+      ASSERT_EQ(out[0].data<float>()[i], std::max(inputValue(9, i), 0.f)) << i;
+      ASSERT_EQ(acc.data<float>()[i], sum[i] + 2 * inputValue(9, i)) << i;
+    }
+    // writeVariable and synchronize wait for an enqueued run too.
+    ASSERT_TRUE(exe->enqueue({x}).isOk());
+    ASSERT_TRUE(exe->writeVariable("acc", Tensor::alloc(DType::F32, {256})).isOk());
+    ASSERT_TRUE(exe->readVariable("acc", &acc).isOk());
+    EXPECT_EQ(acc.data<float>()[7], 0.f);
+    ASSERT_TRUE(exe->enqueue({x}).isOk());
+    ASSERT_TRUE(exe->synchronize().isOk());
+    EXPECT_EQ(gpu->pending(), 0u);
+    // Bad inputs issue nothing.
+    st = exe->enqueue({Tensor::alloc(DType::F32, {255})});
+    ASSERT_FALSE(st.isOk());
+    EXPECT_NE(st.message().find("input 'x': expected f32[256], got f32[255]"), std::string::npos) << st.message();
+  }
+}
+
+// allocateInput: pinned host memory the upload reads directly; enqueue() returns once that
+// upload is done, so the caller can refill the buffer at once (a Prefetcher's next batch).
+TEST(ExecutableAsync, APinnedInputIsUploadedStraightFromTheCallersBuffer) {
+  FakeGpu* gpu = nullptr;
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(accumulatePlan(true), fakeGpuOptions(&gpu), &exe).isOk());
+  Tensor x;
+  Status st = exe->allocateInput(0, &x);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(x.dtype(), DType::F32);
+  EXPECT_EQ(x.shape(), Shape{256});
+  std::vector<float> sum(256, 0.f);
+  for (int run = 0; run < 3; ++run) {
+    for (int i = 0; i < 256; ++i) {
+      x.data<float>()[i] = inputValue(run, i);
+      sum[i] += inputValue(run, i);
+    }
+    ASSERT_TRUE(exe->enqueue({x}).isOk());
+    std::fill(x.data<float>(), x.data<float>() + 256, -1000.f);
+  }
+  // A view into the buffer counts too (a Prefetcher's short last batch).
+  for (int i = 0; i < 256; ++i) x.data<float>()[i] = inputValue(5, i);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(exe->run({Tensor::view(DType::F32, {256}, x.raw())}, &out).isOk());
+  Tensor acc;
+  ASSERT_TRUE(exe->readVariable("acc", &acc).isOk());
+  for (int i = 0; i < 256; ++i) {
+    ASSERT_EQ(acc.data<float>()[i], sum[i] + inputValue(5, i)) << i;
+    ASSERT_EQ(out[0].data<float>()[i], std::max(inputValue(5, i), 0.f)) << i;
+  }
+  st = exe->allocateInput(1, &x);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("no input 1"), std::string::npos) << st.message();
+}
+
+// A plan with host steps (here the CPU fallback of cuda:0) is not asynchronous: enqueue() runs
+// it to completion.
+TEST(ExecutableAsync, EnqueueOnAHostPlanRunsToCompletion) {
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [](const std::string&, std::unique_ptr<DeviceBackend>*) {
+    return Status::error("no CUDA driver: test");
+  };
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(accumulatePlan(true), lo, &exe).isOk());
+  EXPECT_FALSE(exe->isAsynchronous());
+  Tensor x;
+  ASSERT_TRUE(exe->allocateInput(0, &x).isOk());  // ordinary memory: nothing to pin for
+  for (int i = 0; i < 256; ++i) x.data<float>()[i] = inputValue(1, i);
+  ASSERT_TRUE(exe->enqueue({x}).isOk());
+  ASSERT_TRUE(exe->enqueue({x}).isOk());
+  Tensor acc;
+  ASSERT_TRUE(exe->readVariable("acc", &acc).isOk());
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(acc.data<float>()[i], 2 * inputValue(1, i)) << i;
+}
+
 }  // namespace
