@@ -47,8 +47,8 @@ struct CompileOptions {
   std::optional<Autodiff> autodiff;
   /// Training step (compiler/training/TrainingGraph.h, `tandem train`): when set, @main's first
   /// result (logits [N, C], or log-probabilities for Loss::Nll) and its parameters become one
-  /// optimizer step, @main(x, labels, params..., slots..., [step]) -> (loss, new params...,
-  /// new slots..., [step_new]);
+  /// optimizer step, @main(x, labels, params..., slots..., [step], [metrics]) -> (loss, new
+  /// params..., new slots..., [step_new], [new metrics]);
   /// `autodiff` is then ignored. The batch dim must be bound (inputShapes) so every shape is
   /// static. The exact update formulas are in TrainingGraph.h; training::checkOptions says
   /// which values are accepted.
@@ -102,6 +102,12 @@ struct CompileOptions {
     /// The model's inference Dropouts run in training mode in the step (Keras's fit); the
     /// forward plan (forwardOnly) keeps them as they are.
     bool dropoutInTraining = true;
+    /// Training metrics accumulated in the step itself, as state after `step`: `metric.loss_sum`
+    /// (the sum of the step losses) and `metric.correct` (how many samples' argmax over the
+    /// logits is their label), f32 [] each (TrainingGraph.h). With residentState they are
+    /// variables on the loss's device that the Trainer reads every N steps and zeroes at an
+    /// epoch's start, so no step has to send anything back (Keras's compiled metrics).
+    bool metrics = false;
   };
   std::optional<Training> training;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).

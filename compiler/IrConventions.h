@@ -51,6 +51,10 @@ inline constexpr const char* kVariableUpdateAttr = "tandem.variable_update";
 // straight into the variable's buffer rather than into the arena and copied back after a run.
 inline constexpr const char* kVariableInPlaceAttr = "tandem.variable_in_place";
 inline constexpr const char* kColocationAttr = "tandem.colocation";
+// On the ops that sum a training step's metrics (UnitAttr, compiler/training/TrainingGraph.h):
+// bookkeeping that goes where the loss goes (they share its colocation group) and must not
+// decide where that is, so the placer prices them at 0 on every device with a kernel for them.
+inline constexpr const char* kMetricAttr = "tandem.metric";
 /// Whether argument `arg` of @main is a variable (kVariableAttr).
 bool isVariableArg(mlir::Value v);
 /// Whether result `i` of @main is a variable's update (kVariableUpdateAttr).

@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
   options.training->learningRate = args.lr;
   options.training->epsilon = 1e-7;  // Keras's Adam (the example is Keras's MNIST CNN)
   options.training->residentState = true;
+  options.training->metrics = true;  // loss and accuracy summed in the step, read by the Trainer
   options.dimBindings["N"] = args.batch;
   std::unique_ptr<tandem::Executable> step, forward;
   st = compileAndLoad(g.context(), *stepModule, options, args.threads, &step);

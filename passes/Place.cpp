@@ -257,6 +257,11 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
         ok = false;
         continue;
       }
+      // A training metric follows the loss (its colocation group) and is free for the decision:
+      // a few tiny ops must not move the loss, and the gradient with it, to another device.
+      if (op.hasAttr(kMetricAttr))
+        for (double& s : pop.computeSeconds)
+          if (s != placement::kNoKernel) s = 0;
       // Training state: the op reads or updates a variable, or is part of its optimizer update
       // (compiler/training/Variables.h).
       if (auto groups = op.getAttrOfType<mlir::ArrayAttr>(kColocationAttr))

@@ -18,6 +18,17 @@ double secondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 Shape withoutBatch(const Shape& s) { return Shape(s.begin() + (s.empty() ? 0 : 1), s.end()); }
 
+// The step plan's metric variables (CompileOptions::Training::metrics).
+const char* const kLossSum = "metric.loss_sum";
+const char* const kCorrect = "metric.correct";
+
+std::string lossNotFinite(float loss, int64_t firstStep, int64_t lastStep, const std::string& checkpointDir) {
+  std::string where = firstStep == lastStep ? "step " + std::to_string(lastStep)
+                                            : "steps " + std::to_string(firstStep) + " to " + std::to_string(lastStep);
+  return where + ": the loss is " + (std::isnan(loss) ? "nan" : "inf") + " (try a lower learning rate or --clip-norm)" +
+         (checkpointDir.empty() ? "" : "; the last checkpoint in " + checkpointDir + " is intact");
+}
+
 // A sample of `s` into `out` (its bytes), with its label.
 Status fetchSample(const SampleSource& s, int64_t i, float* out, int64_t* label) {
   const int64_t n = numElements(s.sampleShape);
@@ -42,8 +53,17 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
       in[1].shape != Shape{in[0].shape[0]})
     return Status::error("Trainer: the step plan must take (images f32 [B, ...], labels i64 [B]), "
                          "it takes " + std::to_string(in.size()) + " inputs");
-  if (step->outputTypes().empty() || step->outputTypes()[0].dtype != DType::F32 ||
-      !step->outputTypes()[0].shape.empty())
+  // With the metric variables the step returns nothing (the loss is summed into one).
+  bool metricVars[2] = {false, false};
+  for (size_t k = 0; k < step->variableNames().size(); ++k) {
+    const TensorType& tt = step->variableTypes()[k];
+    const bool scalar = tt.dtype == DType::F32 && tt.shape.empty();
+    metricVars[0] = metricVars[0] || (scalar && step->variableNames()[k] == kLossSum);
+    metricVars[1] = metricVars[1] || (scalar && step->variableNames()[k] == kCorrect);
+  }
+  const bool metrics = metricVars[0] && metricVars[1];
+  if (!metrics && (step->outputTypes().empty() || step->outputTypes()[0].dtype != DType::F32 ||
+                   !step->outputTypes()[0].shape.empty()))
     return Status::error("Trainer: the loss (the step plan's output 0) is not a scalar: " +
                          (step->outputTypes().empty() ? std::string("no output")
                                                       : dtypeName(step->outputTypes()[0].dtype) +
@@ -69,6 +89,7 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
   for (size_t k = 0; k < vars.size(); ++k)
     specs.push_back({vars[k], step->variableTypes()[k].dtype, step->variableTypes()[k].shape});
   t->fingerprint_ = checkpointFingerprint(specs);
+  t->hasMetrics_ = metrics;
   t->sampleShape_ = withoutBatch(in[0].shape);
   t->batch_ = in[0].shape[0];
   t->evalBatch_ = fin[0].shape[0];
@@ -252,14 +273,26 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     PrefetchOptions pf;
     pf.batchSize = batch_;
     pf.dropLast = true;
+    // The batches go straight into buffers the step's devices read (pinned for a GPU).
+    pf.allocateSamples = [this](DType, const Shape&, Tensor* out) { return step_plan_->allocateInput(0, out); };
+    pf.allocateLabels = [this](DType, const Shape&, Tensor* out) { return step_plan_->allocateInput(1, out); };
     std::unique_ptr<Prefetcher> prefetch;
     if (steps > 0) TANDEM_RETURN_IF_ERROR(Prefetcher::create(src, rest, pf, &prefetch));
 
-    // 3. The steps: the batch in, the loss out; the variables stay in the plan.
+    // 3. The steps: the batch in; the variables (and the metrics) stay in the plan. An epoch
+    //    that starts from its beginning starts its metrics from zero; a resumed one keeps the
+    //    sums its checkpoint had.
+    const int64_t every = o.metricsEverySteps > 0 ? o.metricsEverySteps
+                                                  : (hasMetrics_ && step_plan_->isAsynchronous() ? 25 : 1);
+    if (hasMetrics_ && begin == 0)
+      for (const char* m : {kLossSum, kCorrect})
+        TANDEM_RETURN_IF_ERROR(step_plan_->writeVariable(m, Tensor::alloc(DType::F32, {})));
     bar.beginEpoch(epoch, o.epochs, fullSteps);
-    double lossSum = 0;
+    double lossSum = 0, correct = 0;
+    int64_t lastFetch = step_;  // the step of the last fetch
     const auto start = Clock::now();
     std::vector<Tensor> in(2), out;
+    int64_t ran = 0;
     for (int64_t s = 0; s < steps; ++s) {
       Batch b;
       bool end = false;
@@ -271,28 +304,50 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
                                " outside [0, " + std::to_string(classes_) + ")");
       in[0] = Tensor::view(DType::F32, imageShape, b.samples.raw());
       in[1] = b.labels;
-      TANDEM_RETURN_IF_ERROR(step_plan_->run(in, &out).withContext("training step " + std::to_string(step_ + 1)));
+      const std::string what = "training step " + std::to_string(step_ + 1);
+      if (hasMetrics_) TANDEM_RETURN_IF_ERROR(step_plan_->enqueue(in).withContext(what));
+      else TANDEM_RETURN_IF_ERROR(step_plan_->run(in, &out).withContext(what));
       ++step_;
-      const float loss = out[0].data<float>()[0];
-      if (!std::isfinite(loss))
-        return Status::error("step " + std::to_string(step_) + ": the loss is " + (std::isnan(loss) ? "nan" : "inf") +
-                             " (try a lower learning rate or --clip-norm)" +
-                             (o.checkpointDir.empty() ? "" : "; the last checkpoint in " + o.checkpointDir + " is intact"));
-      lossSum += loss;
+      ++ran;
+      if (!hasMetrics_) {
+        const float loss = out[0].data<float>()[0];
+        if (!std::isfinite(loss)) return Status::error(lossNotFinite(loss, step_, step_, o.checkpointDir));
+        lossSum += loss;
+      }
       const int64_t position = begin + (s + 1) * batch_;
-      if (o.progressEverySteps > 0 && ((s + 1) % o.progressEverySteps == 0 || s + 1 == steps))
-        bar.update(done + s + 1, (s + 1) * batch_, {{"loss", lossSum / (double)(s + 1)}});
+      const bool fetch = (s + 1) % every == 0 || s + 1 == steps;
+      if (fetch && hasMetrics_) {
+        // The epoch's sums so far, read from the device (this waits for the steps issued).
+        Tensor l, c;
+        TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(kLossSum, &l).withContext(what));
+        TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(kCorrect, &c).withContext(what));
+        const float sum = l.data<float>()[0];
+        if (!std::isfinite(sum)) return Status::error(lossNotFinite(sum, lastFetch + 1, step_, o.checkpointDir));
+        lossSum = sum;
+        correct = c.data<float>()[0];
+        lastFetch = step_;
+      }
+      if (fetch) {
+        const int64_t epochSteps = hasMetrics_ ? done + s + 1 : s + 1;
+        std::vector<ProgressMetric> shown = {{"loss", lossSum / (double)epochSteps}};
+        if (hasMetrics_) shown.push_back({"accuracy", correct / (double)(epochSteps * batch_)});
+        bar.update(done + s + 1, (s + 1) * batch_, shown);
+      }
       if (o.checkpointEverySteps > 0 && step_ % o.checkpointEverySteps == 0 && s + 1 < steps)
         TANDEM_RETURN_IF_ERROR(saveCheckpoint(o, epoch, position));
     }
+    if (hasMetrics_) TANDEM_RETURN_IF_ERROR(step_plan_->synchronize());
     EpochReport r;
     r.epoch = (int)epoch + 1;
-    r.steps = steps;
+    r.steps = ran;
     r.trainSeconds = secondsSince(start);
-    r.meanLoss = steps ? lossSum / (double)steps : 0;
+    const int64_t epochSteps = hasMetrics_ ? done + ran : ran;
+    r.meanLoss = epochSteps ? lossSum / (double)epochSteps : 0;
+    if (hasMetrics_) r.trainAccuracy = epochSteps ? correct / (double)(epochSteps * batch_) : 0;
     r.imagesPerSecond = r.trainSeconds > 0 ? (double)(steps * batch_) / r.trainSeconds : 0;
     prefetch.reset();
     std::vector<ProgressMetric> metrics = {{"loss", r.meanLoss}};
+    if (hasMetrics_) metrics.push_back({"accuracy", r.trainAccuracy});
     if (validation) {
       TANDEM_RETURN_IF_ERROR(evaluate(*validation, &r.validationAccuracy, &r.validationLoss));
       metrics.push_back({"val_loss", r.validationLoss});

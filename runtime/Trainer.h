@@ -22,7 +22,11 @@ namespace tandem {
 struct EpochReport {
   int epoch = 0;             // 1-based
   int64_t steps = 0;         // optimizer steps run in this epoch (this session)
-  double meanLoss = 0;       // mean training loss over those steps
+  /// Mean training loss over the epoch's steps: with the step plan's metric variables, every
+  /// step of the epoch (those before a resume included: the checkpoint keeps the sums);
+  /// without, the steps of this session.
+  double meanLoss = 0;
+  double trainAccuracy = -1;  // fraction of the epoch's training samples right; -1 without metrics
   double trainSeconds = 0;   // wall time of the steps only (not the evaluation)
   double imagesPerSecond = 0;
   double validationAccuracy = -1;  // fraction; -1 without a validation set
@@ -47,9 +51,15 @@ struct TrainerOptions {
   /// Continue from the newest checkpoint in checkpointDir (variables, optimizer state, step,
   /// epoch and position in it); none there is a fresh start, with a note on `log`.
   bool resume = false;
-  /// The training loss is fetched every N steps for the progress line (each fetch is the
-  /// step's 4-byte output; on a GPU, run() synchronises every step today).
-  int64_t progressEverySteps = 1;
+  /// How often the metrics are fetched (the progress line, the non-finite loss check). With
+  /// the step plan's metric variables (CompileOptions::Training::metrics: the loss and the
+  /// right answers summed on the step's device) they are read every N steps and at the
+  /// epoch's end, and the steps are issued with Executable::enqueue: on a GPU the host does
+  /// not wait for a step, only for a fetch (a sync; fetching every step forces one per step).
+  /// 0: every step for a plan that runs on the host (a fetch costs nothing there), every 25
+  /// for an asynchronous (GPU) plan. Without metric variables the loss is the step's output,
+  /// read after every step (run() waits for the devices) and shown every N steps.
+  int64_t metricsEverySteps = 0;
   ProgressOptions progress;  // tty / write / clock; default: stderr's terminal or not
   bool showProgress = true;
   /// Messages (resume, checkpoints) go here; null: none.
@@ -61,14 +71,19 @@ struct TrainerOptions {
 /// Keras-style training on a step plan and a forward plan.
 ///
 /// The step plan (CompileOptions::Training with residentState): inputs (images f32 [B, ...],
-/// labels i64 [B]), output 0 the loss f32 []; parameters and optimizer state are variables
+/// labels i64 [B]), output 0 the loss f32 [] (none with metrics); parameters and optimizer state are variables
 /// resident on their device (Executable::variableNames). The forward plan
 /// (CompileOptions::Training::forwardOnly): inputs (images f32 [E, ...], then parameters by
-/// name, each one of the step plan's variables), output 0 the logits f32 [E, C].
+/// name, each one of the step plan's variables), output 0 the logits f32 [E, C]. Step plans
+/// compiled with CompileOptions::Training::metrics have the f32 [] variables metric.loss_sum
+/// and metric.correct, which the Trainer zeroes at each epoch's start and reads every
+/// TrainerOptions::metricsEverySteps steps. The batches are assembled into the step plan's own
+/// input buffers (Executable::allocateInput: pinned memory when the step runs on a GPU).
 class Trainer {
  public:
   /// Errors: the step plan has no variables, not exactly the two inputs (f32 images, i64 [B]
-  /// labels), or a loss that is not f32 [] ("the loss is not a scalar"); the forward plan's
+  /// labels), or (without the metric variables) a loss that is not f32 [] ("the loss is not a
+  /// scalar"); the forward plan's
   /// output is not [E, C] f32, its images' sample shape differs from the step's, or it takes an
   /// input that is not a variable of the step plan.
   static Status create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
@@ -78,7 +93,8 @@ class Trainer {
   /// labels in [0, C)), evaluating on `validation` (may be null) after each. Appends one
   /// report per epoch run. Errors (training stops; the last checkpoint written stays intact):
   /// a label outside [0, C) (naming the sample and value), a sample shape that differs from
-  /// the plan's, a loss that is not finite ("step N: the loss is nan"), a failed step, a
+  /// the plan's, a loss that is not finite ("step N: the loss is nan", or with metrics fetched
+  /// every N > 1 steps "steps A to B: the loss is nan": the step is among them), a failed step, a
   /// checkpoint that cannot be written or, with resume, one of another model.
   Status fit(const SampleSource& train, const SampleSource* validation, const TrainerOptions& options,
              std::vector<EpochReport>* reports);
@@ -112,6 +128,7 @@ class Trainer {
   int64_t batch_ = 0, evalBatch_ = 0, classes_ = 0;
   int64_t step_ = 0;
   std::string fingerprint_;
+  bool hasMetrics_ = false;  // the step plan has metric.loss_sum and metric.correct
 };
 
 }  // namespace tandem

@@ -142,6 +142,7 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
       if (mlir::failed(run(autodiffPass(CompileOptions::Autodiff{})))) return mlir::failure();
       if (mlir::failed(training::appendOptimizer(module, t))) return mlir::failure();
       if (t.residentState && mlir::failed(training::makeStateResident(module))) return mlir::failure();
+      if (t.residentState && t.metrics) training::dropLossOutput(module);
       printIr(module, options, "training-optimizer");
     }
   } else if (options.autodiff && mlir::failed(run(autodiffPass(*options.autodiff)))) {

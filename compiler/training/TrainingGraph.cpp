@@ -257,9 +257,10 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     return main.emitError() << "training: expected the loss and " << params.size()
                             << " gradients, got " << ret.getNumOperands() << " results";
   for (mlir::BlockArgument p : params)
-    if (valueName(p) == "step")
-      return main.emitError("training: a parameter is named 'step', the name of the step "
-                            "counter state; rename the initializer");
+    for (const char* state : {"step", "metric.loss_sum", "metric.correct"})
+      if (valueName(p) == state)
+        return main.emitError() << "training: a parameter is named '" << state
+                                << "', the name of a training state; rename the initializer";
   mlir::OpBuilder b(ret);
   mlir::Type f32 = b.getF32Type();
   auto scalarType = mlir::RankedTensorType::get({}, f32);
@@ -380,8 +381,58 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     results.push_back(t);
     names.push_back("step_new");
   }
+
+  // 5. Metrics: the loss summed, and the samples whose argmax is their label counted.
+  if (options.metrics) {
+    mlir::Operation* lossOp = ret.getOperand(0).getDefiningOp();
+    const std::string type = lossOp ? onnxOpType(lossOp) : "";
+    if ((type != "SoftmaxCrossEntropyLoss" && type != "NegativeLogLikelihoodLoss") ||
+        lossOp->getNumOperands() < 2)
+      return main.emitError("training: metrics need buildLoss's loss (SoftmaxCrossEntropyLoss or "
+                            "NegativeLogLikelihoodLoss of the logits and the labels)");
+    mlir::Value logits = lossOp->getOperand(0), labels = lossOp->getOperand(1);
+    mlir::Value lossSum = addArg(main, main.getNumArguments(), scalarType,
+                                 argAttrs(b, "metric.loss_sum", false), main.getLoc());
+    mlir::Value correct = addArg(main, main.getNumArguments(), scalarType,
+                                 argAttrs(b, "metric.correct", false), main.getLoc());
+    autodiff::GradBuilder m(b, mlir::NameLoc::get(b.getStringAttr("metrics")));
+    mlir::Value predicted = m.op("ArgMax", {logits}, {m.intAttr("axis", 1), m.intAttr("keepdims", 0)});
+    mlir::Value hits = m.op("Cast", {m.op("Equal", {predicted, labels})}, {m.intAttr("to", 1)});
+    results.push_back(m.add(lossSum, ret.getOperand(0)));
+    names.push_back("metric.loss_sum_new");
+    results.push_back(m.add(correct, m.reduceSum(hits, {0}, /*keepdims=*/false)));
+    names.push_back("metric.correct_new");
+    if (m.failed()) return mlir::failure();
+    // With the loss, wherever the placer puts it: metrics that the loss's device sums need no
+    // per-step copy of the logits, and a step whose loss is on a GPU stays wholly there. The
+    // placer prices them at 0 (kMetricAttr): the loss's own costs decide.
+    llvm::SmallVector<mlir::Operation*> members = {lossOp};
+    main.walk([&](mlir::Operation* op) {
+      if (op != lossOp && nodeName(op->getLoc()) == "metrics") members.push_back(op);
+    });
+    for (mlir::Operation* op : members) {
+      if (op != lossOp) op->setAttr(kMetricAttr, b.getUnitAttr());
+      llvm::SmallVector<mlir::Attribute> groups;
+      if (auto a = op->getAttrOfType<mlir::ArrayAttr>(kColocationAttr)) groups.append(a.begin(), a.end());
+      groups.push_back(b.getStringAttr("metrics"));
+      op->setAttr(kColocationAttr, b.getArrayAttr(groups));
+    }
+  }
   setResults(main, ret, results, names);
   return mlir::success();
+}
+
+void dropLossOutput(mlir::ModuleOp module) {
+  mlir::func::FuncOp main = getMainFunc(module);
+  if (!main) return;
+  auto ret = llvm::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
+  for (unsigned i = 0; i < main.getNumResults(); ++i) {
+    auto name = main.getResultAttrOfType<mlir::StringAttr>(i, kNameAttr);
+    if (!name || name.getValue() != "loss") continue;
+    ret->eraseOperand(i);
+    main.eraseResult(i);
+    return;
+  }
 }
 
 }  // namespace tandem::training

@@ -1,6 +1,7 @@
 // The training step graph: an inference @main (x -> logits, or log-probabilities for the nll
 // loss) becomes one optimizer step,
-// @main(x, labels, params..., slots..., [step]) -> (loss, params_new..., slots_new..., [step_new]).
+// @main(x, labels, params..., slots..., [step], [metrics]) -> (loss, params_new..., slots_new...,
+// [step_new], [metrics_new]).
 #pragma once
 #include <string>
 
@@ -43,10 +44,12 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 /// it says Keras; all are element-wise tandem ops in the graph, placed and fused like the rest.
 ///
 /// State convention (the contract with the host loop and device-resident variables):
-///   @main(x, labels, params..., slots..., [step]) -> (loss, params_new..., slots_new...,
-///   [step_new]). The state arguments are the parameters (tandem.trainable, initial value =
-///   the initializer), then the optimizer slots (slot-major: every parameter's first slot, then
-///   every parameter's second slot), then `step` when used. A state argument named N (tandem.
+///   @main(x, labels, params..., slots..., [step], [metric.loss_sum, metric.correct]) ->
+///   (loss, params_new..., slots_new..., [step_new], [metric.loss_sum_new, metric.correct_new]).
+///   The state arguments are the parameters (tandem.trainable, initial value = the
+///   initializer), then the optimizer slots (slot-major: every parameter's first slot, then
+///   every parameter's second slot), then `step` when used, then with `metrics`
+///   `metric.loss_sum` and `metric.correct`. A state argument named N (tandem.
 ///   name) has the result named `N_new`, and result 1 + i is the next value of argument 2 + i.
 ///   Every non-parameter state starts at zeros. Slots: sgd with momentum > 0:
 ///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v` (f32, the parameter's
@@ -80,8 +83,21 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///       PyTorch eps (default): p' = p - lr_t / bc1 * m' / (sqrt(v') / sqrt(bc2) + eps)
 ///       Keras eps:             p' = p - lr_t * sqrt(bc2) / bc1 * m' / (sqrt(v') + eps)
 ///     ONNX's Adam-1 places eps like Keras; the two differ while v' is small.
+///  5. metrics (options.metrics), f32 [] each, starting at 0:
+///       metric.loss_sum' = metric.loss_sum + loss
+///       metric.correct'  = metric.correct + sum over the batch of (ArgMax(logits, axis 1) == label)
+///     (for nll the ArgMax of the log-probabilities). Nothing depends on them: they are read
+///     between steps (Trainer) and zeroed by the caller. The ops computing them share the
+///     loss's colocation group ("metrics") and carry tandem.metric: the placer prices them at
+///     0, so they go where the loss goes and do not decide where that is.
 /// Errors (diagnostics on @main): the options checkOptions refuses, results that are not the
-/// loss and one gradient per parameter.
+/// loss and one gradient per parameter, a parameter named like a state (step, metric.*),
+/// metrics on a loss that is not buildLoss's.
 mlir::LogicalResult appendOptimizer(mlir::ModuleOp module, const CompileOptions::Training& options);
+
+/// After makeStateResident, with metrics: removes the result named `loss`, so the step returns
+/// nothing and a run waits for nothing (the loss is summed into metric.loss_sum, read every N
+/// steps by the Trainer). The placer then prices no per-run copy of the loss or wait for it.
+void dropLossOutput(mlir::ModuleOp module);
 
 }  // namespace tandem::training

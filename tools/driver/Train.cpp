@@ -98,6 +98,7 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   TANDEM_RETURN_IF_ERROR(setTargetDevices(&co, o.targets));
   co.training = o.training;
   co.training->residentState = true;
+  co.training->metrics = true;  // loss and accuracy summed in the step (Trainer)
   if (o.training.lrSchedule == CompileOptions::Training::LrSchedule::Cosine &&
       o.training.totalSteps == 0)  // cosine's T defaults to the run's steps
     co.training->totalSteps =
@@ -128,14 +129,17 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   to.order = [count, seed](int64_t epoch) { return shuffledOrder(count, seed, epoch); };
   to.checkpointDir = o.checkpointDir;
   to.checkpointEverySteps = o.checkpointEverySteps;
+  to.metricsEverySteps = o.metricsEverySteps;
   to.resume = o.resume;
   to.showProgress = o.progress;
   to.log = log;
   to.onEpochEnd = [log](const EpochReport& r) {
     if (log)
-      std::fprintf(log, "epoch %d: %lld steps, loss %.4f, test accuracy %.4f, %.0f images/s, %.2f s\n",
-                   r.epoch, (long long)r.steps, r.meanLoss, r.validationAccuracy, r.imagesPerSecond,
-                   r.trainSeconds);
+      std::fprintf(log,
+                   "epoch %d: %lld steps, loss %.4f, accuracy %.4f, test accuracy %.4f, %.0f images/s, "
+                   "%.2f s\n",
+                   r.epoch, (long long)r.steps, r.meanLoss, r.trainAccuracy, r.validationAccuracy,
+                   r.imagesPerSecond, r.trainSeconds);
     if (log) std::fflush(log);
     return true;
   };

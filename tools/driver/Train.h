@@ -31,6 +31,7 @@ struct TrainOptions {
   int threads = 0;        // intra-op threads (LoadOptions); 0 = default
   std::string checkpointDir;         // "" = no checkpoints
   int64_t checkpointEverySteps = 0;  // 0: at the end of each epoch only
+  int64_t metricsEverySteps = 0;     // TrainerOptions::metricsEverySteps (0: by device)
   bool resume = false;               // from checkpointDir's newest checkpoint
   bool progress = true;              // the progress bar (a terminal) or one line per epoch
   std::string placementLog;          // write the step plan's placement log (text) here

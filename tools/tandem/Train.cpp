@@ -176,6 +176,12 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_flag("--resume", o.resume,
                 "Continue from the newest checkpoint in --checkpoint-dir (bit-identical on the CPU)");
   cmd->add_flag("--no-progress", o.noProgress, "No progress bar (one line per epoch only)");
+  cmd->add_option("--metrics-every", o.metricsEvery,
+                  "Read the loss and accuracy, summed on the step's device, every N steps (the "
+                  "progress bar and the NaN check); steps in between are not waited for. 0: every "
+                  "step on the CPU, every 25 on a GPU")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--placement-log", o.placementLog,
                   "Write the training step's placement log (text) to this file");
   cmd->add_option("-o,--output", o.output,
@@ -204,6 +210,7 @@ int runTrain(const TrainOptionsCli& o) {
   t.targets = o.target;
   t.checkpointDir = o.checkpointDir;
   t.checkpointEverySteps = o.checkpointEvery;
+  t.metricsEverySteps = o.metricsEvery;
   t.resume = o.resume;
   t.progress = !o.noProgress;
   t.placementLog = o.placementLog;

@@ -23,6 +23,7 @@ struct TrainOptionsCli {
   bool copyBackUpdates = false;  // --copy-back-updates: no update planned in place
   std::string target = "cpu", checkpointDir, placementLog;
   int64_t checkpointEvery = 0;
+  int64_t metricsEvery = 0;
   bool resume = false, noProgress = false;
   std::set<std::string> given;  // the optimizer and schedule flags on the command line
 };

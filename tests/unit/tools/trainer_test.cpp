@@ -19,6 +19,7 @@
 #include "runtime/FileIO.h"
 #include "runtime/Trainer.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/runtime/fake_gpu.h"
 #include "tools/driver/Driver.h"
 
 using namespace tandem;
@@ -73,7 +74,8 @@ CompileOptions::Training adam() {
 std::unique_ptr<Executable> compilePlan(
     const std::string& model, int64_t batch, bool resident, bool forwardOnly,
     const std::string& targets, CompileResult* result, bool inPlace = true,
-    CompileOptions::Training::Loss loss = CompileOptions::Training::Loss::CrossEntropy) {
+    CompileOptions::Training::Loss loss = CompileOptions::Training::Loss::CrossEntropy,
+    bool metrics = false) {
   CompileOptions co;
   EXPECT_TRUE(setTargetDevices(&co, targets).isOk());
   co.training = adam();
@@ -81,6 +83,7 @@ std::unique_ptr<Executable> compilePlan(
   co.training->residentState = resident;
   co.training->forwardOnly = forwardOnly;
   co.training->updatesInPlace = inPlace;
+  co.training->metrics = metrics;
   co.inputShapes["x"] = {batch, kD};
   CompileResult r;
   Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
@@ -291,9 +294,10 @@ TEST(ResidentState, InPlaceUpdatesMatchCopyBack) {
 
 std::unique_ptr<Trainer> makeTrainer(
     const std::string& model, int64_t batch,
-    CompileOptions::Training::Loss loss = CompileOptions::Training::Loss::CrossEntropy) {
+    CompileOptions::Training::Loss loss = CompileOptions::Training::Loss::CrossEntropy,
+    bool metrics = false) {
   std::unique_ptr<Trainer> t;
-  Status st = Trainer::create(compilePlan(model, batch, true, false, "cpu", nullptr, true, loss),
+  Status st = Trainer::create(compilePlan(model, batch, true, false, "cpu", nullptr, true, loss, metrics),
                               compileForward(model, 16), &t);
   EXPECT_TRUE(st.isOk()) << st.message();
   return t;
@@ -378,38 +382,129 @@ TEST(Trainer, ResumeIsBitIdentical) {
   TempModel m(32, "resume");
   const Data train = makeData(64, 1);
   const SampleSource tr = train.source();
-  // Uninterrupted: 2 epochs of 8 steps.
-  auto a = makeTrainer(m.path, 8);
-  ASSERT_TRUE(a->fit(tr, nullptr, quiet(2), nullptr).isOk());
-  std::map<std::string, Tensor> want;
-  ASSERT_TRUE(a->variables(&want).isOk());
-  // Interrupted after epoch 1 with checkpoints every 3 steps (3, 6 and the epoch's end, 8);
-  // `latest` pointed back at step 6 as if the process had died there.
-  TempDir dir("resume");
-  auto b = makeTrainer(m.path, 8);
-  TrainerOptions o = quiet(1);
-  o.checkpointDir = dir.path;
-  o.checkpointEverySteps = 3;
-  ASSERT_TRUE(b->fit(tr, nullptr, o, nullptr).isOk());
-  ASSERT_TRUE(fs::exists(dir.path + "/ckpt-6.tckpt"));
-  ASSERT_TRUE(fs::exists(dir.path + "/ckpt-8.tckpt"));
-  std::ofstream(dir.path + "/latest") << "ckpt-6.tckpt\n";
-  auto c = makeTrainer(m.path, 8);
-  o = quiet(2);
-  o.checkpointDir = dir.path;
-  o.resume = true;
-  ASSERT_TRUE(c->fit(tr, nullptr, o, nullptr).isOk());
-  EXPECT_EQ(c->step(), 16);
-  std::map<std::string, Tensor> got;
-  ASSERT_TRUE(c->variables(&got).isOk());
-  ASSERT_EQ(got.size(), want.size());
-  for (auto& [name, t] : want) EXPECT_TRUE(sameBits(t, got[name])) << name;
-  // Another model's checkpoint (hidden 24, not 32) is refused by name.
-  TempModel other(24, "other");
-  auto d = makeTrainer(other.path, 8);
-  Status st = d->fit(tr, nullptr, o, nullptr);
-  ASSERT_FALSE(st.isOk());
-  EXPECT_NE(st.message().find("fingerprint"), std::string::npos) << st.message();
+  for (bool metrics : {false, true}) {
+    SCOPED_TRACE(metrics ? "with metrics" : "without metrics");
+    const auto ce = CompileOptions::Training::Loss::CrossEntropy;
+    // Uninterrupted: 2 epochs of 8 steps.
+    auto a = makeTrainer(m.path, 8, ce, metrics);
+    std::vector<EpochReport> ra, rc;
+    ASSERT_TRUE(a->fit(tr, nullptr, quiet(2), &ra).isOk());
+    std::map<std::string, Tensor> want;
+    ASSERT_TRUE(a->variables(&want).isOk());
+    // Interrupted after epoch 1 with checkpoints every 3 steps (3, 6 and the epoch's end, 8);
+    // `latest` pointed back at step 6 as if the process had died there.
+    TempDir dir(metrics ? "resume_metrics" : "resume");
+    auto b = makeTrainer(m.path, 8, ce, metrics);
+    TrainerOptions o = quiet(1);
+    o.checkpointDir = dir.path;
+    o.checkpointEverySteps = 3;
+    ASSERT_TRUE(b->fit(tr, nullptr, o, nullptr).isOk());
+    ASSERT_TRUE(fs::exists(dir.path + "/ckpt-6.tckpt"));
+    ASSERT_TRUE(fs::exists(dir.path + "/ckpt-8.tckpt"));
+    std::ofstream(dir.path + "/latest") << "ckpt-6.tckpt\n";
+    auto c = makeTrainer(m.path, 8, ce, metrics);
+    o = quiet(2);
+    o.checkpointDir = dir.path;
+    o.resume = true;
+    ASSERT_TRUE(c->fit(tr, nullptr, o, &rc).isOk());
+    EXPECT_EQ(c->step(), 16);
+    std::map<std::string, Tensor> got;
+    ASSERT_TRUE(c->variables(&got).isOk());
+    ASSERT_EQ(got.size(), want.size());
+    for (auto& [name, t] : want) EXPECT_TRUE(sameBits(t, got[name])) << name;
+    ASSERT_EQ(rc.size(), 2u);
+    EXPECT_EQ(rc[0].steps, 2);  // steps 7 and 8 of epoch 1 in this session
+    if (metrics) {
+      // The checkpoint kept epoch 1's sums: the resumed epoch reports the whole epoch.
+      EXPECT_EQ(rc[0].meanLoss, ra[0].meanLoss);
+      EXPECT_EQ(rc[0].trainAccuracy, ra[0].trainAccuracy);
+    }
+    EXPECT_EQ(rc[1].meanLoss, ra[1].meanLoss);
+    // Another model's checkpoint (hidden 24, not 32) is refused by name.
+    TempModel other(24, "other");
+    auto d = makeTrainer(other.path, 8, ce, metrics);
+    Status st = d->fit(tr, nullptr, o, nullptr);
+    ASSERT_FALSE(st.isOk());
+    EXPECT_NE(st.message().find("fingerprint"), std::string::npos) << st.message();
+  }
+}
+
+// The step's metric state: metric.loss_sum adds each step's loss, metric.correct counts the
+// samples whose argmax (of the logits with the parameters before the step's update, the
+// forward plan's) is their label.
+TEST(ResidentState, MetricsAreSummedInTheStep) {
+  TempModel m(32, "metrics");
+  for (auto loss : {CompileOptions::Training::Loss::CrossEntropy, CompileOptions::Training::Loss::Nll}) {
+    // The step with metrics returns nothing; the same step without them gives each loss.
+    auto step = compilePlan(m.path, 8, true, false, "cpu", nullptr, true, loss, /*metrics=*/true);
+    auto plain = compilePlan(m.path, 8, true, false, "cpu", nullptr, true, loss);
+    auto forward = compilePlan(m.path, 8, false, true, "cpu", nullptr);
+    ASSERT_TRUE(step && plain && forward);
+    EXPECT_TRUE(step->outputNames().empty());
+    const Data d = makeData(48, 4);
+    double lossSum = 0;
+    int64_t correct = 0;
+    for (int64_t b = 0; b < 6; ++b) {
+      std::vector<Tensor> in = batchOf(d, b, 8), out, logits, fin = {in[0]};
+      for (size_t j = 1; j < forward->inputNames().size(); ++j) {
+        Tensor p;
+        ASSERT_TRUE(step->readVariable(forward->inputNames()[j], &p).isOk());
+        fin.push_back(p);
+      }
+      ASSERT_TRUE(forward->run(fin, &logits).isOk());
+      for (int64_t i = 0; i < 8; ++i) {
+        const float* z = logits[0].data<float>() + i * kC;
+        correct += (std::max_element(z, z + kC) - z) == in[1].data<int64_t>()[i];
+      }
+      ASSERT_TRUE(step->run(in, &out).isOk());
+      EXPECT_TRUE(out.empty());
+      ASSERT_TRUE(plain->run(in, &out).isOk());
+      lossSum += out[0].data<float>()[0];
+      Tensor l, c;
+      ASSERT_TRUE(step->readVariable("metric.loss_sum", &l).isOk());
+      ASSERT_TRUE(step->readVariable("metric.correct", &c).isOk());
+      EXPECT_NEAR(l.data<float>()[0], lossSum, 1e-5 * std::fabs(lossSum) + 1e-6) << "step " << b;
+      EXPECT_EQ(c.data<float>()[0], (float)correct) << "step " << b;
+    }
+    EXPECT_GT(correct, 0);
+    EXPECT_LT(correct, 48);
+  }
+}
+
+// The Trainer with the step's metrics: the same training as without (the metrics change no
+// update), the epoch's loss from the device's sums, its accuracy, fetched every N steps.
+TEST(Trainer, MetricsFromTheDeviceMatchTheStepLosses) {
+  TempModel m(32, "fit_metrics");
+  auto plain = makeTrainer(m.path, 8);
+  auto withMetrics = makeTrainer(m.path, 8, CompileOptions::Training::Loss::CrossEntropy, true);
+  ASSERT_TRUE(plain && withMetrics);
+  const Data train = makeData(64, 1), test = makeData(48, 2);
+  const SampleSource tr = train.source(), te = test.source();
+  std::vector<EpochReport> a, b;
+  ASSERT_TRUE(plain->fit(tr, &te, quiet(3), &a).isOk());
+  TrainerOptions o = quiet(3);
+  o.metricsEverySteps = 3;
+  std::vector<std::string> lines;
+  o.showProgress = true;
+  o.progress.tty = false;
+  o.progress.write = [&](const std::string& s) { lines.push_back(s); };
+  ASSERT_TRUE(withMetrics->fit(tr, &te, o, &b).isOk());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t e = 0; e < a.size(); ++e) {
+    EXPECT_NEAR(b[e].meanLoss, a[e].meanLoss, 1e-5 * a[e].meanLoss) << "epoch " << e;
+    EXPECT_EQ(b[e].validationAccuracy, a[e].validationAccuracy) << "epoch " << e;
+    EXPECT_EQ(a[e].trainAccuracy, -1);
+    EXPECT_GE(b[e].trainAccuracy, 0.0);
+    EXPECT_LE(b[e].trainAccuracy, 1.0);
+  }
+  EXPECT_GT(b.back().trainAccuracy, b.front().trainAccuracy);
+  std::map<std::string, Tensor> va, vb;
+  ASSERT_TRUE(plain->variables(&va).isOk());
+  ASSERT_TRUE(withMetrics->variables(&vb).isOk());
+  for (auto& [name, t] : va) EXPECT_TRUE(sameBits(t, vb[name])) << name;
+  std::string all;
+  for (const std::string& l : lines) all += l;
+  EXPECT_NE(all.find("accuracy"), std::string::npos) << all;
 }
 
 TEST(Trainer, BadDataIsAClearError) {
@@ -425,6 +520,13 @@ TEST(Trainer, BadDataIsAClearError) {
   st = t->fit(d.source(), nullptr, quiet(1), nullptr);
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("the loss is nan"), std::string::npos) << st.message();
+  // With the metrics fetched every 4 steps the error names the steps among which it was.
+  auto withMetrics = makeTrainer(m.path, 8, CompileOptions::Training::Loss::CrossEntropy, true);
+  TrainerOptions every4 = quiet(1);
+  every4.metricsEverySteps = 4;
+  st = withMetrics->fit(d.source(), nullptr, every4, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("steps 1 to 4: the loss is nan"), std::string::npos) << st.message();
   // A plan without variables is not a training step.
   std::unique_ptr<Trainer> none;
   st = Trainer::create(compileForward(m.path, 8), compileForward(m.path, 8), &none);
@@ -527,6 +629,7 @@ TEST(ResidentState, KerasCnnStepRunsWhollyOnTheGpu) {
   co.training = adam();
   co.training->learningRate = 1e-3;
   co.training->residentState = true;
+  co.training->metrics = true;  // as tandem train and the example compile it
   co.inputShapes["x"] = {batch, 1, 28, 28};
   CompileResult r;
   Status st = compileOnnxFile(path, ImportOptions{}, co, &r);
@@ -537,7 +640,8 @@ TEST(ResidentState, KerasCnnStepRunsWhollyOnTheGpu) {
       ++variables;
       EXPECT_EQ(v.device(), "cuda:0") << v.name();
     }
-  EXPECT_EQ(variables, 8 * 3 + 1);  // 8 parameters, their two Adam slots each, the step counter
+  // 8 parameters, their two Adam slots each, the step counter, the two metrics.
+  EXPECT_EQ(variables, 8 * 3 + 1 + 2);
   int copies = 0;
   for (const plan::Step& s : r.plan.steps()) {
     if (s.op_type() == "Copy") {
@@ -546,14 +650,56 @@ TEST(ResidentState, KerasCnnStepRunsWhollyOnTheGpu) {
     }
     EXPECT_EQ(s.device(), "cuda:0") << s.name() << " (" << s.op_type() << ")";
   }
-  EXPECT_LE(copies, 3) << "the batch in (x, labels) and the loss out";
+  EXPECT_LE(copies, 2) << "the batch in (x, labels); the loss is summed on the device";
   const int64_t in = batch * 28 * 28 * 4 + batch * 8;
   EXPECT_NE(r.placementLogText.find("per run: in " + std::to_string(in) + " bytes (x " +
                                     std::to_string(batch * 28 * 28 * 4) + ", labels " +
-                                    std::to_string(batch * 8) + "); out 4 bytes (loss 4); between devices " +
-                                    std::to_string(in + 4) + " bytes"),
+                                    std::to_string(batch * 8) + "); out 0 bytes; between devices " +
+                                    std::to_string(in) + " bytes"),
             std::string::npos)
       << r.placementLogText;
+
+  // Loaded on a fake asynchronous GPU (testing_fake::FakeGpu: CPU kernels, work run only when
+  // the host waits): every step is issued to the device, so enqueue() returns with the step
+  // in flight, and three steps give the CPU plan's metrics.
+  testing_fake::FakeGpu* gpu = nullptr;
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.backendFactory = [&gpu](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    auto g = std::make_unique<testing_fake::FakeGpu>(dev);
+    gpu = g.get();
+    *out = std::move(g);
+    return Status::ok();
+  };
+  std::unique_ptr<Executable> onGpu, onCpu;
+  st = Executable::load(r.plan, lo, &onGpu);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_TRUE(onGpu->isAsynchronous()) << "a step of the training plan runs on the host";
+  ASSERT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  CompileResult rc;
+  st = compileOnnxFile(path, ImportOptions{}, co, &rc);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  lo.backendFactory = nullptr;
+  ASSERT_TRUE(Executable::load(rc.plan, lo, &onCpu).isOk());
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  for (int s = 0; s < 3; ++s) {
+    Tensor x, labels;
+    ASSERT_TRUE(onGpu->allocateInput(0, &x).isOk());
+    ASSERT_TRUE(onGpu->allocateInput(1, &labels).isOk());
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = u(rng);
+    for (int64_t i = 0; i < batch; ++i) labels.data<int64_t>()[i] = (i * 7 + s) % 10;
+    ASSERT_TRUE(onGpu->enqueue({x, labels}).isOk());
+    EXPECT_GT(gpu->pending(), 0u) << "step " << s << " waited for the device";
+    std::vector<Tensor> out;
+    ASSERT_TRUE(onCpu->run({x, labels}, &out).isOk());
+  }
+  for (const char* name : {"metric.loss_sum", "metric.correct", "step"}) {
+    Tensor a, b;
+    ASSERT_TRUE(onGpu->readVariable(name, &a).isOk());
+    ASSERT_TRUE(onCpu->readVariable(name, &b).isOk());
+    EXPECT_NEAR(a.data<float>()[0], b.data<float>()[0], 1e-4 * std::fabs(b.data<float>()[0])) << name;
+  }
 }
 
 TEST(TrainingStepKitPlan, WritesKitPlans) {
