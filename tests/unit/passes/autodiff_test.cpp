@@ -502,6 +502,11 @@ TEST(AutodiffGrad, Losses) {
     std::vector<Value> r = g.op("SoftmaxCrossEntropyLoss", {v[0], labels(g, {2, 2}, {0, 2, 1, 1})},
                                 attrs("none", false), 2);
     return g.add(r[0], g.reduceSum(g.mul(r[1], r[1]), {1}, false));
+  });  // MSE (torch nn.MSELoss, reduction mean; ONNX has no op for it): mean((x - y)^2), both
+  // operands differentiated.
+  checkGradients({{"x", {3, 4}}, {"y", {3, 4}}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+    Value d = g.sub(v[0], v[1]);
+    return g.reduceMean(g.mul(d, d), {}, false);
   });
 }
 
