@@ -210,6 +210,11 @@ struct Executable::Impl {
   Status planStaging();
   Status planAsync();
   Status orderAfterEnqueued();
+  // The run-end events (runEnd) of queues `qs` on every GPU: recorded; waited for by queue `q`
+  // of every GPU (not a queue's own event); waited for by the host.
+  Status recordRunEnd(std::initializer_list<Queue> qs);
+  Status queueAfterRunEnd(Queue q, std::initializer_list<Queue> qs);
+  Status hostAfterRunEnd(Queue q);
   Status settle();
   bool isPinnedInput(const Tensor& t) const;
   Status acquire(RunContext** out);
@@ -1014,16 +1019,29 @@ Status Executable::Impl::orderAfterEnqueued() {
   // devices, every queue waits for every queue's end of the run before. No host wait for its
   // kernels.
   inFlight = false;
-  for (size_t g = 0; g < gpus.size(); ++g) {
-    TANDEM_RETURN_IF_ERROR(gpus[g]->hostWait(*runEnd[g][(int)Queue::HostToDevice]).withContext(kEnqueuedRun));
-    if (waitD2hBeforeInputs)
-      TANDEM_RETURN_IF_ERROR(gpus[g]->hostWait(*runEnd[g][(int)Queue::DeviceToHost]).withContext(kEnqueuedRun));
-  }
+  TANDEM_RETURN_IF_ERROR(hostAfterRunEnd(Queue::HostToDevice).withContext(kEnqueuedRun));
+  if (waitD2hBeforeInputs) TANDEM_RETURN_IF_ERROR(hostAfterRunEnd(Queue::DeviceToHost).withContext(kEnqueuedRun));
+  for (Queue q : {Queue::Compute, Queue::HostToDevice, Queue::DeviceToHost})
+    TANDEM_RETURN_IF_ERROR(queueAfterRunEnd(q, {Queue::Compute, Queue::HostToDevice, Queue::DeviceToHost}));
+  return Status::ok();
+}
+
+Status Executable::Impl::recordRunEnd(std::initializer_list<Queue> qs) {
   for (size_t g = 0; g < gpus.size(); ++g)
-    for (int q = 0; q < 3; ++q)
-      for (size_t c = 0; c < gpus.size(); ++c)
-        for (int r = 0; r < 3; ++r)
-          if (g != c || q != r) TANDEM_RETURN_IF_ERROR(gpus[g]->waitEvent((Queue)q, *runEnd[c][r]));
+    for (Queue r : qs) TANDEM_RETURN_IF_ERROR(gpus[g]->recordEvent(r, *runEnd[g][(int)r]));
+  return Status::ok();
+}
+
+Status Executable::Impl::queueAfterRunEnd(Queue q, std::initializer_list<Queue> qs) {
+  for (size_t g = 0; g < gpus.size(); ++g)
+    for (size_t c = 0; c < gpus.size(); ++c)
+      for (Queue r : qs)
+        if (g != c || q != r) TANDEM_RETURN_IF_ERROR(gpus[g]->waitEvent(q, *runEnd[c][(int)r]));
+  return Status::ok();
+}
+
+Status Executable::Impl::hostAfterRunEnd(Queue q) {
+  for (size_t g = 0; g < gpus.size(); ++g) TANDEM_RETURN_IF_ERROR(gpus[g]->hostWait(*runEnd[g][(int)q]));
   return Status::ok();
 }
 
@@ -1371,24 +1389,17 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     // done. The devices are still busy: the next run orders itself after these events.
     Status st;
     if (!m.variables.empty()) {
-      for (size_t g = 0; g < m.gpus.size() && st.isOk(); ++g)
-        for (Queue q : {Queue::HostToDevice, Queue::DeviceToHost})
-          if (st.isOk()) st = m.gpus[g]->recordEvent(q, *m.runEnd[g][(int)q]);
-      for (size_t g = 0; g < m.gpus.size() && st.isOk(); ++g)
-        for (size_t c = 0; c < m.gpus.size() && st.isOk(); ++c)
-          for (Queue q : {Queue::HostToDevice, Queue::DeviceToHost})
-            if (st.isOk()) st = m.gpus[g]->waitEvent(Queue::Compute, *m.runEnd[c][(int)q]);
+      st = m.recordRunEnd({Queue::HostToDevice, Queue::DeviceToHost});
+      if (st.isOk()) st = m.queueAfterRunEnd(Queue::Compute, {Queue::HostToDevice, Queue::DeviceToHost});
       if (st.isOk()) st = m.commitVariables(rc, /*wait=*/false);
     }
-    for (size_t g = 0; g < m.gpus.size() && st.isOk(); ++g)
-      for (int q = 0; q < 3 && st.isOk(); ++q) st = m.gpus[g]->recordEvent((Queue)q, *m.runEnd[g][q]);
+    if (st.isOk()) st = m.recordRunEnd({Queue::Compute, Queue::HostToDevice, Queue::DeviceToHost});
     if (!st.isOk()) return m.partlyUpdated(st, -1);
     m.inFlight = true;
-    if (fromCaller)
-      for (size_t g = 0; g < m.gpus.size(); ++g) {
-        st = m.gpus[g]->hostWait(*m.runEnd[g][(int)Queue::HostToDevice]);
-        if (!st.isOk()) return m.partlyUpdated(st.withContext("uploading the inputs"), -1);
-      }
+    if (fromCaller) {
+      st = m.hostAfterRunEnd(Queue::HostToDevice);
+      if (!st.isOk()) return m.partlyUpdated(st.withContext("uploading the inputs"), -1);
+    }
     idleOnExit.done = true;
     return Status::ok();
   }

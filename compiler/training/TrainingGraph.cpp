@@ -412,10 +412,7 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     });
     for (mlir::Operation* op : members) {
       if (op != lossOp) op->setAttr(kMetricAttr, b.getUnitAttr());
-      llvm::SmallVector<mlir::Attribute> groups;
-      if (auto a = op->getAttrOfType<mlir::ArrayAttr>(kColocationAttr)) groups.append(a.begin(), a.end());
-      groups.push_back(b.getStringAttr("metrics"));
-      op->setAttr(kColocationAttr, b.getArrayAttr(groups));
+      addToColocationGroup(op, "metrics");
     }
   }
   setResults(main, ret, results, names);

@@ -12,9 +12,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 
 namespace tandem::training {
-namespace {
 
-void addToGroup(mlir::Operation* op, const std::string& group) {
+void addToColocationGroup(mlir::Operation* op, const std::string& group) {
   mlir::Builder b(op->getContext());
   llvm::SmallVector<mlir::Attribute> groups;
   if (auto a = op->getAttrOfType<mlir::ArrayAttr>(kColocationAttr)) {
@@ -25,8 +24,6 @@ void addToGroup(mlir::Operation* op, const std::string& group) {
   groups.push_back(b.getStringAttr(group));
   op->setAttr(kColocationAttr, b.getArrayAttr(groups));
 }
-
-}  // namespace
 
 mlir::LogicalResult makeStateResident(mlir::ModuleOp module) {
   mlir::func::FuncOp main = getMainFunc(module);
@@ -91,7 +88,7 @@ mlir::LogicalResult makeStateResident(mlir::ModuleOp module) {
     for (auto it = groupByPrefix.rbegin(); it != groupByPrefix.rend(); ++it)
       if (node.compare(0, it->first.size(), it->first) == 0) {
         prefixGroup[op] = it->second;
-        addToGroup(op, it->second);
+        addToColocationGroup(op, it->second);
         return;
       }
   });
@@ -117,9 +114,9 @@ mlir::LogicalResult makeStateResident(mlir::ModuleOp module) {
     for (mlir::Operation* user : main.getArgument(p.arg).getUsers()) {
       if (llvm::isa<mlir::func::ReturnOp>(user)) continue;
       if (shared && (prefixGroup.count(user) || !feedsUpdate.count(user))) continue;
-      addToGroup(user, g);
+      addToColocationGroup(user, g);
     }
-    if (mlir::Operation* producer = ret.getOperand(p.result).getDefiningOp()) addToGroup(producer, g);
+    if (mlir::Operation* producer = ret.getOperand(p.result).getDefiningOp()) addToColocationGroup(producer, g);
   }
   return mlir::success();
 }

@@ -2,6 +2,8 @@
 // (tandem.variable) that stay on their device between runs, updated in place of being passed in
 // and out, and each variable's readers and updates form one colocation group.
 #pragma once
+#include <string>
+
 #include "mlir/IR/BuiltinOps.h"
 
 namespace tandem::training {
@@ -20,5 +22,8 @@ inline constexpr const char* kInitialValueAttr = "tandem.initial_value";
 /// starts with `G/` (the optimizer's ops for P). Errors (on @main): a state argument with no
 /// `N_new` result, a result paired twice.
 mlir::LogicalResult makeStateResident(mlir::ModuleOp module);
+
+/// Adds `group` to op's tandem.colocation groups (once).
+void addToColocationGroup(mlir::Operation* op, const std::string& group);
 
 }  // namespace tandem::training

@@ -15,6 +15,7 @@
 
 using namespace tandem;
 using tandem::testing_fake::FakeGpu;
+using tandem::testing_fake::fakeGpuFactory;
 
 namespace {
 
@@ -73,12 +74,7 @@ TEST(ExecutableAsync, CrossDeviceResultsAreRightUnderTheWorstQueueOrder) {
   FakeGpu* gpu = nullptr;
   LoadOptions lo;
   lo.threads = 1;
-  lo.backendFactory = [&](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
-    auto g = std::make_unique<FakeGpu>(dev);
-    gpu = g.get();
-    *out = std::move(g);
-    return Status::ok();
-  };
+  lo.backendFactory = fakeGpuFactory(&gpu);
   std::unique_ptr<Executable> exe;
   Status st = Executable::load(crossingPlan(), lo, &exe);
   ASSERT_TRUE(st.isOk()) << st.message();
@@ -111,10 +107,7 @@ TEST(ExecutableAsync, CrossDeviceResultsAreRightUnderTheWorstQueueOrder) {
 TEST(ExecutableAsync, ProfilingStillGivesRightResults) {
   LoadOptions lo;
   lo.threads = 1;
-  lo.backendFactory = [](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
-    *out = std::make_unique<FakeGpu>(dev);
-    return Status::ok();
-  };
+  lo.backendFactory = fakeGpuFactory();
   std::unique_ptr<Executable> exe;
   ASSERT_TRUE(Executable::load(crossingPlan(), lo, &exe).isOk());
   Tensor x = Tensor::alloc(DType::F32, {256});
@@ -144,12 +137,7 @@ TEST(ExecutableAsync, ConcurrentCallersOfAGpuPlanTakeTurns) {
   FakeGpu* gpu = nullptr;
   LoadOptions lo;
   lo.threads = 1;
-  lo.backendFactory = [&](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
-    auto g = std::make_unique<FakeGpu>(dev);
-    gpu = g.get();
-    *out = std::move(g);
-    return Status::ok();
-  };
+  lo.backendFactory = fakeGpuFactory(&gpu);
   std::unique_ptr<Executable> exe;
   ASSERT_TRUE(Executable::load(crossingPlan(), lo, &exe).isOk());
   gpu->pauseMicros = 20;
@@ -237,10 +225,7 @@ TEST(ExecutableAsync, AnOutputWrittenByAnUploadStepIsCopiedBackAfterTheUpload) {
   }
   LoadOptions lo;
   lo.threads = 1;
-  lo.backendFactory = [](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
-    *out = std::make_unique<FakeGpu>(dev);
-    return Status::ok();
-  };
+  lo.backendFactory = fakeGpuFactory();
   std::unique_ptr<Executable> exe;
   Status st = Executable::load(p, lo, &exe);
   ASSERT_TRUE(st.isOk()) << st.message();
@@ -267,12 +252,7 @@ TEST(ExecutableAsync, AFailedRunLeavesTheDeviceIdle) {
   FakeGpu* gpu = nullptr;
   LoadOptions lo;
   lo.threads = 1;
-  lo.backendFactory = [&](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
-    auto g = std::make_unique<FakeGpu>(dev);
-    gpu = g.get();
-    *out = std::move(g);
-    return Status::ok();
-  };
+  lo.backendFactory = fakeGpuFactory(&gpu);
   std::unique_ptr<Executable> exe;
   ASSERT_TRUE(Executable::load(crossingPlan(), lo, &exe).isOk());
   Tensor x = Tensor::alloc(DType::F32, {256});
@@ -338,12 +318,7 @@ plan::Plan accumulatePlan(bool inPlace) {
 LoadOptions fakeGpuOptions(FakeGpu** gpu) {
   LoadOptions lo;
   lo.threads = 1;
-  lo.backendFactory = [gpu](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
-    auto g = std::make_unique<FakeGpu>(dev);
-    *gpu = g.get();
-    *out = std::move(g);
-    return Status::ok();
-  };
+  lo.backendFactory = fakeGpuFactory(gpu);
   return lo;
 }
 

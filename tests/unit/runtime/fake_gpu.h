@@ -130,4 +130,16 @@ class FakeGpu : public DeviceBackend {
   size_t peak_ = 0;
 };
 
+/// A LoadOptions::backendFactory that makes a FakeGpu for every non-host device and, when
+/// `made` is not null, points *made at the last one.
+inline std::function<Status(const std::string&, std::unique_ptr<DeviceBackend>*)> fakeGpuFactory(
+    FakeGpu** made = nullptr) {
+  return [made](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
+    auto g = std::make_unique<FakeGpu>(dev);
+    if (made) *made = g.get();
+    *out = std::move(g);
+    return Status::ok();
+  };
+}
+
 }  // namespace tandem::testing_fake

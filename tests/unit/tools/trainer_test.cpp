@@ -665,12 +665,7 @@ TEST(ResidentState, KerasCnnStepRunsWhollyOnTheGpu) {
   testing_fake::FakeGpu* gpu = nullptr;
   LoadOptions lo;
   lo.threads = 1;
-  lo.backendFactory = [&gpu](const std::string& dev, std::unique_ptr<DeviceBackend>* out) {
-    auto g = std::make_unique<testing_fake::FakeGpu>(dev);
-    gpu = g.get();
-    *out = std::move(g);
-    return Status::ok();
-  };
+  lo.backendFactory = testing_fake::fakeGpuFactory(&gpu);
   std::unique_ptr<Executable> onGpu, onCpu;
   st = Executable::load(r.plan, lo, &onGpu);
   ASSERT_TRUE(st.isOk()) << st.message();
