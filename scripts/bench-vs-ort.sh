@@ -2,16 +2,21 @@
 # Times Tandem and ONNX Runtime (../shared/peers/ort_bench.js, --opt all) alternately on the same
 # models, data sets (batch 1 and 32) and thread counts, and prints Tandem/ORT latency ratios
 # measured in the same run. Not a test: takes minutes.
-# usage: scripts/bench-vs-ort.sh [--rounds R] [--threads "1 2"] [MODEL_DIR...]
+# usage: scripts/bench-vs-ort.sh [--rounds R] [--threads "1 2"] [--cap-avx2] [MODEL_DIR...]
+# --cap-avx2 (or TANDEM_MAX_CPU_ISA=avx2 in the environment): both sides on AVX2 code, on a host
+#   with AVX-512: Tandem and oneDNN capped by their switches, ONNX Runtime by a copy whose MLAS
+#   is capped (scripts/bench/ort-cap-avx2.py; ORT has no switch of its own).
 # BUILD_DIR=build-x uses an already built tree instead of building build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=2 threads="1 2"
+rounds=2 threads="1 2" cap=
+[ "${TANDEM_MAX_CPU_ISA:-}" = avx2 ] && cap=avx2
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) rounds=$2; shift 2;;
     --threads) threads=$2; shift 2;;
-    -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
+    --cap-avx2) cap=avx2; shift;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0;;
     *) break;;
   esac
 done
@@ -25,6 +30,16 @@ if [ ! -d "$ORT_DIR/node_modules/onnxruntime-node" ]; then
   mkdir -p "$ORT_DIR" && (cd "$ORT_DIR" && npm init -y >/dev/null &&
     ONNXRUNTIME_NODE_INSTALL=skip npm install --silent onnxruntime-node@1.30.0 onnx-proto@8.0.1 >/dev/null)
 fi
+peer_dir=$ORT_DIR peer_note=
+if [ "$cap" = avx2 ]; then
+  export TANDEM_MAX_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+  if grep -qw avx512f /proc/cpuinfo; then
+    # A fair AVX2 comparison needs the peer on AVX2 code as well.
+    peer_dir=$ORT_DIR-avx2
+    python3 scripts/bench/ort-cap-avx2.py "$ORT_DIR" "$peer_dir" >&2
+    peer_note=", MLAS capped to AVX2 by scripts/bench/ort-cap-avx2.py"
+  fi
+fi
 out=$(mktemp)
 # Figures without their host are rumours: name the CPU, its widest vector ISA, the ISA oneDNN
 # and Tandem use (TANDEM_MAX_CPU_ISA caps it) and the cores.
@@ -32,12 +47,12 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 hw=$(grep -qw avx512f /proc/cpuinfo && echo avx512f || (grep -qw avx2 /proc/cpuinfo && echo avx2 || echo sse))
 used=$("$build"/tools/tandem devices | awk '$1 == "isa" {print $2; exit}')
 echo "host: $cpu; hardware ISA $hw; Tandem/oneDNN ISA $used${TANDEM_MAX_CPU_ISA:+ (TANDEM_MAX_CPU_ISA=$TANDEM_MAX_CPU_ISA)}; $(nproc) cores"
-echo "peer: ONNX Runtime $(node -e "console.log(require('$ORT_DIR/node_modules/onnxruntime-node/package.json').version)" 2>/dev/null || echo '?') (--opt all)"
+echo "peer: ONNX Runtime $(node -e "console.log(require('$ORT_DIR/node_modules/onnxruntime-node/package.json').version)" 2>/dev/null || echo '?') (--opt all$peer_note)"
 for r in $(seq "$rounds"); do
   for m in "${models[@]}"; do
     for t in $threads; do
       "$build"/tools/tandem bench "$m" --threads "$t" --min-runs 20 --min-sec 2 | sed "s/^/tandem\t/" >>"$out"
-      NODE_PATH=$ORT_DIR/node_modules node ../shared/peers/ort_bench.js --threads "$t" --min-runs 20 \
+      NODE_PATH=$peer_dir/node_modules node ../shared/peers/ort_bench.js --threads "$t" --min-runs 20 \
         --min-sec 2 --opt all "$m" | sed "s/^/ort\t/" >>"$out"
     done
   done
