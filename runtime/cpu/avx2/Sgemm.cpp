@@ -42,32 +42,45 @@ bool PackedB::pack(const float* b, int64_t K, int64_t N, int64_t strideK, int64_
 
 namespace {
 
+// A micro-kernel's view of A and C (MatrixLayout, 8-wide blocks): A(i, k) is
+// a[i * lda + (k / 8) * akb + k % 8], C(i, n) is c[i * ldc + (n / 8) * ccb + n % 8].
+struct TileArgs {
+  int64_t lda, akb, ldc, ccb;
+};
+
 // MR rows x (8 * NV) columns of C, accumulated over all K in registers, then the epilogue.
 // MR * NV accumulators + NV B vectors + 1 broadcast stay within the 16 ymm registers. The
 // accumulators are named variables, not an array: GCC 12 keeps an array of __m256 on the stack
 // and reloads it every iteration (half speed, measured).
 #define TANDEM_ROW(r)                                                   \
   if constexpr (MR > r) {                                               \
-    __m256 x = _mm256_broadcast_ss(A + r * lda + k);                    \
+    __m256 x = _mm256_broadcast_ss(a + r * t.lda + kk);                 \
     c##r##0 = _mm256_fmadd_ps(x, b0, c##r##0);                          \
     if constexpr (NV > 1) c##r##1 = _mm256_fmadd_ps(x, b1, c##r##1);    \
   }
 #define TANDEM_STORE(r)                                                 \
   if constexpr (MR > r) {                                               \
-    store(C + r * ldc, c##r##0, bias0);                                 \
-    if constexpr (NV > 1) store(C + r * ldc + 8, c##r##1, bias1);       \
+    store(C + r * t.ldc, c##r##0, bias0);                               \
+    if constexpr (NV > 1) store(C + r * t.ldc + ccb, c##r##1, bias1);   \
   }
-template <int MR, int NV>
-TANDEM_AVX2 void microKernel(int64_t K, const float* A, int64_t lda, const float* Bp, float* C,
-                             int64_t ldc, const float* bias, bool accumulate, bool relu) {
+// Blocked: A or C blocked (TileArgs' akb and ccb); else both row-major (akb = ccb = 8, known to
+// the compiler: the per-tile overhead shows at K = 32, 6-8% of a 1x1 convolution's GEMM).
+template <int MR, int NV, bool Blocked>
+TANDEM_AVX2 void microKernel(int64_t K, const float* A, TileArgs t, const float* Bp,
+                             float* C, const float* bias, bool accumulate, bool relu) {
   __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t k = 0; k < K; ++k) {
-    __m256 b0 = _mm256_load_ps(Bp), b1;
-    if constexpr (NV > 1) b1 = _mm256_load_ps(Bp + 8);
-    Bp += 8 * NV;
-    TANDEM_ROW(0) TANDEM_ROW(1) TANDEM_ROW(2) TANDEM_ROW(3) TANDEM_ROW(4) TANDEM_ROW(5)
+  for (int64_t k0 = 0; k0 < K; k0 += 8) {
+    const float* a = A + (k0 / 8) * (Blocked ? t.akb : 8);
+    const int64_t depth = std::min<int64_t>(8, K - k0);
+    for (int64_t kk = 0; kk < depth; ++kk) {
+      __m256 b0 = _mm256_load_ps(Bp), b1;
+      if constexpr (NV > 1) b1 = _mm256_load_ps(Bp + 8);
+      Bp += 8 * NV;
+      TANDEM_ROW(0) TANDEM_ROW(1) TANDEM_ROW(2) TANDEM_ROW(3) TANDEM_ROW(4) TANDEM_ROW(5)
+    }
   }
+  const int64_t ccb = Blocked ? t.ccb : 8;
   const __m256 zero = _mm256_setzero_ps();
   const __m256 bias0 = bias ? _mm256_loadu_ps(bias) : zero;
   const __m256 bias1 = bias && NV > 1 ? _mm256_loadu_ps(bias + 8) : zero;
@@ -83,9 +96,12 @@ TANDEM_AVX2 void microKernel(int64_t K, const float* A, int64_t lda, const float
 #undef TANDEM_STORE
 
 // The 5- and 6-row x 16-column kernels, which do nearly all of the work (row blocks are split
-// 6,6,5,5,5,5 and so on), in inline assembly: the K loop unrolled by 4 with A's rows addressed
-// from two base pointers (rows 0-2 and 3-5, + lda and + 2 * lda), so that one k step is 2 B
-// loads, MR broadcasts and 2 * MR FMAs with nothing else. GCC compiles the intrinsics above to
+// 6,6,5,5,5,5 and so on), in inline assembly: the K loop unrolled by 4 (row-major A) or 8 (a
+// blocked A: one 8-wide block of columns, after which A's pointers jump to the next channel
+// block) with A's rows addressed from two base pointers (rows 0-2 and 3-5, + lda and
+// + 2 * lda), so that one k step is 2 B loads, MR broadcasts and 2 * MR FMAs with nothing else.
+// (Unrolling the row-major loop by 8 as well was 2% slower over seven GEMM shapes, stand-alone,
+// alternated 3 times.) GCC compiles the intrinsics above to
 // 27 instructions per k for 6 rows (address arithmetic and loop counting each step) and spills
 // accumulators when asked to unroll. Measured on MLP's two GEMMs (32 x 784 x 512, 32 x 512 x 512),
 // 1 thread, 40 alternating windows of 300 runs: the same minimum (0.43 ms) and a 10% lower
@@ -111,19 +127,22 @@ TANDEM_AVX2 void microKernel(int64_t K, const float* A, int64_t lda, const float
   TANDEM_FMA_ROW("ymm10", "ymm11", #U "*4(%[a3],%[ld],2)", "ymm15")
 #define TANDEM_ZERO(r) "vxorps %%" r ", %%" r ", %%" r "\n\t"
 #define TANDEM_SAVE(r, off) "vmovaps %%" r ", " #off "(%[out])\n\t"
-#define TANDEM_ASM_KERNEL(STEP)                                                               \
+#define TANDEM_UNROLL4(STEP) STEP(0) STEP(1) STEP(2) STEP(3)
+#define TANDEM_UNROLL8(STEP) STEP(0) STEP(1) STEP(2) STEP(3) STEP(4) STEP(5) STEP(6) STEP(7)
+// UNROLLED: the loop body; BBYTES: its B bytes; ASTEP: its step of A's pointers.
+#define TANDEM_ASM_KERNEL(STEP, UNROLLED, BBYTES, ASTEP)                                      \
   __asm__ volatile(                                                                           \
       TANDEM_ZERO("ymm0") TANDEM_ZERO("ymm1") TANDEM_ZERO("ymm2") TANDEM_ZERO("ymm3")         \
       TANDEM_ZERO("ymm4") TANDEM_ZERO("ymm5") TANDEM_ZERO("ymm6") TANDEM_ZERO("ymm7")         \
       TANDEM_ZERO("ymm8") TANDEM_ZERO("ymm9") TANDEM_ZERO("ymm10") TANDEM_ZERO("ymm11")       \
-      "test %[n4], %[n4]\n\t"                                                                 \
+      "test %[nu], %[nu]\n\t"                                                                 \
       "jz 2f\n\t"                                                                             \
       ".p2align 4\n"                                                                          \
-      "1:\n\t" STEP(0) STEP(1) STEP(2) STEP(3)                                                \
-      "add $256, %[b]\n\t"                                                                    \
-      "add $16, %[a0]\n\t"                                                                    \
-      "add $16, %[a3]\n\t"                                                                    \
-      "dec %[n4]\n\t"                                                                         \
+      "1:\n\t" UNROLLED                                                                       \
+      "add $" BBYTES ", %[b]\n\t"                                                             \
+      "add " ASTEP ", %[a0]\n\t"                                                              \
+      "add " ASTEP ", %[a3]\n\t"                                                              \
+      "dec %[nu]\n\t"                                                                         \
       "jnz 1b\n"                                                                              \
       "2:\n\t"                                                                                \
       "test %[n1], %[n1]\n\t"                                                                 \
@@ -138,40 +157,51 @@ TANDEM_AVX2 void microKernel(int64_t K, const float* A, int64_t lda, const float
       TANDEM_SAVE("ymm3", 96) TANDEM_SAVE("ymm4", 128) TANDEM_SAVE("ymm5", 160)               \
       TANDEM_SAVE("ymm6", 192) TANDEM_SAVE("ymm7", 224) TANDEM_SAVE("ymm8", 256)              \
       TANDEM_SAVE("ymm9", 288) TANDEM_SAVE("ymm10", 320) TANDEM_SAVE("ymm11", 352)            \
-      : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(Bp), [n4] "+r"(n4), [n1] "+r"(n1)              \
-      : [ld] "r"(ldBytes), [out] "r"(acc)                                                     \
+      : [a0] "+r"(a0), [a3] "+r"(a3), [b] "+r"(Bp), [nu] "+r"(nu), [n1] "+r"(n1)              \
+      : [ld] "r"(ldBytes), [kb] "r"(kbBytes), [out] "r"(acc)                                  \
       : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",        \
         "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc")
 
-template <int MR>
-TANDEM_AVX2 void asmKernel16(int64_t K, const float* A, int64_t lda, const float* Bp, float* C,
-                             int64_t ldc, const float* bias, bool accumulate, bool relu) {
+// A blocked A (akb != 8) has K % 8 == 0; a row-major one's last K % 4 steps follow the loop.
+template <int MR, bool Blocked>
+TANDEM_AVX2 void asmKernel16(int64_t K, const float* A, TileArgs t, const float* Bp,
+                             float* C, const float* bias, bool accumulate, bool relu) {
   static_assert(MR == 5 || MR == 6);
   alignas(32) float acc[6 * 16];
   const float* a0 = A;
-  const float* a3 = A + 3 * lda;
-  int64_t ldBytes = lda * (int64_t)sizeof(float), n4 = K / 4, n1 = K % 4;
-  if constexpr (MR == 6)
-    TANDEM_ASM_KERNEL(TANDEM_STEP6);
-  else
-    TANDEM_ASM_KERNEL(TANDEM_STEP5);
+  const float* a3 = A + 3 * t.lda;
+  int64_t ldBytes = t.lda * (int64_t)sizeof(float), kbBytes = t.akb * (int64_t)sizeof(float);
+  if (!Blocked || t.akb == 8) {
+    int64_t nu = K / 4, n1 = K % 4;
+    if constexpr (MR == 6)
+      TANDEM_ASM_KERNEL(TANDEM_STEP6, TANDEM_UNROLL4(TANDEM_STEP6), "256", "$16");
+    else
+      TANDEM_ASM_KERNEL(TANDEM_STEP5, TANDEM_UNROLL4(TANDEM_STEP5), "256", "$16");
+  } else {
+    int64_t nu = K / 8, n1 = 0;
+    if constexpr (MR == 6)
+      TANDEM_ASM_KERNEL(TANDEM_STEP6, TANDEM_UNROLL8(TANDEM_STEP6), "512", "%[kb]");
+    else
+      TANDEM_ASM_KERNEL(TANDEM_STEP5, TANDEM_UNROLL8(TANDEM_STEP5), "512", "%[kb]");
+  }
   const __m256 zero = _mm256_setzero_ps();
   const __m256 bias0 = bias ? _mm256_loadu_ps(bias) : zero;
   const __m256 bias1 = bias ? _mm256_loadu_ps(bias + 8) : zero;
   for (int r = 0; r < MR; ++r) {
-    float* out = C + r * ldc;
+    float* out0 = C + r * t.ldc;
+    float* out1 = out0 + (Blocked ? t.ccb : 8);
     __m256 y0 = _mm256_add_ps(_mm256_load_ps(acc + 16 * r), bias0);
     __m256 y1 = _mm256_add_ps(_mm256_load_ps(acc + 16 * r + 8), bias1);
     if (accumulate) {
-      y0 = _mm256_add_ps(y0, _mm256_loadu_ps(out));
-      y1 = _mm256_add_ps(y1, _mm256_loadu_ps(out + 8));
+      y0 = _mm256_add_ps(y0, _mm256_loadu_ps(out0));
+      y1 = _mm256_add_ps(y1, _mm256_loadu_ps(out1));
     }
     if (relu) {
       y0 = _mm256_max_ps(y0, zero);
       y1 = _mm256_max_ps(y1, zero);
     }
-    _mm256_storeu_ps(out, y0);
-    _mm256_storeu_ps(out + 8, y1);
+    _mm256_storeu_ps(out0, y0);
+    _mm256_storeu_ps(out1, y1);
   }
 }
 #undef TANDEM_FMA_ROW
@@ -181,19 +211,21 @@ TANDEM_AVX2 void asmKernel16(int64_t K, const float* A, int64_t lda, const float
 #undef TANDEM_ZERO
 #undef TANDEM_SAVE
 #undef TANDEM_ASM_KERNEL
+#undef TANDEM_UNROLL4
+#undef TANDEM_UNROLL8
 
-using MicroFn = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t,
+using MicroFn = void (*)(int64_t, const float*, TileArgs, const float*, float*,
                          const float*, bool, bool);
 
-template <int NV>
+template <int NV, bool Blocked>
 MicroFn pick(int64_t rows) {
   switch (rows) {
-    case 1: return microKernel<1, NV>;
-    case 2: return microKernel<2, NV>;
-    case 3: return microKernel<3, NV>;
-    case 4: return microKernel<4, NV>;
-    case 5: return NV == 2 ? asmKernel16<5> : microKernel<5, NV>;
-    default: return NV == 2 ? asmKernel16<6> : microKernel<6, NV>;
+    case 1: return microKernel<1, NV, Blocked>;
+    case 2: return microKernel<2, NV, Blocked>;
+    case 3: return microKernel<3, NV, Blocked>;
+    case 4: return microKernel<4, NV, Blocked>;
+    case 5: return NV == 2 ? asmKernel16<5, Blocked> : microKernel<5, NV, Blocked>;
+    default: return NV == 2 ? asmKernel16<6, Blocked> : microKernel<6, NV, Blocked>;
   }
 }
 
@@ -206,8 +238,9 @@ MicroFn pick(int64_t rows) {
 constexpr int64_t kKc = 512;
 
 // Slice [k0, k0 + kc) of panel p against every row block of A (rows [rowBegin, rowEnd)).
-inline void panelSlice(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t lda,
-                       const PackedB& B, float* C, int64_t ldc, const GemmEpilogue& ep,
+// k0 is a multiple of 8 where A is blocked.
+inline void panelSlice(int64_t rowBegin, int64_t rowEnd, const float* A, MatrixLayout al,
+                       const PackedB& B, float* C, MatrixLayout cl, const GemmEpilogue& ep,
                        int64_t p, int64_t k0, int64_t kc) {
   const int64_t K = B.rows(), N = B.cols();
   const bool last = k0 + kc == K;
@@ -229,41 +262,52 @@ inline void panelSlice(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t
     std::fill(biasPad, biasPad + 16, 0.f);
     std::copy(bias, bias + valid, biasPad);
   }
+  // (Padding only occurs with a row-major C: a blocked one has N % 8 == 0.)
+  const float* aSlice = A + (k0 / 8) * al.blockStride + k0 % 8;
+  const bool blocked = al.blockStride != 8 || cl.blockStride != 8;
   for (int64_t bi = 0, i = rowBegin; bi < blocks; ++bi) {
     int64_t rows = m / blocks + (bi < m % blocks ? 1 : 0);
-    float* out = C + i * ldc + n0;
-    int64_t outLd = ldc;
+    float* out = C + i * cl.rowStride + (n0 / 8) * cl.blockStride;
+    TileArgs t{al.rowStride, al.blockStride, cl.rowStride, cl.blockStride};
     if (padded) {
       if (accumulate)
         for (int64_t r = 0; r < rows; ++r)
-          std::copy(out + r * ldc, out + r * ldc + valid, tile + r * 16);
+          std::copy(out + r * cl.rowStride, out + r * cl.rowStride + valid, tile + r * 16);
       out = tile;
-      outLd = 16;
+      t.ldc = 16;
+      t.ccb = 8;
     }
-    MicroFn f = wide ? pick<2>(rows) : pick<1>(rows);
-    f(kc, A + i * lda + k0, lda, Bp, out, outLd, padded && bias ? biasPad : bias, accumulate,
+    MicroFn f = blocked ? (wide ? pick<2, true>(rows) : pick<1, true>(rows))
+                        : (wide ? pick<2, false>(rows) : pick<1, false>(rows));
+    f(kc, aSlice + i * al.rowStride, t, Bp, out, padded && bias ? biasPad : bias, accumulate,
       relu);
+    if (last && ep.activationCount > 0)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < valid; j += 8)
+          applyActivations(ep.activations, ep.activationCount, out + r * t.ldc + (j / 8) * t.ccb,
+                           std::min<int64_t>(8, valid - j));
     if (padded)
       for (int64_t r = 0; r < rows; ++r)
-        std::copy(tile + r * 16, tile + r * 16 + valid, C + (i + r) * ldc + n0);
+        std::copy(tile + r * 16, tile + r * 16 + valid, C + (i + r) * cl.rowStride + n0);
     i += rows;
   }
 }
 
-void rowsPanels(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t lda, const PackedB& B,
-                float* C, int64_t ldc, const GemmEpilogue& ep, int64_t panelBegin,
-                int64_t panelEnd) {
-  const int64_t K = B.rows();
+void rowsPanels(int64_t rowBegin, int64_t rowEnd, const float* A, MatrixLayout al,
+                const PackedB& B, float* C, MatrixLayout cl, const GemmEpilogue& ep,
+                int64_t panelBegin, int64_t panelEnd) {
+  // A blocked A is sliced in whole 8-column blocks.
+  const int64_t unit = al.blockStride == 8 ? 1 : 8, K = B.rows() / unit;
   // One K slice of A (M x kc) stays in L1/L2 while every panel passes, and A and B are each
   // read from memory once even when A does not fit in L2 (MNIST's 32 x 9216). Measured against
   // panel-outer order (B streaming panel after panel) on MLP's 32 x 784 x 512 and 32 x 512 x 512,
   // 10 alternating runs on this noisy 2-vCPU machine: 5-10% faster on average, never slower by
   // more than the noise.
-  const int64_t slices = (K + kKc - 1) / kKc;
+  const int64_t slices = (K * unit + kKc - 1) / kKc;
   for (int64_t s = 0, k0 = 0; s < slices; ++s) {
-    const int64_t kc = K / slices + (s < K % slices ? 1 : 0);
+    const int64_t kc = (K / slices + (s < K % slices ? 1 : 0)) * unit;
     for (int64_t p = panelBegin; p < panelEnd; ++p)
-      panelSlice(rowBegin, rowEnd, A, lda, B, C, ldc, ep, p, k0, kc);
+      panelSlice(rowBegin, rowEnd, A, al, B, C, cl, ep, p, k0, kc);
     k0 += kc;
   }
 }
@@ -272,14 +316,24 @@ void rowsPanels(int64_t rowBegin, int64_t rowEnd, const float* A, int64_t lda, c
 
 void sgemm(int64_t M, const float* A, int64_t lda, const PackedB& B, float* C, int64_t ldc,
            const GemmEpilogue& ep, int64_t panelBegin, int64_t panelEnd) {
-  rowsPanels(0, M, A, lda, B, C, ldc, ep, panelBegin, panelEnd);
+  rowsPanels(0, M, A, MatrixLayout{lda}, B, C, MatrixLayout{ldc}, ep, panelBegin, panelEnd);
 }
 
 void sgemmParallel(int64_t M, const float* A, int64_t lda, const PackedB& B, float* C,
                    int64_t ldc, const GemmEpilogue& ep, int threads) {
+  sgemmParallel(M, A, MatrixLayout{lda}, B, C, MatrixLayout{ldc}, ep, threads);
+}
+
+void sgemm(int64_t M, const float* A, MatrixLayout al, const PackedB& B, float* C,
+           MatrixLayout cl, const GemmEpilogue& ep, int64_t panelBegin, int64_t panelEnd) {
+  rowsPanels(0, M, A, al, B, C, cl, ep, panelBegin, panelEnd);
+}
+
+void sgemmParallel(int64_t M, const float* A, MatrixLayout al, const PackedB& B, float* C,
+                   MatrixLayout cl, const GemmEpilogue& ep, int threads) {
   const int64_t panels = B.panels();
   if (threads <= 1 || M == 0) {
-    rowsPanels(0, M, A, lda, B, C, ldc, ep, 0, panels);
+    rowsPanels(0, M, A, al, B, C, cl, ep, 0, panels);
     return;
   }
   // Split the panels when there are enough of them (each thread then reads only its share of
@@ -290,11 +344,11 @@ void sgemmParallel(int64_t M, const float* A, int64_t lda, const PackedB& B, flo
     int t = omp_get_thread_num(), n = omp_get_num_threads();
     if (byPanels) {
       int64_t b = panels * t / n, e = panels * (t + 1) / n;
-      rowsPanels(0, M, A, lda, B, C, ldc, ep, b, e);
+      rowsPanels(0, M, A, al, B, C, cl, ep, b, e);
     } else {
       int64_t blocks = (M + 5) / 6;
       int64_t b = std::min(M, blocks * t / n * 6), e = std::min(M, blocks * (t + 1) / n * 6);
-      rowsPanels(b, e, A, lda, B, C, ldc, ep, 0, panels);
+      rowsPanels(b, e, A, al, B, C, cl, ep, 0, panels);
     }
   }
 }

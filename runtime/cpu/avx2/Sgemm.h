@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "runtime/cpu/avx2/Activation.h"
+
 namespace tandem {
 namespace avx2 {
 
@@ -43,11 +45,14 @@ class PackedB {
 
 /// What is applied to each result element before it is stored, in this order: + bias[n]
 /// (optional, N floats), + the value C held before (accumulate: a residual sum, oneDNN's `sum`
-/// post-op), then max(x, 0) when relu.
+/// post-op), max(x, 0) when relu, then the `activationCount` activations (Activation.h) over
+/// each tile of up to 6 x 16 just stored, while it is in L1.
 struct GemmEpilogue {
   const float* bias = nullptr;
   bool accumulate = false;
   bool relu = false;
+  const ActivationStep* activations = nullptr;
+  int activationCount = 0;
 };
 
 /// C[M x N] = A[M x K] * B, then the epilogue. A's rows are lda floats apart, C's ldc; no
@@ -59,6 +64,23 @@ void sgemm(int64_t M, const float* A, int64_t lda, const PackedB& B, float* C, i
 /// The same over all panels, split among `threads` OpenMP threads (1: the calling thread).
 void sgemmParallel(int64_t M, const float* A, int64_t lda, const PackedB& B, float* C,
                    int64_t ldc, const GemmEpilogue& ep, int threads);
+
+/// Where a matrix's elements are, in blocks of 8 columns: element (i, j) at
+/// [i * rowStride + (j / 8) * blockStride + j % 8]. Row-major with leading dimension ld:
+/// {ld, 8} (the default). One image of P positions in nChw8c (a 1x1 convolution's A or C, rows
+/// = positions, columns = channels): {8, 8 * P}.
+struct MatrixLayout {
+  int64_t rowStride;
+  int64_t blockStride = 8;
+};
+
+/// sgemm and sgemmParallel over A and C in those layouts. A blocked A (blockStride != 8) needs
+/// K % 8 == 0, a blocked C N % 8 == 0 (what nChw8c's channel padding holds when the channels
+/// are multiples of 8).
+void sgemm(int64_t M, const float* A, MatrixLayout a, const PackedB& B, float* C,
+           MatrixLayout c, const GemmEpilogue& ep, int64_t panelBegin, int64_t panelEnd);
+void sgemmParallel(int64_t M, const float* A, MatrixLayout a, const PackedB& B, float* C,
+                   MatrixLayout c, const GemmEpilogue& ep, int threads);
 
 }  // namespace avx2
 }  // namespace tandem

@@ -182,7 +182,12 @@ class MatMulKernel : public DnnlKernel {
     avx2Ep_.accumulate = sumPostOp || sum;
     avx2Ep_.relu = relu;
     std::string tailImpl;
-    if (!tail.empty()) {
+    if (!tail.empty() && avx2Activations(tail, &activations_)) {
+      // Applied on each tile as the GEMM stores it (Activation.h).
+      avx2Ep_.activations = activations_.data();
+      avx2Ep_.activationCount = (int)activations_.size();
+      tailImpl = "avx2";
+    } else if (!tail.empty()) {
       dnnl::engine& eng = cpuEngine();
       dnnl::memory::desc md = plainDesc({M, N});
       tailMem_ = dnnl::memory(md, eng, DNNL_MEMORY_NONE);
@@ -200,12 +205,36 @@ class MatMulKernel : public DnnlKernel {
     avx2_ = true;
     impl_ = "avx2:sgemm_packed";
     if (ep) impl_ += " +post-ops[" + ep->text + "]";
-    if (!tailImpl.empty()) impl_ += " (activations: dnnl:" + tailImpl + ")";
+    if (!tailImpl.empty())
+      impl_ += " (activations: " + (tailPrims_.empty() ? tailImpl : "dnnl:" + tailImpl) + ")";
+    return true;
+  }
+
+  /// The tail as Tandem's AVX2 activations, when each step is one of them (tanh, tanh-GELU,
+  /// logistic, swish); false leaves *out empty.
+  static bool avx2Activations(const std::vector<EltwiseStep>& tail,
+                              std::vector<avx2::ActivationStep>* out) {
+    out->clear();
+    for (const EltwiseStep& e : tail) {
+      avx2::ActivationStep s;
+      if (e.a == dnnl::algorithm::eltwise_tanh && e.alpha == 0.f && e.beta == 0.f)
+        s.kind = avx2::Activation::Tanh;
+      else if (e.a == dnnl::algorithm::eltwise_gelu_tanh)
+        s.kind = avx2::Activation::GeluTanh;
+      else if (e.a == dnnl::algorithm::eltwise_logistic)
+        s.kind = avx2::Activation::Logistic;
+      else if (e.a == dnnl::algorithm::eltwise_swish)
+        s.kind = avx2::Activation::Swish, s.alpha = e.alpha;
+      else
+        return out->clear(), false;
+      out->push_back(s);
+    }
     return true;
   }
 
   std::string variant_;
   bool avx2_ = false;
+  std::vector<avx2::ActivationStep> activations_;
   avx2::PackedB packed_;
   avx2::GemmEpilogue avx2Ep_;
   std::vector<float> bias_;

@@ -1,9 +1,11 @@
 // The AVX2 kernels (runtime/cpu/avx2: packed-B GEMM, Winograd F(2x2, 3x3)) against naive
 // double-precision loops, directly and through the Conv / Gemm / Fused kernels that choose them.
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "dnnl_test_util.h"
+#include "runtime/cpu/avx2/Activation.h"
 #include "runtime/cpu/avx2/ChannelAffine.h"
 #include "runtime/cpu/avx2/Pool.h"
 #include "runtime/cpu/avx2/Sgemm.h"
@@ -76,6 +78,124 @@ TEST(Avx2Sgemm, ThreadsSplitPanelsOrRows) {
   checkGemm({32, 784, 512, true, true, false, true, 2});  // panels split
   checkGemm({50, 64, 16, false, true, true, true, 2});    // one panel: rows split
   checkGemm({3, 64, 8, false, false, false, false, 4});   // fewer row blocks than threads
+}
+
+// A and C in nChw8c (one image of P positions: MatrixLayout {8, 8 * P}), as a 1x1 convolution
+// reads and writes them: every row remainder, K in one and several 512-deep slices (cut at
+// whole 8-channel blocks: 1032 = 344 + 344 + 344), one or two 16-wide panels and an 8-wide
+// one, the epilogue's sum, ReLU and activations on the blocked C, 1 and 2 threads. The
+// elements outside the real rows (the image's padding to P) are left as they were.
+TEST(Avx2Sgemm, BlockedLayoutsMatchNaive) {
+  SKIP_WITHOUT_AVX2();
+  int checked = 0;
+  for (int64_t M : {1, 5, 6, 49, 200})
+    for (int64_t K : {8, 32, 1032})
+      for (int64_t N : {8, 16, 40}) {
+        const int64_t P = M + 3;  // position stride > rows used
+        std::vector<float> A = randomVec(K * P, 11), B = randomVec(K * N, 12),
+                           bias = randomVec(N, 13), C = randomVec(N * P, 14);
+        auto a = [&](int64_t i, int64_t k) { return A[(k / 8) * 8 * P + i * 8 + k % 8]; };
+        auto cIdx = [&](int64_t i, int64_t n) { return (n / 8) * 8 * P + i * 8 + n % 8; };
+        const bool accumulate = (M + N) % 2 == 0, relu = K == 32;
+        const bool act = N == 40;
+        std::vector<double> want(C.begin(), C.end());
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t n = 0; n < N; ++n) {
+            double acc = bias[n];
+            for (int64_t k = 0; k < K; ++k) acc += (double)a(i, k) * B[k * N + n];
+            if (accumulate) acc += C[cIdx(i, n)];
+            if (relu) acc = std::max(acc, 0.0);
+            if (act) acc = std::tanh(acc);
+            want[cIdx(i, n)] = acc;
+          }
+        avx2::PackedB pb;
+        ASSERT_TRUE(pb.pack(B.data(), K, N, N, 1));
+        avx2::ActivationStep tanhStep{avx2::Activation::Tanh};
+        avx2::GemmEpilogue ep;
+        ep.bias = bias.data();
+        ep.accumulate = accumulate;
+        ep.relu = relu;
+        if (act) ep.activations = &tanhStep, ep.activationCount = 1;
+        avx2::sgemmParallel(M, A.data(), avx2::MatrixLayout{8, 8 * P}, pb, C.data(),
+                            avx2::MatrixLayout{8, 8 * P}, ep, M % 2 ? 1 : 2);
+        expectNear(C, want, 1e-4,
+                   "blocked M" + std::to_string(M) + " K" + std::to_string(K) + " N" +
+                       std::to_string(N));
+        ++checked;
+      }
+  EXPECT_EQ(checked, 45);
+}
+
+// The activations against double-precision formulas over [-40, 40] (dense near 0, where tanh's
+// two branches meet at 0.625, and out to where exp's clamp acts), every tail length 0-7, NaN
+// and infinities. An element passes within 2e-6 relative or 1e-7 absolute (GELU and swish end
+// in x * 1e-38-ish values where the exact ones underflow further).
+TEST(Avx2Activation, MatchesDoubleFormulas) {
+  SKIP_WITHOUT_AVX2();
+  std::vector<float> xs;
+  for (int i = -4000; i <= 4000; ++i) xs.push_back(i * 1e-3f);        // [-4, 4], step 1e-3
+  for (int i = -400; i <= 400; ++i) xs.push_back(i * 0.1f);           // [-40, 40]
+  for (float v : {1e-6f, -1e-6f, 1e-20f, 0.f, -0.f, 0.6249f, 0.625f, 0.6251f, -0.625f, 88.f,
+                  -88.f, 200.f, -200.f})
+    xs.push_back(v);
+  const double c = std::sqrt(2.0 / M_PI);
+  struct Case {
+    avx2::ActivationStep step;
+    std::function<double(double)> f;
+    const char* name;
+  };
+  std::vector<Case> cases = {
+      {{avx2::Activation::Tanh}, [](double x) { return std::tanh(x); }, "tanh"},
+      {{avx2::Activation::GeluTanh},
+       [c](double x) { return 0.5 * x * (1 + std::tanh(c * (x + 0.044715 * x * x * x))); },
+       "gelu_tanh"},
+      {{avx2::Activation::Logistic}, [](double x) { return 1 / (1 + std::exp(-x)); }, "logistic"},
+      {{avx2::Activation::Swish, 1.7f}, [](double x) { return x / (1 + std::exp(-1.7 * x)); },
+       "swish"},
+  };
+  for (const Case& k : cases) {
+    std::vector<float> y = xs;
+    avx2::applyActivations(&k.step, 1, y.data(), (int64_t)y.size());
+    int bad = 0;
+    for (size_t i = 0; i < xs.size() && bad < 5; ++i) {
+      double want = k.f(xs[i]);
+      double err = std::fabs(y[i] - want);
+      if (!(err <= 2e-6 * std::fabs(want) || err <= 1e-7)) {
+        ADD_FAILURE() << k.name << "(" << xs[i] << "): got " << y[i] << ", want " << want;
+        ++bad;
+      }
+    }
+    // Tails: lengths 0-7 after full vectors must give the very same values, and leave the
+    // element past the end alone.
+    for (int64_t n = 0; n <= 15; ++n) {
+      std::vector<float> t(xs.begin(), xs.begin() + n + 1);
+      t[n] = 12345.f;
+      avx2::applyActivations(&k.step, 1, t.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        std::vector<float> one(8, xs[i]);
+        avx2::applyActivations(&k.step, 1, one.data(), 8);
+        EXPECT_EQ(t[i], one[0]) << k.name << " tail " << n;
+      }
+      EXPECT_EQ(t[n], 12345.f) << k.name << " wrote past n = " << n;
+    }
+    float special[3] = {NAN, INFINITY, -INFINITY};
+    avx2::applyActivations(&k.step, 1, special, 3);
+    EXPECT_TRUE(std::isnan(special[0])) << k.name;
+    if (k.step.kind == avx2::Activation::Tanh) {
+      EXPECT_EQ(special[1], 1.f);
+      EXPECT_EQ(special[2], -1.f);
+    } else if (k.step.kind == avx2::Activation::Logistic) {
+      EXPECT_EQ(special[1], 1.f);
+      EXPECT_TRUE(special[2] >= 0.f && special[2] < 1e-38f) << special[2];  // exp's clamp
+    } else {
+      EXPECT_EQ(special[1], INFINITY) << k.name;
+    }
+  }
+  // Two steps apply in order: tanh then logistic differs from logistic then tanh.
+  avx2::ActivationStep two[2] = {{avx2::Activation::Tanh}, {avx2::Activation::Logistic}};
+  float v[1] = {0.3f};
+  avx2::applyActivations(two, 2, v, 1);
+  EXPECT_NEAR(v[0], 1 / (1 + std::exp(-std::tanh(0.3))), 1e-6);
 }
 
 TEST(Avx2Sgemm, PackPadsWidthToMultipleOf8) {

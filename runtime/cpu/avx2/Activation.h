@@ -1,0 +1,39 @@
+// AVX2 + FMA element-wise activations over f32 rows, in place: tanh, the tanh form of GELU,
+// the logistic sigmoid and swish, all from one exp. Used after the packed GEMM (Sgemm.h's
+// epilogue, on the tile just stored, while it is in L1) instead of oneDNN 2.6's jit:avx2
+// eltwise, whose tanh (and so tanh-GELU) looks its polynomial coefficients up with vgatherdps:
+// on this project's AMD EPYC (Zen 5) capped to AVX2 that eltwise takes 134 us over a 64 x 1024
+// tanh-GELU (gpt_like's fc1) where these take about 20 (oneDNN's jit:avx512_core, without
+// gathers, 17 us).
+#pragma once
+
+#include <cstdint>
+
+namespace tandem {
+namespace avx2 {
+
+/// Activations these kernels compute (f32 in, f32 out):
+///   Tanh      tanh(x): Cephes' odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1)
+///             with x's sign; max error about 2 ulp near 0, 1e-7 absolute elsewhere.
+///   GeluTanh  0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
+///             x / (1 + exp(-2 sqrt(2/pi) (x + 0.044715 x^3))) (the same function; no
+///             cancellation, relative error about 1e-7 for every x).
+///   Logistic  1 / (1 + exp(-x)).
+///   Swish     x / (1 + exp(-alpha x)) (alpha = 1: SiLU).
+/// NaN in gives NaN out. exp's argument is clamped to [-87.3, 88.3]: where a gate is below
+/// 1.2e-38 it stays there (logistic(-inf) = 4.5e-39, GELU and swish of x far below 0 are
+/// x * 4.5e-39, so -inf at -inf), tanh(+-inf) = +-1.
+enum class Activation { Tanh, GeluTanh, Logistic, Swish };
+
+/// One activation with its parameter (Swish's alpha; unused by the others).
+struct ActivationStep {
+  Activation kind = Activation::Tanh;
+  float alpha = 1.f;
+};
+
+/// x[i] = act(x[i]) for i in [0, n), for each step in order (steps[0] first). Requires
+/// avx2::available() (Sgemm.h). n >= 0; no alignment required.
+void applyActivations(const ActivationStep* steps, int count, float* x, int64_t n);
+
+}  // namespace avx2
+}  // namespace tandem
