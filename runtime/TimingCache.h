@@ -16,19 +16,27 @@ namespace tandem {
 /// else $HOME/.cache/tandem/kernel-timings.json; "" when neither XDG_CACHE_HOME nor HOME is set.
 std::string defaultTimingCachePath();
 
+/// The id of the CPU kernels this binary runs: 16 hex digits of a SHA-1 over the sources of
+/// runtime/cpu (and oneDNN's version), computed at build time. Two builds whose kernels differ
+/// in any byte have different ids, so a changed kernel is measured anew.
+std::string kernelSourcesId();
+
 /// What makes times from two processes comparable: the CPU model ("model name" of
-/// /proc/cpuinfo) and the ISA oneDNN runs (after TANDEM_MAX_CPU_ISA, which also caps Tandem's
-/// AVX2 kernels), e.g. {"AMD EPYC 7B13", "avx512_core_bf16"}.
+/// /proc/cpuinfo), the ISA oneDNN runs (after TANDEM_MAX_CPU_ISA, which also caps Tandem's
+/// AVX2 kernels), e.g. {"AMD EPYC 7B13", "avx512_core_bf16"}, and the kernels' sources
+/// (kernelSourcesId(), filled in by default).
 struct TimingHost {
   std::string cpuModel;
   std::string isa;
+  std::string kernels = kernelSourcesId();
 };
 
 /// The cache key of one step: host, intra-op threads, op type, every attribute (tensor
 /// attributes by dtype, shape and a hash of their bytes), input dtypes/shapes with the constant
 /// ones marked "c" and output dtypes/shapes. Node names are not part of it, so steps of the
 /// same shape share one entry. Deterministic: attributes are in name order, floats in %.9g.
-/// E.g. "cpu=AMD EPYC|isa=avx2|threads=1|op=Gemm|attrs={transB:1}|in=f32[2,8],f32[4,8]c|out=f32[2,4]".
+/// E.g. "cpu=AMD EPYC|isa=avx2|kernels=0123456789abcdef|threads=1|op=Gemm|attrs={transB:1}|
+/// in=f32[2,8],f32[4,8]c|out=f32[2,4]". Entries of other kernel ids stay in the file, unused.
 std::string kernelTimingKey(const TimingHost& host, const KernelContext& ctx);
 
 /// The key of an op as the placer sees it, before fusion and layout assignment: the host part

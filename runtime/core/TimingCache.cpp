@@ -1,5 +1,6 @@
 // The kernel timing cache file: keys, JSON reading and merging, atomic writes.
 #include "runtime/TimingCache.h"
+#include "KernelSourcesId.h"  // generated: TANDEM_KERNEL_SOURCES_ID
 
 #include <unistd.h>
 
@@ -126,6 +127,8 @@ int readFile(const std::string& path, FileContents* out, std::string* why) {
 
 }  // namespace
 
+std::string kernelSourcesId() { return TANDEM_KERNEL_SOURCES_ID; }
+
 std::string defaultTimingCachePath() {
   if (const char* p = std::getenv("TANDEM_TUNING_CACHE"); p && *p) return p;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
@@ -138,7 +141,8 @@ std::string defaultTimingCachePath() {
 namespace {
 std::string timingKey(const TimingHost& host, const KernelContext& ctx, bool withLayouts) {
   std::ostringstream os;
-  os << "cpu=" << host.cpuModel << "|isa=" << host.isa << "|threads=" << ctx.threads
+  os << "cpu=" << host.cpuModel << "|isa=" << host.isa << "|kernels=" << host.kernels
+     << "|threads=" << ctx.threads
      << "|op=" << ctx.opType << "|attrs={";
   if (ctx.attrs) {
     bool first = true;

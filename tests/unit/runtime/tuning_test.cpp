@@ -352,8 +352,14 @@ TEST(TimingKey, DependsOnShapesConstantsThreadsAndHost) {
   c.outputTypes = {{DType::F32, {2, 4}}};
   c.threads = 1;
   TimingHost h{"CPU X", "avx2"};
+  const std::string id = kernelSourcesId();
+  ASSERT_EQ(id.size(), 16u) << id;
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
   const std::string k = kernelTimingKey(h, c);
-  EXPECT_EQ(k, "cpu=CPU X|isa=avx2|threads=1|op=Gemm|attrs={transB:1}|in=f32[2,8],f32[4,8]c|out=f32[2,4]");
+  EXPECT_EQ(k, "cpu=CPU X|isa=avx2|kernels=" + id +
+                   "|threads=1|op=Gemm|attrs={transB:1}|in=f32[2,8],f32[4,8]c|out=f32[2,4]");
+  // Times taken by a build whose kernels differ are not this build's.
+  EXPECT_NE(kernelTimingKey(TimingHost{"CPU X", "avx2", "0000000000000000"}, c), k);
   KernelContext t = c;
   t.threads = 2;
   EXPECT_NE(kernelTimingKey(h, t), k);
