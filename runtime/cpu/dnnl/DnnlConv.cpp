@@ -568,50 +568,47 @@ class ConvKernel : public DnnlKernel {
     impl_ = wino_->outputTile() == 4 ? "avx2:winograd_4x4_3x3" : "avx2:winograd_2x2_3x3";
   }
 
-  /// The "grouped-direct" variant: Tandem's grouped direct kernel instead of a primitive.
-  Status initGroupedDirect(const KernelContext& ctx, const ConvGeometry& g, const Tensor* wConst,
-                           const Tensor* bConst, const Epilogue* ep) {
-    avx2::GroupedConvShape s;
+  /// Tandem's own kernel `Own` for a variant (grouped-direct, pointwise-gemm): constant weights
+  /// and bias, at most a sum then a ReLU after it, and `shapeFn`'s shape and layout; else the
+  /// variant's "does not apply" error with the reason.
+  template <class Own, class OwnShape, class ShapeFn>
+  Status initOwnKernel(const char* variant, const KernelContext& ctx, const ConvGeometry& g,
+                       const Tensor* wConst, const Tensor* bConst, const Epilogue* ep,
+                       ShapeFn shapeFn, std::unique_ptr<Own>* out) {
+    OwnShape s;
     avx2::ChannelLayout layout;
     std::string why;
     if (!wConst || (hasBias_ && !bConst))
       why = "weights or bias not constant";
     else if (!avx2Epilogue(ep, &winoSum_, &winoRelu_))
       why = "post-ops other than a sum then a ReLU";
-    else if (groupedDirectShape(ctx, g, &s, &layout, &why)) {
-      auto k = std::make_unique<avx2::GroupedConv>();
+    else if (shapeFn(ctx, g, &s, &layout, &why)) {
+      auto k = std::make_unique<Own>();
       if (k->prepare(s, layout, wConst->data<float>(), bConst ? bConst->data<float>() : nullptr,
                      &why)) {
-        grouped_ = std::move(k);
-        impl_ = std::string(grouped_->vectorWidth() == 16 ? "avx512" : "avx2") +
-                ":grouped_conv_direct";
+        *out = std::move(k);
         return Status::ok();
       }
     }
-    return Status::error("Conv: variant grouped-direct does not apply (" + why + ")");
+    return Status::error(std::string("Conv: variant ") + variant + " does not apply (" + why + ")");
+  }
+
+  /// The "grouped-direct" variant: Tandem's grouped direct kernel instead of a primitive.
+  Status initGroupedDirect(const KernelContext& ctx, const ConvGeometry& g, const Tensor* wConst,
+                           const Tensor* bConst, const Epilogue* ep) {
+    TANDEM_RETURN_IF_ERROR((initOwnKernel<avx2::GroupedConv, avx2::GroupedConvShape>(
+        kGroupedDirect, ctx, g, wConst, bConst, ep, groupedDirectShape, &grouped_)));
+    impl_ = std::string(grouped_->vectorWidth() == 16 ? "avx512" : "avx2") + ":grouped_conv_direct";
+    return Status::ok();
   }
 
   /// The "pointwise-gemm" variant: the packed GEMM instead of a primitive.
   Status initPointwise(const KernelContext& ctx, const ConvGeometry& g, const Tensor* wConst,
                        const Tensor* bConst, const Epilogue* ep) {
-    avx2::PointwiseConvShape s;
-    avx2::ChannelLayout layout;
-    std::string why;
-    if (!wConst || (hasBias_ && !bConst))
-      why = "weights or bias not constant";
-    else if (!avx2Epilogue(ep, &winoSum_, &winoRelu_))
-      why = "post-ops other than a sum then a ReLU";
-    else if (pointwiseShape(ctx, g, &s, &layout, &why)) {
-      auto k = std::make_unique<avx2::PointwiseConv>();
-      if (k->prepare(s, layout, wConst->data<float>(), bConst ? bConst->data<float>() : nullptr,
-                     &why)) {
-        pointwise_ = std::move(k);
-        impl_ = layout == avx2::ChannelLayout::Nhwc ? "avx2:pointwise_sgemm_packed(nhwc)"
-                                                    : "avx2:pointwise_sgemm_packed(nChw8c)";
-        return Status::ok();
-      }
-    }
-    return Status::error("Conv: variant pointwise-gemm does not apply (" + why + ")");
+    TANDEM_RETURN_IF_ERROR((initOwnKernel<avx2::PointwiseConv, avx2::PointwiseConvShape>(
+        kPointwiseGemm, ctx, g, wConst, bConst, ep, pointwiseShape, &pointwise_)));
+    impl_ = std::string("avx2:pointwise_sgemm_packed(") + activationLayoutName() + ")";
+    return Status::ok();
   }
 
   /// A Tandem kernel runs the step (no oneDNN primitive).
