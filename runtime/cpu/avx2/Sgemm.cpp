@@ -281,11 +281,14 @@ inline void panelSlice(int64_t rowBegin, int64_t rowEnd, const float* A, MatrixL
                         : (wide ? pick<2, false>(rows) : pick<1, false>(rows));
     f(kc, aSlice + i * al.rowStride, t, Bp, out, padded && bias ? biasPad : bias, accumulate,
       relu);
-    if (last && ep.activationCount > 0)
+    if (last && ep.activationCount > 0) {
+      // A row's columns are contiguous in a row-major C, else 8 at a time.
+      const int64_t run = t.ccb == 8 ? valid : 8;
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = 0; j < valid; j += 8)
+        for (int64_t j = 0; j < valid; j += run)
           applyActivations(ep.activations, ep.activationCount, out + r * t.ldc + (j / 8) * t.ccb,
-                           std::min<int64_t>(8, valid - j));
+                           std::min<int64_t>(run, valid - j));
+    }
     if (padded)
       for (int64_t r = 0; r < rows; ++r)
         std::copy(tile + r * 16, tile + r * 16 + valid, C + (i + r) * cl.rowStride + n0);

@@ -194,7 +194,7 @@ class MatMulKernel : public DnnlKernel {
       for (const EltwiseStep& e : tail) {
         dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, e.a, md, e.alpha, e.beta);
         dnnl::eltwise_forward::primitive_desc pd(d, baseAttr(), eng);
-        tailImpl += std::string(tailImpl.empty() ? "" : ",") + pd.impl_info_str();
+        tailImpl += std::string(tailImpl.empty() ? "dnnl:" : ",") + pd.impl_info_str();
         tailPrims_.emplace_back(dnnl::eltwise_forward(pd));
       }
       tailArgs_.add(DNNL_ARG_SRC, tailMem_);
@@ -205,8 +205,7 @@ class MatMulKernel : public DnnlKernel {
     avx2_ = true;
     impl_ = "avx2:sgemm_packed";
     if (ep) impl_ += " +post-ops[" + ep->text + "]";
-    if (!tailImpl.empty())
-      impl_ += " (activations: " + (tailPrims_.empty() ? tailImpl : "dnnl:" + tailImpl) + ")";
+    if (!tailImpl.empty()) impl_ += " (activations: " + tailImpl + ")";
     return true;
   }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -168,6 +169,20 @@ inline Tensor relayout(const Tensor& t, bool toBlocked) {
   dnnl::reorder(a, b).execute(cpuStream(), a, b);
   cpuStream().wait();
   return out;
+}
+
+/// Marks a Conv case's X and Y as carried in the host's activation layout (the plan's
+/// input_layouts / output_layouts), as between two convolutions.
+inline void setHostLayouts(OpCase* c) {
+  c->attrs.set("input_layouts", Attr::ofStrings({"blocked", "", ""}));
+  c->attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+}
+
+/// True when the Conv kernel offers `variant` for the case (dnnlcpu::convVariants, with an
+/// epilogue the AVX2 kernels apply).
+inline bool convOffers(const OpCase& c, const std::string& variant) {
+  std::vector<std::string> vs = dnnlcpu::convVariants(c.context(), true);
+  return std::find(vs.begin(), vs.end(), variant) != vs.end();
 }
 
 }  // namespace dnnltest

@@ -139,17 +139,11 @@ OpCase groupedCase(bool hostLayout, int64_t group) {
               randomTensor({32}, 43)};
   c.constant = {false, true, true};
   c.outputs = {{2, 32, 8, 7}};
-  if (hostLayout) {
-    c.attrs.set("input_layouts", Attr::ofStrings({"blocked", "", ""}));
-    c.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
-  }
+  if (hostLayout) setHostLayouts(&c);
   return c;
 }
 
-bool offered(const OpCase& c) {
-  std::vector<std::string> vs = dnnlcpu::convVariants(c.context(), true);
-  return std::find(vs.begin(), vs.end(), "grouped-direct") != vs.end();
-}
+bool offered(const OpCase& c) { return convOffers(c, "grouped-direct"); }
 
 TEST(GroupedConv, ConvVariantMatchesReference) {
   if (!avx2::available()) GTEST_SKIP() << "this CPU has no AVX2/FMA";

@@ -105,17 +105,11 @@ OpCase pointwiseCase(bool hostLayout, int64_t kernel, int64_t stride) {
   c.constant = {false, true, true};
   const int64_t oh = (6 - kernel) / stride + 1, ow = (7 - kernel) / stride + 1;
   c.outputs = {{2, 48, oh, ow}};
-  if (hostLayout) {
-    c.attrs.set("input_layouts", Attr::ofStrings({"blocked", "", ""}));
-    c.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
-  }
+  if (hostLayout) setHostLayouts(&c);
   return c;
 }
 
-bool offered(const OpCase& c) {
-  std::vector<std::string> vs = dnnlcpu::convVariants(c.context(), true);
-  return std::find(vs.begin(), vs.end(), "pointwise-gemm") != vs.end();
-}
+bool offered(const OpCase& c) { return convOffers(c, "pointwise-gemm"); }
 
 TEST(PointwiseConv, ConvVariantMatchesReference) {
   if (!avx2::available()) GTEST_SKIP() << "this CPU has no AVX2/FMA";
