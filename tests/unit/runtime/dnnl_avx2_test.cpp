@@ -80,6 +80,17 @@ TEST(Avx2Sgemm, ThreadsSplitPanelsOrRows) {
   checkGemm({3, 64, 8, false, false, false, false, 4});   // fewer row blocks than threads
 }
 
+TEST(Avx2Sgemm, RowChunksMatchNaive) {
+  SKIP_WITHOUT_AVX2();
+  // More rows than one chunk's A slice holds (192 KiB: 162 rows at 300 deep, 1536 at 32 deep,
+  // 96 at 512), so every panel passes chunk after chunk, with one and two K slices, a padded
+  // last panel and accumulation across slices; 2 threads split panels or rows inside chunks.
+  checkGemm({301, 600, 27, false, true, true, true, 1});
+  checkGemm({1600, 32, 40, true, true, false, true, 1});
+  checkGemm({1600, 32, 16, false, false, true, false, 2});
+  checkGemm({400, 1031, 72, true, true, true, true, 2});
+}
+
 // A and C in nChw8c (one image of P positions: MatrixLayout {8, 8 * P}), as a 1x1 convolution
 // reads and writes them: every row remainder, K in one and several 512-deep slices (cut at
 // whole 8-channel blocks: 1032 = 344 + 344 + 344), one or two 16-wide panels and an 8-wide
