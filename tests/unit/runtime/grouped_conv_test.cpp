@@ -94,7 +94,8 @@ TEST(GroupedConv, MatchesNaiveConvolution) {
   if (!avx2::available()) GTEST_SKIP() << "this CPU has no AVX2/FMA";
   // Group widths of 1, 2 and 3 vectors of 8 (AVX2) or 16 (AVX-512), odd widths with partial
   // pixel tiles, every pad side, strides, dilations, a 1x1 and a 5x3 filter, the epilogues,
-  // and threads splitting the rows.
+  // and threads splitting the rows, or rows and ranges of groups where rows are few (the
+  // 9-row, 8-row and 7-row cases on 2-3 threads: 2, 2 and 3 group ranges per row).
   int ran = 0;
   for (ChannelLayout l : {ChannelLayout::Nhwc, ChannelLayout::NChw8c, ChannelLayout::NChw16c}) {
     const std::vector<Case> cases = {
@@ -105,11 +106,12 @@ TEST(GroupedConv, MatchesNaiveConvolution) {
         {l, 1, 64, 32, 2, 6, 40, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, true, false, false, 1},
         {l, 1, 16, 16, 2, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, false, true, true, 1},
         {l, 1, 32, 32, 2, 3, 3, 3, 3, 1, 1, 1, 1, 2, 2, 2, 2, true, false, true, 1},
+        {l, 1, 80, 80, 5, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, true, true, true, 2},
     };
     for (const Case& c : cases) ran += check(c) ? 1 : 0;
   }
   // Every group width of 16 or 32 output channels runs on any AVX2 host (8 wide at least).
-  EXPECT_GE(ran, 14);
+  EXPECT_GE(ran, 16);
 }
 
 TEST(GroupedConv, RefusesWhatItCannotRun) {
