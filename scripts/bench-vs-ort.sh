@@ -20,8 +20,14 @@ while [ $# -gt 0 ]; do
     *) break;;
   esac
 done
-models=("$@")
-[ ${#models[@]} -eq 0 ] && models=(../shared/models/mnist_cnn ../shared/models/mnist_cnn_bn_keepbn ../shared/models/mlp ../shared/models/resnet18)
+models=()
+# Model directories only (a shell glob such as models/* also names README.md): others are
+# skipped with a line, not an error halfway through the run.
+for m in "$@"; do
+  if [ -f "$m/model.onnx" ]; then models+=("$m"); else echo "skipping $m: no model.onnx there" >&2; fi
+done
+[ $# -eq 0 ] && models=(../shared/models/mnist_cnn ../shared/models/mnist_cnn_bn_keepbn ../shared/models/mlp ../shared/models/resnet18)
+[ ${#models[@]} -eq 0 ] && { echo "bench-vs-ort.sh: none of the arguments is a model directory" >&2; exit 2; }
 build=${BUILD_DIR:-build}
 [ "$build" = build ] && bash scripts/build.sh >/dev/null
 ORT_DIR=${ORT_DIR:-/tmp/ort}
