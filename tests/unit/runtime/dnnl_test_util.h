@@ -185,5 +185,33 @@ inline bool convOffers(const OpCase& c, const std::string& variant) {
   return std::find(vs.begin(), vs.end(), variant) != vs.end();
 }
 
+/// Creates the Conv kernel of `ctx` (whose variant the caller sets) as the fusion pass would:
+/// alone, or with oneDNN's sum of input `sumInput` (when >= 0) and then ReLU. Fails the test
+/// when creation fails or regresses to another kernel.
+inline void createConvFused(const KernelContext& ctx, bool relu, int sumInput,
+                            std::unique_ptr<Kernel>* k) {
+  if (!relu && sumInput < 0) {
+    ASSERT_TRUE(dnnlRegistry().create("cpu", ctx, k).isOk());
+    return;
+  }
+  dnnlcpu::Epilogue ep;
+  if (sumInput >= 0) {
+    dnnlcpu::Epilogue::Item sum;
+    sum.sum = true;
+    ep.items.push_back(sum);
+    ep.sumInput = sumInput;
+  }
+  if (relu) {
+    dnnlcpu::Epilogue::Item it;
+    it.eltwise.a = dnnl::algorithm::eltwise_relu;
+    ep.items.push_back(it);
+  }
+  ep.text = std::string(sumInput >= 0 ? "sum" : "") + (sumInput >= 0 && relu ? "+" : "") +
+            (relu ? "eltwise_relu" : "");
+  std::string regressed;
+  ASSERT_TRUE(dnnlcpu::createConvEpilogue(ctx, ep, k, &regressed).isOk());
+  ASSERT_TRUE(regressed.empty()) << regressed;
+}
+
 }  // namespace dnnltest
 }  // namespace tandem

@@ -174,18 +174,7 @@ TEST(GroupedConv, ConvVariantMatchesReference) {
     KernelContext ctx = g.context();
     ctx.variant = "grouped-direct";
     std::unique_ptr<Kernel> k;
-    if (relu) {
-      dnnlcpu::Epilogue ep;
-      dnnlcpu::Epilogue::Item it;
-      it.eltwise.a = dnnl::algorithm::eltwise_relu;
-      ep.items.push_back(it);
-      ep.text = "eltwise_relu";
-      std::string regressed;
-      ASSERT_TRUE(dnnlcpu::createConvEpilogue(ctx, ep, &k, &regressed).isOk());
-      ASSERT_TRUE(regressed.empty()) << regressed;
-    } else {
-      ASSERT_TRUE(dnnlRegistry().create("cpu", ctx, &k).isOk());
-    }
+    createConvFused(ctx, relu, -1, &k);
     ASSERT_TRUE(k);
     EXPECT_NE(k->implName().find(":grouped_conv_direct"), std::string::npos) << k->implName();
     Tensor y = Tensor::alloc(DType::F32, g.outputs[0]);

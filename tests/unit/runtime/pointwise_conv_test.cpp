@@ -146,24 +146,7 @@ TEST(PointwiseConv, ConvVariantMatchesReference) {
     KernelContext ctx = g.context();
     ctx.variant = "pointwise-gemm";
     std::unique_ptr<Kernel> k;
-    if (form > 0) {
-      dnnlcpu::Epilogue ep;
-      if (form == 2) {
-        dnnlcpu::Epilogue::Item sum;
-        sum.sum = true;
-        ep.items.push_back(sum);
-        ep.sumInput = 3;
-      }
-      dnnlcpu::Epilogue::Item it;
-      it.eltwise.a = dnnl::algorithm::eltwise_relu;
-      ep.items.push_back(it);
-      ep.text = form == 2 ? "sum+eltwise_relu" : "eltwise_relu";
-      std::string regressed;
-      ASSERT_TRUE(dnnlcpu::createConvEpilogue(ctx, ep, &k, &regressed).isOk());
-      ASSERT_TRUE(regressed.empty()) << regressed;
-    } else {
-      ASSERT_TRUE(dnnlRegistry().create("cpu", ctx, &k).isOk());
-    }
+    createConvFused(ctx, form > 0, form == 2 ? 3 : -1, &k);
     ASSERT_TRUE(k);
     EXPECT_EQ(k->implName().rfind("avx2:pointwise_sgemm_packed(" + host + ")", 0), 0u)
         << k->implName();
