@@ -86,20 +86,45 @@ TANDEM_AVX2 inline __m256 apply(const ActivationStep& s, __m256 x) {
 
 }  // namespace
 
+namespace {
+
+// The last 1-7 elements of a row through a lane mask: the same arithmetic as the full vectors.
+TANDEM_AVX2 inline __m256i tailMask(int64_t left) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left), lane);
+}
+
+TANDEM_AVX2 inline __m256 applyAll(const ActivationStep* steps, int count, __m256 v) {
+  for (int s = 0; s < count; ++s) v = apply(steps[s], v);
+  return v;
+}
+
+}  // namespace
+
 TANDEM_AVX2 void applyActivations(const ActivationStep* steps, int count, float* x, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(x + i);
-    for (int s = 0; s < count; ++s) v = apply(steps[s], v);
-    _mm256_storeu_ps(x + i, v);
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, applyAll(steps, count, _mm256_loadu_ps(x + i)));
   if (i < n) {
-    // The last 1-7 elements through a lane mask: the same arithmetic as the full vectors.
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)), lane);
-    __m256 v = _mm256_maskload_ps(x + i, mask);
-    for (int s = 0; s < count; ++s) v = apply(steps[s], v);
-    _mm256_maskstore_ps(x + i, mask, v);
+    const __m256i mask = tailMask(n - i);
+    _mm256_maskstore_ps(x + i, mask, applyAll(steps, count, _mm256_maskload_ps(x + i, mask)));
+  }
+}
+
+TANDEM_AVX2 void applyActivationsTile(const ActivationStep* steps, int count, float* x,
+                                      int64_t rows, int64_t cols, int64_t rowStride,
+                                      int64_t blockStride) {
+  const int64_t full = cols / 8;
+  const __m256i mask = tailMask(cols % 8);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * rowStride;
+    for (int64_t b = 0; b < full; ++b) {
+      float* p = row + b * blockStride;
+      _mm256_storeu_ps(p, applyAll(steps, count, _mm256_loadu_ps(p)));
+    }
+    if (cols % 8) {
+      float* p = row + full * blockStride;
+      _mm256_maskstore_ps(p, mask, applyAll(steps, count, _mm256_maskload_ps(p, mask)));
+    }
   }
 }
 

@@ -209,6 +209,33 @@ TEST(Avx2Activation, MatchesDoubleFormulas) {
   EXPECT_NEAR(v[0], 1 / (1 + std::exp(-std::tanh(0.3))), 1e-6);
 }
 
+// A GEMM tile's activations (up to 6 x 16, row-major or in 8-column blocks, every column count
+// 0-16): each element in the tile gets the value applyActivations gives it alone, and nothing
+// outside the tile changes.
+TEST(Avx2Activation, TileMatchesElementwise) {
+  SKIP_WITHOUT_AVX2();
+  const avx2::ActivationStep gelu{avx2::Activation::GeluTanh};
+  const int64_t rowStride = 40;
+  int checked = 0;
+  for (int64_t blockStride : {int64_t(8), int64_t(20)})
+    for (int64_t rows = 0; rows <= 6; ++rows)
+      for (int64_t cols = 0; cols <= 16; ++cols) {
+        std::vector<float> x = randomVec(8 * rowStride, 21), before = x;
+        std::vector<bool> inTile(x.size(), false);
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t j = 0; j < cols; ++j) inTile[r * rowStride + (j / 8) * blockStride + j % 8] = true;
+        avx2::applyActivationsTile(&gelu, 1, x.data(), rows, cols, rowStride, blockStride);
+        for (size_t i = 0; i < x.size(); ++i) {
+          float want = before[i];
+          if (inTile[i]) avx2::applyActivations(&gelu, 1, &want, 1);
+          ASSERT_EQ(x[i], want) << "rows " << rows << " cols " << cols << " blockStride "
+                                << blockStride << " element " << i;
+        }
+        ++checked;
+      }
+  EXPECT_EQ(checked, 2 * 7 * 17);
+}
+
 TEST(Avx2Sgemm, PackPadsWidthToMultipleOf8) {
   std::vector<float> b(12 * 10, 1.f);
   avx2::PackedB pb;
