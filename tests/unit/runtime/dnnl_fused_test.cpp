@@ -224,8 +224,9 @@ TEST(DnnlFused, ConvReluThenSumRunsUnfused) {
     std::string impl;
     Tensor got = runWith(fullRegistry(), oc, &impl);
     expectNeverReferenceFused(impl, "+post-ops[eltwise_relu+sum]");
-    if (impl.rfind("unfused(", 0) == 0)
+    if (impl.rfind("unfused(", 0) == 0) {
       EXPECT_EQ(impl.find("(via plain layout)") != std::string::npos, blocked) << impl;
+    }
     expectClose(blocked ? relayout(got, false) : got, toDouble(want), 1e-4);
   }
 }
@@ -296,10 +297,11 @@ TEST(DnnlFused, GemmAndMatMulEpilogues) {
     } else {
       // Unfused (AVX2 hosts), the Gemm alone runs as the packed AVX2 GEMM or gemm:jit.
       expectNeverReferenceFused(fusedImpl, "+post-ops[eltwise_relu+sum]");
-      if (fusedImpl.rfind("unfused(", 0) == 0)
+      if (fusedImpl.rfind("unfused(", 0) == 0) {
         EXPECT_TRUE(fusedImpl.rfind("unfused(avx2:sgemm_packed + ", 0) == 0 ||
                     fusedImpl.rfind("unfused(dnnl:gemm:jit + ", 0) == 0)
             << fusedImpl;
+      }
     }
     expectClose(got, toDouble(want), 1e-4);
   }

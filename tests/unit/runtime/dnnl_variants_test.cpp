@@ -51,14 +51,18 @@ std::vector<std::string> checkVariants(const OpCase& c, const std::vector<double
                                        double tol = 1e-4) {
   std::vector<std::string> vs = dnnlRegistry().variants("cpu", c.context());
   EXPECT_FALSE(vs.empty()) << c.op << " lists no variants";
-  if (!vs.empty()) EXPECT_EQ(vs[0], "dnnl") << "oneDNN is always a candidate";
+  if (!vs.empty()) {
+    EXPECT_EQ(vs[0], "dnnl") << "oneDNN is always a candidate";
+  }
   for (const std::string& v : vs) {
     SCOPED_TRACE(c.op + " variant " + v);
     std::string impl;
     Tensor got = runWith(dnnlRegistry(), c, v, &impl);
     if (!got.defined()) continue;
     EXPECT_EQ(impl.rfind(implPrefix(v), 0), 0u) << impl;
-    if (v == "winograd-dnnl") EXPECT_NE(impl.find("wino"), std::string::npos) << impl;
+    if (v == "winograd-dnnl") {
+      EXPECT_NE(impl.find("wino"), std::string::npos) << impl;
+    }
     expectClose(got, want, tol);
   }
   return vs;
