@@ -84,10 +84,6 @@ TANDEM_AVX2 inline __m256 apply(const ActivationStep& s, __m256 x) {
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
-}  // namespace
-
-namespace {
-
 // The last 1-7 elements of a row through a lane mask: the same arithmetic as the full vectors.
 TANDEM_AVX2 inline __m256i tailMask(int64_t left) {
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
