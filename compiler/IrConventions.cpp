@@ -76,6 +76,15 @@ std::string deviceOfValue(mlir::Value v) {
   return deviceOfOp(v.getDefiningOp());
 }
 
+std::string resultLayout(mlir::Value v) {
+  auto r = llvm::dyn_cast<mlir::OpResult>(v);
+  if (!r) return "";
+  auto list = r.getOwner()->getAttrOfType<mlir::ArrayAttr>(kResultLayoutsAttr);
+  if (!list || r.getResultNumber() >= list.size()) return "";
+  auto s = llvm::dyn_cast<mlir::StringAttr>(list[r.getResultNumber()]);
+  return s ? s.str() : "";
+}
+
 bool isVariableArg(mlir::Value v) {
   auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
   if (!arg) return false;

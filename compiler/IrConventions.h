@@ -35,6 +35,9 @@ inline constexpr const char* kFusionNotDuplicatedAttr = "fusion_not_duplicated";
 /// [StrAttr] per result: "blocked" where the value stays in oneDNN's channel-blocked layout
 /// between CPU steps (set by --tandem-fuse; emitted as step input_layouts/output_layouts).
 inline constexpr const char* kResultLayoutsAttr = "result_layouts";
+/// The layout `v` is stored in between steps: its producer's result_layouts entry ("blocked"),
+/// or "" (plain row-major) for a block argument or a result without one.
+std::string resultLayout(mlir::Value v);
 /// @main argument/result attributes.
 inline constexpr const char* kNameAttr = "tandem.name";                    // ONNX input/output name
 inline constexpr const char* kDimParamsAttr = "tandem.dim_params";         // [StrAttr] per dim

@@ -275,8 +275,10 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
     if (!ok) return signalPassFailure();
 
     // In place: a result takes the buffer of an operand the op may overwrite, when this op is
-    // that operand's last reader and both have the same dtype, element count and device. The
-    // operand's buffer then lives on to the result's last use.
+    // that operand's last reader and both have the same dtype, element count, device and
+    // layout between steps (a conv-epilogue writing a blocked result reorders a plain residual
+    // into its output first, which must not be the residual's own bytes). The operand's buffer
+    // then lives on to the result's last use.
     llvm::DenseMap<mlir::Value, size_t> bufferOf;
     for (size_t i = 0; i < buffers.size(); ++i) bufferOf[buffers[i].value] = i;
     std::vector<int64_t> ownLast(buffers.size());
@@ -299,7 +301,7 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
           size_t vi = bufferOf[v];
           if (ownLast[vi] != index[&op] || devices[vi] != devices[ri] ||
               vt.getElementType() != rt.getElementType() ||
-              vt.getNumElements() != rt.getNumElements())
+              vt.getNumElements() != rt.getNumElements() || resultLayout(v) != resultLayout(r))
             continue;
           size_t root = rootOf(vi);
           aliasOf[ri] = (int64_t)root;

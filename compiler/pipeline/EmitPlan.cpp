@@ -266,22 +266,15 @@ class PlanEmitter {
 
   // Step attributes input_layouts / output_layouts (runtime/cpu/dnnl/DnnlCommon.h): "blocked"
   // where --tandem-fuse kept the value in oneDNN's channel-blocked layout; left out when none.
-  static std::string layoutOf(mlir::Value v) {
-    mlir::Operation* d = v.getDefiningOp();
-    auto list = d ? d->getAttrOfType<mlir::ArrayAttr>(kResultLayoutsAttr) : nullptr;
-    unsigned i = llvm::cast<mlir::OpResult>(v).getResultNumber();
-    if (!list || i >= list.size()) return "";
-    return llvm::cast<mlir::StringAttr>(list[i]).str();
-  }
   void addLayouts(mlir::Operation* op, plan::Step* step) {
     Attr in = Attr::ofStrings({}), out = Attr::ofStrings({});
     bool any = false;
     for (mlir::Value v : op->getOperands()) {
-      in.strings.push_back(llvm::isa<mlir::OpResult>(v) ? layoutOf(v) : "");
+      in.strings.push_back(resultLayout(v));
       any |= !in.strings.back().empty();
     }
     for (mlir::Value v : op->getResults()) {
-      out.strings.push_back(layoutOf(v));
+      out.strings.push_back(resultLayout(v));
       any |= !out.strings.back().empty();
     }
     if (!any) return;

@@ -136,6 +136,48 @@ func.func @main(%x: tensor<1x2x2x2xf32> {tandem.device = "cpu"}, %r: tensor<1x2x
 
 // -----
 
+// ... and only when the residual is stored in the layout the epilogue writes: a blocked output
+// over a plain residual would be the residual reordered onto its own bytes (found on LR-ASPP's
+// MobileNetV3 blocks: the HardSwish loop's plain output as the residual of a 1x1 conv writing
+// blocked for the next conv). The plain Relu result keeps its slot (64); the epilogue takes a
+// new one (128).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[P:.*]] = tandem.relu %arg0 {arena_offset = [64]
+// CHECK: tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %[[P]]) {arena_offset = [128]
+func.func @main(%x: tensor<1x2x2x2xf32> {tandem.device = "cpu"}) -> tensor<1x2x2x2xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %p = tandem.relu %x {device = "cpu"} : (tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  %0 = tandem.fused "conv-epilogue"(%x, %w, %p) {device = "cpu", result_layouts = ["blocked"]} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  ^bb0(%a: tensor<1x2x2x2xf32>, %b: tensor<2x2x1x1xf32>, %c: tensor<1x2x2x2xf32>):
+    %1 = tandem.conv %a, %b : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+    %2 = tandem.add %1, %c : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+    tandem.yield %2 : tensor<1x2x2x2xf32>
+  }
+  %3 = tandem.conv %0, %w {device = "cpu"} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  return %3 : tensor<1x2x2x2xf32>
+}
+
+// -----
+
+// The same with a blocked residual (a conv's blocked result): same layout, so shared (64).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[P:.*]] = tandem.conv %arg0, %{{.*}} {arena_offset = [64]
+// CHECK: tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %[[P]]) {arena_offset = [64]
+func.func @main(%x: tensor<1x2x2x2xf32> {tandem.device = "cpu"}) -> tensor<1x2x2x2xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %p = tandem.conv %x, %w {device = "cpu", result_layouts = ["blocked"]} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  %0 = tandem.fused "conv-epilogue"(%x, %w, %p) {device = "cpu", result_layouts = ["blocked"]} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  ^bb0(%a: tensor<1x2x2x2xf32>, %b: tensor<2x2x1x1xf32>, %c: tensor<1x2x2x2xf32>):
+    %1 = tandem.conv %a, %b : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+    %2 = tandem.add %1, %c : (tensor<1x2x2x2xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+    tandem.yield %2 : tensor<1x2x2x2xf32>
+  }
+  %3 = tandem.conv %0, %w {device = "cpu"} : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32>
+  return %3 : tensor<1x2x2x2xf32>
+}
+
+// -----
+
 // Flatten keeps the row-major bytes: it shares the Relu's slot (its last reader) and its copy
 // vanishes; one slot instead of two. A Flatten whose input is read again later gets its own.
 // CHECK: module attributes {tandem.arena_peak_bytes = {cpu = 128 : i64}

@@ -491,6 +491,14 @@ class ConvKernel : public DnnlKernel {
         const Tensor* r = in[sumInput_];
         void* inner = dst_.inner().get_data_handle();
         if (residualReorders_) {
+          // The residual is stored in another layout than the output: reordering it onto its
+          // own bytes would scramble it. --tandem-plan-memory never shares such a pair.
+          const char* rb = static_cast<const char*>(r->raw());
+          const char* ib = static_cast<const char*>(inner);
+          if (rb < ib + dst_.inner().get_desc().get_size() && ib < rb + r->bytes())
+            return Status::error(std::string(op_) + ": the residual shares the output's buffer but is stored "
+                                 "in another layout (a plan planned in place across a layout "
+                                 "change); compile the model again");
           bind(residual_, r->raw());
           residualArgs_.execute(residualReorder_);
         } else if (r->raw() != inner) {

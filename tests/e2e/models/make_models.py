@@ -13,6 +13,11 @@ Models (random weights, fixed seed, static shapes, batch 2):
   bf16_cnn, bf16_mlp  the same two networks (other weights and inputs) in bfloat16
   lstm       x f32 [2,7,8] -> nn.LSTM(8, 16, num_layers=2, bidirectional, batch_first)
              -> last step -> Linear (5) -> f32 [2,5]
+  hswish_residual  x f32 [1,3,32,32] -> Conv 3x3 s2 (16) -> Hardswish -> depthwise Conv 3x3
+             -> Relu -> Conv 1x1 -> residual Add (the Hardswish output) -> Conv 1x1 (64): the
+             residual is written plain by an element-wise loop and the residual conv writes the
+             host's blocked layout for the next conv (LR-ASPP's MobileNetV3 blocks, where that
+             pair once shared a buffer and the residual was reordered onto itself)
   int8_qlinear  x f32 [2,3,8,8] -> QuantizeLinear (uint8) -> QLinearConv (int8 weights with
              per-channel scales, int32 bias) -> Reshape -> QLinearMatMul (int8 weights)
              -> DequantizeLinear -> f32 [2,10]  (built with onnx.helper)
@@ -271,6 +276,20 @@ def int8_model(out_dir):
     assert 5 < len(np.unique(cq)) and 3 < len(np.unique(yq)), (np.unique(cq), np.unique(yq))
 
 
+class HswishResidual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.act = nn.Hardswish()
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.expand = nn.Conv2d(16, 64, 1)
+
+    def forward(self, x):
+        s = self.act(self.stem(x))
+        return self.expand(self.pw(torch.relu(self.dw(s))) + s)
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     torch.manual_seed(SEED)
@@ -310,6 +329,14 @@ def main():
         mlp.ln.weight.uniform_(0.8, 1.2)
         mlp.ln.bias.uniform_(-0.1, 0.1)
     bf16_model("bf16_mlp", mlp, torch.randn(2, 8, 32), out_dir)
+
+    torch.manual_seed(SEED + 17)
+    net = HswishResidual().eval()
+    x = torch.randn(1, 3, 32, 32)
+    path = os.path.join(out_dir, "hswish_residual")
+    model = export(net, x, path)
+    with torch.no_grad():
+        write_set(path, [x.numpy()], [net(x).numpy()], model)
 
 
 if __name__ == "__main__":

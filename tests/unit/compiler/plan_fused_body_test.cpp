@@ -54,6 +54,7 @@ std::string attrText(const Attr& a) {
     case Attr::Kind::Floats: for (float v : a.floats) s << v << ","; break;
     case Attr::Kind::Strings: for (const std::string& v : a.strings) s << v << ","; break;
     case Attr::Kind::Tensor: s << dtypeName(a.t.dtype()) << shapeToString(a.t.shape()) << a.t.bytes(); break;
+    case Attr::Kind::Graph: s << a.s.size(); break;
   }
   return s.str();
 }
