@@ -12,33 +12,68 @@ namespace {
 
 // ---- broadcasting ------------------------------------------------------------------------
 
-/// Two operands broadcast to the output shape, prepared once from the static shapes.
+/// Two operands broadcast to the output shape, prepared once from the static shapes, as rows:
+/// the trailing dims along which both operands' strides chain are merged into one inner run
+/// that each operand reads contiguously (stride 1) or as one repeated element (stride 0);
+/// the dims before it index the rows. [1,64,3,49,49] + [1,64,1,49,49] (Swin's shifted-window
+/// mask) is 192 rows of 2,401 contiguous elements, the second operand's row repeated 3 times.
 struct Broadcast2 {
   Shape out;
-  std::vector<int64_t> sa, sb;
-  bool aFull = false, bFull = false, bScalar = false;
+  std::vector<int64_t> outer, oa, ob;  // row dims (size-1 dims left out), operand strides
+  int64_t inner = 1, ia = 0, ib = 0;   // run length; operand strides along it (0 or 1)
 
   Broadcast2(const Shape& a, const Shape& b, Shape o) : out(std::move(o)) {
-    sa = broadcastStrides(a, out);
-    sb = broadcastStrides(b, out);
-    aFull = a == out;
-    bFull = b == out;
-    bScalar = numElements(b) == 1;
+    const std::vector<int64_t> sa = broadcastStrides(a, out), sb = broadcastStrides(b, out);
+    int64_t d = (int64_t)out.size() - 1;
+    if (d >= 0) {
+      inner = out[d], ia = sa[d], ib = sb[d];
+      for (--d; d >= 0; --d) {
+        if (out[d] == 1) continue;
+        if (sa[d] != ia * inner || sb[d] != ib * inner) break;
+        inner *= out[d];
+      }
+    }
+    for (int64_t k = 0; k <= d; ++k)
+      if (out[k] != 1) outer.push_back(out[k]), oa.push_back(sa[k]), ob.push_back(sb[k]);
   }
 };
 
+/// y = op(a, b) over the rows of `bc`, in chunks of at most 16K elements, spread over the
+/// OpenMP threads when there are 64K elements or more (each element written once: any thread
+/// count gives the same bits).
 template <typename TA, typename TB, typename TO, typename Op>
 void applyBinary(const Broadcast2& bc, const TA* a, const TB* b, TO* y, Op op) {
   const int64_t n = numElements(bc.out);
-  if (bc.aFull && bc.bFull) {
-    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], b[i]);
-  } else if (bc.aFull && bc.bScalar) {
-    const TB s = b[0];
-    for (int64_t i = 0; i < n; ++i) y[i] = op(a[i], s);
-  } else {
-    forEachStrided<2>(
-        bc.out, {bc.sa.data(), bc.sb.data()}, {0, 0},
-        [&](int64_t i, const std::array<int64_t, 2>& o) { y[i] = op(a[o[0]], b[o[1]]); });
+  if (n == 0) return;
+  constexpr int64_t kChunk = 16384;
+  const int64_t rows = n / bc.inner, perRow = (bc.inner + kChunk - 1) / kChunk;
+  const int64_t tasks = rows * perRow;
+#pragma omp parallel for schedule(static) if (n >= (int64_t{1} << 16))
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t row = t / perRow, begin = (t % perRow) * kChunk;
+    const int64_t len = std::min(kChunk, bc.inner - begin);
+    int64_t offA = 0, offB = 0, rem = row;
+    for (int64_t d = (int64_t)bc.outer.size() - 1; d >= 0; --d) {
+      const int64_t i = rem % bc.outer[d];
+      rem /= bc.outer[d];
+      offA += i * bc.oa[d];
+      offB += i * bc.ob[d];
+    }
+    const TA* pa = a + offA + bc.ia * begin;
+    const TB* pb = b + offB + bc.ib * begin;
+    TO* py = y + row * bc.inner + begin;
+    if (bc.ia && bc.ib) {
+      for (int64_t i = 0; i < len; ++i) py[i] = op(pa[i], pb[i]);
+    } else if (bc.ia) {
+      const TB v = pb[0];
+      for (int64_t i = 0; i < len; ++i) py[i] = op(pa[i], v);
+    } else if (bc.ib) {
+      const TA u = pa[0];
+      for (int64_t i = 0; i < len; ++i) py[i] = op(u, pb[i]);
+    } else {
+      const TO v = op(pa[0], pb[0]);
+      for (int64_t i = 0; i < len; ++i) py[i] = v;
+    }
   }
 }
 

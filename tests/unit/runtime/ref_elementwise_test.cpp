@@ -209,6 +209,43 @@ TEST(RefBinary, MulWithScalarAndHigherRank) {
   expectValues<int64_t>(z, {2, 2, 3}, {1, 10, 100, 2, 20, 200, 3, 30, 300, 4, 40, 400});
 }
 
+// The broadcasting rows (Broadcast2: trailing dims merged into one contiguous or repeated run)
+// against index arithmetic, for Sub (operand order matters) over patterns that merge
+// differently: a middle dim, both operands broadcast, size-1 dims between, scalars on either
+// side, and 1.4M elements (threaded, a row longer than a chunk).
+TEST(RefBinary, BroadcastRowsMatchIndexArithmetic) {
+  const std::pair<Shape, Shape> cases[] = {
+      {{1, 64, 3, 49, 49}, {1, 64, 1, 49, 49}}, {{2, 3, 4}, {3, 1}},   {{4, 1, 5}, {1, 3, 1}},
+      {{2, 1, 3, 1}, {1, 4, 1, 5}},             {{5}, {}},             {{}, {7}},
+      {{3, 1}, {3, 1}},                         {{2, 70000}, {2, 1}}, {{1, 1, 6}, {2, 1, 1}}};
+  for (const auto& [as, bs] : cases) {
+    const size_t r = std::max(as.size(), bs.size());
+    Shape pa = as, pb = bs, ys(r);
+    pa.insert(pa.begin(), r - pa.size(), 1);
+    pb.insert(pb.begin(), r - pb.size(), 1);
+    for (size_t d = 0; d < r; ++d) ys[d] = std::max(pa[d], pb[d]);
+    std::vector<float> av(numElements(as)), bv(numElements(bs));
+    for (size_t i = 0; i < av.size(); ++i) av[i] = float(i % 1000) * 0.5f;
+    for (size_t i = 0; i < bv.size(); ++i) bv[i] = float(i % 997) * 3.f + 1.f;
+    Tensor y = run1("Sub", {}, {f32(as, av), f32(bs, bv)}, DType::F32, ys);
+    SCOPED_TRACE(shapeToString(as) + " - " + shapeToString(bs));
+    ASSERT_EQ(y.shape(), ys);
+    const int64_t n = numElements(ys);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rem = i, ai = 0, bi = 0, sa = 1, sb = 1;
+      for (int64_t d = (int64_t)r - 1; d >= 0; --d) {
+        const int64_t idx = rem % ys[d];
+        rem /= ys[d];
+        ai += (pa[d] == 1 ? 0 : idx) * sa;
+        bi += (pb[d] == 1 ? 0 : idx) * sb;
+        sa *= pa[d];
+        sb *= pb[d];
+      }
+      ASSERT_EQ(y.data<float>()[i], av[ai] - bv[bi]) << "element " << i;
+    }
+  }
+}
+
 TEST(RefBinary, EmptyBroadcast) {
   Tensor y = run1("Add", {}, {f32({0, 3}, {}), f32({3}, {1, 2, 3})}, DType::F32, {0, 3});
   expectValues<float>(y, {0, 3}, {});
