@@ -3,6 +3,7 @@
 // InstanceNormalization-6. Sampling ops build their per-axis tap tables once at creation
 // (static shapes) and run contiguous loops over the innermost dims.
 #include <cmath>
+#include <memory>
 
 #include "runtime/cpu/ref/RefCommon.h"
 
@@ -133,32 +134,61 @@ Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     fn = [=](const Inputs& in, const Outputs& outs) -> Status {
-      // Pass k maps axis axisDim[k] from in to out extent; buffers alternate.
+      // Pass k maps axis axisDim[k] from its in to its out extent: the first reads the input,
+      // the last writes the output, passes between use two scratch buffers in turn. Each output
+      // row is its first tap (weight != 0) times the source row plus the others; a zero weight
+      // is skipped, so an infinite source value it would multiply does not make a NaN. The
+      // innermost axis (rows of one element) has a loop of its own. Threaded over the outer
+      // rows from 64K output elements.
+      if (axes.empty()) {
+        std::copy(in[0]->data<T>(), in[0]->data<T>() + in[0]->numel(), outs[0]->data<T>());
+        return Status::ok();
+      }
       Shape cur = xs;
-      std::vector<T> a(in[0]->data<T>(), in[0]->data<T>() + in[0]->numel()), b;
+      std::unique_ptr<T[]> scratch[2];
+      const T* src = in[0]->data<T>();
       for (size_t k = 0; k < axes.size(); ++k) {
         const ResizeAxis& ax = axes[k];
         const size_t d = axisDim[k];
         const int64_t outer = product(cur, 0, d), inner = product(cur, d + 1, r);
-        b.assign(outer * ax.out * inner, T(0));
-        for (int64_t o = 0; o < outer; ++o)
+        T* dst = outs[0]->data<T>();
+        if (k + 1 < axes.size()) {
+          scratch[k % 2].reset(new T[outer * ax.out * inner]);
+          dst = scratch[k % 2].get();
+        }
+#pragma omp parallel for schedule(static) if (outer * ax.out * inner >= (int64_t{1} << 16))
+        for (int64_t o = 0; o < outer; ++o) {
+          const T* so = src + o * ax.in * inner;
+          T* dro = dst + o * ax.out * inner;
           for (int64_t j = 0; j < ax.out; ++j) {
-            T* dst = &b[(o * ax.out + j) * inner];
-            if (ax.outside[j]) {
-              std::fill(dst, dst + inner, T(extrapolation));
+            const int64_t* idx = &ax.idx[j * ax.taps];
+            const double* w = &ax.w[j * ax.taps];
+            if (inner == 1) {
+              T acc = T(0);
+              for (int64_t t = 0; t < ax.taps; ++t)
+                if (w[t] != 0) acc += T(w[t]) * so[idx[t]];
+              dro[j] = ax.outside[j] ? T(extrapolation) : acc;
               continue;
             }
-            for (int64_t t = 0; t < ax.taps; ++t) {
-              const T w = T(ax.w[j * ax.taps + t]);
-              if (w == T(0)) continue;
-              const T* src = &a[(o * ax.in + ax.idx[j * ax.taps + t]) * inner];
-              for (int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
+            T* row = dro + j * inner;
+            bool written = false;
+            for (int64_t t = 0; t < ax.taps && !ax.outside[j]; ++t) {
+              if (w[t] == 0) continue;
+              const T wt = T(w[t]);
+              const T* sr = so + idx[t] * inner;
+              if (written) {
+                for (int64_t i = 0; i < inner; ++i) row[i] += wt * sr[i];
+              } else {
+                for (int64_t i = 0; i < inner; ++i) row[i] = wt * sr[i];
+                written = true;
+              }
             }
+            if (!written) std::fill(row, row + inner, ax.outside[j] ? T(extrapolation) : T(0));
           }
+        }
         cur[d] = ax.out;
-        a.swap(b);
+        src = dst;
       }
-      std::copy(a.begin(), a.end(), outs[0]->data<T>());
       return Status::ok();
     };
   });

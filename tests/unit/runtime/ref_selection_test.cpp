@@ -57,6 +57,38 @@ TEST(RefResize, LinearHalfPixelAndNearestAsymmetricFloor) {
                       {1, 1, 1, 4}, {0, 0, 4, 4});
 }
 
+// LR-ASPP's last Resize, smaller: bilinear half_pixel x8 over [1, 3, 24, 20] (230K outputs, so
+// the passes run threaded) against the 2-D formula evaluated directly in double: each output is
+// the four clamped neighbours weighted (1 - ty)(1 - tx), ..., ty tx.
+TEST(RefResize, BilinearUpsampleMatchesTheTwoDimensionalFormula) {
+  const int64_t C = 3, H = 24, W = 20, S = 8;
+  std::vector<float> v(C * H * W);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float((i * 7919) % 1000) / 100.f - 5.f;
+  Tensor x = f32({1, C, H, W}, v), scales = f32({4}, {1, 1, (float)S, (float)S});
+  Tensor y = run1("Resize", attrs({{"mode", Attr::ofString("linear")}}), {x, none(), scales},
+                  DType::F32, {1, C, H * S, W * S}, /*constInputs=*/true);
+  ASSERT_EQ(y.shape(), (Shape{1, C, H * S, W * S}));
+  auto tap = [](int64_t j, int64_t n, int64_t* i0, int64_t* i1, double* t) {
+    const double c = (j + 0.5) / S - 0.5, f = std::floor(c);
+    *t = c - f;
+    *i0 = std::min<int64_t>(std::max<int64_t>((int64_t)f, 0), n - 1);
+    *i1 = std::min<int64_t>(std::max<int64_t>((int64_t)f + 1, 0), n - 1);
+  };
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t h = 0; h < H * S; ++h)
+      for (int64_t w = 0; w < W * S; ++w) {
+        int64_t h0, h1, w0, w1;
+        double ty, tx;
+        tap(h, H, &h0, &h1, &ty);
+        tap(w, W, &w0, &w1, &tx);
+        auto at = [&](int64_t hh, int64_t ww) { return (double)v[(c * H + hh) * W + ww]; };
+        const double want = (1 - ty) * ((1 - tx) * at(h0, w0) + tx * at(h0, w1)) +
+                            ty * ((1 - tx) * at(h1, w0) + tx * at(h1, w1));
+        ASSERT_NEAR(y.data<float>()[(c * H * S + h) * W * S + w], want, 1e-5)
+            << "c " << c << " h " << h << " w " << w;
+      }
+}
+
 TEST(RefDepthToSpace, DcrAndCrdOrderChannelsDifferently) {
   std::vector<float> v(8);
   for (int i = 0; i < 8; ++i) v[i] = (float)i;  // C = 8 channels of 1x1
