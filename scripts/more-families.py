@@ -1,0 +1,104 @@
+#!/usr/bin/python3
+"""Writes torchvision model families that ../shared/zoo does not cover, in the ONNX backend-test
+layout (OUT/NAME/model.onnx, OUT/NAME/test_data_set_0/{input,output}_K.pb, batch 1, PyTorch
+eager fp32 reference, random weights, seed 0), to check correctness and speed on models nobody
+tuned for:
+
+  efficientnet_b0     SiLU (x * Sigmoid(x)), squeeze-excitation, depthwise 3x3 / 5x5
+  mobilenet_v3_small  HardSwish / HardSigmoid, squeeze-excitation
+  shufflenet_v2_x0_5  channel shuffle (Reshape / Transpose), Split
+  squeezenet1_1       Concat of 1x1 / 3x3 branches
+  lraspp              segmentation: MobileNetV3 + LR-ASPP head, bilinear Resize x8 (256x256)
+  deeplabv3_mnv3      segmentation: MobileNetV3 + ASPP (dilated convolutions), bilinear Resize
+  r3d_18              video: 3-D convolutions over [1, 3, 8, 112, 112]
+  swin_t              shifted-window attention (opset 14): 5-D broadcast masks, Roll as Slices
+  ssdlite, fasterrcnn, retinanet
+                      detection (320x320): NonZero, TopK, NonMaxSuppression on values computed
+                      from the image; Tandem's static plans cannot run them yet (data-dependent
+                      shapes), kept to see that limit
+
+Usage (Debian's python3-torch, python3-torchvision, python3-onnx):
+  /usr/bin/python3 scripts/more-families.py OUT [NAME ...]
+then, e.g.:  tandem run OUT/NAME/model.onnx --inputs OUT/NAME/test_data_set_0 --expect OUT/NAME/test_data_set_0
+             scripts/bench-vs-ort.sh OUT/NAME/ ...
+"""
+import os
+import sys
+
+import onnx
+import torch
+import torchvision
+from onnx import numpy_helper
+
+M = torchvision.models
+
+
+def flatten(o, acc):
+    if isinstance(o, dict):
+        for v in o.values():
+            flatten(v, acc)
+    elif isinstance(o, (list, tuple)):
+        for v in o:
+            flatten(v, acc)
+    else:
+        acc.append(o)
+    return acc
+
+
+def save(out_dir, name, model, inputs, opset=13):
+    d = os.path.join(out_dir, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    model.eval()
+    with torch.no_grad():
+        outputs = flatten(model(*inputs), [])
+    torch.onnx.export(model, tuple(inputs), os.path.join(d, "model.onnx"), opset_version=opset,
+                      do_constant_folding=True)
+    graph = onnx.load(os.path.join(d, "model.onnx")).graph
+    for k, x in enumerate(flatten(inputs, [])):
+        with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(x.numpy(), graph.input[k].name).SerializeToString())
+    for k, y in enumerate(outputs):
+        with open(os.path.join(d, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(y.numpy(), graph.output[k].name).SerializeToString())
+    print(name, [tuple(y.shape) for y in outputs])
+
+
+def image(size=224):
+    return torch.randn(1, 3, size, size)
+
+
+FAMILIES = {
+    "efficientnet_b0": lambda: (M.efficientnet_b0(), [image()], 13),
+    "mobilenet_v3_small": lambda: (M.mobilenet_v3_small(), [image()], 13),
+    "shufflenet_v2_x0_5": lambda: (M.shufflenet_v2_x0_5(), [image()], 13),
+    "squeezenet1_1": lambda: (M.squeezenet1_1(), [image()], 13),
+    "lraspp": lambda: (M.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None),
+                       [image(256)], 13),
+    "deeplabv3_mnv3": lambda: (M.segmentation.deeplabv3_mobilenet_v3_large(
+        weights=None, weights_backbone=None, aux_loss=False), [image(256)], 13),
+    "r3d_18": lambda: (M.video.r3d_18(), [torch.randn(1, 3, 8, 112, 112)], 13),
+    "swin_t": lambda: (M.swin_t(), [image()], 14),
+    "ssdlite": lambda: (M.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None),
+                        [[torch.rand(3, 320, 320)]], 13),
+    "fasterrcnn": lambda: (M.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
+        weights=None, weights_backbone=None), [[torch.rand(3, 320, 320)]], 13),
+    "retinanet": lambda: (M.detection.retinanet_resnet50_fpn(weights=None, weights_backbone=None),
+                          [[torch.rand(3, 320, 320)]], 13),
+}
+
+
+def main():
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        sys.exit(0 if len(sys.argv) >= 2 else 2)
+    out_dir, names = sys.argv[1], sys.argv[2:] or list(FAMILIES)
+    for name in names:
+        if name not in FAMILIES:
+            sys.exit("more-families.py: unknown model '%s' (known: %s)" % (name, ", ".join(FAMILIES)))
+        torch.manual_seed(0)
+        model, inputs, opset = FAMILIES[name]()
+        save(out_dir, name, model, inputs, opset)
+
+
+if __name__ == "__main__":
+    main()
