@@ -155,8 +155,8 @@ class UnfusedKernel : public Kernel {
 // Math: a unary math op of the op table, evaluated by the function made from its formula; the
 // others are written out below (attributes, NaN rules). Binary codes come last (Add on).
 enum class Code {
-  Math, Relu, LeakyRelu, Elu, Selu, Sigmoid, Tanh, HardSigmoid, Abs, Neg, Clip, GeluErf,
-  GeluTanh, Add, Sub, Mul, Div, Max, Min
+  Math, Relu, LeakyRelu, Elu, Selu, Sigmoid, HardSigmoid, Abs, Neg, Clip, GeluErf, GeluTanh,
+  Add, Sub, Mul, Div, Max, Min
 };
 
 using MathFn = void (*)(const float* x, float* y, int64_t n);
@@ -192,16 +192,14 @@ struct Instr {
   Operand a, b;
   float p = 0.f, q = 0.f;  // alpha/beta, Clip bounds
   MathFn math = nullptr;   // Code::Math
+  bool vector = false;     // run as `act` (vectorActivation)
+  avx2::ActivationStep act;
 };
 
 // The loop form of `op`: the op table's math function, or one of the written-out codes. Ops the
 // fuse pass puts in a loop are the table's kCpuLoop rows; op_table_test checks each has a form.
 bool codeFor(const BodyOp& op, Instr* ins) {
   Code* c = &ins->code;
-  if (op.type == "Tanh") {  // a math row, taken out for the vector form (evalChunk)
-    *c = Code::Tanh;
-    return true;
-  }
   for (const MathOp& m : kMathOps)
     if (op.type == m.name) {
       *c = Code::Math;
@@ -237,7 +235,6 @@ float apply(const Instr& in, float x, float y) {
       float e = std::exp(x);
       return e / (1.f + e);
     }
-    case Code::Tanh: return std::tanh(x);
     case Code::HardSigmoid: return std::max(0.f, std::min(1.f, in.p * x + in.q));
     case Code::Math: {
       float y;
@@ -260,6 +257,18 @@ float apply(const Instr& in, float x, float y) {
   return x;
 }
 
+// The AVX2 activation (runtime/cpu/avx2/Activation.h) that computes `op`, if any: Sigmoid, Tanh
+// and tanh-GELU from one vector exp instead of a libm call per element (EfficientNet-B0's SiLU
+// loops, 1 thread, AVX-512 host: 41 of 50 ms with the scalar exp).
+bool vectorActivation(const BodyOp& op, avx2::ActivationStep* step) {
+  if (op.type == "Sigmoid") step->kind = avx2::Activation::Logistic;
+  else if (op.type == "Tanh") step->kind = avx2::Activation::Tanh;
+  else if (op.type == "Gelu" && op.attrs.getString("approximate", "none") == "tanh")
+    step->kind = avx2::Activation::GeluTanh;
+  else return false;
+  return true;
+}
+
 constexpr int64_t kChunk = 512;  // floats per register per chunk: 2 KiB, stays in L1
 
 // Compiles body ops [0, count) into loop instructions over `n` elements: operands are step
@@ -270,6 +279,7 @@ Status compileLoop(const KernelContext& ctx, const Body& body, size_t count, int
     const BodyOp& op = body.ops[j];
     Instr ins;
     if (!codeFor(op, &ins)) return Status::error("Fused elementwise: no loop form of " + op.type);
+    ins.vector = avx2::available() && vectorActivation(op, &ins.act);
     std::vector<Operand> ops;
     for (size_t i = 0; i < op.refs.size(); ++i) {
       int64_t r = op.refs[i];
@@ -334,22 +344,10 @@ std::vector<float> readScalars(const std::vector<const Tensor*>& in) {
   return scalars;
 }
 
-// The AVX2 activation (runtime/cpu/avx2/Activation.h) that computes `code`, if any: Sigmoid,
-// Tanh and tanh-GELU from one vector exp instead of a libm call per element (EfficientNet-B0's
-// SiLU loops, 1 thread, AVX-512 host: 41 of 50 ms with the scalar exp).
-bool vectorActivation(Code code, avx2::ActivationStep* step) {
-  switch (code) {
-    case Code::Sigmoid: step->kind = avx2::Activation::Logistic; return true;
-    case Code::Tanh: step->kind = avx2::Activation::Tanh; return true;
-    case Code::GeluTanh: step->kind = avx2::Activation::GeluTanh; return true;
-    default: return false;
-  }
-}
-
 // Runs `prog` on elements [start, start + len) (len <= kChunk): register k (kChunk floats at
-// regs + k * kChunk) gets instruction k's values. `vector`: the host runs the AVX2 activations.
+// regs + k * kChunk) gets instruction k's values.
 void evalChunk(const std::vector<Instr>& prog, float* regs, const std::vector<const Tensor*>& in,
-               const std::vector<float>& scalars, int64_t start, int64_t len, bool vector) {
+               const std::vector<float>& scalars, int64_t start, int64_t len) {
   for (size_t k = 0; k < prog.size(); ++k) {
     const Instr& ins = prog[k];
     float* dst = regs + k * kChunk;
@@ -365,10 +363,9 @@ void evalChunk(const std::vector<Instr>& prog, float* regs, const std::vector<co
     float ta[kChunk], tb[kChunk];
     const float* a = src(ins.a, ta);
     const float* b = ins.code >= Code::Add ? src(ins.b, tb) : a;
-    avx2::ActivationStep act;
-    if (vector && vectorActivation(ins.code, &act)) {
+    if (ins.vector) {
       if (dst != a) std::memcpy(dst, a, sizeof(float) * len);
-      avx2::applyActivations(&act, 1, dst, len);
+      avx2::applyActivations(&ins.act, 1, dst, len);
       continue;
     }
     const float p = ins.p, q = ins.q;
@@ -420,7 +417,7 @@ class LoopKernel : public Kernel {
       for (int64_t c = 0; c < chunks; ++c) {
         const int64_t start = c * kChunk;
         const int64_t len = std::min(kChunk, n_ - start);
-        evalChunk(prog_, regs.data(), in, scalars, start, len, vector_);
+        evalChunk(prog_, regs.data(), in, scalars, start, len);
         // Outputs last: every read of this chunk is done, so an output may alias an input.
         for (size_t o = 0; o < out.size(); ++o)
           std::memcpy(out[o]->data<float>() + start, regs.data() + outputsFrom_[o] * kChunk,
@@ -439,7 +436,6 @@ class LoopKernel : public Kernel {
   std::vector<int64_t> outputsFrom_;
   int64_t n_ = 0;
   int threads_ = 1;
-  bool vector_ = avx2::available();
 };
 
 // ---- row kernel ----
@@ -566,7 +562,7 @@ class RowKernel : public Kernel {
         bool nan = false;
         for (int64_t c0 = 0; c0 < cols_; c0 += kChunk) {
           const int64_t len = std::min(kChunk, cols_ - c0);
-          evalChunk(prog_, regs.data(), in, scalars, base + c0, len, vector_);
+          evalChunk(prog_, regs.data(), in, scalars, base + c0, len);
           const float* x = xReg_ >= 0 ? regs.data() + xReg_ * kChunk
                                       : in[xInput_]->data<float>() + base + c0;
           switch (op_) {
@@ -653,7 +649,6 @@ class RowKernel : public Kernel {
   int64_t n_ = 0, rows_ = 0, cols_ = 0;
   double epsilon_ = 1e-5;
   int threads_ = 1;
-  bool vector_ = avx2::available();
 };
 
 Status createFused(const KernelRegistry& registry, const KernelContext& ctx,
