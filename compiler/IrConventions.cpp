@@ -76,6 +76,10 @@ std::string deviceOfValue(mlir::Value v) {
   return deviceOfOp(v.getDefiningOp());
 }
 
+bool isAllocatedAtRunTime(mlir::Value v) {
+  return llvm::isa_and_nonnull<DynamicRegionOp>(v.getDefiningOp());
+}
+
 std::string resultLayout(mlir::Value v) {
   auto r = llvm::dyn_cast<mlir::OpResult>(v);
   if (!r) return "";

@@ -38,6 +38,9 @@ inline constexpr const char* kResultLayoutsAttr = "result_layouts";
 /// The layout `v` is stored in between steps: its producer's result_layouts entry ("blocked"),
 /// or "" (plain row-major) for a block argument or a result without one.
 std::string resultLayout(mlir::Value v);
+/// Whether `v` is a result of a tandem.dynamic_region (--tandem-outline-dynamic): its producer
+/// allocates it at run time, with the shape the run gives it, so it has no arena slot.
+bool isAllocatedAtRunTime(mlir::Value v);
 /// @main argument/result attributes.
 inline constexpr const char* kNameAttr = "tandem.name";                    // ONNX input/output name
 inline constexpr const char* kDimParamsAttr = "tandem.dim_params";         // [StrAttr] per dim

@@ -148,7 +148,7 @@ namespace detail {
 // (the importer compiles it, frontend/OnnxImporter.cpp); everywhere else it is a Graph.
 bool isGraphAttr(llvm::StringRef onnxName, llvm::StringRef name) {
   if (onnxName == "If") return name == "then_branch" || name == "else_branch";
-  return (onnxName == "Loop" || onnxName == "Scan") && name == "body";
+  return (onnxName == "Loop" || onnxName == "Scan" || onnxName == "DynamicRegion") && name == "body";
 }
 
 std::string toAttrMap(llvm::StringRef onnxName, mlir::DictionaryAttr attributes,

@@ -523,6 +523,15 @@ def Tandem_ScanOp : Tandem_OnnxOp<"scan", "Scan", "16",
     (ins Str:$body, Int:$num_scan_inputs, Ints:$scan_input_axes, Ints:$scan_input_directions,
          Ints:$scan_output_axes, Ints:$scan_output_directions, Int:$num_captures)>;
 
+// Tandem's own: the ops downstream of a value-dependent result size (NonZero, Compress, Unique,
+// NonMaxSuppression, TopK on a computed K), outlined by --tandem-outline-dynamic. `body` is their
+// plan (values of unknown dims allowed); operands are the outer values it reads, results the
+// graph outputs it computes, whose dims may be known only at run time.
+def Tandem_DynamicRegionOp : Tandem_DomainOp<"dynamic_region", "DynamicRegion", "tandem", "1",
+    "run ops whose shapes depend on computed values eagerly, inferring shapes at run time",
+    "runtime/DynamicRegion.h (the runtime) and --tandem-outline-dynamic in passes/Passes.td (what is outlined)",
+    (ins Str:$body)>;
+
 //===----------------------------------------------------------------------===//
 // Image sampling
 //===----------------------------------------------------------------------===//

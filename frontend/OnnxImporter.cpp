@@ -20,6 +20,7 @@
 #include "compiler/TandemDialect.h"
 #include "compiler/autodiff/GradientRules.h"
 #include "frontend/OnnxTensor.h"
+#include "passes/Passes.h"
 #include "runtime/FileIO.h"
 #include "runtime/OpTable.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -168,7 +169,9 @@ class OnnxImporter {
   mlir::LogicalResult compileSubgraph(int index, const std::string& attr, onnx::ModelProto model,
                                       std::string* planBytes);
   mlir::LogicalResult setSubgraphType(int index, const std::string& attr,
-                                      onnx::ValueInfoProto* info, mlir::Type type);
+                                      onnx::ValueInfoProto* info, mlir::Type type, bool dynamicAllowed = false);
+  mlir::LogicalResult compileEagerSubgraph(int index, const std::string& attr, onnx::ModelProto model,
+                                           std::string* planBytes);
   mlir::FailureOr<mlir::Operation*> create(int index, mlir::Location loc, const NodeForm& f);
   void foldEarly(mlir::Operation* op, const std::string& type,
                  llvm::SmallVectorImpl<mlir::Value>* results);
@@ -774,11 +777,13 @@ mlir::LogicalResult OnnxImporter::importCoercedSoftmax(int index, mlir::Location
 }
 
 // ONNX value info for subgraph input `info` from the outer value's type: subgraphs are compiled
-// now, with static shapes, so the type must be static.
+// now, with static shapes, so the type must be static, unless `dynamicAllowed` (an If branch
+// written as an eager plan, compileEagerSubgraph): then its unknown dims stay unknown.
 mlir::LogicalResult OnnxImporter::setSubgraphType(int index, const std::string& attr,
-                                                  onnx::ValueInfoProto* info, mlir::Type type) {
+                                                  onnx::ValueInfoProto* info, mlir::Type type,
+                                                  bool dynamicAllowed) {
   auto t = llvm::dyn_cast<mlir::RankedTensorType>(type);
-  if (!t || !t.hasStaticShape())
+  if (!t || (!t.hasStaticShape() && !dynamicAllowed))
     return failNode(index, "subgraph '" + attr + "' input '" + info->name() +
                                "' would have a dynamic shape; control-flow subgraphs are compiled "
                                "with static shapes (bind the model's input shapes)");
@@ -788,7 +793,42 @@ mlir::LogicalResult OnnxImporter::setSubgraphType(int index, const std::string& 
   tt->set_elem_type((int32_t)mlirToDType(t.getElementType()));
   auto* shape = tt->mutable_shape();
   shape->clear_dim();
-  for (int64_t d : t.getShape()) shape->add_dim()->set_dim_value(d);
+  for (int64_t d : t.getShape()) {
+    auto* dim = shape->add_dim();
+    if (!mlir::ShapedType::isDynamic(d)) dim->set_dim_value(d);  // else: unknown
+  }
+  return mlir::success();
+}
+
+// Imports `model` as compileSubgraph does, but writes it as an eager plan (writeEagerPlan,
+// passes/Passes.h): inputs of unknown dims stay unknown, every op one step, shapes inferred
+// when it runs.
+mlir::LogicalResult OnnxImporter::compileEagerSubgraph(int index, const std::string& attr,
+                                                       onnx::ModelProto model, std::string* planBytes) {
+  for (const auto& out : model.graph().output()) {
+    if (out.has_type() && !out.type().has_tensor_type())
+      return failNode(index, "subgraph '" + attr + "' output '" + out.name() +
+                                 "' is not a tensor (sequence, map and optional values are not "
+                                 "supported)");
+  }
+  ImportOptions none;
+  OnnxImporter inner(ctx_, source_, none, depth_ + 1);
+  std::string error;
+  mlir::OwningOpRef<mlir::ModuleOp> module = inner.import(model, &error);
+  if (!module) {
+    if (error.compare(0, source_.size() + 2, source_ + ": ") == 0) error = error.substr(source_.size() + 2);
+    return failNode(index, "subgraph '" + attr + "': " + error);
+  }
+  mlir::func::FuncOp main = getMainFunc(*module);
+  mlir::Block& block = main.getBody().front();
+  llvm::SmallVector<mlir::Value> inputs(main.getArguments().begin(), main.getArguments().end());
+  llvm::SmallVector<mlir::Operation*> ops;
+  for (mlir::Operation& o : block)
+    if (!llvm::isa<mlir::func::ReturnOp>(o)) ops.push_back(&o);
+  llvm::SmallVector<mlir::Value> outputs(block.getTerminator()->getOperands());
+  plan::Plan p;
+  writeEagerPlan(inputs, ops, outputs, &p);
+  *planBytes = p.SerializeAsString();
   return mlir::success();
 }
 
@@ -1036,12 +1076,43 @@ mlir::LogicalResult OnnxImporter::importControlFlow(int index, mlir::Location lo
     }
   }
 
+  // An If reading values whose shapes are not static (downstream of NonZero, say) has its
+  // branches written as eager plans, run with the shapes they meet (runtime/DynamicRegion.h).
+  auto isStatic = [](mlir::Type t) {
+    auto r = llvm::dyn_cast<mlir::RankedTensorType>(t);
+    return r && r.hasStaticShape();
+  };
+  const bool eager = op == "If" && !llvm::all_of(captured, [&](mlir::Value v) { return isStatic(v.getType()); });
+  // An eager branch sees no folding pass: the constants it reads from outside become its own
+  // initializers (shape operands such as Unsqueeze's axes must be constants), not operands.
+  std::vector<onnx::TensorProto> outerConstants;
+  if (eager) {
+    std::vector<std::string> kept;
+    std::vector<mlir::Value> keptValues;
+    for (size_t k = 0; k < captures.size(); ++k) {
+      Tensor t;
+      if (!getConstantValue(captured[k], &t)) {
+        kept.push_back(captures[k]);
+        keptValues.push_back(captured[k]);
+        continue;
+      }
+      onnx::TensorProto p;
+      p.set_name(captures[k]);
+      p.set_data_type((int32_t)t.dtype());
+      for (int64_t d : t.shape()) p.add_dims(d);
+      p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.bytes()));
+      outerConstants.push_back(std::move(p));
+    }
+    captures = std::move(kept);
+    captured = std::move(keptValues);
+  }
   for (const std::string& name : names) {
     onnx::ModelProto sub;
     sub.set_ir_version(model_->ir_version());
     *sub.mutable_opset_import() = model_->opset_import();
     *sub.mutable_graph() = *graphs[name];
     onnx::GraphProto* g = sub.mutable_graph();
+    for (const onnx::TensorProto& c : outerConstants) *g->add_initializer() = c;
     g->set_name(nodeLabel(index) + " " + name);
     for (size_t k = 0; k < inputTypes.size(); ++k) {
       onnx::ValueInfoProto* in = g->mutable_input((int)k);
@@ -1054,10 +1125,13 @@ mlir::LogicalResult OnnxImporter::importControlFlow(int index, mlir::Location lo
     for (size_t k = 0; k < captures.size(); ++k) {
       onnx::ValueInfoProto* in = g->add_input();
       in->set_name(captures[k]);
-      if (mlir::failed(setSubgraphType(index, name, in, captured[k].getType()))) return mlir::failure();
+      if (mlir::failed(setSubgraphType(index, name, in, captured[k].getType(), eager)))
+        return mlir::failure();
     }
     std::string bytes;
-    if (mlir::failed(compileSubgraph(index, name, std::move(sub), &bytes))) return mlir::failure();
+    if (mlir::failed(eager ? compileEagerSubgraph(index, name, std::move(sub), &bytes)
+                           : compileSubgraph(index, name, std::move(sub), &bytes)))
+      return mlir::failure();
     f.attrs[name] = b_.getStringAttr(bytes);
   }
   for (mlir::Value v : captured) f.operands.push_back(v);

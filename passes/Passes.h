@@ -17,6 +17,9 @@
 #include "runtime/Tensor.h"
 
 namespace tandem {
+namespace plan {
+class Plan;  // compiler/Plan.proto
+}
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
@@ -30,6 +33,15 @@ std::unique_ptr<mlir::Pass> createAutodiffPass(const TandemAutodiffOptions& opti
 std::unique_ptr<mlir::Pass> createLegalizeF16Pass();
 std::unique_ptr<mlir::Pass> createCanonicalizePass();
 std::unique_ptr<mlir::Pass> createCanonicalizePass(const TandemCanonicalizeOptions& options);
+std::unique_ptr<mlir::Pass> createOutlineDynamicPass();
+/// An eager plan (plan.eager, compiler/Plan.proto; run by runtime/DynamicRegion.h) of `ops`, in
+/// order, all on the CPU: `inputs` become its inputs, tandem.constant ops its constants, every
+/// other op a step with its attributes (values keep the dims inference knew, -1 where it did
+/// not), `outputs` its outputs. Every operand of an op must be an input, a constant, a
+/// tandem.none or a result of an earlier op. --tandem-outline-dynamic writes a region's body
+/// with it, the importer an If branch that reads values of run-time shape.
+void writeEagerPlan(llvm::ArrayRef<mlir::Value> inputs, llvm::ArrayRef<mlir::Operation*> ops,
+                    llvm::ArrayRef<mlir::Value> outputs, plan::Plan* out);
 std::unique_ptr<mlir::Pass> createPlacePass();
 std::unique_ptr<mlir::Pass> createPlacePass(const TandemPlaceOptions& options);
 /// The place pass's configuration as the compiler hands it over, parsed once

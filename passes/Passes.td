@@ -172,6 +172,36 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
   ];
 }
 
+def TandemOutlineDynamic : Pass<"tandem-outline-dynamic", "mlir::ModuleOp"> {
+  let summary = "Move the ops whose shapes are known only at run time into one DynamicRegion op";
+  let description = [{
+    After infer-shapes and canonicalize have bound every symbolic dim and folded every constant,
+    a result dim still unknown comes from a value-dependent size: NonZero, Compress, Unique or
+    NonMaxSuppression on computed values, TopK with a computed K. Such an op and every op that
+    reads its results, transitively, move into one `tandem.dynamic_region`, in their order. Its
+    operands are the outer values they read (constants included, so weights stay constants of
+    the plan), its results the graph outputs they compute (dims unknown before run time stay
+    `?`), and its `body` attribute is their plan: steps and values as in a plan, values of
+    unknown dims allowed, no placement, no arena. The runtime runs the body on the CPU step by
+    step, inferring each step's shapes from the values it meets (runtime/DynamicRegion.h). A
+    module without unknown dims is left as it is. Error: an unknown dim that reaches an op the
+    region cannot take (a variable update).
+
+    ```mlir
+    %m = tandem.greater %x, %zero : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xi1>
+    %nz = tandem.non_zero %m : (tensor<4x5xi1>) -> tensor<2x?xi64>
+    %t = tandem.transpose %nz {perm = [1, 0]} : (tensor<2x?xi64>) -> tensor<?x2xi64>
+    return %t : tensor<?x2xi64>
+    // becomes
+    %m = tandem.greater %x, %zero : (tensor<4x5xf32>, tensor<f32>) -> tensor<4x5xi1>
+    %t = tandem.dynamic_region %m {body = "<plan: NonZero, Transpose>"}
+        : (tensor<4x5xi1>) -> tensor<?x2xi64>
+    return %t : tensor<?x2xi64>
+    ```
+  }];
+  let constructor = "::tandem::createOutlineDynamicPass()";
+}
+
 def TandemPlace : Pass<"tandem-place", "mlir::ModuleOp"> {
   let summary = "Put every op on a device at minimum estimated time, and record why";
   let description = [{

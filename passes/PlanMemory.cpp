@@ -219,7 +219,8 @@ class PlanMemoryPass : public impl::TandemPlanMemoryBase<PlanMemoryPass> {
                          mlir::Location loc) {
       if (!ok) return;  // one error is enough: the first dynamic value names the cause
       // The device keeps an arena (maybe of 0 bytes) for the runtime to bind its values to.
-      if (updatesInPlace.contains(v)) {
+      // A dynamic region's results are allocated when it runs, at the size the run gives them.
+      if (updatesInPlace.contains(v) || isAllocatedAtRunTime(v)) {
         perDevice[device];
         return;
       }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "runtime/ControlFlow.h"
+#include "runtime/DynamicRegion.h"
 #include "runtime/Executable.h"
 #include "runtime/Kernel.h"
 
@@ -21,6 +22,10 @@ Status loadSubgraph(const KernelContext& ctx, const std::string& name,
   plan::Plan p;
   Status st = parseSubgraph(*ctx.attrs, name, &p);
   if (!st.isOk()) return Status::error(label(ctx) + ": " + st.message());
+  if (p.eager())
+    return Status::error(label(ctx) + ": subgraph '" + name + "' reads values whose shapes are "
+                         "known only at run time, which only If's branches may (not yet " +
+                         ctx.opType + "'s body)");
   LoadOptions o;
   o.threads = ctx.threads;
   o.seed = ctx.seed;
@@ -64,32 +69,62 @@ void moveSlice(const Shape& wholeShape, size_t elem, int64_t axis, int64_t index
   }
 }
 
+// One If branch: a plan of static shapes (an Executable), or an eager body (plan.eager: the
+// branch reads values of run-time shape, so it runs inside a DynamicRegion, runtime/DynamicRegion.h).
+struct Branch {
+  std::unique_ptr<Executable> plan;
+  std::unique_ptr<EagerPlan> eager;
+
+  Status load(const KernelContext& ctx, const std::string& name) {
+    plan::Plan p;
+    Status st = parseSubgraph(*ctx.attrs, name, &p);
+    if (!st.isOk()) return Status::error(label(ctx) + ": " + st.message());
+    if (!p.eager()) return loadSubgraph(ctx, name, &plan);
+    std::vector<const Tensor*> consts(ctx.inputTypes.size() - 1, nullptr);
+    for (size_t j = 1; j < ctx.constInputs.size() && j < ctx.inputTypes.size(); ++j) consts[j - 1] = ctx.constInputs[j];
+    return EagerPlan::load(p, label(ctx) + " " + name, ctx.threads, ctx.seed, ctx.winograd, consts, &eager);
+  }
+  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* res) {
+    if (eager) return eager->run(inputs, res);
+    std::vector<Tensor> in;
+    for (const Tensor* t : inputs) in.push_back(viewOf(*t));
+    return plan->run(in, res);
+  }
+};
+
 class IfKernel : public Kernel {
  public:
   static Status create(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     auto k = std::make_unique<IfKernel>();
     k->ctx_ = ctx;
-    TANDEM_RETURN_IF_ERROR(loadSubgraph(ctx, "then_branch", &k->then_));
-    TANDEM_RETURN_IF_ERROR(loadSubgraph(ctx, "else_branch", &k->else_));
+    TANDEM_RETURN_IF_ERROR(k->then_.load(ctx, "then_branch"));
+    TANDEM_RETURN_IF_ERROR(k->else_.load(ctx, "else_branch"));
     *out = std::move(k);
     return Status::ok();
   }
   Status run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override {
     const bool cond = scalarTrue(*inputs[0]);
-    std::vector<Tensor> in, res;
-    for (size_t i = 1; i < inputs.size(); ++i) in.push_back(viewOf(*inputs[i]));
-    TANDEM_RETURN_IF_ERROR((cond ? then_ : else_)->run(in, &res));
+    std::vector<Tensor> res;
+    std::vector<const Tensor*> in(inputs.begin() + 1, inputs.end());
+    TANDEM_RETURN_IF_ERROR((cond ? then_ : else_).run(in, &res));
     const char* branch = cond ? "then_branch" : "else_branch";
-    for (size_t k = 0; k < outputs.size(); ++k)
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      // Inside a DynamicRegion, an output whose shape the branches do not agree on comes
+      // unallocated: the branch taken sizes it.
+      if (outputs[k]->dtype() == DType::Undefined) {
+        *outputs[k] = std::move(res[k]);
+        continue;
+      }
       TANDEM_RETURN_IF_ERROR(copyResult(
           ctx_, std::string(branch) + " output " + std::to_string(k), res[k], outputs[k]));
+    }
     return Status::ok();
   }
   std::string implName() const override { return "subgraph"; }
 
  private:
   KernelContext ctx_;
-  std::unique_ptr<Executable> then_, else_;
+  Branch then_, else_;
 };
 
 class LoopKernel : public Kernel {

@@ -119,6 +119,8 @@ struct Executable::Impl {
   // there, or -1 for an update copied back after the run.
   std::vector<int> valueAlias;
   std::vector<int> variableWriter;
+  // By value id: a DynamicRegion's result, allocated by its step at run time (no arena slot).
+  std::vector<bool> runTimeAllocated;
   // A step's operand: a value of the run context (id), a shared constant, or absent (-1, null).
   struct Arg {
     int id = -1;
@@ -427,12 +429,15 @@ Status Executable::Impl::bindValue(int i) {
   if (v.id() != i) return Status::error(what + ": id " + std::to_string(v.id()) + " != index " + std::to_string(i));
   if (!isKnownDType(v.dtype())) return Status::error(what + ": unsupported dtype code " + std::to_string(v.dtype()));
   TensorType tt{(DType)v.dtype(), Shape(v.dims().begin(), v.dims().end())};
+  const bool runTime = runTimeAllocated[i];
   for (int64_t d : tt.shape)
-    if (d < 0) return Status::error(what + ": dynamic or negative dim in " + shapeToString(tt.shape));
+    if (d < 0 && !(runTime && d == -1))
+      return Status::error(what + ": dynamic or negative dim in " + shapeToString(tt.shape) +
+                           " (only a DynamicRegion's results may have dims known at run time)");
   // A plan is untrusted input: a shape whose size overflows or exceeds what one tensor may
   // have is refused here, before any kernel sizes a table or a loop by it.
   int64_t bytes = 0;
-  if (std::string e = checkTensorSize(tt.shape, (int64_t)dtypeSize(tt.dtype), dtypeName(tt.dtype), &bytes);
+  if (std::string e = runTime ? "" : checkTensorSize(tt.shape, (int64_t)dtypeSize(tt.dtype), dtypeName(tt.dtype), &bytes);
       !e.empty())
     return Status::error(what + ": " + e);
   valueTypes[i] = tt;
@@ -458,6 +463,14 @@ Status Executable::Impl::bindValue(int i) {
       return Status::error(what + ": aliases_variable refers to value id " +
                            std::to_string(v.aliases_variable()) + ", which does not exist");
     valueAlias[i] = v.aliases_variable();
+    valueArena[i] = it->second;
+    return Status::ok();
+  }
+  if (runTime) {
+    // Allocated by its step when it runs (runtime/DynamicRegion.h), no arena slot; only a
+    // graph output may read it (checked in bindValues).
+    if (v.kind() != plan::Value::INTERMEDIATE || !backends[canonicalDeviceName(v.device().empty() ? "cpu" : v.device())]->isHost())
+      return Status::error(what + ": a DynamicRegion's result must be an intermediate on a host device");
     valueArena[i] = it->second;
     return Status::ok();
   }
@@ -488,6 +501,18 @@ Status Executable::Impl::bindValues() {
   valueArena.assign(n, -1);
   valueOffset.assign(n, 0);
   valueAlias.assign(n, -1);
+  // A DynamicRegion step allocates its results as it runs; no other step may read them (the
+  // compiler outlines every reader into the region), so they leave the run as graph outputs.
+  runTimeAllocated.assign(n, false);
+  for (const plan::Step& s : plan.steps())
+    if (s.op_type() == "DynamicRegion")
+      for (int id : s.outputs())
+        if (id >= 0 && id < n) runTimeAllocated[id] = true;
+  for (int si = 0; si < plan.steps_size(); ++si)
+    for (int id : plan.steps(si).inputs())
+      if (id >= 0 && id < n && runTimeAllocated[id])
+        return Status::error(stepLabel(plan.steps(si), si) + " reads value '" + plan.values(id).name() +
+                             "', which a DynamicRegion allocates at run time (only graph outputs may)");
   for (int i = 0; i < n; ++i) TANDEM_RETURN_IF_ERROR(bindValue(i));
   auto checkId = [&](int id, const std::string& what) -> Status {
     if (id < 0 || id >= n) return Status::error(what + " refers to value id " + std::to_string(id) + ", which does not exist");
@@ -691,7 +716,7 @@ Status Executable::Impl::newRunContext(std::unique_ptr<RunContext>* out) {
   }
   rc->values.resize(valueTypes.size());
   for (size_t id = 0; id < valueTypes.size(); ++id) {
-    if (valueArena[id] < 0) continue;
+    if (valueArena[id] < 0 || runTimeAllocated[id]) continue;
     const TensorType& tt = valueTypes[id];
     if (valueAlias[id] >= 0) {
       rc->values[id] = Tensor::view(tt.dtype, tt.shape, resident[valueAlias[id]].raw());

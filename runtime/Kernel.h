@@ -168,5 +168,6 @@ void registerCpuReferenceKernels(KernelRegistry& r);  // runtime/cpu/ref/*.cpp
 void registerCpuDnnlKernels(KernelRegistry& r);       // runtime/cpu/dnnl/*.cpp
 void registerCudaKernels(KernelRegistry& r);          // runtime/cuda/*.cpp (capabilities only when not built)
 void registerControlFlowKernels(KernelRegistry& r);   // runtime/ControlFlowKernels.cpp (If, Loop, Scan)
+// runtime/DynamicRegion.cpp (DynamicRegion) is declared in runtime/DynamicRegion.h.
 
 }  // namespace tandem

@@ -1,4 +1,5 @@
 // The process-wide kernel registry: every built-in backend registers here on first use.
+#include "runtime/DynamicRegion.h"
 #include "runtime/Kernel.h"
 
 namespace tandem {
@@ -10,6 +11,7 @@ KernelRegistry& KernelRegistry::global() {
     registerCpuReferenceKernels(*reg);
     registerCudaKernels(*reg);
     registerControlFlowKernels(*reg);
+    registerDynamicRegionKernel(*reg);
     return reg;
   }();
   return *r;

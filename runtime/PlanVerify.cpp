@@ -71,7 +71,8 @@ class StepVerifier {
     std::vector<std::string> what;
     for (int k = 0; k < s.outputs_size(); ++k) {
       declared.emplace_back();
-      if (std::string e = valueType(s.outputs(k), &declared.back()); !e.empty()) return e;
+      if (std::string e = valueType(s.outputs(k), &declared.back(), s.op_type() == "DynamicRegion"); !e.empty())
+        return e;
       what.push_back("result " + std::to_string(k) + " (value '" + p_.values(s.outputs(k)).name() + "')");
     }
     return checkOp(s.op_type(), in, attrs, declared, what);
@@ -109,16 +110,21 @@ class StepVerifier {
     return "";
   }
 
-  // The static type of value `id` (in range), refused when unsound.
-  std::string valueType(int id, TensorType* out) const {
+  // The static type of value `id` (in range), refused when unsound. A DynamicRegion's result
+  // (`runTime`) may have dims known only at run time: -1.
+  std::string valueType(int id, TensorType* out, bool runTime = false) const {
     const plan::Value& v = p_.values(id);
     if (!isKnownDType(v.dtype()))
       return "value '" + v.name() + "' has unsupported dtype code " + std::to_string(v.dtype());
     out->dtype = (DType)v.dtype();
     out->shape.assign(v.dims().begin(), v.dims().end());
-    for (int64_t d : out->shape)
-      if (d < 0) return "value '" + v.name() + "' has a negative dim in " + shapeToString(out->shape);
-    if (std::string e = checkTensorSize(out->shape, (int64_t)dtypeSize(out->dtype), dtypeName(out->dtype));
+    bool unknown = false;
+    for (int64_t d : out->shape) {
+      if (d < 0 && !(runTime && d == kUnknownDim))
+        return "value '" + v.name() + "' has a negative dim in " + shapeToString(out->shape);
+      unknown |= d < 0;
+    }
+    if (std::string e = unknown ? "" : checkTensorSize(out->shape, (int64_t)dtypeSize(out->dtype), dtypeName(out->dtype));
         !e.empty())
       return "value '" + v.name() + "': " + e;
     return "";

@@ -122,21 +122,24 @@ class PlanEmitter {
   mlir::FailureOr<int> addValue(mlir::Value v, plan::Value::Kind kind, const std::string& device,
                                 int64_t offset, mlir::Location loc) {
     auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-    if (!type || !type.hasStaticShape())
+    // A dynamic region's result may have dims known only at run time (-1 in the plan, 0 bytes).
+    const bool runTime = isAllocatedAtRunTime(v);
+    if (!type || (!type.hasStaticShape() && !runTime))
       return mlir::emitError(loc) << "emit-plan: value '" << valueName(v) << "' has type "
                                   << v.getType() << "; a plan needs static shapes";
     DType dt = mlirToDType(type.getElementType());
     int64_t bytes = 0;
-    if (std::string e = checkTensorSize(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-                                        (int64_t)dtypeSize(dt), dtypeName(dt), &bytes);
-        !e.empty())
-      return mlir::emitError(loc) << "emit-plan: value '" << valueName(v) << "': " << e;
+    if (type.hasStaticShape())
+      if (std::string e = checkTensorSize(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+                                          (int64_t)dtypeSize(dt), dtypeName(dt), &bytes);
+          !e.empty())
+        return mlir::emitError(loc) << "emit-plan: value '" << valueName(v) << "': " << e;
     int id = plan_.values_size();
     plan::Value* pv = plan_.add_values();
     pv->set_id(id);
     pv->set_name(valueName(v));
     pv->set_dtype((int32_t)dt);
-    for (int64_t d : type.getShape()) pv->add_dims(d);
+    for (int64_t d : type.getShape()) pv->add_dims(mlir::ShapedType::isDynamic(d) ? -1 : d);
     pv->set_device(device);
     pv->set_kind(kind);
     pv->set_arena_offset(offset);

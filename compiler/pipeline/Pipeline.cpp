@@ -120,6 +120,20 @@ std::unique_ptr<mlir::Pass> autodiffPass(const CompileOptions::Autodiff& a) {
   return createAutodiffPass(o);
 }
 
+// A dynamic region (--tandem-outline-dynamic) runs outside the plan's static schedule: say how
+// much of the graph it holds and where it starts.
+std::string dynamicRegionNote(const plan::Step& s) {
+  const plan::Plan* body = nullptr;
+  for (const plan::Attribute& a : s.attrs())
+    if (a.name() == "body") body = &a.g();
+  const int n = body ? body->steps_size() : 0;
+  std::string first;
+  if (n > 0) first = " (from " + body->steps(0).op_type() + " '" + body->steps(0).name() + "' on)";
+  return "DynamicRegion '" + s.name() + "': " + std::to_string(n) + " ops" + first +
+         " have shapes known only at run time; they run eagerly on " + s.device() +
+         ", each shape inferred from the values it meets";
+}
+
 }  // namespace
 
 mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& options,
@@ -150,6 +164,7 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   }
   if (mlir::failed(run(createLegalizeF16Pass()))) return mlir::failure();
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
+  if (mlir::failed(run(createOutlineDynamicPass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options)))) return mlir::failure();
   if (mlir::failed(run(createInsertTransfersPass()))) return mlir::failure();
   if (options.fuse && mlir::failed(run(createFusePass()))) return mlir::failure();
@@ -164,10 +179,12 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   if (mlir::failed(emitPlan(module, result))) return mlir::failure();
   // Control flow runs its subgraphs' own plans (compiled by the importer for the CPU) in one
   // CPU step: say so, since the placer saw only the op.
-  for (const plan::Step& s : result->plan.steps())
+  for (const plan::Step& s : result->plan.steps()) {
     if (s.op_type() == "If" || s.op_type() == "Loop" || s.op_type() == "Scan")
       result->notes.push_back(s.op_type() + " '" + s.name() + "': subgraphs run on " + s.device() +
                               " as a whole");
+    if (s.op_type() == "DynamicRegion") result->notes.push_back(dynamicRegionNote(s));
+  }
   return mlir::success();
 }
 

@@ -1,5 +1,7 @@
 // Shape functions of the control-flow ops If-16, Loop-16 and Scan-16: result types come from the
 // subgraphs' compiled plans (runtime/ControlFlow.h says how operands map onto their inputs).
+// Also Tandem's DynamicRegion, whose body plan gives its result types, dims it cannot know
+// before run time unknown (runtime/DynamicRegion.h).
 #include "compiler/shapes/ShapeFns.h"
 #include "runtime/ControlFlow.h"
 
@@ -10,14 +12,14 @@ std::string typeStr(DType t, const std::vector<int64_t>& dims) {
   return std::string(dtypeName(t)) + dimsStr(dims);
 }
 
-// Subgraph input `k` must take operand `i` as it is (an unknown operand dim matches any).
+// Subgraph input `k` must take operand `i` as it is (an unknown dim on either side matches any).
 std::string checkInput(const Ctx& c, const std::string& graph, const SubgraphSignature& sig,
                        size_t k, size_t i, const std::string& what) {
   const SubgraphValueType& want = sig.inputs[k];
   const OperandInfo& got = c.in[i];
   bool ok = got.present && got.dtype == want.dtype && got.dims.size() == want.dims.size();
   for (size_t d = 0; ok && d < want.dims.size(); ++d)
-    ok = got.dims[d] == kUnknownDim || got.dims[d] == want.dims[d];
+    ok = got.dims[d] == kUnknownDim || want.dims[d] == kUnknownDim || got.dims[d] == want.dims[d];
   if (ok) return "";
   return c.fail(graph + " input " + std::to_string(k) + " (" + what + ") was compiled for " +
                 subgraphTypeString(want) + " but " + operandLabel(i, nullptr) + " is " +
@@ -75,9 +77,17 @@ std::string inferIf(const Ctx& c) {
       c.set(k, pick.dtype, pick.dims);
       continue;
     }
-    return c.fail("data-dependent output shape not supported: output " + std::to_string(k) +
-                  " is " + subgraphTypeString(t) + " in then_branch but " + subgraphTypeString(e) +
-                  " in else_branch, and input 0 (cond) is not a constant that would pick one");
+    if (t.dims.size() != e.dims.size())
+      return c.fail("output " + std::to_string(k) + " is " + subgraphTypeString(t) +
+                    " in then_branch but " + subgraphTypeString(e) +
+                    " in else_branch (a different rank), and input 0 (cond) is not a constant "
+                    "that would pick one");
+    // The branch taken at run time sizes the dims they disagree on: unknown until then, which
+    // puts the If in a dynamic region (--tandem-outline-dynamic, passes/Passes.td).
+    std::vector<int64_t> dims = t.dims;
+    for (size_t d = 0; d < dims.size(); ++d)
+      if (dims[d] != e.dims[d]) dims[d] = kUnknownDim;
+    c.set(k, t.dtype, dims);
   }
   return "";
 }
@@ -224,6 +234,22 @@ std::string inferScan(const Ctx& c) {
     dims.insert(dims.begin() + axis, length);
     c.set(n + k, out.dtype, dims);
   }
+  return "";
+}
+
+std::string inferDynamicRegion(const Ctx& c) {
+  plan::Plan body;
+  SubgraphSignature sig;
+  if (auto e = readGraph(c, "body", &body, &sig); !e.empty()) return e;
+  if (sig.inputs.size() != c.in.size())
+    return c.fail("body takes " + std::to_string(sig.inputs.size()) + " inputs but the op has " +
+                  std::to_string(c.in.size()) + " operands");
+  if (sig.outputs.size() != c.numResults)
+    return c.fail("body has " + std::to_string(sig.outputs.size()) + " outputs but the op has " +
+                  std::to_string(c.numResults) + " results");
+  for (size_t k = 0; k < c.in.size(); ++k)
+    if (auto e = checkInput(c, "body", sig, k, k, "outer value"); !e.empty()) return e;
+  for (size_t k = 0; k < c.numResults; ++k) c.set(k, sig.outputs[k].dtype, sig.outputs[k].dims);
   return "";
 }
 

@@ -2,19 +2,17 @@
 // (ONNX opset 17 forms): GatherElements-13, GatherND-13, ScatterElements-16, ScatterND-16,
 // OneHot-11, DepthToSpace-13, SpaceToDepth-13, ReverseSequence-10, TopK-11, Einsum-12, and
 // Compress-11, NonZero-13, Unique-11, NonMaxSuppression-11, whose result sizes come from operand
-// values: known only when those operands are constants (runtime/DataDependent.h).
+// values (runtime/DataDependent.h): computed when those operands are constants (or, in a
+// dynamic region, the run-time values: runtime/DynamicRegion.h), otherwise kUnknownDim in a
+// result of known rank, which puts the op in a dynamic region (--tandem-outline-dynamic).
+#include <algorithm>
+
 #include "compiler/shapes/ShapeFns.h"
 #include "runtime/DataDependent.h"
 #include "runtime/Einsum.h"
 
 namespace tandem::shapes {
 namespace {
-
-// A plan needs static shapes, so a value-dependent size is an error naming the operand.
-std::string dataDependent(const Ctx& c, size_t i, const char* name) {
-  return c.fail("data-dependent output shape not supported: the result size depends on the "
-                "values of " + operandLabel(i, name) + ", which is not a constant");
-}
 
 // Scalar or one-element operand i as int64 (known=false when not constant).
 std::string readScalarInt(const Ctx& c, size_t i, const char* name, bool* known, int64_t* v) {
@@ -195,8 +193,8 @@ std::string inferTopK(const Ctx& c) {
   int64_t k = 0;
   if (c.in[1].dtype != DType::I64) return c.fail("input 1 (K) must be i64");
   if (auto e = readScalarInt(c, 1, "K", &known, &k); !e.empty()) return e;
-  if (!known) return dataDependent(c, 1, "K");
-  if (k < 0 || (x[axis] != kUnknownDim && k > x[axis]))
+  if (!known) k = kUnknownDim;  // K computed at run time: a dynamic region's op
+  else if (k < 0 || (x[axis] != kUnknownDim && k > x[axis]))
     return c.fail("input 1 (K) is " + std::to_string(k) + " but axis " + std::to_string(axis) +
                   " has size " + std::to_string(x[axis]));
   std::vector<int64_t> y = x;
@@ -241,7 +239,15 @@ std::string inferCompress(const Ctx& c) {
     for (int64_t d : x) limit = d == kUnknownDim || limit == kUnknownDim ? kUnknownDim : limit * d;
   }
   const Tensor* cond = c.in[1].value;
-  if (!cond) return dataDependent(c, 1, "condition");
+  if (!cond) {
+    std::vector<int64_t> y = {kUnknownDim};
+    if (axis >= 0) {
+      y = x;
+      y[axis] = kUnknownDim;
+    }
+    c.set(0, c.in[0].dtype, y);
+    return "";
+  }
   if (limit == kUnknownDim) return c.fail("the compressed extent of input 0 must be known");
   if (cond->numel() > limit)
     return c.fail("input 1 (condition) has " + std::to_string(cond->numel()) +
@@ -258,8 +264,8 @@ std::string inferCompress(const Ctx& c) {
 
 std::string inferNonZero(const Ctx& c) {
   if (auto e = checkArity(c, 1, 1, 1, 1); !e.empty()) return e;
-  if (!c.in[0].value) return dataDependent(c, 0, "X");
-  c.set(0, DType::I64, {(int64_t)c.in[0].dims.size(), countNonZero(*c.in[0].value)});
+  const int64_t rank = (int64_t)c.in[0].dims.size();
+  c.set(0, DType::I64, {rank, c.in[0].value ? countNonZero(*c.in[0].value) : kUnknownDim});
   return "";
 }
 
@@ -272,7 +278,19 @@ std::string inferUnique(const Ctx& c) {
   if (c.attrs.has("axis"))
     if (auto e = normAxis(c, c.attrs.getInt("axis", 0), x.size(), "attribute axis", &axis); !e.empty())
       return e;
-  if (!c.in[0].value) return dataDependent(c, 0, "X");
+  if (!c.in[0].value) {
+    std::vector<int64_t> y = {kUnknownDim};
+    if (axis >= 0) {
+      y = x;
+      y[axis] = kUnknownDim;
+    }
+    c.set(0, c.in[0].dtype, y);
+    int64_t slices = kUnknownDim;
+    if (axis >= 0) slices = x[axis];
+    else if (std::find(x.begin(), x.end(), kUnknownDim) == x.end()) slices = numElements(x);
+    for (size_t i = 1; i < c.numResults; ++i) c.set(i, DType::I64, {i == 2 ? slices : kUnknownDim});
+    return "";
+  }
   UniqueResult u;
   Status st = uniqueSlices(*c.in[0].value, axis, c.attrs.getInt("sorted", 1) != 0, &u);
   if (!st.isOk()) return c.fail(st.message());
@@ -295,8 +313,12 @@ std::string inferNonMaxSuppression(const Ctx& c) {
   if (auto e = checkArity(c, 2, 5, 1, 1, names); !e.empty()) return e;
   if (c.in[0].dtype != DType::F32 || c.in[1].dtype != DType::F32)
     return c.fail("inputs 0 (boxes) and 1 (scores) must be f32");
-  for (size_t i = 0; i < 5; ++i)
-    if (c.has(i) && !c.in[i].value) return dataDependent(c, i, names[i]);
+  for (size_t i = 0; i < 5; ++i) {
+    if (c.has(i) && !c.in[i].value) {
+      c.set(0, DType::I64, {kUnknownDim, 3});
+      return "";
+    }
+  }
   int64_t maxPerClass = 0;
   bool known;
   if (c.has(2))

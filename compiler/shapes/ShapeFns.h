@@ -142,6 +142,7 @@ std::string inferNonMaxSuppression(const Ctx& c);
 // ControlFlow.cpp: result types from the subgraphs' plans (runtime/ControlFlow.h)
 std::string inferIf(const Ctx& c);
 std::string inferLoop(const Ctx& c);
+std::string inferDynamicRegion(const Ctx& c);
 std::string inferScan(const Ctx& c);
 // Recurrent.cpp
 std::string inferRecurrent(const Ctx& c);  // RNN GRU LSTM

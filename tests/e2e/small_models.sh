@@ -2,7 +2,8 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a residual conv over a plain residual (hswish_residual), and the control-flow models of models/make_control_flow.py. Each also runs
+# QLinearMatMul model, a residual conv over a plain residual (hswish_residual), and the control-flow models of models/make_control_flow.py
+# (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
 tandem=$1 dir=$2
@@ -42,3 +43,13 @@ run hswish_residual 1e-5 1e-4
 run cf_if 0 0
 run cf_loop_exit 0 0
 run cf_scan_reverse 0 0
+# A detector's post-processing (models/make_control_flow.py dyn_detect): NonZero, TopK of a
+# computed K, an If running NonMaxSuppression, all in one DynamicRegion. Set 0 keeps 3 boxes, set
+# 1 none (empty outputs). Sigmoid in f32 against numpy's f64 rounded: 1 ulp (6e-8) measured.
+for set in 0 1; do
+  for fuse in "" --no-fuse; do
+    echo "== dyn_detect set $set $fuse"
+    "$tandem" run "$dir/dyn_detect/model.onnx" --inputs "$dir/dyn_detect/test_data_set_$set" \
+      --expect "$dir/dyn_detect/test_data_set_$set" --atol 1e-6 --rtol 1e-5 $fuse
+  done
+done

@@ -152,7 +152,10 @@ Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* na
       work.pop_back();
       for (auto [n, pos] : readers[v]) {
         const onnx::NodeProto& node = g.node(n);
-        const std::vector<int>& shapeOps = shapeOperandPositions(node.op_type());
+        // Ops whose result size is counted from their data (NonZero, ...) run with run-time
+        // values in a dynamic region (runtime/DynamicRegion.h): their data need not be folded.
+        const std::vector<int>& shapeOps =
+            sizeCountedFromData(node.op_type()) ? std::vector<int>{} : shapeOperandPositions(node.op_type());
         if (std::find(shapeOps.begin(), shapeOps.end(), pos) != shapeOps.end()) {
           reaches = true;
           break;
@@ -165,6 +168,11 @@ Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* na
     if (reaches) names->insert(gi.name());
   }
   return Status::ok();
+}
+
+bool sizeCountedFromData(const std::string& opType) {
+  return opType == "NonZero" || opType == "Compress" || opType == "Unique" ||
+         opType == "NonMaxSuppression";
 }
 
 Status specializeOnnxInputs(const std::string& path, const std::vector<Tensor>& given,
@@ -181,7 +189,7 @@ Status specializeOnnxInputs(const std::string& path, const std::vector<Tensor>& 
   if (folded) folded->clear();
   for (size_t i = 0; i < given.size(); ++i) {
     // Any dtype: Resize's scales and roi are f32, Range's start/limit/delta may be float (they
-    // fix its length as integer shapes do), NonZero's and Unique's data any.
+    // fix its length as integer shapes do).
     if (shapeInputs.count(names[i])) {
       importOptions->constantInputs[names[i]] = given[i];
       if (folded) folded->push_back(names[i]);

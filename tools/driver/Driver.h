@@ -30,8 +30,14 @@ namespace tandem {
 /// Names of an ONNX model's graph inputs that are not initializers, in order.
 Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names);
 
+/// Whether ONNX op `opType`'s result size is counted from its data (NonZero, Compress, Unique,
+/// NonMaxSuppression): with computed data the compiler runs it, and what reads it, in a dynamic
+/// region (runtime/DynamicRegion.h), so that data need not be a constant of the plan.
+bool sizeCountedFromData(const std::string& opType);
+
 /// The graph inputs (not initializers) of ONNX model `path` whose values reach a shape operand
-/// (shapeOperandPositions: Reshape's shape, Slice's starts, ...) along the graph. Values flow
+/// (shapeOperandPositions: Reshape's shape, Slice's starts, ...; not the data of the ops of
+/// sizeCountedFromData) along the graph. Values flow
 /// through every node except Shape and Size, whose results depend on their input's shape only:
 /// token ids feeding an embedding Gather reach no shape operand even when the model takes
 /// Shape of the embeddings. Errors: unreadable file, not an ONNX model.
@@ -40,8 +46,7 @@ Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* na
 /// Specialises the compile of ONNX model `path` to `given` inputs (onnxGraphInputs order; empty
 /// for none), as `tandem run`, `tandem bench` and the conformance runner do. A tensor (any
 /// dtype: Resize's scales are f32, Range's start/limit/delta may be) fed to an input that
-/// reaches a shape operand (onnxShapeOperandInputs; value-dependent result sizes included)
-/// becomes a constant of the plan (importOptions->constantInputs), so shapes stay static;
+/// reaches a shape operand (onnxShapeOperandInputs) becomes a constant of the plan (importOptions->constantInputs), so shapes stay static;
 /// every other given input
 /// stays a run-time input, binds that input's shape (compileOptions->inputShapes) and is
 /// appended to `runtimeInputs`, in order. `folded` (optional) gets the constants' names.

@@ -3,7 +3,10 @@
 cf_if (an If whose branches have different output shapes on a constant condition, and an If on
 a run-time condition whose branches read an outer value), cf_loop_exit (a Loop whose body's
 condition ends it before its trip count, reading an outer value, with an If inside) and
-cf_scan_reverse (a Scan over axis 1 in reverse with an outer value in its body).
+cf_scan_reverse (a Scan over axis 1 in reverse with an outer value in its body), and dyn_detect
+(a detector's post-processing: NonZero over a score threshold, TopK with a K computed from the
+candidates' count, an If whose branches read those run-time-shaped values, NonMaxSuppression
+inside it; two input sets, the second with no candidate, so its outputs are empty).
 usage: /usr/bin/python3 make_control_flow.py [OUT_DIR]  (default: next to this file)"""
 import os
 import sys
@@ -133,6 +136,92 @@ def cf_scan_reverse():
     save("cf_scan_reverse", g, [init, xs, w], [s, np.stack(outs).astype(np.float32)])
 
 
+def iou(a, b):
+    y1, x1 = max(a[0], b[0]), max(a[1], b[1])
+    y2, x2 = min(a[2], b[2]), min(a[3], b[3])
+    inter = max(0.0, y2 - y1) * max(0.0, x2 - x1)
+    area = lambda r: (r[2] - r[0]) * (r[3] - r[1])
+    return inter / (area(a) + area(b) - inter)
+
+
+def dyn_detect():
+    # Everything after NonZero has shapes known only at run time (a DynamicRegion).
+    empty = helper.make_tensor("emptyv", I, [0], [])
+    then_b = helper.make_graph([helper.make_node("Constant", [], ["none"], value=empty)], "no_boxes",
+                               [], [helper.make_tensor_value_info("none", I, [0])])
+    else_b = helper.make_graph(
+        [helper.make_node("Unsqueeze", ["top_boxes", "ax0"], ["nb"]),
+         helper.make_node("Unsqueeze", ["top_scores", "ax0"], ["ns1"]),
+         helper.make_node("Unsqueeze", ["ns1", "ax0"], ["ns"]),
+         helper.make_node("NonMaxSuppression", ["nb", "ns", "max_out", "iou"], ["sel"]),
+         helper.make_node("Gather", ["sel", "two"], ["k2"], axis=1),
+         helper.make_node("Squeeze", ["k2", "ax1"], ["kept"])],
+        "nms", [], [helper.make_tensor_value_info("kept", I, ["k"])])
+    c = lambda name, dt, dims, vals: helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name + "v", dt, dims, vals))
+    nodes = [
+        c("ax0", I, [1], [0]), c("ax1", I, [1], [1]), c("two", I, [1], [2]), c("five", I, [1], [5]),
+        c("thr", F, [], [0.3]), c("max_out", I, [1], [10]), c("iou", F, [1], [0.5]),
+        c("zero", I, [], [0]),
+        helper.make_node("Sigmoid", ["logits"], ["prob"]),
+        helper.make_node("Squeeze", ["prob", "ax0"], ["p"]),
+        helper.make_node("Squeeze", ["boxes", "ax0"], ["b"]),
+        helper.make_node("Greater", ["p", "thr"], ["keep"]),
+        helper.make_node("NonZero", ["keep"], ["nz"], name="candidates"),
+        helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+        helper.make_node("Gather", ["b", "idx"], ["cand_boxes"]),
+        helper.make_node("Gather", ["p", "idx"], ["cand_scores"]),
+        helper.make_node("Shape", ["cand_scores"], ["n"]),
+        helper.make_node("Min", ["n", "five"], ["k"]),
+        helper.make_node("TopK", ["cand_scores", "k"], ["top_scores", "top_idx"], name="best"),
+        helper.make_node("Gather", ["cand_boxes", "top_idx"], ["top_boxes"]),
+        helper.make_node("Size", ["cand_scores"], ["count"]),
+        helper.make_node("Equal", ["count", "zero"], ["nothing"]),
+        helper.make_node("If", ["nothing"], ["kept"], name="batched_nms", then_branch=then_b,
+                         else_branch=else_b),
+        helper.make_node("Gather", ["top_boxes", "kept"], ["det_boxes"]),
+        helper.make_node("Gather", ["top_scores", "kept"], ["det_scores"]),
+    ]
+    g = helper.make_graph(nodes, "dyn_detect",
+                          [helper.make_tensor_value_info("boxes", F, [1, 8, 4]),
+                           helper.make_tensor_value_info("logits", F, [1, 8])],
+                          [helper.make_tensor_value_info("det_boxes", F, ["d", 4]),
+                           helper.make_tensor_value_info("det_scores", F, ["d"]),
+                           helper.make_tensor_value_info("prob", F, [1, 8])])
+    rng = np.random.RandomState(7)
+    corner = rng.uniform(0, 8, size=(8, 2)).astype(np.float32)
+    corner[1] = corner[0] + 0.2  # boxes 0 and 1 overlap: NMS drops one
+    size = rng.uniform(1, 3, size=(8, 2)).astype(np.float32)
+    size[1] = size[0]
+    boxes = np.concatenate([corner, corner + size], axis=1)[None].astype(np.float32)
+    sets = [np.array([[2.0, 1.5, -3.0, 0.5, 1.0, -1.0, 2.5, 0.1]], np.float32),  # 6 candidates
+            np.full((1, 8), -4.0, np.float32)]                                  # none
+    results = []
+    for logits in sets:
+        prob = (1 / (1 + np.exp(-logits.astype(np.float64)))).astype(np.float32)
+        p = prob[0]
+        idx = np.nonzero(p > np.float32(0.3))[0]
+        order = idx[np.argsort(-p[idx], kind="stable")][:5]
+        kept = []
+        for i in order:
+            if all(iou(boxes[0, i], boxes[0, j]) <= 0.5 for j in kept):
+                kept.append(i)
+        kept = np.array(kept, np.int64)
+        results.append([boxes[0, kept].reshape(-1, 4), p[kept], prob])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    for k, (logits, outs) in enumerate(zip(sets, results)):
+        save_set = os.path.join(OUT, "dyn_detect", f"test_data_set_{k}")
+        os.makedirs(save_set, exist_ok=True)
+        for j, (vi, v) in enumerate(zip(g.input, [boxes, logits])):
+            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(save_set, f"input_{j}.pb"))
+        for j, (vi, v) in enumerate(zip(g.output, outs)):
+            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(save_set, f"output_{j}.pb"))
+    onnx.save(model, os.path.join(OUT, "dyn_detect", "model.onnx"))
+
+
 cf_if()
 cf_loop_exit()
 cf_scan_reverse()
+dyn_detect()

@@ -230,7 +230,7 @@ TEST_F(PipelineTest, StepTimesNameEveryPassInOrder) {
       EXPECT_GE(seconds, 0.0) << step;
     }
     std::vector<std::string> want = {"tandem-verify", "tandem-infer-shapes", "tandem-legalize-f16",
-                                     "tandem-canonicalize",
+                                     "tandem-canonicalize", "tandem-outline-dynamic",
                                      "tandem-place", "tandem-insert-transfers", "tandem-fuse",
                                      "tandem-plan-memory"};
     if (!eachPass) want.push_back("verify-ir");  // once, before the plan is emitted

@@ -520,6 +520,51 @@ TEST_F(ImporterModels, Softmax11CoercionComputesTheOldSemantics) {
   EXPECT_NEAR(y[7], std::exp(4.0) / z, 1e-6);
 }
 
+// A value-dependent size (NonZero on a computed mask) makes everything after it one DynamicRegion
+// step: one Executable then runs inputs whose outputs have different sizes, an empty one
+// included, and the same size again (its kernels are kept per operand signature).
+TEST_F(ImporterModels, DynamicRegionRunsEveryOutputSize) {
+  Model m(13);
+  m.input("x", {6}).floatInit("zero", {}, {0});
+  m.node("Greater", {"x", "zero"}, {"mask"}, "gt");
+  m.node("NonZero", {"mask"}, {"nz"}, "positives");
+  m.node("Transpose", {"nz"}, {"idx"}, "tr");
+  m.node("GatherND", {"x", "idx"}, {"vals"}, "pick");
+  m.node("Mul", {"vals", "vals"}, {"y"}, "square");
+  m.node("Relu", {"x"}, {"r"}, "relu");  // static: stays in the plan's schedule
+  m.output("y").output("r");
+  ASSERT_EQ(import(m), "");
+  CompileResult compiled;
+  ASSERT_TRUE(mlir::succeeded(compileModule(*module, CompileOptions{}, &compiled)));
+  int regions = 0;
+  for (const auto& s : compiled.plan.steps()) {
+    if (s.op_type() != "DynamicRegion") continue;
+    ++regions;
+    EXPECT_EQ(s.device(), "cpu");
+  }
+  EXPECT_EQ(regions, 1);
+  EXPECT_TRUE(std::any_of(compiled.notes.begin(), compiled.notes.end(), [](const std::string& n) {
+    return n.find("4 ops (from NonZero 'positives' on)") != std::string::npos;
+  }));
+  std::unique_ptr<Executable> exe;
+  Status st = Executable::load(compiled.plan, LoadOptions{}, &exe);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(exe->outputTypes()[0].shape, (Shape{-1}));  // known only at run time
+  const std::vector<std::vector<float>> xs = {
+      {1, -2, 3, -4, 5, 0}, {-1, -1, -1, -1, -1, -1}, {0.5f, 2, 2, 2, -3, 4}, {1, -2, 3, -4, 5, 0}};
+  for (const auto& x : xs) {
+    std::vector<Tensor> outs;
+    st = exe->run({Tensor::fromVector<float>({6}, x)}, &outs);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    std::vector<float> want;
+    for (float v : x)
+      if (v > 0) want.push_back(v * v);
+    ASSERT_EQ(outs[0].shape(), (Shape{(int64_t)want.size()}));
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(outs[0].data<float>()[i], want[i]) << i;
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(outs[1].data<float>()[i], std::max(x[i], 0.f));
+  }
+}
+
 TEST_F(ImporterModels, Softmax11DynamicShapeUsesShapeOp) {
   Model m(11);
   m.input("x", {-1, 3, 4}, onnx::TensorProto::FLOAT, {"N"});

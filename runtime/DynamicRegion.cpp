@@ -1,0 +1,298 @@
+// The DynamicRegion CPU kernel: a body plan run eagerly, shapes inferred at run time
+// (runtime/DynamicRegion.h).
+#include "runtime/DynamicRegion.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "compiler/ShapeInference.h"
+#include "runtime/ControlFlow.h"
+#include "runtime/Kernel.h"
+#include "runtime/PlanFormat.h"
+
+namespace tandem {
+namespace {
+
+// Operands up to this many elements are handed to shape functions with their values, as the
+// compiler hands them its small constants (compiler/TandemDialect.cpp).
+constexpr int64_t kValueOperandElements = 4096;
+// Kernels kept per body step, one per operand signature, least recently used dropped first.
+constexpr size_t kSignaturesPerStep = 16;
+
+struct BodyStep {
+  std::string opType, label;
+  AttrMap attrs;
+  std::vector<int> inputs, outputs;
+  std::vector<bool> shapeOperand;  // per input: its value sets the result shapes
+  struct Entry {
+    std::unique_ptr<Kernel> kernel;
+    std::vector<Tensor> values;  // the shape operands it was made for (its constInputs)
+    uint64_t lastUse = 0;
+  };
+  std::map<std::string, Entry> kernels;  // by operand signature
+};
+
+}  // namespace
+
+struct EagerPlan::Impl {
+  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int n = body_.values_size();
+    std::vector<Tensor> vals(n);
+    if (inputs.size() != (size_t)body_.inputs_size())
+      return Status::error(label_ + ": " + std::to_string(inputs.size()) + " inputs for a body of " +
+                           std::to_string(body_.inputs_size()));
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const int id = body_.inputs((int)k);
+      const plan::Value& v = body_.values(id);
+      const Tensor* t = inputs[k];
+      if (!t || t->dtype() != (DType)v.dtype() || t->rank() != v.dims_size())
+        return Status::error(label_ + ": input " + std::to_string(k) + " is " +
+                             (t ? dtypeName(t->dtype()) + shapeToString(t->shape()) : std::string("absent")) +
+                             " but the body takes " + dtypeName((DType)v.dtype()) + " of rank " +
+                             std::to_string(v.dims_size()));
+      vals[id] = Tensor::view(t->dtype(), t->shape(), const_cast<void*>(t->raw()));
+    }
+    for (int id = 0; id < n; ++id)
+      if (bodyConstants_[id].dtype() != DType::Undefined) vals[id] = bodyConstants_[id];
+    for (BodyStep& s : steps_) TANDEM_RETURN_IF_ERROR(runStep(s, vals));
+    outputs->clear();
+    for (int k = 0; k < body_.outputs_size(); ++k) {
+      const int id = body_.outputs(k);
+      const Tensor& v = vals[id];
+      if (v.dtype() == DType::Undefined)
+        return Status::error(label_ + ": output " + std::to_string(k) + " ('" +
+                             body_.values(id).name() + "') is not computed by the body");
+      // Results the body computed are this run's own; a body input or constant is copied.
+      const bool own = body_.values(id).kind() == plan::Value::INTERMEDIATE;
+      outputs->push_back(own ? v : Tensor::copyOf(v));
+    }
+    return Status::ok();
+  }
+
+  Status init(const std::vector<const Tensor*>& constInputs) {
+    const int n = body_.values_size();
+    if (!body_.eager()) return Status::error(label_ + ": the body is not an eager plan (Plan.eager)");
+    if (body_.inputs_size() != (int)constInputs.size())
+      return Status::error(label_ + ": the body has " + std::to_string(body_.inputs_size()) +
+                           " inputs, the step " + std::to_string(constInputs.size()));
+    auto checkId = [&](int id, const std::string& what) -> Status {
+      if (id < 0 || id >= n)
+        return Status::error(label_ + ": " + what + " names value " + std::to_string(id) + ", which the body does not have");
+      return Status::ok();
+    };
+    for (int id : body_.inputs()) TANDEM_RETURN_IF_ERROR(checkId(id, "a body input"));
+    for (int id : body_.outputs()) TANDEM_RETURN_IF_ERROR(checkId(id, "a body output"));
+    // Outer constants (the step's constant operands) are constants of the body's kernels.
+    outerConstants_.assign(n, nullptr);
+    for (size_t k = 0; k < constInputs.size(); ++k)
+      if (constInputs[k]) outerConstants_[body_.inputs((int)k)] = constInputs[k];
+    bodyConstants_.assign(n, Tensor());
+    for (int id = 0; id < n; ++id) {
+      const plan::Value& v = body_.values(id);
+      if (v.id() != id) return Status::error(label_ + ": body value '" + v.name() + "' has id " + std::to_string(v.id()) + " at " + std::to_string(id));
+      if (v.kind() == plan::Value::CONSTANT)
+        TANDEM_RETURN_IF_ERROR(tensorFromPlan(v.constant(), label_ + ": body constant '" + v.name() + "'", &bodyConstants_[id]));
+    }
+    steps_.resize(body_.steps_size());
+    for (int si = 0; si < body_.steps_size(); ++si) {
+      const plan::Step& p = body_.steps(si);
+      BodyStep& s = steps_[si];
+      s.opType = p.op_type();
+      s.label = label_ + ": step '" + (p.name().empty() ? "#" + std::to_string(si) : p.name()) + "' (" + p.op_type() + ")";
+      TANDEM_RETURN_IF_ERROR(attrsFromPlan(p.attrs(), &s.attrs).withContext(s.label));
+      if (!isKnownOp(s.opType)) return Status::error(s.label + ": unknown op type");
+      const std::vector<int>& shapeOps = shapeOperandPositions(s.opType);
+      for (int j = 0; j < p.inputs_size(); ++j) {
+        const int id = p.inputs(j);
+        if (id != -1) TANDEM_RETURN_IF_ERROR(checkId(id, s.label + " input"));
+        s.inputs.push_back(id);
+        s.shapeOperand.push_back(std::find(shapeOps.begin(), shapeOps.end(), j) != shapeOps.end());
+      }
+      for (int id : p.outputs()) {
+        TANDEM_RETURN_IF_ERROR(checkId(id, s.label + " output"));
+        if (body_.values(id).kind() != plan::Value::INTERMEDIATE)
+          return Status::error(s.label + " writes '" + body_.values(id).name() + "', which is not an intermediate");
+        s.outputs.push_back(id);
+      }
+    }
+    return Status::ok();
+  }
+
+  Status runStep(BodyStep& s, std::vector<Tensor>& vals) {
+    std::vector<OperandInfo> operands;
+    std::vector<const Tensor*> ins;
+    std::string key;
+    for (size_t j = 0; j < s.inputs.size(); ++j) {
+      const int id = s.inputs[j];
+      if (id < 0) {
+        operands.push_back(OperandInfo{DType::Undefined, {}, false, nullptr});
+        ins.push_back(nullptr);
+        key += "-;";
+        continue;
+      }
+      const Tensor& t = vals[id];
+      if (t.dtype() == DType::Undefined)
+        return Status::error(s.label + ": reads '" + body_.values(id).name() + "' before any step computed it");
+      OperandInfo o{t.dtype(), t.shape(), true, nullptr};
+      if (s.shapeOperand[j] || t.numel() <= kValueOperandElements) o.value = &t;
+      operands.push_back(std::move(o));
+      ins.push_back(&t);
+      key += std::string(dtypeName(t.dtype())) + shapeToString(t.shape());
+      if (s.shapeOperand[j] && !outerConstants_[id])
+        key += "=" + std::string(static_cast<const char*>(t.raw()), t.bytes());
+      key += ";";
+    }
+    std::vector<ResultInfo> results;
+    std::string e = inferResultTypes(s.opType, operands, s.attrs, s.outputs.size(), &results);
+    if (!e.empty()) return Status::error(s.label + ": " + e);
+    std::vector<Tensor*> outs;
+    std::vector<TensorType> outTypes;
+    for (size_t k = 0; k < s.outputs.size(); ++k) {
+      Tensor& t = vals[s.outputs[k]];
+      const bool unknown = std::any_of(results[k].dims.begin(), results[k].dims.end(),
+                                       [](int64_t d) { return d < 0; });
+      // An If whose branches give different shapes: the branch taken sizes it, and its kernel
+      // allocates it (runtime/ControlFlowKernels.cpp). Every other op is sized here.
+      if (unknown && s.opType != "If")
+        return Status::error(s.label + ": the size of result " + std::to_string(k) +
+                             " is unknown even with the run-time operands");
+      if (unknown) t = Tensor();
+      else TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(results[k].dtype, results[k].dims,
+                                                   s.label + " result " + std::to_string(k), &t));
+      outs.push_back(&t);
+      outTypes.push_back({results[k].dtype, results[k].dims});
+      key += "->" + std::string(dtypeName(results[k].dtype)) + shapeToString(results[k].dims);
+    }
+    auto it = s.kernels.find(key);
+    if (it == s.kernels.end()) {
+      if (s.kernels.size() >= kSignaturesPerStep) {
+        auto oldest = s.kernels.begin();
+        for (auto k = s.kernels.begin(); k != s.kernels.end(); ++k)
+          if (k->second.lastUse < oldest->second.lastUse) oldest = k;
+        s.kernels.erase(oldest);
+      }
+      BodyStep::Entry entry;
+      KernelContext kc;
+      kc.opType = s.opType;
+      kc.nodeName = s.label;
+      kc.attrs = &s.attrs;
+      kc.outputTypes = outTypes;
+      kc.threads = threads_;
+      kc.seed = seed_;
+      kc.winograd = winograd_;
+      entry.values.reserve(s.inputs.size());  // constInputs point into it: no reallocation
+      for (size_t j = 0; j < s.inputs.size(); ++j) {
+        const int id = s.inputs[j];
+        kc.inputTypes.push_back(id < 0 ? TensorType{} : TensorType{vals[id].dtype(), vals[id].shape()});
+        const Tensor* c = nullptr;
+        if (id >= 0 && outerConstants_[id]) {
+          c = outerConstants_[id];
+        } else if (id >= 0 && bodyConstants_[id].dtype() != DType::Undefined) {
+          c = &bodyConstants_[id];
+        } else if (id >= 0 && s.shapeOperand[j]) {
+          entry.values.push_back(Tensor::copyOf(vals[id]));
+          c = &entry.values.back();
+        }
+        kc.constInputs.push_back(c);
+      }
+      Status st = KernelRegistry::global().create("cpu", kc, &entry.kernel);
+      if (st.isOk()) st = entry.kernel->prepare();
+      if (!st.isOk()) return Status::error(s.label + ": " + st.message());
+      it = s.kernels.emplace(key, std::move(entry)).first;
+    }
+    it->second.lastUse = ++uses_;
+    Status st = it->second.kernel->run(ins, outs);
+    if (!st.isOk()) return Status::error(s.label + ": " + st.message());
+    for (size_t k = 0; k < outs.size(); ++k)
+      if (outs[k]->dtype() != results[k].dtype || outs[k]->rank() != (int64_t)results[k].dims.size())
+        return Status::error(s.label + ": result " + std::to_string(k) + " came back as " +
+                             dtypeName(outs[k]->dtype()) + shapeToString(outs[k]->shape()) +
+                             ", inference gave " + dtypeName(results[k].dtype) + shapeToString(results[k].dims));
+    return Status::ok();
+  }
+
+  std::string label_;
+  int threads_ = 1;
+  uint64_t seed_ = 0;
+  WinogradPolicy winograd_ = WinogradPolicy::Auto;
+  plan::Plan body_;
+  std::vector<const Tensor*> outerConstants_;  // by body value id: the outer plan's constant
+  std::vector<Tensor> bodyConstants_;          // by body value id: the body's own constants
+  std::vector<BodyStep> steps_;
+  std::mutex mu_;
+  uint64_t uses_ = 0;
+};
+
+EagerPlan::EagerPlan() : impl_(std::make_unique<Impl>()) {}
+EagerPlan::~EagerPlan() = default;
+
+Status EagerPlan::load(const plan::Plan& body, const std::string& label, int threads, uint64_t seed,
+                       WinogradPolicy winograd, const std::vector<const Tensor*>& constInputs,
+                       std::unique_ptr<EagerPlan>* out) {
+  std::unique_ptr<EagerPlan> p(new EagerPlan());
+  Impl& m = *p->impl_;
+  m.label_ = label;
+  m.threads_ = threads;
+  m.seed_ = seed;
+  m.winograd_ = winograd;
+  m.body_ = body;
+  TANDEM_RETURN_IF_ERROR(m.init(constInputs));
+  *out = std::move(p);
+  return Status::ok();
+}
+
+Status EagerPlan::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs) {
+  return impl_->run(inputs, outputs);
+}
+
+size_t EagerPlan::numSteps() const { return impl_->steps_.size(); }
+
+namespace {
+
+class DynamicRegionKernel : public Kernel {
+ public:
+  static Status create(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+    const std::string label = ctx.opType + (ctx.nodeName.empty() ? "" : " '" + ctx.nodeName + "'");
+    plan::Plan body;
+    Status st = parseSubgraph(*ctx.attrs, "body", &body);
+    if (!st.isOk()) return Status::error(label + ": " + st.message());
+    if (body.outputs_size() != (int)ctx.outputTypes.size())
+      return Status::error(label + ": the body has " + std::to_string(body.outputs_size()) +
+                           " outputs, the step " + std::to_string(ctx.outputTypes.size()));
+    std::unique_ptr<DynamicRegionKernel> k(new DynamicRegionKernel());
+    TANDEM_RETURN_IF_ERROR(EagerPlan::load(body, label, ctx.threads, ctx.seed, ctx.winograd,
+                                           ctx.constInputs, &k->body_));
+    *out = std::move(k);
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override {
+    std::vector<Tensor> res;
+    TANDEM_RETURN_IF_ERROR(body_->run(inputs, &res));
+    for (size_t k = 0; k < outputs.size(); ++k) *outputs[k] = std::move(res[k]);
+    return Status::ok();
+  }
+
+  std::string implName() const override { return "eager(" + std::to_string(body_->numSteps()) + " ops)"; }
+
+ private:
+  std::unique_ptr<EagerPlan> body_;
+};
+
+}  // namespace
+
+void registerDynamicRegionKernel(KernelRegistry& r) {
+  KernelDef d;
+  d.opType = "DynamicRegion";
+  d.deviceKind = "cpu";
+  d.impl = "eager";
+  d.accepts = [](const std::vector<DType>&) { return true; };
+  d.dtypesText = "any (its body's ops say)";
+  d.create = DynamicRegionKernel::create;
+  r.add(std::move(d));
+}
+
+}  // namespace tandem

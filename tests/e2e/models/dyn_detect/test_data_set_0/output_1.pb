@@ -1,0 +1,2 @@
+B
+det_scoresJ”l?ë{a?¨&;?
