@@ -144,7 +144,8 @@ struct CompileResult {
   std::vector<std::pair<std::string, double>> stepSeconds;
 };
 
-/// Runs verify → infer-shapes → [autodiff] → canonicalize → place → insert-transfers → fuse →
+/// Runs verify → infer-shapes → [autodiff] → canonicalize → outline-dynamic → place →
+/// insert-transfers → fuse →
 /// plan-memory → emit-plan on `module` (mutated in place). On failure, errors have been emitted as MLIR
 /// diagnostics on the ops' locations and failure is returned.
 mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& options,

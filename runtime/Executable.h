@@ -82,7 +82,8 @@ class Executable {
 
   ~Executable();
 
-  /// Graph inputs/outputs as the plan declares them (names, static types).
+  /// Graph inputs/outputs as the plan declares them (names, static types). An output a
+  /// DynamicRegion step computes (runtime/DynamicRegion.h) has -1 for each dim its run sizes.
   const std::vector<std::string>& inputNames() const;
   const std::vector<TensorType>& inputTypes() const;
   const std::vector<std::string>& outputNames() const;
