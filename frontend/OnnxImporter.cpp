@@ -172,6 +172,8 @@ class OnnxImporter {
                                       onnx::ValueInfoProto* info, mlir::Type type, bool dynamicAllowed = false);
   mlir::LogicalResult compileEagerSubgraph(int index, const std::string& attr, onnx::ModelProto model,
                                            std::string* planBytes);
+  mlir::LogicalResult importSubgraph(int index, const std::string& attr, const onnx::ModelProto& model,
+                                     mlir::OwningOpRef<mlir::ModuleOp>* out);
   mlir::FailureOr<mlir::Operation*> create(int index, mlir::Location loc, const NodeForm& f);
   void foldEarly(mlir::Operation* op, const std::string& type,
                  llvm::SmallVectorImpl<mlir::Value>* results);
@@ -800,25 +802,32 @@ mlir::LogicalResult OnnxImporter::setSubgraphType(int index, const std::string& 
   return mlir::success();
 }
 
-// Imports `model` as compileSubgraph does, but writes it as an eager plan (writeEagerPlan,
-// passes/Passes.h): inputs of unknown dims stay unknown, every op one step, shapes inferred
-// when it runs.
-mlir::LogicalResult OnnxImporter::compileEagerSubgraph(int index, const std::string& attr,
-                                                       onnx::ModelProto model, std::string* planBytes) {
-  for (const auto& out : model.graph().output()) {
-    if (out.has_type() && !out.type().has_tensor_type())
-      return failNode(index, "subgraph '" + attr + "' output '" + out.name() +
+// Imports `model` (a subgraph made a model) one control-flow level deeper; errors name the node.
+mlir::LogicalResult OnnxImporter::importSubgraph(int index, const std::string& attr,
+                                                 const onnx::ModelProto& model,
+                                                 mlir::OwningOpRef<mlir::ModuleOp>* out) {
+  for (const auto& o : model.graph().output()) {
+    if (o.has_type() && !o.type().has_tensor_type())
+      return failNode(index, "subgraph '" + attr + "' output '" + o.name() +
                                  "' is not a tensor (sequence, map and optional values are not "
                                  "supported)");
   }
   ImportOptions none;
   OnnxImporter inner(ctx_, source_, none, depth_ + 1);
   std::string error;
-  mlir::OwningOpRef<mlir::ModuleOp> module = inner.import(model, &error);
-  if (!module) {
-    if (error.compare(0, source_.size() + 2, source_ + ": ") == 0) error = error.substr(source_.size() + 2);
-    return failNode(index, "subgraph '" + attr + "': " + error);
-  }
+  *out = inner.import(model, &error);
+  if (*out) return mlir::success();
+  if (error.compare(0, source_.size() + 2, source_ + ": ") == 0) error = error.substr(source_.size() + 2);
+  return failNode(index, "subgraph '" + attr + "': " + error);
+}
+
+// Imports `model` as compileSubgraph does, but writes it as an eager plan (writeEagerPlan,
+// passes/Passes.h): inputs of unknown dims stay unknown, every op one step, shapes inferred
+// when it runs.
+mlir::LogicalResult OnnxImporter::compileEagerSubgraph(int index, const std::string& attr,
+                                                       onnx::ModelProto model, std::string* planBytes) {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (mlir::failed(importSubgraph(index, attr, model, &module))) return mlir::failure();
   mlir::func::FuncOp main = getMainFunc(*module);
   mlir::Block& block = main.getBody().front();
   llvm::SmallVector<mlir::Value> inputs(main.getArguments().begin(), main.getArguments().end());
@@ -836,21 +845,8 @@ mlir::LogicalResult OnnxImporter::compileEagerSubgraph(int index, const std::str
 // inputs) and compiles it with the same pipeline, for the CPU, into a serialized plan.
 mlir::LogicalResult OnnxImporter::compileSubgraph(int index, const std::string& attr,
                                                   onnx::ModelProto model, std::string* planBytes) {
-  for (const auto& out : model.graph().output()) {
-    if (out.has_type() && !out.type().has_tensor_type())
-      return failNode(index, "subgraph '" + attr + "' output '" + out.name() +
-                                 "' is not a tensor (sequence, map and optional values are not "
-                                 "supported)");
-  }
-  ImportOptions none;
-  OnnxImporter inner(ctx_, source_, none, depth_ + 1);
-  std::string error;
-  mlir::OwningOpRef<mlir::ModuleOp> module = inner.import(model, &error);
-  auto strip = [&](std::string e) {
-    if (e.compare(0, source_.size() + 2, source_ + ": ") == 0) e = e.substr(source_.size() + 2);
-    return e;
-  };
-  if (!module) return failNode(index, "subgraph '" + attr + "': " + strip(error));
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (mlir::failed(importSubgraph(index, attr, model, &module))) return mlir::failure();
   CompileOptions co;
   DeviceSet cpu;
   if (Status st = DeviceSet::parse("cpu", &cpu); !st.isOk()) return failNode(index, st.message());
