@@ -16,12 +16,10 @@ std::string label(const KernelContext& ctx) {
   return ctx.opType + (ctx.nodeName.empty() ? "" : " '" + ctx.nodeName + "'");
 }
 
-// Loads subgraph `name` as an Executable (verified like any plan), on the caller's thread count.
-Status loadSubgraph(const KernelContext& ctx, const std::string& name,
-                    std::unique_ptr<Executable>* out) {
-  plan::Plan p;
-  Status st = parseSubgraph(*ctx.attrs, name, &p);
-  if (!st.isOk()) return Status::error(label(ctx) + ": " + st.message());
+// Loads the parsed subgraph `p` (attribute `name`) as an Executable (verified like any plan),
+// on the caller's thread count.
+Status loadSubgraphPlan(const KernelContext& ctx, const std::string& name, const plan::Plan& p,
+                        std::unique_ptr<Executable>* out) {
   if (p.eager())
     return Status::error(label(ctx) + ": subgraph '" + name + "' reads values whose shapes are "
                          "known only at run time, which only If's branches may (not yet " +
@@ -31,9 +29,18 @@ Status loadSubgraph(const KernelContext& ctx, const std::string& name,
   o.seed = ctx.seed;
   o.deviceFallback = true;
   o.tuning = TuningMode::Off;  // a subgraph is small; measuring its variants would cost more
-  st = Executable::load(p, o, out);
+  Status st = Executable::load(p, o, out);
   if (!st.isOk()) return Status::error(label(ctx) + ": subgraph '" + name + "': " + st.message());
   return Status::ok();
+}
+
+// Parses subgraph `name` of the op's attributes, then loadSubgraphPlan.
+Status loadSubgraph(const KernelContext& ctx, const std::string& name,
+                    std::unique_ptr<Executable>* out) {
+  plan::Plan p;
+  Status st = parseSubgraph(*ctx.attrs, name, &p);
+  if (!st.isOk()) return Status::error(label(ctx) + ": " + st.message());
+  return loadSubgraphPlan(ctx, name, p, out);
 }
 
 Tensor viewOf(const Tensor& t) { return Tensor::view(t.dtype(), t.shape(), const_cast<void*>(t.raw())); }
@@ -79,10 +86,10 @@ struct Branch {
     plan::Plan p;
     Status st = parseSubgraph(*ctx.attrs, name, &p);
     if (!st.isOk()) return Status::error(label(ctx) + ": " + st.message());
-    if (!p.eager()) return loadSubgraph(ctx, name, &plan);
+    if (!p.eager()) return loadSubgraphPlan(ctx, name, p, &plan);
     std::vector<const Tensor*> consts(ctx.inputTypes.size() - 1, nullptr);
     for (size_t j = 1; j < ctx.constInputs.size() && j < ctx.inputTypes.size(); ++j) consts[j - 1] = ctx.constInputs[j];
-    return EagerPlan::load(p, label(ctx) + " " + name, ctx.threads, ctx.seed, ctx.winograd, consts, &eager);
+    return EagerPlan::load(std::move(p), label(ctx) + " " + name, ctx.threads, ctx.seed, ctx.winograd, consts, &eager);
   }
   Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* res) {
     if (eager) return eager->run(inputs, res);

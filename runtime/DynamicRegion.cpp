@@ -229,7 +229,7 @@ struct EagerPlan::Impl {
 EagerPlan::EagerPlan() : impl_(std::make_unique<Impl>()) {}
 EagerPlan::~EagerPlan() = default;
 
-Status EagerPlan::load(const plan::Plan& body, const std::string& label, int threads, uint64_t seed,
+Status EagerPlan::load(plan::Plan body, const std::string& label, int threads, uint64_t seed,
                        WinogradPolicy winograd, const std::vector<const Tensor*>& constInputs,
                        std::unique_ptr<EagerPlan>* out) {
   std::unique_ptr<EagerPlan> p(new EagerPlan());
@@ -238,7 +238,7 @@ Status EagerPlan::load(const plan::Plan& body, const std::string& label, int thr
   m.threads_ = threads;
   m.seed_ = seed;
   m.winograd_ = winograd;
-  m.body_ = body;
+  m.body_ = std::move(body);
   TANDEM_RETURN_IF_ERROR(m.init(constInputs));
   *out = std::move(p);
   return Status::ok();
@@ -263,7 +263,7 @@ class DynamicRegionKernel : public Kernel {
       return Status::error(label + ": the body has " + std::to_string(body.outputs_size()) +
                            " outputs, the step " + std::to_string(ctx.outputTypes.size()));
     std::unique_ptr<DynamicRegionKernel> k(new DynamicRegionKernel());
-    TANDEM_RETURN_IF_ERROR(EagerPlan::load(body, label, ctx.threads, ctx.seed, ctx.winograd,
+    TANDEM_RETURN_IF_ERROR(EagerPlan::load(std::move(body), label, ctx.threads, ctx.seed, ctx.winograd,
                                            ctx.constInputs, &k->body_));
     *out = std::move(k);
     return Status::ok();

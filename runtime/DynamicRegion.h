@@ -41,7 +41,7 @@ class EagerPlan {
   /// outer plan's constant it always receives (kept by pointer: must outlive this), or null
   /// for a run-time value. threads, seed and winograd as KernelContext's. Errors: a body whose
   /// ids, op types or attributes do not resolve.
-  static Status load(const plan::Plan& body, const std::string& label, int threads, uint64_t seed,
+  static Status load(plan::Plan body, const std::string& label, int threads, uint64_t seed,
                      WinogradPolicy winograd, const std::vector<const Tensor*>& constInputs,
                      std::unique_ptr<EagerPlan>* out);
   ~EagerPlan();

@@ -1452,7 +1452,8 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
   for (int i = 0; i < p.outputs_size(); ++i) {
     const Tensor& v = m.valueIn(rc, p.outputs(i));
     if (!m.outputStaging[i]) {
-      outputs->push_back(Tensor::copyOf(v));
+      // A DynamicRegion's result is already a buffer of this run's own (DynamicRegion.h).
+      outputs->push_back(m.runTimeAllocated[p.outputs(i)] ? v : Tensor::copyOf(v));
       continue;
     }
     Tensor t = Tensor::alloc(v.dtype(), v.shape());

@@ -14,6 +14,15 @@
 namespace tandem::shapes {
 namespace {
 
+// The selected slices' shape: `n` of them along `axis` of `x`, or a 1-D `n` when axis < 0
+// (Compress and Unique without an axis flatten). n may be kUnknownDim.
+std::vector<int64_t> selectedShape(const std::vector<int64_t>& x, int64_t axis, int64_t n) {
+  if (axis < 0) return {n};
+  std::vector<int64_t> y = x;
+  y[axis] = n;
+  return y;
+}
+
 // Scalar or one-element operand i as int64 (known=false when not constant).
 std::string readScalarInt(const Ctx& c, size_t i, const char* name, bool* known, int64_t* v) {
   std::vector<int64_t> vals;
@@ -240,25 +249,14 @@ std::string inferCompress(const Ctx& c) {
   }
   const Tensor* cond = c.in[1].value;
   if (!cond) {
-    std::vector<int64_t> y = {kUnknownDim};
-    if (axis >= 0) {
-      y = x;
-      y[axis] = kUnknownDim;
-    }
-    c.set(0, c.in[0].dtype, y);
+    c.set(0, c.in[0].dtype, selectedShape(x, axis, kUnknownDim));
     return "";
   }
   if (limit == kUnknownDim) return c.fail("the compressed extent of input 0 must be known");
   if (cond->numel() > limit)
     return c.fail("input 1 (condition) has " + std::to_string(cond->numel()) +
                   " entries but the compressed extent is " + std::to_string(limit));
-  const int64_t n = countTrue(*cond, limit);
-  std::vector<int64_t> y = {n};
-  if (axis >= 0) {
-    y = x;
-    y[axis] = n;
-  }
-  c.set(0, c.in[0].dtype, y);
+  c.set(0, c.in[0].dtype, selectedShape(x, axis, countTrue(*cond, limit)));
   return "";
 }
 
@@ -279,12 +277,7 @@ std::string inferUnique(const Ctx& c) {
     if (auto e = normAxis(c, c.attrs.getInt("axis", 0), x.size(), "attribute axis", &axis); !e.empty())
       return e;
   if (!c.in[0].value) {
-    std::vector<int64_t> y = {kUnknownDim};
-    if (axis >= 0) {
-      y = x;
-      y[axis] = kUnknownDim;
-    }
-    c.set(0, c.in[0].dtype, y);
+    c.set(0, c.in[0].dtype, selectedShape(x, axis, kUnknownDim));
     int64_t slices = kUnknownDim;
     if (axis >= 0) slices = x[axis];
     else if (std::find(x.begin(), x.end(), kUnknownDim) == x.end()) slices = numElements(x);
@@ -295,12 +288,7 @@ std::string inferUnique(const Ctx& c) {
   Status st = uniqueSlices(*c.in[0].value, axis, c.attrs.getInt("sorted", 1) != 0, &u);
   if (!st.isOk()) return c.fail(st.message());
   const int64_t n = u.first.size();
-  std::vector<int64_t> y = {n};
-  if (axis >= 0) {
-    y = x;
-    y[axis] = n;
-  }
-  c.set(0, c.in[0].dtype, y);
+  c.set(0, c.in[0].dtype, selectedShape(x, axis, n));
   const int64_t slices = u.inverse.size();
   for (size_t i = 1; i < c.numResults; ++i) c.set(i, DType::I64, {i == 2 ? slices : n});
   return "";
