@@ -65,6 +65,38 @@ int64_t intAttrOr(mlir::Operation* op, const char* name, int64_t dflt) {
   return a ? a.getInt() : dflt;
 }
 
+float floatAttrOr(mlir::Operation* op, const char* name, float dflt) {
+  auto a = op->getAttrOfType<mlir::FloatAttr>(name);
+  return a ? (float)a.getValueAsDouble() : dflt;
+}
+
+// A gated activation Mul(x, gate(x)) on `x` (isSwishGate: SiLU, HardSwish): the gate and the
+// Mul, when they are x's only two readers, the gate's result is read by the Mul alone, both
+// keep x's type and lie on `device`; {nullptr, nullptr} otherwise.
+std::pair<mlir::Operation*, mlir::Operation*> swishReaders(mlir::Value x, const std::string& device) {
+  llvm::SmallVector<mlir::Operation*, 2> users(x.getUsers());
+  if (users.size() != 2) return {nullptr, nullptr};
+  for (int i = 0; i < 2; ++i) {
+    mlir::Operation* gate = users[i];
+    mlir::Operation* mul = users[1 - i];
+    if (gate->getNumOperands() != 1 || gate->getNumResults() != 1 ||
+        !isSwishGate(onnxOpType(gate), floatAttrOr(gate, "alpha", 0.2f),
+                     floatAttrOr(gate, "beta", 0.5f)))
+      continue;
+    mlir::Value s = gate->getResult(0);
+    if (!s.hasOneUse() || *s.getUsers().begin() != mul || onnxOpType(mul) != "Mul" ||
+        mul->getNumOperands() != 2 || mul->getNumResults() != 1)
+      continue;
+    bool pair = (mul->getOperand(0) == x && mul->getOperand(1) == s) ||
+                (mul->getOperand(0) == s && mul->getOperand(1) == x);
+    if (!pair || s.getType() != x.getType() || mul->getResult(0).getType() != x.getType() ||
+        deviceOfOp(gate) != device || deviceOfOp(mul) != device)
+      continue;
+    return {gate, mul};
+  }
+  return {nullptr, nullptr};
+}
+
 // The axes a Reduce* op folds (ReduceSum-13: the axes input, which must be a constant; the
 // others: the `axes` attribute; absent: every axis), normalised; false when unknown or when
 // the op would be the identity (noop_with_empty_axes).
@@ -168,7 +200,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    boundary or a transfer.
     // 2. Epilogue groups, forward: a Conv / Gemm / MatMul (f32) absorbs the chain of its single
     //    consumers on the same device while each is a post-op: an Add of a same-typed
-    //    non-constant value (the residual, oneDNN `sum`; one per group) or an activation.
+    //    non-constant value (the residual, oneDNN `sum`; one per group) or an activation,
+    //    a gated one included: Mul(x, Sigmoid(x)) (SiLU) or Mul(x, HardSigmoid(x; 1/6, 1/2))
+    //    (HardSwish) whose gate and Mul are x's only readers, one post-op (isSwishGate).
     //    Then an inference BatchNormalization whose only reader is a Relu: kind
     //    `batchnorm-relu` (one per-channel affine + ReLU pass; DenseNet's pre-activation), or
     //    `concat-batchnorm-relu` with the channel Concat it alone reads (DenseNet's blocks).
@@ -271,7 +305,18 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     mlir::Value cur = anchor->getResult(0);
     bool activated = false;
     const bool matmul = type != "Conv";
-    while (cur.hasOneUse()) {
+    while (true) {
+      // SiLU / HardSwish as Mul(cur, gate(cur)): one post-op (eltwise_swish / _hardswish).
+      auto [gate, mul] = swishReaders(cur, device);
+      if (gate) {
+        if (grouped_.count(gate) || grouped_.count(mul)) break;
+        activated = true;
+        g.members.push_back(gate);
+        g.members.push_back(mul);
+        cur = mul->getResult(0);
+        continue;
+      }
+      if (!cur.hasOneUse()) break;
       mlir::Operation* user = *cur.getUsers().begin();
       std::string ut = onnxOpType(user);
       // Gemm/MatMul only: a constant bias row right after the product is the primitive's bias

@@ -65,4 +65,14 @@ inline bool opHas(std::string_view onnxName, uint32_t f) {
 /// Every row, in the table's order: `*count` rows from the returned pointer.
 const OpInfo* allOps(size_t* count);
 
+/// True when Mul(x, gate(x)) is a gated activation a Conv/Gemm/MatMul epilogue applies as one
+/// oneDNN post-op: gate Sigmoid is SiLU (eltwise_swish, alpha 1), gate HardSigmoid with alpha
+/// 1/6 and beta 1/2 (as f32) is HardSwish (eltwise_hardswish). These are PyTorch's exports of
+/// nn.SiLU and nn.Hardswish. `alpha`/`beta`: the gate's attributes (HardSigmoid's defaults are
+/// 0.2 and 0.5; ignored for Sigmoid). Read by passes/Fuse.cpp and runtime/cpu/dnnl/DnnlFused.cpp.
+inline bool isSwishGate(std::string_view gateType, float alpha, float beta) {
+  if (gateType == "Sigmoid") return true;
+  return gateType == "HardSigmoid" && alpha == 1.f / 6.f && beta == 0.5f;
+}
+
 }  // namespace tandem

@@ -41,6 +41,68 @@ func.func @main(%a: tensor<2x3xf32> {tandem.device = "cpu"}) -> tensor<2x4xf32> 
 
 // -----
 
+// SiLU after a Conv, as PyTorch exports nn.SiLU: Mul(c, Sigmoid(c)), c read by both. The gate
+// and the Mul join the conv-epilogue (one eltwise_swish post-op), then the residual-free
+// chain goes on: the HardSwish Mul(HardSigmoid(y; 1/6, 1/2), y) after a second Conv too.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[F:.*]] = tandem.fused "conv-epilogue"(%arg0, %{{.*}}, %{{.*}}) {device = "cpu", result_layouts = ["blocked"]}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[C:.*]] = tandem.conv
+// CHECK-NEXT: %[[G:.*]] = tandem.sigmoid %[[C]]
+// CHECK-NEXT: %[[M:.*]] = tandem.mul %[[C]], %[[G]]
+// CHECK-NEXT: tandem.yield %[[M]]
+// CHECK: %[[F2:.*]] = tandem.fused "conv-epilogue"(%[[F]], %{{.*}}) {device = "cpu"}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[C2:.*]] = tandem.conv
+// CHECK-NEXT: %[[H:.*]] = tandem.hard_sigmoid %[[C2]]
+// CHECK-NEXT: %[[M2:.*]] = tandem.mul %[[H]], %[[C2]]
+// CHECK-NEXT: tandem.yield %[[M2]]
+// CHECK: return %[[F2]]
+func.func @main(%x: tensor<1x2x3x3xf32> {tandem.device = "cpu"}) -> tensor<1x2x3x3xf32> {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %b = tandem.constant {device = "cpu"} dense<0.5> : tensor<2xf32>
+  %c = tandem.conv %x, %w, %b {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>, tensor<2xf32>) -> tensor<1x2x3x3xf32>
+  %g = tandem.sigmoid %c {device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = tandem.mul %c, %g {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %c2 = tandem.conv %y, %w {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %h = tandem.hard_sigmoid %c2 {alpha = 0.166666672 : f32, beta = 5.000000e-01 : f32, device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %z = tandem.mul %h, %c2 {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  return %z : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// Not gated activations, so no epilogue: a HardSigmoid with ONNX's default constants (0.2,
+// 0.5) is no HardSwish, and a Sigmoid gate whose input is read a third time (here returned)
+// leaves that result visible. Each Conv's result has two readers, so it anchors nothing; the
+// gate and the Mul become an element-wise loop.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: conv-epilogue
+// CHECK: tandem.conv
+// CHECK-NEXT: tandem.fused "elementwise"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.hard_sigmoid
+// CHECK-NEXT: tandem.mul
+// CHECK: tandem.conv
+// CHECK-NEXT: tandem.fused "elementwise"
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tandem.sigmoid
+// CHECK-NEXT: tandem.mul
+// CHECK-NOT: conv-epilogue
+// CHECK: return
+func.func @main(%x: tensor<1x2x3x3xf32> {tandem.device = "cpu"}) -> (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<1.0> : tensor<2x2x1x1xf32>
+  %c = tandem.conv %x, %w {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %h = tandem.hard_sigmoid %c {device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %y = tandem.mul %c, %h {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %c2 = tandem.conv %x, %w {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<2x2x1x1xf32>) -> tensor<1x2x3x3xf32>
+  %g = tandem.sigmoid %c2 {device = "cpu"} : (tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %z = tandem.mul %c2, %g {device = "cpu"} : (tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  return %y, %z, %c2 : tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>, tensor<1x2x3x3xf32>
+}
+
+// -----
+
 // A Conv read twice is not an epilogue anchor: its result must be visible outside.
 // CHECK-LABEL: func.func @main
 // CHECK-NOT: tandem.fused

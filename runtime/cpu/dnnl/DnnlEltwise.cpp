@@ -1,5 +1,5 @@
 // oneDNN unary element-wise ops for f32 (ONNX opset 17 semantics): Relu, LeakyRelu, Elu, Selu,
-// Sigmoid, HardSigmoid, Tanh, Clip (constant bounds), Exp, Sqrt, Abs, Neg, Reciprocal, Gelu, and Pow
+// Sigmoid, HardSigmoid, HardSwish, Tanh, Clip (constant bounds), Exp, Sqrt, Abs, Neg, Reciprocal, Gelu, and Pow
 // with a constant scalar exponent. Erf has no oneDNN algorithm. Log and Softplus are left to
 // the reference kernels on purpose: oneDNN 2.6's JIT log has an absolute error of ~3e-6 around
 // 1 (Log(1) = -1.4e-6, failing ONNX's test_log_example at atol 1e-7), and soft_relu inherits it
@@ -35,6 +35,7 @@ bool eltwiseSteps(const KernelContext& ctx, std::vector<EltwiseStep>* steps) {
   else if (op == "HardSigmoid")
     *steps = {{alg::eltwise_linear, at.getFloat("alpha", 0.2f), at.getFloat("beta", 0.5f)},
               {alg::eltwise_clip, 0.f, 1.f}};
+  else if (op == "HardSwish") *steps = {{alg::eltwise_hardswish}};  // x * relu6(x + 3) / 6
   else if (op == "Tanh") *steps = {{alg::eltwise_tanh}};
   else if (op == "Exp") *steps = {{alg::eltwise_exp}};
   else if (op == "Sqrt") *steps = {{alg::eltwise_sqrt}};

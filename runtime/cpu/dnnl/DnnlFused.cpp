@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/OpTable.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 #include "runtime/cpu/ref/Fused.h"
 
@@ -136,7 +137,8 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
   // 2. Post-ops: for a Gemm/MatMul, an Add of a constant row of the output's last dim right
   //    after the product is the primitive's bias, and a Mul by one a binary_mul post-op; an Add
   //    whose other operand is a step input is the sum (residual as anchor input 3); an
-  //    activation maps to its eltwise steps. Anything else: not expressible here.
+  //    activation maps to its eltwise steps, a gate and the Mul of it (SiLU, HardSwish) to
+  //    eltwise_swish or eltwise_hardswish. Anything else: not expressible here.
   // 3. Build the primitive; if oneDNN's implementation regresses against the plain op, run the
   //    group unfused and say why in implName().
   fused::Body body;
@@ -188,6 +190,23 @@ Status createFusedEpilogue(const KernelRegistry& registry, const KernelContext& 
         return nullptr;
       return t;
     };
+    // A gated activation Mul(y, gate(y)) (passes/Fuse.cpp's swishReaders): the gate reads
+    // the running result y and the next op multiplies the two; one eltwise post-op.
+    if (k + 1 < postEnd && op.refs.size() == 1 && op.refs[0] == prev &&
+        isSwishGate(op.type, op.attrs.getFloat("alpha", 0.2f), op.attrs.getFloat("beta", 0.5f))) {
+      const fused::BodyOp& mul = body.ops[k + 1];
+      const int64_t gate = -2 - (int64_t)k;
+      if (mul.type == "Mul" && (mul.refs == std::vector<int64_t>{prev, gate} ||
+                                mul.refs == std::vector<int64_t>{gate, prev})) {
+        EltwiseStep s{op.type == "Sigmoid" ? dnnl::algorithm::eltwise_swish
+                                           : dnnl::algorithm::eltwise_hardswish,
+                      1.f, 0.f};
+        ep.items.push_back({false, s});
+        ep.text += std::string(ep.text.empty() ? "" : "+") + dnnl_alg_kind2str((dnnl_alg_kind_t)s.a);
+        ++k;
+        continue;
+      }
+    }
     if ((op.type == "Add" || op.type == "Mul") && op.refs.size() == 2) {
       int64_t other = op.refs[0] == prev ? op.refs[1] : op.refs[1] == prev ? op.refs[0] : -1;
       const Tensor* row = constRow(other);

@@ -323,6 +323,76 @@ TEST(DnnlFused, GemmAndMatMulEpilogues) {
   }
 }
 
+// Gated activations as PyTorch exports them: SiLU = Mul(y, Sigmoid(y)) (EfficientNet) and
+// HardSwish = Mul(y, HardSigmoid(y; 1/6, 1/2)) (MobileNetV3), the Mul's operands in either
+// order, after a Conv (16 channels, the blocked JIT kernel) or a Gemm: one eltwise_swish /
+// eltwise_hardswish post-op, never a reference kernel, matching op-by-op reference kernels.
+// A HardSigmoid with other constants is no HardSwish: the Mul then runs unfused.
+TEST(DnnlFused, GatedActivationsAreOnePostOp) {
+  struct Case {
+    const char* anchor;
+    const char* gate;
+    float alpha;
+    bool gateFirst;
+    const char* postOp;  // null: not one post-op
+  };
+  const Case cases[] = {
+      {"Conv", "Sigmoid", 0.f, false, "+post-ops[eltwise_swish]"},
+      {"Conv", "Sigmoid", 0.f, true, "+post-ops[eltwise_swish]"},
+      {"Conv", "HardSigmoid", 1.f / 6.f, false, "+post-ops[eltwise_hardswish]"},
+      {"Gemm", "Sigmoid", 0.f, true, "+post-ops[eltwise_swish]"},
+      {"Gemm", "HardSigmoid", 1.f / 6.f, true, "+post-ops[eltwise_hardswish]"},
+      {"Conv", "HardSigmoid", 0.2f, false, nullptr},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.anchor) + " " + k.gate + " alpha " + std::to_string(k.alpha));
+    const bool conv = std::string(k.anchor) == "Conv";
+    BodyBuilder b;
+    AttrMap anchorAttrs, gateAttrs;
+    if (conv) anchorAttrs.set("pads", Attr::ofInts({1, 1, 1, 1}));
+    else anchorAttrs.set("transB", Attr::ofInt(1));
+    if (std::string(k.gate) == "HardSigmoid") {
+      gateAttrs.set("alpha", Attr::ofFloat(k.alpha));
+      gateAttrs.set("beta", Attr::ofFloat(0.5f));
+    }
+    int a = b.add(k.anchor, {0, 1, 2}, anchorAttrs);
+    int g = b.add(k.gate, {BodyBuilder::result(a)}, gateAttrs);
+    int m = k.gateFirst ? b.add("Mul", {BodyBuilder::result(g), BodyBuilder::result(a)})
+                        : b.add("Mul", {BodyBuilder::result(a), BodyBuilder::result(g)});
+    OpCase oc;
+    oc.op = "Fused";
+    b.finish(&oc, conv ? "conv-epilogue" : "gemm-epilogue", {m});
+    if (conv) {
+      oc.inputs = {randomTensor({2, 16, 7, 7}, 41), randomTensor({16, 16, 3, 3}, 42, -0.5f, 0.5f),
+                   randomTensor({16}, 43)};
+      oc.outputs = {{2, 16, 7, 7}};
+    } else {
+      oc.inputs = {randomTensor({8, 32}, 44), randomTensor({24, 32}, 45),
+                   randomTensor({24}, 46)};
+      oc.outputs = {{8, 24}};
+    }
+    oc.constant = {false, true, true};
+    std::string fusedImpl, refImpl;
+    Tensor got = runWith(fullRegistry(), oc, &fusedImpl);
+    Tensor want = runWith(refRegistry(), oc, &refImpl);
+    if (k.postOp) {
+      expectNeverReferenceFused(fusedImpl, k.postOp);
+    } else {
+      EXPECT_EQ(fusedImpl.rfind("unfused(", 0), 0u) << fusedImpl;
+    }
+    expectClose(got, toDouble(want), 1e-5);
+    // The gate must act in its curved part and its flat parts, or the test proves little:
+    // some outputs negative (x * gate < 0 needs x < 0 with gate > 0), some clamped or large.
+    int negative = 0, large = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      negative += got.data<float>()[i] < 0.f;
+      large += got.data<float>()[i] > 3.f;
+    }
+    EXPECT_GT(negative, 0);
+    EXPECT_GT(large, 0);
+  }
+}
+
 // The transformer / ConvNeXt Linear tails over a [2, 3, 8] activation (the batch folds into the
 // GEMM's rows): a constant bias row (read as the Add's first operand), then Gelu (erf) and a
 // per-column scale [1, 1, 16]; or the bias, the scale, a residual sum and a Relu. One primitive
