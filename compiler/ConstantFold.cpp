@@ -13,11 +13,13 @@
 
 namespace tandem {
 
-bool foldShapeOp(mlir::RewriterBase& rewriter, mlir::Operation* op,
-                 llvm::SmallVectorImpl<mlir::Value>* replacement) {
+namespace {
+
+// The dims ONNX Shape-15 `op` returns ([start, end) with negative values counting from the end,
+// clamped), kDynamic where unknown; false when its input is unranked.
+bool shapeOpDims(mlir::Operation* op, std::vector<int64_t>* dims) {
   auto inType = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
-  if (!inType || !inType.hasStaticShape()) return false;
-  // ONNX Shape-15: [start, end) with negative values counting from the end, clamped.
+  if (!inType) return false;
   int64_t rank = inType.getRank();
   auto clampAxis = [&](const char* name, int64_t dflt) {
     auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
@@ -26,13 +28,53 @@ bool foldShapeOp(mlir::RewriterBase& rewriter, mlir::Operation* op,
     return std::clamp<int64_t>(v, 0, rank);
   };
   int64_t start = clampAxis("start", 0), end = clampAxis("end", rank);
-  std::vector<int64_t> dims;
-  for (int64_t i = start; i < end; ++i) dims.push_back(inType.getDimSize(i));
-  Tensor t = Tensor::fromVector<int64_t>({(int64_t)dims.size()}, dims);
+  dims->clear();
+  for (int64_t i = start; i < end; ++i) dims->push_back(inType.getDimSize(i));
+  return true;
+}
+
+mlir::Value replaceByConstant(mlir::RewriterBase& rewriter, mlir::Operation* op, const Tensor& t,
+                              llvm::SmallVectorImpl<mlir::Value>* replacement) {
   rewriter.setInsertionPoint(op);
   mlir::Value c = createConstant(rewriter, op->getLoc(), t);
   rewriter.replaceOp(op, c);
   if (replacement) replacement->assign({c});
+  return c;
+}
+
+}  // namespace
+
+bool foldShapeOp(mlir::RewriterBase& rewriter, mlir::Operation* op,
+                 llvm::SmallVectorImpl<mlir::Value>* replacement) {
+  std::vector<int64_t> dims;
+  if (!shapeOpDims(op, &dims) ||
+      llvm::any_of(dims, [](int64_t d) { return mlir::ShapedType::isDynamic(d); }))
+    return false;
+  replaceByConstant(rewriter, op, Tensor::fromVector<int64_t>({(int64_t)dims.size()}, dims),
+                    replacement);
+  return true;
+}
+
+bool foldGatherOfShape(mlir::RewriterBase& rewriter, mlir::Operation* op,
+                       llvm::SmallVectorImpl<mlir::Value>* replacement) {
+  if (op->getNumOperands() != 2 || op->getNumResults() != 1) return false;
+  mlir::Operation* shape = op->getOperand(0).getDefiningOp();
+  if (!shape || onnxOpType(shape) != "Shape") return false;
+  auto axis = op->getAttrOfType<mlir::IntegerAttr>("axis");
+  if (axis && axis.getInt() != 0 && axis.getInt() != -1) return false;
+  std::vector<int64_t> dims;
+  Tensor idx;
+  if (!shapeOpDims(shape, &dims) || !getConstantValue(op->getOperand(1), &idx) ||
+      idx.shape().size() > 1 || (idx.dtype() != DType::I64 && idx.dtype() != DType::I32))
+    return false;
+  std::vector<int64_t> picked;
+  for (int64_t i = 0; i < idx.numel(); ++i) {
+    int64_t k = idx.dtype() == DType::I64 ? idx.data<int64_t>()[i] : idx.data<int32_t>()[i];
+    if (k < 0) k += (int64_t)dims.size();
+    if (k < 0 || k >= (int64_t)dims.size() || mlir::ShapedType::isDynamic(dims[k])) return false;
+    picked.push_back(dims[k]);
+  }
+  replaceByConstant(rewriter, op, Tensor::fromVector<int64_t>(idx.shape(), picked), replacement);
   return true;
 }
 

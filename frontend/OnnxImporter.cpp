@@ -672,7 +672,7 @@ mlir::FailureOr<mlir::Operation*> OnnxImporter::create(int index, mlir::Location
 }
 
 // Folds a just-built op whose values a later node's shape function may need: Shape of a static
-// shape, and small ops on constants. ONNX function bodies compute a Reshape's shape from
+// shape, Gather of a Shape's static dims, and small ops on constants. ONNX function bodies compute a Reshape's shape from
 // Shape -> Size -> Sub -> ConstantOfShape -> Concat; unfolded, the Reshape's rank would be
 // unknown when it is built. --tandem-canonicalize folds the same ops later; this only folds
 // them before their readers exist. `results` gets the constants that replace the op. A kernel
@@ -686,6 +686,7 @@ void OnnxImporter::foldEarly(mlir::Operation* op, const std::string& type,
     foldShapeOp(rewriter, op, results);
     return;
   }
+  if (type == "Gather" && foldGatherOfShape(rewriter, op, results)) return;
   if (op->getNumOperands() == 0) return;
   for (mlir::Value v : op->getOperands())
     if (!v.getDefiningOp<ConstantOp>() && !v.getDefiningOp<NoneOp>()) return;
@@ -1242,6 +1243,10 @@ mlir::LogicalResult OnnxImporter::normalise(int index, mlir::Location loc, NodeF
     if (hasLo) setOperand(1, createConstant(b_, loc, scalarOf(dt, lo)));
     if (hasHi) setOperand(2, createConstant(b_, loc, scalarOf(dt, hi)));
   }
+  // RoiAlign-10 sampled without the half-pixel shift: RoiAlign-16 added
+  // coordinate_transformation_mode, default half_pixel, and named the old rule output_half_pixel.
+  if (op == "RoiAlign" && opset_ < 16 && !attrs.count("coordinate_transformation_mode"))
+    attrs["coordinate_transformation_mode"] = b_.getStringAttr("output_half_pixel");
   // Dropout-1..-10: ratio and is_test were attributes; inference ignores both.
   if (op == "Dropout" && opset_ < 12) {
     double unused;

@@ -95,6 +95,7 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
         if (foldToInput(rewriter, &op)) continue;
       }
       if (type == "Shape" && foldShapeOp(rewriter, &op)) continue;
+      if (type == "Gather" && foldGatherOfShape(rewriter, &op)) continue;
       if (type == "BatchNormalization" && foldBatchNormIntoConv(rewriter, &op)) continue;
       if (rewriteCompositeOp(rewriter, &op)) continue;
       // A Dropout left here may train: its mask comes from the seed the plan is loaded with

@@ -565,6 +565,68 @@ TEST_F(ImporterModels, DynamicRegionRunsEveryOutputSize) {
   }
 }
 
+// RoiAlign-10 (every torchvision detector exported below opset 16) samples without the
+// half-pixel shift: one 2x2 RoI at the origin of a 4x4 ramp, one bin, one sample at the bin's
+// centre (1, 1) reads x[1][1] = 5; RoiAlign-16's default half_pixel shifts the RoI by -0.5 and
+// reads the mean of x[0..1][0..1] = 2.5.
+TEST_F(ImporterModels, RoiAlign10SamplesWithoutTheHalfPixelShift) {
+  for (int64_t opset : {13, 16}) {
+    SCOPED_TRACE("opset " + std::to_string(opset));
+    Model m(opset);
+    m.input("x", {1, 1, 4, 4}).input("rois", {1, 4}).input("batch", {1}, onnx::TensorProto::INT64);
+    onnx::NodeProto* n = m.node("RoiAlign", {"x", "rois", "batch"}, {"y"}, "roi");
+    intAttr(n, "output_height", 1);
+    intAttr(n, "output_width", 1);
+    intAttr(n, "sampling_ratio", 1);
+    m.output("y");
+    ASSERT_EQ(import(m), "");
+    auto mode = first("RoiAlign")->getAttrOfType<mlir::StringAttr>("coordinate_transformation_mode");
+    if (opset < 16) {
+      ASSERT_TRUE(mode);
+      EXPECT_EQ(mode.str(), "output_half_pixel");
+    } else {
+      EXPECT_FALSE(mode);  // the default, half_pixel
+    }
+    CompileResult compiled;
+    ASSERT_TRUE(mlir::succeeded(compileModule(*module, CompileOptions{}, &compiled)));
+    std::unique_ptr<Executable> exe;
+    ASSERT_TRUE(Executable::load(compiled.plan, LoadOptions{}, &exe).isOk());
+    std::vector<float> ramp(16);
+    for (int i = 0; i < 16; ++i) ramp[i] = (float)i;
+    std::vector<Tensor> outs;
+    Status st = exe->run({Tensor::fromVector<float>({1, 1, 4, 4}, ramp),
+                          Tensor::fromVector<float>({1, 4}, {0, 0, 2, 2}),
+                          Tensor::fromVector<int64_t>({1}, {0})},
+                         &outs);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    EXPECT_FLOAT_EQ(outs[0].data<float>()[0], opset < 16 ? 5.f : 2.5f);
+  }
+}
+
+// Gather(Shape(x), k) folds to a constant where dim k of x is static, while x's other dims are
+// not: exporters test "x.shape[1] == 1" before squeezing, and an If on that test must see a
+// constant condition to pick its branch's rank. The unknown dim 0 stays a run-time Gather.
+TEST_F(ImporterModels, GatherOfShapeFoldsStaticDims) {
+  Model m(13);
+  m.input("x", {-1, 1}, onnx::TensorProto::FLOAT, {"N", ""});
+  m.node("Shape", {"x"}, {"s"}, "shape");
+  intAttr(m.node("Constant", {}, {"one"}, "c1"), "value_int", 1);
+  intAttr(m.node("Constant", {}, {"zero"}, "c0"), "value_int", 0);
+  m.node("Gather", {"s", "one"}, {"d1"}, "dim1");
+  m.node("Gather", {"s", "zero"}, {"d0"}, "dim0");
+  m.output("d1").output("d0");
+  ASSERT_EQ(import(m), "");
+  auto ret = llvm::cast<mlir::func::ReturnOp>(main().getBody().front().getTerminator());
+  Tensor d1;
+  ASSERT_TRUE(getConstantValue(ret.getOperand(0), &d1));
+  ASSERT_EQ(d1.dtype(), DType::I64);
+  EXPECT_EQ(d1.shape(), Shape{});
+  EXPECT_EQ(d1.data<int64_t>()[0], 1);
+  mlir::Operation* d0 = ret.getOperand(1).getDefiningOp();
+  ASSERT_TRUE(d0);
+  EXPECT_EQ(onnxOpType(d0), "Gather");
+}
+
 TEST_F(ImporterModels, Softmax11DynamicShapeUsesShapeOp) {
   Model m(11);
   m.input("x", {-1, 3, 4}, onnx::TensorProto::FLOAT, {"N"});
