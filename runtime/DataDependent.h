@@ -2,7 +2,8 @@
 // NonMaxSuppression-11): one implementation of each selection, read by the compiler's shape
 // functions (which can size the results only when those operands are constants, since plans
 // and arenas need static shapes) and by the CPU kernels (which check at run time that the
-// values give the planned shape). MLIR-free.
+// values give the planned shape, or, given a result type with an unknown dim, size the
+// result themselves: a dynamic region, runtime/DynamicRegion.h). MLIR-free.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,6 +13,12 @@
 #include "runtime/Tensor.h"
 
 namespace tandem {
+
+/// Whether ONNX op `opType`'s result size is counted from its data: NonZero, Compress, Unique,
+/// NonMaxSuppression. With computed data the compiler runs such an op, and what reads it, in a
+/// dynamic region, so that data need not be a constant of the plan; there, its CPU kernel
+/// sizes its results, so the data is read once.
+bool sizeCountedFromData(const std::string& opType);
 
 /// NonZero: the number of elements of `x` (any dtype but f16) that are not zero.
 int64_t countNonZero(const Tensor& x);
@@ -34,7 +41,8 @@ Status uniqueSlices(const Tensor& x, int64_t axis, bool sorted, UniqueResult* ou
 /// with score > scoreThreshold (when given) are taken in descending score order (ties: lower
 /// index first), each kept unless its IoU with a box already kept exceeds iouThreshold, at most
 /// maxPerClass of them (0 keeps none). `selected` gets (batch, class, box) triples, flattened,
-/// batch-major then class-major. Error when the shapes do not fit.
+/// batch-major then class-major. Error when the shapes do not fit. Time: O(n log n + n * kept)
+/// per batch and class, the IoU tests against the kept boxes in vectorisable blocks.
 Status nonMaxSuppression(const Tensor& boxes, const Tensor& scores, int64_t maxPerClass,
                          float iouThreshold, bool hasScoreThreshold, float scoreThreshold,
                          bool centerPointBox, std::vector<int64_t>* selected);

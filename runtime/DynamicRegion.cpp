@@ -9,6 +9,7 @@
 
 #include "compiler/ShapeInference.h"
 #include "runtime/ControlFlow.h"
+#include "runtime/DataDependent.h"
 #include "runtime/Kernel.h"
 #include "runtime/PlanFormat.h"
 
@@ -26,6 +27,9 @@ struct BodyStep {
   AttrMap attrs;
   std::vector<int> inputs, outputs;
   std::vector<bool> shapeOperand;  // per input: its value sets the result shapes
+  // The op counts its result size from its data (sizeCountedFromData): its kernel sizes the
+  // results, so that data is read once, by the kernel, and never keys or constant-folds it.
+  bool sizedByKernel = false;
   struct Entry {
     std::unique_ptr<Kernel> kernel;
     std::vector<Tensor> values;  // the shape operands it was made for (its constInputs)
@@ -101,6 +105,7 @@ struct EagerPlan::Impl {
       const plan::Step& p = body_.steps(si);
       BodyStep& s = steps_[si];
       s.opType = p.op_type();
+      s.sizedByKernel = sizeCountedFromData(s.opType);
       s.label = label_ + ": step '" + (p.name().empty() ? "#" + std::to_string(si) : p.name()) + "' (" + p.op_type() + ")";
       TANDEM_RETURN_IF_ERROR(attrsFromPlan(p.attrs(), &s.attrs).withContext(s.label));
       if (!isKnownOp(s.opType)) return Status::error(s.label + ": unknown op type");
@@ -137,11 +142,11 @@ struct EagerPlan::Impl {
       if (t.dtype() == DType::Undefined)
         return Status::error(s.label + ": reads '" + body_.values(id).name() + "' before any step computed it");
       OperandInfo o{t.dtype(), t.shape(), true, nullptr};
-      if (s.shapeOperand[j] || t.numel() <= kValueOperandElements) o.value = &t;
+      if (!s.sizedByKernel && (s.shapeOperand[j] || t.numel() <= kValueOperandElements)) o.value = &t;
       operands.push_back(std::move(o));
       ins.push_back(&t);
       key += std::string(dtypeName(t.dtype())) + shapeToString(t.shape());
-      if (s.shapeOperand[j] && !outerConstants_[id])
+      if (s.shapeOperand[j] && !s.sizedByKernel && !outerConstants_[id])
         key += "=" + std::string(static_cast<const char*>(t.raw()), t.bytes());
       key += ";";
     }
@@ -155,8 +160,9 @@ struct EagerPlan::Impl {
       const bool unknown = std::any_of(results[k].dims.begin(), results[k].dims.end(),
                                        [](int64_t d) { return d < 0; });
       // An If whose branches give different shapes: the branch taken sizes it, and its kernel
-      // allocates it (runtime/ControlFlowKernels.cpp). Every other op is sized here.
-      if (unknown && s.opType != "If")
+      // allocates it (runtime/ControlFlowKernels.cpp); so does the kernel of an op sized by
+      // its data (runtime/cpu/ref/Selection.cpp). Every other op is sized here.
+      if (unknown && s.opType != "If" && !s.sizedByKernel)
         return Status::error(s.label + ": the size of result " + std::to_string(k) +
                              " is unknown even with the run-time operands");
       if (unknown) t = Tensor();
@@ -192,7 +198,7 @@ struct EagerPlan::Impl {
           c = outerConstants_[id];
         } else if (id >= 0 && bodyConstants_[id].dtype() != DType::Undefined) {
           c = &bodyConstants_[id];
-        } else if (id >= 0 && s.shapeOperand[j]) {
+        } else if (id >= 0 && s.shapeOperand[j] && !s.sizedByKernel) {
           entry.values.push_back(Tensor::copyOf(vals[id]));
           c = &entry.values.back();
         }

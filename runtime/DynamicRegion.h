@@ -7,7 +7,9 @@
 // a step's result types come from the compiler's shape functions (compiler/ShapeInference.h,
 // MLIR-free) given its operands' run-time shapes and the values of its shape operands
 // (shapeOperandPositions) and of every operand up to 4,096 elements; its results are allocated
-// at that size; its kernel is the registry's best CPU kernel for those types, created on first
+// at that size (an op whose result size is counted from its data, sizeCountedFromData in
+// runtime/DataDependent.h, gets an unknown dim instead and its kernel sizes the result, so
+// NonMaxSuppression runs once, not once to size and once to fill); its kernel is the registry's best CPU kernel for those types, created on first
 // use and kept per step for the last 16 distinct operand signatures (types and shape-operand
 // values), so a region that sees the same shapes again creates nothing. Operands the outer plan
 // holds as constants (weights) are constants of the body's kernels too, prepacked once per

@@ -7,6 +7,11 @@
 
 namespace tandem {
 
+bool sizeCountedFromData(const std::string& opType) {
+  return opType == "NonZero" || opType == "Compress" || opType == "Unique" ||
+         opType == "NonMaxSuppression";
+}
+
 int64_t countNonZero(const Tensor& x) {
   int64_t n = 0;
   dispatchDType(x.dtype(), [&](auto tag) {
@@ -126,7 +131,12 @@ Status nonMaxSuppression(const Tensor& boxes, const Tensor& scores, int64_t maxP
   // Corners (y1, x1, y2, x2), ordered so y1 <= y2 and x1 <= x2, once per box.
   std::vector<float> corners(4 * N);
   std::vector<int64_t> order;
-  std::vector<int64_t> kept;
+  // The kept boxes of the current class, structure of arrays, so the IoU test against all of
+  // them is a loop the compiler vectorises: corners and area.
+  std::vector<float> ky1(N), kx1(N), ky2(N), kx2(N), karea(N);
+  // Kept boxes tested per block before looking at the result: most candidates of a batched NMS
+  // (boxes offset per class) overlap none, so whole blocks run without a branch.
+  constexpr int64_t kBlock = 64;
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t i = 0; i < N; ++i) {
       const float* p = bx + (b * N + i) * 4;
@@ -146,26 +156,30 @@ Status nonMaxSuppression(const Tensor& boxes, const Tensor& scores, int64_t maxP
       for (int64_t i = 0; i < N; ++i)
         if (!hasScoreThreshold || s[i] > scoreThreshold) order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b2) { return s[a] > s[b2]; });
-      kept.clear();
+      int64_t nk = 0;
       for (int64_t i : order) {
-        if ((int64_t)kept.size() >= maxPerClass) break;
+        if (nk >= maxPerClass) break;
         const float* a = &corners[4 * i];
-        const float areaA = (a[2] - a[0]) * (a[3] - a[1]);
-        bool keep = true;
-        for (int64_t k : kept) {
-          const float* o = &corners[4 * k];
-          const float ih = std::min(a[2], o[2]) - std::max(a[0], o[0]);
-          const float iw = std::min(a[3], o[3]) - std::max(a[1], o[1]);
-          if (ih <= 0 || iw <= 0) continue;
-          const float inter = ih * iw;
-          const float uni = areaA + (o[2] - o[0]) * (o[3] - o[1]) - inter;
-          if (uni > 0 && inter / uni > iouThreshold) {
-            keep = false;
-            break;
+        const float ay1 = a[0], ax1 = a[1], ay2 = a[2], ax2 = a[3];
+        const float areaA = (ay2 - ay1) * (ax2 - ax1);
+        // Suppressed when some kept box overlaps it (positive height and width) with
+        // IoU = inter / union > iouThreshold (a NaN anywhere suppresses nothing).
+        bool suppressed = false;
+        for (int64_t k0 = 0; k0 < nk && !suppressed; k0 += kBlock) {
+          const int64_t k1 = std::min(nk, k0 + kBlock);
+          int hit = 0;
+          for (int64_t k = k0; k < k1; ++k) {
+            const float ih = std::min(ay2, ky2[k]) - std::max(ay1, ky1[k]);
+            const float iw = std::min(ax2, kx2[k]) - std::max(ax1, kx1[k]);
+            const float inter = ih * iw;
+            const float uni = areaA + karea[k] - inter;
+            hit |= (ih > 0.f) & (iw > 0.f) & (uni > 0.f) & (inter / uni > iouThreshold);
           }
+          suppressed = hit != 0;
         }
-        if (!keep) continue;
-        kept.push_back(i);
+        if (suppressed) continue;
+        ky1[nk] = ay1, kx1[nk] = ax1, ky2[nk] = ay2, kx2[nk] = ax2, karea[nk] = areaA;
+        ++nk;
         selected->insert(selected->end(), {b, c, i});
       }
     }

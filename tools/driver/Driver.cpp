@@ -109,6 +109,7 @@ Status compileOnnxFile(const std::string& path, const ImportOptions& importOptio
 #include <set>
 
 #include "compiler/ShapeInference.h"
+#include "runtime/DataDependent.h"
 #include "runtime/FileIO.h"
 
 namespace tandem {
@@ -168,11 +169,6 @@ Status onnxShapeOperandInputs(const std::string& path, std::set<std::string>* na
     if (reaches) names->insert(gi.name());
   }
   return Status::ok();
-}
-
-bool sizeCountedFromData(const std::string& opType) {
-  return opType == "NonZero" || opType == "Compress" || opType == "Unique" ||
-         opType == "NonMaxSuppression";
 }
 
 Status specializeOnnxInputs(const std::string& path, const std::vector<Tensor>& given,

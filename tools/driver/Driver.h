@@ -30,14 +30,9 @@ namespace tandem {
 /// Names of an ONNX model's graph inputs that are not initializers, in order.
 Status onnxGraphInputs(const std::string& path, std::vector<std::string>* names);
 
-/// Whether ONNX op `opType`'s result size is counted from its data (NonZero, Compress, Unique,
-/// NonMaxSuppression): with computed data the compiler runs it, and what reads it, in a dynamic
-/// region (runtime/DynamicRegion.h), so that data need not be a constant of the plan.
-bool sizeCountedFromData(const std::string& opType);
-
 /// The graph inputs (not initializers) of ONNX model `path` whose values reach a shape operand
 /// (shapeOperandPositions: Reshape's shape, Slice's starts, ...; not the data of the ops of
-/// sizeCountedFromData) along the graph. Values flow
+/// sizeCountedFromData, runtime/DataDependent.h) along the graph. Values flow
 /// through every node except Shape and Size, whose results depend on their input's shape only:
 /// token ids feeding an embedding Gather reach no shape operand even when the model takes
 /// Shape of the embeddings. Errors: unreadable file, not an ONNX model.

@@ -2,7 +2,8 @@
 // GatherElements-13, ScatterElements-16, GatherND-13, ScatterND-16, OneHot-11, DepthToSpace-13,
 // SpaceToDepth-13, ReverseSequence-10, TopK-11, and the value-sized Compress-11, NonZero-13,
 // Unique-11, NonMaxSuppression-11 (runtime/DataDependent.h: their results were sized at compile
-// time from constant operands, and run() checks the values still give that size).
+// time from constant operands, and run() checks the values still give that size; or, in a
+// dynamic region, the result type has an unknown dim and run() allocates it at the selected size).
 #include <algorithm>
 #include <numeric>
 
@@ -23,6 +24,13 @@ inline int64_t indexAt(const Tensor& t, int64_t k) {
 Status sizeMismatch(const OpName& op, int64_t planned, int64_t got) {
   return opError(op, "data-dependent output: the plan has " + std::to_string(planned) +
                          " entries but the operand values select " + std::to_string(got));
+}
+
+// A value-sized result whose type has an unknown dim (a dynamic region runs the op,
+// runtime/DynamicRegion.h): allocated here at the size the values select.
+Status allocRunSized(const OpName& op, DType dtype, const Shape& shape, Tensor* out) {
+  Status st = Tensor::tryAlloc(dtype, shape, "the result", out);
+  return st.isOk() ? st : opError(op, st.message());
 }
 
 // ---- GatherElements / ScatterElements: walk the indices with data's strides, axis from the
@@ -365,14 +373,21 @@ Status createCompress(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     if (!normalizeAxis(ctx.attrs->getInt("axis", 0), xs.size(), &axis)) return opError(ctx, "axis out of range");
     outer = product(xs, 0, axis), n = xs[axis], inner = product(xs, axis + 1, xs.size());
   }
-  const int64_t planned = axis >= 0 ? ys[axis] : ys[0];
-  const size_t bytes = inner * dtypeSize(ctx.inputTypes[0].dtype);
+  const int64_t planned = axis >= 0 ? ys[axis] : ys[0];  // < 0: sized by the run
+  const DType dt = ctx.inputTypes[0].dtype;
+  const size_t bytes = inner * dtypeSize(dt);
   const OpName name(ctx);
   const ConstOperands consts(ctx);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     const Tensor* cond = consts.get(in, 1);
     const int64_t got = countTrue(*cond, n);
-    if (got != planned) return sizeMismatch(name, planned, got);
+    if (planned < 0) {
+      Shape shape = axis >= 0 ? xs : Shape{got};
+      if (axis >= 0) shape[axis] = got;
+      TANDEM_RETURN_IF_ERROR(allocRunSized(name, dt, shape, outs[0]));
+    } else if (got != planned) {
+      return sizeMismatch(name, planned, got);
+    }
     const uint8_t* c = static_cast<const uint8_t*>(cond->raw());
     const int64_t m = std::min(n, cond->numel());
     const char* x = static_cast<const char*>(in[0]->raw());
@@ -395,7 +410,10 @@ Status createNonZero(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const OpName name(ctx);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     const int64_t got = countNonZero(*in[0]);
-    if (got != planned) return sizeMismatch(name, planned, got);
+    if (planned < 0)
+      TANDEM_RETURN_IF_ERROR(allocRunSized(name, DType::I64, {(int64_t)xs.size(), got}, outs[0]));
+    else if (got != planned)
+      return sizeMismatch(name, planned, got);
     int64_t* y = outs[0]->data<int64_t>();
     int64_t k = 0;
     const size_t r = xs.size();
@@ -404,7 +422,7 @@ Status createNonZero(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       const T* x = in[0]->data<T>();
       forEachIndex(xs, [&](int64_t i, const int64_t* idx) {
         if (x[i] == T(0)) return;
-        for (size_t d = 0; d < r; ++d) y[d * planned + k] = idx[d];
+        for (size_t d = 0; d < r; ++d) y[d * got + k] = idx[d];
         ++k;
       });
     });
@@ -422,15 +440,26 @@ Status createUnique(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   for (size_t i = 1; i < ctx.outputTypes.size(); ++i)
     if (outputRequested(ctx, i) && ctx.outputTypes[i].dtype != DType::I64) return opError(ctx, "outputs 1-3 must be i64");
   const bool sorted = ctx.attrs->getInt("sorted", 1) != 0;
-  const int64_t planned = axis >= 0 ? ys[axis] : ys[0];
-  const size_t bytes = inner * dtypeSize(ctx.inputTypes[0].dtype);
+  const int64_t planned = axis >= 0 ? ys[axis] : ys[0];  // < 0: sized by the run
+  const DType dt = ctx.inputTypes[0].dtype;
+  const size_t bytes = inner * dtypeSize(dt);
   const OpName name(ctx);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     UniqueResult u;
     Status st = uniqueSlices(*in[0], axis, sorted, &u);
     if (!st.isOk()) return opError(name, st.message());
     const int64_t got = u.first.size();
-    if (got != planned) return sizeMismatch(name, planned, got);
+    if (planned < 0) {
+      Shape shape = axis >= 0 ? xs : Shape{got};
+      if (axis >= 0) shape[axis] = got;
+      TANDEM_RETURN_IF_ERROR(allocRunSized(name, dt, shape, outs[0]));
+      const int64_t sizes[3] = {got, (int64_t)u.inverse.size(), got};
+      for (size_t i = 1; i < 4; ++i)
+        if (i < outs.size() && outs[i])
+          TANDEM_RETURN_IF_ERROR(allocRunSized(name, DType::I64, {sizes[i - 1]}, outs[i]));
+    } else if (got != planned) {
+      return sizeMismatch(name, planned, got);
+    }
     const char* x = static_cast<const char*>(in[0]->raw());
     char* y = static_cast<char*>(outs[0]->raw());
     for (int64_t o = 0; o < outer; ++o)
@@ -460,7 +489,11 @@ Status createNonMaxSuppression(const KernelContext& ctx, std::unique_ptr<Kernel>
     Status st = nonMaxSuppression(*in[0], *in[1], maxOut.empty() ? 0 : maxOut[0], scalar(3),
                                   inputAt(in, 4) != nullptr, scalar(4), center, &sel);
     if (!st.isOk()) return opError(name, st.message());
-    if ((int64_t)sel.size() / 3 != planned) return sizeMismatch(name, planned, sel.size() / 3);
+    const int64_t got = (int64_t)sel.size() / 3;
+    if (planned < 0)
+      TANDEM_RETURN_IF_ERROR(allocRunSized(name, DType::I64, {got, 3}, outs[0]));
+    else if (got != planned)
+      return sizeMismatch(name, planned, got);
     std::copy(sel.begin(), sel.end(), outs[0]->data<int64_t>());
     return Status::ok();
   });

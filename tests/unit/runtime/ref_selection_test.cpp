@@ -1,6 +1,8 @@
 // Tests of the reference gather/scatter, top-k, Einsum, image and value-sized kernels
 // (Selection.cpp, Einsum.cpp, Image.cpp) and of the selections they share with the shape
 // functions (runtime/DataDependent.h), on cases worked by hand.
+#include <algorithm>
+
 #include "runtime/DataDependent.h"
 #include "tests/unit/runtime/ref_test_util.h"
 
@@ -112,6 +114,103 @@ TEST(DataDependent, NonMaxSuppressionDropsOverlapsAndHonoursTheLimit) {
   EXPECT_EQ(sel, (std::vector<int64_t>{0, 0, 1, 0, 0, 0}));
   ASSERT_TRUE(nonMaxSuppression(boxes, scores, 1, 0.5f, false, 0, false, &sel).isOk());
   EXPECT_EQ(sel, (std::vector<int64_t>{0, 0, 1}));
+}
+
+// The blocked IoU test against the kept boxes agrees with the rule applied pair by pair: 600
+// boxes on a jittered grid (neighbours overlap by chance, hundreds kept per class, so many
+// blocks of 64), two classes, a score threshold, ties in score.
+TEST(DataDependent, NonMaxSuppressionMatchesThePairwiseRuleOverManyBlocks) {
+  const int64_t n = 600;
+  std::vector<float> b(4 * n), sc(2 * n);
+  uint32_t seed = 12345;
+  auto uniform = [&] { return (seed = seed * 1664525u + 1013904223u) / 4294967296.f; };
+  for (int64_t i = 0; i < n; ++i) {
+    const float y = (i / 25) * 10 + 8 * uniform(), x = (i % 25) * 10 + 8 * uniform();
+    const float h = 6 + 10 * uniform(), w = 6 + 10 * uniform();
+    // Corners in either order (y1,x1,y2,x2 or y2,x2,y1,x1), as the spec allows.
+    if (i % 3) b[4 * i] = y, b[4 * i + 1] = x, b[4 * i + 2] = y + h, b[4 * i + 3] = x + w;
+    else b[4 * i] = y + h, b[4 * i + 1] = x + w, b[4 * i + 2] = y, b[4 * i + 3] = x;
+  }
+  for (int64_t i = 0; i < 2 * n; ++i) sc[i] = std::round(uniform() * 200) / 200;  // ties
+  const Tensor boxes = f32({1, n, 4}, b), scores = f32({1, 2, n}, sc);
+  for (float iou : {0.1f, 0.5f}) {
+    std::vector<int64_t> sel;
+    ASSERT_TRUE(nonMaxSuppression(boxes, scores, 1000, iou, true, 0.05f, false, &sel).isOk());
+    std::vector<int64_t> want;
+    for (int64_t c = 0; c < 2; ++c) {
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < n; ++i)
+        if (sc[c * n + i] > 0.05f) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t p, int64_t q) { return sc[c * n + p] > sc[c * n + q]; });
+      std::vector<int64_t> kept;
+      for (int64_t i : order) {
+        auto corner = [&](int64_t k, int d) {  // d: 0 y1, 1 x1, 2 y2, 3 x2
+          const float lo = std::min(b[4 * k + d % 2], b[4 * k + 2 + d % 2]);
+          const float hi = std::max(b[4 * k + d % 2], b[4 * k + 2 + d % 2]);
+          return d < 2 ? lo : hi;
+        };
+        bool keep = true;
+        for (int64_t k : kept) {
+          const float ih = std::min(corner(i, 2), corner(k, 2)) - std::max(corner(i, 0), corner(k, 0));
+          const float iw = std::min(corner(i, 3), corner(k, 3)) - std::max(corner(i, 1), corner(k, 1));
+          if (ih <= 0 || iw <= 0) continue;
+          const float inter = ih * iw;
+          const float uni = (corner(i, 2) - corner(i, 0)) * (corner(i, 3) - corner(i, 1)) +
+                            (corner(k, 2) - corner(k, 0)) * (corner(k, 3) - corner(k, 1)) - inter;
+          if (uni > 0 && inter / uni > iou) keep = false;
+        }
+        if (!keep) continue;
+        kept.push_back(i);
+        want.insert(want.end(), {0, c, i});
+      }
+      if (iou == 0.5f) EXPECT_GT(kept.size(), 200u);
+      EXPECT_LT(kept.size(), order.size());  // something was suppressed
+    }
+    EXPECT_EQ(sel, want) << "iou " << iou;
+  }
+}
+
+// In a dynamic region the value-sized kernels get result types with an unknown dim and
+// allocate the results at the size the values select (runtime/DataDependent.h).
+TEST(RefSelection, RunSizedResultsAreAllocatedByTheKernel) {
+  auto runUnallocated = [](const OpCall& c, std::vector<Tensor>* outs) {
+    std::unique_ptr<Kernel> k;
+    Status st = c.create(&k);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    outs->assign(c.outputs.size(), Tensor());
+    std::vector<Tensor*> ptrs;
+    for (Tensor& t : *outs) ptrs.push_back(&t);
+    std::vector<const Tensor*> ins;
+    for (const Tensor& t : c.inputs) ins.push_back(t.defined() ? &t : nullptr);
+    st = k->run(ins, ptrs);
+    ASSERT_TRUE(st.isOk()) << st.message();
+  };
+  std::vector<Tensor> outs;
+  runUnallocated(OpCall{"NonZero", {}, {f32({2, 2}, {1, 0, 0, 2})}, {{DType::I64, {2, -1}}}}, &outs);
+  expectValues<int64_t>(outs[0], {2, 2}, {0, 1, 0, 1});
+
+  Tensor cond = Tensor::alloc(DType::Bool, {3});
+  const bool cv[3] = {true, false, true};
+  std::memcpy(cond.raw(), cv, 3);
+  AttrMap axis0;
+  axis0.set("axis", Attr::ofInt(0));
+  runUnallocated(OpCall{"Compress", axis0, {f32({3, 2}, {1, 2, 3, 4, 5, 6}), cond}, {{DType::F32, {-1, 2}}}},
+                 &outs);
+  expectValues<float>(outs[0], {2, 2}, {1, 2, 5, 6});
+
+  runUnallocated(OpCall{"Unique", {}, {f32({5}, {2, 1, 2, 3, 1})},
+                        {{DType::F32, {-1}}, {DType::I64, {-1}}, {DType::I64, {-1}}, {DType::I64, {-1}}}},
+                 &outs);
+  expectValues<float>(outs[0], {3}, {1, 2, 3});
+  expectValues<int64_t>(outs[2], {5}, {1, 0, 1, 2, 0});
+  expectValues<int64_t>(outs[3], {3}, {2, 2, 1});
+
+  Tensor boxes = f32({1, 3, 4}, {0, 0, 1, 1, 0.1f, 0.1f, 1, 1, 2, 2, 3, 3});
+  Tensor scores = f32({1, 1, 3}, {0.9f, 0.95f, 0.5f});
+  Tensor maxOut = Tensor::fromVector<int64_t>({1}, {10}), iou = f32({1}, {0.5f});
+  runUnallocated(OpCall{"NonMaxSuppression", {}, {boxes, scores, maxOut, iou}, {{DType::I64, {-1, 3}}}}, &outs);
+  expectValues<int64_t>(outs[0], {2, 3}, {0, 0, 1, 0, 0, 2});
 }
 
 TEST(DataDependent, UniqueUnsortedKeepsFirstOccurrenceOrder) {
