@@ -290,6 +290,15 @@ Status createGridSample(const KernelContext& ctx, std::unique_ptr<Kernel>* out) 
 
 // ---- RoiAlign (bilinear samples as ONNX Runtime's RoiAlign, which the ONNX reference follows)
 
+// One bilinear sample of a RoI bin: X's four neighbour offsets (within a channel) and weights;
+// `valid` false outside [-1, H] x [-1, W] (the sample is 0). The same for every channel, so it
+// is computed once per RoI (as ONNX Runtime's pre_calc), then applied channel by channel.
+struct RoiSample {
+  int64_t at[4];
+  double w[4];
+  bool valid;
+};
+
 Status createRoiAlign(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const Shape xs = ctx.inputTypes[0].shape, ys = ctx.outputTypes[0].shape;
   if (xs.size() != 4 || ys.size() != 4) return opError(ctx, "needs 4-D X and output");
@@ -297,7 +306,8 @@ Status createRoiAlign(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const bool halfPixel = ctx.attrs->getString("coordinate_transformation_mode", "half_pixel") == "half_pixel";
   const int64_t ratio = ctx.attrs->getInt("sampling_ratio", 0);
   const double spatial = ctx.attrs->getFloat("spatial_scale", 1.f);
-  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], R = ys[0], OH = ys[2], OW = ys[3];
+  const int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], OH = ys[2], OW = ys[3];
+  const int threads = std::max(1, ctx.threads);
   const OpName name(ctx);
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
@@ -307,45 +317,67 @@ Status createRoiAlign(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       const T* rois = in[1]->data<T>();
       const int64_t* bi = in[2]->data<int64_t>();
       T* y = outs[0]->data<T>();
-      for (int64_t r = 0; r < R; ++r) {
-        const int64_t b = bi[r];
-        if (b < 0 || b >= N) return opError(name, "batch index " + std::to_string(b) + " is out of range");
-        const double off = halfPixel ? 0.5 : 0;
-        const double x1 = rois[r * 4] * spatial - off, y1 = rois[r * 4 + 1] * spatial - off;
-        const double x2 = rois[r * 4 + 2] * spatial - off, y2 = rois[r * 4 + 3] * spatial - off;
-        double rw = x2 - x1, rh = y2 - y1;
-        if (!halfPixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
-        const double bh = rh / OH, bw = rw / OW;
-        const int64_t gh = ratio > 0 ? ratio : (int64_t)std::ceil(rh / OH);
-        const int64_t gw = ratio > 0 ? ratio : (int64_t)std::ceil(rw / OW);
-        const double count = std::max<int64_t>(gh * gw, 1);
-        for (int64_t c = 0; c < C; ++c) {
-          const T* p = x + (b * C + c) * H * W;
+      const int64_t R = outs[0]->shape()[0];
+      for (int64_t r = 0; r < R; ++r)
+        if (bi[r] < 0 || bi[r] >= N)
+          return opError(name, "batch index " + std::to_string(bi[r]) + " is out of range");
+#pragma omp parallel num_threads(threads) if (R * C * OH * OW > 16384)
+      {
+        std::vector<RoiSample> samples;
+#pragma omp for schedule(dynamic)
+        for (int64_t r = 0; r < R; ++r) {
+          const double off = halfPixel ? 0.5 : 0;
+          const double x1 = rois[r * 4] * spatial - off, y1 = rois[r * 4 + 1] * spatial - off;
+          const double x2 = rois[r * 4 + 2] * spatial - off, y2 = rois[r * 4 + 3] * spatial - off;
+          double rw = x2 - x1, rh = y2 - y1;
+          if (!halfPixel) rw = std::max(rw, 1.0), rh = std::max(rh, 1.0);
+          const double bh = rh / OH, bw = rw / OW;
+          const int64_t gh = ratio > 0 ? ratio : (int64_t)std::ceil(rh / OH);
+          const int64_t gw = ratio > 0 ? ratio : (int64_t)std::ceil(rw / OW);
+          const double count = std::max<int64_t>(gh * gw, 1);
+          // Samples of bin (ph, pw) at [(ph * OW + pw) * gh * gw, + gh * gw).
+          samples.clear();
           for (int64_t ph = 0; ph < OH; ++ph)
-            for (int64_t pw = 0; pw < OW; ++pw) {
-              double acc = 0;
-              bool first = true;
+            for (int64_t pw = 0; pw < OW; ++pw)
               for (int64_t iy = 0; iy < gh; ++iy)
                 for (int64_t ix = 0; ix < gw; ++ix) {
                   double yy = y1 + ph * bh + (iy + 0.5) * bh / gh;
                   double xx = x1 + pw * bw + (ix + 0.5) * bw / gw;
-                  double v = 0;
-                  if (!(yy < -1.0 || yy > H || xx < -1.0 || xx > W)) {
+                  RoiSample sm{};
+                  sm.valid = !(yy < -1.0 || yy > H || xx < -1.0 || xx > W);
+                  if (sm.valid) {
                     yy = std::max(yy, 0.0), xx = std::max(xx, 0.0);
                     int64_t yl = (int64_t)yy, xl = (int64_t)xx, yh, xh;
                     if (yl >= H - 1) yh = yl = H - 1, yy = (double)yl; else yh = yl + 1;
                     if (xl >= W - 1) xh = xl = W - 1, xx = (double)xl; else xh = xl + 1;
                     const double ly = yy - yl, lx = xx - xl, hy = 1 - ly, hx = 1 - lx;
-                    const double t[4] = {hy * hx * p[yl * W + xl], hy * lx * p[yl * W + xh],
-                                         ly * hx * p[yh * W + xl], ly * lx * p[yh * W + xh]};
-                    v = maxMode ? std::max(std::max(t[0], t[1]), std::max(t[2], t[3])) : t[0] + t[1] + t[2] + t[3];
+                    sm.at[0] = yl * W + xl, sm.at[1] = yl * W + xh;
+                    sm.at[2] = yh * W + xl, sm.at[3] = yh * W + xh;
+                    sm.w[0] = hy * hx, sm.w[1] = hy * lx, sm.w[2] = ly * hx, sm.w[3] = ly * lx;
                   }
-                  if (maxMode) acc = first ? v : std::max(acc, v);
-                  else acc += v;
-                  first = false;
+                  samples.push_back(sm);
                 }
-              y[((r * C + c) * OH + ph) * OW + pw] = T(maxMode ? acc : acc / count);
+          const int64_t per = gh * gw;
+          for (int64_t c = 0; c < C; ++c) {
+            const T* p = x + (bi[r] * C + c) * H * W;
+            T* yc = y + (r * C + c) * OH * OW;
+            for (int64_t bin = 0; bin < OH * OW; ++bin) {
+              const RoiSample* sb = samples.data() + bin * per;
+              double acc = 0;
+              for (int64_t k = 0; k < per; ++k) {
+                const RoiSample& sm = sb[k];
+                double v = 0;
+                if (sm.valid) {
+                  const double t0 = sm.w[0] * p[sm.at[0]], t1 = sm.w[1] * p[sm.at[1]];
+                  const double t2 = sm.w[2] * p[sm.at[2]], t3 = sm.w[3] * p[sm.at[3]];
+                  v = maxMode ? std::max(std::max(t0, t1), std::max(t2, t3)) : t0 + t1 + t2 + t3;
+                }
+                if (maxMode) acc = k == 0 ? v : std::max(acc, v);
+                else acc += v;
+              }
+              yc[bin] = T(maxMode ? acc : acc / count);
             }
+          }
         }
       }
       return Status::ok();
