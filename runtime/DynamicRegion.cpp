@@ -3,6 +3,7 @@
 #include "runtime/DynamicRegion.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,8 +42,10 @@ struct BodyStep {
 }  // namespace
 
 struct EagerPlan::Impl {
-  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs) {
+  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+             std::vector<SubStepTiming>* subSteps) {
     std::lock_guard<std::mutex> lock(mu_);
+    const auto begin = std::chrono::steady_clock::now();
     const int n = body_.values_size();
     std::vector<Tensor> vals(n);
     if (inputs.size() != (size_t)body_.inputs_size())
@@ -61,7 +64,24 @@ struct EagerPlan::Impl {
     }
     for (int id = 0; id < n; ++id)
       if (bodyConstants_[id].dtype() != DType::Undefined) vals[id] = bodyConstants_[id];
-    for (BodyStep& s : steps_) TANDEM_RETURN_IF_ERROR(runStep(s, vals));
+    for (size_t si = 0; si < steps_.size(); ++si) {
+      BodyStep& s = steps_[si];
+      const auto s0 = std::chrono::steady_clock::now();
+      std::string impl;
+      TANDEM_RETURN_IF_ERROR(runStep(s, vals, subSteps ? &impl : nullptr));
+      if (!subSteps) continue;
+      const plan::Step& p = body_.steps((int)si);
+      SubStepTiming t;
+      t.name = p.name();
+      t.opType = s.opType;
+      t.impl = std::move(impl);
+      t.start = std::chrono::duration<double>(s0 - begin).count();
+      t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+      for (int id : s.inputs)
+        if (id >= 0) t.inputs.push_back({vals[id].dtype(), vals[id].shape()});
+      for (int id : s.outputs) t.outputs.push_back({vals[id].dtype(), vals[id].shape()});
+      subSteps->push_back(std::move(t));
+    }
     outputs->clear();
     for (int k = 0; k < body_.outputs_size(); ++k) {
       const int id = body_.outputs(k);
@@ -126,7 +146,8 @@ struct EagerPlan::Impl {
     return Status::ok();
   }
 
-  Status runStep(BodyStep& s, std::vector<Tensor>& vals) {
+  // Runs step `s` on `vals` (by body value id); `impl` (optional) gets its kernel's name.
+  Status runStep(BodyStep& s, std::vector<Tensor>& vals, std::string* impl) {
     std::vector<OperandInfo> operands;
     std::vector<const Tensor*> ins;
     std::string key;
@@ -210,6 +231,7 @@ struct EagerPlan::Impl {
       it = s.kernels.emplace(key, std::move(entry)).first;
     }
     it->second.lastUse = ++uses_;
+    if (impl) *impl = it->second.kernel->implName();
     Status st = it->second.kernel->run(ins, outs);
     if (!st.isOk()) return Status::error(s.label + ": " + st.message());
     for (size_t k = 0; k < outs.size(); ++k)
@@ -250,8 +272,9 @@ Status EagerPlan::load(plan::Plan body, const std::string& label, int threads, u
   return Status::ok();
 }
 
-Status EagerPlan::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs) {
-  return impl_->run(inputs, outputs);
+Status EagerPlan::run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+                      std::vector<SubStepTiming>* subSteps) {
+  return impl_->run(inputs, outputs, subSteps);
 }
 
 size_t EagerPlan::numSteps() const { return impl_->steps_.size(); }
@@ -276,8 +299,12 @@ class DynamicRegionKernel : public Kernel {
   }
 
   Status run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override {
+    return runProfiled(inputs, outputs, nullptr);
+  }
+  Status runProfiled(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+                     std::vector<SubStepTiming>* subSteps) override {
     std::vector<Tensor> res;
-    TANDEM_RETURN_IF_ERROR(body_->run(inputs, &res));
+    TANDEM_RETURN_IF_ERROR(body_->run(inputs, &res, subSteps));
     for (size_t k = 0; k < outputs.size(); ++k) *outputs[k] = std::move(res[k]);
     return Status::ok();
   }

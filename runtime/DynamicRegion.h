@@ -49,7 +49,9 @@ class EagerPlan {
   ~EagerPlan();
   /// Runs the body on `inputs` (its inputs in order, host tensors of the declared dtypes and
   /// ranks; any dims); `outputs` gets its outputs, owning. Thread-safe (one run at a time).
-  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs);
+  /// `subSteps` (optional) gets each body step's timing, operand types and kernel, in order.
+  Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
+             std::vector<SubStepTiming>* subSteps = nullptr);
   size_t numSteps() const;
 
  private:

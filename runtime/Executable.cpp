@@ -58,12 +58,32 @@ class LabelledKernel : public Kernel {
   Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     return inner_->run(in, out).withContext(label_);
   }
+  Status runProfiled(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
+                     std::vector<SubStepTiming>* subSteps) override {
+    return inner_->runProfiled(in, out, subSteps).withContext(label_);
+  }
   std::string implName() const override { return inner_->implName(); }
   Status prepare() override { return inner_->prepare(); }
 
  private:
   std::unique_ptr<Kernel> inner_;
   std::string label_;
+};
+
+// A step's kernel launched in a profiled run: its runProfiled, so a kernel that runs a body
+// (a DynamicRegion) reports the body's ops; read after the step was synchronised.
+class ProfiledLaunch : public Kernel {
+ public:
+  ProfiledLaunch(Kernel* inner, std::vector<SubStepTiming>* subSteps)
+      : inner_(inner), subSteps_(subSteps) {}
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    return inner_->runProfiled(in, out, subSteps_);
+  }
+  std::string implName() const override { return inner_->implName(); }
+
+ private:
+  Kernel* inner_;
+  std::vector<SubStepTiming>* subSteps_;
 };
 
 }  // namespace
@@ -1382,11 +1402,15 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     const Tensor* in = ins.empty() ? nullptr : ins[0];
     Tensor* out = outs.empty() ? nullptr : outs[0];
     Status st;
+    std::vector<SubStepTiming> subSteps;
+    ProfiledLaunch profiled(m.kernels[si].get(), &subSteps);
     if (!wait && m.skipWhenEnqueued[si]) {
       // A copy to the host that nothing reads: the output of an enqueued run is not wanted.
     } else switch (m.stepKind[si]) {
       case StepKind::Kernel:
-      case StepKind::HostCopy: st = b->launch(*m.kernels[si], ins, outs); break;
+      case StepKind::HostCopy:
+        st = b->launch(profile ? static_cast<Kernel&>(profiled) : *m.kernels[si], ins, outs);
+        break;
       case StepKind::CopyH2D: st = b->copyFromHost(out->raw(), in->raw(), in->bytes()); break;
       case StepKind::CopyD2H: st = b->copyToHost(out->raw(), in->raw(), in->bytes()); break;
       case StepKind::CopyD2D: st = b->copyOnDevice(Queue::Compute, out->raw(), in->raw(), in->bytes()); break;
@@ -1405,6 +1429,7 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
       for (const Tensor* x : ins)
         if (x) t.inputs.push_back({x->dtype(), x->shape()});
       for (const Tensor* x : outs) t.outputs.push_back({x->dtype(), x->shape()});
+      t.subSteps = std::move(subSteps);
       stats->steps.push_back(std::move(t));
     }
   }

@@ -59,6 +59,9 @@ struct StepTiming {
   std::string streamDevice;
   std::string queue;
   std::vector<TensorType> inputs, outputs;  // absent optional inputs left out
+  // A step that runs a body itself (a DynamicRegion): its ops, in the order they ran; their
+  // start times are seconds after this step's `start`.
+  std::vector<SubStepTiming> subSteps;
 };
 
 struct RunStats {
@@ -92,9 +95,9 @@ class Executable {
   /// Runs the plan. `inputs` in plan order, each of exactly the declared dtype and shape
   /// (otherwise an error naming the input, expected and actual). `outputs` receives owning
   /// tensors. With `profile`, stats->steps gets one entry per step (each step then runs to
-  /// completion before the next is issued), with its stream, start and operand types, which is
-  /// what a Trace (runtime/Trace.h) records. Every device runs through its DeviceBackend
-  /// (runtime/Backend.h): the host issues the steps in plan order onto their (device, queue)
+  /// completion before the next is issued), with its stream, start and operand types, and a
+  /// DynamicRegion's eager ops as its subSteps, which is what a Trace (runtime/Trace.h)
+  /// records. Every device runs through its DeviceBackend (runtime/Backend.h): the host issues the steps in plan order onto their (device, queue)
   /// streams and cross-stream dependencies are events. One host device runs its steps on the
   /// calling thread; several host devices (cpu, cpu:1) each get a queue thread with its own
   /// OpenMP pool; each live GPU has a compute, an H2D and a D2H stream. The run synchronises

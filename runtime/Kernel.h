@@ -79,11 +79,29 @@ struct KernelContext {
 /// KernelContext::threads or omp_get_max_threads() (the executor sets it per run). Kernels of
 /// plans whose runs the executor serialises (a GPU or several host devices: Executable.h)
 /// never see concurrent calls; CUDA kernels need not be reentrant.
+/// One op of a body a kernel runs itself (a DynamicRegion's eager ops, runtime/DynamicRegion.h),
+/// timed in a profiled run: `start` in seconds after the kernel's run began, `seconds` its
+/// duration (shape inference, kernel creation on a new signature, the kernel's run).
+struct SubStepTiming {
+  std::string name, opType, impl;
+  double start = 0, seconds = 0;
+  std::vector<TensorType> inputs, outputs;  // absent optional inputs left out
+};
+
 class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual Status run(const std::vector<const Tensor*>& inputs,
                      const std::vector<Tensor*>& outputs) = 0;
+  /// run(), appending to `subSteps` the timing of each op of a body this kernel runs itself
+  /// (a DynamicRegion); a kernel without a body just runs. The executor calls it in profiled
+  /// runs (Executable::run with `profile`).
+  virtual Status runProfiled(const std::vector<const Tensor*>& inputs,
+                             const std::vector<Tensor*>& outputs,
+                             std::vector<SubStepTiming>* subSteps) {
+    (void)subSteps;
+    return run(inputs, outputs);
+  }
   /// Implementation actually chosen, e.g. "dnnl:jit:avx2" or "ref".
   virtual std::string implName() const = 0;
   /// Called once after every kernel of the plan was created and the backend finished loading

@@ -97,6 +97,22 @@ std::string Trace::json() const {
       events.push_back({{"ph", "X"}, {"name", s.name.empty() ? s.opType : s.name},
                         {"cat", copy ? "copy" : "op"}, {"pid", pid}, {"tid", tid},
                         {"ts", us(runStart + s.start)}, {"dur", us(s.seconds)}, {"args", args}});
+      // A DynamicRegion's eager ops, nested inside its event on the same lane.
+      for (size_t k = 0; k < s.subSteps.size(); ++k) {
+        const SubStepTiming& sub = s.subSteps[k];
+        nlohmann::json subArgs = {{"op_type", sub.opType},   {"node", sub.name},
+                                  {"device", s.device},      {"impl", sub.impl},
+                                  {"step", i},               {"sub_step", k},
+                                  {"region", s.name},        {"run", r},
+                                  {"inputs", operands(sub.inputs, &inBytes)},
+                                  {"outputs", operands(sub.outputs, &outBytes)}};
+        subArgs["input_bytes"] = inBytes;
+        subArgs["output_bytes"] = outBytes;
+        events.push_back({{"ph", "X"}, {"name", sub.name.empty() ? sub.opType : sub.name},
+                          {"cat", "region-op"}, {"pid", pid}, {"tid", tid},
+                          {"ts", us(runStart + s.start + sub.start)}, {"dur", us(sub.seconds)},
+                          {"args", subArgs}});
+      }
     }
   }
   nlohmann::json j = {{"traceEvents", events},

@@ -20,8 +20,11 @@ namespace tandem {
 /// its stream's lane: name = the step (node) name, cat = "op" or "copy", args = op_type, node,
 /// device (as the plan placed it), impl, step index, run index, inputs and outputs as
 /// [{"dtype", "shape", "bytes"}], input_bytes and output_bytes (a copy's bytes are its
-/// output_bytes, also as "bytes"). Lanes are named by "M" (metadata) events. ts and dur are in
-/// microseconds from the start of the first run added.
+/// output_bytes, also as "bytes"). A DynamicRegion step's eager ops follow it as events of cat
+/// "region-op" on the same lane, inside its span (Perfetto draws them nested under it), with
+/// the same args plus sub_step (their index in the region) and region (the step's name). Lanes
+/// are named by "M" (metadata) events. ts and dur are in microseconds from the start of the
+/// first run added.
 ///
 /// Profiled runs synchronise after every step (Executable::run), so a step's duration is its
 /// whole time on its stream and streams do not overlap: a trace shows where the time goes, not

@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <sys/stat.h>
@@ -54,7 +56,8 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--threads", f.threads, "Intra-op threads (0 = auto: the cores not busy with other processes)")
       ->check(threadCountCheck())->capture_default_str();
   cmd->add_flag("--step-times", f.stepTimes,
-                "Per-step times (device, kernel) from one extra, untimed, profiled run");
+                "Per-step times (device, kernel) from one extra, untimed, profiled run; a dynamic "
+                "region's eager ops follow its line, summed per op type");
   cmd->add_option("--gpu-memory-fraction", f.gpuMemoryFraction,
                   "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
       ->check(fractionCheck());
@@ -161,6 +164,35 @@ namespace {
 
 // JSON has no NaN or infinity: an error that is not finite is written as null.
 nlohmann::json number(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(); }
+
+// A DynamicRegion's eager ops (StepTiming::subSteps) under its step-times line, summed per op
+// type, the slowest first: count, time, share of the region, kernels; the ten slowest types.
+void printRegionOps(const StepTiming& s) {
+  struct Sum {
+    int count = 0;
+    double seconds = 0;
+    std::set<std::string> impls;
+  };
+  std::map<std::string, Sum> byType;
+  for (const SubStepTiming& sub : s.subSteps) {
+    Sum& t = byType[sub.opType];
+    ++t.count;
+    t.seconds += sub.seconds;
+    t.impls.insert(sub.impl);
+  }
+  std::vector<std::pair<std::string, Sum>> rows(byType.begin(), byType.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  const size_t shown = std::min<size_t>(rows.size(), 10);
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& [type, t] = rows[i];
+    std::string impls;
+    for (const std::string& k : t.impls) impls += (impls.empty() ? "" : ", ") + k;
+    std::printf("    %5d x %-20s %9.3f ms %5.1f%%  %s\n", t.count, type.c_str(), t.seconds * 1e3,
+                s.seconds > 0 ? 100 * t.seconds / s.seconds : 0.0, impls.c_str());
+  }
+  if (rows.size() > shown) std::printf("    ... %zu more op types\n", rows.size() - shown);
+}
 
 }  // namespace
 
@@ -275,9 +307,17 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     j["pass"] = expected.empty() ? nlohmann::json() : nlohmann::json(allPass);
     if (o.stepTimes) {
       j["steps"] = nlohmann::json::array();
-      for (const StepTiming& s : profiled.steps)
-        j["steps"].push_back({{"name", s.name}, {"op_type", s.opType}, {"device", s.device},
-                              {"impl", s.impl}, {"ms", s.seconds * 1e3}});
+      for (const StepTiming& s : profiled.steps) {
+        nlohmann::json step = {{"name", s.name}, {"op_type", s.opType}, {"device", s.device},
+                               {"impl", s.impl}, {"ms", s.seconds * 1e3}};
+        if (!s.subSteps.empty()) {
+          step["sub_steps"] = nlohmann::json::array();
+          for (const SubStepTiming& sub : s.subSteps)
+            step["sub_steps"].push_back({{"name", sub.name}, {"op_type", sub.opType},
+                                         {"impl", sub.impl}, {"ms", sub.seconds * 1e3}});
+        }
+        j["steps"].push_back(std::move(step));
+      }
     }
     j["notes"] = exe.notes();
     std::cout << j.dump(2) << std::endl;
@@ -295,9 +335,11 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     std::printf("peak memory: %s\n", peak.c_str());
     if (o.stepTimes) {
       std::printf("step times (one extra, profiled run):\n");
-      for (const StepTiming& s : profiled.steps)
+      for (const StepTiming& s : profiled.steps) {
         std::printf("  %-28s %-20s %-8s %-40s %9.3f ms\n", s.name.c_str(), s.opType.c_str(),
                     s.device.c_str(), s.impl.c_str(), s.seconds * 1e3);
+        printRegionOps(s);
+      }
     }
     if (!expected.empty()) std::printf("%s\n", allPass ? "PASS" : "FAIL");
     std::fflush(stdout);

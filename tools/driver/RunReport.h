@@ -76,7 +76,10 @@ struct RunReportOptions {
 ///    "latency_ms": {"median", "min", "p90", "max", "mean"}, "runs_ms": [...],
 ///    "devices": [{"name", "peak_bytes"}], "outputs": [{"name", "dtype", "shape", "checksum",
 ///    ["max_abs_err", "max_rel_err", "pass", "reason"]}], "pass": bool or null,
-///    "steps": [{"name", "op_type", "device", "impl", "ms"}] (with stepTimes), "notes": [...]}
+///    "steps": [{"name", "op_type", "device", "impl", "ms", ["sub_steps": [{"name", "op_type",
+///    "impl", "ms"}]]}] (with stepTimes; sub_steps: a DynamicRegion's eager ops), "notes": [...]}
+/// In the text report a DynamicRegion's line is followed by its eager ops summed per op type,
+/// the slowest first.
 /// Errors go to stderr as "<tool>: error: ..." (a failed run, unreadable reference files, a
 /// reference count that differs from the outputs). Returns the exit code: 0 ok (and PASS when
 /// checked), 1 error or FAIL.

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "runtime/Executable.h"
+#include "runtime/Trace.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tandem {
@@ -563,6 +564,39 @@ TEST_F(ImporterModels, DynamicRegionRunsEveryOutputSize) {
     for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(outs[0].data<float>()[i], want[i]) << i;
     for (int i = 0; i < 6; ++i) EXPECT_EQ(outs[1].data<float>()[i], std::max(x[i], 0.f));
   }
+  // A profiled run reports the region's eager ops as its sub-steps, in order, within its span,
+  // with their run-time shapes; the trace nests them under the region's event.
+  std::vector<Tensor> outs;
+  RunStats stats;
+  st = exe->run({Tensor::fromVector<float>({6}, xs[0])}, &outs, &stats, /*profile=*/true);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const StepTiming* region = nullptr;
+  for (const StepTiming& s : stats.steps) {
+    if (s.opType == "DynamicRegion") region = &s;
+    else EXPECT_TRUE(s.subSteps.empty()) << s.name;
+  }
+  ASSERT_TRUE(region);
+  std::vector<std::string> types;
+  double last = 0;
+  for (const SubStepTiming& sub : region->subSteps) {
+    types.push_back(sub.opType);
+    EXPECT_GE(sub.start, last);
+    EXPECT_LE(sub.start + sub.seconds, region->seconds + 1e-6);
+    last = sub.start + sub.seconds;
+    EXPECT_FALSE(sub.impl.empty()) << sub.name;
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{"NonZero", "Transpose", "GatherND", "Mul"}));
+  ASSERT_EQ(region->subSteps[0].outputs.size(), 1u);
+  EXPECT_EQ(region->subSteps[0].outputs[0].shape, (Shape{1, 3}));  // three positives
+  EXPECT_EQ(region->subSteps[0].name, "positives");
+  Trace trace;
+  trace.addRun(stats, "run");
+  const std::string json = trace.json();
+  size_t regionOps = 0;
+  for (size_t at = json.find("\"region-op\""); at != std::string::npos;
+       at = json.find("\"region-op\"", at + 1))
+    ++regionOps;
+  EXPECT_EQ(regionOps, 4u);
 }
 
 // RoiAlign-10 (every torchvision detector exported below opset 16) samples without the
