@@ -37,6 +37,17 @@ saved=$(mktemp -d)
 check 0 "output 0" -- "$tandem" run "$(dirname "$0")/models/fmnist_mlp.onnx" --dim N=3 --save-outputs "$saved/out"
 check 0 "PASS" -- "$tandem" run "$(dirname "$0")/models/fmnist_mlp.onnx" --dim N=3 --expect "$saved/out"
 rm -rf "$saved"
+# A model directory in the ONNX test layout: DIR/model.onnx, with --inputs and --expect from
+# DIR/test_data_set_0 (a note says so); --random keeps random inputs and compares nothing; a
+# directory without model.onnx is an error naming it.
+dyn="$(dirname "$0")/models/dyn_detect"
+check 0 "running model.onnx with --inputs and --expect .*test_data_set_0" -- "$tandem" run "$dyn"
+check 0 "^PASS" -- "$tandem" run "$dyn"
+check 0 "max_abs_err" -- "$tandem" run "$dyn" --expect "$dyn/test_data_set_1" --inputs "$dyn/test_data_set_1"
+out=$("$tandem" run "$dyn" --random 2>&1); code=$?
+if [ "$code" = 0 ] && ! grep -q "max_abs_err\|note: .*running model.onnx" <<<"$out"; then echo "ok: run DIR --random checks nothing"
+else echo "FAIL: run DIR --random -> exit $code:"; echo "$out" | head; fails=$((fails+1)); fi
+check 1 "a directory without model.onnx" -- "$tandem" run "$(dirname "$0")/golden"
 check 2 "usage error: --loss: bogus not in \{cross-entropy,nll\}" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --loss bogus
 check 0 "outputs logits.*or nll.*outputs log-probabilities" -- "$tandem" train --help
 check 2 "--nesterov requires a momentum > 0 and zero dampening" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --nesterov

@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <filesystem>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -247,7 +248,37 @@ int runCompile(const CompileOptionsCli& o) {
   return kExitOk;
 }
 
-int runRun(const RunOptionsCli& o) {
+// `tandem run DIR`: a model directory in the ONNX backend-test layout runs DIR/model.onnx, and
+// --inputs / --expect default to DIR/test_data_set_0 where it holds input_0.pb / output_0.pb
+// (with --random neither: random inputs, nothing to compare with). "" and `o` unchanged when `o.model` is no directory.
+std::string resolveModelDir(RunOptionsCli* o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(o->model, ec)) return "";
+  const fs::path dir(o->model);
+  if (!fs::is_regular_file(dir / "model.onnx", ec))
+    return o->model + ": a directory without model.onnx (give MODEL.onnx, MODEL.tplan or a model "
+                      "directory in the ONNX test layout)";
+  o->model = (dir / "model.onnx").string();
+  const fs::path set = dir / "test_data_set_0";
+  std::string defaulted;
+  if (o->run.inputs.empty() && !o->run.random && fs::is_regular_file(set / "input_0.pb", ec)) {
+    o->run.inputs = set.string();
+    defaulted = "--inputs";
+  }
+  if (o->run.expect.empty() && !o->run.random && fs::is_regular_file(set / "output_0.pb", ec)) {
+    o->run.expect = set.string();
+    defaulted += std::string(defaulted.empty() ? "" : " and ") + "--expect";
+  }
+  if (!defaulted.empty())
+    std::fprintf(stderr, "tandem: note: %s: running model.onnx with %s %s\n", dir.string().c_str(),
+                 defaulted.c_str(), set.string().c_str());
+  return "";
+}
+
+int runRun(const RunOptionsCli& options) {
+  RunOptionsCli o = options;
+  if (std::string e = resolveModelDir(&o); !e.empty()) return fail(e);
   CompileOptions co;
   std::string err = toCompileOptions(o.common, &co);
   if (!err.empty()) return usage(err);

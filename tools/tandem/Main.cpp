@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
   RunOptionsCli run;
   CLI::App* runCmd = app.add_subcommand(
       "run", "Run an ONNX model or a plan on inputs, check outputs, time it");
-  runCmd->add_option("model", run.model, "MODEL.onnx or MODEL.tplan")->required();
+  runCmd->add_option("model", run.model,
+                     "MODEL.onnx, MODEL.tplan, or a model directory in the ONNX test layout (DIR/model.onnx; "
+                     "--inputs and --expect then default to DIR/test_data_set_0, unless --random)")
+      ->required();
   tandem::addRunFlags(runCmd, run.run);
   addCommonCompileFlags(runCmd, run.common);
 
