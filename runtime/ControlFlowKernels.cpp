@@ -89,7 +89,7 @@ struct Branch {
     if (!p.eager()) return loadSubgraphPlan(ctx, name, p, &plan);
     std::vector<const Tensor*> consts(ctx.inputTypes.size() - 1, nullptr);
     for (size_t j = 1; j < ctx.constInputs.size() && j < ctx.inputTypes.size(); ++j) consts[j - 1] = ctx.constInputs[j];
-    return EagerPlan::load(std::move(p), label(ctx) + " " + name, ctx.threads, ctx.seed, ctx.winograd, consts, &eager);
+    return EagerPlan::load(std::move(p), label(ctx) + " " + name, ctx, consts, &eager);
   }
   Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* res) {
     if (eager) return eager->run(inputs, res);

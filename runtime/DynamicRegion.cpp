@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -13,6 +15,7 @@
 #include "runtime/DataDependent.h"
 #include "runtime/Kernel.h"
 #include "runtime/PlanFormat.h"
+#include "runtime/Tuning.h"
 
 namespace tandem {
 namespace {
@@ -194,6 +197,7 @@ struct EagerPlan::Impl {
       key += "->" + std::string(dtypeName(results[k].dtype)) + shapeToString(results[k].dims);
     }
     auto it = s.kernels.find(key);
+    std::optional<KernelContext> created;  // the context of a kernel made for this run
     if (it == s.kernels.end()) {
       if (s.kernels.size() >= kSignaturesPerStep) {
         auto oldest = s.kernels.begin();
@@ -210,6 +214,7 @@ struct EagerPlan::Impl {
       kc.threads = threads_;
       kc.seed = seed_;
       kc.winograd = winograd_;
+      kc.measureVariants = measureVariants_;  // an If's eager branches inherit it
       entry.values.reserve(s.inputs.size());  // constInputs point into it: no reallocation
       for (size_t j = 0; j < s.inputs.size(); ++j) {
         const int id = s.inputs[j];
@@ -229,11 +234,18 @@ struct EagerPlan::Impl {
       if (st.isOk()) st = entry.kernel->prepare();
       if (!st.isOk()) return Status::error(s.label + ": " + st.message());
       it = s.kernels.emplace(key, std::move(entry)).first;
+      created = std::move(kc);
     }
     it->second.lastUse = ++uses_;
-    if (impl) *impl = it->second.kernel->implName();
+    const auto t0 = std::chrono::steady_clock::now();
     Status st = it->second.kernel->run(ins, outs);
     if (!st.isOk()) return Status::error(s.label + ": " + st.message());
+    if (created && measureVariants_ &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= kMeasureFrom) {
+      st = keepFastestVariant(*created, it->second, ins, outs);
+      if (!st.isOk()) return Status::error(s.label + ": " + st.message());
+    }
+    if (impl) *impl = it->second.kernel->implName();
     for (size_t k = 0; k < outs.size(); ++k)
       if (outs[k]->dtype() != results[k].dtype || outs[k]->rank() != (int64_t)results[k].dims.size())
         return Status::error(s.label + ": result " + std::to_string(k) + " came back as " +
@@ -242,10 +254,48 @@ struct EagerPlan::Impl {
     return Status::ok();
   }
 
+  // A kernel made for a new signature whose first run took this long or more, with variants
+  // to choose from (tuningCandidates), has them timed: each variant one warm-up and the best of
+  // two runs on this run's operands, the fastest kept (the loader's tuning, runtime/Tuning.h,
+  // on the region's own shapes). Its outputs are then computed again by the kernel kept.
+  static constexpr double kMeasureFrom = 1e-3;  // seconds
+
+  Status keepFastestVariant(const KernelContext& kc, BodyStep::Entry& entry,
+                            const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) {
+    const std::vector<std::string> cands = tuningCandidates("cpu", kc, winograd_);
+    if (cands.size() < 2) return Status::ok();
+    auto best = [&](Kernel& k, double* seconds) -> Status {
+      *seconds = std::numeric_limits<double>::infinity();
+      for (int r = 0; r < 3; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        TANDEM_RETURN_IF_ERROR(k.run(ins, outs));
+        if (r) *seconds = std::min(*seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+      return Status::ok();
+    };
+    double fastest;
+    TANDEM_RETURN_IF_ERROR(best(*entry.kernel, &fastest));
+    for (const std::string& v : cands) {
+      KernelContext c = kc;
+      c.variant = v;
+      std::unique_ptr<Kernel> k;
+      double t;
+      // A variant that does not apply here is no candidate (the loader's rule too).
+      if (!KernelRegistry::global().create("cpu", c, &k).isOk() || !k->prepare().isOk() ||
+          !best(*k, &t).isOk() || !(t < fastest))
+        continue;
+      fastest = t;
+      entry.kernel = std::move(k);
+    }
+    // The last run was of the last candidate: the outputs become the kept kernel's own.
+    return entry.kernel->run(ins, outs);
+  }
+
   std::string label_;
   int threads_ = 1;
   uint64_t seed_ = 0;
   WinogradPolicy winograd_ = WinogradPolicy::Auto;
+  bool measureVariants_ = false;
   plan::Plan body_;
   std::vector<const Tensor*> outerConstants_;  // by body value id: the outer plan's constant
   std::vector<Tensor> bodyConstants_;          // by body value id: the body's own constants
@@ -257,15 +307,15 @@ struct EagerPlan::Impl {
 EagerPlan::EagerPlan() : impl_(std::make_unique<Impl>()) {}
 EagerPlan::~EagerPlan() = default;
 
-Status EagerPlan::load(plan::Plan body, const std::string& label, int threads, uint64_t seed,
-                       WinogradPolicy winograd, const std::vector<const Tensor*>& constInputs,
-                       std::unique_ptr<EagerPlan>* out) {
+Status EagerPlan::load(plan::Plan body, const std::string& label, const KernelContext& outer,
+                       const std::vector<const Tensor*>& constInputs, std::unique_ptr<EagerPlan>* out) {
   std::unique_ptr<EagerPlan> p(new EagerPlan());
   Impl& m = *p->impl_;
   m.label_ = label;
-  m.threads_ = threads;
-  m.seed_ = seed;
-  m.winograd_ = winograd;
+  m.threads_ = outer.threads;
+  m.seed_ = outer.seed;
+  m.winograd_ = outer.winograd;
+  m.measureVariants_ = outer.measureVariants;
   m.body_ = std::move(body);
   TANDEM_RETURN_IF_ERROR(m.init(constInputs));
   *out = std::move(p);
@@ -292,8 +342,7 @@ class DynamicRegionKernel : public Kernel {
       return Status::error(label + ": the body has " + std::to_string(body.outputs_size()) +
                            " outputs, the step " + std::to_string(ctx.outputTypes.size()));
     std::unique_ptr<DynamicRegionKernel> k(new DynamicRegionKernel());
-    TANDEM_RETURN_IF_ERROR(EagerPlan::load(std::move(body), label, ctx.threads, ctx.seed, ctx.winograd,
-                                           ctx.constInputs, &k->body_));
+    TANDEM_RETURN_IF_ERROR(EagerPlan::load(std::move(body), label, ctx, ctx.constInputs, &k->body_));
     *out = std::move(k);
     return Status::ok();
   }

@@ -11,7 +11,11 @@
 // runtime/DataDependent.h, gets an unknown dim instead and its kernel sizes the result, so
 // NonMaxSuppression runs once, not once to size and once to fill); its kernel is the registry's best CPU kernel for those types, created on first
 // use and kept per step for the last 16 distinct operand signatures (types and shape-operand
-// values), so a region that sees the same shapes again creates nothing. Operands the outer plan
+// values), so a region that sees the same shapes again creates nothing. Where the kernel has
+// variants (KernelDef::variants: oneDNN or Tandem's packed GEMM, ...) and its first run took
+// 1 ms or more, each variant is timed on that run's operands and the fastest kept, as the
+// loader tunes a plan's steps (not when LoadOptions::tuning is off; not written to the timing
+// cache). Operands the outer plan
 // holds as constants (weights) are constants of the body's kernels too, prepacked once per
 // signature. The step's outputs are allocated by the kernel, at the size the run gives them
 // (the executor binds no arena slot to them: runtime/Executable.h).
@@ -39,13 +43,13 @@ class Plan;
 /// on first use per operand signature, as described above.
 class EagerPlan {
  public:
-  /// `label` prefixes every error ("DynamicRegion 'r'"). `constInputs`: per body input, the
-  /// outer plan's constant it always receives (kept by pointer: must outlive this), or null
-  /// for a run-time value. threads, seed and winograd as KernelContext's. Errors: a body whose
-  /// ids, op types or attributes do not resolve.
-  static Status load(plan::Plan body, const std::string& label, int threads, uint64_t seed,
-                     WinogradPolicy winograd, const std::vector<const Tensor*>& constInputs,
-                     std::unique_ptr<EagerPlan>* out);
+  /// `label` prefixes every error ("DynamicRegion 'r'"). `outer`: the context of the step
+  /// that runs the body, whose threads, seed, winograd and measureVariants its kernels take.
+  /// `constInputs`: per body input, the outer plan's constant it always receives (kept by
+  /// pointer: must outlive this), or null for a run-time value. Errors: a body whose ids, op
+  /// types or attributes do not resolve.
+  static Status load(plan::Plan body, const std::string& label, const KernelContext& outer,
+                     const std::vector<const Tensor*>& constInputs, std::unique_ptr<EagerPlan>* out);
   ~EagerPlan();
   /// Runs the body on `inputs` (its inputs in order, host tensors of the declared dtypes and
   /// ranks; any dims); `outputs` gets its outputs, owning. Thread-safe (one run at a time).

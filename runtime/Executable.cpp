@@ -844,6 +844,7 @@ Status Executable::Impl::createStep(int si, KernelTuner& tuner, RunContext& rc) 
   ctx.threads = threads > 0 ? threads : availableCores();
   ctx.winograd = options.winograd;
   ctx.seed = options.seed;
+  ctx.measureVariants = tuningMode != TuningMode::Off;
   TANDEM_RETURN_IF_ERROR(stepOperands(si, label, &ctx));
   std::string dev = canonicalDeviceName(s.device().empty() ? "cpu" : s.device());
   DeviceBackend* backend = backends[dev].get();

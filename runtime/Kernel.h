@@ -52,6 +52,11 @@ struct KernelContext {
   /// Seed of the random ops that have no seed attribute (Dropout in training mode):
   /// LoadOptions::seed.
   uint64_t seed = 0;
+  /// For kernels that create kernels of their own while they run (a DynamicRegion's eager ops,
+  /// runtime/DynamicRegion.h): whether they may time the variants (KernelDef::variants) of a
+  /// large op on its first use and keep the fastest, as the loader does for a plan's steps
+  /// (false when LoadOptions::tuning is off).
+  bool measureVariants = false;
   /// Which implementation to build where a kernel has several (KernelDef::variants): "" keeps
   /// the factory's built-in heuristic; a name the def listed for this context builds exactly
   /// that one (the loader measures them, runtime/Tuning.h). A named variant that turns out
@@ -81,7 +86,8 @@ struct KernelContext {
 /// never see concurrent calls; CUDA kernels need not be reentrant.
 /// One op of a body a kernel runs itself (a DynamicRegion's eager ops, runtime/DynamicRegion.h),
 /// timed in a profiled run: `start` in seconds after the kernel's run began, `seconds` its
-/// duration (shape inference, kernel creation on a new signature, the kernel's run).
+/// duration (shape inference, kernel creation and variant timing on a new signature, the
+/// kernel's run).
 struct SubStepTiming {
   std::string name, opType, impl;
   double start = 0, seconds = 0;

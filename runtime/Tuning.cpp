@@ -58,6 +58,19 @@ bool parseTuningMode(const std::string& s, TuningMode* out) {
   return true;
 }
 
+std::vector<std::string> tuningCandidates(const std::string& deviceKind, const KernelContext& ctx,
+                                          WinogradPolicy winograd) {
+  std::vector<std::string> cands;
+  for (const std::string& v : KernelRegistry::global().variants(deviceKind, ctx)) {
+    if (v.rfind("winograd", 0) == 0 && winograd == WinogradPolicy::Off) continue;
+    // F(4x4)'s rounding, ours or oneDNN's ("winograd-dnnl").
+    if (v.rfind("winograd", 0) == 0 && v != "winograd2x2" && winograd == WinogradPolicy::Tile2x2)
+      continue;
+    cands.push_back(v);
+  }
+  return cands;
+}
+
 KernelTuner::KernelTuner(TuningMode mode, const std::string& cachePath, WinogradPolicy winograd,
                          std::vector<std::string>* notes)
     : mode_(mode), path_(cachePath), winograd_(winograd), notes_(notes) {}
@@ -68,14 +81,7 @@ Status KernelTuner::create(DeviceBackend& backend, const KernelContext& ctx,
   if (!backend.isHost() || mode_ == TuningMode::Off || mode_ == TuningMode::Default)
     return backend.createKernel(ctx, out);
   // 1. The candidates: the def's variants, less what the Winograd policy rules out.
-  std::vector<std::string> cands;
-  for (const std::string& v : KernelRegistry::global().variants(backend.kind(), ctx)) {
-    if (v.rfind("winograd", 0) == 0 && winograd_ == WinogradPolicy::Off) continue;
-    // F(4x4)'s rounding, ours or oneDNN's ("winograd-dnnl").
-    if (v.rfind("winograd", 0) == 0 && v != "winograd2x2" && winograd_ == WinogradPolicy::Tile2x2)
-      continue;
-    cands.push_back(v);
-  }
+  std::vector<std::string> cands = tuningCandidates(backend.kind(), ctx, winograd_);
   if (cands.size() < 2) return backend.createKernel(ctx, out);
   // 2. The cache, read once per load, at the first step that has a choice.
   if (!loaded_) {

@@ -52,6 +52,12 @@ struct StepTuning {
 /// `step.threads` is the thread count. "" when a fused body cannot be decoded.
 std::string stepOpTimingKey(const TimingHost& host, const KernelContext& step);
 
+/// The variants (KernelDef::variants) of the def that would create `ctx`'s kernel on
+/// `deviceKind`, less those `winograd` rules out (LoadOptions::winograd above); fewer than two:
+/// nothing to choose.
+std::vector<std::string> tuningCandidates(const std::string& deviceKind, const KernelContext& ctx,
+                                          WinogradPolicy winograd);
+
 /// One plan load's tuning: reads the cache once, chooses or measures per step, writes it back.
 class KernelTuner {
  public:

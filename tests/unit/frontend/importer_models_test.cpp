@@ -18,6 +18,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "runtime/Executable.h"
 #include "runtime/Trace.h"
+#include "runtime/Tuning.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace tandem {
@@ -659,6 +660,63 @@ TEST_F(ImporterModels, GatherOfShapeFoldsStaticDims) {
   mlir::Operation* d0 = ret.getOperand(1).getDefiningOp();
   ASSERT_TRUE(d0);
   EXPECT_EQ(onnxOpType(d0), "Gather");
+}
+
+// A large op in a dynamic region (a MatMul of the rows NonZero selects, ~160 MFLOP) with
+// kernel variants to choose from: with tuning its variants are timed on the first run and the
+// fastest kept, without tuning the built-in choice runs; either way every run's result is the
+// product, computed by the kernel that is kept (the timing runs write the same outputs).
+TEST_F(ImporterModels, DynamicRegionKeepsTheFastestVariantOfALargeOp) {
+  const int64_t rows = 320, k = 512, n = 512;
+  std::vector<float> w(k * n);
+  for (int64_t i = 0; i < k * n; ++i) w[i] = (float)((i * 7919) % 13) / 13.f - 0.5f;
+  Model m(13);
+  m.input("x", {rows, k}).floatInit("w", {k, n}, w).floatInit("zero", {}, {0});
+  m.input("keep", {rows});
+  m.node("Greater", {"keep", "zero"}, {"mask"}, "gt");
+  m.node("NonZero", {"mask"}, {"nz"}, "selected");
+  intsAttr(m.node("Constant", {}, {"axis0"}, "axis0"), "value_ints", {0});
+  m.node("Squeeze", {"nz", "axis0"}, {"idx"}, "sq");
+  m.node("Gather", {"x", "idx"}, {"picked"}, "pick");
+  m.node("MatMul", {"picked", "w"}, {"y"}, "project");
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  CompileResult compiled;
+  ASSERT_TRUE(mlir::succeeded(compileModule(*module, CompileOptions{}, &compiled)));
+  std::vector<float> x(rows * k), keep(rows);
+  for (int64_t i = 0; i < rows * k; ++i) x[i] = (float)((i * 104729) % 17) / 17.f - 0.5f;
+  for (int64_t r = 0; r < rows; ++r) keep[r] = r % 5 == 0 ? -1.f : 1.f;  // 256 rows kept
+  std::vector<int64_t> kept;
+  for (int64_t r = 0; r < rows; ++r)
+    if (keep[r] > 0) kept.push_back(r);
+  for (TuningMode mode : {TuningMode::Measure, TuningMode::Off}) {
+    SCOPED_TRACE(tuningModeName(mode));
+    LoadOptions lo;
+    lo.tuning = mode;
+    lo.threads = 1;
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(compiled.plan, lo, &exe);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    for (int run = 0; run < 2; ++run) {
+      std::vector<Tensor> outs;
+      RunStats stats;
+      st = exe->run({Tensor::fromVector<float>({rows, k}, x), Tensor::fromVector<float>({rows}, keep)},
+                    &outs, &stats, /*profile=*/true);
+      ASSERT_TRUE(st.isOk()) << st.message();
+      ASSERT_EQ(outs[0].shape(), (Shape{(int64_t)kept.size(), n}));
+      for (size_t i = 0; i < kept.size(); i += 37)
+        for (int64_t j = 0; j < n; j += 29) {
+          double want = 0;
+          for (int64_t q = 0; q < k; ++q) want += (double)x[kept[i] * k + q] * w[q * n + j];
+          EXPECT_NEAR(outs[0].data<float>()[i * n + j], want, 1e-3) << i << "," << j;
+        }
+      std::string impl;
+      for (const StepTiming& s : stats.steps)
+        for (const SubStepTiming& sub : s.subSteps)
+          if (sub.opType == "MatMul") impl = sub.impl;
+      EXPECT_FALSE(impl.empty());
+    }
+  }
 }
 
 TEST_F(ImporterModels, Softmax11DynamicShapeUsesShapeOp) {
