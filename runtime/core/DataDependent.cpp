@@ -114,6 +114,88 @@ Status uniqueSlices(const Tensor& x, int64_t axis, bool sorted, UniqueResult* ou
   return Status::ok();
 }
 
+namespace {
+
+// The boxes one (batch, class) has kept so far, for the IoU test of each next candidate. Kept
+// boxes are filed in buckets along x by their x1, each bucket at least as wide as the widest
+// candidate: a kept box can overlap candidate [ax1, ax2] only if ax1 - width < kx1 < ax2, so
+// only the buckets from ax1's (less two, for rounding) to ax2's are tested. A batched NMS
+// (torchvision offsets each class's boxes apart) then tests the candidate's own class only,
+// O(n * kept boxes nearby) instead of O(n * kept). Few candidates (< 256), or a coordinate
+// that is not finite, use one bucket: the plain pairwise test. Within a bucket the test runs
+// in blocks of 64 before looking at the result, a loop the compiler vectorises.
+class KeptBoxes {
+ public:
+  void reset(const std::vector<float>& corners, const std::vector<int64_t>& candidates) {
+    double lo = 0, hi = 0, width = 0;
+    bool finite = true;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const float* q = &corners[4 * candidates[k]];
+      finite &= std::isfinite(q[0]) && std::isfinite(q[1]) && std::isfinite(q[2]) && std::isfinite(q[3]);
+      lo = k ? std::min<double>(lo, q[1]) : q[1];
+      hi = k ? std::max<double>(hi, q[1]) : q[1];
+      width = std::max<double>(width, (double)q[3] - q[1]);
+    }
+    minX_ = lo;
+    cell_ = std::max(width, (hi - lo) / kMaxBuckets);
+    size_t n = 1;
+    if (candidates.size() >= 256 && finite && cell_ > 0) n = (size_t)std::floor((hi - lo) / cell_) + 1;
+    n = std::min<size_t>(n, kMaxBuckets + 1);
+    if (buckets_.size() < n) buckets_.resize(n);
+    for (size_t k = 0; k < n; ++k) buckets_[k].clear();
+    used_ = n;
+  }
+
+  bool suppresses(const float* a, float iouThreshold) const {
+    const float ay1 = a[0], ax1 = a[1], ay2 = a[2], ax2 = a[3];
+    const float areaA = (ay2 - ay1) * (ax2 - ax1);
+    const int64_t first = std::max<int64_t>(bucketOf(ax1) - 2, 0), last = bucketOf(ax2);
+    for (int64_t j = first; j <= last; ++j) {
+      const Bucket& k = buckets_[j];
+      const int64_t nk = (int64_t)k.x1.size();
+      // Suppressed when a kept box overlaps it (positive height and width) with
+      // IoU = inter / union > iouThreshold (a NaN anywhere suppresses nothing).
+      for (int64_t k0 = 0; k0 < nk; k0 += kBlock) {
+        const int64_t k1 = std::min(nk, k0 + kBlock);
+        int hit = 0;
+        for (int64_t m = k0; m < k1; ++m) {
+          const float ih = std::min(ay2, k.y2[m]) - std::max(ay1, k.y1[m]);
+          const float iw = std::min(ax2, k.x2[m]) - std::max(ax1, k.x1[m]);
+          const float inter = ih * iw;
+          const float uni = areaA + k.area[m] - inter;
+          hit |= (ih > 0.f) & (iw > 0.f) & (uni > 0.f) & (inter / uni > iouThreshold);
+        }
+        if (hit) return true;
+      }
+    }
+    return false;
+  }
+
+  void add(const float* a) {
+    Bucket& k = buckets_[bucketOf(a[1])];
+    k.y1.push_back(a[0]), k.x1.push_back(a[1]), k.y2.push_back(a[2]), k.x2.push_back(a[3]);
+    k.area.push_back((a[2] - a[0]) * (a[3] - a[1]));
+  }
+
+ private:
+  static constexpr double kMaxBuckets = 4096;
+  static constexpr int64_t kBlock = 64;
+  struct Bucket {
+    std::vector<float> y1, x1, y2, x2, area;
+    void clear() { y1.clear(), x1.clear(), y2.clear(), x2.clear(), area.clear(); }
+  };
+  int64_t bucketOf(float x) const {
+    if (used_ == 1) return 0;
+    const double t = std::floor(((double)x - minX_) / cell_);
+    return (int64_t)std::clamp<double>(t, 0, (double)used_ - 1);
+  }
+  std::vector<Bucket> buckets_;
+  size_t used_ = 1;
+  double minX_ = 0, cell_ = 1;
+};
+
+}  // namespace
+
 Status nonMaxSuppression(const Tensor& boxes, const Tensor& scores, int64_t maxPerClass,
                          float iouThreshold, bool hasScoreThreshold, float scoreThreshold,
                          bool centerPointBox, std::vector<int64_t>* selected) {
@@ -131,12 +213,7 @@ Status nonMaxSuppression(const Tensor& boxes, const Tensor& scores, int64_t maxP
   // Corners (y1, x1, y2, x2), ordered so y1 <= y2 and x1 <= x2, once per box.
   std::vector<float> corners(4 * N);
   std::vector<int64_t> order;
-  // The kept boxes of the current class, structure of arrays, so the IoU test against all of
-  // them is a loop the compiler vectorises: corners and area.
-  std::vector<float> ky1(N), kx1(N), ky2(N), kx2(N), karea(N);
-  // Kept boxes tested per block before looking at the result: most candidates of a batched NMS
-  // (boxes offset per class) overlap none, so whole blocks run without a branch.
-  constexpr int64_t kBlock = 64;
+  KeptBoxes kept;
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t i = 0; i < N; ++i) {
       const float* p = bx + (b * N + i) * 4;
@@ -156,29 +233,12 @@ Status nonMaxSuppression(const Tensor& boxes, const Tensor& scores, int64_t maxP
       for (int64_t i = 0; i < N; ++i)
         if (!hasScoreThreshold || s[i] > scoreThreshold) order.push_back(i);
       std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b2) { return s[a] > s[b2]; });
+      kept.reset(corners, order);
       int64_t nk = 0;
       for (int64_t i : order) {
         if (nk >= maxPerClass) break;
-        const float* a = &corners[4 * i];
-        const float ay1 = a[0], ax1 = a[1], ay2 = a[2], ax2 = a[3];
-        const float areaA = (ay2 - ay1) * (ax2 - ax1);
-        // Suppressed when some kept box overlaps it (positive height and width) with
-        // IoU = inter / union > iouThreshold (a NaN anywhere suppresses nothing).
-        bool suppressed = false;
-        for (int64_t k0 = 0; k0 < nk && !suppressed; k0 += kBlock) {
-          const int64_t k1 = std::min(nk, k0 + kBlock);
-          int hit = 0;
-          for (int64_t k = k0; k < k1; ++k) {
-            const float ih = std::min(ay2, ky2[k]) - std::max(ay1, ky1[k]);
-            const float iw = std::min(ax2, kx2[k]) - std::max(ax1, kx1[k]);
-            const float inter = ih * iw;
-            const float uni = areaA + karea[k] - inter;
-            hit |= (ih > 0.f) & (iw > 0.f) & (uni > 0.f) & (inter / uni > iouThreshold);
-          }
-          suppressed = hit != 0;
-        }
-        if (suppressed) continue;
-        ky1[nk] = ay1, kx1[nk] = ax1, ky2[nk] = ay2, kx2[nk] = ax2, karea[nk] = areaA;
+        if (kept.suppresses(&corners[4 * i], iouThreshold)) continue;
+        kept.add(&corners[4 * i]);
         ++nk;
         selected->insert(selected->end(), {b, c, i});
       }
