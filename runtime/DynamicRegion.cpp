@@ -34,6 +34,10 @@ struct BodyStep {
   // The op counts its result size from its data (sizeCountedFromData): its kernel sizes the
   // results, so that data is read once, by the kernel, and never keys or constant-folds it.
   bool sizedByKernel = false;
+  // Ops that only move elements as they lie (Reshape, Flatten, Squeeze, Unsqueeze, Identity;
+  // a Transpose that keeps the order of its non-unit dims; a Split whose chunks are contiguous)
+  // become views of their input, sharing its buffer, where the run-time shapes allow it.
+  enum class View { None, Reshape, Transpose, Split } view = View::None;
   struct Entry {
     std::unique_ptr<Kernel> kernel;
     std::vector<Tensor> values;  // the shape operands it was made for (its constInputs)
@@ -67,6 +71,8 @@ struct EagerPlan::Impl {
     }
     for (int id = 0; id < n; ++id)
       if (bodyConstants_[id].dtype() != DType::Undefined) vals[id] = bodyConstants_[id];
+    root_.resize(n);
+    for (int id = 0; id < n; ++id) root_[id] = id;
     for (size_t si = 0; si < steps_.size(); ++si) {
       BodyStep& s = steps_[si];
       const auto s0 = std::chrono::steady_clock::now();
@@ -92,8 +98,9 @@ struct EagerPlan::Impl {
       if (v.dtype() == DType::Undefined)
         return Status::error(label_ + ": output " + std::to_string(k) + " ('" +
                              body_.values(id).name() + "') is not computed by the body");
-      // Results the body computed are this run's own; a body input or constant is copied.
-      const bool own = body_.values(id).kind() == plan::Value::INTERMEDIATE;
+      // Results the body computed are this run's own; a body input or constant, or a view of
+      // one, is copied.
+      const bool own = body_.values(root_[id]).kind() == plan::Value::INTERMEDIATE;
       outputs->push_back(own ? v : Tensor::copyOf(v));
     }
     return Status::ok();
@@ -129,6 +136,13 @@ struct EagerPlan::Impl {
       BodyStep& s = steps_[si];
       s.opType = p.op_type();
       s.sizedByKernel = sizeCountedFromData(s.opType);
+      if (s.opType == "Reshape" || s.opType == "Flatten" || s.opType == "Squeeze" ||
+          s.opType == "Unsqueeze" || s.opType == "Identity")
+        s.view = BodyStep::View::Reshape;
+      else if (s.opType == "Transpose")
+        s.view = BodyStep::View::Transpose;
+      else if (s.opType == "Split")
+        s.view = BodyStep::View::Split;
       s.label = label_ + ": step '" + (p.name().empty() ? "#" + std::to_string(si) : p.name()) + "' (" + p.op_type() + ")";
       TANDEM_RETURN_IF_ERROR(attrsFromPlan(p.attrs(), &s.attrs).withContext(s.label));
       if (!isKnownOp(s.opType)) return Status::error(s.label + ": unknown op type");
@@ -147,6 +161,53 @@ struct EagerPlan::Impl {
       }
     }
     return Status::ok();
+  }
+
+  // Makes step `s`'s results views of its operand 0 (BodyStep::view) when the run-time types
+  // `results` allow it; false (nothing done) otherwise.
+  bool asView(const BodyStep& s, std::vector<Tensor>& vals, const std::vector<ResultInfo>& results) {
+    if (s.view == BodyStep::View::None || s.inputs.empty() || s.inputs[0] < 0 ||
+        results.size() != s.outputs.size())
+      return false;
+    const Tensor& x = vals[s.inputs[0]];
+    int64_t total = 0;
+    for (const ResultInfo& r : results) {
+      const int64_t n = numElements(r.dims);
+      if (r.dtype != x.dtype() || n < 0) return false;
+      total += n;
+    }
+    if (total != x.numel()) return false;
+    const Shape& xs = x.shape();
+    if (s.view == BodyStep::View::Transpose) {
+      // Elements keep their order when the non-unit dims keep theirs.
+      std::vector<int64_t> perm = s.attrs.getInts("perm");
+      if (perm.empty())
+        for (int64_t d = (int64_t)xs.size() - 1; d >= 0; --d) perm.push_back(d);
+      int64_t last = -1;
+      for (int64_t p : perm) {
+        if (p < 0 || p >= (int64_t)xs.size()) return false;
+        if (xs[p] == 1) continue;
+        if (p < last) return false;
+        last = p;
+      }
+    } else if (s.view == BodyStep::View::Split) {
+      // Contiguous chunks when every dim before the axis is 1, or one chunk (a copy).
+      const int64_t rank = (int64_t)xs.size();
+      int64_t axis = s.attrs.getInt("axis", 0);
+      if (axis < -rank || axis >= rank) return false;
+      if (axis < 0) axis += rank;
+      for (int64_t d = 0; d < axis && results.size() > 1; ++d)
+        if (xs[d] != 1) return false;
+    } else if (results.size() != 1) {
+      return false;
+    }
+    int64_t offset = 0;
+    for (size_t k = 0; k < results.size(); ++k) {
+      vals[s.outputs[k]] = x.sliced(offset, results[k].dims);
+      root_[s.outputs[k]] = root_[s.inputs[0]];
+      offset += numElements(results[k].dims);
+    }
+    return true;
   }
 
   // Runs step `s` on `vals` (by body value id); `impl` (optional) gets its kernel's name.
@@ -177,6 +238,10 @@ struct EagerPlan::Impl {
     std::vector<ResultInfo> results;
     std::string e = inferResultTypes(s.opType, operands, s.attrs, s.outputs.size(), &results);
     if (!e.empty()) return Status::error(s.label + ": " + e);
+    if (asView(s, vals, results)) {
+      if (impl) *impl = "view";
+      return Status::ok();
+    }
     std::vector<Tensor*> outs;
     std::vector<TensorType> outTypes;
     for (size_t k = 0; k < s.outputs.size(); ++k) {
@@ -300,6 +365,9 @@ struct EagerPlan::Impl {
   std::vector<const Tensor*> outerConstants_;  // by body value id: the outer plan's constant
   std::vector<Tensor> bodyConstants_;          // by body value id: the body's own constants
   std::vector<BodyStep> steps_;
+  // By body value id, this run: the value whose buffer it shares (itself, or for a view the
+  // root of its operand: asView), so a body output that views an input or constant is copied.
+  std::vector<int> root_;
   std::mutex mu_;
   uint64_t uses_ = 0;
 };

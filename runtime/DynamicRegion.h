@@ -9,7 +9,10 @@
 // (shapeOperandPositions) and of every operand up to 4,096 elements; its results are allocated
 // at that size (an op whose result size is counted from its data, sizeCountedFromData in
 // runtime/DataDependent.h, gets an unknown dim instead and its kernel sizes the result, so
-// NonMaxSuppression runs once, not once to size and once to fill); its kernel is the registry's best CPU kernel for those types, created on first
+// NonMaxSuppression runs once, not once to size and once to fill); an op that only moves
+// elements as they lie (Reshape, Flatten, Squeeze, Unsqueeze, Identity, a Transpose keeping
+// the order of its non-unit dims, a Split into contiguous chunks) is a view sharing its
+// operand's buffer instead, no kernel and no copy; its kernel is the registry's best CPU kernel for those types, created on first
 // use and kept per step for the last 16 distinct operand signatures (types and shape-operand
 // values), so a region that sees the same shapes again creates nothing. Where the kernel has
 // variants (KernelDef::variants: oneDNN or Tandem's packed GEMM, ...) and its first run took

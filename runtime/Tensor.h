@@ -71,6 +71,12 @@ class Tensor {
 
   /// Same bytes, another shape with the same element count (Reshape/Flatten are free).
   Tensor reshaped(Shape s) const;
+  /// The elements from `offset` on (in elements), as shape `s` (within this tensor's
+  /// elements): a view that shares this tensor's ownership, as reshaped() does.
+  Tensor sliced(int64_t offset, Shape s) const;
+  /// True when the bytes are kept alive by this Tensor and its copies (alloc, copyOf, adopt,
+  /// and reshaped/sliced of those); false for a view of memory owned elsewhere.
+  bool ownsData() const { return owner_ != nullptr; }
 
  private:
   DType dtype_ = DType::Undefined;

@@ -82,4 +82,12 @@ Tensor Tensor::reshaped(Shape s) const {
   return t;
 }
 
+Tensor Tensor::sliced(int64_t offset, Shape s) const {
+  assert(offset >= 0 && offset + numElements(s) <= numel() && "slice outside the tensor");
+  Tensor t = *this;
+  t.data_ = static_cast<char*>(data_) + (size_t)offset * dtypeSize(dtype_);
+  t.shape_ = std::move(s);
+  return t;
+}
+
 }  // namespace tandem

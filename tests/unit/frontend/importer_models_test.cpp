@@ -587,6 +587,9 @@ TEST_F(ImporterModels, DynamicRegionRunsEveryOutputSize) {
     EXPECT_FALSE(sub.impl.empty()) << sub.name;
   }
   EXPECT_EQ(types, (std::vector<std::string>{"NonZero", "Transpose", "GatherND", "Mul"}));
+  // [1, n] -> [n, 1] keeps the element order: the Transpose is a view of NonZero's result.
+  EXPECT_EQ(region->subSteps[1].impl, "view");
+  EXPECT_NE(region->subSteps[2].impl, "view");
   ASSERT_EQ(region->subSteps[0].outputs.size(), 1u);
   EXPECT_EQ(region->subSteps[0].outputs[0].shape, (Shape{1, 3}));  // three positives
   EXPECT_EQ(region->subSteps[0].name, "positives");

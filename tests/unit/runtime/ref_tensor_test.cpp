@@ -14,6 +14,25 @@ using namespace reftest;
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
+// reshaped() and sliced() share the buffer and its ownership: the view outlives the tensor it
+// came from; a view of borrowed memory owns nothing.
+TEST(TensorViews, SlicedAndReshapedShareOwnership) {
+  Tensor part;
+  {
+    Tensor t = Tensor::fromVector<float>({2, 3}, {0, 1, 2, 3, 4, 5});
+    part = t.sliced(2, {2, 2}).reshaped({4});
+    EXPECT_TRUE(part.ownsData());
+    EXPECT_EQ(part.raw(), static_cast<const float*>(t.raw()) + 2);
+  }
+  ASSERT_EQ(part.shape(), (Shape{4}));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(part.data<float>()[i], (float)(i + 2));
+  float borrowed[4] = {7, 8, 9, 10};
+  Tensor v = Tensor::view(DType::F32, {4}, borrowed);
+  EXPECT_FALSE(v.ownsData());
+  EXPECT_FALSE(v.sliced(1, {3}).ownsData());
+  EXPECT_EQ(v.sliced(1, {3}).data<float>()[0], 8.f);
+}
+
 TEST(RefCopyOps, IdentityAllDtypes) {
   expectValues<bool>(run1("Identity", {}, {boolean({2}, {true, false})}, DType::Bool, {2}), {2},
                      {true, false});
