@@ -33,13 +33,13 @@ bool shapeOpDims(mlir::Operation* op, std::vector<int64_t>* dims) {
   return true;
 }
 
-mlir::Value replaceByConstant(mlir::RewriterBase& rewriter, mlir::Operation* op, const Tensor& t,
-                              llvm::SmallVectorImpl<mlir::Value>* replacement) {
+// Replaces `op` by the constant `t`; `replacement` (optional) gets the new value.
+void replaceByConstant(mlir::RewriterBase& rewriter, mlir::Operation* op, const Tensor& t,
+                       llvm::SmallVectorImpl<mlir::Value>* replacement) {
   rewriter.setInsertionPoint(op);
   mlir::Value c = createConstant(rewriter, op->getLoc(), t);
   rewriter.replaceOp(op, c);
   if (replacement) replacement->assign({c});
-  return c;
 }
 
 }  // namespace

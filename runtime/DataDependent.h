@@ -23,6 +23,10 @@ bool sizeCountedFromData(const std::string& opType);
 /// NonZero: the number of elements of `x` (any dtype but f16) that are not zero.
 int64_t countNonZero(const Tensor& x);
 
+/// Compress and Unique: the shape of `n` slices selected along `axis` of `x`, or a 1-D `n` when
+/// axis < 0 (without an axis both flatten). n may be unknown (negative).
+Shape selectedShape(const Shape& x, int64_t axis, int64_t n);
+
 /// Compress: the number of true entries among the first `limit` of the bool `condition`.
 int64_t countTrue(const Tensor& condition, int64_t limit);
 

@@ -329,9 +329,10 @@ struct EagerPlan::Impl {
                             const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) {
     const std::vector<std::string> cands = tuningCandidates("cpu", kc, winograd_);
     if (cands.size() < 2) return Status::ok();
-    auto best = [&](Kernel& k, double* seconds) -> Status {
+    // The best of two runs, after one untimed run unless `warm` (the kept kernel just ran).
+    auto best = [&](Kernel& k, bool warm, double* seconds) -> Status {
       *seconds = std::numeric_limits<double>::infinity();
-      for (int r = 0; r < 3; ++r) {
+      for (int r = warm ? 1 : 0; r < 3; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         TANDEM_RETURN_IF_ERROR(k.run(ins, outs));
         if (r) *seconds = std::min(*seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -339,7 +340,7 @@ struct EagerPlan::Impl {
       return Status::ok();
     };
     double fastest;
-    TANDEM_RETURN_IF_ERROR(best(*entry.kernel, &fastest));
+    TANDEM_RETURN_IF_ERROR(best(*entry.kernel, /*warm=*/true, &fastest));
     for (const std::string& v : cands) {
       KernelContext c = kc;
       c.variant = v;
@@ -347,7 +348,7 @@ struct EagerPlan::Impl {
       double t;
       // A variant that does not apply here is no candidate (the loader's rule too).
       if (!KernelRegistry::global().create("cpu", c, &k).isOk() || !k->prepare().isOk() ||
-          !best(*k, &t).isOk() || !(t < fastest))
+          !best(*k, /*warm=*/false, &t).isOk() || !(t < fastest))
         continue;
       fastest = t;
       entry.kernel = std::move(k);

@@ -1403,6 +1403,8 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     const Tensor* in = ins.empty() ? nullptr : ins[0];
     Tensor* out = outs.empty() ? nullptr : outs[0];
     Status st;
+    // Declared out here: a worker-queue backend runs the launched kernel until the synchronize
+    // below, which a profiled run always reaches.
     std::vector<SubStepTiming> subSteps;
     ProfiledLaunch profiled(m.kernels[si].get(), &subSteps);
     if (!wait && m.skipWhenEnqueued[si]) {

@@ -85,33 +85,37 @@ std::string Trace::json() const {
       const StepTiming& s = st.steps[i];
       int pid, tid;
       laneOf(s, &pid, &tid);
-      int64_t inBytes, outBytes;
-      nlohmann::json args = {{"op_type", s.opType}, {"node", s.name},     {"device", s.device},
-                             {"impl", s.impl},      {"step", i},          {"run", r},
-                             {"inputs", operands(s.inputs, &inBytes)},
-                             {"outputs", operands(s.outputs, &outBytes)}};
-      args["input_bytes"] = inBytes;
-      args["output_bytes"] = outBytes;
+      // A complete event of one op on the step's lane: args op_type, node, device, impl, step,
+      // run, the operands and their byte totals; `*outBytes` gets the outputs' bytes.
+      auto opEvent = [&](const std::string& name, const std::string& opType, const std::string& impl,
+                         const std::vector<TensorType>& ins, const std::vector<TensorType>& outs,
+                         double start, double seconds, int64_t* outBytes) {
+        int64_t inBytes;
+        nlohmann::json args = {{"op_type", opType}, {"node", name}, {"device", s.device},
+                               {"impl", impl},      {"step", i},    {"run", r},
+                               {"inputs", operands(ins, &inBytes)},
+                               {"outputs", operands(outs, outBytes)}};
+        args["input_bytes"] = inBytes;
+        args["output_bytes"] = *outBytes;
+        return nlohmann::json{{"ph", "X"}, {"name", name.empty() ? opType : name}, {"pid", pid},
+                              {"tid", tid}, {"ts", us(runStart + start)}, {"dur", us(seconds)},
+                              {"args", std::move(args)}};
+      };
+      int64_t outBytes;
+      nlohmann::json e = opEvent(s.name, s.opType, s.impl, s.inputs, s.outputs, s.start, s.seconds, &outBytes);
       const bool copy = s.opType == "Copy";
-      if (copy) args["bytes"] = outBytes;
-      events.push_back({{"ph", "X"}, {"name", s.name.empty() ? s.opType : s.name},
-                        {"cat", copy ? "copy" : "op"}, {"pid", pid}, {"tid", tid},
-                        {"ts", us(runStart + s.start)}, {"dur", us(s.seconds)}, {"args", args}});
+      if (copy) e["args"]["bytes"] = outBytes;
+      e["cat"] = copy ? "copy" : "op";
+      events.push_back(std::move(e));
       // A DynamicRegion's eager ops, nested inside its event on the same lane.
       for (size_t k = 0; k < s.subSteps.size(); ++k) {
         const SubStepTiming& sub = s.subSteps[k];
-        nlohmann::json subArgs = {{"op_type", sub.opType},   {"node", sub.name},
-                                  {"device", s.device},      {"impl", sub.impl},
-                                  {"step", i},               {"sub_step", k},
-                                  {"region", s.name},        {"run", r},
-                                  {"inputs", operands(sub.inputs, &inBytes)},
-                                  {"outputs", operands(sub.outputs, &outBytes)}};
-        subArgs["input_bytes"] = inBytes;
-        subArgs["output_bytes"] = outBytes;
-        events.push_back({{"ph", "X"}, {"name", sub.name.empty() ? sub.opType : sub.name},
-                          {"cat", "region-op"}, {"pid", pid}, {"tid", tid},
-                          {"ts", us(runStart + s.start + sub.start)}, {"dur", us(sub.seconds)},
-                          {"args", subArgs}});
+        e = opEvent(sub.name, sub.opType, sub.impl, sub.inputs, sub.outputs, s.start + sub.start,
+                    sub.seconds, &outBytes);
+        e["cat"] = "region-op";
+        e["args"]["sub_step"] = k;
+        e["args"]["region"] = s.name;
+        events.push_back(std::move(e));
       }
     }
   }

@@ -14,15 +14,6 @@
 namespace tandem::shapes {
 namespace {
 
-// The selected slices' shape: `n` of them along `axis` of `x`, or a 1-D `n` when axis < 0
-// (Compress and Unique without an axis flatten). n may be kUnknownDim.
-std::vector<int64_t> selectedShape(const std::vector<int64_t>& x, int64_t axis, int64_t n) {
-  if (axis < 0) return {n};
-  std::vector<int64_t> y = x;
-  y[axis] = n;
-  return y;
-}
-
 // Scalar or one-element operand i as int64 (known=false when not constant).
 std::string readScalarInt(const Ctx& c, size_t i, const char* name, bool* known, int64_t* v) {
   std::vector<int64_t> vals;

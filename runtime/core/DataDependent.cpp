@@ -12,6 +12,13 @@ bool sizeCountedFromData(const std::string& opType) {
          opType == "NonMaxSuppression";
 }
 
+Shape selectedShape(const Shape& x, int64_t axis, int64_t n) {
+  if (axis < 0) return {n};
+  Shape y = x;
+  y[axis] = n;
+  return y;
+}
+
 int64_t countNonZero(const Tensor& x) {
   int64_t n = 0;
   dispatchDType(x.dtype(), [&](auto tag) {

@@ -26,9 +26,12 @@ Status sizeMismatch(const OpName& op, int64_t planned, int64_t got) {
                          " entries but the operand values select " + std::to_string(got));
 }
 
-// A value-sized result whose type has an unknown dim (a dynamic region runs the op,
-// runtime/DynamicRegion.h): allocated here at the size the values select.
-Status allocRunSized(const OpName& op, DType dtype, const Shape& shape, Tensor* out) {
+// A value-sized result of `got` entries (`shape`, `dtype`): with `planned` < 0 its type has an
+// unknown dim (a dynamic region runs the op, runtime/DynamicRegion.h) and `out` is allocated
+// here at that size; otherwise the values must select the planned size.
+Status sizeResult(const OpName& op, int64_t planned, int64_t got, DType dtype, const Shape& shape,
+                  Tensor* out) {
+  if (planned >= 0) return got == planned ? Status::ok() : sizeMismatch(op, planned, got);
   Status st = Tensor::tryAlloc(dtype, shape, "the result", out);
   return st.isOk() ? st : opError(op, st.message());
 }
@@ -381,13 +384,7 @@ Status createCompress(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     const Tensor* cond = consts.get(in, 1);
     const int64_t got = countTrue(*cond, n);
-    if (planned < 0) {
-      Shape shape = axis >= 0 ? xs : Shape{got};
-      if (axis >= 0) shape[axis] = got;
-      TANDEM_RETURN_IF_ERROR(allocRunSized(name, dt, shape, outs[0]));
-    } else if (got != planned) {
-      return sizeMismatch(name, planned, got);
-    }
+    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, dt, selectedShape(xs, axis, got), outs[0]));
     const uint8_t* c = static_cast<const uint8_t*>(cond->raw());
     const int64_t m = std::min(n, cond->numel());
     const char* x = static_cast<const char*>(in[0]->raw());
@@ -410,10 +407,7 @@ Status createNonZero(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const OpName name(ctx);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     const int64_t got = countNonZero(*in[0]);
-    if (planned < 0)
-      TANDEM_RETURN_IF_ERROR(allocRunSized(name, DType::I64, {(int64_t)xs.size(), got}, outs[0]));
-    else if (got != planned)
-      return sizeMismatch(name, planned, got);
+    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, DType::I64, {(int64_t)xs.size(), got}, outs[0]));
     int64_t* y = outs[0]->data<int64_t>();
     int64_t k = 0;
     const size_t r = xs.size();
@@ -449,16 +443,12 @@ Status createUnique(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     Status st = uniqueSlices(*in[0], axis, sorted, &u);
     if (!st.isOk()) return opError(name, st.message());
     const int64_t got = u.first.size();
-    if (planned < 0) {
-      Shape shape = axis >= 0 ? xs : Shape{got};
-      if (axis >= 0) shape[axis] = got;
-      TANDEM_RETURN_IF_ERROR(allocRunSized(name, dt, shape, outs[0]));
+    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, dt, selectedShape(xs, axis, got), outs[0]));
+    if (planned < 0) {  // the index outputs are sized by the run too
       const int64_t sizes[3] = {got, (int64_t)u.inverse.size(), got};
       for (size_t i = 1; i < 4; ++i)
-        if (i < outs.size() && outs[i])
-          TANDEM_RETURN_IF_ERROR(allocRunSized(name, DType::I64, {sizes[i - 1]}, outs[i]));
-    } else if (got != planned) {
-      return sizeMismatch(name, planned, got);
+        if (Tensor* t = outputAt(outs, i))
+          TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, sizes[i - 1], DType::I64, {sizes[i - 1]}, t));
     }
     const char* x = static_cast<const char*>(in[0]->raw());
     char* y = static_cast<char*>(outs[0]->raw());
@@ -490,10 +480,7 @@ Status createNonMaxSuppression(const KernelContext& ctx, std::unique_ptr<Kernel>
                                   inputAt(in, 4) != nullptr, scalar(4), center, &sel);
     if (!st.isOk()) return opError(name, st.message());
     const int64_t got = (int64_t)sel.size() / 3;
-    if (planned < 0)
-      TANDEM_RETURN_IF_ERROR(allocRunSized(name, DType::I64, {got, 3}, outs[0]));
-    else if (got != planned)
-      return sizeMismatch(name, planned, got);
+    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, DType::I64, {got, 3}, outs[0]));
     std::copy(sel.begin(), sel.end(), outs[0]->data<int64_t>());
     return Status::ok();
   });
