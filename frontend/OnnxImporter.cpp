@@ -1073,63 +1073,96 @@ mlir::LogicalResult OnnxImporter::importControlFlow(int index, mlir::Location lo
     }
   }
 
-  // An If reading values whose shapes are not static (downstream of NonZero, say) has its
-  // branches written as eager plans, run with the shapes they meet (runtime/DynamicRegion.h).
+  // An If or Loop reading values whose shapes are not static (downstream of NonZero, say) has
+  // its subgraphs written as eager plans, run with the shapes they meet (runtime/DynamicRegion.h);
+  // so has a Loop whose loop-carried values change shape between iterations (torch.cat onto a
+  // carried tensor: found by compiling the body with static shapes first).
   auto isStatic = [](mlir::Type t) {
     auto r = llvm::dyn_cast<mlir::RankedTensorType>(t);
     return r && r.hasStaticShape();
   };
-  const bool eager = op == "If" && !llvm::all_of(captured, [&](mlir::Value v) { return isStatic(v.getType()); });
-  // An eager branch sees no folding pass: the constants it reads from outside become its own
-  // initializers (shape operands such as Unsqueeze's axes must be constants), not operands.
-  std::vector<onnx::TensorProto> outerConstants;
-  if (eager) {
-    std::vector<std::string> kept;
-    std::vector<mlir::Value> keptValues;
-    for (size_t k = 0; k < captures.size(); ++k) {
-      Tensor t;
-      if (!getConstantValue(captured[k], &t)) {
-        kept.push_back(captures[k]);
-        keptValues.push_back(captured[k]);
-        continue;
+  bool eager = (op == "If" || op == "Loop") &&
+               !llvm::all_of(captured, [&](mlir::Value v) { return isStatic(v.getType()); });
+  for (size_t k = 0; op == "Loop" && k < carried; ++k)
+    if (!isStatic(typeOf(2 + k))) eager = true;
+
+  // Compiles every subgraph (static plans, or eager ones) into f.attrs; `captures`/`captured`
+  // lose the constants an eager subgraph takes as its own initializers (it sees no folding
+  // pass, and shape operands such as Unsqueeze's axes must be constants).
+  auto compileGraphs = [&](bool asEager) -> mlir::LogicalResult {
+    std::vector<mlir::Type> types = inputTypes;
+    // An eager Loop body's loop-carried values may take any shape of their rank each iteration.
+    for (size_t k = 0; asEager && op == "Loop" && k < carried; ++k) {
+      auto t = llvm::cast<mlir::RankedTensorType>(types[2 + k]);
+      llvm::SmallVector<int64_t> dims(t.getRank(), mlir::ShapedType::kDynamic);
+      types[2 + k] = mlir::RankedTensorType::get(dims, t.getElementType());
+    }
+    std::vector<onnx::TensorProto> outerConstants;
+    if (asEager) {
+      std::vector<std::string> kept;
+      std::vector<mlir::Value> keptValues;
+      for (size_t k = 0; k < captures.size(); ++k) {
+        Tensor t;
+        if (!getConstantValue(captured[k], &t)) {
+          kept.push_back(captures[k]);
+          keptValues.push_back(captured[k]);
+          continue;
+        }
+        onnx::TensorProto p;
+        p.set_name(captures[k]);
+        p.set_data_type((int32_t)t.dtype());
+        for (int64_t d : t.shape()) p.add_dims(d);
+        p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.bytes()));
+        outerConstants.push_back(std::move(p));
       }
-      onnx::TensorProto p;
-      p.set_name(captures[k]);
-      p.set_data_type((int32_t)t.dtype());
-      for (int64_t d : t.shape()) p.add_dims(d);
-      p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.bytes()));
-      outerConstants.push_back(std::move(p));
+      captures = std::move(kept);
+      captured = std::move(keptValues);
     }
-    captures = std::move(kept);
-    captured = std::move(keptValues);
-  }
-  for (const std::string& name : names) {
-    onnx::ModelProto sub;
-    sub.set_ir_version(model_->ir_version());
-    *sub.mutable_opset_import() = model_->opset_import();
-    *sub.mutable_graph() = *graphs[name];
-    onnx::GraphProto* g = sub.mutable_graph();
-    for (const onnx::TensorProto& c : outerConstants) *g->add_initializer() = c;
-    g->set_name(nodeLabel(index) + " " + name);
-    for (size_t k = 0; k < inputTypes.size(); ++k) {
-      onnx::ValueInfoProto* in = g->mutable_input((int)k);
-      if (in->has_type() && !in->type().has_tensor_type())
-        return failNode(index, name + " input '" + in->name() +
-                                   "' is not a tensor (sequence, map and optional values are not "
-                                   "supported)");
-      if (mlir::failed(setSubgraphType(index, name, in, inputTypes[k]))) return mlir::failure();
-    }
-    for (size_t k = 0; k < captures.size(); ++k) {
-      onnx::ValueInfoProto* in = g->add_input();
-      in->set_name(captures[k]);
-      if (mlir::failed(setSubgraphType(index, name, in, captured[k].getType(), eager)))
+    for (const std::string& name : names) {
+      onnx::ModelProto sub;
+      sub.set_ir_version(model_->ir_version());
+      *sub.mutable_opset_import() = model_->opset_import();
+      *sub.mutable_graph() = *graphs[name];
+      onnx::GraphProto* g = sub.mutable_graph();
+      for (const onnx::TensorProto& c : outerConstants) *g->add_initializer() = c;
+      g->set_name(nodeLabel(index) + " " + name);
+      for (size_t k = 0; k < types.size(); ++k) {
+        onnx::ValueInfoProto* in = g->mutable_input((int)k);
+        if (in->has_type() && !in->type().has_tensor_type())
+          return failNode(index, name + " input '" + in->name() +
+                                     "' is not a tensor (sequence, map and optional values are not "
+                                     "supported)");
+        if (mlir::failed(setSubgraphType(index, name, in, types[k], asEager))) return mlir::failure();
+      }
+      for (size_t k = 0; k < captures.size(); ++k) {
+        onnx::ValueInfoProto* in = g->add_input();
+        in->set_name(captures[k]);
+        if (mlir::failed(setSubgraphType(index, name, in, captured[k].getType(), asEager)))
+          return mlir::failure();
+      }
+      std::string bytes;
+      if (mlir::failed(asEager ? compileEagerSubgraph(index, name, std::move(sub), &bytes)
+                               : compileSubgraph(index, name, std::move(sub), &bytes)))
         return mlir::failure();
+      f.attrs[name] = b_.getStringAttr(bytes);
     }
-    std::string bytes;
-    if (mlir::failed(eager ? compileEagerSubgraph(index, name, std::move(sub), &bytes)
-                           : compileSubgraph(index, name, std::move(sub), &bytes)))
-      return mlir::failure();
-    f.attrs[name] = b_.getStringAttr(bytes);
+    return mlir::success();
+  };
+  if (mlir::failed(compileGraphs(eager))) return mlir::failure();
+  if (op == "Loop" && !eager) {
+    // A static body whose loop-carried value leaves it with another shape than it entered
+    // (torch.cat onto the carried tensor): compile it again, eagerly.
+    plan::Plan body;
+    auto bytes = llvm::cast<mlir::StringAttr>(f.attrs["body"]).getValue();
+    if (!body.ParseFromArray(bytes.data(), (int)bytes.size())) return failNode(index, "body plan does not parse");
+    bool changes = false;
+    for (size_t k = 0; k < carried && !changes; ++k) {
+      const int in = body.inputs((int)(2 + k)), out = body.outputs((int)(1 + k));
+      changes = in < 0 || out < 0 || in >= body.values_size() || out >= body.values_size() ||
+                !std::equal(body.values(in).dims().begin(), body.values(in).dims().end(),
+                            body.values(out).dims().begin(), body.values(out).dims().end());
+    }
+    if (changes && mlir::failed(compileGraphs(true))) return mlir::failure();
   }
   for (mlir::Value v : captured) f.operands.push_back(v);
   if (op != "If") f.attrs["num_captures"] = b_.getI64IntegerAttr((int64_t)captures.size());

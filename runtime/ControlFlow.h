@@ -10,10 +10,16 @@
 //         v[N], captures[K]) -> (cond bool[], v[N], scan[S]); results (v_final[N], scans[S])
 //   Scan: operands (state[N], scan_inputs[M], captures[K]); body: (state[N], slices[M],
 //         captures[K]) -> (state[N], scan_slices[S]); results (state_final[N], scans[S])
-// K is the attribute num_captures (Loop, Scan). Plans have static shapes, so a loop-carried value
-// keeps its shape across iterations, and the stacked scan outputs' length must be known when the
-// plan is made: for Loop, only when the trip count does not depend on values the body computes
-// (plannedLoopIterations).
+// K is the attribute num_captures (Loop, Scan). A subgraph plan has static shapes, so in it a
+// loop-carried value keeps its shape across iterations. Where that cannot hold, the importer
+// writes the If branches or the Loop body as an eager plan (plan.eager, run op by op with the
+// shapes met: runtime/DynamicRegion.h), with a Loop body's loop-carried inputs of unknown dims:
+// when the subgraph reads values of run-time shape, or when a Loop body compiled with static
+// shapes gives a loop-carried value another shape than it took. A Loop's stacked scan outputs
+// have a planned length when its trip count does not depend on values the body computes
+// (plannedLoopIterations); otherwise that length, like an eager body's loop-carried dims, is
+// unknown, the Loop runs in a dynamic region and its kernel sizes them. Scan's body is always
+// a static plan.
 #pragma once
 #include <cstdint>
 #include <optional>

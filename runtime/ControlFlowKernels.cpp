@@ -22,8 +22,8 @@ Status loadSubgraphPlan(const KernelContext& ctx, const std::string& name, const
                         std::unique_ptr<Executable>* out) {
   if (p.eager())
     return Status::error(label(ctx) + ": subgraph '" + name + "' reads values whose shapes are "
-                         "known only at run time, which only If's branches may (not yet " +
-                         ctx.opType + "'s body)");
+                         "known only at run time, which only If's branches and Loop's body may "
+                         "(not yet " + ctx.opType + "'s)");
   LoadOptions o;
   o.threads = ctx.threads;
   o.seed = ctx.seed;
@@ -76,19 +76,24 @@ void moveSlice(const Shape& wholeShape, size_t elem, int64_t axis, int64_t index
   }
 }
 
-// One If branch: a plan of static shapes (an Executable), or an eager body (plan.eager: the
-// branch reads values of run-time shape, so it runs inside a DynamicRegion, runtime/DynamicRegion.h).
-struct Branch {
+// One subgraph (an If branch, a Loop body): a plan of static shapes (an Executable), or an
+// eager body (plan.eager: it reads values of run-time shape, or reshapes a loop-carried value,
+// so it runs op by op as a DynamicRegion does, runtime/DynamicRegion.h).
+struct Subgraph {
   std::unique_ptr<Executable> plan;
   std::unique_ptr<EagerPlan> eager;
+  SubgraphSignature signature;
 
-  Status load(const KernelContext& ctx, const std::string& name) {
+  // `firstInput`: the op operand that subgraph input `constFrom` (and each after it) takes, for
+  // handing the op's constant operands on to an eager body's kernels.
+  Status load(const KernelContext& ctx, const std::string& name, size_t constFrom, size_t firstInput) {
     plan::Plan p;
-    Status st = parseSubgraph(*ctx.attrs, name, &p);
+    Status st = parseSubgraph(*ctx.attrs, name, &p, &signature);
     if (!st.isOk()) return Status::error(label(ctx) + ": " + st.message());
     if (!p.eager()) return loadSubgraphPlan(ctx, name, p, &plan);
-    std::vector<const Tensor*> consts(ctx.inputTypes.size() - 1, nullptr);
-    for (size_t j = 1; j < ctx.constInputs.size() && j < ctx.inputTypes.size(); ++j) consts[j - 1] = ctx.constInputs[j];
+    std::vector<const Tensor*> consts(signature.inputs.size(), nullptr);
+    for (size_t j = constFrom; j < consts.size(); ++j)
+      if (firstInput + j < ctx.constInputs.size()) consts[j] = ctx.constInputs[firstInput + j];
     return EagerPlan::load(std::move(p), label(ctx) + " " + name, ctx, consts, &eager);
   }
   Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* res) {
@@ -104,8 +109,9 @@ class IfKernel : public Kernel {
   static Status create(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     auto k = std::make_unique<IfKernel>();
     k->ctx_ = ctx;
-    TANDEM_RETURN_IF_ERROR(k->then_.load(ctx, "then_branch"));
-    TANDEM_RETURN_IF_ERROR(k->else_.load(ctx, "else_branch"));
+    // Branch input j is operand j + 1 (after cond).
+    TANDEM_RETURN_IF_ERROR(k->then_.load(ctx, "then_branch", 0, 1));
+    TANDEM_RETURN_IF_ERROR(k->else_.load(ctx, "else_branch", 0, 1));
     *out = std::move(k);
     return Status::ok();
   }
@@ -131,17 +137,20 @@ class IfKernel : public Kernel {
 
  private:
   KernelContext ctx_;
-  Branch then_, else_;
+  Subgraph then_, else_;
 };
 
+// Loop-16. Outputs the plan leaves unallocated (DType::Undefined: inside a DynamicRegion, where
+// the iteration count or a loop-carried shape is known only at run time) are sized here.
 class LoopKernel : public Kernel {
  public:
   static Status create(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     auto k = std::make_unique<LoopKernel>();
     k->ctx_ = ctx;
-    TANDEM_RETURN_IF_ERROR(loadSubgraph(ctx, "body", &k->body_));
     k->captures_ = (size_t)ctx.attrs->getInt("num_captures", 0);
     k->carried_ = ctx.inputTypes.size() - 2 - k->captures_;
+    // Body input j is operand j; loop-carried inputs change each iteration, captures do not.
+    TANDEM_RETURN_IF_ERROR(k->body_.load(ctx, "body", 2 + k->carried_, 0));
     *out = std::move(k);
     return Status::ok();
   }
@@ -150,28 +159,38 @@ class LoopKernel : public Kernel {
     bool cond = inputs[1] ? scalarTrue(*inputs[1]) : true;
     const size_t n = carried_, s = outputs.size() - n;
     // Iteration i's body inputs: (i, cond, v..., captures...); v starts as the initial values
-    // and then is the previous iteration's results (owned).
-    std::vector<Tensor> in(2 + n + captures_), res;
+    // and then is the previous iteration's results (owned, in `carried`).
+    std::vector<const Tensor*> in(inputs.begin(), inputs.end());
     Tensor iter = Tensor::alloc(DType::I64, {});
     Tensor condT = Tensor::alloc(DType::Bool, {});
-    in[0] = viewOf(iter);
-    in[1] = viewOf(condT);
-    for (size_t k = 0; k < n; ++k) in[2 + k] = viewOf(*inputs[2 + k]);
-    for (size_t k = 0; k < captures_; ++k) in[2 + n + k] = viewOf(*inputs[2 + n + k]);
-    std::vector<Tensor> carried;  // keeps the previous iteration's values alive
+    in[0] = &iter;
+    in[1] = &condT;
+    std::vector<Tensor> carried, res;
+    std::vector<std::vector<Tensor>> slices(s);  // per scan output the kernel sizes
+    auto planned = [&](size_t k) { return outputs[n + k]->dtype() != DType::Undefined; };
     int64_t i = 0;
     for (; i < m && cond; ++i) {
       for (size_t k = 0; k < s; ++k)
-        if (i >= outputs[n + k]->dim(0))
+        if (planned(k) && i >= outputs[n + k]->dim(0))
           return Status::error(label(ctx_) + ": runs more than the " +
                                std::to_string(outputs[n + k]->dim(0)) +
                                " iterations its scan outputs were planned for");
       *iter.data<int64_t>() = i;
       *condT.data<uint8_t>() = 1;
-      TANDEM_RETURN_IF_ERROR(body_->run(in, &res));
+      TANDEM_RETURN_IF_ERROR(body_.run(in, &res));
       cond = scalarTrue(res[0]);
       for (size_t k = 0; k < s; ++k) {
-        const Tensor& slice = res[1 + n + k];
+        Tensor& slice = res[1 + n + k];
+        if (!planned(k)) {
+          if (!slices[k].empty() && (slice.dtype() != slices[k][0].dtype() || slice.shape() != slices[k][0].shape()))
+            return Status::error(label(ctx_) + ": scan output " + std::to_string(k) + " is " +
+                                 dtypeName(slice.dtype()) + shapeToString(slice.shape()) + " in iteration " +
+                                 std::to_string(i) + " but " + dtypeName(slices[k][0].dtype()) +
+                                 shapeToString(slices[k][0].shape()) + " in iteration 0; scan outputs "
+                                 "stack slices of one shape");
+          slices[k].push_back(std::move(slice));
+          continue;
+        }
         Tensor* dst = outputs[n + k];
         const size_t bytes = dst->bytes() / dst->dim(0);
         if (slice.bytes() != bytes || slice.dtype() != dst->dtype())
@@ -182,23 +201,43 @@ class LoopKernel : public Kernel {
         if (bytes) std::memcpy(static_cast<char*>(dst->raw()) + i * bytes, slice.raw(), bytes);
       }
       carried.assign(res.begin() + 1, res.begin() + 1 + n);
-      for (size_t k = 0; k < n; ++k) in[2 + k] = viewOf(carried[k]);
+      for (size_t k = 0; k < n; ++k) in[2 + k] = &carried[k];
     }
-    for (size_t k = 0; k < s; ++k)
-      if (i != outputs[n + k]->dim(0))
-        return Status::error(label(ctx_) + ": ran " + std::to_string(i) +
-                             " iterations but its scan outputs were planned for " +
-                             std::to_string(outputs[n + k]->dim(0)));
-    for (size_t k = 0; k < n; ++k)
-      TANDEM_RETURN_IF_ERROR(copyResult(ctx_, "loop-carried value " + std::to_string(k),
-                                        in[2 + k], outputs[k]));
+    for (size_t k = 0; k < s; ++k) {
+      if (planned(k)) {
+        if (i != outputs[n + k]->dim(0))
+          return Status::error(label(ctx_) + ": ran " + std::to_string(i) +
+                               " iterations but its scan outputs were planned for " +
+                               std::to_string(outputs[n + k]->dim(0)));
+        continue;
+      }
+      // [iterations, slice...]; with no iteration, the body's declared slice (unknown dims 0).
+      const SubgraphValueType& decl = body_.signature.outputs[1 + n + k];
+      Shape sliceShape = slices[k].empty() ? Shape(decl.dims.begin(), decl.dims.end()) : slices[k][0].shape();
+      for (int64_t& d : sliceShape) d = std::max<int64_t>(d, 0);
+      Shape shape = {i};
+      shape.insert(shape.end(), sliceShape.begin(), sliceShape.end());
+      const DType dt = slices[k].empty() ? decl.dtype : slices[k][0].dtype();
+      TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(dt, shape, label(ctx_) + " scan output " + std::to_string(k),
+                                              outputs[n + k]));
+      const size_t bytes = numElements(sliceShape) * dtypeSize(dt);
+      for (int64_t j = 0; j < i && bytes; ++j)
+        std::memcpy(static_cast<char*>(outputs[n + k]->raw()) + j * bytes, slices[k][j].raw(), bytes);
+    }
+    for (size_t k = 0; k < n; ++k) {
+      if (outputs[k]->dtype() == DType::Undefined) {
+        *outputs[k] = i == 0 ? Tensor::copyOf(*in[2 + k]) : std::move(carried[k]);
+        continue;
+      }
+      TANDEM_RETURN_IF_ERROR(copyResult(ctx_, "loop-carried value " + std::to_string(k), *in[2 + k], outputs[k]));
+    }
     return Status::ok();
   }
   std::string implName() const override { return "subgraph"; }
 
  private:
   KernelContext ctx_;
-  std::unique_ptr<Executable> body_;
+  Subgraph body_;
   size_t captures_ = 0, carried_ = 0;
 };
 

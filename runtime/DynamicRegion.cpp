@@ -146,7 +146,10 @@ struct EagerPlan::Impl {
       s.label = label_ + ": step '" + (p.name().empty() ? "#" + std::to_string(si) : p.name()) + "' (" + p.op_type() + ")";
       TANDEM_RETURN_IF_ERROR(attrsFromPlan(p.attrs(), &s.attrs).withContext(s.label));
       if (!isKnownOp(s.opType)) return Status::error(s.label + ": unknown op type");
-      const std::vector<int>& shapeOps = shapeOperandPositions(s.opType);
+      // A Loop's M and cond size only its scan outputs, whose types key its kernel anyway
+      // (and which its kernel sizes where they stay unknown): one kernel serves every M.
+      static const std::vector<int> none;
+      const std::vector<int>& shapeOps = s.opType == "Loop" ? none : shapeOperandPositions(s.opType);
       for (int j = 0; j < p.inputs_size(); ++j) {
         const int id = p.inputs(j);
         if (id != -1) TANDEM_RETURN_IF_ERROR(checkId(id, s.label + " input"));
@@ -248,10 +251,11 @@ struct EagerPlan::Impl {
       Tensor& t = vals[s.outputs[k]];
       const bool unknown = std::any_of(results[k].dims.begin(), results[k].dims.end(),
                                        [](int64_t d) { return d < 0; });
-      // An If whose branches give different shapes: the branch taken sizes it, and its kernel
-      // allocates it (runtime/ControlFlowKernels.cpp); so does the kernel of an op sized by
-      // its data (runtime/cpu/ref/Selection.cpp). Every other op is sized here.
-      if (unknown && s.opType != "If" && !s.sizedByKernel)
+      // An If whose branches give different shapes (the branch taken sizes it) and a Loop whose
+      // iteration count or loop-carried shapes are known only once it has run: their kernels
+      // allocate those results (runtime/ControlFlowKernels.cpp); so does the kernel of an op
+      // sized by its data (runtime/cpu/ref/Selection.cpp). Every other op is sized here.
+      if (unknown && s.opType != "If" && s.opType != "Loop" && !s.sizedByKernel)
         return Status::error(s.label + ": the size of result " + std::to_string(k) +
                              " is unknown even with the run-time operands");
       if (unknown) t = Tensor();

@@ -29,7 +29,10 @@
 // serialised (its kernel cache is shared).
 //
 // The same executor runs control-flow subgraphs compiled as eager bodies (plan.eager: an If
-// branch that reads values of run-time shape, runtime/ControlFlow.h): EagerPlan.
+// branch or a Loop body that reads values of run-time shape, or a Loop body whose loop-carried
+// values change shape, runtime/ControlFlow.h): EagerPlan. An If or Loop whose result dims stay
+// unknown with the run-time operands (branches of different shapes; a Loop's iteration count
+// or loop-carried shapes) is sized by its kernel, like the ops counted from their data.
 #pragma once
 #include <memory>
 #include <string>

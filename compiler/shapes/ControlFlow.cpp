@@ -129,6 +129,20 @@ std::string inferLoop(const Ctx& c) {
       return e;
   for (size_t k = 0; k < n; ++k) {
     const SubgraphValueType& out = sig.outputs[1 + k];
+    if (body.eager()) {
+      // An eager body (runtime/ControlFlow.h) may reshape a loop-carried value each iteration:
+      // a dim is known only where the body gives it the initial value's size (or no iteration
+      // runs and it keeps that size).
+      if (out.dtype != c.in[2 + k].dtype || out.dims.size() != c.in[2 + k].dims.size())
+        return c.fail("loop-carried value " + std::to_string(k) + " enters the body as " +
+                      typeStr(c.in[2 + k].dtype, c.in[2 + k].dims) + " but leaves it as " +
+                      subgraphTypeString(out) + " (a loop-carried value keeps its dtype and rank)");
+      std::vector<int64_t> dims = c.in[2 + k].dims;
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (out.dims[d] != dims[d]) dims[d] = kUnknownDim;
+      c.set(k, out.dtype, dims);
+      continue;
+    }
     if (out.dtype != c.in[2 + k].dtype || out.dims != sig.inputs[2 + k].dims)
       return c.fail("loop-carried value " + std::to_string(k) + " enters the body as " +
                     subgraphTypeString(sig.inputs[2 + k]) + " but leaves it as " +
@@ -142,13 +156,9 @@ std::string inferLoop(const Ctx& c) {
   std::optional<bool> condBool;
   if (cond) condBool = *cond != 0;
   int64_t iterations = plannedLoopIterations(loopConditionOf(body), m, mKnown, condBool, condKnown);
-  if (iterations < 0)
-    return c.fail("data-dependent output shape not supported: the scan outputs' length is the "
-                  "number of iterations, which depends on " +
-                  std::string(!mKnown ? "input 0 (M), which is not a constant"
-                              : !condKnown ? "input 1 (cond), which is not a constant"
-                              : c.has(0) ? "the condition the body computes"
-                                         : "the condition the body computes (M is absent)"));
+  // Unknown iterations (M or cond computed, or a condition the body computes) leave the scan
+  // outputs' length unknown: the Loop then runs in a dynamic region and its kernel sizes them.
+  if (iterations < 0) iterations = kUnknownDim;
   for (size_t k = 0; k < s; ++k) {
     const SubgraphValueType& out = sig.outputs[1 + n + k];
     std::vector<int64_t> dims = {iterations};

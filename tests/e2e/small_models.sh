@@ -43,6 +43,15 @@ run hswish_residual 1e-5 1e-4
 run cf_if 0 0
 run cf_loop_exit 0 0
 run cf_scan_reverse 0 0
+# Loops of run-time shapes (models/make_control_flow.py cf_loop_dynamic): a trip count from
+# NonZero's count with a body reading a run-time-shaped value, a loop-carried value grown by
+# Concat, a while loop stacking scan outputs; eager bodies inside a DynamicRegion. Set 1 has no
+# positive value (zero iterations, empty outputs). Same f32 arithmetic: exact.
+for set in 0 1; do
+  echo "== cf_loop_dynamic set $set"
+  "$tandem" run "$dir/cf_loop_dynamic/model.onnx" --inputs "$dir/cf_loop_dynamic/test_data_set_$set" \
+    --expect "$dir/cf_loop_dynamic/test_data_set_$set" --atol 0 --rtol 0
+done
 # A detector's post-processing (models/make_control_flow.py dyn_detect): NonZero, TopK of a
 # computed K, an If running NonMaxSuppression, all in one DynamicRegion. Set 0 keeps 3 boxes, set
 # 1 none (empty outputs). Sigmoid in f32 against numpy's f64 rounded: 1 ulp (6e-8) measured.

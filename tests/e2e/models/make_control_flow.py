@@ -6,7 +6,11 @@ condition ends it before its trip count, reading an outer value, with an If insi
 cf_scan_reverse (a Scan over axis 1 in reverse with an outer value in its body), and dyn_detect
 (a detector's post-processing: NonZero over a score threshold, TopK with a K computed from the
 candidates' count, an If whose branches read those run-time-shaped values, NonMaxSuppression
-inside it; two input sets, the second with no candidate, so its outputs are empty).
+inside it; two input sets, the second with no candidate, so its outputs are empty), and
+cf_loop_dynamic (Loops whose shapes are known only at run time: a trip count from NonZero's
+count with a body reading a run-time-shaped value, a loop-carried value that grows each
+iteration by Concat as torch.cat exports it, and a while loop stacking scan outputs; two input
+sets, the second with no positive value, so the first Loop runs zero times).
 usage: /usr/bin/python3 make_control_flow.py [OUT_DIR]  (default: next to this file)"""
 import os
 import sys
@@ -221,7 +225,96 @@ def dyn_detect():
     onnx.save(model, os.path.join(OUT, "dyn_detect", "model.onnx"))
 
 
+def cf_loop_dynamic():
+    c = lambda name, dt, dims, vals: helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name + "v", dt, dims, vals))
+    anyf = lambda name, rank: helper.make_tensor_value_info(name, F, [None] * rank)
+    # pick: over the n positive values of x (vals, [n]: a capture of run-time shape), iteration i
+    # appends the row [v, v * v] to acc (from [0, 2]) and stacks 10 * v.
+    pick = helper.make_graph(
+        [c("a0", I, [1], [0]), c("ten", F, [], [10.0]),
+         helper.make_node("Gather", ["vals", "i"], ["v"]),
+         helper.make_node("Mul", ["v", "v"], ["vv"]),
+         helper.make_node("Unsqueeze", ["v", "a0"], ["v1"]),
+         helper.make_node("Unsqueeze", ["vv", "a0"], ["vv1"]),
+         helper.make_node("Concat", ["v1", "vv1"], ["row"], axis=0),
+         helper.make_node("Unsqueeze", ["row", "a0"], ["row1"]),
+         helper.make_node("Concat", ["acc", "row1"], ["acc_out"], axis=0),
+         helper.make_node("Identity", ["c"], ["c_out"]),
+         helper.make_node("Mul", ["v", "ten"], ["tens"])],
+        "pick_body",
+        [helper.make_tensor_value_info("i", I, []), helper.make_tensor_value_info("c", B, []), anyf("acc", 2)],
+        [helper.make_tensor_value_info("c_out", B, []), anyf("acc_out", 2), anyf("tens", 0)])
+    # grow: static operands, but the carried s grows [0] -> [3] (i as a float each iteration).
+    grow = helper.make_graph(
+        [c("g0", I, [1], [0]),
+         helper.make_node("Cast", ["gi"], ["fi"], to=F),
+         helper.make_node("Unsqueeze", ["fi", "g0"], ["fi1"]),
+         helper.make_node("Concat", ["gs", "fi1"], ["gs_out"], axis=0),
+         helper.make_node("Identity", ["gc"], ["gc_out"])],
+        "grow_body",
+        [helper.make_tensor_value_info("gi", I, []), helper.make_tensor_value_info("gc", B, []), anyf("gs", 1)],
+        [helper.make_tensor_value_info("gc_out", B, []), anyf("gs_out", 1)])
+    # double: no trip count; w doubles while sum(w) < 50, each value stacked (a scan output of
+    # a length the body's condition decides).
+    double = helper.make_graph(
+        [c("two", F, [], [2.0]), c("fifty", F, [], [50.0]),
+         helper.make_node("Mul", ["w", "two"], ["w_out"]),
+         helper.make_node("ReduceSum", ["w_out"], ["total"], keepdims=0),
+         helper.make_node("Less", ["total", "fifty"], ["dc_out"]),
+         helper.make_node("Identity", ["w_out"], ["w_scan"])],
+        "double_body",
+        [helper.make_tensor_value_info("di", I, []), helper.make_tensor_value_info("dc", B, []),
+         helper.make_tensor_value_info("w", F, [2])],
+        [helper.make_tensor_value_info("dc_out", B, []), helper.make_tensor_value_info("w_out", F, [2]),
+         helper.make_tensor_value_info("w_scan", F, [2])])
+    nodes = [
+        c("zero", F, [], [0.0]), c("ax0", I, [1], [0]), c("yes", B, [], [True]), c("three", I, [], [3]),
+        helper.make_node("Constant", [], ["acc0"], value=helper.make_tensor("acc0v", F, [0, 2], [])),
+        helper.make_node("Constant", [], ["gs0"], value=helper.make_tensor("gs0v", F, [0], [])),
+        helper.make_node("Greater", ["x", "zero"], ["keep"]),
+        helper.make_node("NonZero", ["keep"], ["nz"], name="positives"),
+        helper.make_node("Squeeze", ["nz", "ax0"], ["idx"]),
+        helper.make_node("Gather", ["x", "idx"], ["vals"]),
+        helper.make_node("Size", ["vals"], ["count"]),
+        helper.make_node("Loop", ["count", "yes", "acc0"], ["rows", "tens_all"], name="pick", body=pick),
+        helper.make_node("Loop", ["three", "yes", "gs0"], ["counted"], name="grow", body=grow),
+        helper.make_node("Loop", ["", "yes", "w0"], ["w_final", "w_all"], name="double", body=double),
+    ]
+    g = helper.make_graph(nodes, "cf_loop_dynamic",
+                          [helper.make_tensor_value_info("x", F, [6]), helper.make_tensor_value_info("w0", F, [2])],
+                          [helper.make_tensor_value_info("rows", F, ["n", 2]),
+                           helper.make_tensor_value_info("tens_all", F, ["n"]),
+                           helper.make_tensor_value_info("counted", F, [3]),
+                           helper.make_tensor_value_info("w_final", F, [2]),
+                           helper.make_tensor_value_info("w_all", F, ["k", 2])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    sets = [(np.array([1.5, -2.0, 3.0, 0.5, -1.0, 0.0], np.float32), np.array([1.0, 2.0], np.float32)),
+            (np.array([-1.5, -2.0, 0.0, -0.5, -1.0, -3.0], np.float32), np.array([20.0, 40.0], np.float32))]
+    for k, (x, w0) in enumerate(sets):
+        vals = x[x > 0]
+        rows = np.stack([vals, vals * vals], axis=1).reshape(-1, 2).astype(np.float32)
+        w, ws = w0.copy(), []
+        while True:  # a while loop: the body runs at least once
+            w = w * 2
+            ws.append(w)
+            if not w.sum() < 50:
+                break
+        outs = [rows, (vals * 10).astype(np.float32), np.arange(3, dtype=np.float32), w,
+                np.stack(ws).astype(np.float32)]
+        d = os.path.join(OUT, "cf_loop_dynamic", f"test_data_set_{k}")
+        os.makedirs(d, exist_ok=True)
+        for j, (vi, v) in enumerate(zip(g.input, [x, w0])):
+            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"input_{j}.pb"))
+        for j, (vi, v) in enumerate(zip(g.output, outs)):
+            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"output_{j}.pb"))
+    onnx.save(model, os.path.join(OUT, "cf_loop_dynamic", "model.onnx"))
+
+
 cf_if()
 cf_loop_exit()
 cf_scan_reverse()
 dyn_detect()
+cf_loop_dynamic()
