@@ -166,6 +166,13 @@ class KernelRegistry {
   /// empty when that def has none.
   std::vector<std::string> variants(const std::string& deviceKind, const KernelContext& ctx) const;
   const std::vector<KernelDef>& all() const { return defs_; }
+  /// How the host backend reads a "blocked" entry of a step's `input_layouts` /
+  /// `output_layouts` (value `i` of the inputs, or of the outputs): false where that layout
+  /// would pad the value's channels, so it stays plain (oneDNN's rule: dnnlcpu::isBlocked).
+  /// create() offers a step with a blocked value only to the kernels that read the layout.
+  /// Unset (no oneDNN in the build): every "blocked" entry counts.
+  using BlockedLayoutRule = std::function<bool(const KernelContext& ctx, bool input, size_t i)>;
+  void setBlockedLayoutRule(BlockedLayoutRule rule) { blockedRule_ = std::move(rule); }
 
   /// A backend not built into this binary registers what its kernels accept and reject (defs
   /// without `create`), so plans can be made for hardware that is not present (DESIGN §2
@@ -177,7 +184,9 @@ class KernelRegistry {
  private:
   /// The defs that answer feasibility questions for `deviceKind`.
   const std::vector<KernelDef>& answering(const std::string& deviceKind) const;
+  bool hasBlockedLayout(const KernelContext& ctx) const;
   std::vector<KernelDef> defs_;
+  BlockedLayoutRule blockedRule_;
   std::vector<KernelDef> capabilities_;
 };
 

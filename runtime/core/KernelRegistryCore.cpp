@@ -55,19 +55,18 @@ std::string KernelRegistry::rejects(const std::string& deviceKind, const KernelC
   return why;
 }
 
-namespace {
 // A step whose activations the plan keeps in oneDNN's blocked layout (`input_layouts` /
 // `output_layouts`, set by --tandem-fuse) needs a kernel that reads those attributes: only the
-// dnnl ones do. Any other kernel would read the bytes as row-major.
-bool hasBlockedLayout(const KernelContext& ctx) {
+// dnnl ones do. Any other kernel would read the bytes as row-major. A "blocked" value that the
+// host keeps plain (its channels would need padding: blockedRule_) is plain to every kernel.
+bool KernelRegistry::hasBlockedLayout(const KernelContext& ctx) const {
   if (!ctx.attrs) return false;
   for (const char* name : {"input_layouts", "output_layouts"})
     if (const Attr* a = ctx.attrs->find(name))
-      for (const std::string& s : a->strings)
-        if (s == "blocked") return true;
+      for (size_t i = 0; i < a->strings.size(); ++i)
+        if (a->strings[i] == "blocked" && (!blockedRule_ || blockedRule_(ctx, name[0] == 'i', i))) return true;
   return false;
 }
-}  // namespace
 
 Status KernelRegistry::create(const std::string& deviceKind, const KernelContext& ctx,
                               std::unique_ptr<Kernel>* out) const {
@@ -85,7 +84,8 @@ Status KernelRegistry::create(const std::string& deviceKind, const KernelContext
       continue;
     }
     if (blocked && d.impl != "dnnl") {
-      lastError = d.impl + ": cannot read the blocked activation layout the plan gives it";
+      // A blocked-layout kernel's own error says more than this one.
+      if (lastError.empty()) lastError = d.impl + ": cannot read the blocked activation layout the plan gives it";
       continue;
     }
     Status st = d.create(ctx, out);

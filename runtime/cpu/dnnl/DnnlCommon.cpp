@@ -362,6 +362,7 @@ KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> 
 }  // namespace dnnlcpu
 
 void registerCpuDnnlKernels(KernelRegistry& r) {
+  r.setBlockedLayoutRule(dnnlcpu::isBlocked);
   dnnlcpu::registerDnnlConvKernels(r);
   dnnlcpu::registerDnnlMatMulKernels(r);
   dnnlcpu::registerDnnlPoolKernels(r);

@@ -73,6 +73,38 @@ TEST(DnnlConcat, PlainOrOtherAxisIsLeftToRef) {
   EXPECT_FALSE(dnnlSupports(c));
 }
 
+// RAFT's ConvGRU concatenates 96 + 146 channels into 242, the plan marking the 146- and
+// 242-channel values "blocked". A nChw8c or nChw16c host keeps them plain (the blocks would
+// pad the channels: dnnlcpu::isBlocked), so for every kernel the step is plain and the
+// reference Concat runs it; a channels-last host keeps them in nhwc, and oneDNN's does.
+TEST(DnnlConcat, BlockedMarksTheHostKeepsPlainAreReadAsPlain) {
+  const int64_t N = 1, H = 4, W = 4;
+  OpCase c;
+  c.op = "Concat";
+  c.attrs.set("axis", Attr::ofInt(1));
+  c.attrs.set("input_layouts", Attr::ofStrings({"", "blocked"}));
+  c.attrs.set("output_layouts", Attr::ofStrings({"blocked"}));
+  const Tensor a = randomTensor({N, 96, H, W}, 3), b = randomTensor({N, 146, H, W}, 4);
+  c.inputs = {a, b};
+  c.outputs = {{N, 242, H, W}};
+  const bool hostBlocks = dnnlcpu::isBlocked(c.context(), true, 1);
+  EXPECT_EQ(hostBlocks, std::string(dnnlcpu::activationLayoutName()) == "nhwc");
+  if (hostBlocks) c.inputs[1] = relayout(b, true);
+  KernelRegistry registry;  // oneDNN's kernels first, then the reference ones, as global()
+  registerCpuDnnlKernels(registry);
+  registerCpuReferenceKernels(registry);
+  std::unique_ptr<Kernel> k;
+  Status st = registry.create("cpu", c.context(), &k);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  Tensor y = Tensor::alloc(DType::F32, {N, 242, H, W});
+  st = k->run({&c.inputs[0], &c.inputs[1]}, {&y});
+  ASSERT_TRUE(st.isOk()) << st.message();
+  if (hostBlocks) y = relayout(y, false);
+  std::vector<double> want(a.data<float>(), a.data<float>() + a.numel());
+  want.insert(want.end(), b.data<float>(), b.data<float>() + b.numel());
+  expectClose(y, want, 0.0);
+}
+
 }  // namespace
 }  // namespace dnnltest
 }  // namespace tandem
