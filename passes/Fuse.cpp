@@ -224,9 +224,11 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
     // 5. Layout: a 4-D f32 activation written by a CPU op whose oneDNN kernel can write the
     //    host's activation layout (Conv, a conv-epilogue, Max/Average pool, inference
-    //    BatchNormalization, batchnorm-relu and concat-batchnorm-relu, a channel Concat) and read only by ops of the
+    //    BatchNormalization, batchnorm-relu and concat-batchnorm-relu, a channel Concat, a
+    //    per-channel Mul/Add x * s[N, C, 1, 1]) and read only by ops of the
     //    same device that can read it (a Conv's X, a conv-epilogue's X or residual, a pool's
-    //    input, a BatchNormalization's X, any input of a channel Concat), stays "blocked" between them (`result_layouts`): reorders happen only
+    //    input, a BatchNormalization's X, any input of a channel Concat, that Mul/Add's x),
+    //    stays "blocked" between them (`result_layouts`): reorders happen only
     //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
     //    nhwc, as oneDNN's convolution prefers on the host) and keeps a value plain where that
     //    layout would pad its channels.
@@ -810,7 +812,30 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     }
     std::string t = onnxOpType(op);
     return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0) ||
-           isBatchNormInference(op) || isChannelConcat(op);
+           isBatchNormInference(op) || isChannelConcat(op) || channelBroadcastOperand(op) >= 0;
+  }
+
+  // A per-channel scale or shift of a 4-D f32 activation x, x * s or x + s (either order) with s
+  // [N or 1, C, 1, 1]: squeeze-excitation's rescale between a depthwise and a pointwise
+  // convolution (EfficientNet, MobileNetV3, RegNet). oneDNN's binary reads and writes x's layout
+  // (runtime/cpu/dnnl/DnnlBinary.cpp). The operand index of x, or -1.
+  static int channelBroadcastOperand(mlir::Operation* op) {
+    const std::string t = onnxOpType(op);
+    if ((t != "Mul" && t != "Add") || op->getNumOperands() != 2 || op->getNumResults() != 1 ||
+        !isF32(op->getResult(0)))
+      return -1;
+    auto y = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (!y.hasStaticShape() || y.getRank() != 4) return -1;
+    for (int i = 0; i < 2; ++i) {
+      auto s = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(1 - i).getType());
+      if (op->getOperand(i).getType() != y || !isF32(op->getOperand(1 - i)) || !s ||
+          !s.hasStaticShape() || s.getRank() != 4)
+        continue;
+      if ((s.getDimSize(0) == 1 || s.getDimSize(0) == y.getDimSize(0)) &&
+          s.getDimSize(1) == y.getDimSize(1) && s.getDimSize(2) == 1 && s.getDimSize(3) == 1)
+        return i;
+    }
+    return -1;
   }
 
 
@@ -835,6 +860,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     }
     std::string t = onnxOpType(op);
     if (isChannelConcat(op)) return true;
+    if (int x = channelBroadcastOperand(op); x >= 0) return (int)i == x;
     return i == 0 && (t == "Conv" || isPlainPool(op) || isBatchNormInference(op));
   }
 

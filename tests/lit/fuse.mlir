@@ -482,3 +482,26 @@ func.func @main(%x: tensor<4x64xf32> {tandem.device = "cpu"}, %y: tensor<4x64xf3
   %3 = tandem.asinh %2 {device = "cpu"} : (tensor<4x64xf32>) -> tensor<4x64xf32>
   return %3 : tensor<4x64xf32>
 }
+
+// -----
+
+// Layout: a squeeze-excitation rescale Mul(s, x), s [1, C, 1, 1] from a GlobalAveragePool of x,
+// reads x in the host layout and writes it for the pointwise conv, so x stays blocked from the
+// first conv to the second; a Mul whose other operand varies over space ([1, 1, 4, 4]) is not a
+// per-channel scale: its x and its result stay plain.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[C1:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[G:.*]] = tandem.global_average_pool %[[C1]] {device = "cpu"}
+// CHECK: %[[M:.*]] = tandem.mul %[[G]], %[[C1]] {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[C2:.*]] = tandem.conv %[[M]], %{{.*}} {device = "cpu"}
+// CHECK-NEXT: tandem.mul %arg1, %[[C2]] {device = "cpu"}
+func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}, %t: tensor<1x1x4x4xf32> {tandem.device = "cpu"}) -> tensor<1x16x4x4xf32> {
+  %w1 = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x8x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x16x1x1xf32>
+  %c1 = tandem.conv %x, %w1 {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %g = tandem.global_average_pool %c1 {device = "cpu"} : (tensor<1x16x4x4xf32>) -> tensor<1x16x1x1xf32>
+  %m = tandem.mul %g, %c1 {device = "cpu"} : (tensor<1x16x1x1xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %c2 = tandem.conv %m, %w2 {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %n = tandem.mul %t, %c2 {device = "cpu"} : (tensor<1x1x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  return %n : tensor<1x16x4x4xf32>
+}

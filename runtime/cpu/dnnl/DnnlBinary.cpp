@@ -1,5 +1,9 @@
 // oneDNN binary ops for f32 with numpy broadcasting (ONNX Add/Sub/Mul/Div-14, Min/Max-13 with two
 // inputs). dnnl::binary broadcasts only its second source, so the full-shape operand goes first.
+// The plan may keep a 4-D operand or the result in the host's activation layout
+// (input_layouts / output_layouts: a squeeze-excitation scale x * s[N, C, 1, 1] between a
+// depthwise and a pointwise convolution, passes/Fuse.cpp): the primitive computes in the full-
+// shape operand's layout and the result is reordered where the plan wants another.
 #include <algorithm>
 #include <string>
 
@@ -12,6 +16,9 @@ namespace {
 struct BinaryPlan {
   dnnl::algorithm alg = dnnl::algorithm::binary_add;
   dims src0, src1, dst;
+  // The caller's layouts (userDesc: plain unless the plan keeps the value blocked), and the
+  // primitive's dst (src0's layout).
+  dnnl::memory::desc src0User, src1User, dstUser;
   bool swapped = false;  // src0 is ONNX input B
   bool negate = false;   // Sub with swapped operands: A - B = -(B - A), exact in floating point
 };
@@ -57,8 +64,26 @@ bool binaryPlan(const KernelContext& ctx, BinaryPlan* p) {
     return false;  // both operands broadcast, or Div with a broadcast numerator
   }
   p->dst = out;
+  const size_t i0 = p->swapped ? 1 : 0;
+  p->src0User = userDesc(ctx, true, i0, p->src0);
+  p->src1User = userDesc(ctx, true, 1 - i0, p->src1);
+  // A per-channel src1 [N or 1, C, 1, 1] beside a blocked src0: the same bytes in src0's layout
+  // (a block spans only channels), which oneDNN's jit wants (nChw8c with an abcd src1 is ref).
+  // With every spatial dim 1 and no padded channels, channel-blocked and nhwc put (n, c) at
+  // n * C + c, as plain does.
+  if (p->src0.size() >= 3 && p->src0.size() <= 5 && !(p->src0User == plainDesc(p->src0)) &&
+      p->src1User == plainDesc(p->src1) &&
+      std::all_of(p->src1.begin() + 2, p->src1.end(), [](int64_t d) { return d == 1; })) {
+    const dnnl::memory::desc like = channelBlockedDesc(p->src1);
+    if (like.get_size() == p->src1User.get_size()) p->src1User = like;
+  }
+  p->dstUser = userDesc(ctx, false, 0, p->dst);
   return true;
 }
+
+// The dst the primitive writes: src0's desc (src0 has the result's dims; oneDNN's jit binary
+// wants dst in src0's format).
+dnnl::memory::desc primitiveDst(const BinaryPlan& p) { return p.src0User; }
 
 dnnl::primitive_attr binaryAttr(const BinaryPlan& p) {
   dnnl::primitive_attr attr = baseAttr();
@@ -71,7 +96,7 @@ dnnl::primitive_attr binaryAttr(const BinaryPlan& p) {
 }
 
 dnnl::binary::primitive_desc binaryPd(const BinaryPlan& p) {
-  dnnl::binary::desc bd(p.alg, plainDesc(p.src0), plainDesc(p.src1), plainDesc(p.dst));
+  dnnl::binary::desc bd(p.alg, p.src0User, p.src1User, primitiveDst(p));
   return dnnl::binary::primitive_desc(bd, binaryAttr(p), cpuEngine());
 }
 
@@ -97,17 +122,17 @@ class BinaryKernel : public DnnlKernel {
     op_ = ctx.opType;
     swapped_ = p.swapped;
     dnnl::engine& eng = cpuEngine();
-    dnnl::memory::desc s0 = plainDesc(p.src0), s1 = plainDesc(p.src1), d = plainDesc(p.dst);
     dnnl::binary::primitive_desc pd = binaryPd(p);
     prim_ = dnnl::binary(pd);
-    setImpl(pd);
     scratch_.init(pd, &ws_, &args_);
-    src0_ = dnnl::memory(s0, eng, DNNL_MEMORY_NONE);
-    src1_ = dnnl::memory(s1, eng, DNNL_MEMORY_NONE);
-    dst_ = dnnl::memory(d, eng, DNNL_MEMORY_NONE);
+    src0_ = dnnl::memory(p.src0User, eng, DNNL_MEMORY_NONE);
+    src1_ = dnnl::memory(p.src1User, eng, DNNL_MEMORY_NONE);
+    dst_.init(p.dstUser, pd.dst_desc(), /*isInput=*/false, &ws_);
+    setImpl(pd);
+    if (dst_.reordered()) impl_ += " reorders[dst]";
     args_.add(DNNL_ARG_SRC_0, src0_);
     args_.add(DNNL_ARG_SRC_1, src1_);
-    args_.add(DNNL_ARG_DST, dst_);
+    args_.add(DNNL_ARG_DST, dst_.inner());
     return Status::ok();
   }
 
@@ -118,8 +143,9 @@ class BinaryKernel : public DnnlKernel {
       scratch_.bindBuffers(ws);
       bind(src0_, in[swapped_ ? 1 : 0]->raw());
       bind(src1_, in[swapped_ ? 0 : 1]->raw());
-      bind(dst_, out[0]->raw());
+      dst_.bindBuffers(out[0]->raw(), ws);
       args_.execute(prim_);
+      dst_.toUser();
       return Status::ok();
     });
   }
@@ -130,7 +156,8 @@ class BinaryKernel : public DnnlKernel {
   dnnl::primitive prim_;
   WorkspaceLayout ws_;
   Scratchpad scratch_;
-  dnnl::memory src0_, src1_, dst_;
+  dnnl::memory src0_, src1_;
+  Operand dst_;
   ExecArgs args_;
 };
 

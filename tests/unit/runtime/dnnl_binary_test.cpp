@@ -108,6 +108,40 @@ TEST(DnnlBinary, FirstOperandBroadcastSwapsWhenExact) {
   }
 }
 
+// A squeeze-excitation scale x[N, C, H, W] * s[N, C, 1, 1] (either operand order) with x and the
+// result in the host's activation layout or plain, as the plan says (input_layouts /
+// output_layouts): oneDNN's jit computes it (never its reference), and it matches the naive loop
+// read in plain. 64 channels fill whole blocks of every host layout; 24 pad nChw16c (kept plain).
+TEST(DnnlBinary, ChannelScaleInTheHostLayout) {
+  for (int64_t C : {64, 24})
+    for (int64_t sN : {2, 1})
+    for (bool xFirst : {true, false})
+      for (bool inBlocked : {true, false})
+        for (bool outBlocked : {true, false}) {
+          const Shape xs = {2, C, 5, 7}, ss = {sN, C, 1, 1};
+          OpCase c = binaryCase("Mul", xFirst ? xs : ss, xFirst ? ss : xs, xs, 11);
+          const Tensor x = c.inputs[xFirst ? 0 : 1], scale = c.inputs[xFirst ? 1 : 0];
+          std::vector<std::string> layouts = {"", ""};
+          layouts[xFirst ? 0 : 1] = inBlocked ? "blocked" : "";
+          c.attrs.set("input_layouts", Attr::ofStrings(layouts));
+          c.attrs.set("output_layouts", Attr::ofStrings({outBlocked ? "blocked" : ""}));
+          const KernelContext ctx = c.context();
+          const bool xHost = dnnlcpu::isBlocked(ctx, true, xFirst ? 0 : 1);
+          const bool yHost = dnnlcpu::isBlocked(ctx, false, 0);
+          EXPECT_EQ(xHost, inBlocked && (C % 16 == 0 || std::string(dnnlcpu::activationLayoutName()) != "nChw16c"));
+          if (xHost) c.inputs[xFirst ? 0 : 1] = relayout(x, true);
+          SCOPED_TRACE("C " + std::to_string(C) + " s " + shapeToString(ss) + (xFirst ? " x*s" : " s*x") + (inBlocked ? " in-blocked" : "") +
+                       (outBlocked ? " out-blocked" : ""));
+          ASSERT_TRUE(dnnlSupports(c));
+          std::string impl;
+          Tensor y = runOnce(c, &impl);
+          EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
+          EXPECT_EQ(impl.find("reorders[dst]") != std::string::npos, xHost != yHost) << impl;
+          if (yHost) y = relayout(y, false);
+          expectClose(y, naiveBinary("Mul", x, scale, xs));
+        }
+}
+
 TEST(DnnlBinary, HandComputedSubSwapped) {
   OpCase c;
   c.op = "Sub";
