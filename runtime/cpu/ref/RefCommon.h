@@ -259,6 +259,25 @@ Status readInts(const OpName& op, const Tensor* t, const char* what, std::vector
 /// Element `i` of a numeric tensor as double (for scalar operands such as Clip's min).
 double elementAsDouble(const Tensor& t, int64_t i);
 
+/// Runs f(begin, end) over [0, total) split into up to `threads` contiguous ranges on OpenMP
+/// threads, each at least `grain` long (fewer ranges, or one on the caller's thread, for small
+/// totals). For memory-bound loops (copies, fills, casts) of data-dependent ops in a dynamic
+/// region, which one core cannot stream at the memory's speed.
+template <typename F>
+void parallelRanges(int threads, int64_t total, int64_t grain, F&& f) {
+  if (total <= 0) return;
+  const int64_t parts = std::min<int64_t>(std::max(1, threads), total / std::max<int64_t>(1, grain));
+  if (parts <= 1) {
+    f(int64_t{0}, total);
+    return;
+  }
+#pragma omp parallel for num_threads((int)parts) schedule(static)
+  for (int64_t p = 0; p < parts; ++p) f(total * p / parts, total * (p + 1) / parts);
+}
+
+/// Elements per range of a parallelRanges copy, fill or cast: 64K (256 KB of f32).
+constexpr int64_t kStreamGrain = 1 << 16;
+
 /// Visits every element of `shape` in row-major order. f(outIndex, offs): offs[j] is
 /// base[j] + sum_d idx[d] * strides[j][d], an element offset into operand j. Operands may
 /// read with stride 0 (broadcast), permuted strides (transpose) or negative strides (slices).

@@ -5,6 +5,7 @@
 // time from constant operands, and run() checks the values still give that size; or, in a
 // dynamic region, the result type has an unknown dim and run() allocates it at the selected size).
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 
 #include "runtime/DataDependent.h"
@@ -113,13 +114,58 @@ Status createScatterElements(const KernelContext& ctx, std::unique_ptr<Kernel>* 
   Reduction red;
   TANDEM_RETURN_IF_ERROR(readReduction(ctx, &red));
   const OpName name(ctx);
+  // Indices as large as the data but along the axis (torchvision's MultiScaleRoIAlign merges
+  // its levels so, [n, 256, 7, 7] into [N, 256, 7, 7]): index (a, j, r) writes y[a][k][r], so
+  // ranges of r (and a) are disjoint writes, split over the threads; each keeps j's order,
+  // so duplicate indices resolve as in one sequential pass.
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis = 0;
+  normalizeAxis(ctx.attrs->getInt("axis", 0), (int64_t)xs.size(), &axis);
+  bool aligned = true;
+  for (size_t d = 0; d < xs.size(); ++d) aligned &= (int64_t)d == axis || w.is[d] == xs[d];
+  const int64_t outer = product(xs, 0, axis), inner = product(xs, axis + 1, xs.size());
+  const int64_t picks = w.is.empty() ? 1 : w.is[axis];
+  const int threads = std::max(1, ctx.threads);
   RunFn fn;
   dispatchDType(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
     fn = [=](const Inputs& in, const Outputs& outs) -> Status {
       T* y = outs[0]->data<T>();
-      if (y != in[0]->data<T>()) std::memcpy(y, in[0]->raw(), in[0]->numel() * sizeof(T));
+      if (y != in[0]->data<T>()) {
+        const T* x = in[0]->data<T>();
+        parallelRanges(threads, in[0]->numel(), kStreamGrain,
+                       [&](int64_t b, int64_t e) { std::memcpy(y + b, x + b, (e - b) * sizeof(T)); });
+      }
       const T* u = in[2]->data<T>();
+      if (aligned && !xs.empty()) {
+        auto scatter = [&](auto* idx) {
+          std::atomic<bool> bad{false};
+          const int64_t D = w.axisDim;
+          parallelRanges(threads, outer * inner, kStreamGrain / 4, [&](int64_t b, int64_t e) {
+            for (int64_t q = b; q < e;) {
+              const int64_t a = q / inner, r0 = q % inner, r1 = std::min(inner, r0 + (e - q));
+              for (int64_t j = 0; j < picks; ++j) {
+                const int64_t row = (a * picks + j) * inner;
+                for (int64_t r = r0; r < r1; ++r) {
+                  int64_t k = (int64_t)idx[row + r];
+                  if (k < 0) k += D;
+                  if (k < 0 || k >= D) {
+                    bad = true;
+                    continue;
+                  }
+                  reduceInto(y[(a * D + k) * inner + r], u[row + r], red);
+                }
+              }
+              q += r1 - r0;
+            }
+          });
+          return !bad;
+        };
+        const bool ok = in[1]->dtype() == DType::I64 ? scatter(in[1]->data<int64_t>())
+                                                      : scatter(in[1]->data<int32_t>());
+        if (!ok) return opError(name, "an index is out of range for an axis of size " + std::to_string(w.axisDim));
+        return Status::ok();
+      }
       const Tensor& ix = *in[1];
       bool bad = false;
       forEachStrided<1>(w.is, {w.dataStrides.data()}, {0}, [&](int64_t i, const std::array<int64_t, 1>& o) {

@@ -132,16 +132,54 @@ Status createDropout(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 // y[i] = x[offset(i)] where walking y's shape `ys` in row-major order steps x by `st` per dim:
 // Transpose (permuted strides) and Expand (zero strides on broadcast dims) are both this.
+// y[i] = x[offset of i's multi-index under strides `st`] (Expand, Transpose). Dims of size 1
+// are dropped and neighbours merged where x walks them as one (contiguous, or both broadcast),
+// so the innermost run is as long as it can be: a run x reads contiguously is one memcpy, a
+// broadcast run one fill. Rows of runs are split over ctx.threads.
 Status makeStridedGather(const KernelContext& ctx, const Shape& ys, const std::vector<int64_t>& st,
                          std::unique_ptr<Kernel>* out) {
+  Shape dims;
+  std::vector<int64_t> strides;
+  for (size_t d = 0; d < ys.size(); ++d) {
+    if (ys[d] == 1) continue;
+    if (!dims.empty() && strides.back() == st[d] * ys[d]) {
+      dims.back() *= ys[d];
+      strides.back() = st[d];
+      continue;
+    }
+    dims.push_back(ys[d]);
+    strides.push_back(st[d]);
+  }
+  if (dims.empty()) {
+    dims = {1};
+    strides = {0};
+  }
+  const int64_t run = dims.back(), runStride = strides.back();
+  const Shape outer(dims.begin(), dims.end() - 1);
+  const std::vector<int64_t> outerStrides(strides.begin(), strides.end() - 1);
+  const int64_t rows = numElements(outer);
+  const int threads = std::max(1, ctx.threads);
   RunFn fn;
   dispatchBySize(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
-    fn = [ys, st](const Inputs& in, const Outputs& outs) -> Status {
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
       const T* x = static_cast<const T*>(in[0]->raw());
       T* y = static_cast<T*>(outs[0]->raw());
-      forEachStrided<1>(ys, {st.data()}, {0},
-                        [&](int64_t i, const std::array<int64_t, 1>& o) { y[i] = x[o[0]]; });
+      const int64_t grain = std::max<int64_t>(1, kStreamGrain / std::max<int64_t>(1, run));
+      parallelRanges(threads, rows, grain, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t off = 0;
+          for (int64_t d = (int64_t)outer.size() - 1, rem = r; d >= 0; --d) {
+            off += (rem % outer[d]) * outerStrides[d];
+            rem /= outer[d];
+          }
+          T* dst = y + r * run;
+          if (runStride == 1) std::memcpy(dst, x + off, run * sizeof(T));
+          else if (runStride == 0) std::fill(dst, dst + run, x[off]);
+          else
+            for (int64_t i = 0; i < run; ++i) dst[i] = x[off + i * runStride];
+        }
+      });
       return Status::ok();
     };
   });
@@ -258,13 +296,15 @@ Status createConstantOfShape(const KernelContext& ctx, std::unique_ptr<Kernel>* 
     return opError(ctx, "output dtype " + std::string(dtypeName(y.dtype)) +
                             " differs from the value's " + dtypeName(value.dtype()));
   RunFn fn;
+  const int threads = std::max(1, ctx.threads);
   dispatchBySize(y.dtype, [&](auto tag) {
     using T = decltype(tag);
     T v;
     std::memcpy(&v, value.raw(), sizeof(T));
-    fn = [v](const Inputs&, const Outputs& outs) -> Status {
+    fn = [v, threads](const Inputs&, const Outputs& outs) -> Status {
       T* p = static_cast<T*>(outs[0]->raw());
-      std::fill(p, p + outs[0]->numel(), v);
+      parallelRanges(threads, outs[0]->numel(), kStreamGrain,
+                     [&](int64_t b, int64_t e) { std::fill(p + b, p + e, v); });
       return Status::ok();
     };
   });
@@ -354,14 +394,17 @@ Status castKernel(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const DType from = ctx.inputTypes[0].dtype, dst = ctx.outputTypes[0].dtype;
   RunFn fn;
   if (isHalfFloat(from) || isHalfFloat(dst)) fn = halfCast(from, dst);
+  const int threads = std::max(1, ctx.threads);
   dispatchDType(from, [&](auto fromTag) {
     using F = decltype(fromTag);
     dispatchDType(dst, [&](auto toTag) {
       using T = decltype(toTag);
-      fn = [](const Inputs& in, const Outputs& outs) -> Status {
+      fn = [threads](const Inputs& in, const Outputs& outs) -> Status {
         const F* x = in[0]->data<F>();
         T* y = outs[0]->data<T>();
-        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = castValue<T, F>(x[i]);
+        parallelRanges(threads, in[0]->numel(), kStreamGrain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) y[i] = castValue<T, F>(x[i]);
+        });
         return Status::ok();
       };
     });

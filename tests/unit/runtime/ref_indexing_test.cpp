@@ -1,6 +1,8 @@
 // Tests of the reference indexing kernels: Concat, Split, Slice (negative/out-of-range/INT64_MAX
 // bounds, negative steps), Gather (negative indices), Pad (constant/reflect/edge/wrap, negative
-// pads, axes), Tile.
+// pads, axes), Tile, and the threaded paths of ScatterElements and Expand/Transpose against
+// sequential loops.
+#include <cstring>
 #include <limits>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -210,6 +212,88 @@ TEST(RefTile, Repeats) {
                        {4, 2}, {5, 5, 6, 6, 5, 5, 6, 6});
   expectValues<float>(run1("Tile", {}, {f32({2}, {1, 2}), i64({1}, {0})}, DType::F32, {0}), {0},
                       {});
+}
+
+// ScatterElements with indices as large as the data but along the axis (MultiScaleRoIAlign's
+// level merge, threaded over the non-axis positions): duplicates and negative indices resolve
+// as one sequential row-major pass does, for reduction none and add, on 1 and 2 threads; and
+// along an inner axis (the non-aligned walk) too.
+TEST(RefScatterElements, ThreadedScatterMatchesTheSequentialRule) {
+  const int64_t D = 5, P = 7, C = 256, S = 196;
+  std::vector<float> data(D * C * S), upd(P * C * S);
+  std::vector<int64_t> idx(P * C * S);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = float(i % 97) * 0.5f;
+  for (size_t i = 0; i < upd.size(); ++i) upd[i] = float(i % 89) - 40.f;
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = int64_t((i * 2654435761u) % (2 * D)) - D;  // [-D, D)
+  const Tensor x = Tensor::fromVector<float>({D, C, S}, data), u = Tensor::fromVector<float>({P, C, S}, upd);
+  const Tensor ix = Tensor::fromVector<int64_t>({P, C, S}, idx);
+  for (const char* reduction : {"none", "add"}) {
+    std::vector<float> want = data;
+    for (int64_t j = 0; j < P; ++j)
+      for (int64_t r = 0; r < C * S; ++r) {
+        int64_t k = idx[j * C * S + r];
+        if (k < 0) k += D;
+        float& y = want[k * C * S + r];
+        y = std::string(reduction) == "add" ? y + upd[j * C * S + r] : upd[j * C * S + r];
+      }
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(std::string(reduction) + " threads " + std::to_string(threads));
+      OpCall c{"ScatterElements",
+               attrs({{"axis", Attr::ofInt(0)}, {"reduction", Attr::ofString(reduction)}}),
+               {x, ix, u},
+               {{DType::F32, {D, C, S}}}};
+      c.threads = threads;
+      std::vector<Tensor> outs;
+      Status st = c.run(&outs);
+      ASSERT_TRUE(st.isOk()) << st.message();
+      ASSERT_EQ(0, std::memcmp(outs[0].raw(), want.data(), want.size() * sizeof(float)));
+    }
+  }
+  // Along axis 1 with indices narrower than the data in dim 0: the general walk.
+  const Tensor x2 = Tensor::fromVector<float>({3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  const Tensor i2 = Tensor::fromVector<int64_t>({2, 2}, {3, -4, 0, 0});
+  const Tensor u2 = Tensor::fromVector<float>({2, 2}, {100, 200, 300, 400});
+  expectValues<float>(run1("ScatterElements", attrs({{"axis", Attr::ofInt(1)}}), {x2, i2, u2}, DType::F32, {3, 4}),
+                      {3, 4}, {200, 1, 2, 100, 400, 5, 6, 7, 8, 9, 10, 11});
+  OpCall bad{"ScatterElements", attrs({{"axis", Attr::ofInt(0)}}),
+             {x, Tensor::fromVector<int64_t>({P, C, S}, std::vector<int64_t>(P * C * S, D)), u},
+             {{DType::F32, {D, C, S}}}};
+  bad.threads = 2;
+  EXPECT_NE(errorOf(bad).find("out of range"), std::string::npos);
+}
+
+// Expand and Transpose gather rows of merged runs (memcpy, fill or strided) over threads:
+// against the naive strided definition, large enough to split.
+TEST(RefStridedGather, ExpandAndTransposeMatchTheNaiveLoop) {
+  const Tensor col = Tensor::fromVector<int64_t>({6, 1, 1, 1}, {5, -1, 7, 0, 3, 9});
+  for (int threads : {1, 2}) {
+    OpCall e{"Expand", {}, {col, Tensor::fromVector<int64_t>({4}, {6, 256, 7, 7})}, {{DType::I64, {6, 256, 7, 7}}}};
+    e.threads = threads;
+    std::vector<Tensor> outs;
+    ASSERT_TRUE(e.run(&outs).isOk());
+    for (int64_t i = 0; i < outs[0].numel(); ++i)
+      ASSERT_EQ(outs[0].data<int64_t>()[i], col.data<int64_t>()[i / (256 * 49)]) << i;
+    // A middle broadcast: [3, 1, 5] -> [3, 4000, 5] (stride-1 runs of 5).
+    std::vector<float> v(15);
+    for (int i = 0; i < 15; ++i) v[i] = float(i);
+    OpCall m{"Expand", {}, {Tensor::fromVector<float>({3, 1, 5}, v), Tensor::fromVector<int64_t>({3}, {3, 4000, 5})},
+             {{DType::F32, {3, 4000, 5}}}};
+    m.threads = threads;
+    ASSERT_TRUE(m.run(&outs).isOk());
+    for (int64_t i = 0; i < outs[0].numel(); ++i)
+      ASSERT_EQ(outs[0].data<float>()[i], v[(i / 20000) * 5 + i % 5]) << i;
+    // Transpose [2, 300, 200] by (2, 0, 1): strided runs.
+    std::vector<float> t(2 * 300 * 200);
+    for (size_t i = 0; i < t.size(); ++i) t[i] = float(i);
+    OpCall tr{"Transpose", attrs({{"perm", Attr::ofInts({2, 0, 1})}}), {Tensor::fromVector<float>({2, 300, 200}, t)},
+              {{DType::F32, {200, 2, 300}}}};
+    tr.threads = threads;
+    ASSERT_TRUE(tr.run(&outs).isOk());
+    for (int64_t c = 0; c < 200; ++c)
+      for (int64_t a = 0; a < 2; ++a)
+        for (int64_t b = 0; b < 300; ++b)
+          ASSERT_EQ(outs[0].data<float>()[(c * 2 + a) * 300 + b], t[(a * 300 + b) * 200 + c]);
+  }
 }
 
 }  // namespace
