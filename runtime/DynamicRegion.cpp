@@ -11,6 +11,8 @@
 #include <mutex>
 
 #include "compiler/ShapeInference.h"
+#include "runtime/CachingArena.h"
+#include "runtime/CheckedMath.h"
 #include "runtime/ControlFlow.h"
 #include "runtime/DataDependent.h"
 #include "runtime/Kernel.h"
@@ -44,6 +46,39 @@ struct BodyStep {
     uint64_t lastUse = 0;
   };
   std::map<std::string, Entry> kernels;  // by operand signature
+};
+
+// Host memory for the results the executor sizes: a CachingArena over aligned_alloc segments,
+// kept alive by the plan and by every result drawn from it (results outlive a run: region
+// outputs go to the caller). A run's large intermediates (Faster R-CNN's 15 MB Expand) reuse
+// the last run's pages instead of faulting in fresh zeroed ones from the OS; the arena holds
+// at most the region's peak.
+class ResultPool {
+ public:
+  ResultPool() : arena_("cpu", &segments_) {}
+  /// An uninitialised tensor (the kernel writes it whole: Tensor::tryAllocUninitialized).
+  static Status alloc(const std::shared_ptr<ResultPool>& pool, DType dtype, const Shape& dims,
+                      const std::string& what, Tensor* out) {
+    int64_t bytes = 0;
+    std::string err = checkTensorSize(dims, (int64_t)dtypeSize(dtype), dtypeName(dtype), &bytes);
+    if (!err.empty()) return Status::error(what + ": " + err);
+    void* p = nullptr;
+    TANDEM_RETURN_IF_ERROR(pool->arena_.allocate((size_t)bytes, what, &p));
+    *out = Tensor::adopt(dtype, dims, std::shared_ptr<void>(p, [pool](void* q) { pool->arena_.free(q); }));
+    return Status::ok();
+  }
+
+ private:
+  struct HostSegments : SegmentAllocator {
+    Status reserve(size_t bytes, void** out) override {
+      *out = std::aligned_alloc(CachingArena::kAlignment, (bytes + CachingArena::kAlignment - 1) /
+                                                              CachingArena::kAlignment * CachingArena::kAlignment);
+      return *out ? Status::ok() : Status::error("out of host memory");
+    }
+    void release(void* p) override { std::free(p); }
+  };
+  HostSegments segments_;
+  CachingArena arena_;
 };
 
 }  // namespace
@@ -259,8 +294,8 @@ struct EagerPlan::Impl {
         return Status::error(s.label + ": the size of result " + std::to_string(k) +
                              " is unknown even with the run-time operands");
       if (unknown) t = Tensor();
-      else TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(results[k].dtype, results[k].dims,
-                                                   s.label + " result " + std::to_string(k), &t));
+      else TANDEM_RETURN_IF_ERROR(ResultPool::alloc(pool_, results[k].dtype, results[k].dims,
+                                                    s.label + " result " + std::to_string(k), &t));
       outs.push_back(&t);
       outTypes.push_back({results[k].dtype, results[k].dims});
       key += "->" + std::string(dtypeName(results[k].dtype)) + shapeToString(results[k].dims);
@@ -373,6 +408,7 @@ struct EagerPlan::Impl {
   // By body value id, this run: the value whose buffer it shares (itself, or for a view the
   // root of its operand: asView), so a body output that views an input or constant is copied.
   std::vector<int> root_;
+  std::shared_ptr<ResultPool> pool_ = std::make_shared<ResultPool>();
   std::mutex mu_;
   uint64_t uses_ = 0;
 };

@@ -32,6 +32,10 @@ class Tensor {
   /// alloc as a Status: an error "out of memory allocating N bytes for <what>" (or the shape's
   /// size error) instead of an exception; `what` names the tensor ("initializer 'w'").
   static Status tryAlloc(DType dtype, Shape shape, const std::string& what, Tensor* out);
+  /// tryAlloc without zeroing the bytes: for a result its kernel writes whole (a kernel writes
+  /// every element of its outputs, as arena slots are reused unzeroed), where zeroing would
+  /// cost a pass over memory (a dynamic region's 15 MB Expand).
+  static Status tryAllocUninitialized(DType dtype, Shape shape, const std::string& what, Tensor* out);
   /// Non-owning view of `data` (must outlive every use of the view).
   static Tensor view(DType dtype, Shape shape, void* data);
   /// Owning deep copy of `src`.

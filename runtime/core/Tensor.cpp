@@ -3,6 +3,7 @@
 
 #include "runtime/CheckedMath.h"
 
+#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 #include <cstdlib>
@@ -25,6 +26,13 @@ std::string shapeToString(const Shape& s) {
 }
 
 Status Tensor::tryAlloc(DType dtype, Shape shape, const std::string& what, Tensor* out) {
+  TANDEM_RETURN_IF_ERROR(tryAllocUninitialized(dtype, std::move(shape), what, out));
+  // The whole allocation, the round-up to 64 bytes included.
+  std::memset(out->raw(), 0, std::max<size_t>(64, (out->bytes() + 63) / 64 * 64));
+  return Status::ok();
+}
+
+Status Tensor::tryAllocUninitialized(DType dtype, Shape shape, const std::string& what, Tensor* out) {
   int64_t bytes = 0;
   std::string err = checkTensorSize(shape, (int64_t)dtypeSize(dtype), dtypeName(dtype), &bytes);
   if (!err.empty()) return Status::error(what + ": " + err);
@@ -35,7 +43,6 @@ Status Tensor::tryAlloc(DType dtype, Shape shape, const std::string& what, Tenso
   if (!p)
     return Status::error("out of memory allocating " + std::to_string(bytes) + " bytes for " +
                          what);
-  std::memset(p, 0, rounded);
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
