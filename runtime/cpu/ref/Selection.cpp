@@ -213,15 +213,30 @@ Status createGatherND(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const std::vector<int64_t> st = rowMajorStrides(xs);
   const size_t esz = dtypeSize(ctx.inputTypes[0].dtype);
   const OpName name(ctx);
+  const int threads = std::max(1, ctx.threads);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     const int64_t* idx = in[1]->data<int64_t>();
     const char* x = static_cast<const char*>(in[0]->raw());
     char* y = static_cast<char*>(outs[0]->raw());
-    for (int64_t t = 0; t < tuples; ++t) {
-      const int64_t off = tupleOffset(idx + t * k, k, xs, b, st);
-      if (off < 0) return opError(name, "an index tuple is out of range for data " + shapeToString(xs));
-      std::memcpy(y + t * S * esz, x + ((t / perBatch) * batchStride + off) * esz, S * esz);
-    }
+    std::atomic<bool> bad{false};
+    // Tuples over the threads (RetinaNet gathers 4M single scores from one level); one
+    // element per tuple copies as a typed load, not a memcpy call.
+    parallelRanges(threads, tuples, std::max<int64_t>(1, kStreamGrain / 4 / std::max<int64_t>(1, S)),
+                   [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t off = tupleOffset(idx + t * k, k, xs, b, st);
+        if (off < 0) {
+          bad = true;
+          return;
+        }
+        const char* src = x + ((t / perBatch) * batchStride + off) * esz;
+        char* dst = y + t * S * esz;
+        if (S == 1 && esz == 4) std::memcpy(dst, src, 4);
+        else if (S == 1 && esz == 8) std::memcpy(dst, src, 8);
+        else std::memcpy(dst, src, S * esz);
+      }
+    });
+    if (bad) return opError(name, "an index tuple is out of range for data " + shapeToString(xs));
     return Status::ok();
   });
 }
@@ -387,8 +402,14 @@ Status createTopK(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       T* vals = outs[0]->data<T>();
       Tensor* io = outputAt(outs, 1);
       int64_t* idxOut = io ? io->data<int64_t>() : nullptr;
-      std::vector<int64_t> order(n);
-      std::vector<T> row(n);
+      std::vector<int64_t> order;
+      std::vector<T> row;
+      std::vector<std::pair<T, int64_t>> heap;
+      // a before b in the output: the larger (smaller) value, then the lower index.
+      auto better = [&](const std::pair<T, int64_t>& a, const std::pair<T, int64_t>& b) {
+        if (a.first != b.first) return largest ? a.first > b.first : a.first < b.first;
+        return a.second < b.second;
+      };
       // Larger (or smaller) first; equal values keep the lower index first (ONNX TopK-11).
       auto before = [&](int64_t a, int64_t b) {
         if (row[a] != row[b]) return largest ? row[a] > row[b] : row[a] < row[b];
@@ -397,6 +418,34 @@ Status createTopK(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t i = 0; i < inner; ++i) {
           const T* src = x + o * n * inner + i;
+          // k of many (a detector's 1,000 best of 8M scores): one scan against a heap of the
+          // k best so far, its worst on top; most entries lose the one comparison with it. A
+          // later equal value has the higher index, so it never displaces (ONNX's tie rule).
+          bool nan = false;
+          if constexpr (std::is_floating_point_v<T>)
+            for (int64_t j = 0; j < n && !nan; ++j) nan = src[j * inner] != src[j * inner];
+          if (k > 0 && k < n / 8 && !nan) {
+            heap.clear();
+            for (int64_t j = 0; j < k; ++j) heap.push_back({src[j * inner], j});
+            std::make_heap(heap.begin(), heap.end(), better);
+            for (int64_t j = k; j < n; ++j) {
+              const T v = src[j * inner];
+              if (largest ? v > heap.front().first : v < heap.front().first) {
+                std::pop_heap(heap.begin(), heap.end(), better);
+                heap.back() = {v, j};
+                std::push_heap(heap.begin(), heap.end(), better);
+              }
+            }
+            std::sort_heap(heap.begin(), heap.end(), better);
+            const int64_t base = o * k * inner + i;
+            for (int64_t j = 0; j < k; ++j) {
+              vals[base + j * inner] = heap[j].first;
+              if (idxOut) idxOut[base + j * inner] = heap[j].second;
+            }
+            continue;
+          }
+          row.resize(n);
+          order.resize(n);
           for (int64_t j = 0; j < n; ++j) row[j] = src[j * inner];
           std::iota(order.begin(), order.end(), 0);
           std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
@@ -451,22 +500,61 @@ Status createNonZero(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return opError(ctx, "output must be i64 [rank, count]");
   const int64_t planned = ys[1];
   const OpName name(ctx);
+  const int threads = std::max(1, ctx.threads);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
-    const int64_t got = countNonZero(*in[0]);
-    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, DType::I64, {(int64_t)xs.size(), got}, outs[0]));
-    int64_t* y = outs[0]->data<int64_t>();
-    int64_t k = 0;
     const size_t r = xs.size();
+    const int64_t total = numElements(xs);
+    // Chunks over the threads: each counts its non-zeros, then writes its indices from the
+    // count of the chunks before it (row-major order, as one pass gives).
+    const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads * 4, total / kStreamGrain));
+    std::vector<int64_t> starts(chunks + 1, 0);
+    Status sized = opError(name, std::string("NonZero over ") + dtypeName(in[0]->dtype()) + " is not implemented");
     dispatchDType(in[0]->dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* x = in[0]->data<T>();
-      forEachIndex(xs, [&](int64_t i, const int64_t* idx) {
-        if (x[i] == T(0)) return;
-        for (size_t d = 0; d < r; ++d) y[d * got + k] = idx[d];
-        ++k;
+      parallelRanges(threads, chunks, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          int64_t n = 0;
+          for (int64_t i = total * c / chunks, e = total * (c + 1) / chunks; i < e; ++i) n += x[i] != T(0);
+          starts[c + 1] = n;
+        }
+      });
+      for (int64_t c = 0; c < chunks; ++c) starts[c + 1] += starts[c];
+      const int64_t got = starts[chunks];
+      sized = sizeResult(name, planned, got, DType::I64, {(int64_t)r, got}, outs[0]);
+      if (!sized.isOk()) return;
+      int64_t* y = outs[0]->data<int64_t>();
+      parallelRanges(threads, chunks, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          const int64_t b = total * c / chunks, e = total * (c + 1) / chunks;
+          int64_t k = starts[c];
+          if (r == 1) {
+            // 64 flags to a mask, then its set bits: no branch per element to mispredict
+            // (a score threshold passes about half at random).
+            for (int64_t i0 = b; i0 < e; i0 += 64) {
+              const int64_t len = std::min<int64_t>(64, e - i0);
+              uint64_t mask = 0;
+              for (int64_t j = 0; j < len; ++j) mask |= uint64_t(x[i0 + j] != T(0)) << j;
+              for (; mask; mask &= mask - 1) y[k++] = i0 + __builtin_ctzll(mask);
+            }
+            continue;
+          }
+          std::vector<int64_t> idx(r, 0);
+          for (int64_t d = (int64_t)r - 1, rem = b; d >= 0; --d) {
+            idx[d] = rem % xs[d];
+            rem /= xs[d];
+          }
+          for (int64_t i = b; i < e; ++i) {
+            if (x[i] != T(0)) {
+              for (size_t d = 0; d < r; ++d) y[d * got + k] = idx[d];
+              ++k;
+            }
+            for (int64_t d = (int64_t)r - 1; d >= 0 && ++idx[d] == xs[d]; --d) idx[d] = 0;
+          }
+        }
       });
     });
-    return Status::ok();
+    return sized;
   });
 }
 

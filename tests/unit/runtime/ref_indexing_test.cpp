@@ -4,6 +4,7 @@
 // sequential loops.
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include "tests/unit/runtime/ref_test_util.h"
 
@@ -293,6 +294,68 @@ TEST(RefStridedGather, ExpandAndTransposeMatchTheNaiveLoop) {
       for (int64_t a = 0; a < 2; ++a)
         for (int64_t b = 0; b < 300; ++b)
           ASSERT_EQ(outs[0].data<float>()[(c * 2 + a) * 300 + b], t[(a * 300 + b) * 200 + c]);
+  }
+}
+
+// TopK's k-of-many scan (k < n / 8: a heap of the k best) against a full stable sort: many ties
+// (values on a coarse grid), largest and smallest, and a row with a NaN (the sorting path).
+TEST(RefTopK, HeapSelectionMatchesTheFullOrder) {
+  const int64_t n = 50000, k = 100;
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = float((i * 7919) % 1000) * 0.25f;  // each value 50 times
+  for (bool largest : {true, false}) {
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return largest ? v[a] > v[b] : v[a] < v[b];
+    });
+    OpCall c{"TopK", attrs({{"largest", Attr::ofInt(largest ? 1 : 0)}}),
+             {Tensor::fromVector<float>({1, n}, v), Tensor::fromVector<int64_t>({1}, {k})},
+             {{DType::F32, {1, k}}, {DType::I64, {1, k}}}};
+    std::vector<Tensor> outs;
+    ASSERT_TRUE(c.run(&outs).isOk());
+    for (int64_t j = 0; j < k; ++j) {
+      EXPECT_EQ(outs[1].data<int64_t>()[j], order[j]) << j;
+      EXPECT_EQ(outs[0].data<float>()[j], v[order[j]]) << j;
+    }
+  }
+  std::vector<float> w = v;
+  w[3] = std::numeric_limits<float>::quiet_NaN();
+  OpCall c{"TopK", {}, {Tensor::fromVector<float>({n}, w), Tensor::fromVector<int64_t>({1}, {k})},
+           {{DType::F32, {k}}, {DType::I64, {k}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  // Each value 50 times: the top 100 are 50 x 249.75 then 50 x 249.5 (the NaN among neither).
+  EXPECT_EQ(outs[0].data<float>()[0], 249.75f);
+  EXPECT_EQ(outs[0].data<float>()[k - 1], 249.5f);
+}
+
+// NonZero split over threads (chunks counted, then filled from their offsets): rank 1 (the
+// bit-mask fill) and rank 3, against one sequential pass; sized by the kernel (unknown dim).
+TEST(RefNonZero, ThreadedChunksKeepRowMajorOrder) {
+  for (const Shape& shape : {Shape{300001}, Shape{7, 211, 203}}) {
+    const int64_t total = numElements(shape);
+    std::vector<float> x(total);
+    for (int64_t i = 0; i < total; ++i) x[i] = ((i * 2654435761u) >> 7) % 3 == 0 ? 1.f : 0.f;
+    std::vector<std::vector<int64_t>> want(shape.size());
+    for (int64_t i = 0; i < total; ++i) {
+      if (x[i] == 0) continue;
+      for (int64_t d = (int64_t)shape.size() - 1, rem = i; d >= 0; --d) {
+        want[d].push_back(rem % shape[d]);
+        rem /= shape[d];
+      }
+    }
+    OpCall c{"NonZero", {}, {Tensor::fromVector<float>(shape, x)}, {{DType::I64, {(int64_t)shape.size(), -1}}}};
+    c.threads = 2;
+    std::unique_ptr<Kernel> kernel;
+    ASSERT_TRUE(c.create(&kernel).isOk());
+    Tensor y;
+    const Tensor in = c.inputs[0];
+    ASSERT_TRUE(kernel->run({&in}, {&y}).isOk());
+    const int64_t got = (int64_t)want[0].size();
+    ASSERT_EQ(y.shape(), (Shape{(int64_t)shape.size(), got}));
+    for (size_t d = 0; d < shape.size(); ++d)
+      for (int64_t j = 0; j < got; ++j) ASSERT_EQ(y.data<int64_t>()[d * got + j], want[d][j]) << d << " " << j;
   }
 }
 
