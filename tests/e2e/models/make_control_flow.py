@@ -36,6 +36,21 @@ def save(name, graph, inputs, outputs):
         onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"output_{k}.pb"))
 
 
+def save_sets(name, graph, sets):
+    """`name` with several test data sets: sets is a list of (inputs, outputs)."""
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    for k, (inputs, outputs) in enumerate(sets):
+        d = os.path.join(OUT, name, f"test_data_set_{k}")
+        os.makedirs(d, exist_ok=True)
+        for j, (vi, v) in enumerate(zip(graph.input, inputs)):
+            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"input_{j}.pb"))
+        for j, (vi, v) in enumerate(zip(graph.output, outputs)):
+            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"output_{j}.pb"))
+    onnx.save(model, os.path.join(OUT, name, "model.onnx"))
+
+
 def cf_if():
     # pick: cond is a constant true, so the plan takes then_branch's [8]; else_branch's is [2].
     then_b = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["t"], axis=0)], "then",
@@ -212,17 +227,7 @@ def dyn_detect():
                 kept.append(i)
         kept = np.array(kept, np.int64)
         results.append([boxes[0, kept].reshape(-1, 4), p[kept], prob])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    for k, (logits, outs) in enumerate(zip(sets, results)):
-        save_set = os.path.join(OUT, "dyn_detect", f"test_data_set_{k}")
-        os.makedirs(save_set, exist_ok=True)
-        for j, (vi, v) in enumerate(zip(g.input, [boxes, logits])):
-            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(save_set, f"input_{j}.pb"))
-        for j, (vi, v) in enumerate(zip(g.output, outs)):
-            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(save_set, f"output_{j}.pb"))
-    onnx.save(model, os.path.join(OUT, "dyn_detect", "model.onnx"))
+    save_sets("dyn_detect", g, [([boxes, logits], outs) for logits, outs in zip(sets, results)])
 
 
 def cf_loop_dynamic():
@@ -288,12 +293,10 @@ def cf_loop_dynamic():
                            helper.make_tensor_value_info("counted", F, [3]),
                            helper.make_tensor_value_info("w_final", F, [2]),
                            helper.make_tensor_value_info("w_all", F, ["k", 2])])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 16)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
     sets = [(np.array([1.5, -2.0, 3.0, 0.5, -1.0, 0.0], np.float32), np.array([1.0, 2.0], np.float32)),
             (np.array([-1.5, -2.0, 0.0, -0.5, -1.0, -3.0], np.float32), np.array([20.0, 40.0], np.float32))]
-    for k, (x, w0) in enumerate(sets):
+    data = []
+    for x, w0 in sets:
         vals = x[x > 0]
         rows = np.stack([vals, vals * vals], axis=1).reshape(-1, 2).astype(np.float32)
         w, ws = w0.copy(), []
@@ -302,15 +305,9 @@ def cf_loop_dynamic():
             ws.append(w)
             if not w.sum() < 50:
                 break
-        outs = [rows, (vals * 10).astype(np.float32), np.arange(3, dtype=np.float32), w,
-                np.stack(ws).astype(np.float32)]
-        d = os.path.join(OUT, "cf_loop_dynamic", f"test_data_set_{k}")
-        os.makedirs(d, exist_ok=True)
-        for j, (vi, v) in enumerate(zip(g.input, [x, w0])):
-            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"input_{j}.pb"))
-        for j, (vi, v) in enumerate(zip(g.output, outs)):
-            onnx.save_tensor(numpy_helper.from_array(v, vi.name), os.path.join(d, f"output_{j}.pb"))
-    onnx.save(model, os.path.join(OUT, "cf_loop_dynamic", "model.onnx"))
+        data.append(([x, w0], [rows, (vals * 10).astype(np.float32), np.arange(3, dtype=np.float32), w,
+                               np.stack(ws).astype(np.float32)]))
+    save_sets("cf_loop_dynamic", g, data)
 
 
 cf_if()
