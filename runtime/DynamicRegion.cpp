@@ -319,6 +319,9 @@ struct EagerPlan::Impl {
       kc.seed = seed_;
       kc.winograd = winograd_;
       kc.measureVariants = measureVariants_;  // an If's eager branches inherit it
+      kc.allocResult = [pool = pool_](DType dt, const Shape& shape, const std::string& what, Tensor* t) {
+        return ResultPool::alloc(pool, dt, shape, what, t);
+      };
       entry.values.reserve(s.inputs.size());  // constInputs point into it: no reallocation
       for (size_t j = 0; j < s.inputs.size(); ++j) {
         const int id = s.inputs[j];

@@ -22,8 +22,8 @@
 // holds as constants (weights) are constants of the body's kernels too, prepacked once per
 // signature. The step's outputs are allocated by the kernel, at the size the run gives them
 // (the executor binds no arena slot to them: runtime/Executable.h). The results the executor
-// sizes come uninitialised (every kernel writes its outputs whole) from a caching arena the
-// plan keeps (runtime/CachingArena.h over host memory): a run reuses the pages of the last
+// sizes, and those the value-sized kernels size (KernelContext::allocResult), come
+// uninitialised (every kernel writes its outputs whole) from a caching arena the plan keeps (runtime/CachingArena.h over host memory): a run reuses the pages of the last
 // instead of faulting in fresh zeroed ones, and the arena holds at most the region's peak.
 //
 // Errors name the body step ("DynamicRegion 'r': step 'n' (Gather): ..."): a shape function's

@@ -48,6 +48,13 @@ struct KernelContext {
   /// operands) whose value is known at load: kernels reorder/prepack it here, once.
   std::vector<const Tensor*> constInputs;
   int threads = 1;                    // intra-op threads for this kernel
+  /// Where a kernel that sizes its own result (sizeCountedFromData: NonZero, Compress, Unique,
+  /// NonMaxSuppression, inside a dynamic region) allocates it: uninitialised, from the region's
+  /// caching arena (runtime/DynamicRegion.h), as the kernel writes it whole. Null elsewhere
+  /// (Tensor::tryAlloc, zeroed). Errors: size overflow or out of memory, naming `what`.
+  using ResultAllocator =
+      std::function<Status(DType dtype, const Shape& shape, const std::string& what, Tensor* out)>;
+  ResultAllocator allocResult;
   WinogradPolicy winograd = WinogradPolicy::Auto;  // CPU convolutions (LoadOptions::winograd)
   /// Seed of the random ops that have no seed attribute (Dropout in training mode):
   /// LoadOptions::seed.

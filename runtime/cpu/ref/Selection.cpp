@@ -29,11 +29,12 @@ Status sizeMismatch(const OpName& op, int64_t planned, int64_t got) {
 
 // A value-sized result of `got` entries (`shape`, `dtype`): with `planned` < 0 its type has an
 // unknown dim (a dynamic region runs the op, runtime/DynamicRegion.h) and `out` is allocated
-// here at that size; otherwise the values must select the planned size.
+// here at that size (by `alloc`, the region's arena, when set: KernelContext::allocResult);
+// otherwise the values must select the planned size.
 Status sizeResult(const OpName& op, int64_t planned, int64_t got, DType dtype, const Shape& shape,
-                  Tensor* out) {
+                  Tensor* out, const KernelContext::ResultAllocator& alloc) {
   if (planned >= 0) return got == planned ? Status::ok() : sizeMismatch(op, planned, got);
-  Status st = Tensor::tryAlloc(dtype, shape, "the result", out);
+  Status st = alloc ? alloc(dtype, shape, "the result", out) : Tensor::tryAlloc(dtype, shape, "the result", out);
   return st.isOk() ? st : opError(op, st.message());
 }
 
@@ -475,11 +476,12 @@ Status createCompress(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const DType dt = ctx.inputTypes[0].dtype;
   const size_t bytes = inner * dtypeSize(dt);
   const OpName name(ctx);
+  const KernelContext::ResultAllocator alloc = ctx.allocResult;
   const ConstOperands consts(ctx);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     const Tensor* cond = consts.get(in, 1);
     const int64_t got = countTrue(*cond, n);
-    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, dt, selectedShape(xs, axis, got), outs[0]));
+    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, dt, selectedShape(xs, axis, got), outs[0], alloc));
     const uint8_t* c = static_cast<const uint8_t*>(cond->raw());
     const int64_t m = std::min(n, cond->numel());
     const char* x = static_cast<const char*>(in[0]->raw());
@@ -500,6 +502,7 @@ Status createNonZero(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return opError(ctx, "output must be i64 [rank, count]");
   const int64_t planned = ys[1];
   const OpName name(ctx);
+  const KernelContext::ResultAllocator alloc = ctx.allocResult;
   const int threads = std::max(1, ctx.threads);
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     const size_t r = xs.size();
@@ -521,7 +524,7 @@ Status createNonZero(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       });
       for (int64_t c = 0; c < chunks; ++c) starts[c + 1] += starts[c];
       const int64_t got = starts[chunks];
-      sized = sizeResult(name, planned, got, DType::I64, {(int64_t)r, got}, outs[0]);
+      sized = sizeResult(name, planned, got, DType::I64, {(int64_t)r, got}, outs[0], alloc);
       if (!sized.isOk()) return;
       int64_t* y = outs[0]->data<int64_t>();
       parallelRanges(threads, chunks, 1, [&](int64_t c0, int64_t c1) {
@@ -572,17 +575,18 @@ Status createUnique(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const DType dt = ctx.inputTypes[0].dtype;
   const size_t bytes = inner * dtypeSize(dt);
   const OpName name(ctx);
+  const KernelContext::ResultAllocator alloc = ctx.allocResult;
   return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
     UniqueResult u;
     Status st = uniqueSlices(*in[0], axis, sorted, &u);
     if (!st.isOk()) return opError(name, st.message());
     const int64_t got = u.first.size();
-    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, dt, selectedShape(xs, axis, got), outs[0]));
+    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, dt, selectedShape(xs, axis, got), outs[0], alloc));
     if (planned < 0) {  // the index outputs are sized by the run too
       const int64_t sizes[3] = {got, (int64_t)u.inverse.size(), got};
       for (size_t i = 1; i < 4; ++i)
         if (Tensor* t = outputAt(outs, i))
-          TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, sizes[i - 1], DType::I64, {sizes[i - 1]}, t));
+          TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, sizes[i - 1], DType::I64, {sizes[i - 1]}, t, alloc));
     }
     const char* x = static_cast<const char*>(in[0]->raw());
     char* y = static_cast<char*>(outs[0]->raw());
@@ -603,6 +607,7 @@ Status createNonMaxSuppression(const KernelContext& ctx, std::unique_ptr<Kernel>
   const int64_t planned = ys[0];
   const bool center = ctx.attrs->getInt("center_point_box", 0) != 0;
   const OpName name(ctx);
+  const KernelContext::ResultAllocator alloc = ctx.allocResult;
   const ConstOperands consts(ctx, 0);
   return makeKernel(out, [=](const Inputs& run, const Outputs& outs) -> Status {
     const Inputs in = consts.resolve(run);
@@ -614,7 +619,7 @@ Status createNonMaxSuppression(const KernelContext& ctx, std::unique_ptr<Kernel>
                                   inputAt(in, 4) != nullptr, scalar(4), center, &sel);
     if (!st.isOk()) return opError(name, st.message());
     const int64_t got = (int64_t)sel.size() / 3;
-    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, DType::I64, {got, 3}, outs[0]));
+    TANDEM_RETURN_IF_ERROR(sizeResult(name, planned, got, DType::I64, {got, 3}, outs[0], alloc));
     std::copy(sel.begin(), sel.end(), outs[0]->data<int64_t>());
     return Status::ok();
   });

@@ -331,7 +331,8 @@ TEST(RefTopK, HeapSelectionMatchesTheFullOrder) {
 }
 
 // NonZero split over threads (chunks counted, then filled from their offsets): rank 1 (the
-// bit-mask fill) and rank 3, against one sequential pass; sized by the kernel (unknown dim).
+// bit-mask fill) and rank 3, against one sequential pass; sized by the kernel (unknown dim)
+// through the context's result allocator.
 TEST(RefNonZero, ThreadedChunksKeepRowMajorOrder) {
   for (const Shape& shape : {Shape{300001}, Shape{7, 211, 203}}) {
     const int64_t total = numElements(shape);
@@ -347,12 +348,21 @@ TEST(RefNonZero, ThreadedChunksKeepRowMajorOrder) {
     }
     OpCall c{"NonZero", {}, {Tensor::fromVector<float>(shape, x)}, {{DType::I64, {(int64_t)shape.size(), -1}}}};
     c.threads = 2;
+    // A region's allocator hands out uninitialised memory: poisoned here, every entry written.
+    int allocations = 0;
+    c.allocResult = [&](DType dt, const Shape& s, const std::string& what, Tensor* out) {
+      ++allocations;
+      Status st = Tensor::tryAlloc(dt, s, what, out);
+      if (st.isOk()) std::memset(out->raw(), 0x5a, out->bytes());
+      return st;
+    };
     std::unique_ptr<Kernel> kernel;
     ASSERT_TRUE(c.create(&kernel).isOk());
     Tensor y;
     const Tensor in = c.inputs[0];
     ASSERT_TRUE(kernel->run({&in}, {&y}).isOk());
     const int64_t got = (int64_t)want[0].size();
+    EXPECT_EQ(allocations, 1);
     ASSERT_EQ(y.shape(), (Shape{(int64_t)shape.size(), got}));
     for (size_t d = 0; d < shape.size(); ++d)
       for (int64_t j = 0; j < got; ++j) ASSERT_EQ(y.data<int64_t>()[d * got + j], want[d][j]) << d << " " << j;

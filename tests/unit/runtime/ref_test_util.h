@@ -69,6 +69,7 @@ struct OpCall {
   std::vector<TensorType> outputs;  // an output with dtype Undefined is not requested
   bool constInputs = false;
   int threads = 1;
+  KernelContext::ResultAllocator allocResult;  // a dynamic region's, for kernel-sized results
 
   Status create(std::unique_ptr<Kernel>* k) const {
     KernelContext ctx;
@@ -76,6 +77,7 @@ struct OpCall {
     ctx.nodeName = "n";
     ctx.attrs = &attrs;
     ctx.threads = threads;
+    ctx.allocResult = allocResult;
     for (const Tensor& t : inputs) {
       ctx.inputTypes.push_back({t.dtype(), t.shape()});
       ctx.constInputs.push_back(constInputs && t.defined() ? &t : nullptr);
