@@ -61,10 +61,10 @@ std::string KernelRegistry::rejects(const std::string& deviceKind, const KernelC
 // host keeps plain (its channels would need padding: blockedRule_) is plain to every kernel.
 bool KernelRegistry::hasBlockedLayout(const KernelContext& ctx) const {
   if (!ctx.attrs) return false;
-  for (const char* name : {"input_layouts", "output_layouts"})
-    if (const Attr* a = ctx.attrs->find(name))
+  for (bool input : {true, false})
+    if (const Attr* a = ctx.attrs->find(input ? "input_layouts" : "output_layouts"))
       for (size_t i = 0; i < a->strings.size(); ++i)
-        if (a->strings[i] == "blocked" && (!blockedRule_ || blockedRule_(ctx, name[0] == 'i', i))) return true;
+        if (a->strings[i] == "blocked" && (!blockedRule_ || blockedRule_(ctx, input, i))) return true;
   return false;
 }
 

@@ -25,10 +25,15 @@ std::string shapeToString(const Shape& s) {
   return os.str();
 }
 
+namespace {
+// A tensor of `bytes` takes this many: rounded up to the alignment (aligned_alloc's contract;
+// cannot overflow below the size limit), at least one 64-byte line.
+size_t allocationBytes(size_t bytes) { return std::max<size_t>(64, (bytes + 63) / 64 * 64); }
+}  // namespace
+
 Status Tensor::tryAlloc(DType dtype, Shape shape, const std::string& what, Tensor* out) {
   TANDEM_RETURN_IF_ERROR(tryAllocUninitialized(dtype, std::move(shape), what, out));
-  // The whole allocation, the round-up to 64 bytes included.
-  std::memset(out->raw(), 0, std::max<size_t>(64, (out->bytes() + 63) / 64 * 64));
+  std::memset(out->raw(), 0, allocationBytes(out->bytes()));  // the round-up included
   return Status::ok();
 }
 
@@ -36,10 +41,7 @@ Status Tensor::tryAllocUninitialized(DType dtype, Shape shape, const std::string
   int64_t bytes = 0;
   std::string err = checkTensorSize(shape, (int64_t)dtypeSize(dtype), dtypeName(dtype), &bytes);
   if (!err.empty()) return Status::error(what + ": " + err);
-  // Rounded up to the alignment (aligned_alloc's contract); cannot overflow below the limit.
-  size_t rounded = ((size_t)bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = std::aligned_alloc(64, allocationBytes((size_t)bytes));
   if (!p)
     return Status::error("out of memory allocating " + std::to_string(bytes) + " bytes for " +
                          what);

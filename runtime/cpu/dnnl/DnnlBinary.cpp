@@ -16,8 +16,7 @@ namespace {
 struct BinaryPlan {
   dnnl::algorithm alg = dnnl::algorithm::binary_add;
   dims src0, src1, dst;
-  // The caller's layouts (userDesc: plain unless the plan keeps the value blocked), and the
-  // primitive's dst (src0's layout).
+  // The caller's layouts (userDesc: plain unless the plan keeps the value blocked).
   dnnl::memory::desc src0User, src1User, dstUser;
   bool swapped = false;  // src0 is ONNX input B
   bool negate = false;   // Sub with swapped operands: A - B = -(B - A), exact in floating point
@@ -81,10 +80,6 @@ bool binaryPlan(const KernelContext& ctx, BinaryPlan* p) {
   return true;
 }
 
-// The dst the primitive writes: src0's desc (src0 has the result's dims; oneDNN's jit binary
-// wants dst in src0's format).
-dnnl::memory::desc primitiveDst(const BinaryPlan& p) { return p.src0User; }
-
 dnnl::primitive_attr binaryAttr(const BinaryPlan& p) {
   dnnl::primitive_attr attr = baseAttr();
   if (p.negate) {
@@ -96,7 +91,9 @@ dnnl::primitive_attr binaryAttr(const BinaryPlan& p) {
 }
 
 dnnl::binary::primitive_desc binaryPd(const BinaryPlan& p) {
-  dnnl::binary::desc bd(p.alg, p.src0User, p.src1User, primitiveDst(p));
+  // dst in src0's desc: src0 has the result's dims, and oneDNN's jit binary wants dst in
+  // src0's format (the kernel reorders to the plan's dst layout where it differs).
+  dnnl::binary::desc bd(p.alg, p.src0User, p.src1User, p.src0User);
   return dnnl::binary::primitive_desc(bd, binaryAttr(p), cpuEngine());
 }
 

@@ -422,21 +422,26 @@ Status createTopK(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
           // k of many (a detector's 1,000 best of 8M scores): one scan against a heap of the
           // k best so far, its worst on top; most entries lose the one comparison with it. A
           // later equal value has the higher index, so it never displaces (ONNX's tie rule).
+          // A NaN (no order) sends the row to the full sort below, found during the same scan.
           bool nan = false;
-          if constexpr (std::is_floating_point_v<T>)
-            for (int64_t j = 0; j < n && !nan; ++j) nan = src[j * inner] != src[j * inner];
-          if (k > 0 && k < n / 8 && !nan) {
+          if (k > 0 && k < n / 8) {
             heap.clear();
-            for (int64_t j = 0; j < k; ++j) heap.push_back({src[j * inner], j});
+            for (int64_t j = 0; j < k; ++j) {
+              heap.push_back({src[j * inner], j});
+              nan |= src[j * inner] != src[j * inner];
+            }
             std::make_heap(heap.begin(), heap.end(), better);
             for (int64_t j = k; j < n; ++j) {
               const T v = src[j * inner];
+              nan |= v != v;
               if (largest ? v > heap.front().first : v < heap.front().first) {
                 std::pop_heap(heap.begin(), heap.end(), better);
                 heap.back() = {v, j};
                 std::push_heap(heap.begin(), heap.end(), better);
               }
             }
+          }
+          if (k > 0 && k < n / 8 && !nan) {
             std::sort_heap(heap.begin(), heap.end(), better);
             const int64_t base = o * k * inner + i;
             for (int64_t j = 0; j < k; ++j) {
@@ -511,7 +516,8 @@ Status createNonZero(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     // count of the chunks before it (row-major order, as one pass gives).
     const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(threads * 4, total / kStreamGrain));
     std::vector<int64_t> starts(chunks + 1, 0);
-    Status sized = opError(name, std::string("NonZero over ") + dtypeName(in[0]->dtype()) + " is not implemented");
+    // Set by the dispatch; its registration (allTypes) never offers the half-float types.
+    Status sized = opError(name, std::string("input dtype ") + dtypeName(in[0]->dtype()) + " is not one NonZero accepts");
     dispatchDType(in[0]->dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* x = in[0]->data<T>();
