@@ -373,6 +373,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlConcatKernels(r);
   dnnlcpu::registerDnnlTransposeKernels(r);
   dnnlcpu::registerDnnlQuantizedKernels(r);
+  dnnlcpu::registerDnnlRecurrentKernels(r);
 }
 
 }  // namespace tandem

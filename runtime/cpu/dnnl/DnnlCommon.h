@@ -323,6 +323,7 @@ void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused ep
 void registerDnnlConcatKernels(KernelRegistry& r);    // DnnlConcat.cpp: Concat in host layout
 void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Transpose (reorder)
 void registerDnnlQuantizedKernels(KernelRegistry& r); // DnnlQuantized.cpp: QLinearConv/MatMul, *Integer
+void registerDnnlRecurrentKernels(KernelRegistry& r); // DnnlRecurrent.cpp: RNN, GRU, LSTM
 
 }  // namespace dnnlcpu
 }  // namespace tandem
