@@ -61,14 +61,29 @@ def flatten(o, acc):
     return acc
 
 
-def save(out_dir, name, model, inputs, opset=13):
+def save(out_dir, name, model, inputs, opset=13, export=None):
+    """`export`: more torch.onnx.export arguments (input_names, dynamic_axes), or "fp16" to write
+    the model in float16 (float16_model) with the fp32 model's outputs on the rounded inputs."""
     d = os.path.join(out_dir, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     model.eval()
+    fp16 = export == "fp16"
+    if fp16:
+        # The reference is the fp32 model whose weights and inputs are rounded to float16, so
+        # the only difference left is where Tandem computes in float16.
+        with torch.no_grad():
+            for t in list(model.parameters()) + list(model.buffers()):
+                if t.is_floating_point():
+                    t.copy_(t.half().float())
+        inputs = [x.half().float() for x in inputs]
     with torch.no_grad():
         outputs = flatten(model(*inputs), [])
     torch.onnx.export(model, tuple(inputs), os.path.join(d, "model.onnx"), opset_version=opset,
-                      do_constant_folding=True)
+                      do_constant_folding=True, **({} if fp16 or export is None else export))
+    if fp16:
+        float16_model(os.path.join(d, "model.onnx"))
+        inputs = [x.half() for x in inputs]
+        outputs = [y.half() for y in outputs]
     graph = onnx.load(os.path.join(d, "model.onnx")).graph
     for k, x in enumerate(flatten(inputs, [])):
         with open(os.path.join(d, "test_data_set_0", "input_%d.pb" % k), "wb") as f:
@@ -77,6 +92,33 @@ def save(out_dir, name, model, inputs, opset=13):
         with open(os.path.join(d, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
             f.write(numpy_helper.from_array(y.numpy(), graph.output[k].name).SerializeToString())
     print(name, [tuple(y.shape) for y in outputs])
+
+
+def float16_model(path):
+    """Rewrites an fp32 ONNX model in place as float16 end to end (what onnxconverter-common's
+    convert_float_to_float16 does, keep_io_types=False): float initializers, Constant values,
+    graph inputs/outputs/value_info, and Cast-to-float become float16."""
+    from onnx import TensorProto
+    m = onnx.load(path)
+    g = m.graph
+
+    def half(t):
+        if t.data_type == TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype("float16"), t.name))
+
+    for t in g.initializer:
+        half(t)
+    for n in g.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                half(a.t)
+            if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                a.i = TensorProto.FLOAT16
+    for v in list(g.input) + list(g.output) + list(g.value_info):
+        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
+            v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
 
 
 def calibrate_batchnorm(model, inputs):
@@ -164,6 +206,179 @@ class RaftSmall(torch.nn.Module):
         return self.m(a, b, num_flow_updates=4)[-1]
 
 
+class ResBlock(torch.nn.Module):
+    def __init__(self, cin, cout, tdim):
+        super().__init__()
+        self.n1, self.c1 = torch.nn.GroupNorm(8, cin), torch.nn.Conv2d(cin, cout, 3, padding=1)
+        self.t = torch.nn.Linear(tdim, cout)
+        self.n2, self.c2 = torch.nn.GroupNorm(8, cout), torch.nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = torch.nn.Conv2d(cin, cout, 1) if cin != cout else torch.nn.Identity()
+
+    def forward(self, x, temb):
+        h = self.c1(torch.nn.functional.silu(self.n1(x)))
+        h = h + self.t(torch.nn.functional.silu(temb))[:, :, None, None]
+        return self.skip(x) + self.c2(torch.nn.functional.silu(self.n2(h)))
+
+
+class Attention2d(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.n, self.qkv, self.out = torch.nn.GroupNorm(8, c), torch.nn.Conv2d(c, 3 * c, 1), torch.nn.Conv2d(c, c, 1)
+
+    def forward(self, x):
+        b, c, h, w = x.shape
+        q, k, v = self.qkv(self.n(x)).reshape(b, 3, c, h * w).unbind(1)
+        a = torch.softmax(q.transpose(1, 2) @ k / c ** 0.5, dim=-1)
+        return x + self.out((v @ a.transpose(1, 2)).reshape(b, c, h, w))
+
+
+class DiffusionUNet(torch.nn.Module):
+    """A diffusion model's denoiser at 32x32: sinusoidal timestep embedding (Sin/Cos of a float
+    input), GroupNorm + SiLU residual blocks, self-attention at 8x8, strided-conv downsampling,
+    nearest Upsample + conv upsampling, skip Concats."""
+
+    def __init__(self, ch=(32, 64, 128), tdim=128):
+        super().__init__()
+        self.tmlp = torch.nn.Sequential(torch.nn.Linear(32, tdim), torch.nn.SiLU(), torch.nn.Linear(tdim, tdim))
+        self.inp = torch.nn.Conv2d(3, ch[0], 3, padding=1)
+        self.d0, self.down0 = ResBlock(ch[0], ch[0], tdim), torch.nn.Conv2d(ch[0], ch[0], 3, 2, 1)
+        self.d1, self.down1 = ResBlock(ch[0], ch[1], tdim), torch.nn.Conv2d(ch[1], ch[1], 3, 2, 1)
+        self.mid, self.attn = ResBlock(ch[1], ch[2], tdim), Attention2d(ch[2])
+        self.up1, self.u1 = torch.nn.Conv2d(ch[2], ch[2], 3, padding=1), ResBlock(ch[2] + ch[1], ch[1], tdim)
+        self.up0, self.u0 = torch.nn.Conv2d(ch[1], ch[1], 3, padding=1), ResBlock(ch[1] + ch[0], ch[0], tdim)
+        self.out = torch.nn.Sequential(torch.nn.GroupNorm(8, ch[0]), torch.nn.SiLU(), torch.nn.Conv2d(ch[0], 3, 3, padding=1))
+
+    def forward(self, x, t):
+        f = torch.exp(-9.21034 * torch.arange(16, dtype=torch.float32) / 16)
+        temb = self.tmlp(torch.cat([torch.sin(t[:, None] * f), torch.cos(t[:, None] * f)], 1))
+        h0 = self.d0(self.inp(x), temb)
+        h1 = self.d1(self.down0(h0), temb)
+        h = self.attn(self.mid(self.down1(h1), temb))
+        h = self.u1(torch.cat([self.up1(torch.nn.functional.interpolate(h, scale_factor=2.0)), h1], 1), temb)
+        h = self.u0(torch.cat([self.up0(torch.nn.functional.interpolate(h, scale_factor=2.0)), h0], 1), temb)
+        return self.out(h)
+
+
+class Seq2Seq(torch.nn.Module):
+    """An encoder-decoder Transformer (2 + 2 layers, width 128): source and target token ids of
+    different lengths, a causal target mask, cross-attention; logits for every target step."""
+
+    def __init__(self):
+        super().__init__()
+        self.src, self.tgt = torch.nn.Embedding(800, 128), torch.nn.Embedding(600, 128)
+        self.t = torch.nn.Transformer(128, 4, 2, 2, 256, dropout=0.0, batch_first=True)
+        self.head = torch.nn.Linear(128, 600)
+
+    def forward(self, src, tgt):
+        n = tgt.shape[1]
+        causal = torch.triu(torch.full((n, n), float("-inf")), 1)
+        return self.head(self.t(self.src(src), self.tgt(tgt), tgt_mask=causal))
+
+
+class SpeechCTC(torch.nn.Module):
+    """Speech recognition acoustic model: 80 log-mel features -> two Conv1d (stride 2) ->
+    2-layer bidirectional LSTM (ONNX LSTM, direction=bidirectional) -> 29 CTC log-probs."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Sequential(torch.nn.Conv1d(80, 128, 3, 2, 1), torch.nn.ReLU(),
+                                        torch.nn.Conv1d(128, 128, 3, 1, 1), torch.nn.ReLU())
+        self.lstm = torch.nn.LSTM(128, 96, num_layers=2, bidirectional=True, batch_first=True)
+        self.fc = torch.nn.Linear(192, 29)
+
+    def forward(self, feats):
+        y, _ = self.lstm(self.conv(feats).transpose(1, 2))
+        return torch.log_softmax(self.fc(y), -1)
+
+
+class GruLM(torch.nn.Module):
+    """A 2-layer GRU language model that carries its state: (ids [1, 16], h0 [2, 1, 256]) ->
+    (logits [1, 16, 500], hn)."""
+
+    def __init__(self):
+        super().__init__()
+        self.emb, self.gru = torch.nn.Embedding(500, 128), torch.nn.GRU(128, 256, 2, batch_first=True)
+        self.fc = torch.nn.Linear(256, 500)
+
+    def forward(self, ids, h0):
+        y, h = self.gru(self.emb(ids), h0)
+        return self.fc(y), h
+
+
+class StyleSR(torch.nn.Module):
+    """Fast style transfer (reflection Pad, InstanceNorm, residual blocks, nearest Upsample)
+    followed by ESPCN super-resolution (Tanh, PixelShuffle x2 = DepthToSpace)."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+
+        def block(cin, cout, k, s=1):
+            return [nn.ReflectionPad2d(k // 2), nn.Conv2d(cin, cout, k, s), nn.InstanceNorm2d(cout, affine=True), nn.ReLU()]
+        self.enc = nn.Sequential(*block(3, 16, 9), *block(16, 32, 3, 2), *block(32, 64, 3, 2))
+        self.res = nn.ModuleList([nn.Sequential(*block(64, 64, 3), nn.ReflectionPad2d(1), nn.Conv2d(64, 64, 3),
+                                                nn.InstanceNorm2d(64, affine=True)) for _ in range(2)])
+        self.dec = nn.Sequential(nn.Upsample(scale_factor=2), *block(64, 32, 3), nn.Upsample(scale_factor=2),
+                                 *block(32, 16, 3), nn.ReflectionPad2d(4), nn.Conv2d(16, 3, 9))
+        self.sr = nn.Sequential(nn.Conv2d(3, 32, 5, padding=2), nn.Tanh(), nn.Conv2d(32, 16, 3, padding=1), nn.Tanh(),
+                                nn.Conv2d(16, 12, 3, padding=1), nn.PixelShuffle(2))
+
+    def forward(self, x):
+        h = self.enc(x)
+        for r in self.res:
+            h = h + r(h)
+        return self.sr(self.dec(h))
+
+
+class GptKV(torch.nn.Module):
+    """One decoding step of a GPT with a KV cache (2 layers, width 128, 4 heads): the new token
+    [1, 1] and the past keys/values [2, 2, 1, 4, T, 32] (T dynamic) in, the next-token logits
+    and the cache grown to T + 1 out. The position comes from the cache's length."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.tok, self.pos = nn.Embedding(500, 128), nn.Embedding(256, 128)
+        self.ln1 = nn.ModuleList([nn.LayerNorm(128) for _ in range(2)])
+        self.qkv = nn.ModuleList([nn.Linear(128, 384) for _ in range(2)])
+        self.proj = nn.ModuleList([nn.Linear(128, 128) for _ in range(2)])
+        self.ln2 = nn.ModuleList([nn.LayerNorm(128) for _ in range(2)])
+        self.mlp = nn.ModuleList([nn.Sequential(nn.Linear(128, 512), nn.GELU(), nn.Linear(512, 128)) for _ in range(2)])
+        self.head = nn.Linear(128, 500)
+
+    def forward(self, ids, past):
+        t = past.shape[4]
+        x = self.tok(ids) + self.pos(torch.arange(t, t + 1).unsqueeze(0))
+        present = []
+        for i in range(2):
+            q, k, v = self.qkv[i](self.ln1[i](x)).reshape(1, 1, 3, 4, 32).permute(2, 0, 3, 1, 4)
+            k = torch.cat([past[i, 0], k], 2)
+            v = torch.cat([past[i, 1], v], 2)
+            present.append(torch.stack([k, v]))
+            a = torch.softmax(q @ k.transpose(-1, -2) / 32 ** 0.5, -1)
+            x = x + self.proj[i]((a @ v).transpose(1, 2).reshape(1, 1, 128))
+            x = x + self.mlp[i](self.ln2[i](x))
+        return self.head(x), torch.stack(present)
+
+
+def qdq_resnet18():
+    """ResNet-18 quantized the QDQ way (torch.ao QAT fake quantization, fbgemm qconfig: per-channel
+    int8 weights, uint8 activations), exported as QuantizeLinear/DequantizeLinear pairs around
+    float Conv/Add/Gemm, as ONNX Runtime's quantization tool writes them."""
+    q = torch.ao.quantization
+    m = torchvision.models.quantization.resnet18(weights=None, quantize=False).eval()
+    calibrate_batchnorm(m, [image()])
+    m.fuse_model()
+    m.qconfig = q.get_default_qat_qconfig("fbgemm", version=0)  # unfused fake quantization: exportable
+    m.train()
+    q.prepare_qat(m, inplace=True)
+    with torch.no_grad():
+        for _ in range(4):
+            m(torch.randn(2, 3, 224, 224))
+    m.apply(q.disable_observer)
+    return m.eval(), [image()], 13
+
+
 FAMILIES = {
     "efficientnet_b0": lambda: (M.efficientnet_b0(), [image()], 13),
     "mobilenet_v3_small": lambda: (M.mobilenet_v3_small(), [image()], 13),
@@ -189,6 +404,16 @@ FAMILIES = {
                                                    max_size=320), [[scene()]], 13),
     "maskrcnn": lambda: (mobilenet_fpn_detector(M.detection.MaskRCNN), [[scene()]], 13),
     "keypointrcnn": lambda: (mobilenet_fpn_detector(M.detection.KeypointRCNN), [[scene()]], 13),
+    "diffusion_unet": lambda: (DiffusionUNet(), [torch.randn(1, 3, 32, 32), torch.tensor([500.0])], 13),
+    "seq2seq": lambda: (Seq2Seq(), [torch.randint(0, 800, (1, 20)), torch.randint(0, 600, (1, 12))], 14),
+    "speech_ctc": lambda: (SpeechCTC(), [torch.randn(1, 80, 200)], 13),
+    "gru_lm": lambda: (GruLM(), [torch.randint(0, 500, (1, 16)), torch.randn(2, 1, 256)], 13),
+    "style_sr": lambda: (StyleSR(), [torch.rand(1, 3, 128, 128)], 13),
+    "gpt_kv": lambda: (GptKV(), [torch.randint(0, 500, (1, 1)), torch.randn(2, 2, 1, 4, 7, 32)], 14,
+                       dict(input_names=["ids", "past"], output_names=["logits", "present"],
+                            dynamic_axes={"past": {4: "T"}, "present": {4: "T1"}})),
+    "resnet18_fp16": lambda: (M.resnet18(), [image()], 13, "fp16"),
+    "qdq_resnet18": qdq_resnet18,
 }
 
 
@@ -201,7 +426,7 @@ def main():
         if name not in FAMILIES:
             sys.exit("more-families.py: unknown model '%s' (known: %s)" % (name, ", ".join(FAMILIES)))
         torch.manual_seed(0)
-        model, inputs, opset = FAMILIES[name]()
+        model, inputs, opset, *export = FAMILIES[name]()
         # Classifier logits of std ~10, not ~0.3: RetinaNet's sigmoid scores then spread over
         # (0, 1) instead of crowding 0.5 +- 0.02 (near-ties whose order is float noise), and
         # Faster R-CNN's softmax over 91 classes has winners above the 0.05 score threshold
@@ -217,7 +442,7 @@ def main():
         if name == "vit_s16":
             torch.nn.init.normal_(model.heads.head.weight, std=0.3)
         calibrate_batchnorm(model, inputs)
-        save(out_dir, name, model, inputs, opset)
+        save(out_dir, name, model, inputs, opset, *export)
 
 
 if __name__ == "__main__":
