@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "runtime/Half.h"
+#include "runtime/cpu/avx2/HalfConvert.h"
 #include "runtime/Philox.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
@@ -340,9 +341,22 @@ To castValue(From v) {
 // Casts from and to the 16-bit floats (f16, bf16): through float (exact) from them, rounded once
 // to nearest-even into them (from float by bfloat16FromFloat's bit rounding, from anything else
 // through double, exact for every dtype but i64/u64 beyond 2^53).
-RunFn halfCast(DType from, DType dst) {
+RunFn halfCast(DType from, DType dst, int threads) {
   RunFn fn;
   const bool fromBf = from == DType::BF16, toBf = dst == DType::BF16;
+  // f16 <-> f32, the Casts around every f32-computed op of an f16 model: F16C where the CPU
+  // has it (the same bits as the scalar conversions), threaded.
+  if (avx2::f16cAvailable() && ((from == DType::F16 && dst == DType::F32) ||
+                                (from == DType::F32 && dst == DType::F16))) {
+    const bool widen = from == DType::F16;
+    return [widen, threads](const Inputs& in, const Outputs& outs) -> Status {
+      parallelRanges(threads, in[0]->numel(), kStreamGrain, [&](int64_t b, int64_t e) {
+        if (widen) avx2::halfToFloatArray(in[0]->data<uint16_t>() + b, outs[0]->data<float>() + b, e - b);
+        else avx2::floatToHalfArray(in[0]->data<float>() + b, outs[0]->data<uint16_t>() + b, e - b);
+      });
+      return Status::ok();
+    };
+  }
   if (from == dst) {
     fn = [](const Inputs& in, const Outputs& outs) -> Status {
       std::memcpy(outs[0]->raw(), in[0]->raw(), in[0]->bytes());
@@ -393,8 +407,8 @@ Status castKernel(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
   const DType from = ctx.inputTypes[0].dtype, dst = ctx.outputTypes[0].dtype;
   RunFn fn;
-  if (isHalfFloat(from) || isHalfFloat(dst)) fn = halfCast(from, dst);
   const int threads = std::max(1, ctx.threads);
+  if (isHalfFloat(from) || isHalfFloat(dst)) fn = halfCast(from, dst, threads);
   dispatchDType(from, [&](auto fromTag) {
     using F = decltype(fromTag);
     dispatchDType(dst, [&](auto toTag) {
