@@ -110,6 +110,11 @@ struct CompileOptions {
     bool metrics = false;
   };
   std::optional<Training> training;
+  /// An f16/bf16 model's ops without a 16-bit CPU kernel run in f32 (--tandem-legalize-f16).
+  /// false (the default): values stay f32 between such ops and are rounded to 16 bits where
+  /// they leave them (as ONNX Runtime's CPU provider does); true (--f16-rounding per-op): every
+  /// such op's result is rounded to 16 bits, ONNX's semantics exactly, and slower.
+  bool f16PerOpRounding = false;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
   bool fuse = true;
   /// Verify the IR after every pass (--verify-each-pass, or TANDEM_VERIFY_EACH_PASS=1 in the

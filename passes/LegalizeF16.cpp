@@ -1,6 +1,7 @@
 // --tandem-legalize-f16: run ops that have no f16 or bf16 kernel in f32, between casts, so an f16
-// or bf16 model keeps its 16-bit inputs, outputs and per-op rounding while most kernels exist
-// only in f32. (The flag keeps its f16 name; bf16 goes the same way.)
+// or bf16 model keeps its 16-bit inputs and outputs while most kernels exist only in f32; values
+// stay f32 between such ops unless per-op-rounding asks for ONNX's rounding after every op
+// (passes/Passes.td). (The flag keeps its f16 name; bf16 goes the same way.)
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/IrConventions.h"
@@ -68,11 +69,15 @@ mlir::FailureOr<mlir::Value> cast(mlir::OpBuilder& b, mlir::Location loc, mlir::
 }
 
 struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
+  using TandemLegalizeF16Base::TandemLegalizeF16Base;
+
   void runOnOperation() override {
     mlir::func::FuncOp main = getMainFunc(getOperation());
     if (!main) return;
     mlir::OpBuilder b(&getContext());
-    // f16/bf16 value -> the exact f32 value it was narrowed from (isExactInF16 ops' results).
+    // f16/bf16 value -> the f32 value it was narrowed from, which widened readers use instead:
+    // every widened op's result, or with per-op rounding only those of ops that round nothing
+    // (isExactInF16).
     llvm::DenseMap<mlir::Value, mlir::Value> exactWide;
     // The op list is taken first: the casts this pass inserts are not visited.
     llvm::SmallVector<mlir::Operation*> ops;
@@ -114,7 +119,7 @@ struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
         mlir::FailureOr<mlir::Value> narrow = cast(b, op->getLoc(), r, narrowCode(old));
         if (mlir::failed(narrow)) return signalPassFailure();
         r.replaceAllUsesExcept(*narrow, narrow->getDefiningOp());
-        if (isExactInF16(type)) exactWide[*narrow] = r;
+        if (!perOpRounding || isExactInF16(type)) exactWide[*narrow] = r;
       }
     }
   }
@@ -123,5 +128,8 @@ struct LegalizeF16Pass : public impl::TandemLegalizeF16Base<LegalizeF16Pass> {
 }  // namespace
 
 std::unique_ptr<mlir::Pass> createLegalizeF16Pass() { return std::make_unique<LegalizeF16Pass>(); }
+std::unique_ptr<mlir::Pass> createLegalizeF16Pass(const TandemLegalizeF16Options& options) {
+  return std::make_unique<LegalizeF16Pass>(options);
+}
 
 }  // namespace tandem

@@ -31,6 +31,7 @@ std::unique_ptr<mlir::Pass> createInferShapesPass(const TandemInferShapesOptions
 std::unique_ptr<mlir::Pass> createAutodiffPass();
 std::unique_ptr<mlir::Pass> createAutodiffPass(const TandemAutodiffOptions& options);
 std::unique_ptr<mlir::Pass> createLegalizeF16Pass();
+std::unique_ptr<mlir::Pass> createLegalizeF16Pass(const TandemLegalizeF16Options& options);
 std::unique_ptr<mlir::Pass> createCanonicalizePass();
 std::unique_ptr<mlir::Pass> createCanonicalizePass(const TandemCanonicalizeOptions& options);
 std::unique_ptr<mlir::Pass> createOutlineDynamicPass();

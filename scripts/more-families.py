@@ -70,7 +70,10 @@ def save(out_dir, name, model, inputs, opset=13, export=None):
     fp16 = export == "fp16"
     if fp16:
         # The reference is the fp32 model whose weights and inputs are rounded to float16, so
-        # the only difference left is where Tandem computes in float16.
+        # the only difference left is where Tandem computes in float16. BatchNorms are folded
+        # into their convolutions first, as the export would (after the rounding here, or the
+        # exported weights would be rounded twice).
+        fold_batchnorm(model)
         with torch.no_grad():
             for t in list(model.parameters()) + list(model.buffers()):
                 if t.is_floating_point():
@@ -92,6 +95,19 @@ def save(out_dir, name, model, inputs, opset=13, export=None):
         with open(os.path.join(d, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
             f.write(numpy_helper.from_array(y.numpy(), graph.output[k].name).SerializeToString())
     print(name, [tuple(y.shape) for y in outputs])
+
+
+def fold_batchnorm(model):
+    """Folds each eval-mode BatchNorm2d that directly follows a Conv2d among its parent's
+    children into that convolution (torch.nn.utils.fusion.fuse_conv_bn_eval)."""
+    from torch.nn.utils.fusion import fuse_conv_bn_eval
+    for parent in model.modules():
+        names = list(parent._modules)
+        for a, b in zip(names, names[1:]):
+            conv, bn = parent._modules[a], parent._modules[b]
+            if isinstance(conv, torch.nn.Conv2d) and isinstance(bn, torch.nn.BatchNorm2d):
+                parent._modules[a] = fuse_conv_bn_eval(conv.eval(), bn.eval())
+                parent._modules[b] = torch.nn.Identity()
 
 
 def float16_model(path):

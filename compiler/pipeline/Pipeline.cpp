@@ -162,7 +162,9 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   } else if (options.autodiff && mlir::failed(run(autodiffPass(*options.autodiff)))) {
     return mlir::failure();
   }
-  if (mlir::failed(run(createLegalizeF16Pass()))) return mlir::failure();
+  TandemLegalizeF16Options f16;
+  f16.perOpRounding = options.f16PerOpRounding;
+  if (mlir::failed(run(createLegalizeF16Pass(f16)))) return mlir::failure();
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(createOutlineDynamicPass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options)))) return mlir::failure();

@@ -1,34 +1,40 @@
 #!/usr/bin/env bash
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
-# kernels run in f32 between Casts, --tandem-legalize-f16), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
+# kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
 # QLinearMatMul model, a residual conv over a plain residual (hswish_residual), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
 tandem=$1 dir=$2
-run() {  # run MODEL ATOL RTOL
+run() {  # run MODEL ATOL RTOL [FLAG...]
   local m=$1 atol=$2 rtol=$3
+  shift 3
   for fuse in "" --no-fuse; do
-    echo "== $m $fuse"
+    echo "== $m $fuse $*"
     "$tandem" run "$dir/$m/model.onnx" --inputs "$dir/$m/test_data_set_0" \
-      --expect "$dir/$m/test_data_set_0" --atol "$atol" --rtol "$rtol" $fuse
+      --expect "$dir/$m/test_data_set_0" --atol "$atol" --rtol "$rtol" $fuse "$@"
   done
 }
-# f16: the reference is f32 arithmetic on the same f16 weights and inputs, rounded to f16 once;
-# the model rounds to f16 after each of its 5-14 ops. Outputs are |y| < 4, where an f16 step is
-# at most 2^-9 (2e-3): rtol 1e-2 allows about 5 steps, atol 4e-3 two steps at |y| ~ 2 for
-# outputs near zero that come from larger rounded intermediates. Measured: 4.9e-4 (CNN) and
-# 2.0e-3 (MLP) max abs error, one step each.
+# f16: the reference is f32 arithmetic on the same f16 weights and inputs, rounded to f16 once.
+# By default Tandem keeps f32 between its f32-computed ops and rounds at the outputs (f32
+# islands); with --f16-rounding per-op the model rounds to f16 after each of its 5-14 ops, as
+# ONNX defines. Outputs are |y| < 4, where an f16 step is at most 2^-9 (2e-3): rtol 1e-2 allows
+# about 5 steps, atol 4e-3 two steps at |y| ~ 2 for outputs near zero that come from larger
+# rounded intermediates. Measured per-op: 4.9e-4 (CNN) and 2.0e-3 (MLP) max abs error, one step
+# each.
 run f16_cnn 4e-3 1e-2
 run f16_mlp 4e-3 1e-2
+run f16_cnn 4e-3 1e-2 --f16-rounding per-op
+run f16_mlp 4e-3 1e-2 --f16-rounding per-op
 # bf16: the same networks in bfloat16 (8 significant bits: a step is 2^-8 relative, 1.6e-2 at
 # |y| in [2, 4)); the reference is f32 arithmetic on the bf16 weights and inputs, rounded to bf16
-# once, the model rounds after each op. Outputs |y| < 3.3: rtol 2e-2 allows about 5 steps, atol
-# 3e-2 two steps at |y| ~ 2 for outputs near zero. PyTorch's own bf16 run of these networks is
-# 3.9e-3 (CNN) and 2.3e-2 (MLP) max abs from this reference, inside the tolerance.
+# once. Outputs |y| < 3.3: rtol 2e-2 allows about 5 steps, atol 3e-2 two steps at |y| ~ 2 for
+# outputs near zero. PyTorch's own bf16 run of these networks is 3.9e-3 (CNN) and 2.3e-2 (MLP)
+# max abs from this reference, inside the tolerance.
 run bf16_cnn 3e-2 2e-2
 run bf16_mlp 3e-2 2e-2
+run bf16_mlp 3e-2 2e-2 --f16-rounding per-op
 # LSTM in f32 against PyTorch eager: 7 steps of 2 layers, summation order differs (2e-8 measured).
 run lstm 1e-5 1e-4
 # int8: the reference follows the ONNX equations with ONNX Runtime's requantization rounding,

@@ -1,4 +1,5 @@
-// RUN: tandem-opt %s -split-input-file --tandem-legalize-f16 | FileCheck %s
+// RUN: tandem-opt %s -split-input-file --tandem-legalize-f16 | FileCheck %s --check-prefixes=CHECK,ISLANDS
+// RUN: tandem-opt %s -split-input-file --tandem-legalize-f16=per-op-rounding=true | FileCheck %s --check-prefixes=CHECK,PEROP
 
 // Relu and MatMul have no f16 CPU kernel: their f16 operands are widened, they compute in f32,
 // and their results are narrowed back, so @main still takes and returns f16. Max has an f16
@@ -28,8 +29,9 @@ func.func @main(%x: tensor<2x3xf16>, %y: tensor<3xf32>) -> (tensor<2x4xf16>, ten
 // -----
 
 // Relu and Transpose only move or pick f16 values: their f32 results are exact, so the next op
-// reads them without a Cast pair (the narrowing Casts left unused are DCE'd by canonicalize).
-// Sigmoid rounds, so its result is narrowed and widened again before Neg.
+// reads them without a Cast pair in either mode (the narrowing Casts left unused are DCE'd by
+// canonicalize). Sigmoid rounds: by default (f32 islands) Neg still reads its f32 result; with
+// per-op rounding its result is narrowed and widened again before Neg.
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT: %[[XW:.*]] = tandem.cast %arg0 {to = 1 : i64}
 // CHECK-NEXT: %[[R:.*]] = tandem.relu %[[XW]] : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -38,8 +40,9 @@ func.func @main(%x: tensor<2x3xf16>, %y: tensor<3xf32>) -> (tensor<2x4xf16>, ten
 // CHECK-NEXT: tandem.cast %[[T]] {to = 10 : i64}
 // CHECK-NEXT: %[[S:.*]] = tandem.sigmoid %[[T]] : (tensor<3x2xf32>) -> tensor<3x2xf32>
 // CHECK-NEXT: %[[SN:.*]] = tandem.cast %[[S]] {to = 10 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf16>
-// CHECK-NEXT: %[[SW:.*]] = tandem.cast %[[SN]] {to = 1 : i64} : (tensor<3x2xf16>) -> tensor<3x2xf32>
-// CHECK-NEXT: %[[N:.*]] = tandem.neg %[[SW]] : (tensor<3x2xf32>) -> tensor<3x2xf32>
+// PEROP-NEXT: %[[SW:.*]] = tandem.cast %[[SN]] {to = 1 : i64} : (tensor<3x2xf16>) -> tensor<3x2xf32>
+// PEROP-NEXT: %[[N:.*]] = tandem.neg %[[SW]] : (tensor<3x2xf32>) -> tensor<3x2xf32>
+// ISLANDS-NEXT: %[[N:.*]] = tandem.neg %[[S]] : (tensor<3x2xf32>) -> tensor<3x2xf32>
 // CHECK-NEXT: %[[NN:.*]] = tandem.cast %[[N]] {to = 10 : i64} : (tensor<3x2xf32>) -> tensor<3x2xf16>
 // CHECK-NEXT: return %[[NN]] : tensor<3x2xf16>
 func.func @main(%x: tensor<2x3xf16>) -> tensor<3x2xf16> {

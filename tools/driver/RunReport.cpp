@@ -47,8 +47,12 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--save-outputs", f.saveOutputs,
                   "Write the outputs to DIR/output_0.pb, ... (ONNX TensorProto; DIR is created), e.g. "
                   "reference outputs for another runtime");
-  cmd->add_option("--atol", f.atol, "Absolute tolerance for --expect")->capture_default_str();
-  cmd->add_option("--rtol", f.rtol, "Relative tolerance for --expect")->capture_default_str();
+  cmd->add_option("--atol", f.atol,
+                  "Absolute tolerance for --expect (default: 1e-4; 1e-3 for f16 outputs, 1e-2 for bf16)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--rtol", f.rtol,
+                  "Relative tolerance for --expect (default: 1e-3; 1e-2 for f16 outputs, 5e-2 for bf16)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--iterations", f.iterations, "Timed runs (median, min and p90 latency reported)")
       ->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--warmup", f.warmup, "Untimed runs before timing (default: 1 when --iterations > 1, else 0)")
@@ -127,6 +131,11 @@ LoadOptions loadOptionsFor(int threads, double gpuMemoryFraction, const std::str
                 : winograd == "2x2" ? WinogradPolicy::Tile2x2
                                     : WinogradPolicy::Auto;
   return lo;
+}
+
+void defaultTolerance(DType dtype, double* atol, double* rtol) {
+  *atol = dtype == DType::F16 ? 1e-3 : dtype == DType::BF16 ? 1e-2 : 1e-4;
+  *rtol = dtype == DType::F16 ? 1e-2 : dtype == DType::BF16 ? 5e-2 : 1e-3;
 }
 
 RunReportOptions reportOptionsFor(const RunFlags& f, const std::string& tool, const std::string& label) {
@@ -270,7 +279,11 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
                   dtypeName(t.dtype()), shapeToString(t.shape()).c_str(), checksum(t));
     text += buf;
     if (!expected.empty()) {
-      Comparison c = compareTensors(t, expected[i], o.atol, o.rtol);
+      double atol, rtol;
+      defaultTolerance(t.dtype(), &atol, &rtol);
+      if (o.atol >= 0) atol = o.atol;
+      if (o.rtol >= 0) rtol = o.rtol;
+      Comparison c = compareTensors(t, expected[i], atol, rtol);
       allPass &= c.pass;
       jo["max_abs_err"] = number(c.maxAbsError);
       jo["max_rel_err"] = number(c.maxRelError);

@@ -18,7 +18,7 @@ struct RunFlags {
   bool random = false;            // --random (the default when no --inputs)
   std::string expect;             // --expect DIR (output_0.pb, ...)
   std::string saveOutputs;        // --save-outputs DIR (output_0.pb, ... written)
-  double atol = 1e-4, rtol = 1e-3;
+  double atol = -1, rtol = -1;    // < 0: the output dtype's default (defaultTolerance)
   int iterations = 1;
   int warmup = -1;                // -1: 1 when iterations > 1, else 0
   int threads = 0;                // 0: defaultThreads()
@@ -29,6 +29,11 @@ struct RunFlags {
   std::string tuning;             // "" ($TANDEM_TUNING, else measure) | measure | cached | off
   std::string trace;              // --trace FILE.json: the timed runs, profiled, as a Chrome trace
 };
+/// The --expect tolerances of an output of `dtype` where the user gave none: atol 1e-4, rtol
+/// 1e-3, loosened for the 16-bit floats to a few units in the last place (f16: atol 1e-3,
+/// rtol 1e-2; bf16: atol 1e-2, rtol 5e-2), since a model computed in f32 and rounded to 16 bits
+/// at its outputs differs from a reference by a step or two there.
+void defaultTolerance(DType dtype, double* atol, double* rtol);
 /// Help texts of --winograd and --tuning (also used by `tandem bench` and `tandem tune`).
 extern const char* const kWinogradHelp;
 extern const char* const kTuningHelp;
@@ -54,7 +59,7 @@ struct RunReportOptions {
   std::string inputsLabel;      // where the inputs came from ("" = random, generated here)
   std::string expectDir;        // output_0.pb, ... to compare with; "" = no check
   std::string saveOutputsDir;   // write output_0.pb, ... here; "" = not written
-  double atol = 1e-4, rtol = 1e-3;
+  double atol = -1, rtol = -1;  // < 0: the output dtype's default (defaultTolerance)
   int iterations = 1;           // timed runs, >= 1
   int warmup = -1;              // untimed runs first; -1: 1 when iterations > 1, else 0
   bool threadsAuto = true;      // LoadOptions::threads was 0 (said in the text report)

@@ -63,6 +63,7 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
   }
   c->strictPlacement = f.strictPlacement;
   c->fuse = !f.noFuse;
+  c->f16PerOpRounding = f.f16Rounding == "per-op";
   c->verifyEachPass = f.verifyEachPass;
   if (!f.target.empty()) {
     DeviceSet set;
@@ -135,6 +136,13 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
   cmd->add_option("--pin", f.pins, "Pin an op to a device: NODE=DEVICE (soft unless --strict-placement)");
   cmd->add_flag("--strict-placement", f.strictPlacement, "Unsatisfiable pins are errors");
   cmd->add_flag("--no-fuse", f.noFuse, "Skip the fuse pass: one kernel per op");
+  cmd->add_option("--f16-rounding", f.f16Rounding,
+                  "f16/bf16 models, ops without a 16-bit CPU kernel (computed in f32): 'islands' "
+                  "keeps f32 between such ops and rounds where values leave them (as ONNX Runtime "
+                  "does; faster, more accurate); 'per-op' rounds every op's result to 16 bits "
+                  "(ONNX's semantics exactly)")
+      ->check(CLI::IsMember({"islands", "per-op"}))
+      ->capture_default_str();
   cmd->add_option("--target", f.target,
                   "Devices to place on, with models: e.g. cpu,cuda:0=h100 (GPUs: a100, a100-pcie, "
                   "h100, h100-pcie, h200; CPUs: live (default), xeon-8480, epyc-9654; cpu,cpu:1 "
