@@ -1,6 +1,7 @@
 // Tests of the reference elementwise kernels: unary math/activations, Clip, broadcasting binary
 // ops, comparisons, Mod, logic and BitShift, IsNaN/IsInf, Pow with mixed dtypes, variadic
 // Min/Max/Sum/Mean, Where, PRelu.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -518,6 +519,47 @@ TEST(RefQuantize, QuantizeDequantizeDynamic) {
                        {3}, {-5, 127, -128});
   expectValues<uint8_t>(run1("QuantizeLinear", {}, {f32({2}, {0, 1}), f32({}, {0}), u8({}, {9})}, DType::U8, {2}),
                         {2}, {9, 255});
+}
+
+// The vectorised runs (16 elements at a time, the rest one by one) against round-half-even in
+// double: ties of both parities, NaN, +-inf, saturation at both ends, u8 and i8, per tensor
+// and per axis 1 with rows longer than a vector; and DequantizeLinear back.
+template <typename Y>
+void checkQuantizeRuns(DType dt, Shape shape, std::vector<float> scales, std::vector<Y> zps) {
+  const int64_t n = numElements(shape), C = shape[1], inner = n / (shape[0] * C);
+  std::vector<float> x(n);
+  for (int64_t k = 0; k < n; ++k) x[k] = float(k % 41 - 20) * 0.75f + (k % 7 == 0 ? 0.25f : 0.f);
+  x[3] = std::nanf("");
+  x[17] = INFINITY;
+  x[18] = -INFINITY;
+  x[20] = 1e6f;
+  x[33] = -1e6f;
+  const bool perAxis = scales.size() > 1;
+  const Shape paramShape = perAxis ? Shape{C} : Shape{};
+  Tensor q = run1("QuantizeLinear", {},
+                  {f32(shape, x), f32(paramShape, scales), tensor<Y>(paramShape, zps)}, dt, shape);
+  std::vector<Y> want(n);
+  std::vector<float> back(n);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t a = perAxis ? (k / inner) % C : 0;
+    const float quot = x[k] / scales[a];
+    double r = std::isnan(quot) ? 0.0 : std::nearbyint(double(quot));
+    r = std::clamp(r + double(zps[a]), double(std::numeric_limits<Y>::min()),
+                   double(std::numeric_limits<Y>::max()));
+    want[k] = Y(r);
+    back[k] = float(int32_t(want[k]) - int32_t(zps[a])) * scales[a];
+  }
+  expectValues<Y>(q, shape, want);
+  expectValues<float>(run1("DequantizeLinear", {}, {q, f32(paramShape, scales), tensor<Y>(paramShape, zps)},
+                           DType::F32, shape),
+                      shape, back);
+}
+
+TEST(RefQuantize, VectorRunsMatchRoundHalfToEven) {
+  checkQuantizeRuns<uint8_t>(DType::U8, {1, 1, 83}, {0.5f}, {100});
+  checkQuantizeRuns<int8_t>(DType::I8, {1, 1, 83}, {0.25f}, {-3});
+  checkQuantizeRuns<uint8_t>(DType::U8, {2, 3, 37}, {0.5f, 0.25f, 3.f}, {0, 128, 255});
+  checkQuantizeRuns<int8_t>(DType::I8, {2, 3, 37}, {1.f, 0.5f, 0.125f}, {0, -128, 127});
 }
 
 }  // namespace
