@@ -32,6 +32,23 @@ gradient), not noise, whose RoIs all look alike and tie; ViT's zero-initialised 
                       instance segmentation / keypoints (MobileNetV3-FPN, 320x320): their
                       post-processing Loops (one iteration per detection, a result grown by
                       Concat each iteration) run as eager bodies in the dynamic region
+  diffusion_unet      a diffusion denoiser at 32x32: Sin/Cos timestep embedding of a float input,
+                      GroupNorm (InstanceNormalization + Reshape), SiLU, self-attention at 8x8,
+                      nearest Resize, skip Concats
+  seq2seq             encoder-decoder Transformer (opset 14): source and target ids of different
+                      lengths, causal mask (Trilu), cross-attention
+  speech_ctc          Conv1d front end, 2-layer bidirectional LSTM, CTC log-probabilities
+  gru_lm              2-layer GRU language model (linear_before_reset) with its state in and out
+  style_sr            style transfer (reflection Pad, InstanceNorm, nearest Resize) then ESPCN
+                      super-resolution (Tanh, DepthToSpace)
+  gpt_kv              one GPT decoding step with a KV cache whose length T is a dynamic dim
+                      (opset 14; position from Shape of the cache)
+  resnet18_fp16       ResNet-18 in float16 end to end (BatchNorm folded, then every float tensor
+                      float16; the reference is fp32 on the rounded weights and input)
+  qdq_resnet18        ResNet-18 quantized the QDQ way (QAT fake quantization exported as
+                      QuantizeLinear/DequantizeLinear around float ops; per-channel int8 weights);
+                      Tandem, like ONNX Runtime, is a quantization step or two from PyTorch on a
+                      few hundred of the 1000 logits (float order decides near-ties; --atol 0.1)
 
 Usage (Debian's python3-torch, python3-torchvision, python3-onnx):
   /usr/bin/python3 scripts/more-families.py OUT [NAME ...]

@@ -189,6 +189,49 @@ TEST(RefPad, ReflectEdgeWrap) {
                         {5}, {2, 1, 2, 1, 2});
 }
 
+// A 4-D pad of every dim, large enough to be split across two threads by rows, against
+// per-element index arithmetic: outer rows that are padding (constant) or reflected, and each
+// row's interior copied in one run between its reflected or constant ends.
+TEST(RefPad, FourDimsThreadedMatchesPerElementIndexing) {
+  const Shape xs{3, 40, 130, 9};
+  const std::vector<int64_t> pb{1, 2, 3, 2}, pe{0, 1, 2, 4};
+  std::vector<float> xv(numElements(xs));
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = float(i % 1009) - 500.f;
+  Shape ys(4);
+  for (int d = 0; d < 4; ++d) ys[d] = xs[d] + pb[d] + pe[d];
+  std::vector<int64_t> pads(pb);
+  pads.insert(pads.end(), pe.begin(), pe.end());
+  for (const char* mode : {"constant", "reflect"}) {
+    SCOPED_TRACE(mode);
+    OpCall c{"Pad", attrs({{"mode", Attr::ofString(mode)}}),
+             {f32(xs, xv), i64({8}, pads), f32({}, {7.5f})}, {{DType::F32, ys}}};
+    c.threads = 2;
+    std::vector<Tensor> outs;
+    ASSERT_TRUE(c.run(&outs).isOk());
+    const float* y = outs[0].data<float>();
+    int64_t i = 0, bad = 0;
+    for (int64_t a = 0; a < ys[0]; ++a)
+      for (int64_t b = 0; b < ys[1]; ++b)
+        for (int64_t h = 0; h < ys[2]; ++h)
+          for (int64_t w = 0; w < ys[3]; ++w, ++i) {
+            const int64_t o[4] = {a, b, h, w};
+            int64_t off = 0;
+            bool pad = false;
+            for (int d = 0; d < 4; ++d) {
+              int64_t s = o[d] - pb[d];
+              if (s < 0 || s >= xs[d]) {
+                pad = true;
+                s = s < 0 ? -s : 2 * (xs[d] - 1) - s;  // reflect (pads < the dim here)
+              }
+              off = off * xs[d] + s;
+            }
+            const float want = pad && std::string(mode) == "constant" ? 7.5f : xv[off];
+            if (y[i] != want && bad++ < 5) ADD_FAILURE() << "element " << i << ": " << y[i] << " != " << want;
+          }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
 TEST(RefPad, NegativePadsCropAndAxes) {
   expectValues<float>(run1("Pad", {}, {f32({4}, {1, 2, 3, 4}), i64({2}, {-1, 1})}, DType::F32, {4}),
                       {4}, {2, 3, 4, 0});
