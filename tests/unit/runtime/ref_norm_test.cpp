@@ -1,6 +1,6 @@
 // Tests of the reference normalisation kernels: BatchNormalization (inference and training
 // mode), LayerNormalization (axes, optional B, Mean/InvStdDev outputs), MeanVarianceNormalization,
-// Softmax, LogSoftmax.
+// Softmax, LogSoftmax, InstanceNormalization.
 #include <cmath>
 
 #include "tests/unit/runtime/ref_test_util.h"
@@ -117,6 +117,32 @@ TEST(RefMvn, ChannelsToZeroMeanUnitDeviation) {
   expectValues<float>(run1("MeanVarianceNormalization", attrs({{"axes", Attr::ofInts({1})}}), {x},
                            DType::F32, {1, 2, 1, 2}),
                       {1, 2, 1, 2}, {-1, -1, 1, 1}, 1e-6f);
+}
+
+// InstanceNormalization over channels split across two threads, each channel's plane longer
+// than the 8 summation lanes and not a multiple of them, against a plain two-pass loop.
+TEST(RefInstanceNorm, ThreadedChannelsMatchTwoPassLoop) {
+  const int64_t N = 2, C = 24, S = 61 * 67;
+  std::vector<float> xv(N * C * S), sc(C), bi(C);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = float((i * 7919) % 1000) / 100.f + float(i % 24);
+  for (int64_t c = 0; c < C; ++c) sc[c] = 0.5f + 0.1f * c, bi[c] = 0.25f * c - 1;
+  OpCall call{"InstanceNormalization", attrs({{"epsilon", Attr::ofFloat(1e-3f)}}),
+              {f32({N, C, 61, 67}, xv), f32({C}, sc), f32({C}, bi)}, {{DType::F32, {N, C, 61, 67}}}};
+  call.threads = 2;
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(call.run(&outs).isOk());
+  std::vector<float> want(xv.size());
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    double mean = 0, var = 0;
+    for (int64_t s = 0; s < S; ++s) mean += xv[nc * S + s];
+    mean /= S;
+    for (int64_t s = 0; s < S; ++s) var += (xv[nc * S + s] - mean) * (xv[nc * S + s] - mean);
+    var /= S;
+    const int64_t c = nc % C;
+    for (int64_t s = 0; s < S; ++s)
+      want[nc * S + s] = float((xv[nc * S + s] - mean) / std::sqrt(var + 1e-3) * sc[c] + bi[c]);
+  }
+  expectValues<float>(outs[0], {N, C, 61, 67}, want, 1e-5);
 }
 
 }  // namespace
