@@ -130,9 +130,29 @@ Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   std::vector<size_t> axisDim;
   TANDEM_RETURN_IF_ERROR(resizePlan(ctx, &axes, &axisDim));
   const double extrapolation = ctx.attrs->getFloat("extrapolation_value", 0.f);
+  // Nearest everywhere (no crop box outside the input): each output coordinate reads one input
+  // coordinate per dim, a gather by per-dim maps (the same values as the passes below, which
+  // multiply by a weight of 1).
+  bool gather = true;
+  for (const ResizeAxis& a : axes)
+    gather &= a.taps == 1 && std::find(a.outside.begin(), a.outside.end(), 1) == a.outside.end();
+  std::vector<std::vector<int64_t>> maps(r);
+  for (size_t d = 0; d < r && gather; ++d) {
+    maps[d].resize(xs[d]);
+    for (int64_t i = 0; i < xs[d]; ++i) maps[d][i] = i;
+  }
+  for (size_t k = 0; k < axes.size() && gather; ++k) maps[axisDim[k]] = axes[k].idx;
+  const int threads = std::max(1, ctx.threads);
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
+    if (gather) {
+      fn = [maps, threads](const Inputs& in, const Outputs& outs) -> Status {
+        gatherByDimMaps<T>(*in[0], *outs[0], maps, T(0), threads);
+        return Status::ok();
+      };
+      return;
+    }
     fn = [=](const Inputs& in, const Outputs& outs) -> Status {
       // Pass k maps axis axisDim[k] from its in to its out extent: the first reads the input,
       // the last writes the output, passes between use two scratch buffers in turn. Each output

@@ -239,63 +239,6 @@ Status createGather(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 // ---- Pad and Tile: each output coordinate maps per dim to a source coordinate or none ------
 
-/// y[idx] = x[sum_d map[d][idx_d] * stride_d], or `fill` when some map[d][idx_d] is -1. Row by
-/// row of the last dim (threaded over rows): the outer dims' offset once per row, the longest
-/// run of the last dim's map that reads consecutive elements (a pad's interior, a tile's copy)
-/// as one copy, the rest element by element.
-template <typename T>
-void gatherByDimMaps(const Tensor& x, Tensor& y, const std::vector<std::vector<int64_t>>& map,
-                     T fill, int threads) {
-  const size_t r = map.size();
-  const int64_t total = y.numel();
-  if (total == 0) return;
-  const T* X = x.data<T>();
-  T* Y = y.data<T>();
-  if (r == 0) {
-    Y[0] = X[0];
-    return;
-  }
-  const std::vector<int64_t> st = rowMajorStrides(x.shape());
-  const Shape& ys = y.shape();
-  const std::vector<int64_t>& last = map[r - 1];
-  const int64_t W = ys[r - 1], rows = total / W;  // x is row-major: the last dim's stride is 1
-  int64_t c0 = 0, c1 = 0;  // [c0, c1): last[o] = last[c0] + (o - c0) >= 0, the longest such run
-  for (int64_t o = 0; o < W;) {
-    int64_t e = o + 1;
-    if (last[o] >= 0)
-      while (e < W && last[e] == last[e - 1] + 1) ++e;
-    if (last[o] >= 0 && e - o > c1 - c0) c0 = o, c1 = e;
-    o = e;
-  }
-  parallelRanges(threads, rows, std::max<int64_t>(1, kStreamGrain / W), [&](int64_t b, int64_t e) {
-    std::vector<int64_t> idx(r - 1);
-    for (int64_t row = b, d = int64_t(r) - 2; d >= 0; --d) {  // row -> outer multi-index
-      idx[d] = row % ys[d];
-      row /= ys[d];
-    }
-    for (int64_t row = b; row < e; ++row) {
-      T* yr = Y + row * W;
-      int64_t off = 0;
-      bool inside = true;
-      for (size_t d = 0; d + 1 < r; ++d) {
-        const int64_t s = map[d][idx[d]];
-        inside &= s >= 0;
-        off += s * st[d];
-      }
-      if (!inside) {
-        std::fill(yr, yr + W, fill);
-      } else {
-        const T* xr = X + off;
-        auto at = [&](int64_t o) { return last[o] < 0 ? fill : xr[last[o]]; };
-        for (int64_t o = 0; o < c0; ++o) yr[o] = at(o);
-        if (c1 > c0) std::copy(xr + last[c0], xr + last[c0] + (c1 - c0), yr + c0);
-        for (int64_t o = c1; o < W; ++o) yr[o] = at(o);
-      }
-      for (int64_t d = int64_t(r) - 2; d >= 0 && ++idx[d] == ys[d]; --d) idx[d] = 0;
-    }
-  });
-}
-
 Status createPad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const std::string mode = ctx.attrs->getString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
