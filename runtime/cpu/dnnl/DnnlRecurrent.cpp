@@ -5,7 +5,9 @@
 // of Tanh, Relu, Sigmoid for every direction), no clip, no input_forget, constant W, R, B and P,
 // sequence_lens absent or constant and equal to seq_length, forward / reverse / bidirectional,
 // peepholes, GRU with linear_before_reset 0 or 1. Anything else runs on the reference kernel
-// (runtime/cpu/ref/Recurrent.cpp), which implements the whole op.
+// (runtime/cpu/ref/Recurrent.cpp), which implements the whole op. The same configurations also
+// run on Tandem's AVX2 cell (runtime/cpu/avx2/Recurrent.h, variant "gemv", the default at batch
+// <= 4, where oneDNN's primitive pays microseconds per step); the loader times both.
 //
 // ONNX -> oneDNN:
 //   X [T, N, C] (layout 0) is src_layer tnc; initial_h / initial_c [D, N, H] are src_iter /
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cpu/avx2/Recurrent.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 
 namespace tandem {
@@ -353,6 +356,52 @@ class RecurrentKernel : public DnnlKernel {
   size_t dstOff_ = 0, zerosOff_ = 0, unreadOff_ = 0, stateBytes_ = 0;
 };
 
+/// The same ops on Tandem's small-batch AVX2 cell (runtime/cpu/avx2/Recurrent.h): variant
+/// "gemv", chosen by default at batch <= 4.
+class GemvRecurrentKernel : public Kernel {
+ public:
+  bool init(const KernelContext& ctx, const RnnSetup& s) {
+    using K = avx2::RecurrentCell::Kind;
+    avx2::RecurrentCell::Config c;
+    c.kind = s.cell == Cell::Lstm ? K::Lstm : s.cell == Cell::Gru ? K::Gru
+             : s.cell == Cell::LbrGru ? K::LbrGru : K::Rnn;
+    c.T = s.T, c.N = s.N, c.C = s.C, c.H = s.H, c.D = s.D;
+    c.reverse = s.direction == dnnl::rnn_direction::unidirectional_right2left;
+    c.rnnActivation = s.activation == dnnl::algorithm::eltwise_relu ? avx2::RecurrentCell::RnnActivation::Relu
+                      : s.activation == dnnl::algorithm::eltwise_logistic
+                          ? avx2::RecurrentCell::RnnActivation::Logistic
+                          : avx2::RecurrentCell::RnnActivation::Tanh;
+    auto data = [&](size_t i) {
+      return inputPresent(ctx, i) ? ctx.constInputs[i]->data<float>() : nullptr;
+    };
+    threads_ = std::max(1, ctx.threads);
+    lstm_ = s.cell == Cell::Lstm;
+    return cell_.init(c, data(1), data(2), data(3), lstm_ && s.peephole ? data(7) : nullptr);
+  }
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    auto raw = [](Tensor* t) { return t ? t->data<float>() : nullptr; };
+    const Tensor* h0 = in.size() > 5 ? in[5] : nullptr;
+    const Tensor* c0 = lstm_ && in.size() > 6 ? in[6] : nullptr;
+    float* ws = reinterpret_cast<float*>(threadWorkspace(size_t(cell_.workspaceFloats()) * sizeof(float)));
+    cell_.run(in[0]->data<float>(), h0 ? h0->data<float>() : nullptr, c0 ? c0->data<float>() : nullptr,
+              raw(out[0]), out.size() > 1 ? raw(out[1]) : nullptr,
+              lstm_ && out.size() > 2 ? raw(out[2]) : nullptr, ws, threads_);
+    return Status::ok();
+  }
+  std::string implName() const override { return "avx2:recurrent-gemv"; }
+
+ private:
+  avx2::RecurrentCell cell_;
+  int threads_ = 1;
+  bool lstm_ = false;
+};
+
+/// "gemv" where the AVX2 cell can run, and "dnnl".
+std::vector<std::string> recurrentVariants(const KernelContext& ctx) {
+  if (!avx2::available()) return {"dnnl"};
+  return {"gemv", "dnnl"};
+}
+
 }  // namespace
 
 void registerDnnlRecurrentKernels(KernelRegistry& r) {
@@ -363,6 +412,16 @@ void registerDnnlRecurrentKernels(KernelRegistry& r) {
           RnnSetup s;
           if (!rnnSetup(ctx, &s))
             return Status::error(ctx.opType + " (dnnl): configuration outside the oneDNN kernel");
+          // Batch <= 4: the AVX2 cell (oneDNN's primitive pays microseconds per step there).
+          const std::string variant =
+              !ctx.variant.empty() ? ctx.variant : avx2::available() && s.N <= 4 ? "gemv" : "dnnl";
+          if (variant == "gemv") {
+            auto k = std::make_unique<GemvRecurrentKernel>();
+            if (!k->init(ctx, s)) return Status::error(ctx.opType + ": the AVX2 cell cannot run here");
+            *out = std::move(k);
+            return Status::ok();
+          }
+          if (variant != "dnnl") return Status::error(ctx.opType + ": unknown variant '" + variant + "'");
           return guardDnnl(ctx, [&] {
             auto k = std::make_unique<RecurrentKernel>();
             TANDEM_RETURN_IF_ERROR(k->init(ctx, s));
@@ -370,6 +429,7 @@ void registerDnnlRecurrentKernels(KernelRegistry& r) {
             return Status::ok();
           });
         });
+    d.variants = recurrentVariants;
     // sequence_lens (i32/i64) is the one non-f32 input; rnnSetup checks which is which.
     d.accepts = [](const std::vector<DType>& in) {
       if (in.empty() || in[0] != DType::F32) return false;

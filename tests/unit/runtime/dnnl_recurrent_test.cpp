@@ -1,7 +1,9 @@
-// The oneDNN RNN / GRU / LSTM kernels (runtime/cpu/dnnl/DnnlRecurrent.cpp) against the reference
+// The RNN / GRU / LSTM kernels of runtime/cpu/dnnl/DnnlRecurrent.cpp, both variants (oneDNN's
+// primitive, "dnnl", and the AVX2 cell, "gemv", where the CPU has AVX2), against the reference
 // kernels (runtime/cpu/ref/Recurrent.cpp, which the ONNX node tests check) on random inputs:
 // every output (Y, Y_h, Y_c), each direction, with and without B, initial states and
-// peepholes, batch 1 (Y written in place) and batch 3 (Y reordered from oneDNN's [T, N, D, H]).
+// peepholes, batch 1 (oneDNN: Y written in place) and batch 3 (Y reordered from oneDNN's
+// [T, N, D, H]), one and two threads.
 // Also which configurations the oneDNN kernel declines (left to the reference kernel).
 #include "dnnl_test_util.h"
 
@@ -76,18 +78,27 @@ OpCase makeCase(const Config& k, uint32_t seed) {
 
 void compareWithReference(const Config& k, uint32_t seed) {
   OpCase c = makeCase(k, seed);
-  SCOPED_TRACE(k.op + " " + k.direction + " N=" + std::to_string(k.N));
   ASSERT_TRUE(dnnlSupports(c)) << "the oneDNN kernel should take this case";
-  std::string dnnlImpl, refImpl;
-  std::vector<Tensor> got = runAll(dnnlRegistry(), c, &dnnlImpl);
+  std::string refImpl;
   std::vector<Tensor> want = runAll(refRegistry(), c, &refImpl);
-  EXPECT_EQ(dnnlImpl.rfind("dnnl:", 0), 0u) << dnnlImpl;
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    SCOPED_TRACE("output " + std::to_string(i));
-    ASSERT_EQ(got[i].defined(), want[i].defined());
-    if (got[i].defined()) expectClose(got[i], toDouble(want[i]), 2e-5);
-  }
+  std::vector<std::string> variants = dnnlRegistry().variants("cpu", c.context());
+  ASSERT_FALSE(variants.empty());
+  for (const std::string& v : variants)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(k.op + " " + k.direction + " N=" + std::to_string(k.N) + " variant " + v +
+                   " threads " + std::to_string(threads));
+      c.variant = v;
+      c.threads = threads;
+      std::string impl;
+      std::vector<Tensor> got = runAll(dnnlRegistry(), c, &impl);
+      EXPECT_EQ(impl.rfind(v == "gemv" ? "avx2:" : "dnnl:", 0), 0u) << impl;
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        SCOPED_TRACE("output " + std::to_string(i));
+        ASSERT_EQ(got[i].defined(), want[i].defined());
+        if (got[i].defined()) expectClose(got[i], toDouble(want[i]), 2e-5);
+      }
+    }
 }
 
 TEST(DnnlRecurrent, LstmEveryDirectionAndBatch) {
@@ -152,6 +163,31 @@ TEST(DnnlRecurrent, OnlySomeOutputs) {
   k.op = "GRU";
   k.outputAbsent = {false, true};
   compareWithReference(k, 420);
+}
+
+// Gate widths past one 64-column block of the AVX2 cell's GEMV (four 16-wide panels), with a
+// last panel partly padding, and a batch of 6, where the cell uses the packed GEMM instead.
+TEST(DnnlRecurrent, WideGatesAndLargerBatch) {
+  Config k;
+  k.H = 20;  // LSTM: 80 gate columns, 4 + 1 panels
+  k.direction = "bidirectional";
+  k.peephole = true;
+  compareWithReference(k, 600);
+  k.N = 6;
+  compareWithReference(k, 610);
+  Config g;
+  g.op = "GRU";
+  g.H = 26;  // 78 columns: the fifth panel has two padding columns
+  g.linearBeforeReset = 1;
+  compareWithReference(g, 620);
+  g.linearBeforeReset = 0;
+  g.N = 6;
+  compareWithReference(g, 630);
+  Config r;
+  r.op = "RNN";
+  r.H = 62;  // four panels, the last with two padding columns
+  r.N = 2;
+  compareWithReference(r, 640);
 }
 
 TEST(DnnlRecurrent, DeclinesWhatOnlyTheReferenceRuns) {

@@ -29,11 +29,13 @@ struct OpCase {
   std::vector<bool> outputAbsent;
   WinogradPolicy winograd = WinogradPolicy::Auto;
   int threads = 1;  // KernelContext::threads
+  std::string variant;  // KernelContext::variant ("": the factory's choice)
 
   KernelContext context() const {
     KernelContext ctx;
     ctx.opType = op;
     ctx.threads = threads;
+    ctx.variant = variant;
     ctx.winograd = winograd;
     ctx.nodeName = "test_" + op;
     ctx.attrs = &attrs;
