@@ -24,15 +24,6 @@ const KernelRegistry& fullRegistry() {
   return *r;
 }
 /// Only the reference kernels: the unfused composite runs every body op with them.
-const KernelRegistry& refRegistry() {
-  static KernelRegistry* r = [] {
-    auto* reg = new KernelRegistry();
-    registerCpuReferenceKernels(*reg);
-    return reg;
-  }();
-  return *r;
-}
-
 /// A fused body member by member, as compiler/pipeline/EmitPlan.cpp writes it (plan::FusedBody).
 struct BodyBuilder {
   plan::FusedBody body;

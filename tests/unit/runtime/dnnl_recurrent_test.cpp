@@ -11,15 +11,6 @@ namespace tandem {
 namespace dnnltest {
 namespace {
 
-const KernelRegistry& refRegistry() {
-  static KernelRegistry* r = [] {
-    auto* reg = new KernelRegistry();
-    registerCpuReferenceKernels(*reg);
-    return reg;
-  }();
-  return *r;
-}
-
 /// Runs the case on `reg` and returns every requested output (absent ones undefined).
 std::vector<Tensor> runAll(const KernelRegistry& reg, const OpCase& c, std::string* impl) {
   std::unique_ptr<Kernel> k;

@@ -72,6 +72,16 @@ inline const KernelRegistry& dnnlRegistry() {
   return *r;
 }
 
+/// A registry with only the reference kernels, for differential tests against the dnnl ones.
+inline const KernelRegistry& refRegistry() {
+  static KernelRegistry* r = [] {
+    auto* reg = new KernelRegistry();
+    registerCpuReferenceKernels(*reg);
+    return reg;
+  }();
+  return *r;
+}
+
 /// Does the dnnl backend take this case (accepts + supportsContext)?
 inline bool dnnlSupports(const OpCase& c) {
   KernelContext ctx = c.context();

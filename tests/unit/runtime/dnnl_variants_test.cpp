@@ -11,15 +11,6 @@ namespace tandem {
 namespace dnnltest {
 namespace {
 
-const KernelRegistry& refRegistry() {
-  static KernelRegistry* r = [] {
-    auto* reg = new KernelRegistry();
-    registerCpuReferenceKernels(*reg);
-    return reg;
-  }();
-  return *r;
-}
-
 Tensor runWith(const KernelRegistry& reg, const OpCase& c, const std::string& variant,
                std::string* impl) {
   KernelContext ctx = c.context();

@@ -7,15 +7,6 @@ namespace tandem {
 namespace dnnltest {
 namespace {
 
-const KernelRegistry& refRegistry() {
-  static KernelRegistry* r = [] {
-    auto* reg = new KernelRegistry();
-    registerCpuReferenceKernels(*reg);
-    return reg;
-  }();
-  return *r;
-}
-
 Tensor runWith(const KernelRegistry& reg, const OpCase& c, Status* st) {
   std::unique_ptr<Kernel> k;
   *st = reg.create("cpu", c.context(), &k);
