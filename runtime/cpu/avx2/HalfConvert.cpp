@@ -4,7 +4,7 @@
 #include <immintrin.h>
 
 #include "runtime/Half.h"
-#include "runtime/cpu/avx2/IsaCap.h"
+#include "runtime/cpu/avx2/Sgemm.h"
 
 #define TANDEM_F16C __attribute__((target("avx2,f16c")))
 
@@ -12,8 +12,7 @@ namespace tandem {
 namespace avx2 {
 
 bool f16cAvailable() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c") &&
-                         cpuIsaCap() >= CpuIsaCap::Avx2;
+  static const bool ok = available() && __builtin_cpu_supports("f16c");  // AVX2 + FMA + the cap
   return ok;
 }
 

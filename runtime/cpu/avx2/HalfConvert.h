@@ -6,7 +6,8 @@
 namespace tandem {
 namespace avx2 {
 
-/// True where the CPU has F16C and AVX2 and TANDEM_MAX_CPU_ISA allows AVX2.
+/// True where the packed GEMM's AVX2 + FMA kernels may run (avx2::available(), which applies
+/// TANDEM_MAX_CPU_ISA) and the CPU has F16C.
 bool f16cAvailable();
 /// y[i] = the f16 x[i] as a float, for i < n (exact; a signaling NaN comes out quiet, with its
 /// sign and payload). Requires f16cAvailable().

@@ -79,6 +79,9 @@ TANDEM_AVX2 void gemvRows(int64_t M, const float* x, int64_t lda, const PackedB&
   for (int64_t m = 0; m < M; ++m) gemvRow(x + m * lda, B, bias, y + m * ldy);
 }
 
+// n floats rounded up to a whole 32-byte vector: the workspace regions' sizes.
+int64_t vectors(int64_t n) { return (n + 7) / 8 * 8; }
+
 }  // namespace
 
 bool RecurrentCell::init(const Config& config, const float* W, const float* R, const float* B,
@@ -123,9 +126,8 @@ bool RecurrentCell::init(const Config& config, const float* W, const float* R, c
 
 int64_t RecurrentCell::perDirectionFloats() const {
   const int64_t GH = G_ * c_.H, NH = c_.N * c_.H;
-  // xw [T*N, GH], gates [N, GH], hr [N, GH], h, c, tmp [N, H]; each rounded to 8 floats.
-  auto up = [](int64_t n) { return (n + 7) / 8 * 8; };
-  return up(c_.T * c_.N * GH) + 2 * up(c_.N * GH) + 3 * up(NH);
+  // xw [T*N, GH], gates [N, GH], hr [N, GH], h, c, tmp [N, H].
+  return vectors(c_.T * c_.N * GH) + 2 * vectors(c_.N * GH) + 3 * vectors(NH);
 }
 
 int64_t RecurrentCell::workspaceFloats() const { return c_.D * perDirectionFloats(); }
@@ -146,13 +148,12 @@ TANDEM_AVX2 void RecurrentCell::runDirection(int64_t d, const float* X, const fl
                                              float* ws) const {
   const Direction& dir = dirs_[d];
   const int64_t T = c_.T, N = c_.N, H = c_.H, D = c_.D, GH = G_ * H, NH = N * H;
-  auto up = [](int64_t n) { return (n + 7) / 8 * 8; };
-  float* xw = ws;
-  float* gates = xw + up(T * N * GH);
-  float* hr = gates + up(N * GH);
-  float* h = hr + up(N * GH);
-  float* c = h + up(NH);
-  float* tmp = c + up(NH);
+  float* xw = ws;  // the regions perDirectionFloats counts, in its order
+  float* gates = xw + vectors(T * N * GH);
+  float* hr = gates + vectors(N * GH);
+  float* h = hr + vectors(N * GH);
+  float* c = h + vectors(NH);
+  float* tmp = c + vectors(NH);
   const bool reverse = c_.reverse || d == 1;
 
   // Every step's input projection at once: xw[t*N + n] = X[t, n] W^T + xBias.

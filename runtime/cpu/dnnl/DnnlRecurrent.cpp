@@ -220,6 +220,13 @@ class RecurrentKernel : public DnnlKernel {
     const auto fwd = dnnl::prop_kind::forward_inference;
     dnnl::primitive_desc_base pd;
     dnnl::memory::desc wLayer, wIter;
+    // Every cell's primitive descriptor: its chosen weight layouts, the primitive, the impl.
+    auto take = [&](const auto& p, dnnl::primitive prim) {
+      wLayer = p.weights_layer_desc();
+      wIter = p.weights_iter_desc();
+      prim_ = std::move(prim);
+      pd = p;
+    };
     switch (s.cell) {
       case Cell::Lstm: {
         auto d = s.peephole ? dnnl::lstm_forward::desc(fwd, s.direction, srcLayer, state, state,
@@ -229,28 +236,19 @@ class RecurrentKernel : public DnnlKernel {
                                                        wLayerAny, wIterAny, bias, dstLayer, state,
                                                        state);
         dnnl::lstm_forward::primitive_desc p(d, attr, eng);
-        wLayer = p.weights_layer_desc();
-        wIter = p.weights_iter_desc();
-        prim_ = dnnl::lstm_forward(p);
-        pd = p;
+        take(p, dnnl::lstm_forward(p));
         break;
       }
       case Cell::Gru: {
         dnnl::gru_forward::primitive_desc p(
             {fwd, s.direction, srcLayer, state, wLayerAny, wIterAny, bias, dstLayer, state}, attr, eng);
-        wLayer = p.weights_layer_desc();
-        wIter = p.weights_iter_desc();
-        prim_ = dnnl::gru_forward(p);
-        pd = p;
+        take(p, dnnl::gru_forward(p));
         break;
       }
       case Cell::LbrGru: {
         dnnl::lbr_gru_forward::primitive_desc p(
             {fwd, s.direction, srcLayer, state, wLayerAny, wIterAny, bias, dstLayer, state}, attr, eng);
-        wLayer = p.weights_layer_desc();
-        wIter = p.weights_iter_desc();
-        prim_ = dnnl::lbr_gru_forward(p);
-        pd = p;
+        take(p, dnnl::lbr_gru_forward(p));
         break;
       }
       case Cell::Rnn: {
@@ -258,10 +256,7 @@ class RecurrentKernel : public DnnlKernel {
             {fwd, s.activation, s.direction, srcLayer, state, wLayerAny, wIterAny, bias, dstLayer,
              state},
             attr, eng);
-        wLayer = p.weights_layer_desc();
-        wIter = p.weights_iter_desc();
-        prim_ = dnnl::vanilla_rnn_forward(p);
-        pd = p;
+        take(p, dnnl::vanilla_rnn_forward(p));
         break;
       }
     }
