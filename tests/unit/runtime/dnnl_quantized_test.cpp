@@ -293,6 +293,39 @@ TEST(DnnlQuantized, OffersBothVariantsAndRefusesWhatWouldNotBeExact) {
   EXPECT_EQ(k->implName(), "ref");
 }
 
+// QLinear ops whose accumulators pass 2^24 stay on oneDNN (deep layers of real int8 models:
+// K = 128 * 3 * 3 here, 255 * 64 * 1152 > 2^24). Channel 0 reaches 255 * 64 * 1152 = 18800640
+// exactly, where an f32 pass rounds; y may then differ from the reference's by one unit on a
+// near-tie and never by more.
+TEST(DnnlQuantized, QLinearAccumulatorsPast2To24StayOnOneDnnWithinOneUnit) {
+  Tensor w = i8r({16, 128, 3, 3}, -64, 64);
+  std::fill(w.data<int8_t>(), w.data<int8_t>() + 128 * 9, int8_t(64));
+  Tensor x = u8r({1, 128, 6, 6}, 200, 255);
+  std::fill(x.data<uint8_t>(), x.data<uint8_t>() + x.numel() / 2, uint8_t(255));
+  // multiplier 0.5 * 2^-17 / 0.5: channel 0's inner outputs (acc about 1.8e7) land near
+  // 100 + 137, the other channels (|acc| about 3e5) near the zero point 100.
+  Case c{"QLinearConv", convAttrs({1, 1, 1, 1}, {1, 1}, {1, 1}, 1),
+         {x, f32s(0.5f), u8s(0), w, f32s(1.0f / 131072), i8s(0), f32s(1.0f / 2), u8s(100)},
+         kQConst, {1, 16, 6, 6}, DType::U8};
+  std::string implD, implR;
+  Tensor d = run(c, "dnnl", &implD);
+  Tensor r = run(c, "ref", &implR);
+  EXPECT_EQ(implD.rfind("dnnl:", 0), 0u) << implD << ": " << dnnlError(c);
+  int64_t differ = 0, saturated = 0;
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    const int a = d.data<uint8_t>()[i], b = r.data<uint8_t>()[i];
+    EXPECT_LE(std::abs(a - b), 1) << "element " << i;
+    differ += a != b;
+    saturated += b == 0 || b == 255;
+  }
+  // The case reaches what it is about: channel 0 at (1, 1) sums all nine taps past 2^24.
+  EXPECT_GT(int(r.data<uint8_t>()[1 * 6 + 1]), 100 + (1 << 24) / 131072);
+  EXPECT_LE(differ, d.numel() / 10);
+  EXPECT_LT(saturated, d.numel() / 2);  // the case exercises the requantization, not the clamp
+  std::printf("%s: %lld of %lld outputs differ by one unit from the reference\n", implD.c_str(),
+              (long long)differ, (long long)d.numel());
+}
+
 // What oneDNN's own requantization would give (the reason Tandem requantizes itself): a u8
 // matmul with output scale 0.5 and destination zero point 1 on accumulators 1 and 3 (ties).
 // ONNX: round_half_even(0.5) + 1 = 1, round_half_even(1.5) + 1 = 3; oneDNN 2.6 rounds after
