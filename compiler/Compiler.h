@@ -115,6 +115,11 @@ struct CompileOptions {
   /// they leave them (as ONNX Runtime's CPU provider does); true (--f16-rounding per-op): every
   /// such op's result is rounded to 16 bits, ONNX's semantics exactly, and slower.
   bool f16PerOpRounding = false;
+  /// Run --tandem-fuse-qdq: convolutions in QDQ form (DequantizeLinear -> Conv [-> Relu] ->
+  /// QuantizeLinear) become int8 QLinearConv where the CPU has a fast kernel for them. Only when
+  /// every target device is a CPU (a GPU target keeps them f32, which the GPU runs);
+  /// --no-qdq-fusion turns it off (the graph's f32 arithmetic as written).
+  bool qdqFusion = true;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
   bool fuse = true;
   /// Verify the IR after every pass (--verify-each-pass, or TANDEM_VERIFY_EACH_PASS=1 in the
@@ -149,7 +154,8 @@ struct CompileResult {
   std::vector<std::pair<std::string, double>> stepSeconds;
 };
 
-/// Runs verify → infer-shapes → [autodiff] → canonicalize → outline-dynamic → place →
+/// Runs verify → infer-shapes → [autodiff] → legalize-f16 → [fuse-qdq] → canonicalize →
+/// outline-dynamic → place →
 /// insert-transfers → fuse →
 /// plan-memory → emit-plan on `module` (mutated in place). On failure, errors have been emitted as MLIR
 /// diagnostics on the ops' locations and failure is returned.

@@ -672,7 +672,7 @@ mlir::FailureOr<mlir::Operation*> OnnxImporter::create(int index, mlir::Location
 }
 
 // Folds a just-built op whose values a later node's shape function may need: Shape of a static
-// shape, Gather of a Shape's static dims, and small ops on constants. ONNX function bodies compute a Reshape's shape from
+// shape, Gather of a Shape's static dims, and small ops on constants (not DequantizeLinear). ONNX function bodies compute a Reshape's shape from
 // Shape -> Size -> Sub -> ConstantOfShape -> Concat; unfolded, the Reshape's rank would be
 // unknown when it is built. --tandem-canonicalize folds the same ops later; this only folds
 // them before their readers exist. `results` gets the constants that replace the op. A kernel
@@ -687,7 +687,10 @@ void OnnxImporter::foldEarly(mlir::Operation* op, const std::string& type,
     return;
   }
   if (type == "Gather" && foldGatherOfShape(rewriter, op, results)) return;
-  if (op->getNumOperands() == 0) return;
+  // A DequantizeLinear's float result is never a shape operand, and folded here it would hide
+  // the quantized weights of a QDQ convolution from --tandem-fuse-qdq (canonicalize, after it,
+  // folds the DequantizeLinears it leaves).
+  if (op->getNumOperands() == 0 || type == "DequantizeLinear") return;
   for (mlir::Value v : op->getOperands())
     if (!v.getDefiningOp<ConstantOp>() && !v.getDefiningOp<NoneOp>()) return;
   if (mlir::failed(foldWithCpuKernel(rewriter, op, type, kFoldLimit, "import", results)))

@@ -32,6 +32,11 @@ std::unique_ptr<mlir::Pass> createAutodiffPass();
 std::unique_ptr<mlir::Pass> createAutodiffPass(const TandemAutodiffOptions& options);
 std::unique_ptr<mlir::Pass> createLegalizeF16Pass();
 std::unique_ptr<mlir::Pass> createLegalizeF16Pass(const TandemLegalizeF16Options& options);
+/// Module attribute --tandem-fuse-qdq sets to how many QDQ convolutions matched but stay f32
+/// because this CPU has no fast kernel for their QLinearConv (absent: none).
+constexpr const char* kQdqWithoutFastKernelAttr = "tandem.qdq_without_fast_kernel";
+std::unique_ptr<mlir::Pass> createFuseQdqPass();
+std::unique_ptr<mlir::Pass> createFuseQdqPass(const TandemFuseQdqOptions& options);
 std::unique_ptr<mlir::Pass> createCanonicalizePass();
 std::unique_ptr<mlir::Pass> createCanonicalizePass(const TandemCanonicalizeOptions& options);
 std::unique_ptr<mlir::Pass> createOutlineDynamicPass();

@@ -152,6 +152,52 @@ def TandemLegalizeF16 : Pass<"tandem-legalize-f16", "mlir::ModuleOp"> {
   ];
 }
 
+def TandemFuseQdq : Pass<"tandem-fuse-qdq", "mlir::ModuleOp"> {
+  let summary = "DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear as one int8 QLinearConv";
+  let description = [{
+    Quantization-aware training (PyTorch) and ONNX Runtime's static quantizer export an int8
+    convolution in QDQ form: the f32 Conv of DequantizeLinear(x_q) and
+    DequantizeLinear(W_q), quantized again by a QuantizeLinear. Run as written, every
+    convolution is an f32 one between element-wise quantization steps. This pass replaces each
+    such group by QLinearConv(x_q, x_scale, x_zero_point, W_q, w_scale, w_zero_point,
+    y_scale, y_zero_point, B_q), which the CPU runs on oneDNN's int8 kernels
+    (runtime/cpu/dnnl/DnnlQuantized.cpp), as ONNX Runtime's QDQ transformer does.
+
+    A group is taken when: x, W and y are u8/i8 with constant scales (x, y per tensor; W per
+    tensor or per output channel, axis 0; all finite and > 0) and constant zero points;
+    W_q is a constant or a QuantizeLinear of constants (folded here); the Conv's result, and
+    the Relu's when there is one, have no other reader; a Relu only where y's zero point is the
+    type's least value (then Q(Relu(v)) = Q(v), saturated); the f32 bias, if any, is a
+    constant, quantized to B_q = round_half_even(B / (x_scale * w_scale)) in i32 (as ONNX
+    Runtime's quantizer writes it). With require-fast-kernel (the default) the CPU's kernel
+    registry must offer a kernel other than the scalar reference for the result (on CPUs
+    without VNNI oneDNN's int8 products are exact only for u8 x and |W - w_zero_point| <= 64;
+    the reference is about 100x slower than the f32 convolution); the groups left for that
+    reason are counted in the module attribute `tandem.qdq_without_fast_kernel` (the compiler
+    turns it into a note).
+
+    Numbers: y differs from the f32 graph's by at most one quantization step, where the f32
+    sum and the exact integer sum round to different sides of a tie (and by B's rounding, at
+    most x_scale * w_scale / 2 before requantization). The compiler runs this pass only when
+    the plan targets CPUs alone (CompileOptions::qdqFusion; `--no-qdq-fusion` turns it off).
+
+    ```mlir
+    %x = tandem.dequantize_linear %xq, %xs, %xz : (tensor<1x8x6x6xui8>, ...) -> tensor<1x8x6x6xf32>
+    %w = tandem.dequantize_linear %wq, %ws, %wz {axis = 0 : i64} : ... -> tensor<4x8x3x3xf32>
+    %c = tandem.conv %x, %w, %b : ... -> tensor<1x4x6x6xf32>
+    %r = tandem.relu %c : ...
+    %y = tandem.quantize_linear %r, %ys, %yz : ... -> tensor<1x4x6x6xui8>
+    // becomes
+    %y = tandem.qlinear_conv %xq, %xs, %xz, %wq, %ws, %wz, %ys, %yz, %bq : ... -> tensor<1x4x6x6xui8>
+    ```
+  }];
+  let constructor = "::tandem::createFuseQdqPass()";
+  let options = [
+    Option<"requireFastKernel", "require-fast-kernel", "bool", /*default=*/"true",
+           "Fuse only where this CPU has a kernel other than the reference for the QLinearConv">,
+  ];
+}
+
 def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
   let summary = "Constant folding with the CPU kernels, Shape/Identity/Dropout/BatchNorm folds, DCE, CSE";
   let description = [{

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "compiler/Compiler.h"
+#include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/pipeline/EmitPlan.h"
 #include "compiler/training/TrainingGraph.h"
@@ -120,6 +121,20 @@ std::unique_ptr<mlir::Pass> autodiffPass(const CompileOptions::Autodiff& a) {
   return createAutodiffPass(o);
 }
 
+// Whether every device the plan targets is a CPU (--tandem-fuse-qdq's condition).
+bool cpuOnlyTarget(const CompileOptions& options) {
+  const DeviceSet set = options.devices ? *options.devices : DeviceSet::live();
+  for (const DeviceSpec& d : set.devices())
+    if (d.kind != DeviceKind::Cpu) return false;
+  return true;
+}
+
+int64_t countOps(mlir::ModuleOp module, llvm::StringRef onnxType) {
+  int64_t n = 0;
+  module.walk([&](mlir::Operation* op) { n += onnxOpType(op) == onnxType; });
+  return n;
+}
+
 // A dynamic region (--tandem-outline-dynamic) runs outside the plan's static schedule: say how
 // much of the graph it holds and where it starts.
 std::string dynamicRegionNote(const plan::Step& s) {
@@ -165,6 +180,22 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   TandemLegalizeF16Options f16;
   f16.perOpRounding = options.f16PerOpRounding;
   if (mlir::failed(run(createLegalizeF16Pass(f16)))) return mlir::failure();
+  if (options.qdqFusion && cpuOnlyTarget(options)) {
+    const int64_t before = countOps(module, "QLinearConv");
+    if (mlir::failed(run(createFuseQdqPass()))) return mlir::failure();
+    if (const int64_t fused = countOps(module, "QLinearConv") - before; fused > 0)
+      result->notes.push_back(std::to_string(fused) +
+                              " convolution(s) in QDQ form (DequantizeLinear -> Conv -> "
+                              "QuantizeLinear) run as int8 QLinearConv (--no-qdq-fusion: f32 as written)");
+    if (auto slow = module->getAttrOfType<mlir::IntegerAttr>(kQdqWithoutFastKernelAttr)) {
+      result->notes.push_back(
+          std::to_string(slow.getInt()) +
+          " convolution(s) in QDQ form stay f32: this CPU has no fast int8 kernel for them "
+          "(without VNNI oneDNN's int8 products are exact only for u8 inputs and |W - zero "
+          "point| <= 64)");
+      module->removeAttr(kQdqWithoutFastKernelAttr);
+    }
+  }
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(createOutlineDynamicPass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options)))) return mlir::failure();

@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a residual conv over a plain residual (hswish_residual), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), a residual conv over a plain residual (hswish_residual), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -40,6 +40,16 @@ run lstm 1e-5 1e-4
 # int8: the reference follows the ONNX equations with ONNX Runtime's requantization rounding,
 # so the quantized values agree exactly and the dequantized output to the last bit.
 run int8_qlinear 0 0
+# QDQ (models/make_models.py qdq_conv): the two convolutions run as int8 QLinearConv
+# (--tandem-fuse-qdq; |W_q| <= 64 and u8 x, so every x86-64 CPU has an exact int8 kernel for
+# them) and, with --no-qdq-fusion, in f32 as written. The reference is the QDQ graph in f64: an
+# f32 or integer sum may round a value near a tie the other way, one step of y's scale (0.03);
+# a wrong bias, scale or zero point is several steps off. Measured: exact here.
+run qdq_conv 0.03 0
+run qdq_conv 0.03 0 --no-qdq-fusion
+echo "== qdq_conv: the fusion happened"
+"$tandem" run "$dir/qdq_conv/model.onnx" --inputs "$dir/qdq_conv/test_data_set_0" 2>&1 >/dev/null |
+  grep -F "2 convolution(s) in QDQ form"
 # A residual conv writing the host's blocked layout over a plain residual (LR-ASPP's MobileNetV3
 # blocks): f32 against PyTorch eager, 2.4e-7 max abs measured.
 run hswish_residual 1e-5 1e-4

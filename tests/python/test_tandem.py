@@ -219,6 +219,27 @@ class Unit(unittest.TestCase):
             tandem.read_tensor(path)
 
 
+    def test_qdq_fusion_and_f16_rounding_options(self):
+        # tests/e2e/models/qdq_conv: two convolutions in QDQ form; fused (the default) they run
+        # as int8 QLinearConv and the plan's notes say so; qdq_fusion=False keeps them f32. Both
+        # within one quantization step (0.03) of the QDQ graph's f64 reference.
+        d = os.path.join(HERE, "..", "e2e", "models", "qdq_conv")
+        x = tandem.read_tensor(os.path.join(d, "test_data_set_0", "input_0.pb"))
+        want = tandem.read_tensor(os.path.join(d, "test_data_set_0", "output_0.pb"))
+        path = os.path.join(d, "model.onnx")
+        fused = tandem.compile(path, target="cpu", threads=1)
+        plain = tandem.compile(path, target="cpu", threads=1, qdq_fusion=False)
+        self.assertTrue(any("2 convolution(s) in QDQ form" in n for n in fused.notes), fused.notes)
+        self.assertFalse(any("QDQ form" in n for n in plain.notes), plain.notes)
+        self.assertIn("QLinearConv", fused.placement_log("text"))
+        self.assertNotIn("QLinearConv", plain.placement_log("text"))
+        for plan in (fused, plain):
+            y = plan.run({"x": x})["y"]
+            np.testing.assert_allclose(y, want, atol=0.03, rtol=0)
+        with self.assertRaises(ValueError):
+            tandem.compile(path, f16_rounding="sometimes")
+
+
 class Models(unittest.TestCase):
     MODELS = ["mlp", "mnist_cnn", "resnet18", "gpt_like"]
 

@@ -295,7 +295,8 @@ std::unique_ptr<PyPlan> compile(const std::string& path, py::object target, cons
                                 std::optional<std::map<std::string, std::string>> pins, bool fuse,
                                 std::optional<std::map<std::string, std::vector<int64_t>>> shapes,
                                 std::optional<std::map<std::string, py::object>> constants,
-                                bool strictPlacement, int threads) {
+                                bool strictPlacement, int threads, bool qdqFusion,
+                                const std::string& f16Rounding) {
   // 1. Options, checked as the CLI checks its flags (ValueError instead of a usage error).
   CompileOptions co;
   ImportOptions io;
@@ -327,6 +328,10 @@ std::unique_ptr<PyPlan> compile(const std::string& path, py::object target, cons
   for (const auto& [name, v] : constants.value_or(std::map<std::string, py::object>{}))
     io.constantInputs[name] = tensorCopyOf(v, "constants: '" + name + "'");
   co.fuse = fuse;
+  co.qdqFusion = qdqFusion;
+  if (f16Rounding != "islands" && f16Rounding != "per-op")
+    raise(PyExc_ValueError, "f16_rounding: 'islands' or 'per-op', got '" + f16Rounding + "'");
+  co.f16PerOpRounding = f16Rounding == "per-op";
   co.strictPlacement = strictPlacement;
   LoadOptions lo = loadOptions(threads);
   requireFile(path, "an ONNX model");
@@ -433,9 +438,10 @@ PYBIND11_MODULE(tandem, m) {
         py::arg("placement") = "cost", py::arg("dims") = py::none(), py::arg("pins") = py::none(),
         py::arg("fuse") = true, py::kw_only(), py::arg("shapes") = py::none(),
         py::arg("constants") = py::none(), py::arg("strict_placement") = false,
-        py::arg("threads") = 0,
+        py::arg("threads") = 0, py::arg("qdq_fusion") = true, py::arg("f16_rounding") = "islands",
         "compile(path, target=None, placement='cost', dims=None, pins=None, fuse=True, *, "
-        "shapes=None, constants=None, strict_placement=False, threads=0) -> Plan\n\n"
+        "shapes=None, constants=None, strict_placement=False, threads=0, qdq_fusion=True, "
+        "f16_rounding='islands') -> Plan\n\n"
         "Compiles the ONNX model at `path` as `tandem compile` does and binds it to this "
         "machine's devices.\n"
         "  target: devices to place on, e.g. 'cpu' or 'cpu,cuda:0=h100' (a list of names works "
@@ -448,6 +454,11 @@ PYBIND11_MODULE(tandem, m) {
         "  constants: {'input': array} imports those graph inputs as constants (inputs that "
         "size other tensors, e.g. Reshape's shape).\n"
         "  threads: intra-op CPU threads, 0 = the idle cores.\n"
+        "  qdq_fusion: False keeps convolutions in QDQ form (DequantizeLinear -> Conv -> "
+        "QuantizeLinear) in f32 as written; True (CPU-only targets) runs each as one int8 "
+        "QLinearConv where this CPU has a fast kernel for it (tandem compile --no-qdq-fusion).\n"
+        "  f16_rounding: f16/bf16 models, ops without a 16-bit kernel: 'islands' keeps f32 "
+        "between them, 'per-op' rounds each result to 16 bits (tandem compile --f16-rounding).\n"
         "Errors: FileNotFoundError; ValueError for a bad option; tandem.Error with the "
         "compiler's diagnostics (node name and reason) for a model it cannot compile.");
   m.def("load", &load, py::arg("path"), py::kw_only(), py::arg("threads") = 0,

@@ -20,6 +20,7 @@ struct CommonCompileFlags {
   std::string placement = "cost";     // cost, greedy, ort, cpu, gpu
   bool strictPlacement = false;
   bool noFuse = false;  // --no-fuse: one kernel per op
+  bool noQdqFusion = false;  // --no-qdq-fusion: QDQ convolutions stay f32
   std::string f16Rounding = "islands";  // --f16-rounding islands|per-op
   std::string logPlacement;           // "", "text", "json", "dot"
   bool logPlacementSet = false;

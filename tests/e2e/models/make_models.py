@@ -13,6 +13,11 @@ Models (random weights, fixed seed, static shapes, batch 2):
   bf16_cnn, bf16_mlp  the same two networks (other weights and inputs) in bfloat16
   lstm       x f32 [2,7,8] -> nn.LSTM(8, 16, num_layers=2, bidirectional, batch_first)
              -> last step -> Linear (5) -> f32 [2,5]
+  qdq_conv     x f32 [2,8,10,10] -> QuantizeLinear (u8) -> DequantizeLinear -> Conv 3x3 pad 1
+             (W = DequantizeLinear(QuantizeLinear(f32 W)), per channel, f32 bias) -> Relu ->
+             QuantizeLinear (zero point 0) -> DequantizeLinear -> Conv 3x3 stride 2 pad 1 (per
+             tensor W) -> QuantizeLinear (zero point 128) -> DequantizeLinear -> f32 [2,6,5,5]:
+             the QDQ form of PyTorch's quantization-aware training (built with onnx.helper)
   hswish_residual  x f32 [1,3,32,32] -> Conv 3x3 s2 (16) -> Hardswish -> depthwise Conv 3x3
              -> Relu -> Conv 1x1 -> residual Add (the Hardswish output) -> Conv 1x1 (64): the
              residual is written plain by an element-wise loop and the residual conv writes the
@@ -34,6 +39,9 @@ an int32, as onnx.proto says), so both encodings are read end to end.
 int8: the reference is numpy following the ONNX equations, with requantization done as ONNX
 Runtime does (multiplier float32(float32(a_scale * b_scale) / y_scale), the int32 accumulator
 times it in double, rounded half to even, plus the zero point, saturated).
+qdq: the reference is the QDQ graph as ONNX defines it, the convolutions in f64 on the
+dequantized values, rounded to f32 (an f32 sum in another order may round a value near a
+quantization tie to the other side: one step of that QuantizeLinear's scale).
 
 Usage (Debian's python3-torch and python3-onnx):  /usr/bin/python3 make_models.py DIR
 """
@@ -276,6 +284,92 @@ def int8_model(out_dir):
     assert 5 < len(np.unique(cq)) and 3 < len(np.unique(yq)), (np.unique(cq), np.unique(yq))
 
 
+def qdq_model(out_dir):
+    rng = np.random.default_rng(SEED + 1)
+    N, C, H, M1, M2 = 2, 8, 10, 12, 6
+
+    def quantize(v, scale, zp, dtype, axis_shape=None):
+        info = np.iinfo(dtype)
+        q = np.rint((v / scale).astype(np.float64)) + zp
+        return np.clip(q, info.min, info.max).astype(dtype)
+
+    def dequantize(q, scale, zp):
+        return ((q.astype(np.int32) - np.int32(zp)).astype(np.float32) * scale).astype(np.float32)
+
+    def conv(x, w, b, stride, pad):
+        n, c, h, _ = x.shape
+        m, _, k, _ = w.shape
+        xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        oh = (h + 2 * pad - k) // stride + 1
+        y = np.zeros((n, m, oh, oh))
+        for i in range(oh):
+            for j in range(oh):
+                patch = xp[:, :, i * stride:i * stride + k, j * stride:j * stride + k]
+                y[:, :, i, j] = np.einsum("nckl,mckl->nm", patch, w.astype(np.float64))
+        if b is not None:
+            y += b.astype(np.float64).reshape(1, m, 1, 1)
+        return y.astype(np.float32)
+
+    x = rng.uniform(0.0, 2.5, size=(N, C, H, H)).astype(np.float32)
+    x_scale, x_zp = np.float32(0.01), np.uint8(0)
+    # |W_q| <= 64, so the int8 kernel is exact on CPUs without VNNI too (DnnlQuantized.cpp).
+    w1 = rng.uniform(-0.25, 0.25, size=(M1, C, 3, 3)).astype(np.float32)
+    w1_scale = (np.abs(w1).reshape(M1, -1).max(axis=1) / 64).astype(np.float32)
+    w1_zp = np.zeros(M1, np.int8)
+    b1 = rng.uniform(-0.2, 0.2, size=M1).astype(np.float32)
+    c_scale, c_zp = np.float32(0.02), np.uint8(0)
+    w2 = rng.uniform(-0.12, 0.12, size=(M2, M1, 3, 3)).astype(np.float32)
+    w2_scale, w2_zp = np.float32(0.12 / 64), np.int8(0)
+    y_scale, y_zp = np.float32(0.03), np.uint8(128)
+
+    w1q = quantize(w1, w1_scale.reshape(M1, 1, 1, 1), 0, np.int8)
+    w2q = quantize(w2, w2_scale, 0, np.int8)
+    xd = dequantize(quantize(x, x_scale, x_zp, np.uint8), x_scale, x_zp)
+    c = np.maximum(conv(xd, dequantize(w1q, w1_scale.reshape(M1, 1, 1, 1), 0), b1, 1, 1), 0)
+    cq = quantize(c, c_scale, c_zp, np.uint8)
+    yq = quantize(conv(dequantize(cq, c_scale, c_zp), dequantize(w2q, w2_scale, 0), None, 2, 1),
+                  y_scale, y_zp, np.uint8)
+    y = dequantize(yq, y_scale, y_zp)
+
+    def const(name, a):
+        return numpy_helper.from_array(np.asarray(a), name)
+
+    inits = [const("x_scale", x_scale), const("x_zp", x_zp), const("w1", w1),
+             const("w1_scale", w1_scale), const("w1_zp", w1_zp), const("b1", b1),
+             const("c_scale", c_scale), const("c_zp", c_zp), const("w2", w2),
+             const("w2_scale", w2_scale), const("w2_zp", w2_zp), const("y_scale", y_scale),
+             const("y_zp", y_zp)]
+    node = helper.make_node
+    nodes = [
+        node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"], name="x_q"),
+        node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xd"], name="x_dq"),
+        node("QuantizeLinear", ["w1", "w1_scale", "w1_zp"], ["w1q"], name="w1_q", axis=0),
+        node("DequantizeLinear", ["w1q", "w1_scale", "w1_zp"], ["w1d"], name="w1_dq", axis=0),
+        node("Conv", ["xd", "w1d", "b1"], ["c"], name="conv1", pads=[1, 1, 1, 1]),
+        node("Relu", ["c"], ["r"], name="relu1"),
+        node("QuantizeLinear", ["r", "c_scale", "c_zp"], ["cq"], name="c_q"),
+        node("DequantizeLinear", ["cq", "c_scale", "c_zp"], ["cd"], name="c_dq"),
+        node("QuantizeLinear", ["w2", "w2_scale", "w2_zp"], ["w2q"], name="w2_q"),
+        node("DequantizeLinear", ["w2q", "w2_scale", "w2_zp"], ["w2d"], name="w2_dq"),
+        node("Conv", ["cd", "w2d"], ["y2"], name="conv2", pads=[1, 1, 1, 1], strides=[2, 2]),
+        node("QuantizeLinear", ["y2", "y_scale", "y_zp"], ["yq"], name="y_q"),
+        node("DequantizeLinear", ["yq", "y_scale", "y_zp"], ["y"], name="y_dq"),
+    ]
+    graph = helper.make_graph(
+        nodes, "qdq_conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, C, H, H])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    path = os.path.join(out_dir, "qdq_conv")
+    os.makedirs(path, exist_ok=True)
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    write_set(path, [x], [y], model)
+    # Guard the generator itself: a reference that saturates everywhere checks nothing.
+    assert 20 < len(np.unique(cq)) and 20 < len(np.unique(yq)), (np.unique(cq), np.unique(yq))
+    assert np.abs(w1q).max() <= 64 and np.abs(w2q).max() <= 64
+
+
 class HswishResidual(nn.Module):
     def __init__(self):
         super().__init__()
@@ -314,6 +408,7 @@ def main():
         write_set(path, [x.numpy()], [lstm(x).numpy()], model)
 
     int8_model(out_dir)
+    qdq_model(out_dir)
 
     # bf16: the same networks with their own seed, so the f16 and LSTM files above do not change.
     torch.manual_seed(SEED + 16)

@@ -230,12 +230,22 @@ TEST_F(PipelineTest, StepTimesNameEveryPassInOrder) {
       EXPECT_GE(seconds, 0.0) << step;
     }
     std::vector<std::string> want = {"tandem-verify", "tandem-infer-shapes", "tandem-legalize-f16",
-                                     "tandem-canonicalize", "tandem-outline-dynamic",
+                                     "tandem-fuse-qdq", "tandem-canonicalize", "tandem-outline-dynamic",
                                      "tandem-place", "tandem-insert-transfers", "tandem-fuse",
                                      "tandem-plan-memory"};
     if (!eachPass) want.push_back("verify-ir");  // once, before the plan is emitted
     want.push_back("emit-plan");
     EXPECT_EQ(steps, want) << "verifyEachPass " << eachPass;
+  }
+  // QDQ fusion runs for CPU-only targets alone (a GPU target keeps QDQ convolutions in f32), and
+  // not when it is turned off.
+  for (const char* target : {"cpu,cuda:0=h100", "cpu"}) {
+    CompileOptions options;
+    ASSERT_TRUE(setTargetDevices(&options, target).isOk());
+    options.qdqFusion = std::string(target) != "cpu";
+    CompileResult r;
+    ASSERT_TRUE(mlir::succeeded(compile(kAddRelu, options, &r))) << errors_;
+    for (const auto& [step, seconds] : r.stepSeconds) EXPECT_NE(step, "tandem-fuse-qdq") << target;
   }
   if (env) setenv("TANDEM_VERIFY_EACH_PASS", saved.c_str(), 1);
 }
