@@ -211,6 +211,19 @@ class LstmHead(nn.Module):
         return self.fc(y[:, -1, :])
 
 
+def save_helper_model(out_dir, name, nodes, inits, x, y):
+    """An onnx.helper graph x f32 -> y f32 (opset 13), checked, saved with its one data set."""
+    graph = helper.make_graph(
+        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    path = os.path.join(out_dir, name)
+    os.makedirs(path, exist_ok=True)
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    write_set(path, [x], [y], model)
+
+
 def requantize(acc, multiplier, zp, dtype):
     info = np.iinfo(dtype)
     q = np.rint(acc.astype(np.float64) * multiplier.astype(np.float64)) + zp
@@ -270,16 +283,7 @@ def int8_model(out_dir):
                                            "y_scale", "y_zp"], ["yq"], name="qmatmul"),
         helper.make_node("DequantizeLinear", ["yq", "y_scale", "y_zp"], ["y"], name="dequant"),
     ]
-    graph = helper.make_graph(
-        nodes, "int8_qlinear",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, C, H, W])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [N, 10])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    path = os.path.join(out_dir, "int8_qlinear")
-    os.makedirs(path, exist_ok=True)
-    onnx.save(model, os.path.join(path, "model.onnx"))
-    write_set(path, [x], [y], model)
+    save_helper_model(out_dir, "int8_qlinear", nodes, inits, x, y)
     # Guard the generator itself: a reference that saturates everywhere checks nothing.
     assert 5 < len(np.unique(cq)) and 3 < len(np.unique(yq)), (np.unique(cq), np.unique(yq))
 
@@ -288,7 +292,7 @@ def qdq_model(out_dir):
     rng = np.random.default_rng(SEED + 1)
     N, C, H, M1, M2 = 2, 8, 10, 12, 6
 
-    def quantize(v, scale, zp, dtype, axis_shape=None):
+    def quantize(v, scale, zp, dtype):
         info = np.iinfo(dtype)
         q = np.rint((v / scale).astype(np.float64)) + zp
         return np.clip(q, info.min, info.max).astype(dtype)
@@ -355,16 +359,7 @@ def qdq_model(out_dir):
         node("QuantizeLinear", ["y2", "y_scale", "y_zp"], ["yq"], name="y_q"),
         node("DequantizeLinear", ["yq", "y_scale", "y_zp"], ["y"], name="y_dq"),
     ]
-    graph = helper.make_graph(
-        nodes, "qdq_conv",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [N, C, H, H])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(y.shape))], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    onnx.checker.check_model(model)
-    path = os.path.join(out_dir, "qdq_conv")
-    os.makedirs(path, exist_ok=True)
-    onnx.save(model, os.path.join(path, "model.onnx"))
-    write_set(path, [x], [y], model)
+    save_helper_model(out_dir, "qdq_conv", nodes, inits, x, y)
     # Guard the generator itself: a reference that saturates everywhere checks nothing.
     assert 20 < len(np.unique(cq)) and 20 < len(np.unique(yq)), (np.unique(cq), np.unique(yq))
     assert np.abs(w1q).max() <= 64 and np.abs(w2q).max() <= 64
