@@ -2,7 +2,6 @@
 // QuantizeLinear, what PyTorch's quantization-aware training and ONNX Runtime's static quantizer
 // export) becomes one int8 QLinearConv, where the CPU has a fast kernel for it (passes/Passes.td).
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "compiler/ConstantFold.h"
@@ -67,8 +66,7 @@ bool zeroPoint(mlir::Operation* op, unsigned i, DType type, int64_t count, Tenso
   mlir::Value v = operandOrNull(op, i);
   *value = v;
   if (!v) {
-    *out = Tensor::alloc(type, count == 1 ? Shape{} : Shape{count});
-    std::memset(out->raw(), 0, out->bytes());
+    *out = Tensor::alloc(type, count == 1 ? Shape{} : Shape{count});  // zero-filled
     return true;
   }
   return getConstantValue(v, out) && out->dtype() == type && out->numel() == count;

@@ -130,28 +130,11 @@ def fold_batchnorm(model):
 def float16_model(path):
     """Rewrites an fp32 ONNX model in place as float16 end to end (what onnxconverter-common's
     convert_float_to_float16 does, keep_io_types=False): float initializers, Constant values,
-    graph inputs/outputs/value_info, and Cast-to-float become float16."""
-    from onnx import TensorProto
-    m = onnx.load(path)
-    g = m.graph
-
-    def half(t):
-        if t.data_type == TensorProto.FLOAT:
-            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype("float16"), t.name))
-
-    for t in g.initializer:
-        half(t)
-    for n in g.node:
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.TENSOR:
-                half(a.t)
-            if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
-                a.i = TensorProto.FLOAT16
-    for v in list(g.input) + list(g.output) + list(g.value_info):
-        if v.type.tensor_type.elem_type == TensorProto.FLOAT:
-            v.type.tensor_type.elem_type = TensorProto.FLOAT16
-    onnx.checker.check_model(m)
-    onnx.save(m, path)
+    graph inputs/outputs/value_info, and Cast-to-float become float16 (the e2e tests' to_f16)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                    "e2e", "models"))
+    from make_models import to_f16
+    onnx.save(to_f16(onnx.load(path)), path)
 
 
 def calibrate_batchnorm(model, inputs):
