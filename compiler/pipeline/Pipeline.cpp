@@ -102,9 +102,9 @@ mlir::LogicalResult checkPinsNameNodes(mlir::ModuleOp module, const CompileOptio
   return mlir::success();
 }
 
-std::unique_ptr<mlir::Pass> placePass(const CompileOptions& options) {
+std::unique_ptr<mlir::Pass> placePass(const CompileOptions& options, const DeviceSet& devices) {
   PlaceConfig c;
-  c.devices = options.devices;
+  c.devices = devices;
   c.profilePath = options.profilePath;
   c.policy = options.placementPolicy;
   c.pins = options.pins;
@@ -121,10 +121,9 @@ std::unique_ptr<mlir::Pass> autodiffPass(const CompileOptions::Autodiff& a) {
   return createAutodiffPass(o);
 }
 
-// Whether every device the plan targets is a CPU (--tandem-fuse-qdq's condition).
-bool cpuOnlyTarget(const CompileOptions& options) {
-  const DeviceSet set = options.devices ? *options.devices : DeviceSet::live();
-  for (const DeviceSpec& d : set.devices())
+// Whether every device of `devices` is a CPU (--tandem-fuse-qdq's condition).
+bool cpuOnly(const DeviceSet& devices) {
+  for (const DeviceSpec& d : devices.devices())
     if (d.kind != DeviceKind::Cpu) return false;
   return true;
 }
@@ -180,7 +179,9 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   TandemLegalizeF16Options f16;
   f16.perOpRounding = options.f16PerOpRounding;
   if (mlir::failed(run(createLegalizeF16Pass(f16)))) return mlir::failure();
-  if (options.qdqFusion && cpuOnlyTarget(options)) {
+  // The target devices, discovered once when not given (fuse-qdq and place read them).
+  const DeviceSet devices = options.devices ? *options.devices : DeviceSet::live();
+  if (options.qdqFusion && cpuOnly(devices)) {
     const int64_t before = countOps(module, "QLinearConv");
     if (mlir::failed(run(createFuseQdqPass()))) return mlir::failure();
     if (const int64_t fused = countOps(module, "QLinearConv") - before; fused > 0)
@@ -198,7 +199,7 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   }
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(createOutlineDynamicPass()))) return mlir::failure();
-  if (mlir::failed(run(placePass(options)))) return mlir::failure();
+  if (mlir::failed(run(placePass(options, devices)))) return mlir::failure();
   if (mlir::failed(run(createInsertTransfersPass()))) return mlir::failure();
   if (options.fuse && mlir::failed(run(createFusePass()))) return mlir::failure();
   TandemPlanMemoryOptions memory;
