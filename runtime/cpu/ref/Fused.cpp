@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "runtime/PlanFormat.h"
+#include "runtime/cpu/avx2/Rows.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
@@ -535,6 +536,7 @@ class RowKernel : public Kernel {
     }
     if (rootOut_ < 0) return Status::error("Fused row: the root is not an output");
     threads_ = std::max(1, ctx.threads);
+    avx2_ = avx2::available();
     return Status::ok();
   }
 
@@ -604,6 +606,9 @@ class RowKernel : public Kernel {
           case RowOp::Min: Y[r] = nan ? std::numeric_limits<float>::quiet_NaN() : ext; break;
           case RowOp::Softmax:
           case RowOp::LogSoftmax: {
+            // AVX2: vector exp, once per element (false for a NaN or a non-finite maximum).
+            if (avx2_ && avx2::softmaxRow(row.data(), Y + base, cols_, op_ == RowOp::LogSoftmax))
+              break;
             float mx = -std::numeric_limits<float>::infinity();
             for (int64_t c = 0; c < cols_; ++c) mx = std::max(mx, row[c]);
             double s = 0;
@@ -619,6 +624,10 @@ class RowKernel : public Kernel {
             break;
           }
           case RowOp::LayerNorm: {
+            if (avx2_) {
+              avx2::layerNormRow(row.data(), Y + base, cols_, scale, bias, epsilon_);
+              break;
+            }
             double mean = 0, var = 0;
             for (int64_t c = 0; c < cols_; ++c) mean += row[c];
             mean /= double(cols_);
@@ -649,6 +658,7 @@ class RowKernel : public Kernel {
   int64_t n_ = 0, rows_ = 0, cols_ = 0;
   double epsilon_ = 1e-5;
   int threads_ = 1;
+  bool avx2_ = false;  // the softmax and layer-norm roots take runtime/cpu/avx2/Rows.h's rows
 };
 
 Status createFused(const KernelRegistry& registry, const KernelContext& ctx,

@@ -1,13 +1,16 @@
-// The AVX2 kernels (runtime/cpu/avx2: packed-B GEMM, Winograd F(2x2, 3x3)) against naive
+// The AVX2 kernels (runtime/cpu/avx2: packed-B GEMM, Winograd F(2x2, 3x3), the softmax and
+// layer-norm rows) against naive
 // double-precision loops, directly and through the Conv / Gemm / Fused kernels that choose them.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "dnnl_test_util.h"
 #include "runtime/cpu/avx2/Activation.h"
 #include "runtime/cpu/avx2/ChannelAffine.h"
 #include "runtime/cpu/avx2/Pool.h"
+#include "runtime/cpu/avx2/Rows.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/avx2/Winograd.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
@@ -212,6 +215,69 @@ TEST(Avx2Activation, MatchesDoubleFormulas) {
 // A GEMM tile's activations (up to 6 x 16, row-major or in 8-column blocks, every column count
 // 0-16): each element in the tile gets the value applyActivations gives it alone, and nothing
 // outside the tile changes.
+TEST(Avx2Rows, SoftmaxAndLogSoftmaxMatchDoubleWithMaskedElementsExactlyZero) {
+  SKIP_WITHOUT_AVX2();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 7, 8, 9, 13, 64, 128, 1000}) {
+    std::vector<float> x = randomVec(n, uint32_t(n), -30.f, 30.f);
+    for (int64_t i = 3; i < n; i += 5) x[i] = -inf;  // an attention mask
+    if (n > 20) x[n - 1] = -1e30f;                   // a finite mask (HF BERT's min float)
+    double m = -inf, s = 0;
+    for (float v : x) m = std::max(m, double(v));
+    for (float v : x) s += std::exp(double(v) - m);
+    for (bool log : {false, true}) {
+      std::vector<float> y(n, 42.f);
+      ASSERT_TRUE(avx2::softmaxRow(x.data(), y.data(), n, log)) << n;
+      std::vector<double> want(n);
+      for (int64_t i = 0; i < n; ++i)
+        want[i] = log ? double(x[i]) - (m + std::log(s)) : std::exp(double(x[i]) - m) / s;
+      for (int64_t i = 0; i < n; ++i) {
+        if (x[i] == -inf) {
+          EXPECT_EQ(y[i], log ? -inf : 0.f) << "n " << n << " [" << i << "]";
+        } else if (log) {
+          EXPECT_NEAR(y[i], want[i], 1e-6 * std::max(1.0, std::fabs(want[i]))) << n << " " << i;
+        } else {
+          // x - m is rounded to f32 (as oneDNN's softmax does): exp's relative error grows
+          // with |x - m| by its half ulp, plus a few ulps of exp and the scaling.
+          const double rel = 6e-8 * (std::fabs(double(x[i]) - m) + 8);
+          EXPECT_NEAR(y[i], want[i], rel * want[i] + 1e-37) << "n " << n << " [" << i << "]";
+        }
+      }
+    }
+  }
+  // A NaN anywhere, +inf, or a row of -inf: false, y untouched (the scalar path gives NaN).
+  std::vector<float> withNan(11, 1.f), withInf(11, 1.f), allMasked(11, -inf);
+  withNan[9] = std::nanf("");  // in the vector part
+  withInf[2] = inf;
+  for (const std::vector<float>& x : {withNan, withInf, allMasked}) {
+    std::vector<float> y(11, 42.f);
+    EXPECT_FALSE(avx2::softmaxRow(x.data(), y.data(), 11, false));
+    EXPECT_EQ(y, std::vector<float>(11, 42.f));
+  }
+}
+
+TEST(Avx2Rows, LayerNormMatchesDoubleInPlaceAndWithoutBias) {
+  SKIP_WITHOUT_AVX2();
+  for (int64_t n : {1, 5, 8, 17, 256, 768}) {
+    // An offset mean (100) with a small spread: the two-pass variance keeps its digits.
+    std::vector<float> x = randomVec(n, uint32_t(7 * n), 99.f, 101.f);
+    const std::vector<float> scale = randomVec(n, 1, 0.5f, 1.5f), bias = randomVec(n, 2);
+    double mean = 0, var = 0;
+    for (float v : x) mean += v;
+    mean /= double(n);
+    for (float v : x) var += (v - mean) * (v - mean);
+    const double inv = 1.0 / std::sqrt(var / double(n) + 1e-5);
+    for (bool withBias : {true, false}) {
+      std::vector<double> want(n);
+      for (int64_t i = 0; i < n; ++i)
+        want[i] = (x[i] - mean) * inv * scale[i] + (withBias ? bias[i] : 0.0);
+      std::vector<float> y = x;  // in place
+      avx2::layerNormRow(y.data(), y.data(), n, scale.data(), withBias ? bias.data() : nullptr, 1e-5);
+      expectNear(y, want, 2e-5, "layerNormRow n " + std::to_string(n));
+    }
+  }
+}
+
 TEST(Avx2Activation, TileMatchesElementwise) {
   SKIP_WITHOUT_AVX2();
   const avx2::ActivationStep gelu{avx2::Activation::GeluTanh};

@@ -1,0 +1,124 @@
+// AVX2 + FMA row kernels: softmax, log-softmax and layer normalisation of one f32 row.
+#include "runtime/cpu/avx2/Rows.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <limits>
+
+#include "runtime/cpu/avx2/VecExp.h"
+
+namespace tandem {
+namespace avx2 {
+namespace {
+
+/// Lanes [0, left) of a masked load or store (left in [1, 8]).
+TANDEM_AVX2 inline __m256i tailMask(int64_t left) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(left)), lane);
+}
+
+TANDEM_AVX2 inline float horizontalMax(__m256 v) {
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+  return _mm_cvtss_f32(m);
+}
+
+TANDEM_AVX2 inline double horizontalSum(__m256d v) {
+  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+  return _mm_cvtsd_f64(s);
+}
+
+/// acc += the 8 lanes of v, widened to double.
+TANDEM_AVX2 inline __m256d addWide(__m256d acc, __m256 v) {
+  acc = _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+  return _mm256_add_pd(acc, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+/// exp(z) where z >= -87.3, else 0 (the vector exp clamps there: -inf would give 1.2e-38).
+TANDEM_AVX2 inline __m256 expOrZero(__m256 z) {
+  return _mm256_and_ps(expClamped(z), _mm256_cmp_ps(z, _mm256_set1_ps(-87.3f), _CMP_GE_OQ));
+}
+
+}  // namespace
+
+TANDEM_AVX2 bool softmaxRow(const float* x, float* y, int64_t n, bool log) {
+  // The maximum, and whether any element is NaN (max_ps would skip it).
+  const float inf = std::numeric_limits<float>::infinity();
+  __m256 vmax = _mm256_set1_ps(-inf), unordered = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    vmax = _mm256_max_ps(vmax, v);
+  }
+  float m = horizontalMax(vmax);
+  bool nan = _mm256_movemask_ps(unordered) != 0;
+  for (; i < n; ++i) {
+    nan |= std::isnan(x[i]);
+    m = x[i] > m ? x[i] : m;
+  }
+  if (nan || !std::isfinite(m)) return false;
+  // exp(x - m), stored (softmax) and summed in double.
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256d sum = _mm256_setzero_pd();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = expOrZero(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    if (!log) _mm256_storeu_ps(y + i, e);
+    sum = addWide(sum, e);
+  }
+  if (i < n) {
+    const __m256i mask = tailMask(n - i);
+    const __m256 e = _mm256_and_ps(expOrZero(_mm256_sub_ps(_mm256_maskload_ps(x + i, mask), vm)),
+                                   _mm256_castsi256_ps(mask));
+    if (!log) _mm256_maskstore_ps(y + i, mask, e);
+    sum = addWide(sum, e);
+  }
+  const double s = horizontalSum(sum);  // >= 1: the maximum's own term is exp(0)
+  if (!log) {
+    const __m256 inv = _mm256_set1_ps(float(1.0 / s));
+    for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
+    for (; i < n; ++i) y[i] *= float(1.0 / s);
+    return true;
+  }
+  const float lse = float(double(m) + std::log(s));
+  const __m256 vl = _mm256_set1_ps(lse);
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_sub_ps(_mm256_loadu_ps(x + i), vl));
+  for (; i < n; ++i) y[i] = x[i] - lse;
+  return true;
+}
+
+TANDEM_AVX2 void layerNormRow(const float* x, float* y, int64_t n, const float* scale,
+                              const float* bias, double epsilon) {
+  __m256d acc = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc = addWide(acc, _mm256_loadu_ps(x + i));
+  double total = horizontalSum(acc);
+  for (; i < n; ++i) total += x[i];
+  const double mean = total / double(n);
+  // Two passes (the variance about the mean), as the scalar loop: no cancellation.
+  const __m256d vmean = _mm256_set1_pd(mean);
+  acc = _mm256_setzero_pd();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256d lo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), vmean);
+    const __m256d hi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), vmean);
+    acc = _mm256_fmadd_pd(lo, lo, _mm256_fmadd_pd(hi, hi, acc));
+  }
+  double var = horizontalSum(acc);
+  for (; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  const float inv = float(1.0 / std::sqrt(var / double(n) + epsilon));
+  const float meanF = float(mean);
+  const __m256 vm = _mm256_set1_ps(meanF), vinv = _mm256_set1_ps(inv);
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vinv);
+    const __m256 b = bias ? _mm256_loadu_ps(bias + i) : _mm256_setzero_ps();
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(t, _mm256_loadu_ps(scale + i), b));
+  }
+  for (; i < n; ++i) y[i] = (x[i] - meanF) * inv * scale[i] + (bias ? bias[i] : 0.f);
+}
+
+}  // namespace avx2
+}  // namespace tandem
