@@ -115,8 +115,9 @@ struct CompileOptions {
   /// they leave them (as ONNX Runtime's CPU provider does); true (--f16-rounding per-op): every
   /// such op's result is rounded to 16 bits, ONNX's semantics exactly, and slower.
   bool f16PerOpRounding = false;
-  /// Run --tandem-fuse-qdq: convolutions in QDQ form (DequantizeLinear -> Conv [-> Relu] ->
-  /// QuantizeLinear) become int8 QLinearConv where the CPU has a fast kernel for them. Only when
+  /// Run --tandem-fuse-qdq: convolutions and matrix products in QDQ form (DequantizeLinear ->
+  /// Conv | MatMul | Gemm [-> bias Add] [-> Relu] -> QuantizeLinear) become int8 QLinearConv,
+  /// QLinearMatMul or QLinearMatMulBias where the CPU has a fast kernel for them. Only when
   /// every target device is a CPU (a GPU target keeps them f32, which the GPU runs);
   /// --no-qdq-fusion turns it off (the graph's f32 arithmetic as written).
   bool qdqFusion = true;

@@ -238,6 +238,13 @@ def Tandem_MatMulIntegerOp : Tandem_OnnxOp<"matmul_integer", "MatMulInteger", "1
 def Tandem_QLinearMatMulOp : Tandem_OnnxOp<"qlinear_matmul", "QLinearMatMul", "10",
     "quantized matmul: i32 product of the zero-point-shifted operands, requantized by "
     "a_scale * b_scale / y_scale to y_zero_point's dtype">;
+def Tandem_QLinearMatMulBiasOp : Tandem_DomainOp<"qlinear_matmul_bias", "QLinearMatMulBias",
+    "tandem", "1",
+    "QLinearMatMul with an i32 bias B [N] added to the accumulators before the requantization "
+      # "(as QLinearConv's B): a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, "
+      # "y_zero_point, B -> y",
+    "compiler/shapes/Quantize.cpp and runtime/cpu/ref/QuantizedMath.cpp (--tandem-fuse-qdq "
+      # "builds it from a QDQ Gemm, or MatMul + Add, with a bias)">;
 def Tandem_DetOp : Tandem_OnnxOp<"det", "Det", "11",
     "determinant of each square matrix of X [*, M, M]">;
 def Tandem_ConvIntegerOp : Tandem_OnnxOp<"conv_integer", "ConvInteger", "10",

@@ -1,6 +1,8 @@
-// --tandem-fuse-qdq: a convolution written in QDQ form (DequantizeLinear -> Conv [-> Relu] ->
-// QuantizeLinear, what PyTorch's quantization-aware training and ONNX Runtime's static quantizer
-// export) becomes one int8 QLinearConv, where the CPU has a fast kernel for it (passes/Passes.td).
+// --tandem-fuse-qdq: a convolution or matrix product written in QDQ form (DequantizeLinear ->
+// Conv | MatMul | Gemm [-> bias Add] [-> Relu] -> QuantizeLinear, what PyTorch's
+// quantization-aware training and ONNX Runtime's static quantizer export) becomes one int8
+// QLinearConv, QLinearMatMul or QLinearMatMulBias, where the CPU has a fast kernel for it
+// (passes/Passes.td).
 #include <cmath>
 #include <limits>
 
@@ -36,12 +38,21 @@ mlir::Value operandOrNull(mlir::Operation* op, unsigned i) {
 
 bool is8Bit(DType t) { return t == DType::U8 || t == DType::I8; }
 
-/// One convolution in QDQ form, its constants read.
-struct QdqConv {
-  mlir::Operation *dqX = nullptr, *dqW = nullptr, *conv = nullptr, *relu = nullptr, *q = nullptr;
+/// One product in QDQ form, its constants read: DQ(x) -> Conv | MatMul | Gemm (-> Add of a
+/// bias, MatMul only) [-> Relu] -> Q.
+struct QdqProduct {
+  mlir::Operation *dqX = nullptr, *dqW = nullptr, *product = nullptr, *transposeW = nullptr,
+                  *add = nullptr, *dqB = nullptr, *relu = nullptr, *q = nullptr;
+  bool conv = false;
   Tensor xScale, xZp, w, wScale, wZp, yScale, yZp, bias;
-  /// The constants in the IR that hold them (null: made here, e.g. an absent zero point).
-  mlir::Value xScaleV, xZpV, wV, wScaleV, wZpV, yScaleV, yZpV;
+  /// The constants in the IR that hold them (null: made here, e.g. an absent zero point, or
+  /// W transposed to [K, N]).
+  mlir::Value xScaleV, xZpV, wV, wScaleV, wZpV, yScaleV, yZpV, biasV;
+
+  /// The int8 op it becomes.
+  const char* fusedType() const {
+    return conv ? "QLinearConv" : bias.defined() ? "QLinearMatMulBias" : "QLinearMatMul";
+  }
 };
 
 /// The element of a zero point as an integer.
@@ -91,32 +102,46 @@ bool quantizedWeights(mlir::Operation* dqW, mlir::RewriterBase& rewriter, Tensor
   return getConstantValue(folded[0], out);
 }
 
-/// Whether `conv` heads a QDQ convolution; fills `m`. Reads constants, changes nothing but a
-/// weight QuantizeLinear of constants, which it folds (an equivalent graph either way).
-bool match(mlir::Operation* conv, mlir::RewriterBase& rewriter, QdqConv* m) {
-  m->conv = conv;
-  m->dqX = producer(conv->getOperand(0), "DequantizeLinear");
-  m->dqW = producer(conv->getOperand(1), "DequantizeLinear");
-  if (!m->dqX || !m->dqW) return false;
-  // The result: QuantizeLinear, maybe through a Relu, each value read once.
-  mlir::Value y = conv->getResult(0);
-  if (!y.hasOneUse()) return false;
-  mlir::Operation* user = *y.getUsers().begin();
+DType elementType(mlir::Value v) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+  return t ? mlirToDType(t.getElementType()) : DType::Undefined;
+}
+
+/// The only reader of `v`, or null.
+mlir::Operation* soleUser(mlir::Value v) {
+  return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+}
+
+/// From the product's f32 result: [Add of a bias (matmul)] [Relu] QuantizeLinear, each value
+/// read once; fills m->add, m->relu, m->q. Returns the bias operand of the Add, or null.
+bool matchOutput(QdqProduct* m, mlir::Value* addBias) {
+  mlir::Value y = m->product->getResult(0);
+  mlir::Operation* user = soleUser(y);
+  if (!user) return false;
+  if (!m->conv && onnxOpType(user) == "Add") {
+    m->add = user;
+    *addBias = user->getOperand(user->getOperand(0) == y ? 1 : 0);
+    if (user->getOperand(0) == user->getOperand(1) || user->getResult(0).getType() != y.getType())
+      return false;  // x + x, or a bias that broadcasts the product to a larger shape
+    y = user->getResult(0);
+    if (!(user = soleUser(y))) return false;
+  }
   if (onnxOpType(user) == "Relu") {
     m->relu = user;
-    if (!user->getResult(0).hasOneUse()) return false;
-    user = *user->getResult(0).getUsers().begin();
+    y = user->getResult(0);
+    if (!(user = soleUser(y))) return false;
   }
-  if (onnxOpType(user) != "QuantizeLinear" || user->getOperand(0) != (m->relu ? m->relu : conv)->getResult(0))
-    return false;
+  if (onnxOpType(user) != "QuantizeLinear" || user->getOperand(0) != y) return false;
   m->q = user;
-  auto type = [](mlir::Value v) {
-    auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-    return t ? mlirToDType(t.getElementType()) : DType::Undefined;
-  };
-  const DType xType = type(m->dqX->getOperand(0)), yType = type(m->q->getResult(0));
-  if (!is8Bit(xType) || !is8Bit(yType) || type(conv->getResult(0)) != DType::F32) return false;
-  // x and y: per tensor.
+  return true;
+}
+
+/// x (DequantizeLinear's input) and y (the QuantizeLinear's result): 8-bit, scales and zero
+/// points constant and per tensor.
+bool matchActivations(QdqProduct* m) {
+  const DType xType = elementType(m->dqX->getOperand(0)), yType = elementType(m->q->getResult(0));
+  if (!is8Bit(xType) || !is8Bit(yType) || elementType(m->product->getResult(0)) != DType::F32)
+    return false;
   m->xScaleV = m->dqX->getOperand(1);
   m->yScaleV = m->q->getOperand(1);
   if (!getConstantValue(m->xScaleV, &m->xScale) || !goodScale(m->xScale, 1) ||
@@ -127,51 +152,170 @@ bool match(mlir::Operation* conv, mlir::RewriterBase& rewriter, QdqConv* m) {
     return false;
   // Relu before the quantization is the saturation at y's zero point when that is the type's
   // least value: Q(max(v, 0)) = max(Q(v), zp).
-  if (m->relu && intAt(m->yZp, 0) != (yType == DType::U8 ? 0 : -128)) return false;
-  // W: constant 8-bit, per tensor or per output channel (axis 0).
-  auto wt = llvm::dyn_cast<mlir::RankedTensorType>(conv->getOperand(1).getType());
-  if (!wt || !wt.hasStaticShape() || wt.getRank() < 3) return false;
-  const int64_t channels = wt.getShape()[0];
+  return !m->relu || intAt(m->yZp, 0) == (yType == DType::U8 ? 0 : -128);
+}
+
+/// W_q [rows, ...] behind m->dqW: 8-bit constant, scales per tensor or per channel along
+/// `channelAxis` (0 or 1) of `channels` channels.
+bool matchWeights(QdqProduct* m, mlir::RewriterBase& rewriter, int64_t channelAxis,
+                  int64_t channels) {
   m->wScaleV = m->dqW->getOperand(1);
   if (!getConstantValue(m->wScaleV, &m->wScale) || !goodScale(m->wScale, channels)) return false;
-  auto axis = m->dqW->getAttrOfType<mlir::IntegerAttr>("axis");
-  if (m->wScale.numel() > 1 && (!axis || axis.getInt() != 0)) return false;
-  if (!quantizedWeights(m->dqW, rewriter, &m->w, &m->wV) || !is8Bit(m->w.dtype()) ||
-      !zeroPoint(m->dqW, 2, m->w.dtype(), m->wScale.numel(), &m->wZp, &m->wZpV))
-    return false;
-  // The f32 bias, quantized at x_scale * w_scale (ONNX Runtime's quantizer does the same):
-  // B_q = round(B / (x_scale * w_scale[m])), half to even, which must fit i32.
-  if (mlir::Value b = operandOrNull(conv, 2)) {
-    Tensor bf;
-    if (!getConstantValue(b, &bf) || bf.dtype() != DType::F32 || bf.numel() != channels) return false;
-    m->bias = Tensor::alloc(DType::I32, {channels});
-    const float xs = m->xScale.data<float>()[0];
-    for (int64_t c = 0; c < channels; ++c) {
-      const float ws = m->wScale.data<float>()[m->wScale.numel() == 1 ? 0 : c];
-      const double q = std::nearbyint(double(bf.data<float>()[c]) / double(xs * ws));
-      if (!(std::fabs(q) <= 2147483647.0)) return false;
-      m->bias.data<int32_t>()[c] = int32_t(q);
+  if (m->wScale.numel() > 1) {
+    auto axis = m->dqW->getAttrOfType<mlir::IntegerAttr>("axis");
+    const int64_t rank = llvm::cast<mlir::RankedTensorType>(m->dqW->getResult(0).getType()).getRank();
+    const int64_t a = axis ? axis.getInt() : 1;  // DequantizeLinear's default axis is 1
+    if ((a < 0 ? a + rank : a) != channelAxis) return false;
+  }
+  return quantizedWeights(m->dqW, rewriter, &m->w, &m->wV) && is8Bit(m->w.dtype()) &&
+         zeroPoint(m->dqW, 2, m->w.dtype(), m->wScale.numel(), &m->wZp, &m->wZpV);
+}
+
+/// B_q, the product's bias in i32 at scale x_scale * w_scale[c]: from an f32 constant
+/// (round(B / (x_scale * w_scale)), half to even, as ONNX Runtime's quantizer does), or from a
+/// DequantizeLinear of an i32 constant (what that quantizer writes): taken as it is where its
+/// scale is x_scale * w_scale (in f32) and its zero point 0, else dequantized and requantized.
+/// `b` must hold `channels` values (shape [channels], or [1, channels] for a matmul's Add).
+bool matchBias(QdqProduct* m, mlir::Value b, int64_t channels) {
+  auto t = llvm::dyn_cast<mlir::RankedTensorType>(b.getType());
+  if (!t || !t.hasStaticShape() || t.getNumElements() != channels) return false;
+  for (int64_t i = 0; i + 1 < t.getRank(); ++i)
+    if (t.getShape()[i] != 1) return false;
+  const float xs = m->xScale.data<float>()[0];
+  auto biasScale = [&](int64_t c) {
+    return xs * m->wScale.data<float>()[m->wScale.numel() == 1 ? 0 : c];  // f32, as ORT's
+  };
+  m->bias = Tensor::alloc(DType::I32, {channels});
+  Tensor bf;
+  if (mlir::Operation* dq = producer(b, "DequantizeLinear")) {
+    Tensor q, s, z;
+    mlir::Value zv;
+    if (!b.hasOneUse() || !getConstantValue(dq->getOperand(0), &q) || q.dtype() != DType::I32 ||
+        !getConstantValue(dq->getOperand(1), &s) || s.dtype() != DType::F32 ||
+        (s.numel() != 1 && s.numel() != channels) ||
+        !zeroPoint(dq, 2, DType::I32, s.numel(), &z, &zv))
+      return false;
+    m->dqB = dq;
+    bool exact = true;
+    for (int64_t c = 0; c < channels && exact; ++c)
+      exact = s.data<float>()[s.numel() == 1 ? 0 : c] == biasScale(c) &&
+              z.data<int32_t>()[z.numel() == 1 ? 0 : c] == 0;
+    if (exact) {
+      std::copy(q.data<int32_t>(), q.data<int32_t>() + channels, m->bias.data<int32_t>());
+      if (q.shape() == Shape{channels}) m->biasV = dq->getOperand(0);
+      return true;
     }
+    // DequantizeLinear's own f32 arithmetic: (q - zp) * scale.
+    bf = Tensor::alloc(DType::F32, {channels});
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t k = s.numel() == 1 ? 0 : c;
+      bf.data<float>()[c] =
+          float(q.data<int32_t>()[c] - z.data<int32_t>()[z.numel() == 1 ? 0 : k]) * s.data<float>()[k];
+    }
+  } else if (!getConstantValue(b, &bf) || bf.dtype() != DType::F32) {
+    return false;
+  }
+  for (int64_t c = 0; c < channels; ++c) {
+    const double r = std::nearbyint(double(bf.data<float>()[c]) / double(biasScale(c)));
+    if (!(std::fabs(r) <= 2147483647.0)) return false;
+    m->bias.data<int32_t>()[c] = int32_t(r);
   }
   return true;
 }
 
-/// The QLinearConv's operand types, constants and attributes as the kernel registry reads them.
+/// W_q [N, K] as [K, N] (a matmul's b, columns the output channels).
+Tensor transposed(const Tensor& w) {
+  const int64_t rows = w.shape()[0], cols = w.shape()[1];
+  Tensor t = Tensor::alloc(w.dtype(), {cols, rows});
+  const auto* src = static_cast<const uint8_t*>(w.raw());  // 8-bit either way
+  auto* dst = static_cast<uint8_t*>(t.raw());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * rows + r] = src[r * cols + c];
+  return t;
+}
+
+/// Whether `conv` heads a QDQ convolution; fills `m`. Reads constants, changes nothing but a
+/// weight QuantizeLinear of constants, which it folds (an equivalent graph either way).
+bool matchConv(mlir::Operation* conv, mlir::RewriterBase& rewriter, QdqProduct* m) {
+  m->product = conv;
+  m->conv = true;
+  m->dqX = producer(conv->getOperand(0), "DequantizeLinear");
+  m->dqW = producer(conv->getOperand(1), "DequantizeLinear");
+  mlir::Value unused;
+  if (!m->dqX || !m->dqW || !matchOutput(m, &unused) || !matchActivations(m)) return false;
+  auto wt = llvm::dyn_cast<mlir::RankedTensorType>(conv->getOperand(1).getType());
+  if (!wt || !wt.hasStaticShape() || wt.getRank() < 3) return false;
+  const int64_t channels = wt.getShape()[0];
+  if (!matchWeights(m, rewriter, 0, channels)) return false;
+  mlir::Value b = operandOrNull(conv, 2);
+  return !b || matchBias(m, b, channels);
+}
+
+/// Whether `op` (MatMul or Gemm) heads a QDQ matrix product with constant weights; fills `m`.
+/// W reaches it as DequantizeLinear(W_q [K, N]), or transposed: through Transpose (MatMul) or
+/// transB = 1 (Gemm) from W_q [N, K], which is then transposed here.
+bool matchMatMul(mlir::Operation* op, mlir::RewriterBase& rewriter, QdqProduct* m) {
+  m->product = op;
+  const bool gemm = onnxOpType(op) == "Gemm";
+  m->dqX = producer(op->getOperand(0), "DequantizeLinear");
+  if (!m->dqX) return false;
+  mlir::Value w = op->getOperand(1);
+  bool rowsAreChannels = false;
+  if (gemm) {
+    auto attrInt = [&](const char* n) {
+      auto a = op->getAttrOfType<mlir::IntegerAttr>(n);
+      return a ? a.getInt() : 0;
+    };
+    auto attrFloat = [&](const char* n) {
+      auto a = op->getAttrOfType<mlir::FloatAttr>(n);
+      return a ? a.getValueAsDouble() : 1.0;
+    };
+    if (attrInt("transA") != 0 || attrFloat("alpha") != 1.0 || attrFloat("beta") != 1.0) return false;
+    rowsAreChannels = attrInt("transB") != 0;
+  } else if (mlir::Operation* t = producer(w, "Transpose")) {
+    auto perm = t->getAttrOfType<mlir::ArrayAttr>("perm");
+    const bool swap = !perm || (perm.size() == 2 &&
+                                llvm::cast<mlir::IntegerAttr>(perm[0]).getInt() == 1 &&
+                                llvm::cast<mlir::IntegerAttr>(perm[1]).getInt() == 0);
+    if (!swap || !w.hasOneUse()) return false;
+    m->transposeW = t;
+    w = t->getOperand(0);
+    rowsAreChannels = true;
+  }
+  m->dqW = producer(w, "DequantizeLinear");
+  auto wt = llvm::dyn_cast<mlir::RankedTensorType>(w.getType());
+  if (!m->dqW || !wt || !wt.hasStaticShape() || wt.getRank() != 2) return false;
+  auto xt = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+  if (!xt || xt.getRank() < 2 || (gemm && xt.getRank() != 2)) return false;
+  mlir::Value addBias;
+  if (!matchOutput(m, &addBias) || !matchActivations(m)) return false;
+  const int64_t channels = wt.getShape()[rowsAreChannels ? 0 : 1];
+  if (!matchWeights(m, rewriter, rowsAreChannels ? 0 : 1, channels)) return false;
+  if (rowsAreChannels) {
+    m->w = transposed(m->w);
+    m->wV = nullptr;
+  }
+  mlir::Value b = gemm ? operandOrNull(op, 2) : addBias;
+  return !b || matchBias(m, b, channels);
+}
+
+/// The fused op's operand types, constants and attributes as the kernel registry reads them.
 struct KernelQuery {
   std::vector<Tensor> consts;
   AttrMap attrs;
   KernelContext ctx;
 };
 
-void buildQuery(const QdqConv& m, KernelQuery* k) {
+void buildQuery(const QdqProduct& m, KernelQuery* k) {
   auto shapeOf = [](mlir::Value v) {
     auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
     return TensorType{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
   };
-  k->consts = {Tensor(), m.xScale, m.xZp, m.w, m.wScale, m.wZp, m.yScale, m.yZp, m.bias};
-  k->attrs = toAttrMap(m.conv);
-  k->ctx.opType = "QLinearConv";
-  k->ctx.nodeName = nodeName(m.conv->getLoc());
+  k->consts = {Tensor(), m.xScale, m.xZp, m.w, m.wScale, m.wZp, m.yScale, m.yZp};
+  if (m.conv || m.bias.defined()) k->consts.push_back(m.bias);
+  if (m.conv) k->attrs = toAttrMap(m.product);
+  k->ctx.opType = m.fusedType();
+  k->ctx.nodeName = nodeName(m.product->getLoc());
   k->ctx.attrs = &k->attrs;
   for (size_t i = 0; i < k->consts.size(); ++i) {
     const Tensor& t = k->consts[i];
@@ -182,9 +326,9 @@ void buildQuery(const QdqConv& m, KernelQuery* k) {
   k->ctx.outputTypes.push_back(shapeOf(m.q->getResult(0)));
 }
 
-/// Whether this CPU runs the QLinearConv with a kernel other than the scalar reference (which
-/// is about 100x slower than the f32 convolution it would replace): the registry's variants.
-bool hasFastCpuKernel(const QdqConv& m) {
+/// Whether this CPU runs the fused op with a kernel other than the scalar reference (which is
+/// about 100x slower than the f32 product it would replace): the registry's variants.
+bool hasFastCpuKernel(const QdqProduct& m) {
   KernelQuery k;
   buildQuery(m, &k);
   for (const std::string& v : KernelRegistry::global().variants("cpu", k.ctx))
@@ -211,44 +355,58 @@ struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
     llvm::DenseSet<mlir::Operation*> erased;  // ops of `ops` a fusion removed
     int64_t withoutFastKernel = 0;
     for (mlir::Operation* op : ops) {
-      if (erased.contains(op) || onnxOpType(op) != "Conv") continue;
-      QdqConv m;
-      if (!match(op, rewriter, &m)) continue;
+      if (erased.contains(op)) continue;
+      const std::string type = onnxOpType(op);
+      QdqProduct m;
+      if (type == "Conv") {
+        if (!matchConv(op, rewriter, &m)) continue;
+      } else if (type == "MatMul" || type == "Gemm") {
+        if (!matchMatMul(op, rewriter, &m)) continue;
+      } else {
+        continue;
+      }
       if (requireFastKernel && !hasFastCpuKernel(m)) {
         ++withoutFastKernel;
         continue;
       }
       rewriter.setInsertionPoint(m.q);
       const mlir::Location loc = op->getLoc();
-      // The graph's own constants where it has them; new ones for absent zero points and B_q.
+      // The graph's own constants where it has them; new ones for absent zero points, a
+      // transposed W and B_q.
       auto constant = [&](mlir::Value v, const Tensor& t) {
         return v ? v : createConstant(rewriter, loc, t);
       };
       llvm::SmallVector<mlir::Value> operands = {
-          m.dqX->getOperand(0),        m.xScaleV, constant(m.xZpV, m.xZp), m.wV, m.wScaleV,
-          constant(m.wZpV, m.wZp),     m.yScaleV, constant(m.yZpV, m.yZp),
-          m.bias.defined() ? constant(nullptr, m.bias) : mlir::Value()};
+          m.dqX->getOperand(0),    m.xScaleV, constant(m.xZpV, m.xZp), constant(m.wV, m.w),
+          m.wScaleV,               constant(m.wZpV, m.wZp), m.yScaleV, constant(m.yZpV, m.yZp)};
+      if (m.bias.defined()) operands.push_back(constant(m.biasV, m.bias));
       llvm::SmallVector<mlir::NamedAttribute> attrs;
-      for (const char* name : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
-        if (mlir::Attribute a = op->getAttr(name)) attrs.push_back(rewriter.getNamedAttr(name, a));
-      mlir::FailureOr<mlir::Operation*> qconv =
-          createTandemOp(rewriter, loc, "QLinearConv", operands, attrs);
-      if (mlir::failed(qconv)) return signalPassFailure();
-      if ((*qconv)->getResult(0).getType() != m.q->getResult(0).getType()) {
-        op->emitError() << kWho << ": QLinearConv infers " << (*qconv)->getResult(0).getType()
+      if (m.conv)
+        for (const char* name : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+          if (mlir::Attribute a = op->getAttr(name)) attrs.push_back(rewriter.getNamedAttr(name, a));
+      mlir::FailureOr<mlir::Operation*> fused =
+          createTandemOp(rewriter, loc, m.fusedType(), operands, attrs);
+      if (mlir::failed(fused)) return signalPassFailure();
+      if ((*fused)->getResult(0).getType() != m.q->getResult(0).getType()) {
+        op->emitError() << kWho << ": " << m.fusedType() << " infers "
+                        << (*fused)->getResult(0).getType()
                         << " where the QuantizeLinear it replaces gives "
                         << m.q->getResult(0).getType();
         return signalPassFailure();
       }
-      rewriter.replaceOp(m.q, (*qconv)->getResults());
-      erased.insert(m.q);
-      if (m.relu) {
-        rewriter.eraseOp(m.relu);
-        erased.insert(m.relu);
+      rewriter.replaceOp(m.q, (*fused)->getResults());
+      // The chain from the QuantizeLinear back to the product, each read only by the next.
+      for (mlir::Operation* dead : {m.q, m.relu, m.add, op}) {
+        if (!dead) continue;
+        if (dead != m.q) rewriter.eraseOp(dead);
+        erased.insert(dead);
       }
-      rewriter.eraseOp(op);
-      for (mlir::Operation* dq : {m.dqW, m.dqX})
-        if (dq->use_empty()) rewriter.eraseOp(dq);  // earlier in `ops`: already passed
+      // Earlier in `ops` (already passed): erased once nothing reads them.
+      for (mlir::Operation* dq : {m.dqB, m.transposeW, m.dqW, m.dqX})
+        if (dq && dq->use_empty()) {
+          rewriter.eraseOp(dq);
+          erased.insert(dq);
+        }
     }
     if (withoutFastKernel > 0)
       getOperation()->setAttr(kQdqWithoutFastKernelAttr,

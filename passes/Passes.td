@@ -153,26 +153,39 @@ def TandemLegalizeF16 : Pass<"tandem-legalize-f16", "mlir::ModuleOp"> {
 }
 
 def TandemFuseQdq : Pass<"tandem-fuse-qdq", "mlir::ModuleOp"> {
-  let summary = "DequantizeLinear -> Conv [-> Relu] -> QuantizeLinear as one int8 QLinearConv";
+  let summary = "DequantizeLinear -> Conv | MatMul | Gemm [-> bias Add] [-> Relu] -> QuantizeLinear "
+                "as one int8 QLinearConv, QLinearMatMul or QLinearMatMulBias";
   let description = [{
     Quantization-aware training (PyTorch) and ONNX Runtime's static quantizer export an int8
-    convolution in QDQ form: the f32 Conv of DequantizeLinear(x_q) and
-    DequantizeLinear(W_q), quantized again by a QuantizeLinear. Run as written, every
-    convolution is an f32 one between element-wise quantization steps. This pass replaces each
-    such group by QLinearConv(x_q, x_scale, x_zero_point, W_q, w_scale, w_zero_point,
-    y_scale, y_zero_point, B_q), which the CPU runs on oneDNN's int8 kernels
-    (runtime/cpu/dnnl/DnnlQuantized.cpp), as ONNX Runtime's QDQ transformer does.
+    convolution or matrix product in QDQ form: the f32 Conv, MatMul or Gemm of
+    DequantizeLinear(x_q) and DequantizeLinear(W_q), quantized again by a QuantizeLinear. Run as
+    written, every product is an f32 one between element-wise quantization steps. This pass
+    replaces each such group by one int8 op, which the CPU runs on oneDNN's int8 kernels
+    (runtime/cpu/dnnl/DnnlQuantized.cpp), as ONNX Runtime's QDQ transformer does:
+      - Conv: QLinearConv(x_q, x_scale, x_zero_point, W_q, w_scale, w_zero_point, y_scale,
+        y_zero_point, B_q);
+      - MatMul and Gemm: QLinearMatMul with the same operands but B_q, or, with a bias,
+        Tandem's QLinearMatMulBias (QLinearMatMul plus B_q per column before the
+        requantization). W_q is b [K, N]: as written (DequantizeLinear(W_q [K, N]), channels
+        axis 1), or transposed here from W_q [N, K] (channels axis 0) where the graph
+        transposes it (a Transpose between the DequantizeLinear and the MatMul, PyTorch's
+        nn.Linear; Gemm's transB = 1). The bias is Gemm's C, or for MatMul an Add of one value
+        per column right after it (PyTorch's 3-D nn.Linear). Gemm needs transA = 0 and
+        alpha = beta = 1.
 
     A group is taken when: x, W and y are u8/i8 with constant scales (x, y per tensor; W per
-    tensor or per output channel, axis 0; all finite and > 0) and constant zero points;
-    W_q is a constant or a QuantizeLinear of constants (folded here); the Conv's result, and
-    the Relu's when there is one, have no other reader; a Relu only where y's zero point is the
-    type's least value (then Q(Relu(v)) = Q(v), saturated); the f32 bias, if any, is a
+    tensor or per output channel; all finite and > 0) and constant zero points; W_q is a
+    constant or a QuantizeLinear of constants (folded here); each f32 value between the
+    product and the QuantizeLinear has no other reader; a Relu only where y's zero point is the
+    type's least value (then Q(Relu(v)) = Q(v), saturated); the bias, if any, is an f32
     constant, quantized to B_q = round_half_even(B / (x_scale * w_scale)) in i32 (as ONNX
-    Runtime's quantizer writes it). With require-fast-kernel (the default) the CPU's kernel
+    Runtime's quantizer writes it), or that quantizer's DequantizeLinear of an i32 constant,
+    taken as it is where its scale is x_scale * w_scale (f32) and its zero point 0, else
+    dequantized and quantized again. A product of two activations (W not constant, as
+    attention's Q K^T) stays f32. With require-fast-kernel (the default) the CPU's kernel
     registry must offer a kernel other than the scalar reference for the result (on CPUs
     without VNNI oneDNN's int8 products are exact only for u8 x and |W - w_zero_point| <= 64;
-    the reference is about 100x slower than the f32 convolution); the groups left for that
+    the reference is about 100x slower than the f32 product); the groups left for that
     reason are counted in the module attribute `tandem.qdq_without_fast_kernel` (the compiler
     turns it into a note).
 
@@ -194,7 +207,7 @@ def TandemFuseQdq : Pass<"tandem-fuse-qdq", "mlir::ModuleOp"> {
   let constructor = "::tandem::createFuseQdqPass()";
   let options = [
     Option<"requireFastKernel", "require-fast-kernel", "bool", /*default=*/"true",
-           "Fuse only where this CPU has a kernel other than the reference for the QLinearConv">,
+           "Fuse only where this CPU has a kernel other than the reference for the int8 op">,
   ];
 }
 

@@ -49,6 +49,9 @@ gradient), not noise, whose RoIs all look alike and tie; ViT's zero-initialised 
                       QuantizeLinear/DequantizeLinear around float ops; per-channel int8 weights);
                       Tandem, like ONNX Runtime, is a quantization step or two from PyTorch on a
                       few hundred of the 1000 logits (float order decides near-ties; --atol 0.1)
+  qdq_bert            a BERT-style encoder (4 layers, width 256, sequence 128) whose 25 Linear
+                      layers are quantized the QDQ way: MatMul of transposed per-channel int8
+                      weights, f32 bias Add, QuantizeLinear (the attention products stay float)
 
 Usage (Debian's python3-torch, python3-torchvision, python3-onnx):
   /usr/bin/python3 scripts/more-families.py OUT [NAME ...]
@@ -377,6 +380,63 @@ class GptKV(torch.nn.Module):
         return self.head(x), torch.stack(present)
 
 
+class QdqLinear(torch.nn.Module):
+    """nn.Linear between a QuantStub and a DeQuantStub: with a QAT qconfig its input, weights and
+    output are fake-quantized (eager mode quantizes what the stubs enclose)."""
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        q = torch.ao.quantization
+        self.quant, self.fc, self.dequant = q.QuantStub(), torch.nn.Linear(d_in, d_out), q.DeQuantStub()
+
+    def forward(self, x):
+        return self.dequant(self.fc(self.quant(x)))
+
+
+class QdqBert(torch.nn.Module):
+    """A BERT-style encoder (4 post-norm layers, width 256, 4 heads, GELU feed-forward 1024) whose
+    every Linear is quantized the QDQ way; attention, LayerNorm and GELU stay float."""
+
+    def __init__(self, layers=4, d=256, heads=4, ff=1024):
+        super().__init__()
+        self.heads = heads
+        self.emb = torch.nn.Embedding(1000, d)
+        self.pos = torch.nn.Parameter(torch.randn(1, 128, d) * 0.02)
+        self.qkv = torch.nn.ModuleList(QdqLinear(d, 3 * d) for _ in range(layers))
+        self.out = torch.nn.ModuleList(QdqLinear(d, d) for _ in range(layers))
+        self.ff1 = torch.nn.ModuleList(QdqLinear(d, ff) for _ in range(layers))
+        self.ff2 = torch.nn.ModuleList(QdqLinear(ff, d) for _ in range(layers))
+        self.ln1 = torch.nn.ModuleList(torch.nn.LayerNorm(d) for _ in range(layers))
+        self.ln2 = torch.nn.ModuleList(torch.nn.LayerNorm(d) for _ in range(layers))
+        self.head = QdqLinear(d, 2)
+
+    def forward(self, ids):
+        b, t = ids.shape
+        x = self.emb(ids) + self.pos[:, :t]
+        for i in range(len(self.qkv)):
+            q, k, v = self.qkv[i](x).reshape(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            a = torch.softmax(q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5, -1)
+            x = self.ln1[i](x + self.out[i]((a @ v).transpose(1, 2).reshape(b, t, -1)))
+            x = self.ln2[i](x + self.ff2[i](torch.nn.functional.gelu(self.ff1[i](x))))
+        return self.head(x[:, 0])
+
+
+def qdq_bert():
+    """QdqBert after quantization-aware training's preparation (fbgemm qconfig: per-channel int8
+    weights, uint8 activations), exported as ONNX Runtime's quantizer would write it: MatMul of
+    the transposed DequantizeLinear'd weights, Add of the f32 bias, QuantizeLinear."""
+    q = torch.ao.quantization
+    m = QdqBert()
+    m.qconfig = q.get_default_qat_qconfig("fbgemm", version=0)
+    m.train()
+    q.prepare_qat(m, inplace=True)
+    with torch.no_grad():
+        for _ in range(4):
+            m(torch.randint(0, 1000, (2, 128)))
+    m.apply(q.disable_observer)
+    return m.eval(), [torch.randint(0, 1000, (1, 128))], 13
+
+
 def qdq_resnet18():
     """ResNet-18 quantized the QDQ way (torch.ao QAT fake quantization, fbgemm qconfig: per-channel
     int8 weights, uint8 activations), exported as QuantizeLinear/DequantizeLinear pairs around
@@ -430,6 +490,7 @@ FAMILIES = {
                             dynamic_axes={"past": {4: "T"}, "present": {4: "T1"}})),
     "resnet18_fp16": lambda: (M.resnet18(), [image()], 13, "fp16"),
     "qdq_resnet18": qdq_resnet18,
+    "qdq_bert": qdq_bert,
 }
 
 

@@ -182,18 +182,28 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   // The target devices, discovered once when not given (fuse-qdq and place read them).
   const DeviceSet devices = options.devices ? *options.devices : DeviceSet::live();
   if (options.qdqFusion && cpuOnly(devices)) {
-    const int64_t before = countOps(module, "QLinearConv");
+    const int64_t convsBefore = countOps(module, "QLinearConv");
+    const int64_t productsBefore =
+        countOps(module, "QLinearMatMul") + countOps(module, "QLinearMatMulBias");
     if (mlir::failed(run(createFuseQdqPass()))) return mlir::failure();
-    if (const int64_t fused = countOps(module, "QLinearConv") - before; fused > 0)
-      result->notes.push_back(std::to_string(fused) +
-                              " convolution(s) in QDQ form (DequantizeLinear -> Conv -> "
-                              "QuantizeLinear) run as int8 QLinearConv (--no-qdq-fusion: f32 as written)");
+    const int64_t convs = countOps(module, "QLinearConv") - convsBefore;
+    const int64_t products =
+        countOps(module, "QLinearMatMul") + countOps(module, "QLinearMatMulBias") - productsBefore;
+    if (convs + products > 0) {
+      std::string what = convs > 0 ? std::to_string(convs) + " convolution(s)" : "";
+      if (products > 0)
+        what += (convs > 0 ? " and " : "") + std::to_string(products) + " matrix product(s)";
+      result->notes.push_back(what +
+                              " in QDQ form (DequantizeLinear -> Conv/MatMul/Gemm -> "
+                              "QuantizeLinear) run as int8 QLinearConv/QLinearMatMul "
+                              "(--no-qdq-fusion: f32 as written)");
+    }
     if (auto slow = module->getAttrOfType<mlir::IntegerAttr>(kQdqWithoutFastKernelAttr)) {
       result->notes.push_back(
           std::to_string(slow.getInt()) +
-          " convolution(s) in QDQ form stay f32: this CPU has no fast int8 kernel for them "
-          "(without VNNI oneDNN's int8 products are exact only for u8 inputs and |W - zero "
-          "point| <= 64)");
+          " convolution(s) or matrix product(s) in QDQ form stay f32: this CPU has no fast int8 "
+          "kernel for them (without VNNI oneDNN's int8 products are exact only for u8 inputs "
+          "and |W - zero point| <= 64)");
       module->removeAttr(kQdqWithoutFastKernelAttr);
     }
   }

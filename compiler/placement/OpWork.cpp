@@ -135,12 +135,13 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.cls = OpClass::Gemm;
     const TensorType* A = operand(in, 0);
     if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
-  } else if (op == "MatMulInteger" || op == "QLinearMatMul") {
-    // i32 multiply-adds over K, then (QLinearMatMul) scale, round and zero point per element.
+  } else if (op == "MatMulInteger" || op == "QLinearMatMul" || op == "QLinearMatMulBias") {
+    // i32 multiply-adds over K, then (QLinear*) bias, scale, round and zero point per element.
     w.cls = OpClass::Gemm;
     const TensorType* A = operand(in, 0);
     if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
     if (op == "QLinearMatMul") w.flops += 3 * y;
+    if (op == "QLinearMatMulBias") w.flops += 4 * y;
   } else if (op == "Det") {
     // LU with partial pivoting: about 2/3 M^3 per matrix, y matrices.
     const TensorType* X = operand(in, 0);

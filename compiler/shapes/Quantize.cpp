@@ -118,12 +118,16 @@ std::string inferMatMulInteger(const Ctx& c) {
   return "";
 }
 
-std::string inferQLinearMatMul(const Ctx& c) {
-  // QLinearMatMul-10: a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point;
+namespace {
+
+/// QLinearMatMul's operands 0-7 and result; `bias` adds QLinearMatMulBias's operand 8.
+std::string qlinearMatMul(const Ctx& c, bool bias) {
+  // a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point[, B];
   // scales f32, zero points of their operand's dtype; y has y_zero_point's dtype.
   static const std::vector<const char*> names = {"a", "a_scale", "a_zero_point", "b", "b_scale",
-                                                 "b_zero_point", "y_scale", "y_zero_point"};
-  if (auto e = checkArity(c, 8, 8, 1, 1, names); !e.empty()) return e;
+                                                 "b_zero_point", "y_scale", "y_zero_point", "B"};
+  const size_t n = bias ? 9 : 8;
+  if (auto e = checkArity(c, n, n, 1, 1, names); !e.empty()) return e;
   for (size_t i : {0, 3, 7})
     if (auto e = checkDTypeIn(c, i, kQuantTypes, names); !e.empty()) return e;
   for (size_t i : {1, 4, 6}) {
@@ -136,8 +140,30 @@ std::string inferQLinearMatMul(const Ctx& c) {
   }
   std::vector<int64_t> y;
   if (auto e = quantMatMulShape(c, 0, 3, names, &y); !e.empty()) return e;
+  if (bias) {
+    if (auto e = checkDTypeIn(c, 8, {DType::I32}, names); !e.empty()) return e;
+    const auto& b = c.in[8].dims;
+    const int64_t cols = c.in[3].dims.empty() ? kUnknownDim : c.in[3].dims.back();
+    if (c.in[3].dims.size() < 2 || b.size() != 1 ||
+        (b[0] != kUnknownDim && cols != kUnknownDim && b[0] != cols))
+      return c.fail("input 8 (B) must have shape [" + std::to_string(cols) +
+                    "] (one per column of b, a matrix), got " + dimsStr(b));
+  }
   c.set(0, c.in[7].dtype, y);
   return "";
+}
+
+}  // namespace
+
+std::string inferQLinearMatMul(const Ctx& c) {
+  // QLinearMatMul-10.
+  return qlinearMatMul(c, /*bias=*/false);
+}
+
+std::string inferQLinearMatMulBias(const Ctx& c) {
+  // Tandem's QLinearMatMulBias-1: QLinearMatMul's operands, then B (i32 [N], b's columns),
+  // added to each row's accumulators before the requantization.
+  return qlinearMatMul(c, /*bias=*/true);
 }
 
 }  // namespace tandem::shapes

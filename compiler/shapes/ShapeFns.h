@@ -103,6 +103,7 @@ std::string inferDequantizeLinear(const Ctx& c);
 std::string inferDynamicQuantizeLinear(const Ctx& c);
 std::string inferMatMulInteger(const Ctx& c);
 std::string inferQLinearMatMul(const Ctx& c);
+std::string inferQLinearMatMulBias(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);

@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), a residual conv over a plain residual (hswish_residual), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -50,6 +50,15 @@ run qdq_conv 0.03 0 --no-qdq-fusion
 echo "== qdq_conv: the fusion happened"
 "$tandem" run "$dir/qdq_conv/model.onnx" --inputs "$dir/qdq_conv/test_data_set_0" 2>&1 >/dev/null |
   grep -F "2 convolution(s) in QDQ form"
+# QDQ matrix products (models/make_models.py qdq_linear): ONNX Runtime's MatMul -> QuantizeLinear
+# (QLinearMatMul), PyTorch QAT's transposed-weight MatMul + bias Add + Relu and ONNX Runtime's
+# Gemm with an i32 bias (QLinearMatMulBias), against the QDQ graph in f64: one step of y's scale
+# (0.02) at most, as qdq_conv. Measured: exact here, fused and as written.
+run qdq_linear 0.02 0
+run qdq_linear 0.02 0 --no-qdq-fusion
+echo "== qdq_linear: the fusion happened"
+"$tandem" run "$dir/qdq_linear/model.onnx" --inputs "$dir/qdq_linear/test_data_set_0" 2>&1 >/dev/null |
+  grep -F "3 matrix product(s) in QDQ form"
 # A residual conv writing the host's blocked layout over a plain residual (LR-ASPP's MobileNetV3
 # blocks): f32 against PyTorch eager, 2.4e-7 max abs measured.
 run hswish_residual 1e-5 1e-4

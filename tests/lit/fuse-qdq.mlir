@@ -75,3 +75,120 @@ func.func @main(%xq: tensor<1x1x3x3xui8>, %wq: tensor<1x1x2x2xi8>) -> (tensor<1x
   %y2 = tandem.quantize_linear %c2, %s, %z : (tensor<1x1x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x1x2x2xui8>
   return %y, %c, %y2 : tensor<1x1x2x2xui8>, tensor<1x1x2x2xf32>, tensor<1x1x2x2xui8>
 }
+
+// -----
+
+// ONNX Runtime's quantizer writes a Conv's bias as DequantizeLinear of i32 at x_scale * w_scale
+// (here 0.5 * [0.25, 0.5] = [0.125, 0.25], zero point 0): B_q is that i32 constant as it is. A
+// bias at another scale (0.25 for both channels) is dequantized and quantized again at
+// x_scale * w_scale: [8 * 0.25 / 0.125, -12 * 0.25 / 0.25] = [16, -12].
+// CHECK-LABEL: func.func @main
+// CHECK: %[[BQ:.*]] = tandem.constant dense<[8, -12]> : tensor<2xi32>
+// CHECK: tandem.qlinear_conv {{.*}}, %[[BQ]] {
+// CHECK: %[[B2:.*]] = tandem.constant dense<[16, -12]> : tensor<2xi32>
+// CHECK: tandem.qlinear_conv {{.*}}, %[[B2]] {
+// CHECK-NOT: tandem.conv
+func.func @main(%xq: tensor<1x2x3x3xui8>) -> (tensor<1x2x2x2xui8>, tensor<1x2x2x2xui8>) {
+  %xs = tandem.constant dense<0.5> : tensor<f32>
+  %z = tandem.constant dense<0> : tensor<ui8>
+  %x = tandem.dequantize_linear %xq, %xs, %z : (tensor<1x2x3x3xui8>, tensor<f32>, tensor<ui8>) -> tensor<1x2x3x3xf32>
+  %wq = tandem.constant dense<1> : tensor<2x2x2x2xi8>
+  %ws = tandem.constant dense<[0.25, 0.5]> : tensor<2xf32>
+  %wz = tandem.constant dense<0> : tensor<2xi8>
+  %w = tandem.dequantize_linear %wq, %ws, %wz {axis = 0 : i64} : (tensor<2x2x2x2xi8>, tensor<2xf32>, tensor<2xi8>) -> tensor<2x2x2x2xf32>
+  %bq = tandem.constant dense<[8, -12]> : tensor<2xi32>
+  %bs = tandem.constant dense<[0.125, 0.25]> : tensor<2xf32>
+  %b = tandem.dequantize_linear %bq, %bs {axis = 0 : i64} : (tensor<2xi32>, tensor<2xf32>) -> tensor<2xf32>
+  %c = tandem.conv %x, %w, %b {kernel_shape = [2, 2]} : (tensor<1x2x3x3xf32>, tensor<2x2x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %y = tandem.quantize_linear %c, %xs, %z : (tensor<1x2x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x2x2xui8>
+  %bs2 = tandem.constant dense<0.25> : tensor<f32>
+  %b2 = tandem.dequantize_linear %bq, %bs2 : (tensor<2xi32>, tensor<f32>) -> tensor<2xf32>
+  %c2 = tandem.conv %x, %w, %b2 {kernel_shape = [2, 2]} : (tensor<1x2x3x3xf32>, tensor<2x2x2x2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %y2 = tandem.quantize_linear %c2, %xs, %z : (tensor<1x2x2x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<1x2x2x2xui8>
+  return %y, %y2 : tensor<1x2x2x2xui8>, tensor<1x2x2x2xui8>
+}
+
+// -----
+
+// PyTorch's 3-D nn.Linear in QDQ form: MatMul of the transposed per-channel weights [N, K]
+// (axis 0), then Add of the f32 bias, Relu, QuantizeLinear: one QLinearMatMulBias whose b is W_q
+// transposed to [K, N] (columns the channels) and whose B is the bias at x_scale * w_scale:
+// 1 / (0.5 * 0.25) = 8, -1 / (0.5 * 0.5) = -4. The Transpose goes with the MatMul and the Add.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[XQ:.*]]: tensor<2x3x4xui8>)
+// CHECK-DAG: %[[W:.*]] = tandem.constant dense<{{\[\[}}1, 5], [2, 6], [3, 7], [4, 8]]> : tensor<4x2xi8>
+// CHECK-DAG: %[[B:.*]] = tandem.constant dense<[8, -4]> : tensor<2xi32>
+// CHECK: %[[Y:.*]] = tandem.qlinear_matmul_bias %[[XQ]], %{{.*}}, %{{.*}}, %[[W]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[B]] : ({{.*}}) -> tensor<2x3x2xui8>
+// CHECK-NOT: tandem.transpose
+// CHECK-NOT: tandem.mat_mul
+// CHECK-NOT: tandem.add
+// CHECK: return %[[Y]]
+func.func @main(%xq: tensor<2x3x4xui8>) -> tensor<2x3x2xui8> {
+  %xs = tandem.constant dense<0.5> : tensor<f32>
+  %z = tandem.constant dense<0> : tensor<ui8>
+  %x = tandem.dequantize_linear %xq, %xs, %z : (tensor<2x3x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<2x3x4xf32>
+  %wq = tandem.constant dense<[[1, 2, 3, 4], [5, 6, 7, 8]]> : tensor<2x4xi8>
+  %ws = tandem.constant dense<[0.25, 0.5]> : tensor<2xf32>
+  %wz = tandem.constant dense<0> : tensor<2xi8>
+  %w = tandem.dequantize_linear %wq, %ws, %wz {axis = 0 : i64} : (tensor<2x4xi8>, tensor<2xf32>, tensor<2xi8>) -> tensor<2x4xf32>
+  %wt = tandem.transpose %w {perm = [1, 0]} : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %m = tandem.mat_mul %x, %wt : (tensor<2x3x4xf32>, tensor<4x2xf32>) -> tensor<2x3x2xf32>
+  %b = tandem.constant dense<[1.0, -1.0]> : tensor<2xf32>
+  %a = tandem.add %b, %m : (tensor<2xf32>, tensor<2x3x2xf32>) -> tensor<2x3x2xf32>
+  %r = tandem.relu %a : (tensor<2x3x2xf32>) -> tensor<2x3x2xf32>
+  %y = tandem.quantize_linear %r, %xs, %z : (tensor<2x3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<2x3x2xui8>
+  return %y : tensor<2x3x2xui8>
+}
+
+// -----
+
+// ONNX Runtime's forms: MatMul -> QuantizeLinear with per-tensor W [K, N] (QLinearMatMul, W the
+// graph's own constant) and Gemm transB with an i32 bias (QLinearMatMulBias, W transposed).
+// CHECK-LABEL: func.func @main
+// CHECK: %[[W1:.*]] = tandem.constant dense<{{\[\[}}1, 2], [3, 4]]> : tensor<2x2xi8>
+// CHECK: tandem.qlinear_matmul %{{.*}}, %{{.*}}, %{{.*}}, %[[W1]], {{.*}} -> tensor<3x2xui8>
+// CHECK-DAG: %[[W2:.*]] = tandem.constant dense<{{\[\[}}1, 3], [2, 4]]> : tensor<2x2xi8>
+// CHECK-DAG: %[[B:.*]] = tandem.constant dense<[5, 6]> : tensor<2xi32>
+// CHECK: tandem.qlinear_matmul_bias %{{.*}}, %{{.*}}, %{{.*}}, %[[W2]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[B]] : ({{.*}}) -> tensor<3x2xi8>
+// CHECK-NOT: tandem.gemm
+func.func @main(%xq: tensor<3x2xui8>) -> (tensor<3x2xui8>, tensor<3x2xi8>) {
+  %s = tandem.constant dense<0.5> : tensor<f32>
+  %z = tandem.constant dense<0> : tensor<ui8>
+  %x = tandem.dequantize_linear %xq, %s, %z : (tensor<3x2xui8>, tensor<f32>, tensor<ui8>) -> tensor<3x2xf32>
+  %wq = tandem.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi8>
+  %w = tandem.dequantize_linear %wq, %s : (tensor<2x2xi8>, tensor<f32>) -> tensor<2x2xf32>
+  %m = tandem.mat_mul %x, %w : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+  %y = tandem.quantize_linear %m, %s, %z : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  %bq = tandem.constant dense<[5, 6]> : tensor<2xi32>
+  %bs = tandem.constant dense<0.25> : tensor<f32>
+  %b = tandem.dequantize_linear %bq, %bs : (tensor<2xi32>, tensor<f32>) -> tensor<2xf32>
+  %g = tandem.gemm %x, %w, %b {transB = 1 : i64} : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  %iz = tandem.constant dense<-3> : tensor<i8>
+  %y2 = tandem.quantize_linear %g, %s, %iz : (tensor<3x2xf32>, tensor<f32>, tensor<i8>) -> tensor<3x2xi8>
+  return %y, %y2 : tensor<3x2xui8>, tensor<3x2xi8>
+}
+
+// -----
+
+// Left as written: a MatMul of two activations (b not a constant: attention's Q K^T), a MatMul
+// whose Add is a residual (not a bias of one value per column), and a Gemm with alpha 2.
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-2: tandem.mat_mul
+// CHECK: tandem.gemm
+// CHECK-NOT: tandem.qlinear
+func.func @main(%aq: tensor<3x2xui8>, %bq: tensor<2x2xi8>, %res: tensor<3x2xf32>) -> (tensor<3x2xui8>, tensor<3x2xui8>, tensor<3x2xui8>) {
+  %s = tandem.constant dense<0.5> : tensor<f32>
+  %z = tandem.constant dense<0> : tensor<ui8>
+  %a = tandem.dequantize_linear %aq, %s, %z : (tensor<3x2xui8>, tensor<f32>, tensor<ui8>) -> tensor<3x2xf32>
+  %b = tandem.dequantize_linear %bq, %s : (tensor<2x2xi8>, tensor<f32>) -> tensor<2x2xf32>
+  %m = tandem.mat_mul %a, %b : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+  %y = tandem.quantize_linear %m, %s, %z : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  %wq = tandem.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi8>
+  %w = tandem.dequantize_linear %wq, %s : (tensor<2x2xi8>, tensor<f32>) -> tensor<2x2xf32>
+  %m2 = tandem.mat_mul %a, %w : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+  %r = tandem.add %m2, %res : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+  %y2 = tandem.quantize_linear %r, %s, %z : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  %g = tandem.gemm %a, %w {alpha = 2.0 : f32} : (tensor<3x2xf32>, tensor<2x2xf32>) -> tensor<3x2xf32>
+  %y3 = tandem.quantize_linear %g, %s, %z : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
+  return %y, %y2, %y3 : tensor<3x2xui8>, tensor<3x2xui8>, tensor<3x2xui8>
+}

@@ -138,9 +138,10 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
   cmd->add_flag("--strict-placement", f.strictPlacement, "Unsatisfiable pins are errors");
   cmd->add_flag("--no-fuse", f.noFuse, "Skip the fuse pass: one kernel per op");
   cmd->add_flag("--no-qdq-fusion", f.noQdqFusion,
-                "Keep convolutions written in QDQ form (DequantizeLinear -> Conv -> "
-                "QuantizeLinear) as written, in f32; by default, on CPU-only targets, each runs "
-                "as one int8 QLinearConv where this CPU has a fast kernel for it");
+                "Keep convolutions and matrix products written in QDQ form (DequantizeLinear -> "
+                "Conv/MatMul/Gemm -> QuantizeLinear) as written, in f32; by default, on CPU-only "
+                "targets, each runs as one int8 QLinearConv or QLinearMatMul where this CPU has a "
+                "fast kernel for it");
   cmd->add_option("--f16-rounding", f.f16Rounding,
                   "f16/bf16 models, ops without a 16-bit CPU kernel (computed in f32): 'islands' "
                   "keeps f32 between such ops and rounds where values leave them (as ONNX Runtime "

@@ -1,5 +1,6 @@
 // oneDNN 2.6 int8 kernels of the quantized products: QLinearConv-10, ConvInteger-10 (N-D,
-// groups, strides, dilations, pads), QLinearMatMul-10 and MatMulInteger-10 (2-D and batched),
+// groups, strides, dilations, pads), QLinearMatMul-10, Tandem's QLinearMatMulBias (its i32 bias
+// per column) and MatMulInteger-10 (2-D and batched),
 // as the variant "dnnl" next to the reference kernels (variant "ref", runtime/cpu/ref/
 // QuantizedMath.cpp); the loader measures both and keeps the faster (runtime/Tuning.h).
 //
@@ -88,10 +89,10 @@ struct Operands {
 Operands operandsOf(const std::string& op) {
   Operands o;
   o.conv = op == "QLinearConv" || op == "ConvInteger";
-  o.qlinear = op == "QLinearConv" || op == "QLinearMatMul";
+  o.qlinear = op == "QLinearConv" || op == "QLinearMatMul" || op == "QLinearMatMulBias";
   if (o.qlinear) {
     o.xScale = 1, o.xZp = 2, o.w = 3, o.wScale = 4, o.wZp = 5, o.yScale = 6, o.yZp = 7;
-    if (o.conv) o.bias = 8;
+    if (op != "QLinearMatMul") o.bias = 8;
   } else {
     o.xZp = 2, o.wZp = 3;
   }
@@ -311,19 +312,21 @@ inline T requantize(double r, double zp) {
   return T(int32_t(std::min(hi, std::max(lo, q))));
 }
 
-/// y[j] = requantize(double(acc[j]) * mu, zp) for j < n, 8 at a time with SSE2 (every x86-64
-/// CPU; two doubles a register): the same double operations in the same order, so the same
-/// bytes; the packs saturate exactly as the clamp to [lo, hi] does, the values being integral.
-template <typename T>
-void requantizeRun(const int32_t* acc, int64_t n, double mu, double zp, T* y) {
+/// y[j] = requantize(double(acc[j]) * mu[j], zp) for j < n (mu[0] for all j unless kPerElement),
+/// 8 at a time with SSE2 (every x86-64 CPU; two doubles a register): the same double operations
+/// in the same order, so the same bytes; the packs saturate exactly as the clamp to [lo, hi]
+/// does, the values being integral.
+template <typename T, bool kPerElement>
+void requantizeRun(const int32_t* acc, int64_t n, const double* mu, double zp, T* y) {
   int64_t j = 0;
 #if defined(__SSE2__)
-  const __m128d m = _mm_set1_pd(mu), z = _mm_set1_pd(zp), magic = _mm_set1_pd(6755399441055744.0);
+  const __m128d m1 = _mm_set1_pd(mu[0]), z = _mm_set1_pd(zp), magic = _mm_set1_pd(6755399441055744.0);
   const __m128d lo30 = _mm_set1_pd(-1073741824.0), hi30 = _mm_set1_pd(1073741824.0);
   const __m128d lo = _mm_set1_pd(-32768.0), hi = _mm_set1_pd(32767.0);  // packs saturate the rest
   for (; j + 8 <= n; j += 8) {
     __m128i q[4];
     for (int h = 0; h < 4; ++h) {
+      const __m128d m = kPerElement ? _mm_loadu_pd(mu + j + 2 * h) : m1;
       __m128d r = _mm_mul_pd(_mm_cvtepi32_pd(_mm_loadl_epi64(
                                  reinterpret_cast<const __m128i*>(acc + j + 2 * h))), m);
       r = _mm_and_pd(r, _mm_cmpord_pd(r, r));  // NaN -> 0
@@ -337,7 +340,7 @@ void requantizeRun(const int32_t* acc, int64_t n, double mu, double zp, T* y) {
     _mm_storel_epi64(reinterpret_cast<__m128i*>(y + j), b);
   }
 #endif
-  for (; j < n; ++j) y[j] = requantize<T>(double(acc[j]) * mu, zp);
+  for (; j < n; ++j) y[j] = requantize<T>(double(acc[j]) * mu[kPerElement ? j : 0], zp);
 }
 
 /// The reference's multiplier s_a * s_b / s_y in f32 (runtime/cpu/ref/QuantizedMath.cpp).
@@ -521,7 +524,7 @@ class QuantKernel : public DnnlKernel {
             const double mu = mult[m];
             const uint32_t bm = uint32_t(b[m]);
             for (int64_t j = 0; j < len; ++j) col[j] = int32_t(uint32_t(a[j * C + m]) + bm);
-            requantizeRun<T>(col, len, mu, zp, dst);
+            requantizeRun<T, false>(col, len, &mu, zp, dst);
           }
         }
       return;
@@ -532,11 +535,20 @@ class QuantKernel : public DnnlKernel {
     std::vector<double> mult(mRows * C);
     for (int64_t m = 0; m < mRows; ++m)
       for (int64_t n = 0; n < C; ++n) mult[m * C + n] = multiplier(at(xs, m), at(ws, n), at(ys, 0));
+    std::vector<uint32_t> b(C, 0);  // QLinearMatMulBias's B, added in i32 (wrapping)
+    for (int64_t n = 0; n < C && !bias.empty(); ++n) b[n] = uint32_t(int32_t(bias[n]));
+    // Row by row: the biased accumulators into `row`, then one vectorised requantization.
+    constexpr int64_t kChunk = 256;
 #pragma omp parallel for if (rows * C > 65536)
     for (int64_t r = 0; r < rows; ++r) {
       const double* mu = mult.data() + (mRows > 1 ? (r % M) * C : 0);
-      for (int64_t n = 0; n < C; ++n)
-        y[r * C + n] = requantize<T>(double(acc[r * C + n]) * mu[n], zp);
+      const int32_t* a = acc + r * C;
+      alignas(64) int32_t row[kChunk];
+      for (int64_t n0 = 0; n0 < C; n0 += kChunk) {
+        const int64_t len = std::min(C - n0, kChunk);
+        for (int64_t j = 0; j < len; ++j) row[j] = int32_t(uint32_t(a[n0 + j]) + b[n0 + j]);
+        requantizeRun<T, true>(row, len, mu + n0, zp, y + r * C + n0);
+      }
     }
   }
 
@@ -574,7 +586,8 @@ Status createQuant(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 }  // namespace
 
 void registerDnnlQuantizedKernels(KernelRegistry& r) {
-  for (const char* op : {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul"}) {
+  for (const char* op :
+       {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul", "QLinearMatMulBias"}) {
     const Operands o = operandsOf(op);
     KernelDef d = makeDef(
         op,

@@ -1,5 +1,6 @@
 // Reference kernels of the quantized products: MatMulInteger-10, QLinearMatMul-10 (numpy matmul
-// of u8/i8 operands), ConvInteger-10 and QLinearConv-10 (N-D, groups, strides, dilations, pads).
+// of u8/i8 operands), Tandem's QLinearMatMulBias (QLinearMatMul plus an i32 bias per column),
+// ConvInteger-10 and QLinearConv-10 (N-D, groups, strides, dilations, pads).
 // Products accumulate exactly in i32 after subtracting the zero points; the QLinear* ops then
 // requantize: acc * a_scale * b_scale / y_scale rounded half to even, plus y_zero_point, saturated.
 #include <algorithm>
@@ -130,8 +131,12 @@ Status createMatMulInteger(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
   });
 }
 
+/// QLinearMatMul, and (9 inputs) Tandem's QLinearMatMulBias: B[n] (i32) joins each accumulator
+/// of column n before the requantization, as QLinearConv's B does.
 Status createQLinearMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  if (ctx.inputTypes.size() != 8) return opError(ctx, "expects 8 inputs");
+  const size_t arity = ctx.opType == "QLinearMatMulBias" ? 9 : 8;
+  if (ctx.inputTypes.size() != arity) return opError(ctx, "expects " + std::to_string(arity) + " inputs");
+  if (arity == 9 && ctx.inputTypes[8].dtype != DType::I32) return opError(ctx, "B must be i32");
   const DType yt = ctx.outputTypes[0].dtype;
   if ((yt != DType::U8 && yt != DType::I8) || yt != ctx.inputTypes[7].dtype)
     return opError(ctx, "y must be u8 or i8, with y_zero_point's dtype");
@@ -147,8 +152,14 @@ Status createQLinearMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
     TANDEM_RETURN_IF_ERROR(readPerIndex(op, consts.get(in, 5), g->N, "b_zero_point (per column of b)", &bzp));
     TANDEM_RETURN_IF_ERROR(readPerIndex(op, consts.get(in, 6), 1, "y_scale", &ys));
     TANDEM_RETURN_IF_ERROR(readPerIndex(op, consts.get(in, 7), 1, "y_zero_point", &yzp));
+    const Tensor* B = in.size() > 8 ? consts.get(in, 8) : nullptr;
+    if (B && B->numel() != g->N)
+      return opError(op, "B must have " + std::to_string(g->N) + " elements (one per column of b), got " +
+                             shapeToString(B->shape()));
     void* y = outs[0]->raw();
     integerMatMul(*g, *in[0], *in[3], azp, bzp, [&](int64_t k, int64_t m, int64_t n, int32_t acc) {
+      // in i32 (wrapping, as an accumulator starting at B would)
+      if (B) acc = int32_t(uint32_t(acc) + uint32_t(B->data<int32_t>()[n]));
       storeRequantized(double(acc) * multiplier(as.at(m), bs.at(n), ys.at(0)), yzp.at(0), yt, y, k);
     });
     return Status::ok();
@@ -278,6 +289,8 @@ void registerQuantizedMathKernels(KernelRegistry& r) {
   addRef(r, "MatMulInteger", twoQuantized(0, 1), "A, B u8,i8", createMatMulInteger);
   addRef(r, "ConvInteger", twoQuantized(0, 1), "x, w u8,i8", createConvInteger);
   addRef(r, "QLinearMatMul", twoQuantized(0, 3), "a, b u8,i8; scales f32", createQLinearMatMul);
+  addRef(r, "QLinearMatMulBias", twoQuantized(0, 3), "a, b u8,i8; scales f32; B i32",
+         createQLinearMatMul);
   addRef(r, "QLinearConv", twoQuantized(0, 3), "x, w u8,i8; scales f32; B i32", createQLinearConv);
 }
 

@@ -18,6 +18,12 @@ Models (random weights, fixed seed, static shapes, batch 2):
              QuantizeLinear (zero point 0) -> DequantizeLinear -> Conv 3x3 stride 2 pad 1 (per
              tensor W) -> QuantizeLinear (zero point 128) -> DequantizeLinear -> f32 [2,6,5,5]:
              the QDQ form of PyTorch's quantization-aware training (built with onnx.helper)
+  qdq_linear   x f32 [2,4,16] -> QuantizeLinear (u8) -> the three QDQ matrix-product forms:
+             MatMul (i8 W, per tensor) -> QuantizeLinear (ONNX Runtime's quantizer);
+             MatMul (Transpose of per-channel fake-quantized W) -> Add (f32 bias) -> Relu ->
+             QuantizeLinear (PyTorch QAT's 3-D nn.Linear); Reshape -> Gemm (transB, per-channel
+             W, i32 bias through DequantizeLinear) -> QuantizeLinear (i8) -> DequantizeLinear
+             -> f32 [8,10]
   hswish_residual  x f32 [1,3,32,32] -> Conv 3x3 s2 (16) -> Hardswish -> depthwise Conv 3x3
              -> Relu -> Conv 1x1 -> residual Add (the Hardswish output) -> Conv 1x1 (64): the
              residual is written plain by an element-wise loop and the residual conv writes the
@@ -288,17 +294,21 @@ def int8_model(out_dir):
     assert 5 < len(np.unique(cq)) and 3 < len(np.unique(yq)), (np.unique(cq), np.unique(yq))
 
 
+def quantize(v, scale, zp, dtype):
+    """ONNX QuantizeLinear: round half to even, plus the zero point, saturated."""
+    info = np.iinfo(dtype)
+    q = np.rint((v / scale).astype(np.float64)) + zp
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+def dequantize(q, scale, zp):
+    """ONNX DequantizeLinear, in f32."""
+    return ((q.astype(np.int32) - np.int32(zp)).astype(np.float32) * scale).astype(np.float32)
+
+
 def qdq_model(out_dir):
     rng = np.random.default_rng(SEED + 1)
     N, C, H, M1, M2 = 2, 8, 10, 12, 6
-
-    def quantize(v, scale, zp, dtype):
-        info = np.iinfo(dtype)
-        q = np.rint((v / scale).astype(np.float64)) + zp
-        return np.clip(q, info.min, info.max).astype(dtype)
-
-    def dequantize(q, scale, zp):
-        return ((q.astype(np.int32) - np.int32(zp)).astype(np.float32) * scale).astype(np.float32)
 
     def conv(x, w, b, stride, pad):
         n, c, h, _ = x.shape
@@ -365,6 +375,90 @@ def qdq_model(out_dir):
     assert np.abs(w1q).max() <= 64 and np.abs(w2q).max() <= 64
 
 
+def qdq_linear_model(out_dir):
+    """The matrix products of a quantized transformer layer in the three QDQ forms exporters
+    write: ONNX Runtime's quantizer (MatMul -> QuantizeLinear, per-tensor weights), PyTorch's
+    quantization-aware training of a 3-D nn.Linear (MatMul of the transposed per-channel weights,
+    then Add of the f32 bias, Relu) and ONNX Runtime's Gemm (transB, per-channel weights, the
+    bias an i32 DequantizeLinear at x_scale * w_scale)."""
+    rng = np.random.default_rng(SEED + 2)
+    B, T, K, N1, N2, N3 = 2, 4, 16, 24, 20, 10
+    x = rng.uniform(0.0, 2.5, size=(B, T, K)).astype(np.float32)
+    x_scale, x_zp = np.float32(0.01), np.uint8(0)
+    # |W_q| <= 64: the int8 kernels are exact on CPUs without VNNI too (DnnlQuantized.cpp).
+    w1 = rng.integers(-64, 65, size=(K, N1)).astype(np.int8)
+    w1_scale, w1_zp = np.float32(0.004), np.int8(0)
+    h1_scale, h1_zp = np.float32(0.01), np.uint8(100)
+    w2 = rng.uniform(-0.3, 0.3, size=(N2, N1)).astype(np.float32)  # nn.Linear's [out, in]
+    w2_scale = (np.abs(w2).max(axis=1) / 64).astype(np.float32)
+    w2_zp = np.zeros(N2, np.int8)
+    b2 = rng.uniform(-0.3, 0.3, size=N2).astype(np.float32)
+    h2_scale, h2_zp = np.float32(0.01), np.uint8(0)
+    w3 = rng.integers(-64, 65, size=(N3, N2)).astype(np.int8)
+    w3_scale = rng.uniform(0.002, 0.006, size=N3).astype(np.float32)
+    w3_zp = np.zeros(N3, np.int8)
+    b3_scale = (h2_scale * w3_scale).astype(np.float32)  # as ONNX Runtime's quantizer: f32
+    b3 = rng.integers(-3000, 3000, size=N3).astype(np.int32)
+    y_scale, y_zp = np.float32(0.02), np.int8(-3)
+
+    f64 = lambda a: a.astype(np.float64)
+    xd = dequantize(quantize(x, x_scale, x_zp, np.uint8), x_scale, x_zp)
+    h1q = quantize((f64(xd) @ f64(dequantize(w1, w1_scale, 0))).astype(np.float32), h1_scale,
+                   h1_zp, np.uint8)
+    w2q = quantize(w2, w2_scale.reshape(N2, 1), 0, np.int8)
+    h2 = f64(dequantize(h1q, h1_scale, h1_zp)) @ f64(dequantize(w2q, w2_scale.reshape(N2, 1), 0)).T
+    h2q = quantize(np.maximum((h2 + f64(b2)).astype(np.float32), 0), h2_scale, h2_zp, np.uint8)
+    g = f64(dequantize(h2q, h2_scale, h2_zp)).reshape(B * T, N2)
+    g = g @ f64(dequantize(w3, w3_scale.reshape(N3, 1), 0)).T + f64(dequantize(b3, b3_scale, 0))
+    yq = quantize(g.astype(np.float32), y_scale, y_zp, np.int8)
+    y = dequantize(yq, y_scale, y_zp)
+
+    def const(name, a):
+        return numpy_helper.from_array(np.asarray(a), name)
+
+    inits = [const(n, v) for n, v in [
+        ("x_scale", x_scale), ("x_zp", x_zp), ("w1", w1), ("w1_scale", w1_scale),
+        ("w1_zp", w1_zp), ("h1_scale", h1_scale), ("h1_zp", h1_zp), ("w2", w2),
+        ("w2_scale", w2_scale), ("w2_zp", w2_zp), ("b2", b2), ("h2_scale", h2_scale),
+        ("h2_zp", h2_zp), ("shape2d", np.array([B * T, N2], np.int64)), ("w3", w3),
+        ("w3_scale", w3_scale), ("w3_zp", w3_zp), ("b3", b3), ("b3_scale", b3_scale),
+        ("y_scale", y_scale), ("y_zp", y_zp)]]
+    node = helper.make_node
+    nodes = [
+        node("QuantizeLinear", ["x", "x_scale", "x_zp"], ["xq"], name="x_q"),
+        node("DequantizeLinear", ["xq", "x_scale", "x_zp"], ["xd"], name="x_dq"),
+        # ONNX Runtime's form: MatMul of an i8 constant, then QuantizeLinear.
+        node("DequantizeLinear", ["w1", "w1_scale", "w1_zp"], ["w1d"], name="w1_dq"),
+        node("MatMul", ["xd", "w1d"], ["h1"], name="matmul1"),
+        node("QuantizeLinear", ["h1", "h1_scale", "h1_zp"], ["h1q"], name="h1_q"),
+        node("DequantizeLinear", ["h1q", "h1_scale", "h1_zp"], ["h1d"], name="h1_dq"),
+        # PyTorch's 3-D nn.Linear: W fake-quantized per output channel, transposed, bias Add.
+        node("QuantizeLinear", ["w2", "w2_scale", "w2_zp"], ["w2q"], name="w2_q", axis=0),
+        node("DequantizeLinear", ["w2q", "w2_scale", "w2_zp"], ["w2d"], name="w2_dq", axis=0),
+        node("Transpose", ["w2d"], ["w2t"], name="w2_t", perm=[1, 0]),
+        node("MatMul", ["h1d", "w2t"], ["h2m"], name="matmul2"),
+        node("Add", ["b2", "h2m"], ["h2"], name="bias2"),
+        node("Relu", ["h2"], ["h2r"], name="relu2"),
+        node("QuantizeLinear", ["h2r", "h2_scale", "h2_zp"], ["h2q"], name="h2_q"),
+        node("DequantizeLinear", ["h2q", "h2_scale", "h2_zp"], ["h2d"], name="h2_dq"),
+        # ONNX Runtime's Reshape between quantized ops: QuantizeLinear/DequantizeLinear again.
+        node("Reshape", ["h2d", "shape2d"], ["g2"], name="flatten"),
+        node("QuantizeLinear", ["g2", "h2_scale", "h2_zp"], ["g2q"], name="g2_q"),
+        node("DequantizeLinear", ["g2q", "h2_scale", "h2_zp"], ["g2d"], name="g2_dq"),
+        # ONNX Runtime's Gemm: transB, per-channel W, the bias an i32 DequantizeLinear.
+        node("DequantizeLinear", ["w3", "w3_scale", "w3_zp"], ["w3d"], name="w3_dq", axis=0),
+        node("DequantizeLinear", ["b3", "b3_scale"], ["b3d"], name="b3_dq", axis=0),
+        node("Gemm", ["g2d", "w3d", "b3d"], ["g"], name="gemm3", transB=1),
+        node("QuantizeLinear", ["g", "y_scale", "y_zp"], ["yq"], name="y_q"),
+        node("DequantizeLinear", ["yq", "y_scale", "y_zp"], ["y"], name="y_dq"),
+    ]
+    save_helper_model(out_dir, "qdq_linear", nodes, inits, x, y)
+    # Guard the generator itself: a reference that saturates everywhere checks nothing.
+    for q in (h1q, h2q, yq):
+        assert 20 < len(np.unique(q)), np.unique(q)
+    assert np.abs(w2q).max() <= 64
+
+
 class HswishResidual(nn.Module):
     def __init__(self):
         super().__init__()
@@ -404,6 +498,7 @@ def main():
 
     int8_model(out_dir)
     qdq_model(out_dir)
+    qdq_linear_model(out_dir)
 
     # bf16: the same networks with their own seed, so the f16 and LSTM files above do not change.
     torch.manual_seed(SEED + 16)

@@ -185,7 +185,7 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
     ASSERT_TRUE(d.supportsContext);
     // The int8 products (DnnlQuantized.cpp) take u8/i8 x and w, nothing f32.
     if (d.opType == "ConvInteger" || d.opType == "MatMulInteger" || d.opType == "QLinearConv" ||
-        d.opType == "QLinearMatMul") {
+        d.opType == "QLinearMatMul" || d.opType == "QLinearMatMulBias") {
       const size_t w = d.opType[0] == 'Q' ? 3 : 1;
       std::vector<DType> q(w + 1, DType::F32);
       q[0] = DType::U8;

@@ -1,4 +1,5 @@
-// Tests of the oneDNN int8 variants of QLinearConv, QLinearMatMul, ConvInteger and MatMulInteger
+// Tests of the oneDNN int8 variants of QLinearConv, QLinearMatMul (and Tandem's QLinearMatMulBias),
+// ConvInteger and MatMulInteger
 // (runtime/cpu/dnnl/DnnlQuantized.cpp) against the reference kernels, bit for bit: per-tensor and
 // per-channel scales, zero points (odd ones, so requantization ties show), saturation, groups,
 // strides, dilations, pads, batched products; the variants offered and the cases refused.
@@ -239,6 +240,29 @@ TEST(DnnlQLinearMatMul, TwoDAndBatchedWithPerColumnScales) {
           Tensor::fromVector<uint8_t>({6}, zps), f32s(0.03f), i8s(-3)},
          kQConst, {4, 3, 6}, DType::I8};
   expectIdentical(p);
+}
+
+TEST(DnnlQLinearMatMulBias, BiasPerColumnTwoDBatchedAndWideRows) {
+  // Tandem's QLinearMatMulBias: B joins the accumulators before the requantization. 2-D with
+  // per-column scales and an odd zero point; N = 300 crosses the 256-column chunk and leaves a
+  // tail of 4 (not a multiple of the 8-wide vector loop).
+  Case c{"QLinearMatMulBias", {},
+         {u8r({5, 40}), f32s(0.02f), u8s(7), i8r({40, 300}, -64, 64),
+          f32v({300}, scales(300, 0.005f, 0.03f)), i8s(0), f32s(0.1f), u8s(129),
+          i32r({300}, -20000, 20000)},
+         kQConst, {5, 300}, DType::U8};
+  expectIdentical(c);
+  // [2, 9, K] x [K, N], per-tensor scales, i8 output; the bias pushes some outputs to saturate.
+  Case b{"QLinearMatMulBias", {},
+         {u8r({2, 9, 24}), f32s(0.05f), u8s(128), i8r({24, 13}, -64, 64), f32s(0.02f), i8s(0),
+          f32s(0.05f), i8s(-3), i32r({13}, -9000, 9000)},
+         kQConst, {2, 9, 13}, DType::I8};
+  expectIdentical(b);
+  // The bias changes the result: the same case with B = 0 differs.
+  Case zero = b;
+  zero.inputs[8] = Tensor::fromVector<int32_t>({13}, std::vector<int32_t>(13, 0));
+  std::string i1, i2;
+  EXPECT_NE(std::memcmp(run(b, "dnnl", &i1).raw(), run(zero, "dnnl", &i2).raw(), 2 * 9 * 13), 0);
 }
 
 TEST(DnnlQLinearMatMul, S8ActivationsAndTies) {

@@ -1,5 +1,5 @@
-// Tests of the reference quantized products: MatMulInteger and QLinearMatMul (zero points per
-// tensor, row or column; requantization ties and saturation), ConvInteger (padding reads the
+// Tests of the reference quantized products: MatMulInteger, QLinearMatMul (zero points per
+// tensor, row or column; requantization ties and saturation) and QLinearMatMulBias (B before it), ConvInteger (padding reads the
 // zero point) and QLinearConv (per-channel weight scales, i32 bias, i8 output).
 #include "tests/unit/runtime/ref_test_util.h"
 
@@ -40,6 +40,25 @@ TEST(RefQLinearMatMul, RoundsHalfToEvenBeforeTheZeroPointAndSaturates) {
   c.inputs[1] = f32({3}, {1, 1, 1});
   EXPECT_NE(errorOf(c).find("a_scale (per row of a) must have 1 element, got [3]"), std::string::npos)
       << errorOf(c);
+}
+
+TEST(RefQLinearMatMulBias, AddsBPerColumnBeforeTheRequantization) {
+  // acc = [5, 1000]; B = [1, -999]: (6, 1) * 0.5 = (3, 0.5), rounded half to even (3, 0), plus
+  // the zero point 1: [4, 1]. (Without B: [3, 255].)
+  OpCall c{"QLinearMatMulBias",
+           {},
+           {u8({1, 2}, {2, 3}), f32({}, {0.5f}), u8({}, {0}), u8({2, 2}, {1, 200, 1, 200}),
+            f32({}, {1}), u8({}, {0}), f32({}, {1}), u8({}, {1}), i32({2}, {1, -999})},
+           {{DType::U8, {1, 2}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<uint8_t>(outs[0], {1, 2}, {4, 1});
+  // B of the wrong length, or missing, is an error.
+  c.inputs[8] = i32({3}, {0, 0, 0});
+  EXPECT_NE(errorOf(c).find("B must have 2 elements (one per column of b), got [3]"), std::string::npos)
+      << errorOf(c);
+  c.inputs.pop_back();
+  EXPECT_NE(errorOf(c).find("expects 9 inputs"), std::string::npos) << errorOf(c);
 }
 
 TEST(RefQLinearMatMul, ANanRequantizationGivesTheZeroPoint) {

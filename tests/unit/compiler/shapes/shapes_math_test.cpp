@@ -86,6 +86,15 @@ TEST(QuantizedMatMul, IntegerAndQLinear) {
   EXPECT_ERR_HAS(infer("QLinearMatMul", {a, s, T(DType::U8, {}), T(DType::I8, {3, 5}), s,
                                          T(DType::I8, {}), s, T(DType::U8, {})}),
                  "mismatched inner dims");
+  // QLinearMatMulBias: QLinearMatMul's operands, then B i32 [N] (b a matrix).
+  const OperandInfo q8 = T(DType::U8, {}), w8 = T(DType::I8, {});
+  EXPECT_SHAPE(infer("QLinearMatMulBias", {a, s, q8, b, s, w8, s, q8, T(DType::I32, {5})}),
+               DType::U8, {2, 3, 5});
+  EXPECT_ERR_HAS(infer("QLinearMatMulBias", {a, s, q8, b, s, w8, s, q8}), "input");
+  EXPECT_ERR_HAS(infer("QLinearMatMulBias", {a, s, q8, b, s, w8, s, q8, T(DType::I32, {4})}),
+                 "input 8 (B) must have shape [5]");
+  EXPECT_ERR_HAS(infer("QLinearMatMulBias", {a, s, q8, b, s, w8, s, q8, F32({5})}),
+                 "input 8 (B) has dtype f32");
 }
 
 TEST(Signal, DFTAndSTFT) {
