@@ -245,6 +245,15 @@ def Tandem_QLinearMatMulBiasOp : Tandem_DomainOp<"qlinear_matmul_bias", "QLinear
       # "y_zero_point, B -> y",
     "compiler/shapes/Quantize.cpp and runtime/cpu/ref/QuantizedMath.cpp (--tandem-fuse-qdq "
       # "builds it from a QDQ Gemm, or MatMul + Add, with a bias)">;
+def Tandem_DynamicQuantizeMatMulOp : Tandem_DomainOp<"dynamic_quantize_matmul",
+    "DynamicQuantizeMatMul", "tandem", "1",
+    "A (f32) quantized as DynamicQuantizeLinear does, times B (u8/i8) in i32, then f32: "
+      # "A, B, b_scale, b_zero_point[, bias] -> Y",
+    "ONNX Runtime's contrib op DynamicQuantizeMatMul (com.microsoft-1): "
+      # "Y = float((DynamicQuantizeLinear(A) - a_zero_point) x (B - b_zero_point)) * "
+      # "float(a_scale * b_scale) + bias; compiler/shapes/Quantize.cpp, "
+      # "runtime/cpu/ref/QuantizedMath.cpp (--tandem-fuse-qdq builds it from quantize_dynamic's "
+      # "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul)">;
 def Tandem_DetOp : Tandem_OnnxOp<"det", "Det", "11",
     "determinant of each square matrix of X [*, M, M]">;
 def Tandem_ConvIntegerOp : Tandem_OnnxOp<"conv_integer", "ConvInteger", "10",

@@ -299,6 +299,77 @@ bool matchMatMul(mlir::Operation* op, mlir::RewriterBase& rewriter, QdqProduct* 
   return !b || matchBias(m, b, channels);
 }
 
+/// A product of ONNX Runtime's dynamic quantization (quantize_dynamic): DynamicQuantizeLinear(x)
+/// -> MatMulInteger(x_q, W_q, x_zero_point[, w_zero_point]) -> Cast(f32) -> Mul by
+/// Mul(x_scale, w_scale), W_q a constant matrix and w_scale a constant.
+struct DynamicProduct {
+  mlir::Operation *dql = nullptr, *matmul = nullptr, *cast = nullptr, *scale = nullptr,
+                  *mul = nullptr;
+  mlir::Value w, wScale, wZp;
+  Tensor wT, wScaleT, wZpT;
+};
+
+/// Whether the Mul `mul` ends a dynamically quantized product; fills `m`.
+bool matchDynamic(mlir::Operation* mul, DynamicProduct* m) {
+  m->mul = mul;
+  for (unsigned i = 0; i < 2 && !m->cast; ++i) {
+    mlir::Operation* c = producer(mul->getOperand(i), "Cast");
+    mlir::Operation* s = producer(mul->getOperand(1 - i), "Mul");
+    if (c && s) m->cast = c, m->scale = s;
+  }
+  if (!m->cast || !m->cast->getResult(0).hasOneUse() ||
+      elementType(m->cast->getResult(0)) != DType::F32 || elementType(mul->getResult(0)) != DType::F32)
+    return false;
+  m->matmul = producer(m->cast->getOperand(0), "MatMulInteger");
+  if (!m->matmul || !m->matmul->getResult(0).hasOneUse() || m->matmul->getNumOperands() < 3)
+    return false;
+  m->dql = producer(m->matmul->getOperand(0), "DynamicQuantizeLinear");
+  if (!m->dql || m->matmul->getOperand(0) != m->dql->getResult(0) ||
+      operandOrNull(m->matmul, 2) != m->dql->getResult(2))
+    return false;
+  // The scale: Mul(x_scale, w_scale) in either order, w_scale a constant f32 of 1 or N values.
+  m->w = m->matmul->getOperand(1);
+  if (!getConstantValue(m->w, &m->wT) || m->wT.shape().size() != 2 || !is8Bit(m->wT.dtype()))
+    return false;
+  const int64_t n = m->wT.shape()[1];
+  mlir::Value s0 = m->scale->getOperand(0), s1 = m->scale->getOperand(1);
+  if (s1 == m->dql->getResult(1)) std::swap(s0, s1);
+  if (s0 != m->dql->getResult(1)) return false;
+  m->wScale = s1;
+  if (!getConstantValue(s1, &m->wScaleT) || m->wScaleT.dtype() != DType::F32 ||
+      (m->wScaleT.numel() != 1 && m->wScaleT.numel() != n))
+    return false;
+  // Y's shape is the Mul's: the scale must not broadcast it further.
+  if (mul->getResult(0).getType() != m->cast->getResult(0).getType()) return false;
+  m->wZp = operandOrNull(m->matmul, 3);
+  return !m->wZp || (getConstantValue(m->wZp, &m->wZpT) && m->wZpT.dtype() == m->wT.dtype() &&
+                     (m->wZpT.numel() == 1 || m->wZpT.numel() == n));
+}
+
+/// Whether this CPU has a kernel other than the reference for the DynamicQuantizeMatMul.
+bool hasFastCpuKernel(const DynamicProduct& m) {
+  auto shapeOf = [](mlir::Value v) {
+    auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+    return TensorType{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
+  };
+  AttrMap attrs;
+  KernelContext ctx;
+  ctx.opType = "DynamicQuantizeMatMul";
+  ctx.nodeName = nodeName(m.matmul->getLoc());
+  ctx.attrs = &attrs;
+  ctx.inputTypes = {shapeOf(m.dql->getOperand(0)), {m.wT.dtype(), m.wT.shape()},
+                    {DType::F32, m.wScaleT.shape()}};
+  ctx.constInputs = {nullptr, &m.wT, &m.wScaleT};
+  if (m.wZp) {
+    ctx.inputTypes.push_back({m.wZpT.dtype(), m.wZpT.shape()});
+    ctx.constInputs.push_back(&m.wZpT);
+  }
+  ctx.outputTypes = {shapeOf(m.mul->getResult(0))};
+  for (const std::string& v : KernelRegistry::global().variants("cpu", ctx))
+    if (v != "ref") return true;
+  return false;
+}
+
 /// The fused op's operand types, constants and attributes as the kernel registry reads them.
 struct KernelQuery {
   std::vector<Tensor> consts;
@@ -362,6 +433,33 @@ struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
         if (!matchConv(op, rewriter, &m)) continue;
       } else if (type == "MatMul" || type == "Gemm") {
         if (!matchMatMul(op, rewriter, &m)) continue;
+      } else if (type == "Mul") {
+        DynamicProduct d;
+        if (!matchDynamic(op, &d)) continue;
+        if (requireFastKernel && !hasFastCpuKernel(d)) {
+          ++withoutFastKernel;
+          continue;
+        }
+        rewriter.setInsertionPoint(op);
+        llvm::SmallVector<mlir::Value> operands = {d.dql->getOperand(0), d.w, d.wScale};
+        if (d.wZp) operands.push_back(d.wZp);
+        mlir::FailureOr<mlir::Operation*> fused =
+            createTandemOp(rewriter, d.matmul->getLoc(), "DynamicQuantizeMatMul", operands, {});
+        if (mlir::failed(fused)) return signalPassFailure();
+        if ((*fused)->getResult(0).getType() != op->getResult(0).getType()) {
+          op->emitError() << kWho << ": DynamicQuantizeMatMul infers "
+                          << (*fused)->getResult(0).getType() << " where the Mul it replaces gives "
+                          << op->getResult(0).getType();
+          return signalPassFailure();
+        }
+        rewriter.replaceOp(op, (*fused)->getResults());
+        erased.insert(op);
+        for (mlir::Operation* dead : {d.cast, d.matmul, d.scale, d.dql})
+          if (dead->use_empty()) {
+            rewriter.eraseOp(dead);
+            erased.insert(dead);
+          }
+        continue;
       } else {
         continue;
       }

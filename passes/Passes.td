@@ -189,6 +189,13 @@ def TandemFuseQdq : Pass<"tandem-fuse-qdq", "mlir::ModuleOp"> {
     reason are counted in the module attribute `tandem.qdq_without_fast_kernel` (the compiler
     turns it into a note).
 
+    ONNX Runtime's dynamic quantization (quantize_dynamic) is taken too:
+    DynamicQuantizeLinear(x) -> MatMulInteger(x_q, W_q, x_zero_point[, w_zero_point]) ->
+    Cast(f32) -> Mul by Mul(x_scale, w_scale), W_q a constant matrix and w_scale a constant
+    (1 or N values), each intermediate read once, becomes Tandem's DynamicQuantizeMatMul(x, W_q,
+    w_scale[, w_zero_point]) (ONNX Runtime's contrib op): the same f32 arithmetic, so the same
+    bits; the DynamicQuantizeLinear goes once nothing else reads it.
+
     Numbers: y differs from the f32 graph's by at most one quantization step, where the f32
     sum and the exact integer sum round to different sides of a tie (and by B's rounding, at
     most x_scale * w_scale / 2 before requantization). The compiler runs this pass only when

@@ -52,6 +52,10 @@ gradient), not noise, whose RoIs all look alike and tie; ViT's zero-initialised 
   qdq_bert            a BERT-style encoder (4 layers, width 256, sequence 128) whose 25 Linear
                       layers are quantized the QDQ way: MatMul of transposed per-channel int8
                       weights, f32 bias Add, QuantizeLinear (the attention products stay float)
+  dynq_bert           the same encoder in float, then quantized as ONNX Runtime's quantize_dynamic
+                      writes it: DynamicQuantizeLinear -> MatMulInteger (per-tensor int8 weights)
+                      -> Cast -> Mul by the scales, for every MatMul of a weight matrix; the
+                      reference is the float model (--atol 0.1)
 
 Usage (Debian's python3-torch, python3-torchvision, python3-onnx):
   /usr/bin/python3 scripts/more-families.py OUT [NAME ...]
@@ -82,8 +86,9 @@ def flatten(o, acc):
 
 
 def save(out_dir, name, model, inputs, opset=13, export=None):
-    """`export`: more torch.onnx.export arguments (input_names, dynamic_axes), or "fp16" to write
-    the model in float16 (float16_model) with the fp32 model's outputs on the rounded inputs."""
+    """`export`: more torch.onnx.export arguments (input_names, dynamic_axes), "fp16" to write
+    the model in float16 (float16_model) with the fp32 model's outputs on the rounded inputs, or
+    "dynq" to quantize its MatMuls dynamically (dynamic_quantize; the reference stays fp32)."""
     d = os.path.join(out_dir, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     model.eval()
@@ -101,8 +106,12 @@ def save(out_dir, name, model, inputs, opset=13, export=None):
         inputs = [x.half().float() for x in inputs]
     with torch.no_grad():
         outputs = flatten(model(*inputs), [])
+    dynq = export == "dynq"
     torch.onnx.export(model, tuple(inputs), os.path.join(d, "model.onnx"), opset_version=opset,
-                      do_constant_folding=True, **({} if fp16 or export is None else export))
+                      do_constant_folding=True,
+                      **({} if fp16 or dynq or export is None else export))
+    if dynq:
+        dynamic_quantize(os.path.join(d, "model.onnx"))
     if fp16:
         float16_model(os.path.join(d, "model.onnx"))
         inputs = [x.half() for x in inputs]
@@ -437,6 +446,51 @@ def qdq_bert():
     return m.eval(), [torch.randint(0, 1000, (1, 128))], 13
 
 
+def dynamic_quantize(path):
+    """Rewrites the model at `path` as ONNX Runtime's quantize_dynamic writes it (its default:
+    QInt8 weights per tensor, symmetric; uint8 activations quantized at run time): each MatMul
+    of a 2-D f32 initializer W becomes DynamicQuantizeLinear(x) -> MatMulInteger(x_q, W_q,
+    x_zero_point) -> Cast(f32) -> Mul(x_scale * w_scale). W_q = round(W / w_scale),
+    w_scale = max|W| / 127."""
+    import numpy as np
+    from onnx import helper, TensorProto
+    m = onnx.load(path)
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
+    nodes = []
+    for n in g.node:
+        w = inits.get(n.input[1]) if n.op_type == "MatMul" else None
+        if w is None or len(w.dims) != 2:
+            nodes.append(n)
+            continue
+        W = numpy_helper.to_array(w).astype(np.float32)
+        scale = np.float32(np.abs(W).max() / 127)
+        p = n.name.replace("/", "_") or n.output[0]
+        g.initializer.extend([
+            numpy_helper.from_array(np.clip(np.rint(W / scale), -127, 127).astype(np.int8), p + "_Wq"),
+            numpy_helper.from_array(np.array(scale, np.float32), p + "_Ws"),
+            numpy_helper.from_array(np.array(0, np.int8), p + "_Wzp")])
+        x = n.input[0]
+        nodes += [
+            helper.make_node("DynamicQuantizeLinear", [x], [p + "_xq", p + "_xs", p + "_xzp"],
+                             name=p + "_quant"),
+            helper.make_node("MatMulInteger", [p + "_xq", p + "_Wq", p + "_xzp", p + "_Wzp"],
+                             [p + "_acc"], name=p + "_MatMulInteger"),
+            helper.make_node("Cast", [p + "_acc"], [p + "_accf"], to=TensorProto.FLOAT,
+                             name=p + "_cast"),
+            helper.make_node("Mul", [p + "_xs", p + "_Ws"], [p + "_s"], name=p + "_scale"),
+            helper.make_node("Mul", [p + "_accf", p + "_s"], [n.output[0]], name=p + "_dequant")]
+    del g.node[:]
+    g.node.extend(nodes)
+    onnx.checker.check_model(m)
+    onnx.save(m, path)
+
+
+def dynq_bert():
+    """QdqBert's float network (no fake quantization), dynamically quantized afterwards."""
+    return QdqBert(), [torch.randint(0, 1000, (1, 128))], 13, "dynq"
+
+
 def qdq_resnet18():
     """ResNet-18 quantized the QDQ way (torch.ao QAT fake quantization, fbgemm qconfig: per-channel
     int8 weights, uint8 activations), exported as QuantizeLinear/DequantizeLinear pairs around
@@ -491,6 +545,7 @@ FAMILIES = {
     "resnet18_fp16": lambda: (M.resnet18(), [image()], 13, "fp16"),
     "qdq_resnet18": qdq_resnet18,
     "qdq_bert": qdq_bert,
+    "dynq_bert": dynq_bert,
 }
 
 

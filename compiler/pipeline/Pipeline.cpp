@@ -183,26 +183,29 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
   const DeviceSet devices = options.devices ? *options.devices : DeviceSet::live();
   if (options.qdqFusion && cpuOnly(devices)) {
     const int64_t convsBefore = countOps(module, "QLinearConv");
-    const int64_t productsBefore =
-        countOps(module, "QLinearMatMul") + countOps(module, "QLinearMatMulBias");
+    auto countProducts = [&] {
+      return countOps(module, "QLinearMatMul") + countOps(module, "QLinearMatMulBias") +
+             countOps(module, "DynamicQuantizeMatMul");
+    };
+    const int64_t productsBefore = countProducts();
     if (mlir::failed(run(createFuseQdqPass()))) return mlir::failure();
     const int64_t convs = countOps(module, "QLinearConv") - convsBefore;
-    const int64_t products =
-        countOps(module, "QLinearMatMul") + countOps(module, "QLinearMatMulBias") - productsBefore;
+    const int64_t products = countProducts() - productsBefore;
     if (convs + products > 0) {
       std::string what = convs > 0 ? std::to_string(convs) + " convolution(s)" : "";
       if (products > 0)
         what += (convs > 0 ? " and " : "") + std::to_string(products) + " matrix product(s)";
       result->notes.push_back(what +
                               " in QDQ form (DequantizeLinear -> Conv/MatMul/Gemm -> "
-                              "QuantizeLinear) run as int8 QLinearConv/QLinearMatMul "
-                              "(--no-qdq-fusion: f32 as written)");
+                              "QuantizeLinear) or dynamically quantized (DynamicQuantizeLinear "
+                              "-> MatMulInteger) run as one int8 op each (--no-qdq-fusion: as "
+                              "written)");
     }
     if (auto slow = module->getAttrOfType<mlir::IntegerAttr>(kQdqWithoutFastKernelAttr)) {
       result->notes.push_back(
           std::to_string(slow.getInt()) +
-          " convolution(s) or matrix product(s) in QDQ form stay f32: this CPU has no fast int8 "
-          "kernel for them (without VNNI oneDNN's int8 products are exact only for u8 inputs "
+          " quantized convolution(s) or matrix product(s) stay as written: this CPU has no fast "
+          "int8 kernel for them (without VNNI oneDNN's int8 products are exact only for u8 inputs "
           "and |W - zero point| <= 64)");
       module->removeAttr(kQdqWithoutFastKernelAttr);
     }

@@ -142,6 +142,12 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
     if (op == "QLinearMatMul") w.flops += 3 * y;
     if (op == "QLinearMatMulBias") w.flops += 4 * y;
+  } else if (op == "DynamicQuantizeMatMul") {
+    // A's range and quantization (4 per element of A), the products, the scaling per result.
+    w.cls = OpClass::Gemm;
+    const TensorType* A = operand(in, 0);
+    if (A && !A->shape.empty())
+      w.flops = 2 * y * c.dim(*A, A->shape.size() - 1) + 4 * c.numel(*A) + 2 * y;
   } else if (op == "Det") {
     // LU with partial pivoting: about 2/3 M^3 per matrix, y matrices.
     const TensorType* X = operand(in, 0);

@@ -160,6 +160,34 @@ std::string inferQLinearMatMul(const Ctx& c) {
   return qlinearMatMul(c, /*bias=*/false);
 }
 
+std::string inferDynamicQuantizeMatMul(const Ctx& c) {
+  // Tandem's DynamicQuantizeMatMul-1 (ONNX Runtime's contrib op): A f32 [..., M, K], B u8/i8
+  // [K, N], b_scale f32 and b_zero_point (B's dtype) scalar or [N], bias f32 [N]; Y f32.
+  static const std::vector<const char*> names = {"A", "B", "b_scale", "b_zero_point", "bias"};
+  if (auto e = checkArity(c, 3, 5, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, {DType::F32}, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 1, kQuantTypes, names); !e.empty()) return e;
+  if (c.in[1].dims.size() != 2)
+    return c.fail("input 1 (B) must be a matrix [K, N], got " + dimsStr(c.in[1].dims));
+  if (auto e = checkDTypeIn(c, 2, {DType::F32}, names); !e.empty()) return e;
+  if (auto e = checkScalarOr1D(c, 2, names); !e.empty()) return e;
+  if (c.has(3)) {
+    if (auto e = checkSameDType(c, 3, 1, names); !e.empty()) return e;
+    if (auto e = checkScalarOr1D(c, 3, names); !e.empty()) return e;
+  }
+  if (c.has(4)) {
+    if (auto e = checkDTypeIn(c, 4, {DType::F32}, names); !e.empty()) return e;
+    const auto& b = c.in[4].dims;
+    const int64_t n = c.in[1].dims[1];
+    if (b.size() != 1 || (b[0] != kUnknownDim && n != kUnknownDim && b[0] != n))
+      return c.fail("input 4 (bias) must have shape [" + std::to_string(n) + "], got " + dimsStr(b));
+  }
+  std::vector<int64_t> y;
+  if (auto e = quantMatMulShape(c, 0, 1, names, &y); !e.empty()) return e;
+  c.set(0, DType::F32, y);
+  return "";
+}
+
 std::string inferQLinearMatMulBias(const Ctx& c) {
   // Tandem's QLinearMatMulBias-1: QLinearMatMul's operands, then B (i32 [N], b's columns),
   // added to each row's accumulators before the requantization.

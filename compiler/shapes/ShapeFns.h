@@ -104,6 +104,7 @@ std::string inferDynamicQuantizeLinear(const Ctx& c);
 std::string inferMatMulInteger(const Ctx& c);
 std::string inferQLinearMatMul(const Ctx& c);
 std::string inferQLinearMatMulBias(const Ctx& c);
+std::string inferDynamicQuantizeMatMul(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);

@@ -192,3 +192,53 @@ func.func @main(%aq: tensor<3x2xui8>, %bq: tensor<2x2xi8>, %res: tensor<3x2xf32>
   %y3 = tandem.quantize_linear %g, %s, %z : (tensor<3x2xf32>, tensor<f32>, tensor<ui8>) -> tensor<3x2xui8>
   return %y, %y2, %y3 : tensor<3x2xui8>, tensor<3x2xui8>, tensor<3x2xui8>
 }
+
+// -----
+
+// ONNX Runtime's quantize_dynamic: DynamicQuantizeLinear -> MatMulInteger of a constant W ->
+// Cast to f32 -> Mul by Mul(x_scale, w_scale): one DynamicQuantizeMatMul of x, W, w_scale and
+// w_zero_point; the chain, the scale Mul and the DynamicQuantizeLinear go.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<3x4xf32>)
+// CHECK-DAG: %[[W:.*]] = tandem.constant dense<1> : tensor<4x2xi8>
+// CHECK-DAG: %[[WS:.*]] = tandem.constant dense<5.000000e-01> : tensor<f32>
+// CHECK-DAG: %[[WZ:.*]] = tandem.constant dense<0> : tensor<i8>
+// CHECK: %[[Y:.*]] = tandem.dynamic_quantize_matmul %[[X]], %[[W]], %[[WS]], %[[WZ]] : ({{.*}}) -> tensor<3x2xf32>
+// CHECK-NOT: tandem.dynamic_quantize_linear
+// CHECK-NOT: tandem.matmul_integer
+// CHECK-NOT: tandem.cast
+// CHECK-NOT: tandem.mul
+// CHECK: return %[[Y]]
+func.func @main(%x: tensor<3x4xf32>) -> tensor<3x2xf32> {
+  %q, %s, %z = tandem.dynamic_quantize_linear %x : (tensor<3x4xf32>) -> (tensor<3x4xui8>, tensor<f32>, tensor<ui8>)
+  %w = tandem.constant dense<1> : tensor<4x2xi8>
+  %wz = tandem.constant dense<0> : tensor<i8>
+  %acc = tandem.matmul_integer %q, %w, %z, %wz : (tensor<3x4xui8>, tensor<4x2xi8>, tensor<ui8>, tensor<i8>) -> tensor<3x2xi32>
+  %f = tandem.cast %acc {to = 1 : i64} : (tensor<3x2xi32>) -> tensor<3x2xf32>
+  %ws = tandem.constant dense<0.5> : tensor<f32>
+  %sc = tandem.mul %s, %ws : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %y = tandem.mul %f, %sc : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
+  return %y : tensor<3x2xf32>
+}
+
+// -----
+
+// Left as written: the MatMulInteger reads no zero point of the DynamicQuantizeLinear (its
+// x_zero_point is absent, so zero), and another reads a W that is not constant.
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-2: tandem.matmul_integer
+// CHECK-NOT: tandem.dynamic_quantize_matmul
+func.func @main(%x: tensor<3x4xf32>, %wv: tensor<4x2xi8>) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  %q, %s, %z = tandem.dynamic_quantize_linear %x : (tensor<3x4xf32>) -> (tensor<3x4xui8>, tensor<f32>, tensor<ui8>)
+  %w = tandem.constant dense<1> : tensor<4x2xi8>
+  %ws = tandem.constant dense<0.5> : tensor<f32>
+  %sc = tandem.mul %s, %ws : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %acc = tandem.matmul_integer %q, %w : (tensor<3x4xui8>, tensor<4x2xi8>) -> tensor<3x2xi32>
+  %f = tandem.cast %acc {to = 1 : i64} : (tensor<3x2xi32>) -> tensor<3x2xf32>
+  %y = tandem.mul %f, %sc : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
+  %acc2 = tandem.matmul_integer %q, %wv, %z : (tensor<3x4xui8>, tensor<4x2xi8>, tensor<ui8>) -> tensor<3x2xi32>
+  %f2 = tandem.cast %acc2 {to = 1 : i64} : (tensor<3x2xi32>) -> tensor<3x2xf32>
+  %sc2 = tandem.mul %s, %ws : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  %y2 = tandem.mul %f2, %sc2 : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
+  return %y, %y2 : tensor<3x2xf32>, tensor<3x2xf32>
+}

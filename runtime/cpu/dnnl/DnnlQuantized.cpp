@@ -25,6 +25,10 @@
 //    ONEDNN_MAX_CPU_ISA=AVX2 jit_uni_int8_1x1:avx2 gave 19659692 and gemm:jit 19659691 (the s16
 //    saturation); on avx512_core_vnni brgconv_1x1 and brg matmul were exact past 2^24, but the
 //    other implementations were not checked, so the bound stays for the Integer ops.
+//  - DynamicQuantizeMatMul (Y f32) quantizes A into the workspace per run (DynamicQuantize.h),
+//    runs the u8 x s8 product without a source zero point and subtracts zp * (column sum of
+//    W - w_zero_point) in its own f32 loop: the reference's bits while the product is exact,
+//    and, like the QLinear ops, taken past 2^24 (its Cast to f32 rounds there anyway).
 //  - QLinearConv and QLinearMatMul are taken past that bound (deep layers of real int8 models,
 //    K = 4608 in ResNet's last stage, reach it; the reference is about 100x slower there): an
 //    accumulator above 2^24 may reach the requantization rounded to f32, a relative error of
@@ -49,6 +53,7 @@
 #include <type_traits>
 
 #include "runtime/cpu/dnnl/DnnlCommon.h"
+#include "runtime/cpu/ref/DynamicQuantize.h"
 
 namespace tandem {
 namespace dnnlcpu {
@@ -82,6 +87,7 @@ int32_t intAt(const Tensor& t, int64_t k) {
 constexpr size_t kNone = size_t(-1);
 struct Operands {
   bool conv = false, qlinear = false;
+  bool dynamic = false;  // DynamicQuantizeMatMul: x f32, quantized per run; y f32
   size_t x = 0, xScale = kNone, xZp = kNone, w = 1, wScale = kNone, wZp = kNone;
   size_t yScale = kNone, yZp = kNone, bias = kNone;
 };
@@ -90,9 +96,12 @@ Operands operandsOf(const std::string& op) {
   Operands o;
   o.conv = op == "QLinearConv" || op == "ConvInteger";
   o.qlinear = op == "QLinearConv" || op == "QLinearMatMul" || op == "QLinearMatMulBias";
+  o.dynamic = op == "DynamicQuantizeMatMul";
   if (o.qlinear) {
     o.xScale = 1, o.xZp = 2, o.w = 3, o.wScale = 4, o.wZp = 5, o.yScale = 6, o.yZp = 7;
     if (op != "QLinearMatMul") o.bias = 8;
+  } else if (o.dynamic) {
+    o.wScale = 2, o.wZp = 3, o.bias = 4;
   } else {
     o.xZp = 2, o.wZp = 3;
   }
@@ -133,6 +142,7 @@ struct QuantPlan {
   ConvGeometry g;           // conv
   dims aDims, bDims, yDims; // matmul, all of one rank >= 2
   int64_t rows = 0;         // matmul: M (rows of one product)
+  std::vector<int32_t> colSum;  // dynamic: sum over k of W - zp, per column
 };
 
 /// Fills `p`, or returns false with the reason the dnnl variant does not apply (the reference
@@ -140,7 +150,7 @@ struct QuantPlan {
 bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
   const Operands o = operandsOf(ctx.opType);
   p->o = o;
-  const size_t need = o.qlinear ? 8 : 2;
+  const size_t need = o.qlinear ? 8 : o.dynamic ? 3 : 2;
   if (ctx.inputTypes.size() < need || ctx.outputTypes.empty()) {
     *why = "expects " + std::to_string(need) + " inputs";
     return false;
@@ -152,12 +162,17 @@ bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
   p->xType = ctx.inputTypes[o.x].dtype;
   const DType wType = ctx.inputTypes[o.w].dtype;
   p->yType = ctx.outputTypes[0].dtype;
-  if (!quantized(p->xType) || !quantized(wType)) {
+  if (o.dynamic) {  // A f32, quantized to u8 per run; Y f32
+    if (p->xType != DType::F32 || p->yType != DType::F32 || !quantized(wType)) {
+      *why = "A and Y must be f32, B u8 or i8";
+      return false;
+    }
+    p->xType = DType::U8;
+  } else if (!quantized(p->xType) || !quantized(wType)) {
     *why = "x and w must be u8 or i8";
     return false;
-  }
-  if (o.qlinear ? (!quantized(p->yType) || ctx.inputTypes[o.yZp].dtype != p->yType)
-                : p->yType != DType::I32) {
+  } else if (o.qlinear ? (!quantized(p->yType) || ctx.inputTypes[o.yZp].dtype != p->yType)
+                       : p->yType != DType::I32) {
     *why = "y must be i32 (Integer ops) or u8/i8 with y_zero_point's dtype (QLinear ops)";
     return false;
   }
@@ -220,9 +235,16 @@ bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
         return false;
       }
   }
+  if (o.dynamic && (!countIs(o.wScale, 1, p->channels, "b_scale") ||
+                    ctx.inputTypes[o.wScale].dtype != DType::F32)) {
+    if (why->empty()) *why = "b_scale must be f32";
+    return false;
+  }
+  const DType biasType = o.dynamic ? DType::F32 : DType::I32;
   if (present(ctx, o.bias) &&
-      (ctx.inputTypes[o.bias].dtype != DType::I32 || numelOf(ctx, o.bias) != p->channels)) {
-    *why = "B must be i32 with one value per output channel";
+      (ctx.inputTypes[o.bias].dtype != biasType || numelOf(ctx, o.bias) != p->channels)) {
+    *why = std::string("the bias must be ") + dtypeName(biasType) +
+           " with one value per output channel";
     return false;
   }
   if (present(ctx, o.xZp)) {
@@ -277,7 +299,15 @@ bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
       for (int64_t s : col) bound = std::max(bound, s);
     }
   }
-  if (!o.qlinear && 255 * bound > kExactF32) {
+  if (o.dynamic) {  // the x zero point's share, subtracted per run: zp * column sum
+    if (ctx.inputTypes[o.w].shape.size() != 2) {
+      *why = "B must be a matrix";
+      return false;
+    }
+    p->colSum.assign(p->channels, 0);
+    for (int64_t k = 0; k < total; ++k) p->colSum[k % p->channels] += p->w[k];
+  }
+  if (!o.qlinear && !o.dynamic && 255 * bound > kExactF32) {
     *why = "accumulators may exceed 2^24 (255 x max sum |W - zp| = " + std::to_string(255 * bound) +
            "), where oneDNN's f32 post-processing would round them";
     return false;
@@ -418,18 +448,23 @@ class QuantKernel : public DnnlKernel {
       outer_ = 1;
       for (size_t i = 0; i + 1 < p_.yDims.size(); ++i) outer_ *= p_.yDims[i];
     }
-    if (o.qlinear) {
+    if (o.qlinear || o.dynamic) {
       accOffset_ = ws_.add(chosenDst.get_size());
       acc_ = dnnl::memory(chosenDst, eng, DNNL_MEMORY_NONE);
+    }
+    if (o.dynamic) {
+      xCount_ = 1;
+      for (int64_t d : ctx.inputTypes[o.x].shape) xCount_ *= d;
+      quantOffset_ = ws_.add(size_t(xCount_));  // A quantized, u8
     }
     std::vector<int8_t>().swap(p_.w);  // prepacked: the shifted copy is not read again
     args_.add(DNNL_ARG_SRC, src_.inner());
     args_.add(DNNL_ARG_WEIGHTS, weights_);
-    args_.add(DNNL_ARG_DST, o.qlinear ? acc_ : dst_.inner());
+    args_.add(DNNL_ARG_DST, o.qlinear || o.dynamic ? acc_ : dst_.inner());
     // Load-time copies of the small operands (a tensor given to run() wins).
     for (size_t i : {o.xScale, o.wScale, o.yScale, o.yZp, o.bias})
       if (const Tensor* t = constAt(ctx, i)) saved_[i] = Tensor::copyOf(*t);
-    impl_ += o.qlinear ? " +requantize" : "";
+    impl_ += o.qlinear ? " +requantize" : o.dynamic ? " +dynamic-quantize" : "";
     return Status::ok();
   }
 
@@ -438,14 +473,25 @@ class QuantKernel : public DnnlKernel {
     return guardRun(op_.c_str(), [&] {
       char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
       scratch_.bindBuffers(ws);
-      src_.bindBuffers(in[p_.o.x]->raw(), ws);
+      DynamicQuantization dq;
+      if (p_.o.dynamic) {  // DynamicQuantizeLinear of A into the workspace, oneDNN's source
+        const float* a = in[p_.o.x]->data<float>();
+        uint8_t* q = reinterpret_cast<uint8_t*>(ws + quantOffset_);
+        dq = dynamicQuantization(a, xCount_);
+        dynamicQuantize(a, xCount_, dq, q);
+        src_.bindBuffers(q, ws);
+      } else {
+        src_.bindBuffers(in[p_.o.x]->raw(), ws);
+      }
       src_.toInner();
-      if (p_.o.qlinear) {
+      if (p_.o.qlinear || p_.o.dynamic) {
         acc_.set_data_handle(ws + accOffset_);
       } else {
         dst_.bindBuffers(out[0]->raw(), ws);
       }
       args_.execute(prim_);
+      if (p_.o.dynamic)
+        return scaleAll(in, static_cast<const int32_t*>(acc_.get_data_handle()), dq, out[0]);
       if (!p_.o.qlinear) {
         dst_.toUser();
         return Status::ok();
@@ -479,6 +525,33 @@ class QuantKernel : public DnnlKernel {
     if (i < in.size() && in[i]) return in[i];
     auto s = saved_.find(i);
     return s == saved_.end() ? nullptr : &s->second;
+  }
+
+  /// DynamicQuantizeMatMul's Y = float(acc - zp * colSum[n]) * float(a_scale * b_scale[n])
+  /// (+ bias[n]): the unfused graph's Cast and Muls (and bias Add), in f32 as they are.
+  Status scaleAll(const std::vector<const Tensor*>& in, const int32_t* acc,
+                  const DynamicQuantization& dq, Tensor* y) {
+    std::vector<double> ws, bias;
+    readValues(operand(in, p_.o.wScale), &ws);
+    readValues(operand(in, p_.o.bias), &bias);
+    const int64_t C = p_.channels, rows = outer_;
+    std::vector<float> mult(C), b(C, 0.f);
+    std::vector<uint32_t> shift(C);
+    for (int64_t n = 0; n < C; ++n) {
+      mult[n] = dq.scale * float(at(ws, n));
+      if (!bias.empty()) b[n] = float(bias[n]);
+      shift[n] = uint32_t(int32_t(dq.zeroPoint) * p_.colSum[n]);  // i32, wrapping
+    }
+    float* Y = y->data<float>();
+#pragma omp parallel for if (rows * C > 65536)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int32_t* a = acc + r * C;
+      float* yr = Y + r * C;
+      for (int64_t n = 0; n < C; ++n) yr[n] = float(int32_t(uint32_t(a[n]) - shift[n])) * mult[n];
+      if (!bias.empty())
+        for (int64_t n = 0; n < C; ++n) yr[n] += b[n];
+    }
+    return Status::ok();
   }
 
   Status requantizeAll(const std::vector<const Tensor*>& in, const int32_t* acc, Tensor* y) {
@@ -559,7 +632,8 @@ class QuantKernel : public DnnlKernel {
   Scratchpad scratch_;
   Operand src_, dst_;
   dnnl::memory weights_, acc_;
-  size_t accOffset_ = 0;
+  size_t accOffset_ = 0, quantOffset_ = 0;
+  int64_t xCount_ = 0;  // dynamic: elements of A
   int64_t outer_ = 1, spatial_ = 1;
   ExecArgs args_;
   std::map<size_t, Tensor> saved_;
@@ -586,8 +660,8 @@ Status createQuant(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 }  // namespace
 
 void registerDnnlQuantizedKernels(KernelRegistry& r) {
-  for (const char* op :
-       {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul", "QLinearMatMulBias"}) {
+  for (const char* op : {"ConvInteger", "MatMulInteger", "QLinearConv", "QLinearMatMul",
+                         "QLinearMatMulBias", "DynamicQuantizeMatMul"}) {
     const Operands o = operandsOf(op);
     KernelDef d = makeDef(
         op,
@@ -598,10 +672,12 @@ void registerDnnlQuantizedKernels(KernelRegistry& r) {
         },
         createQuant);
     const size_t ix = o.x, iw = o.w;
-    d.accepts = [ix, iw](const std::vector<DType>& in) {
-      return in.size() > std::max(ix, iw) && quantized(in[ix]) && quantized(in[iw]);
+    const bool dynamic = o.dynamic;
+    d.accepts = [ix, iw, dynamic](const std::vector<DType>& in) {
+      return in.size() > std::max(ix, iw) && (dynamic ? in[ix] == DType::F32 : quantized(in[ix])) &&
+             quantized(in[iw]);
     };
-    d.dtypesText = "x u8,i8; w u8,i8 (constant)";
+    d.dtypesText = dynamic ? "A f32; B u8,i8 (constant)" : "x u8,i8; w u8,i8 (constant)";
     // Where the dnnl def applies, the reference (the next def) runs the op too: both measured.
     d.variants = [](const KernelContext&) {
       return std::vector<std::string>{kVariantDnnl, kVariantRef};

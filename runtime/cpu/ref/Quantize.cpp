@@ -4,6 +4,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "runtime/cpu/ref/DynamicQuantize.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -176,19 +177,10 @@ Status createDynamicQuantize(const KernelContext& ctx, std::unique_ptr<Kernel>* 
   return makeKernel(out, [](const Inputs& in, const Outputs& outs) -> Status {
     const float* x = in[0]->data<float>();
     const int64_t n = in[0]->numel();
-    float lo = 0, hi = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      lo = std::min(lo, x[k]);
-      hi = std::max(hi, x[k]);
-    }
-    // f32 arithmetic as the spec's function body computes it.
-    const float scale = (hi - lo) / 255.f;
-    const uint8_t zp = scale == 0 ? 0 : saturateRound<uint8_t>(double(0.f - lo / scale));
-    uint8_t* y = outs[0]->data<uint8_t>();
-    for (int64_t k = 0; k < n; ++k)
-      y[k] = scale == 0 ? zp : saturateRound<uint8_t>(double(x[k] / scale), double(zp));
-    outs[1]->data<float>()[0] = scale;
-    outs[2]->data<uint8_t>()[0] = zp;
+    const DynamicQuantization d = dynamicQuantization(x, n);  // DynamicQuantize.h
+    dynamicQuantize(x, n, d, outs[0]->data<uint8_t>());
+    outs[1]->data<float>()[0] = d.scale;
+    outs[2]->data<uint8_t>()[0] = d.zeroPoint;
     return Status::ok();
   });
 }

@@ -1,10 +1,12 @@
 // Reference kernels of the quantized products: MatMulInteger-10, QLinearMatMul-10 (numpy matmul
 // of u8/i8 operands), Tandem's QLinearMatMulBias (QLinearMatMul plus an i32 bias per column),
+// Tandem's DynamicQuantizeMatMul (ONNX Runtime's contrib op: A quantized at run time, Y f32),
 // ConvInteger-10 and QLinearConv-10 (N-D, groups, strides, dilations, pads).
 // Products accumulate exactly in i32 after subtracting the zero points; the QLinear* ops then
 // requantize: acc * a_scale * b_scale / y_scale rounded half to even, plus y_zero_point, saturated.
 #include <algorithm>
 
+#include "runtime/cpu/ref/DynamicQuantize.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -166,6 +168,39 @@ Status createQLinearMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
   });
 }
 
+/// Tandem's DynamicQuantizeMatMul (ONNX Runtime's contrib op): A quantized by DynamicQuantizeLinear
+/// over all of A, the i32 product with B - b_zero_point, then float(acc) * float(a_scale *
+/// b_scale[n]) (+ bias[n]): the f32 arithmetic of the Cast and Muls it replaces, step for step.
+Status createDynamicQuantizeMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() < 3 || ctx.inputTypes.size() > 5) return opError(ctx, "expects 3 to 5 inputs");
+  if (ctx.outputTypes[0].dtype != DType::F32) return opError(ctx, "Y must be f32");
+  auto g = std::make_shared<MatGeometry>();
+  TANDEM_RETURN_IF_ERROR(matGeometry(ctx, 0, 1, g.get()));
+  const OpName op(ctx);
+  const ConstOperands consts(ctx, 2);
+  return makeKernel(out, [g, op, consts](const Inputs& in, const Outputs& outs) -> Status {
+    PerIndex bs, bzp, bias;
+    TANDEM_RETURN_IF_ERROR(readPerIndex(op, consts.get(in, 2), g->N, "b_scale (per column of B)", &bs));
+    TANDEM_RETURN_IF_ERROR(readPerIndex(op, consts.get(in, 3), g->N, "b_zero_point (per column of B)", &bzp));
+    const Tensor* b = in.size() > 4 ? consts.get(in, 4) : nullptr;
+    if (b && b->numel() != g->N)
+      return opError(op, "bias must have " + std::to_string(g->N) + " elements, got " + shapeToString(b->shape()));
+    TANDEM_RETURN_IF_ERROR(readPerIndex(op, b, g->N, "bias", &bias));
+    const Tensor& A = *in[0];
+    Tensor q = Tensor::alloc(DType::U8, A.shape());
+    const DynamicQuantization d = dynamicQuantization(A.data<float>(), A.numel());
+    dynamicQuantize(A.data<float>(), A.numel(), d, q.data<uint8_t>());
+    PerIndex azp;
+    azp.v = {double(d.zeroPoint)};
+    float* y = outs[0]->data<float>();
+    integerMatMul(*g, q, *in[1], azp, bzp, [&](int64_t k, int64_t, int64_t n, int32_t acc) {
+      y[k] = float(acc) * float(d.scale * float(bs.at(n)));
+      if (!bias.v.empty()) y[k] += float(bias.at(n));
+    });
+    return Status::ok();
+  });
+}
+
 // ---- ConvInteger, QLinearConv --------------------------------------------------------------
 
 struct ConvPlan {
@@ -291,6 +326,12 @@ void registerQuantizedMathKernels(KernelRegistry& r) {
   addRef(r, "QLinearMatMul", twoQuantized(0, 3), "a, b u8,i8; scales f32", createQLinearMatMul);
   addRef(r, "QLinearMatMulBias", twoQuantized(0, 3), "a, b u8,i8; scales f32; B i32",
          createQLinearMatMul);
+  addRef(
+      r, "DynamicQuantizeMatMul",
+      [](const std::vector<DType>& in) {
+        return in.size() >= 2 && in[0] == DType::F32 && quantized(in[1]);
+      },
+      "A f32; B u8,i8", createDynamicQuantizeMatMul);
   addRef(r, "QLinearConv", twoQuantized(0, 3), "x, w u8,i8; scales f32; B i32", createQLinearConv);
 }
 

@@ -185,10 +185,11 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
     ASSERT_TRUE(d.supportsContext);
     // The int8 products (DnnlQuantized.cpp) take u8/i8 x and w, nothing f32.
     if (d.opType == "ConvInteger" || d.opType == "MatMulInteger" || d.opType == "QLinearConv" ||
-        d.opType == "QLinearMatMul" || d.opType == "QLinearMatMulBias") {
+        d.opType == "QLinearMatMul" || d.opType == "QLinearMatMulBias" ||
+        d.opType == "DynamicQuantizeMatMul") {
       const size_t w = d.opType[0] == 'Q' ? 3 : 1;
       std::vector<DType> q(w + 1, DType::F32);
-      q[0] = DType::U8;
+      q[0] = d.opType == "DynamicQuantizeMatMul" ? DType::F32 : DType::U8;
       q[w] = DType::I8;
       EXPECT_TRUE(d.accepts(q)) << d.opType;
       EXPECT_FALSE(d.accepts(std::vector<DType>(w + 1, DType::F32))) << d.opType;

@@ -265,6 +265,33 @@ TEST(DnnlQLinearMatMulBias, BiasPerColumnTwoDBatchedAndWideRows) {
   EXPECT_NE(std::memcmp(run(b, "dnnl", &i1).raw(), run(zero, "dnnl", &i2).raw(), 2 * 9 * 13), 0);
 }
 
+TEST(DnnlDynamicQuantizeMatMul, MatchesTheReferenceBitForBit) {
+  // A f32 quantized per run (its range changes between the two runs of run()), B i8 per tensor
+  // and u8 with per-column zero points around 128, per-column scales, a bias, 3-D A, N = 300
+  // (tails). The zero point's share is subtracted as zp * column sum after oneDNN's product.
+  auto f32r = [](Shape s, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(numElements(s));
+    for (float& x : v) x = d(rng);
+    return Tensor::fromVector<float>(s, v);
+  };
+  const std::vector<bool> constant = {false, true, true, true, true};
+  Case c{"DynamicQuantizeMatMul", {},
+         {f32r({7, 40}, -1.f, 3.f), i8r({40, 300}, -64, 64), f32v({300}, scales(300, 0.01f, 0.05f)),
+          i8s(0), f32r({300}, -1.f, 1.f)},
+         constant, {7, 300}, DType::F32};
+  expectIdentical(c);
+  c.inputs[0] = f32r({7, 40}, -5.f, 0.5f);
+  expectIdentical(c);
+  std::vector<uint8_t> zps(24);
+  for (int i = 0; i < 24; ++i) zps[i] = uint8_t(120 + i % 16);
+  Case b{"DynamicQuantizeMatMul", {},
+         {f32r({2, 5, 33}, -2.f, 2.f), u8r({33, 24}, 90, 170), f32s(0.02f),
+          Tensor::fromVector<uint8_t>({24}, zps)},
+         constant, {2, 5, 24}, DType::F32};
+  expectIdentical(b);
+}
+
 TEST(DnnlQLinearMatMul, S8ActivationsAndTies) {
   Case c{"QLinearMatMul", {},
          {i8r({9, 12}), f32s(0.5f), i8s(-1), i8r({12, 5}), f32s(1.f), i8s(0), f32s(1.f), i8s(-7)},

@@ -1,6 +1,7 @@
 // Tests of the reference quantized products: MatMulInteger, QLinearMatMul (zero points per
 // tensor, row or column; requantization ties and saturation) and QLinearMatMulBias (B before it), ConvInteger (padding reads the
 // zero point) and QLinearConv (per-channel weight scales, i32 bias, i8 output).
+#include "runtime/cpu/ref/DynamicQuantize.h"
 #include "tests/unit/runtime/ref_test_util.h"
 
 namespace tandem {
@@ -59,6 +60,52 @@ TEST(RefQLinearMatMulBias, AddsBPerColumnBeforeTheRequantization) {
       << errorOf(c);
   c.inputs.pop_back();
   EXPECT_NE(errorOf(c).find("expects 9 inputs"), std::string::npos) << errorOf(c);
+}
+
+TEST(RefDynamicQuantizeMatMul, QuantizesAThenScalesTheI32ProductInF32) {
+  // A = [[0, 2.04], [-0.51, 1.02]]: range [-0.51, 2.04], scale 2.55 / 255 = 0.01, zero point
+  // round(0.51 / 0.01) = 51; A_q - 51 = round(A / 0.01) = [[0, 204], [-51, 102]].
+  // B - zp = [[1, -1], [2, 0]] (zp 3): acc = [[408, 0], [153, 51]], then
+  // float(acc) * float(0.01 * [0.5, 0.25]) + bias [1, -1].
+  OpCall c{"DynamicQuantizeMatMul",
+           {},
+           {f32({2, 2}, {0.f, 2.04f, -0.51f, 1.02f}), u8({2, 2}, {4, 2, 5, 3}), f32({2}, {0.5f, 0.25f}),
+            u8({}, {3}), f32({2}, {1.f, -1.f})},
+           {{DType::F32, {2, 2}}}};
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(c.run(&outs).isOk());
+  const float scale = (2.04f - -0.51f) / 255.f;
+  const float m0 = scale * 0.5f, m1 = scale * 0.25f;
+  expectValues<float>(outs[0], {2, 2},
+                      {408.f * m0 + 1.f, 0.f * m1 - 1.f, 153.f * m0 + 1.f, 51.f * m1 - 1.f});
+  // An all-zero A: scale 0, every product 0, Y the bias.
+  c.inputs[0] = f32({2, 2}, {0, 0, 0, 0});
+  outs.clear();
+  ASSERT_TRUE(c.run(&outs).isOk());
+  expectValues<float>(outs[0], {2, 2}, {1.f, -1.f, 1.f, -1.f});
+}
+
+TEST(RefDynamicQuantize, VectorLoopIsTheSpecFormula) {
+  // runtime/cpu/ref/DynamicQuantize.h's SSE2 loop against saturate(nearbyint(double(x / s)) + zp)
+  // over random values, exact ties (x / s = k + 0.5), huge and NaN quotients and every tail.
+  std::vector<float> x;
+  for (int i = 0; i < 1000; ++i) x.push_back(float(i % 97) * 0.37f - 11.f + float(i) * 1e-3f);
+  for (int k = -20; k <= 20; ++k) x.push_back((float(k) + 0.5f) * 0.125f);
+  x.insert(x.end(), {1e30f, -1e30f, std::nanf(""), 0.f, -0.f, 3e-39f});
+  for (int64_t n : {int64_t(1), int64_t(15), int64_t(17), int64_t(x.size())}) {
+    DynamicQuantization d = dynamicQuantization(x.data(), n);
+    for (float scale : {d.scale, 0.125f}) {
+      d.scale = scale;
+      std::vector<uint8_t> y(n);
+      dynamicQuantize(x.data(), n, d, y.data());
+      for (int64_t k = 0; k < n; ++k) {
+        double r = std::nearbyint(double(x[k] / scale)) + d.zeroPoint;
+        if (std::isnan(r)) r = d.zeroPoint;
+        const uint8_t want = uint8_t(std::min(255.0, std::max(0.0, r)));
+        ASSERT_EQ(int(y[k]), int(want)) << "n " << n << " x " << x[k] << " scale " << scale;
+      }
+    }
+  }
 }
 
 TEST(RefQLinearMatMul, ANanRequantizationGivesTheZeroPoint) {

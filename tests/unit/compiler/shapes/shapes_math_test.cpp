@@ -95,6 +95,14 @@ TEST(QuantizedMatMul, IntegerAndQLinear) {
                  "input 8 (B) must have shape [5]");
   EXPECT_ERR_HAS(infer("QLinearMatMulBias", {a, s, q8, b, s, w8, s, q8, F32({5})}),
                  "input 8 (B) has dtype f32");
+  // DynamicQuantizeMatMul: A f32, B a u8/i8 matrix, f32 Y.
+  EXPECT_SHAPE(infer("DynamicQuantizeMatMul", {F32({2, 3, 4}), b, F32({5}), w8, F32({5})}),
+               DType::F32, {2, 3, 5});
+  EXPECT_ERR_HAS(infer("DynamicQuantizeMatMul", {a, b, s}), "input 0 (A) has dtype u8");
+  EXPECT_ERR_HAS(infer("DynamicQuantizeMatMul", {F32({3, 4}), T(DType::I8, {2, 4, 5}), s}),
+                 "input 1 (B) must be a matrix [K, N]");
+  EXPECT_ERR_HAS(infer("DynamicQuantizeMatMul", {F32({3, 4}), b, s, w8, F32({4})}),
+                 "input 4 (bias) must have shape [5]");
 }
 
 TEST(Signal, DFTAndSTFT) {

@@ -26,9 +26,9 @@ TEST(Registry, KnownOpsIsTheScopeSorted) {
   // element-wise, logic, reduction, generation, window and quantization ops, then the losses,
   // their Grad ops, the preview-training optimizers (issue 14) and MaxPoolGrad (autodiff), then
   // Det, the quantized products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv), RNN,
-  // GRU, LSTM, DFT, STFT, MelWeightMatrix, DynamicRegion (--tandem-outline-dynamic) and
-  // QLinearMatMulBias (--tandem-fuse-qdq).
-  EXPECT_EQ(knownOps().size(), 161u);
+  // GRU, LSTM, DFT, STFT, MelWeightMatrix, DynamicRegion (--tandem-outline-dynamic),
+  // QLinearMatMulBias and DynamicQuantizeMatMul (--tandem-fuse-qdq).
+  EXPECT_EQ(knownOps().size(), 162u);
   for (const char* op : {"Conv", "Gelu", "Constant", "Sin", "Atanh"}) EXPECT_TRUE(isKnownOp(op)) << op;
   EXPECT_FALSE(isKnownOp("Col2Im"));
   EXPECT_FALSE(isKnownOp("conv"));  // ONNX names are case-sensitive
