@@ -107,6 +107,20 @@ DType elementType(mlir::Value v) {
   return t ? mlirToDType(t.getElementType()) : DType::Undefined;
 }
 
+/// A ranked value's dtype and shape, as a kernel context states them.
+TensorType tensorTypeOf(mlir::Value v) {
+  auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
+  return TensorType{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
+}
+
+/// Whether this CPU runs the op `ctx` describes with a kernel other than the scalar reference
+/// (about 100x slower than the f32 product a fusion would replace): the registry's variants.
+bool offersFastCpuKernel(const KernelContext& ctx) {
+  for (const std::string& v : KernelRegistry::global().variants("cpu", ctx))
+    if (v != "ref") return true;
+  return false;
+}
+
 /// The only reader of `v`, or null.
 mlir::Operation* soleUser(mlir::Value v) {
   return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
@@ -348,26 +362,20 @@ bool matchDynamic(mlir::Operation* mul, DynamicProduct* m) {
 
 /// Whether this CPU has a kernel other than the reference for the DynamicQuantizeMatMul.
 bool hasFastCpuKernel(const DynamicProduct& m) {
-  auto shapeOf = [](mlir::Value v) {
-    auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
-    return TensorType{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
-  };
   AttrMap attrs;
   KernelContext ctx;
   ctx.opType = "DynamicQuantizeMatMul";
   ctx.nodeName = nodeName(m.matmul->getLoc());
   ctx.attrs = &attrs;
-  ctx.inputTypes = {shapeOf(m.dql->getOperand(0)), {m.wT.dtype(), m.wT.shape()},
+  ctx.inputTypes = {tensorTypeOf(m.dql->getOperand(0)), {m.wT.dtype(), m.wT.shape()},
                     {DType::F32, m.wScaleT.shape()}};
   ctx.constInputs = {nullptr, &m.wT, &m.wScaleT};
   if (m.wZp) {
     ctx.inputTypes.push_back({m.wZpT.dtype(), m.wZpT.shape()});
     ctx.constInputs.push_back(&m.wZpT);
   }
-  ctx.outputTypes = {shapeOf(m.mul->getResult(0))};
-  for (const std::string& v : KernelRegistry::global().variants("cpu", ctx))
-    if (v != "ref") return true;
-  return false;
+  ctx.outputTypes = {tensorTypeOf(m.mul->getResult(0))};
+  return offersFastCpuKernel(ctx);
 }
 
 /// The fused op's operand types, constants and attributes as the kernel registry reads them.
@@ -378,10 +386,6 @@ struct KernelQuery {
 };
 
 void buildQuery(const QdqProduct& m, KernelQuery* k) {
-  auto shapeOf = [](mlir::Value v) {
-    auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
-    return TensorType{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
-  };
   k->consts = {Tensor(), m.xScale, m.xZp, m.w, m.wScale, m.wZp, m.yScale, m.yZp};
   if (m.conv || m.bias.defined()) k->consts.push_back(m.bias);
   if (m.conv) k->attrs = toAttrMap(m.product);
@@ -390,11 +394,11 @@ void buildQuery(const QdqProduct& m, KernelQuery* k) {
   k->ctx.attrs = &k->attrs;
   for (size_t i = 0; i < k->consts.size(); ++i) {
     const Tensor& t = k->consts[i];
-    if (i == 0) k->ctx.inputTypes.push_back(shapeOf(m.dqX->getOperand(0)));
+    if (i == 0) k->ctx.inputTypes.push_back(tensorTypeOf(m.dqX->getOperand(0)));
     else k->ctx.inputTypes.push_back(t.defined() ? TensorType{t.dtype(), t.shape()} : TensorType{});
     k->ctx.constInputs.push_back(i > 0 && t.defined() ? &k->consts[i] : nullptr);
   }
-  k->ctx.outputTypes.push_back(shapeOf(m.q->getResult(0)));
+  k->ctx.outputTypes.push_back(tensorTypeOf(m.q->getResult(0)));
 }
 
 /// Whether this CPU runs the fused op with a kernel other than the scalar reference (which is
@@ -402,9 +406,24 @@ void buildQuery(const QdqProduct& m, KernelQuery* k) {
 bool hasFastCpuKernel(const QdqProduct& m) {
   KernelQuery k;
   buildQuery(m, &k);
-  for (const std::string& v : KernelRegistry::global().variants("cpu", k.ctx))
-    if (v != "ref") return true;
-  return false;
+  return offersFastCpuKernel(k.ctx);
+}
+
+/// Creates Tandem op `type` of `operands` before `old` and replaces `old`'s results by it; fails
+/// (with an error on `old`) where the new op does not infer `old`'s result type.
+mlir::LogicalResult replaceByFused(mlir::RewriterBase& rewriter, mlir::Operation* old,
+                                   mlir::Location loc, const char* type,
+                                   llvm::ArrayRef<mlir::Value> operands,
+                                   llvm::ArrayRef<mlir::NamedAttribute> attrs) {
+  rewriter.setInsertionPoint(old);
+  mlir::FailureOr<mlir::Operation*> fused = createTandemOp(rewriter, loc, type, operands, attrs);
+  if (mlir::failed(fused)) return mlir::failure();
+  if ((*fused)->getResult(0).getType() != old->getResult(0).getType())
+    return old->emitError() << kWho << ": " << type << " infers " << (*fused)->getResult(0).getType()
+                            << " where the " << onnxOpType(old) << " it replaces gives "
+                            << old->getResult(0).getType();
+  rewriter.replaceOp(old, (*fused)->getResults());
+  return mlir::success();
 }
 
 struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
@@ -440,19 +459,11 @@ struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
           ++withoutFastKernel;
           continue;
         }
-        rewriter.setInsertionPoint(op);
         llvm::SmallVector<mlir::Value> operands = {d.dql->getOperand(0), d.w, d.wScale};
         if (d.wZp) operands.push_back(d.wZp);
-        mlir::FailureOr<mlir::Operation*> fused =
-            createTandemOp(rewriter, d.matmul->getLoc(), "DynamicQuantizeMatMul", operands, {});
-        if (mlir::failed(fused)) return signalPassFailure();
-        if ((*fused)->getResult(0).getType() != op->getResult(0).getType()) {
-          op->emitError() << kWho << ": DynamicQuantizeMatMul infers "
-                          << (*fused)->getResult(0).getType() << " where the Mul it replaces gives "
-                          << op->getResult(0).getType();
+        if (mlir::failed(replaceByFused(rewriter, op, d.matmul->getLoc(), "DynamicQuantizeMatMul",
+                                        operands, {})))
           return signalPassFailure();
-        }
-        rewriter.replaceOp(op, (*fused)->getResults());
         erased.insert(op);
         for (mlir::Operation* dead : {d.cast, d.matmul, d.scale, d.dql})
           if (dead->use_empty()) {
@@ -482,17 +493,8 @@ struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
       if (m.conv)
         for (const char* name : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
           if (mlir::Attribute a = op->getAttr(name)) attrs.push_back(rewriter.getNamedAttr(name, a));
-      mlir::FailureOr<mlir::Operation*> fused =
-          createTandemOp(rewriter, loc, m.fusedType(), operands, attrs);
-      if (mlir::failed(fused)) return signalPassFailure();
-      if ((*fused)->getResult(0).getType() != m.q->getResult(0).getType()) {
-        op->emitError() << kWho << ": " << m.fusedType() << " infers "
-                        << (*fused)->getResult(0).getType()
-                        << " where the QuantizeLinear it replaces gives "
-                        << m.q->getResult(0).getType();
+      if (mlir::failed(replaceByFused(rewriter, m.q, loc, m.fusedType(), operands, attrs)))
         return signalPassFailure();
-      }
-      rewriter.replaceOp(m.q, (*fused)->getResults());
       // The chain from the QuantizeLinear back to the product, each read only by the next.
       for (mlir::Operation* dead : {m.q, m.relu, m.add, op}) {
         if (!dead) continue;
