@@ -183,18 +183,20 @@ def TandemFuseQdq : Pass<"tandem-fuse-qdq", "mlir::ModuleOp"> {
     taken as it is where its scale is x_scale * w_scale (f32) and its zero point 0, else
     dequantized and quantized again. A product of two activations (W not constant, as
     attention's Q K^T) stays f32. With require-fast-kernel (the default) the CPU's kernel
-    registry must offer a kernel other than the scalar reference for the result (on CPUs
-    without VNNI oneDNN's int8 products are exact only for u8 x and |W - w_zero_point| <= 64;
-    the reference is about 100x slower than the f32 product); the groups left for that
-    reason are counted in the module attribute `tandem.qdq_without_fast_kernel` (the compiler
-    turns it into a note).
+    registry must offer an int8 kernel for the result (on CPUs without VNNI oneDNN's int8
+    products are exact only for u8 x and |W - w_zero_point| <= 64; the reference is about
+    100x slower than the f32 product, and the exact f32 variants are slower than the f32 graph
+    as written); the groups left for that reason are counted in the module attribute
+    `tandem.qdq_without_fast_kernel` (the compiler turns it into a note).
 
     ONNX Runtime's dynamic quantization (quantize_dynamic) is taken too:
     DynamicQuantizeLinear(x) -> MatMulInteger(x_q, W_q, x_zero_point[, w_zero_point]) ->
     Cast(f32) -> Mul by Mul(x_scale, w_scale), W_q a constant matrix and w_scale a constant
     (1 or N values), each intermediate read once, becomes Tandem's DynamicQuantizeMatMul(x, W_q,
     w_scale[, w_zero_point]) (ONNX Runtime's contrib op): the same f32 arithmetic, so the same
-    bits; the DynamicQuantizeLinear goes once nothing else reads it.
+    bits; the DynamicQuantizeLinear goes once nothing else reads it. With require-fast-kernel
+    it needs a kernel other than the reference (the exact f32 ones count here: MatMulInteger
+    as written would run on them too).
 
     Numbers: y differs from the f32 graph's by at most one quantization step, where the f32
     sum and the exact integer sum round to different sides of a tie (and by B's rounding, at

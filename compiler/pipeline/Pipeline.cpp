@@ -198,7 +198,7 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
       result->notes.push_back(what +
                               " in QDQ form (DequantizeLinear -> Conv/MatMul/Gemm -> "
                               "QuantizeLinear) or dynamically quantized (DynamicQuantizeLinear "
-                              "-> MatMulInteger) run as one int8 op each (--no-qdq-fusion: as "
+                              "-> MatMulInteger) run as one quantized op each (--no-qdq-fusion: as "
                               "written)");
     }
     if (auto slow = module->getAttrOfType<mlir::IntegerAttr>(kQdqWithoutFastKernelAttr)) {
@@ -206,7 +206,8 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
           std::to_string(slow.getInt()) +
           " quantized convolution(s) or matrix product(s) stay as written: this CPU has no fast "
           "int8 kernel for them (without VNNI oneDNN's int8 products are exact only for u8 inputs "
-          "and |W - zero point| <= 64)");
+          "and |W - zero point| <= 64), and the graph as written is faster than their exact f32 "
+          "form");
       module->removeAttr(kQdqWithoutFastKernelAttr);
     }
   }

@@ -2,7 +2,10 @@
 // groups, strides, dilations, pads), QLinearMatMul-10, Tandem's QLinearMatMulBias (its i32 bias
 // per column) and MatMulInteger-10 (2-D and batched),
 // as the variant "dnnl" next to the reference kernels (variant "ref", runtime/cpu/ref/
-// QuantizedMath.cpp); the loader measures both and keeps the faster (runtime/Tuning.h).
+// QuantizedMath.cpp), and the same integer arithmetic carried out exactly in f32 where oneDNN's
+// int8 products would not be exact or cannot take the operands: variants "dnnl-f32" (oneDNN's
+// f32 convolution / matmul) and "avx2-f32" (Tandem's packed AVX2 GEMM); see Arith below. The
+// loader measures those that apply and keeps the fastest (runtime/Tuning.h).
 //
 // Outputs are bit-identical to the reference by construction, but for the one case below:
 //  - oneDNN computes only the exact integer part: u8/s8 activations times s8 weights, s32
@@ -52,14 +55,19 @@
 #include <string>
 #include <type_traits>
 
+#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 #include "runtime/cpu/ref/DynamicQuantize.h"
+
+#include <omp.h>
 
 namespace tandem {
 namespace dnnlcpu {
 namespace {
 
 constexpr const char* kVariantDnnl = "dnnl";
+constexpr const char* kVariantF32 = "dnnl-f32";
+constexpr const char* kVariantAvx2F32 = "avx2-f32";
 constexpr const char* kVariantRef = "ref";
 constexpr int64_t kExactF32 = int64_t(1) << 24;
 
@@ -132,24 +140,53 @@ bool hostHasVnni() {
   }
 }
 
-/// What a dnnl int8 kernel needs, derived at load time from static shapes and constants.
+/// How the kernel forms the integer products. kInt8: oneDNN's u8/s8 x s8 -> s32 primitives
+/// (exact on VNNI; see the header for the non-VNNI limits). kF32: (x - x_zero_point) and
+/// (W - w_zero_point) as f32 through oneDNN's f32 primitives, exact because every product and
+/// every partial sum is an integer of magnitude <= 2^24 (checked at load from W, |x - zp| <=
+/// 255); where a column's sum could pass 2^24 the weights are split W' = 16 * hi + lo and both
+/// halves run as one product of twice the output channels. Any x86-64 host, any zero points
+/// (also a run-time x zero point).
+/// kF32Avx2: kF32's products through Tandem's packed AVX2 GEMM (runtime/cpu/avx2/Sgemm.h;
+/// matrix products whose B is one matrix, AVX2 + FMA hosts), oneDNN's gemm:jit being half as
+/// fast on AVX2 (measured at [128, 256] x [256, 1024]: 0.53 vs 1.04 ms, 1 thread). Where a
+/// column's sum could pass 2^24, B's rows are cut into chunks that stay within it, each an
+/// exact product, summed in s32 (no split of W: the work stays that of one product).
+enum class Arith { kInt8, kF32, kF32Avx2 };
+
+const char* variantOf(Arith a) {
+  return a == Arith::kInt8 ? kVariantDnnl : a == Arith::kF32 ? kVariantF32 : kVariantAvx2F32;
+}
+
+/// What a dnnl kernel needs, derived at load time from static shapes and constants.
 struct QuantPlan {
   Operands o;
+  Arith arith = Arith::kInt8;
   DType xType = DType::U8, yType = DType::I32;
   int32_t xZp = 0;
+  bool xZpPerRun = false;   // kF32: a scalar x zero point that is not a constant, read per run
+  bool split = false;       // kF32: W' = 16 * hi + lo (hi the first of each channel pair)
+  std::vector<int64_t> kChunks;  // kF32Avx2: rows of B [kChunks[i], kChunks[i + 1]), one
+                                 // exact product each, summed in s32 (2 entries: one product)
   int64_t channels = 0;     // conv: M (output channels); matmul: N (columns)
-  std::vector<int8_t> w;    // W - w_zero_point, in ONNX layout
+  std::vector<int16_t> w;   // W - w_zero_point, in ONNX layout
   ConvGeometry g;           // conv
   dims aDims, bDims, yDims; // matmul, all of one rank >= 2
   int64_t rows = 0;         // matmul: M (rows of one product)
-  std::vector<int32_t> colSum;  // dynamic: sum over k of W - zp, per column
+  std::vector<int32_t> colSum;  // dynamic kInt8: sum over k of W - zp, per column
 };
+
+/// The split of W' (|W'| <= 255) into 16 * hi + lo, lo in [-8, 7], hi in [-16, 16].
+inline int32_t splitHi(int32_t v) { return (v + 8) >> 4; }
+inline int32_t splitLo(int32_t v) { return v - 16 * splitHi(v); }
 
 /// Fills `p`, or returns false with the reason the dnnl variant does not apply (the reference
 /// kernel then runs the op).
-bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
+bool planQuant(const KernelContext& ctx, Arith arith, QuantPlan* p, std::string* why) {
   const Operands o = operandsOf(ctx.opType);
   p->o = o;
+  p->arith = arith;
+  const bool f32 = arith != Arith::kInt8;
   const size_t need = o.qlinear ? 8 : o.dynamic ? 3 : 2;
   if (ctx.inputTypes.size() < need || ctx.outputTypes.empty()) {
     *why = "expects " + std::to_string(need) + " inputs";
@@ -215,6 +252,18 @@ bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
       }
     }
   }
+  if (arith == Arith::kF32Avx2) {
+    if (o.conv || !avx2::available()) {
+      *why = o.conv ? "a convolution (the packed GEMM takes matrix products)"
+                    : "this CPU has no AVX2 + FMA (or TANDEM_MAX_CPU_ISA caps it)";
+      return false;
+    }
+    for (size_t i = 0; i + 2 < p->bDims.size(); ++i)
+      if (p->bDims[i] != 1) {
+        *why = "B is batched (the packed GEMM takes one B matrix)";
+        return false;
+      }
+  }
   // Scales, zero points and bias: static element counts (values are read per run except the
   // zero points oneDNN and the prepacking need).
   auto countIs = [&](size_t i, int64_t n1, int64_t n2, const char* what) {
@@ -249,14 +298,18 @@ bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
   }
   if (present(ctx, o.xZp)) {
     const Tensor* z = constAt(ctx, o.xZp);
-    if (!z || z->numel() != 1 || z->dtype() != p->xType) {
-      *why = "x_zero_point must be a constant scalar of x's dtype (oneDNN takes one common "
-             "source zero point, fixed at creation)";
+    if (z && z->numel() == 1 && z->dtype() == p->xType) {
+      p->xZp = intAt(*z, 0);
+    } else if (f32 && !z && numelOf(ctx, o.xZp) == 1 && ctx.inputTypes[o.xZp].dtype == p->xType) {
+      p->xZpPerRun = true;
+    } else {
+      *why = f32 ? "x_zero_point must be a scalar of x's dtype"
+                 : "x_zero_point must be a constant scalar of x's dtype (oneDNN takes one "
+                   "common source zero point, fixed at creation)";
       return false;
     }
-    p->xZp = intAt(*z, 0);
   }
-  // Weights: constant, shifted by their zero point into s8 once.
+  // Weights: constant, shifted by their zero point once.
   const Tensor* W = constAt(ctx, o.w);
   if (!W) {
     *why = "w must be a constant (prepacked once, shifted by its zero point)";
@@ -270,45 +323,62 @@ bool planQuant(const KernelContext& ctx, QuantPlan* p, std::string* why) {
   const int64_t total = W->numel();
   const int64_t inner = o.conv ? total / p->channels : p->channels;  // conv: per m; mm: column
   p->w.resize(total);
-  std::vector<int64_t> absSum(p->channels, 0);
   int32_t maxAbs = 0;
   for (int64_t k = 0; k < total; ++k) {
     const int64_t ch = o.conv ? k / inner : k % inner;
     const int32_t v = intAt(*W, k) - (wz ? intAt(*wz, wz->numel() == 1 ? 0 : ch) : 0);
-    if (v < -128 || v > 127) {
+    if (!f32 && (v < -128 || v > 127)) {
       *why = "W - w_zero_point leaves the s8 range (" + std::to_string(v) + ")";
       return false;
     }
-    p->w[k] = int8_t(v);
-    absSum[ch] += std::abs(v);
+    p->w[k] = int16_t(v);
     maxAbs = std::max(maxAbs, std::abs(v));
   }
-  // Batched weights: the column sum of one matrix bounds one accumulator.
-  int64_t bound = 0;
-  for (int64_t s : absSum) bound = std::max(bound, s);
-  if (!o.conv) {
-    int64_t mats = total / (p->bDims[p->bDims.size() - 2] * p->channels);
-    std::fill(absSum.begin(), absSum.end(), 0);
-    bound = 0;
-    const int64_t K = p->bDims[p->bDims.size() - 2];
-    for (int64_t b = 0; b < mats; ++b) {
-      std::vector<int64_t> col(p->channels, 0);
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t n = 0; n < p->channels; ++n)
-          col[n] += std::abs(int32_t(p->w[(b * K + k) * p->channels + n]));
-      for (int64_t s : col) bound = std::max(bound, s);
-    }
-  }
-  if (o.dynamic) {  // the x zero point's share, subtracted per run: zp * column sum
-    if (ctx.inputTypes[o.w].shape.size() != 2) {
-      *why = "B must be a matrix";
-      return false;
-    }
+  // The largest sum of |part(W')| one accumulator reads: an output channel's weights (conv),
+  // a column of one matrix (matmul, batched weights matrix by matrix).
+  auto bound = [&](int32_t (*part)(int32_t)) {
+    const int64_t K = o.conv ? 0 : p->bDims[p->bDims.size() - 2];
+    std::vector<int64_t> sum(o.conv ? p->channels : total / K, 0);
+    for (int64_t k = 0; k < total; ++k)
+      sum[o.conv ? k / inner : (k / (K * inner)) * inner + k % inner] += std::abs(part(p->w[k]));
+    return *std::max_element(sum.begin(), sum.end());
+  };
+  const int64_t whole = bound([](int32_t v) { return v; });
+  if (o.dynamic && !f32) {  // the x zero point's share, subtracted per run: zp * column sum
     p->colSum.assign(p->channels, 0);
     for (int64_t k = 0; k < total; ++k) p->colSum[k % p->channels] += p->w[k];
   }
-  if (!o.qlinear && !o.dynamic && 255 * bound > kExactF32) {
-    *why = "accumulators may exceed 2^24 (255 x max sum |W - zp| = " + std::to_string(255 * bound) +
+  if (o.dynamic && ctx.inputTypes[o.w].shape.size() != 2) {
+    *why = "B must be a matrix";
+    return false;
+  }
+  if (arith == Arith::kF32Avx2) {  // B's rows in chunks whose column sums stay within bounds
+    const int64_t K = p->bDims[p->bDims.size() - 2], N = p->channels;
+    std::vector<int64_t> col(N, 0);
+    p->kChunks = {0};
+    for (int64_t k = 0; k < K; ++k) {
+      bool fits = true;
+      for (int64_t n = 0; n < N && fits; ++n)
+        fits = 255 * (col[n] + std::abs(int32_t(p->w[k * N + n]))) <= kExactF32;
+      if (!fits) {
+        p->kChunks.push_back(k);
+        std::fill(col.begin(), col.end(), 0);
+      }
+      for (int64_t n = 0; n < N; ++n) col[n] += std::abs(int32_t(p->w[k * N + n]));
+    }
+    p->kChunks.push_back(K);
+    return true;
+  }
+  if (f32) {  // |x - zp| <= 255: every partial sum of an accumulator is at most 255 * bound
+    if (255 * whole <= kExactF32) return true;
+    p->split = true;
+    if (255 * std::max(bound(splitHi), bound(splitLo)) <= kExactF32) return true;
+    *why = "accumulators may exceed 2^24 even with W split in two (255 x max sum |W - zp| = " +
+           std::to_string(255 * whole) + ")";
+    return false;
+  }
+  if (!o.qlinear && !o.dynamic && 255 * whole > kExactF32) {
+    *why = "accumulators may exceed 2^24 (255 x max sum |W - zp| = " + std::to_string(255 * whole) +
            "), where oneDNN's f32 post-processing would round them";
     return false;
   }
@@ -394,62 +464,86 @@ class QuantKernel : public DnnlKernel {
   Status init(const KernelContext& ctx, QuantPlan plan) {
     p_ = std::move(plan);
     const Operands& o = p_.o;
+    const bool f32 = p_.arith != Arith::kInt8;
+    packedGemm_ = p_.arith == Arith::kF32Avx2;
     op_ = ctx.opType;
     dnnl::engine& eng = cpuEngine();
     using dt = dnnl::memory::data_type;
     using tag = dnnl::memory::format_tag;
-    const dt xdt = dnnlType(p_.xType);
+    const dt xdt = f32 ? dt::f32 : dnnlType(p_.xType), wdt = f32 ? dt::f32 : dt::s8;
+    const dt accdt = f32 ? dt::f32 : dt::s32;
     dnnl::primitive_attr attr = baseAttr();
-    if (p_.xZp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {p_.xZp});
-    dnnl::memory::desc chosenDst, wPlain;
+    if (!f32 && p_.xZp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {p_.xZp});
+    dnnl::memory::desc chosenDst, accMd, srcMd, productPlain;
     if (o.conv) {
       const ConvGeometry& g = p_.g;
       static const tag channelsLast[] = {tag::nwc, tag::nhwc, tag::ndhwc};
-      const dnnl::memory::desc srcPlain(g.srcDims, xdt, plainStrides(g.srcDims));
-      const dnnl::memory::desc dstMd(g.dstDims, dt::s32, channelsLast[g.spatial - 1]);
-      dnnl::convolution_forward::desc d(
-          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-          dnnl::memory::desc(g.srcDims, xdt, tag::any), dnnl::memory::desc(g.weightsDims, dt::s8, tag::any),
-          dnnl::memory::desc(), dstMd, g.strides, g.dilations, g.padL, g.padR);
-      dnnl::convolution_forward::primitive_desc pd(d, attr, eng);
-      if (isReferenceImpl(pd))
-        return Status::error(op_ + ": variant dnnl does not apply (oneDNN has only " +
-                             pd.impl_info_str() + " here)");
-      setImpl(pd);
-      src_.init(srcPlain, pd.src_desc(), /*isInput=*/true, &ws_);
-      wPlain = dnnl::memory::desc(g.weightsDims, dt::s8, plainStrides(g.weightsDims));
-      weights_ = prepack(wPlain, pd.weights_desc());
-      chosenDst = pd.dst_desc();
+      const tag cl = channelsLast[g.spatial - 1];
+      dims wDims = g.weightsDims, dDims = g.dstDims;  // split: hi and lo channels per group
+      if (p_.split) (g.group > 1 ? wDims[1] : wDims[0]) *= 2, dDims[1] *= 2;
+      groupChannels_ = p_.channels / g.group;
+      srcMd = dnnl::memory::desc(g.srcDims, xdt, plainStrides(g.srcDims));
+      const dnnl::memory::desc dstMd(dDims, accdt, cl);
+      auto convDesc = [&](const dnnl::memory::desc& dst) {
+        return dnnl::convolution_forward::desc(
+            dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+            dnnl::memory::desc(g.srcDims, xdt, tag::any), dnnl::memory::desc(wDims, wdt, tag::any),
+            dnnl::memory::desc(), dst, g.strides, g.dilations, g.padL, g.padR);
+      };
+      dnnl::convolution_forward::primitive_desc pd(convDesc(dstMd), attr, eng);
+      // f32 grouped convolutions have no channels-last kernel in oneDNN 2.6: their own layout,
+      // reordered to channels last after the product.
+      if (f32 && isReferenceImpl(pd))
+        pd = dnnl::convolution_forward::primitive_desc(
+            convDesc(dnnl::memory::desc(dDims, accdt, tag::any)), attr, eng);
+      productPlain = dstMd;
+      TANDEM_RETURN_IF_ERROR(adopt(pd, srcMd, pd.src_desc(), wDims, wdt, pd.weights_desc()));
       prim_ = dnnl::convolution_forward(pd);
-      scratch_.init(pd, &ws_, &args_);
+      chosenDst = pd.dst_desc();
+      accMd = dnnl::memory::desc(g.dstDims, dt::s32, cl);
       // The caller's Y of ConvInteger: s32 NC...; QLinear* requantize from the nhwc result.
       if (!o.qlinear)
-        dst_.init(dnnl::memory::desc(g.dstDims, dt::s32, plainStrides(g.dstDims)), chosenDst,
+        dst_.init(dnnl::memory::desc(g.dstDims, dt::s32, plainStrides(g.dstDims)), accMd,
                   /*isInput=*/false, &ws_);
       outer_ = g.dstDims[0];
       spatial_ = 1;
       for (size_t i = 2; i < g.dstDims.size(); ++i) spatial_ *= g.dstDims[i];
     } else {
-      const dnnl::memory::desc srcMd(p_.aDims, xdt, plainStrides(p_.aDims));
-      const dnnl::memory::desc dstMd(p_.yDims, dt::s32, plainStrides(p_.yDims));
-      dnnl::matmul::desc d(srcMd, dnnl::memory::desc(p_.bDims, dt::s8, tag::any), dstMd);
-      dnnl::matmul::primitive_desc pd(d, attr, eng);
-      if (isReferenceImpl(pd))
-        return Status::error(op_ + ": variant dnnl does not apply (oneDNN has only " +
-                             pd.impl_info_str() + " here)");
-      setImpl(pd);
-      src_.init(srcMd, srcMd, true, &ws_);
-      wPlain = dnnl::memory::desc(p_.bDims, dt::s8, plainStrides(p_.bDims));
-      weights_ = prepack(wPlain, pd.weights_desc());
-      chosenDst = dstMd;
-      prim_ = dnnl::matmul(pd);
-      scratch_.init(pd, &ws_, &args_);
-      if (!o.qlinear) dst_.init(dstMd, dstMd, false, &ws_);
+      dims bDims = p_.bDims, yDims = p_.yDims;
+      if (p_.split) bDims.back() *= 2, yDims.back() *= 2;
+      groupChannels_ = p_.channels;
+      srcMd = dnnl::memory::desc(p_.aDims, xdt, plainStrides(p_.aDims));
+      const dnnl::memory::desc dstMd(yDims, accdt, plainStrides(yDims));
+      if (packedGemm_) {  // rows of A (all batches) times the one B, in chunks of its rows
+        const int64_t cols = bDims.back();
+        const std::vector<float> wf = weightsF32();
+        packed_.resize(p_.kChunks.size() - 1);
+        for (size_t c = 0; c + 1 < p_.kChunks.size(); ++c)
+          if (!packed_[c].pack(wf.data() + p_.kChunks[c] * cols, p_.kChunks[c + 1] - p_.kChunks[c],
+                               cols, cols, 1))
+            return Status::error(op_ + ": variant avx2-f32 cannot pack B");
+        impl_ = "avx2:sgemm_packed";
+        if (packed_.size() > 1) impl_ += " x" + std::to_string(packed_.size()) + " K-chunks";
+      } else {
+        dnnl::matmul::desc d(srcMd, dnnl::memory::desc(bDims, wdt, tag::any), dstMd);
+        dnnl::matmul::primitive_desc pd(d, attr, eng);
+        TANDEM_RETURN_IF_ERROR(adopt(pd, srcMd, srcMd, bDims, wdt, pd.weights_desc()));
+        prim_ = dnnl::matmul(pd);
+      }
+      chosenDst = productPlain = dstMd;
+      accMd = dnnl::memory::desc(p_.yDims, dt::s32, plainStrides(p_.yDims));
+      if (!o.qlinear && !o.dynamic) dst_.init(accMd, accMd, false, &ws_);
       outer_ = 1;
       for (size_t i = 0; i + 1 < p_.yDims.size(); ++i) outer_ *= p_.yDims[i];
     }
-    if (o.qlinear || o.dynamic) {
-      accOffset_ = ws_.add(chosenDst.get_size());
+    const bool ownAcc = o.qlinear || o.dynamic;  // else Y (through dst_) is the accumulator
+    if (ownAcc) accOffset_ = ws_.add(accMd.get_size());
+    if (f32) {  // x as f32 in; f32 products out, turned into the s32 accumulators
+      xCount_ = srcMd.get_size() / sizeof(float);
+      xOffset_ = ws_.add(srcMd.get_size());
+      productOffset_ = ws_.add(productPlain.get_size());
+      if (!packedGemm_) product_.init(productPlain, chosenDst, /*isInput=*/false, &ws_);
+    } else if (ownAcc) {
       acc_ = dnnl::memory(chosenDst, eng, DNNL_MEMORY_NONE);
     }
     if (o.dynamic) {
@@ -457,13 +551,16 @@ class QuantKernel : public DnnlKernel {
       for (int64_t d : ctx.inputTypes[o.x].shape) xCount_ *= d;
       quantOffset_ = ws_.add(size_t(xCount_));  // A quantized, u8
     }
-    std::vector<int8_t>().swap(p_.w);  // prepacked: the shifted copy is not read again
-    args_.add(DNNL_ARG_SRC, src_.inner());
-    args_.add(DNNL_ARG_WEIGHTS, weights_);
-    args_.add(DNNL_ARG_DST, o.qlinear || o.dynamic ? acc_ : dst_.inner());
+    std::vector<int16_t>().swap(p_.w);  // prepacked: the shifted copy is not read again
+    if (!packedGemm_) {
+      args_.add(DNNL_ARG_SRC, src_.inner());
+      args_.add(DNNL_ARG_WEIGHTS, weights_);
+      args_.add(DNNL_ARG_DST, f32 ? product_.inner() : ownAcc ? acc_ : dst_.inner());
+    }
     // Load-time copies of the small operands (a tensor given to run() wins).
     for (size_t i : {o.xScale, o.wScale, o.yScale, o.yZp, o.bias})
       if (const Tensor* t = constAt(ctx, i)) saved_[i] = Tensor::copyOf(*t);
+    impl_ += f32 ? (p_.split ? " f32-exact (W split)" : " f32-exact") : "";
     impl_ += o.qlinear ? " +requantize" : o.dynamic ? " +dynamic-quantize" : "";
     return Status::ok();
   }
@@ -472,31 +569,57 @@ class QuantKernel : public DnnlKernel {
     std::lock_guard<std::mutex> lock(mu_);
     return guardRun(op_.c_str(), [&] {
       char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      const bool f32 = p_.arith != Arith::kInt8, ownAcc = p_.o.qlinear || p_.o.dynamic;
       scratch_.bindBuffers(ws);
       DynamicQuantization dq;
+      const void* x = in[p_.o.x]->raw();
+      DType xType = p_.xType;
+      int32_t xZp = p_.xZp;
       if (p_.o.dynamic) {  // DynamicQuantizeLinear of A into the workspace, oneDNN's source
         const float* a = in[p_.o.x]->data<float>();
         uint8_t* q = reinterpret_cast<uint8_t*>(ws + quantOffset_);
         dq = dynamicQuantization(a, xCount_);
         dynamicQuantize(a, xCount_, dq, q);
-        src_.bindBuffers(q, ws);
-      } else {
-        src_.bindBuffers(in[p_.o.x]->raw(), ws);
+        x = q;
+        xZp = dq.zeroPoint;
+      } else if (p_.xZpPerRun) {
+        xZp = intAt(*in[p_.o.xZp], 0);
       }
-      src_.toInner();
-      if (p_.o.qlinear || p_.o.dynamic) {
-        acc_.set_data_handle(ws + accOffset_);
-      } else {
-        dst_.bindBuffers(out[0]->raw(), ws);
+      if (f32) {
+        float* xf = reinterpret_cast<float*>(ws + xOffset_);
+        widen(x, xType, xCount_, xZp, xf);
+        x = xf;
       }
-      args_.execute(prim_);
-      if (p_.o.dynamic)
-        return scaleAll(in, static_cast<const int32_t*>(acc_.get_data_handle()), dq, out[0]);
+      if (!ownAcc) dst_.bindBuffers(out[0]->raw(), ws);
+      int32_t* acc = static_cast<int32_t*>(ownAcc ? ws + accOffset_ : dst_.inner().get_data_handle());
+      float* product = reinterpret_cast<float*>(ws + productOffset_);
+      if (packedGemm_) {
+        const float* a = static_cast<const float*>(x);
+        const int64_t K = p_.kChunks.back();
+        for (size_t c = 0; c < packed_.size(); ++c) {
+          avx2::sgemmParallel(outer_, a + p_.kChunks[c], K, packed_[c], product, p_.channels,
+                              avx2::GemmEpilogue{}, omp_get_max_threads());
+          if (c + 1 < packed_.size()) toIntegers(product, acc, /*add=*/c > 0);
+        }
+        if (packed_.size() > 1) {  // the last chunk below, added
+          toIntegers(product, acc, /*add=*/true);
+          product = nullptr;
+        }
+      } else {
+        src_.bindBuffers(x, ws);
+        src_.toInner();
+        if (f32) product_.bindBuffers(product, ws);
+        else if (ownAcc) acc_.set_data_handle(acc);
+        args_.execute(prim_);
+        if (f32) product_.toUser();
+      }
+      if (f32 && product) toIntegers(product, acc, /*add=*/false);
+      if (p_.o.dynamic) return scaleAll(in, acc, f32 ? 0 : dq.zeroPoint, dq.scale, out[0]);
       if (!p_.o.qlinear) {
         dst_.toUser();
         return Status::ok();
       }
-      return requantizeAll(in, static_cast<const int32_t*>(acc_.get_data_handle()), out[0]);
+      return requantizeAll(in, acc, out[0]);
     });
   }
 
@@ -511,13 +634,99 @@ class QuantKernel : public DnnlKernel {
     return s;
   }
 
-  dnnl::memory prepack(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  /// Records pd's implementation, binds the source (`plain` as the caller gives it after
+  /// widening, `chosen` the primitive's) and prepacks W' (f32: the hi/lo halves where split).
+  template <typename PD>
+  Status adopt(const PD& pd, const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen,
+               const dims& wDims, dnnl::memory::data_type wdt, const dnnl::memory::desc& packed) {
+    if (isReferenceImpl(pd))
+      return Status::error(op_ + ": variant " + variantName() + " does not apply (oneDNN has only " +
+                           pd.impl_info_str() + " here)");
+    setImpl(pd);
+    src_.init(plain, chosen, /*isInput=*/true, &ws_);
+    scratch_.init(pd, &ws_, &args_);
     dnnl::engine& eng = cpuEngine();
-    dnnl::memory src(from, eng, p_.w.data());
-    dnnl::memory dst(to, eng);
-    dnnl::reorder(src, dst).execute(cpuStream(), src, dst);
+    const dnnl::memory::desc from(wDims, wdt, plainStrides(wDims));
+    std::vector<int8_t> w8;
+    std::vector<float> wf;
+    void* data;
+    if (p_.arith == Arith::kInt8) {
+      w8.assign(p_.w.begin(), p_.w.end());
+      data = w8.data();
+    } else {
+      wf = weightsF32();
+      data = wf.data();
+    }
+    dnnl::memory src(from, eng, data);
+    weights_ = dnnl::memory(packed, eng);
+    dnnl::reorder(src, weights_).execute(cpuStream(), src, weights_);
     cpuStream().wait();
-    return dst;
+    return Status::ok();
+  }
+
+  /// W' as f32 in the layout of the product's weights: ONNX's, or where split the hi/lo
+  /// halves, channel c's hi at c + group * groupChannels_ (its group's first half), lo after.
+  std::vector<float> weightsF32() const {
+    if (!p_.split) return std::vector<float>(p_.w.begin(), p_.w.end());
+    const int64_t C = p_.channels, Cg = groupChannels_, total = int64_t(p_.w.size());
+    const int64_t inner = p_.o.conv ? total / C : C;
+    std::vector<float> wf(2 * total, 0.f);
+    for (int64_t k = 0; k < total; ++k) {
+      const int32_t v = p_.w[k];
+      if (p_.o.conv) {  // [M, ...] -> [2M, ...]
+        const int64_t m = k / inner, hi = m + (m / Cg) * Cg;
+        wf[hi * inner + k % inner] = float(splitHi(v));
+        wf[(hi + Cg) * inner + k % inner] = float(splitLo(v));
+      } else {  // [..., K, N] -> [..., K, 2N]
+        const int64_t row = k / C, n = k % C;
+        wf[row * 2 * C + n] = float(splitHi(v));
+        wf[row * 2 * C + C + n] = float(splitLo(v));
+      }
+    }
+    return wf;
+  }
+
+  std::string variantName() const {
+    return variantOf(p_.arith);
+  }
+
+  /// xf[i] = x[i] - zp as f32 (x u8 or i8: exact).
+  static void widen(const void* x, DType t, int64_t n, int32_t zp, float* xf) {
+    if (t == DType::U8) {
+      const uint8_t* u = static_cast<const uint8_t*>(x);
+      for (int64_t i = 0; i < n; ++i) xf[i] = float(int32_t(u[i]) - zp);
+    } else {
+      const int8_t* s = static_cast<const int8_t*>(x);
+      for (int64_t i = 0; i < n; ++i) xf[i] = float(int32_t(s[i]) - zp);
+    }
+  }
+
+  /// The f32 products (integral, |v| <= 2^24) as the s32 accumulators, rows of `channels`
+  /// (conv: channels last), or added to them (`add`: a later chunk of K); where split,
+  /// acc = 16 * hi + lo from the doubled channels.
+  void toIntegers(const float* f, int32_t* acc, bool add) const {
+    const int64_t C = p_.channels, rows = p_.o.conv ? outer_ * spatial_ : outer_;
+    if (!p_.split) {
+      const int64_t n = rows * C;
+      if (add) {
+#pragma omp parallel for if (n > 262144)
+        for (int64_t i = 0; i < n; ++i) acc[i] += int32_t(f[i]);
+      } else {
+#pragma omp parallel for if (n > 262144)
+        for (int64_t i = 0; i < n; ++i) acc[i] = int32_t(f[i]);
+      }
+      return;
+    }
+    const int64_t Cg = groupChannels_;
+#pragma omp parallel for if (rows * C > 131072)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* fr = f + r * 2 * C;
+      int32_t* a = acc + r * C;
+      for (int64_t g0 = 0; g0 < C; g0 += Cg) {
+        const float* hi = fr + 2 * g0;
+        for (int64_t j = 0; j < Cg; ++j) a[g0 + j] = 16 * int32_t(hi[j]) + int32_t(hi[Cg + j]);
+      }
+    }
   }
 
   const Tensor* operand(const std::vector<const Tensor*>& in, size_t i) const {
@@ -529,8 +738,9 @@ class QuantKernel : public DnnlKernel {
 
   /// DynamicQuantizeMatMul's Y = float(acc - zp * colSum[n]) * float(a_scale * b_scale[n])
   /// (+ bias[n]): the unfused graph's Cast and Muls (and bias Add), in f32 as they are.
-  Status scaleAll(const std::vector<const Tensor*>& in, const int32_t* acc,
-                  const DynamicQuantization& dq, Tensor* y) {
+  /// zp: the x zero point still in acc (kInt8; kF32 subtracted it from x).
+  Status scaleAll(const std::vector<const Tensor*>& in, const int32_t* acc, int32_t zp,
+                  float aScale, Tensor* y) {
     std::vector<double> ws, bias;
     readValues(operand(in, p_.o.wScale), &ws);
     readValues(operand(in, p_.o.bias), &bias);
@@ -538,9 +748,9 @@ class QuantKernel : public DnnlKernel {
     std::vector<float> mult(C), b(C, 0.f);
     std::vector<uint32_t> shift(C);
     for (int64_t n = 0; n < C; ++n) {
-      mult[n] = dq.scale * float(at(ws, n));
+      mult[n] = aScale * float(at(ws, n));
       if (!bias.empty()) b[n] = float(bias[n]);
-      shift[n] = uint32_t(int32_t(dq.zeroPoint) * p_.colSum[n]);  // i32, wrapping
+      shift[n] = zp ? uint32_t(zp * p_.colSum[n]) : 0u;  // i32, wrapping
     }
     float* Y = y->data<float>();
 #pragma omp parallel for if (rows * C > 65536)
@@ -631,24 +841,44 @@ class QuantKernel : public DnnlKernel {
   WorkspaceLayout ws_;
   Scratchpad scratch_;
   Operand src_, dst_;
-  dnnl::memory weights_, acc_;
-  size_t accOffset_ = 0, quantOffset_ = 0;
-  int64_t xCount_ = 0;  // dynamic: elements of A
+  Operand product_;                // kF32: the f32 products, reordered to channels last
+  bool packedGemm_ = false;        // kF32Avx2: packed_ instead of prim_
+  std::vector<avx2::PackedB> packed_;  // one per chunk of B's rows (QuantPlan::kChunks)
+  dnnl::memory weights_, acc_;     // acc_: kInt8's s32 result
+  size_t accOffset_ = 0, quantOffset_ = 0, xOffset_ = 0, productOffset_ = 0;
+  int64_t xCount_ = 0;         // elements of x (A)
+  int64_t groupChannels_ = 0;  // output channels of one group (matmul: all)
   int64_t outer_ = 1, spatial_ = 1;
   ExecArgs args_;
   std::map<size_t, Tensor> saved_;
 };
 
+bool applies(const KernelContext& ctx, Arith arith) {
+  QuantPlan plan;
+  std::string why;
+  return planQuant(ctx, arith, &plan, &why);
+}
+
+/// Variant "dnnl" builds kInt8, "dnnl-f32" kF32, "avx2-f32" kF32Avx2; none: the first of
+/// those that applies, in the order kInt8, kF32Avx2, kF32.
 Status createQuant(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   if (ctx.variant == kVariantRef)
     return Status::error(ctx.opType + ": variant ref is the reference kernel's (the next "
                          "registry entry builds it)");
-  if (!ctx.variant.empty() && ctx.variant != kVariantDnnl)
+  Arith arith;
+  if (ctx.variant == kVariantDnnl) arith = Arith::kInt8;
+  else if (ctx.variant == kVariantF32) arith = Arith::kF32;
+  else if (ctx.variant == kVariantAvx2F32) arith = Arith::kF32Avx2;
+  else if (ctx.variant.empty())
+    arith = applies(ctx, Arith::kInt8) ? Arith::kInt8
+            : applies(ctx, Arith::kF32Avx2) ? Arith::kF32Avx2 : Arith::kF32;
+  else
     return Status::error(ctx.opType + ": unknown variant '" + ctx.variant + "'");
   QuantPlan plan;
   std::string why;
-  if (!planQuant(ctx, &plan, &why))
-    return Status::error(ctx.opType + ": variant dnnl does not apply (" + why + ")");
+  if (!planQuant(ctx, arith, &plan, &why))
+    return Status::error(ctx.opType + ": variant " + variantOf(arith) + " does not apply (" +
+                         why + ")");
   return guardDnnl(ctx, [&] {
     auto k = std::make_unique<QuantKernel>();
     TANDEM_RETURN_IF_ERROR(k->init(ctx, std::move(plan)));
@@ -666,9 +896,8 @@ void registerDnnlQuantizedKernels(KernelRegistry& r) {
     KernelDef d = makeDef(
         op,
         [](const KernelContext& ctx) {
-          QuantPlan plan;
-          std::string why;
-          return planQuant(ctx, &plan, &why);
+          return applies(ctx, Arith::kInt8) || applies(ctx, Arith::kF32) ||
+                 applies(ctx, Arith::kF32Avx2);
         },
         createQuant);
     const size_t ix = o.x, iw = o.w;
@@ -678,9 +907,14 @@ void registerDnnlQuantizedKernels(KernelRegistry& r) {
              quantized(in[iw]);
     };
     d.dtypesText = dynamic ? "A f32; B u8,i8 (constant)" : "x u8,i8; w u8,i8 (constant)";
-    // Where the dnnl def applies, the reference (the next def) runs the op too: both measured.
-    d.variants = [](const KernelContext&) {
-      return std::vector<std::string>{kVariantDnnl, kVariantRef};
+    // Where the dnnl def applies, the reference (the next def) runs the op too: all measured.
+    d.variants = [](const KernelContext& ctx) {
+      std::vector<std::string> v;
+      if (applies(ctx, Arith::kInt8)) v.push_back(kVariantDnnl);
+      if (applies(ctx, Arith::kF32)) v.push_back(kVariantF32);
+      if (applies(ctx, Arith::kF32Avx2)) v.push_back(kVariantAvx2F32);
+      v.push_back(kVariantRef);
+      return v;
     };
     r.add(std::move(d));
   }

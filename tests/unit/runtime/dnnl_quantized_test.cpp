@@ -1,5 +1,6 @@
-// Tests of the oneDNN int8 variants of QLinearConv, QLinearMatMul (and Tandem's QLinearMatMulBias),
-// ConvInteger and MatMulInteger
+// Tests of the oneDNN variants of QLinearConv, QLinearMatMul (and Tandem's QLinearMatMulBias),
+// ConvInteger, MatMulInteger and DynamicQuantizeMatMul, "dnnl" (int8 primitives) and "dnnl-f32"
+// (exact integer products in f32, any host)
 // (runtime/cpu/dnnl/DnnlQuantized.cpp) against the reference kernels, bit for bit: per-tensor and
 // per-channel scales, zero points (odd ones, so requantization ties show), saturation, groups,
 // strides, dilations, pads, batched products; the variants offered and the cases refused.
@@ -16,6 +17,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "runtime/Kernel.h"
+#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 
 namespace tandem {
@@ -73,15 +75,15 @@ Tensor run(const Case& c, const std::string& variant, std::string* impl) {
   return y;
 }
 
-/// Why the dnnl variant alone cannot be created for `c` ("" when it can).
-std::string dnnlError(const Case& c) {
+/// Why `variant` of the dnnl def alone cannot be created for `c` ("" when it can).
+std::string dnnlError(const Case& c, const std::string& variant = "dnnl") {
   static KernelRegistry* only = [] {
     auto* reg = new KernelRegistry();
     registerCpuDnnlKernels(*reg);
     return reg;
   }();
   std::unique_ptr<Kernel> k;
-  Status st = only->create("cpu", c.context("dnnl"), &k);
+  Status st = only->create("cpu", c.context(variant), &k);
   return st.isOk() ? "" : st.message();
 }
 
@@ -96,8 +98,59 @@ bool hostHasVnni() {
   }
 }
 
-/// Runs "dnnl" and "ref" and expects the same bytes; `dnnlExpected`: the dnnl variant must apply
-/// (else the reference answers both and the check is that it did).
+/// Number of bytes in which a and b differ (sizes must agree).
+size_t differingBytes(const Tensor& a, const Tensor& b, size_t* first) {
+  EXPECT_EQ(a.bytes(), b.bytes());
+  const size_t n = std::min(a.bytes(), b.bytes());
+  size_t diffs = 0;
+  *first = n;
+  for (size_t i = 0; i < n; ++i)
+    if (static_cast<const uint8_t*>(a.raw())[i] != static_cast<const uint8_t*>(b.raw())[i]) {
+      ++diffs;
+      if (*first == n) *first = i;
+    }
+  return diffs;
+}
+
+/// Whether the packed AVX2 GEMM takes `c` (a matrix product with one B matrix, AVX2 host).
+bool packedGemmTakes(const Case& c) {
+  if (!avx2::available() || c.op.find("Conv") != std::string::npos) return false;
+  const Shape& b = c.inputs[c.op.rfind("QLinear", 0) == 0 ? 3 : 1].shape();
+  for (size_t i = 0; i + 2 < b.size(); ++i)
+    if (b[i] != 1) return false;
+  return true;
+}
+
+/// Runs "dnnl-f32" (and "avx2-f32" where it applies) and "ref" and expects the same bytes; the
+/// f32 variants must apply.
+void expectF32Identical(const Case& c) {
+  std::string implR;
+  Tensor r = run(c, "ref", &implR);
+  EXPECT_EQ(implR, "ref");
+  std::vector<std::string> variants = {"dnnl-f32"};
+  if (packedGemmTakes(c)) variants.push_back("avx2-f32");
+  for (const std::string& v : variants) {
+    std::string implF;
+    Tensor f = run(c, v, &implF);
+    EXPECT_NE(implF.find("f32-exact"), std::string::npos) << implF << ": " << dnnlError(c, v);
+    size_t first;
+    EXPECT_EQ(differingBytes(f, r, &first), 0u) << c.op << " " << implF
+                                                << ": first differing byte " << first;
+  }
+}
+
+/// The variants the registry should offer: `int8` first where it applies, then the f32 ones.
+std::vector<std::string> expectedVariants(const Case& c, bool int8) {
+  std::vector<std::string> v;
+  if (int8) v.push_back("dnnl");
+  v.push_back("dnnl-f32");
+  if (packedGemmTakes(c)) v.push_back("avx2-f32");
+  v.push_back("ref");
+  return v;
+}
+
+/// Runs "dnnl", "dnnl-f32" and "ref" and expects the same bytes; `dnnlExpected`: the int8
+/// variant must apply (else the reference answers it and the check is that it did).
 void expectIdentical(const Case& c, bool dnnlExpected = true) {
   std::string implD, implR;
   Tensor d = run(c, "dnnl", &implD);
@@ -106,15 +159,10 @@ void expectIdentical(const Case& c, bool dnnlExpected = true) {
   if (dnnlExpected) {
     EXPECT_EQ(implD.rfind("dnnl:", 0), 0u) << implD << ": " << dnnlError(c);
   }
-  ASSERT_EQ(d.bytes(), r.bytes());
-  const size_t n = d.bytes();
-  size_t diffs = 0, first = n;
-  for (size_t i = 0; i < n; ++i)
-    if (static_cast<const uint8_t*>(d.raw())[i] != static_cast<const uint8_t*>(r.raw())[i]) {
-      ++diffs;
-      if (first == n) first = i;
-    }
-  EXPECT_EQ(diffs, 0u) << c.op << " " << implD << ": first differing byte " << first;
+  size_t first;
+  EXPECT_EQ(differingBytes(d, r, &first), 0u) << c.op << " " << implD << ": first differing byte "
+                                              << first;
+  expectF32Identical(c);
 }
 
 std::mt19937 rng(20261124);
@@ -321,27 +369,110 @@ TEST(DnnlQuantized, OffersBothVariantsAndRefusesWhatWouldNotBeExact) {
          {u8r({4, 8}), f32s(0.1f), u8s(1), i8r({8, 4}, -64, 64), f32s(0.1f), i8s(0), f32s(0.1f),
           u8s(0)},
          kQConst, {4, 4}, DType::U8};
-  EXPECT_EQ(registry().variants("cpu", c.context("")),
-            (std::vector<std::string>{"dnnl", "ref"}));
-  // s8 weights with a zero point: W - zp = -128 - 5 leaves s8, so only the reference runs.
+  EXPECT_EQ(registry().variants("cpu", c.context("")), expectedVariants(c, true));
+  // s8 weights with a zero point: W - zp = -128 - 5 leaves s8, so the int8 variant does not
+  // apply; the f32 one does and is exact.
   Case w = c;
   w.inputs[3] = Tensor::fromVector<int8_t>({8, 4}, std::vector<int8_t>(32, -128));
   w.inputs[5] = i8s(5);
-  EXPECT_TRUE(registry().variants("cpu", w.context("")).empty());
+  EXPECT_EQ(registry().variants("cpu", w.context("")), expectedVariants(w, false));
+  EXPECT_NE(dnnlError(w).find("leaves the s8 range"), std::string::npos) << dnnlError(w);
   std::unique_ptr<Kernel> k;
   ASSERT_TRUE(registry().create("cpu", w.context(""), &k).isOk());
-  EXPECT_EQ(k->implName(), "ref");
+  EXPECT_NE(k->implName().find("f32-exact"), std::string::npos) << k->implName();
+  expectF32Identical(w);
   // Weights that are not constants: the reference.
   Case v = c;
   v.constant[3] = false;
   ASSERT_TRUE(registry().create("cpu", v.context(""), &k).isOk());
   EXPECT_EQ(k->implName(), "ref");
-  // Accumulators that could pass 2^24 (255 * 520 * 127 > 2^24): the reference.
+  // Accumulators that could pass 2^24 (255 * 520 * 127 > 2^24): not the int8 variant (its f32
+  // post-processing); the f32 one splits W into 16 * hi + lo and stays exact (next test).
   Case big{"MatMulInteger", {},
            {u8r({2, 520}), Tensor::fromVector<int8_t>({520, 2}, std::vector<int8_t>(1040, 127))},
            {false, true}, {2, 2}, DType::I32};
+  EXPECT_NE(dnnlError(big).find("2^24"), std::string::npos) << dnnlError(big);
   ASSERT_TRUE(registry().create("cpu", big.context(""), &k).isOk());
-  EXPECT_EQ(k->implName(), "ref");
+  EXPECT_NE(k->implName().find("f32-exact"), std::string::npos) << k->implName();
+  // Past 2^24 even split (255 * 16 * 4200 > 2^24 for the hi half of W' = 255): not dnnl-f32;
+  // the packed GEMM (AVX2 hosts) cuts K into chunks, each exact; elsewhere the reference.
+  Case huge{"MatMulInteger", {},
+            {u8r({1, 4200}), Tensor::fromVector<uint8_t>({4200, 1}, std::vector<uint8_t>(4200, 255))},
+            {false, true}, {1, 1}, DType::I32};
+  ASSERT_TRUE(registry().create("cpu", huge.context(""), &k).isOk());
+  if (packedGemmTakes(huge)) {
+    EXPECT_NE(dnnlError(huge, "dnnl-f32").find("even with W split"), std::string::npos)
+        << dnnlError(huge, "dnnl-f32");
+    EXPECT_EQ(registry().variants("cpu", huge.context("")),
+              (std::vector<std::string>{"avx2-f32", "ref"}));
+    EXPECT_NE(k->implName().find("K-chunks"), std::string::npos) << k->implName();
+    std::string impl;
+    Tensor y = run(huge, "avx2-f32", &impl);
+    int64_t sum = 0;
+    for (int64_t i = 0; i < 4200; ++i) sum += 255 * int64_t(huge.inputs[0].data<uint8_t>()[i]);
+    EXPECT_EQ(y.data<int32_t>()[0], sum);  // about 2.7e8, far past 2^24
+  } else {
+    EXPECT_EQ(registry().variants("cpu", huge.context("")), std::vector<std::string>{});
+    EXPECT_EQ(k->implName(), "ref");
+  }
+}
+
+// The f32 variant where the int8 one cannot run: W - zp outside s8 (u8 weights, zero point 3),
+// a zero point of x known only at run time, s8 activations (on any host), and accumulators
+// past 2^24 (W split into 16 * hi + lo, exact: the sum is checked by hand too), grouped
+// convolutions split per group.
+TEST(DnnlQuantizedF32, ExactWhereTheInt8VariantCannotRun) {
+  Case wide{"QLinearMatMul", {},
+            {u8r({6, 50}), f32s(0.02f), u8s(9), u8r({50, 17}), f32v({17}, scales(17, 0.001f, 0.01f)),
+             u8s(3), f32s(0.2f), u8s(100)},
+            kQConst, {6, 17}, DType::U8};
+  expectF32Identical(wide);
+  Case runtimeZp{"MatMulInteger", {},
+                 {u8r({2, 3, 40}), i8r({40, 12}), u8s(133), none()},
+                 {false, true, false, false}, {2, 3, 12}, DType::I32};
+  EXPECT_EQ(registry().variants("cpu", runtimeZp.context("")), expectedVariants(runtimeZp, false));
+  expectF32Identical(runtimeZp);
+  runtimeZp.inputs[2] = u8s(0);  // read per run: not part of the kernel
+  expectF32Identical(runtimeZp);
+  Case s8{"QLinearConv", convAttrs({1, 1, 1, 1}, {1, 1}, {1, 1}, 1),
+          {i8r({1, 6, 7, 7}), f32s(0.03f), i8s(-5), i8r({5, 6, 3, 3}), f32s(0.01f), i8s(0),
+           f32s(0.07f), i8s(7)},
+          kQConst, {1, 5, 7, 7}, DType::I8};
+  expectF32Identical(s8);
+  // 255 * 127 * 520 = 16838400 > 2^24 in every accumulator of column 0.
+  Tensor w = i8r({520, 3});
+  for (int k = 0; k < 520; ++k) w.data<int8_t>()[k * 3] = 127;
+  Case big{"MatMulInteger", {},
+           {Tensor::fromVector<uint8_t>({2, 520}, std::vector<uint8_t>(1040, 255)), w, none(), none()},
+           {false, true, false, false}, {2, 3}, DType::I32};
+  big.inputs[0].data<uint8_t>()[520 + 7] = 254;  // row 1: one less
+  std::string impl;
+  for (const char* v : {"dnnl-f32", "avx2-f32"}) {
+    if (std::string(v) == "avx2-f32" && !packedGemmTakes(big)) continue;
+    Tensor y = run(big, v, &impl);
+    EXPECT_NE(impl.find(std::string(v) == "avx2-f32" ? "K-chunks" : "(W split)"), std::string::npos)
+        << impl;
+    EXPECT_EQ(y.data<int32_t>()[0], 255 * 127 * 520) << impl;
+    EXPECT_EQ(y.data<int32_t>()[3], 255 * 127 * 520 - 127) << impl;
+  }
+  expectF32Identical(big);
+  // Grouped conv (3 groups of 4 output channels) past 2^24: 255 * (200..255) * 40 * 3 * 3 with
+  // u8 weights of zero point 0, split per group; and a QLinearConv past 2^24, exact here where
+  // the int8 variant may be one unit off (QLinearAccumulatorsPast2To24...).
+  Case grouped{"ConvInteger", convAttrs({1, 1, 1, 1}, {1, 1}, {1, 1}, 3),
+               {u8r({1, 120, 5, 5}, 250, 255), u8r({12, 40, 3, 3}, 200, 255), u8s(0), u8s(0)},
+               {false, true, true, true}, {1, 12, 5, 5}, DType::I32};
+  Tensor g = run(grouped, "dnnl-f32", &impl);
+  EXPECT_NE(impl.find("(W split)"), std::string::npos) << impl;
+  expectF32Identical(grouped);
+  Tensor wq = i8r({16, 128, 3, 3}, -64, 64);
+  std::fill(wq.data<int8_t>(), wq.data<int8_t>() + 128 * 9, int8_t(64));
+  Tensor xq = u8r({1, 128, 6, 6}, 200, 255);
+  std::fill(xq.data<uint8_t>(), xq.data<uint8_t>() + xq.numel() / 2, uint8_t(255));
+  Case deep{"QLinearConv", convAttrs({1, 1, 1, 1}, {1, 1}, {1, 1}, 1),
+            {xq, f32s(0.5f), u8s(0), wq, f32s(1.0f / 131072), i8s(0), f32s(1.0f / 2), u8s(100)},
+            kQConst, {1, 16, 6, 6}, DType::U8};
+  expectF32Identical(deep);
 }
 
 // QLinear ops whose accumulators pass 2^24 stay on oneDNN (deep layers of real int8 models:
@@ -409,7 +540,7 @@ TEST(DnnlQuantized, DISABLED_TimingNote) {
          {u8r({1, 64, 28, 28}), f32s(0.02f), u8s(3), i8r({64, 64, 3, 3}, -20, 20), f32s(0.01f),
           i8s(0), f32s(0.05f), u8s(131)},
          kQConst, {1, 64, 28, 28}, DType::U8};
-  for (const char* variant : {"ref", "dnnl"}) {
+  for (const char* variant : {"ref", "dnnl", "dnnl-f32"}) {
     KernelContext ctx = c.context(variant);
     std::unique_ptr<Kernel> k;
     ASSERT_TRUE(registry().create("cpu", ctx, &k).isOk());
@@ -423,7 +554,7 @@ TEST(DnnlQuantized, DISABLED_TimingNote) {
       ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("QLinearConv u8 1x64x28x28, 64x64x3x3 pad 1: %-5s %-40s median %.3f ms\n", variant,
+    std::printf("QLinearConv u8 1x64x28x28, 64x64x3x3 pad 1: %-8s %-40s median %.3f ms\n", variant,
                 k->implName().c_str(), ms[ms.size() / 2]);
   }
 }
