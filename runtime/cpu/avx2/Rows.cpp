@@ -90,34 +90,77 @@ TANDEM_AVX2 bool softmaxRow(const float* x, float* y, int64_t n, bool log) {
   return true;
 }
 
+/// The squared deviations of the 8 lanes of v from vmean, added to acc (double).
+TANDEM_AVX2 inline __m256d addSquares(__m256d acc, __m256 v, __m256d vmean) {
+  const __m256d lo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), vmean);
+  const __m256d hi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), vmean);
+  return _mm256_fmadd_pd(lo, lo, _mm256_fmadd_pd(hi, hi, acc));
+}
+
+/// The mean and the sum of squared deviations of x[0, n), in double (two passes, as the scalar
+/// loops: no cancellation). Four accumulators a pass: one chain of dependent adds held both
+/// passes at the add latency, 0.5 ns an element (GroupNorm's 8 x 4096 took 0.017 ms).
+TANDEM_AVX2 void meanAndSquares(const float* x, int64_t n, double* mean, double* squares) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = addWide(a0, _mm256_loadu_ps(x + i));
+    a1 = addWide(a1, _mm256_loadu_ps(x + i + 8));
+    a2 = addWide(a2, _mm256_loadu_ps(x + i + 16));
+    a3 = addWide(a3, _mm256_loadu_ps(x + i + 24));
+  }
+  for (; i + 8 <= n; i += 8) a0 = addWide(a0, _mm256_loadu_ps(x + i));
+  double total = horizontalSum(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+  for (; i < n; ++i) total += x[i];
+  const double m = total / double(n);
+  const __m256d vmean = _mm256_set1_pd(m);
+  a0 = a1 = a2 = a3 = _mm256_setzero_pd();
+  for (i = 0; i + 32 <= n; i += 32) {
+    a0 = addSquares(a0, _mm256_loadu_ps(x + i), vmean);
+    a1 = addSquares(a1, _mm256_loadu_ps(x + i + 8), vmean);
+    a2 = addSquares(a2, _mm256_loadu_ps(x + i + 16), vmean);
+    a3 = addSquares(a3, _mm256_loadu_ps(x + i + 24), vmean);
+  }
+  for (; i + 8 <= n; i += 8) a0 = addSquares(a0, _mm256_loadu_ps(x + i), vmean);
+  double sq = horizontalSum(_mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3)));
+  for (; i < n; ++i) sq += (x[i] - m) * (x[i] - m);
+  *mean = m;
+  *squares = sq;
+}
+
 TANDEM_AVX2 void layerNormRow(const float* x, float* y, int64_t n, const float* scale,
                               const float* bias, double epsilon) {
-  __m256d acc = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc = addWide(acc, _mm256_loadu_ps(x + i));
-  double total = horizontalSum(acc);
-  for (; i < n; ++i) total += x[i];
-  const double mean = total / double(n);
-  // Two passes (the variance about the mean), as the scalar loop: no cancellation.
-  const __m256d vmean = _mm256_set1_pd(mean);
-  acc = _mm256_setzero_pd();
-  for (i = 0; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    const __m256d lo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), vmean);
-    const __m256d hi = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), vmean);
-    acc = _mm256_fmadd_pd(lo, lo, _mm256_fmadd_pd(hi, hi, acc));
-  }
-  double var = horizontalSum(acc);
-  for (; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  double mean, var;
+  meanAndSquares(x, n, &mean, &var);
   const float inv = float(1.0 / std::sqrt(var / double(n) + epsilon));
   const float meanF = float(mean);
   const __m256 vm = _mm256_set1_ps(meanF), vinv = _mm256_set1_ps(inv);
-  for (i = 0; i + 8 <= n; i += 8) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
     const __m256 t = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm), vinv);
     const __m256 b = bias ? _mm256_loadu_ps(bias + i) : _mm256_setzero_ps();
     _mm256_storeu_ps(y + i, _mm256_fmadd_ps(t, _mm256_loadu_ps(scale + i), b));
   }
   for (; i < n; ++i) y[i] = (x[i] - meanF) * inv * scale[i] + (bias ? bias[i] : 0.f);
+}
+
+TANDEM_AVX2 void instanceNormRow(const float* x, float* y, int64_t n, double scale, double bias,
+                                 double epsilon) {
+  double mean, var;
+  meanAndSquares(x, n, &mean, &var);
+  const double k = scale / std::sqrt(var / double(n) + epsilon), b = bias - mean * k;
+  const __m256d vk = _mm256_set1_pd(k), vb = _mm256_set1_pd(b);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    // double(x) * k + b rounded once to f32, as the scalar loop: mul then add, not fused.
+    const __m128 lo = _mm256_cvtpd_ps(
+        _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), vk), vb));
+    const __m128 hi = _mm256_cvtpd_ps(
+        _mm256_add_pd(_mm256_mul_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), vk), vb));
+    _mm256_storeu_ps(y + i, _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1));
+  }
+  for (; i < n; ++i) y[i] = float(double(x[i]) * k + b);
 }
 
 }  // namespace avx2

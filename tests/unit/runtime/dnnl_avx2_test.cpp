@@ -278,6 +278,25 @@ TEST(Avx2Rows, LayerNormMatchesDoubleInPlaceAndWithoutBias) {
   }
 }
 
+TEST(Avx2Rows, InstanceNormMatchesDoubleInPlace) {
+  SKIP_WITHOUT_AVX2();
+  for (int64_t n : {1, 5, 8, 17, 4099}) {
+    // An offset mean (100) with a small spread, as above.
+    std::vector<float> x = randomVec(n, uint32_t(11 * n), 99.f, 101.f);
+    double mean = 0, var = 0;
+    for (float v : x) mean += v;
+    mean /= double(n);
+    for (float v : x) var += (v - mean) * (v - mean);
+    const double scale = 1.25, bias = -0.5, k = scale / std::sqrt(var / double(n) + 1e-5);
+    std::vector<double> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = (x[i] - mean) * k + bias;
+    std::vector<float> y = x;  // in place
+    avx2::instanceNormRow(y.data(), y.data(), n, scale, bias, 1e-5);
+    // One f32 rounding of a double expression: within 1e-6 of |y| <= ~3.
+    expectNear(y, want, 1e-6, "instanceNormRow n " + std::to_string(n));
+  }
+}
+
 TEST(Avx2Activation, TileMatchesElementwise) {
   SKIP_WITHOUT_AVX2();
   const avx2::ActivationStep gelu{avx2::Activation::GeluTanh};
