@@ -185,6 +185,7 @@ def Tandem_GeluOp : Tandem_OnnxOp<"gelu", "Gelu", "20",
     "0.5 x (1 + erf(x / sqrt 2)); approximate = \"tanh\": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
     (ins Str:$approximate)>;
 def Tandem_SoftplusOp : Tandem_OnnxOp<"softplus", "Softplus", "1", "elementwise ln(e^x + 1)">;
+def Tandem_MishOp : Tandem_OnnxOp<"mish", "Mish", "18", "elementwise x * tanh(ln(e^x + 1))">;
 def Tandem_SoftsignOp : Tandem_OnnxOp<"softsign", "Softsign", "1", "elementwise x / (1 + |x|)">;
 def Tandem_HardSwishOp : Tandem_OnnxOp<"hard_swish", "HardSwish", "14",
     "elementwise x * max(0, min(1, x / 6 + 1/2))">;
@@ -272,11 +273,19 @@ def Tandem_InstanceNormalizationOp : Tandem_OnnxOp<"instance_normalization",
     "InstanceNormalization", "6",
     "normalise each (n, c) over the spatial dims, then per-channel scale and bias",
     (ins Float:$epsilon)>;
+def Tandem_GroupNormalizationOp : Tandem_OnnxOp<"group_normalization",
+    "GroupNormalization", "21",
+    "normalise each (n, group of C / num_groups channels) over its channels and spatial dims, "
+    "then per-channel scale and bias",
+    (ins Float:$epsilon, Int:$num_groups, Int:$stash_type)>;
 def Tandem_LRNOp : Tandem_OnnxOp<"lrn", "LRN", "13",
     "local response normalisation across `size` neighbouring channels",
     (ins Float:$alpha, Float:$beta, Float:$bias, Int:$size)>;
 def Tandem_LayerNormalizationOp : Tandem_OnnxOp<"layer_normalization", "LayerNormalization",
     "17", "normalise over the dims from `axis` on, then scale and bias",
+    (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;
+def Tandem_RMSNormalizationOp : Tandem_OnnxOp<"rms_normalization", "RMSNormalization", "23",
+    "x / sqrt(mean of x^2 over the dims from `axis` on + epsilon) * scale",
     (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;
 def Tandem_MeanVarianceNormalizationOp : Tandem_OnnxOp<"mean_variance_normalization",
     "MeanVarianceNormalization", "13",

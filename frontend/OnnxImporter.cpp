@@ -19,6 +19,7 @@
 #include "compiler/ShapeInference.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/autodiff/GradientRules.h"
+#include "frontend/NewerOpsets.h"
 #include "frontend/OnnxTensor.h"
 #include "passes/Passes.h"
 #include "runtime/FileIO.h"
@@ -32,7 +33,7 @@ namespace tandem {
 namespace {
 
 constexpr int64_t kMinOpset = 7;
-constexpr int64_t kMaxOpset = 17;
+constexpr int64_t kMaxOpset = kNewestOpset;  // 18-25 node by node: NewerOpsets.h
 // Subgraphs inside subgraphs inside ...: each level is compiled while its parent is imported.
 constexpr int kMaxControlFlowDepth = 8;
 
@@ -161,6 +162,7 @@ class OnnxImporter {
   mlir::LogicalResult convertAttribute(int index, const onnx::AttributeProto& a,
                                        mlir::Attribute* out);
   mlir::LogicalResult normalise(int index, mlir::Location loc, NodeForm* f);
+  mlir::LogicalResult normaliseNewer(int index, mlir::Location loc, NodeForm* f);
   mlir::LogicalResult checkDomain(int index);
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
@@ -403,6 +405,10 @@ mlir::LogicalResult OnnxImporter::checkDomain(int index) {
                             ? std::string(" (it is an op of domain ") + kPreviewTrainingDomain + ")"
                             : "";
     return failNode(index, "unsupported op type '" + n.op_type() + "'" + where);
+  }
+  if (opset_ > 17) {
+    std::string why = checkNewerOpsetNode(n, opset_);
+    if (!why.empty()) return failNode(index, why + " (opset " + std::to_string(opset_) + ")");
   }
   return checkLegacyOp(index);
 }
@@ -1354,6 +1360,142 @@ mlir::LogicalResult OnnxImporter::normalise(int index, mlir::Location loc, NodeF
       if (mlir::failed(uOp)) return mlir::failure();
       f->operands[1] = (*uOp)->getResult(0);
     }
+  }
+  if (opset_ >= 18) return normaliseNewer(index, loc, f);
+  return mlir::success();
+}
+
+// Opsets 18-25 (NewerOpsets.h): inputs that replaced opset-17 attributes, read back from
+// constants, and renamed attribute values.
+mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, NodeForm* f) {
+  auto& attrs = f->attrs;
+  auto hasInput = [&](size_t i) { return i < f->operands.size() && f->operands[i]; };
+  auto rankOf = [&](size_t i) -> int64_t {
+    auto t = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[i].getType());
+    return t ? t.getRank() : -1;
+  };
+  // The integer values of constant operand i, or failure naming `what`.
+  auto constInputInts = [&](size_t i, const std::string& what,
+                            llvm::SmallVector<int64_t>* out) -> mlir::LogicalResult {
+    Tensor t;
+    if (!getConstantValue(f->operands[i], &t) ||
+        (t.dtype() != DType::I64 && t.dtype() != DType::I32))
+      return failNode(index, what + " must be a constant of int64 values (computed at run time "
+                                    "it is not supported)");
+    for (int64_t k = 0; k < t.numel(); ++k)
+      out->push_back(t.dtype() == DType::I64 ? t.data<int64_t>()[k] : t.data<int32_t>()[k]);
+    return mlir::success();
+  };
+  auto intAttr = [&](const char* name, int64_t dflt) {
+    auto it = attrs.find(name);
+    auto ia = it == attrs.end() ? nullptr : llvm::dyn_cast<mlir::IntegerAttr>(it->second);
+    return ia ? ia.getInt() : dflt;
+  };
+  const std::string op = f->opType;
+  const std::string label = op + "-" + std::to_string(newerOpVersion(op, opset_));
+  for (const std::string& name : attributesAddedAfter17(op, opset_)) attrs.erase(name);
+  static const std::unordered_set<std::string> reductions18 = {
+      "ReduceMean", "ReduceMax",    "ReduceMin",       "ReduceProd",     "ReduceL1",
+      "ReduceL2",   "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"};
+  if (reductions18.count(op)) {
+    // axes became input 1 (ReduceSum's already at 13), with noop_with_empty_axes: no axes and
+    // noop 1 is the identity, no axes and noop 0 reduces every dim (the axes attribute absent).
+    llvm::SmallVector<int64_t> axes;
+    if (hasInput(1) && mlir::failed(constInputInts(1, label + ": input 1 (axes)", &axes)))
+      return mlir::failure();
+    const bool noop = intAttr("noop_with_empty_axes", 0) != 0;
+    attrs.erase("noop_with_empty_axes");
+    f->operands.resize(1);
+    if (axes.empty() && noop) {
+      f->opType = "Identity";
+      attrs.clear();
+    } else if (!axes.empty()) {
+      attrs["axes"] = b_.getI64ArrayAttr(axes);
+    }
+  } else if (op == "Split") {
+    // num_outputs (18): chunks of ceil(d / n), the last one smaller, as split sizes.
+    auto it = attrs.find("num_outputs");
+    if (it != attrs.end()) {
+      const int64_t n = llvm::cast<mlir::IntegerAttr>(it->second).getInt();
+      attrs.erase(it);
+      if (!hasInput(1)) {
+        const int64_t rank = rankOf(0);
+        int64_t axis = intAttr("axis", 0);
+        if (axis < 0) axis += rank;
+        auto t = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[0].getType());
+        if (n < 1 || !t || axis < 0 || axis >= rank || t.isDynamicDim(axis))
+          return failNode(index, label + ": num_outputs " + std::to_string(n) +
+                                     " needs the split axis of a known size");
+        const int64_t d = t.getDimSize(axis), chunk = (d + n - 1) / n;
+        llvm::SmallVector<int64_t> sizes(n, chunk);
+        sizes.back() = d - chunk * (n - 1);
+        if (sizes.back() < 0)
+          return failNode(index, label + ": " + std::to_string(d) + " elements do not split into " +
+                                     std::to_string(n) + " chunks of " + std::to_string(chunk));
+        if (f->operands.size() < 2) f->operands.resize(2);
+        f->operands[1] = constInts(loc, sizes);
+      }
+    }
+  } else if (op == "Pad" && hasInput(3)) {
+    // axes (18): the pads of the listed axes; the others 0.
+    llvm::SmallVector<int64_t> axes, pads;
+    if (mlir::failed(constInputInts(3, label + ": input 3 (axes)", &axes)) ||
+        mlir::failed(constInputInts(1, label + ": input 1 (pads) with axes", &pads)))
+      return mlir::failure();
+    const int64_t rank = rankOf(0), k = axes.size();
+    if (rank < 0 || (int64_t)pads.size() != 2 * k)
+      return failNode(index, label + ": pads has " + std::to_string(pads.size()) +
+                                 " entries for " + std::to_string(k) + " axes");
+    llvm::SmallVector<int64_t> full(2 * rank, 0);
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t a = axes[j] < 0 ? axes[j] + rank : axes[j];
+      if (a < 0 || a >= rank)
+        return failNode(index, label + ": axis " + std::to_string(axes[j]) + " is out of range");
+      full[a] = pads[j];
+      full[a + rank] = pads[j + k];
+    }
+    f->operands[1] = constInts(loc, full);
+    f->operands.resize(3);
+  } else if (op == "DFT" && opset_ >= 20) {
+    // axis (20): from attribute (default 1) to input 2 (default -2, the same dim of the
+    // [batch, ..., n, 1|2] signal).
+    llvm::SmallVector<int64_t> axis;
+    if (hasInput(2) && mlir::failed(constInputInts(2, label + ": input 2 (axis)", &axis)))
+      return mlir::failure();
+    int64_t a = axis.empty() ? -2 : axis[0];
+    if (a < 0 && rankOf(0) > 0) a += rankOf(0);
+    if (f->operands.size() > 2) f->operands.resize(2);
+    attrs["axis"] = b_.getI64IntegerAttr(a);
+  } else if (op == "GroupNormalization" && opset_ < 21) {
+    // GroupNormalization-18 scales and shifts per group ([num_groups]), -21 per channel ([C]):
+    // each group's value repeated C / num_groups times, Reshape(Expand(Unsqueeze(v))).
+    const int64_t groups = intAttr("num_groups", 0);
+    auto t = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[0].getType());
+    if (groups < 1 || !t || t.getRank() < 2 || t.isDynamicDim(1) || t.getDimSize(1) % groups)
+      return failNode(index, label + ": needs X with a known channel count that num_groups " +
+                                 std::to_string(groups) + " divides");
+    const int64_t C = t.getDimSize(1);
+    for (size_t i : {1, 2}) {
+      if (!hasInput(i)) continue;
+      mlir::Value v = f->operands[i];
+      for (NodeForm step : {NodeForm{"Unsqueeze", {v, constInts(loc, {1})}, {}, 1},
+                            NodeForm{"Expand", {nullptr, constInts(loc, {groups, C / groups})}, {}, 1},
+                            NodeForm{"Reshape", {nullptr, constInts(loc, {C})}, {}, 1}}) {
+        if (!step.operands[0]) step.operands[0] = v;
+        auto built = create(index, loc, step);
+        if (mlir::failed(built)) return mlir::failure();
+        v = (*built)->getResult(0);
+      }
+      f->operands[i] = v;
+    }
+  } else if (op == "GridSample" && opset_ >= 20) {
+    // mode (20): linear and cubic (any rank) were bilinear and bicubic (4-D) before.
+    auto it = attrs.find("mode");
+    std::string mode = "linear";
+    if (it != attrs.end()) mode = llvm::cast<mlir::StringAttr>(it->second).getValue().str();
+    if (mode == "linear") mode = "bilinear";
+    else if (mode == "cubic") mode = "bicubic";
+    attrs["mode"] = b_.getStringAttr(mode);
   }
   return mlir::success();
 }

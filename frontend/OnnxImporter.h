@@ -17,13 +17,15 @@ struct ImportOptions {
   std::map<std::string, Tensor> constantInputs;
 };
 
-/// Imports an ONNX model file (opsets 7–17 of the default domain; opset 1–6 models are accepted
-/// node by node where the op is unchanged up to opset 7 or has an exact rewrite; the optimizer
+/// Imports an ONNX model file (opsets 7–25 of the default domain; opset 1–6 models are accepted
+/// node by node where the op is unchanged up to opset 7 or has an exact rewrite, opset 18–25
+/// ones where the op's newer definition means what its opset-17 one does, after the rewrites of
+/// frontend/NewerOpsets.h, and a clear error names the node otherwise; the optimizer
 /// updates Adagrad, Adam and Momentum from ai.onnx.preview.training-1). Initializers become
 /// tandem.constant ops, graph inputs (minus initializers) the function's arguments, symbolic
 /// dims (dim_param) are dynamic dims whose names are kept in the arg attribute
-/// `tandem.dim_params`. Older opsets are normalised to opset-17 form (e.g. Squeeze-11's axes
-/// attribute becomes a constant input). Node locations are NameLoc(node name) or
+/// `tandem.dim_params`. Other opsets are normalised to opset-17 form (e.g. Squeeze-11's axes
+/// attribute becomes a constant input, ReduceMean-18's constant axes input an attribute). Node locations are NameLoc(node name) or
 /// "OpType_<index>" when unnamed.
 /// Errors (returned as null module, *error set, one line): unreadable/corrupt file, unsupported
 /// opset, unknown op ("node 'x' (Foo): unsupported op type 'Foo'"), missing initializer/input,

@@ -1,5 +1,5 @@
 // Shape functions of the image ops (ONNX opset 17 forms): Resize-13, GridSample-16, RoiAlign-16,
-// MaxUnpool-11, LRN-13, InstanceNormalization-6.
+// MaxUnpool-11, LRN-13, InstanceNormalization-6, GroupNormalization-21.
 #include <cmath>
 
 #include "compiler/shapes/ShapeFns.h"
@@ -143,6 +143,28 @@ std::string inferInstanceNorm(const Ctx& c) {
   }
   if (c.in[0].dims.size() < 3) return c.fail("input 0 must be [N, C, spatial...]");
   c.set(0, c.in[0].dtype, c.in[0].dims);
+  return "";
+}
+
+std::string inferGroupNorm(const Ctx& c) {
+  // X [N, C, ...], scale [C], bias [C] (GroupNormalization-21), num_groups dividing C.
+  static const std::vector<const char*> names = {"X", "scale", "bias"};
+  if (auto e = checkArity(c, 3, 3, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() < 2) return c.fail("input 0 (X) must be [N, C, ...]");
+  if (!c.attrs.has("num_groups")) return c.fail("attribute num_groups is required");
+  const int64_t groups = c.attrs.getInt("num_groups", 0);
+  if (groups < 1 || (x[1] != kUnknownDim && x[1] % groups != 0))
+    return c.fail("attribute num_groups " + std::to_string(groups) + " does not divide the " +
+                  std::to_string(x[1]) + " channels");
+  for (size_t i = 1; i < 3; ++i) {
+    if (auto e = checkSameDType(c, i, 0, names); !e.empty()) return e;
+    const auto& d = c.in[i].dims;
+    if (d.size() != 1 || (d[0] != kUnknownDim && x[1] != kUnknownDim && d[0] != x[1]))
+      return c.fail(operandLabel(i, names[i]) + " must be [C]");
+  }
+  c.set(0, c.in[0].dtype, x);
   return "";
 }
 

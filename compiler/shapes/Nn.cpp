@@ -421,4 +421,22 @@ std::string inferLayerNorm(const Ctx& c) {
   return "";
 }
 
+std::string inferRmsNorm(const Ctx& c) {
+  // Normalises over axes [axis, rank); scale broadcasts to X.shape[axis:] (RMSNormalization-23).
+  static const std::vector<const char*> names = {"X", "scale"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  int64_t axis = 0;
+  if (auto e = normAxis(c, c.attrs.getInt("axis", -1), x.size(), "attribute axis", &axis); !e.empty())
+    return e;
+  std::vector<int64_t> normShape(x.begin() + axis, x.end());
+  if (auto e = checkUnidirectional(normShape, c.in[1].dims, "X's normalised", operandLabel(1, names[1]));
+      !e.empty())
+    return c.fail(e);
+  c.set(0, c.in[0].dtype, x);
+  return "";
+}
+
 }  // namespace tandem::shapes

@@ -119,6 +119,7 @@ std::string inferPool(const Ctx& c);          // MaxPool AveragePool MaxPoolGrad
 std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
 std::string inferLayerNorm(const Ctx& c);
+std::string inferRmsNorm(const Ctx& c);
 // Image.cpp
 std::string inferResize(const Ctx& c);
 std::string inferGridSample(const Ctx& c);
@@ -126,6 +127,7 @@ std::string inferRoiAlign(const Ctx& c);
 std::string inferMaxUnpool(const Ctx& c);
 std::string inferLRN(const Ctx& c);
 std::string inferInstanceNorm(const Ctx& c);
+std::string inferGroupNorm(const Ctx& c);
 // Indexing.cpp
 std::string inferGatherElements(const Ctx& c);
 std::string inferGatherND(const Ctx& c);

@@ -149,7 +149,39 @@ int main(int argc, char** argv) {
   bool ok = true;
 
   ok &= writeModel("good_add.onnx", goodAdd(13));
-  ok &= writeModel("opset18.onnx", goodAdd(18));
+  ok &= writeModel("opset26.onnx", goodAdd(26));
+  // Opset 19: AveragePool's dilations, added after opset 17, at a value Tandem does not take.
+  {
+    onnx::ModelProto m = newModel(19);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {1, 1, 6, 6});
+    onnx::NodeProto* n = addNode(g, "pool", "AveragePool", {"x"}, {"y"});
+    for (const char* name : {"kernel_shape", "dilations"}) {
+      onnx::AttributeProto* a = n->add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::INTS);
+      a->add_ints(2);
+      a->add_ints(2);
+    }
+    addTensorValue(g->add_output(), "y", {1, 1, 4, 4});
+    ok &= writeModel("avgpool19_dilated.onnx", m);
+  }
+  // Opset 18: ReduceMean's axes input computed at run time (a graph input).
+  {
+    onnx::ModelProto m = newModel(18);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {2, 3});
+    onnx::ValueInfoProto* axes = g->add_input();
+    axes->set_name("axes");
+    auto* tt = axes->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::INT64);
+    tt->mutable_shape()->add_dim()->set_dim_value(1);
+    addNode(g, "mean", "ReduceMean", {"x", "axes"}, {"y"});
+    onnx::ValueInfoProto* y = g->add_output();
+    y->set_name("y");
+    y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    ok &= writeModel("reduce18_runtime_axes.onnx", m);
+  }
 
   // A valid model whose bytes stop halfway through a 4 KB initializer: protobuf must see a
   // length-delimited field run past the end, whatever the exact cut.

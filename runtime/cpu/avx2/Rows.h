@@ -1,6 +1,7 @@
 // AVX2 + FMA row kernels of the fused row loop (runtime/cpu/ref/Fused.cpp's RowKernel): the
-// softmax, log-softmax and layer normalisation of one f32 row, 8 lanes at a time; and one
-// channel of InstanceNormalization (runtime/cpu/ref/Image.cpp). The row loop
+// softmax, log-softmax and layer normalisation of one f32 row, 8 lanes at a time; and the
+// statistics and affine passes of InstanceNormalization and GroupNormalization
+// (runtime/cpu/ref/Image.cpp). The row loop
 // computed them with scalar double exp and sums, 6-7 ns an element: 0.45 ms for one attention's
 // Div -> Softmax over [1, 4, 128, 128] on this project's AMD EPYC (Zen 5), where oneDNN's
 // stand-alone softmax takes about 0.03 ms.
@@ -25,6 +26,13 @@ bool softmaxRow(const float* x, float* y, int64_t n, bool log);
 /// Requires available() and n >= 1.
 void layerNormRow(const float* x, float* y, int64_t n, const float* scale, const float* bias,
                   double epsilon);
+
+/// The mean of x[0, n) and the sum of its squared deviations from it, in double: two passes
+/// (no cancellation). Requires available() and n >= 1.
+void meanAndSquares(const float* x, int64_t n, double* mean, double* squares);
+
+/// y[i] = f32(double(x[i]) * k + b) for i < n (y may be x). Requires available().
+void affineRow(const float* x, float* y, int64_t n, double k, double b);
 
 /// InstanceNormalization of one channel x[0, n) into y[0, n) (may be x), one scale and bias:
 /// mean and variance in double (two passes), k = scale / sqrt(var + epsilon), b = bias - mean * k,

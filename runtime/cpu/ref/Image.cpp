@@ -1,7 +1,7 @@
 // Reference kernels of the image ops: Resize-13 (nearest, linear, cubic; every coordinate
 // transformation mode), GridSample-16, RoiAlign-16, MaxUnpool-11, LRN-13,
-// InstanceNormalization-6. Sampling ops build their per-axis tap tables once at creation
-// (static shapes) and run contiguous loops over the innermost dims.
+// InstanceNormalization-6, GroupNormalization-21. Sampling ops build their per-axis tap tables
+// once at creation (static shapes) and run contiguous loops over the innermost dims.
 #include <cmath>
 #include <memory>
 
@@ -542,6 +542,66 @@ Status createInstanceNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out
   return makeKernel(out, std::move(fn));
 }
 
+// GroupNormalization-21: each (n, group) is one contiguous block of C / G channels x S; its
+// mean and variance in double (two passes), then each channel's scale and bias.
+Status createGroupNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape xs = ctx.inputTypes[0].shape;
+  const int64_t G = ctx.attrs->getInt("num_groups", 0);
+  if (xs.size() < 2 || G < 1 || xs[1] % G != 0 || numElements(ctx.inputTypes[1].shape) != xs[1] ||
+      numElements(ctx.inputTypes[2].shape) != xs[1])
+    return opError(ctx, "needs X [N, C, ...], scale and bias of [C] and num_groups dividing C");
+  const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  const int64_t N = xs[0], C = xs[1], S = product(xs, 2, xs.size()), Cg = C / G;
+  const int64_t block = Cg * S;
+  const int threads = std::max(1, ctx.threads);
+  const bool vector = block > 0 && avx2::available();
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      const T* scale = in[1]->data<T>();
+      const T* bias = in[2]->data<T>();
+      T* y = outs[0]->data<T>();
+      const int64_t grain = vector ? kStreamGrain / 4 : kStreamGrain;
+      parallelRanges(threads, N * G, std::max<int64_t>(1, grain / std::max<int64_t>(1, block)),
+                     [&](int64_t b0, int64_t e0) {
+        for (int64_t ng = b0; ng < e0; ++ng) {
+          const T* p = x + ng * block;
+          T* q = y + ng * block;
+          const int64_t c0 = (ng % G) * Cg;
+          double mean = 0, var = 0;
+          bool done = false;
+          if constexpr (std::is_same_v<T, float>) {
+            if (vector) {
+              avx2::meanAndSquares(p, block, &mean, &var);
+              var /= double(block);
+              for (int64_t j = 0; j < Cg; ++j) {
+                const double k = double(scale[c0 + j]) / std::sqrt(var + eps);
+                avx2::affineRow(p + j * S, q + j * S, S, k, double(bias[c0 + j]) - mean * k);
+              }
+              done = true;
+            }
+          }
+          if (done || block == 0) continue;
+          for (int64_t i = 0; i < block; ++i) mean += double(p[i]);
+          mean /= double(block);
+          for (int64_t i = 0; i < block; ++i) var += (double(p[i]) - mean) * (double(p[i]) - mean);
+          var /= double(block);
+          for (int64_t j = 0; j < Cg; ++j) {
+            const double k = double(scale[c0 + j]) / std::sqrt(var + eps);
+            const double b = double(bias[c0 + j]) - mean * k;
+            for (int64_t s = 0; s < S; ++s) q[j * S + s] = T(double(p[j * S + s]) * k + b);
+          }
+        }
+      });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
 }  // namespace
 
 void registerImageKernels(KernelRegistry& r) {
@@ -552,6 +612,7 @@ void registerImageKernels(KernelRegistry& r) {
   addRef(r, "MaxUnpool", allTypes(), createMaxUnpool);
   addRef(r, "LRN", floatTypes(), createLRN);
   addRef(r, "InstanceNormalization", acceptsAllSame(floatTypes()), floats, createInstanceNorm);
+  addRef(r, "GroupNormalization", acceptsAllSame(floatTypes()), floats, createGroupNorm);
 }
 
 }  // namespace ref

@@ -1,6 +1,6 @@
 // Reference normalisation kernels: BatchNormalization-15 (inference, and training mode for
-// completeness), LayerNormalization-17, MeanVarianceNormalization-13, Softmax-13 and
-// LogSoftmax-13 (single axis).
+// completeness), LayerNormalization-17, RMSNormalization-23, MeanVarianceNormalization-13,
+// Softmax-13 and LogSoftmax-13 (single axis).
 #include <algorithm>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -117,6 +117,47 @@ Status paramIndex(const KernelContext& ctx, const Shape& param, const Shape& nor
   forEachStrided<1>(norm, {st.data()}, {0},
                     [&](int64_t i, const std::array<int64_t, 1>& o) { (*idx)[i] = o[0]; });
   return Status::ok();
+}
+
+// RMSNormalization-23: per row of the dims from axis on, y = x / sqrt(mean(x^2) + eps) * scale,
+// the mean in double.
+Status createRmsNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 2) return opError(ctx, "expects inputs X and scale");
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis;
+  if (!normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+    return opError(ctx, "axis out of range for rank " + std::to_string(xs.size()));
+  if (ctx.inputTypes[1].dtype != ctx.inputTypes[0].dtype)
+    return opError(ctx, "scale must have the dtype of X");
+  const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  const Shape norm(xs.begin() + axis, xs.end());
+  const int64_t outer = product(xs, 0, axis), inner = numElements(norm);
+  auto sIdx = std::make_shared<std::vector<int64_t>>();
+  TANDEM_RETURN_IF_ERROR(paramIndex(ctx, ctx.inputTypes[1].shape, norm, "scale", sIdx.get()));
+  const int threads = std::max(1, ctx.threads);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      const T* S = in[1]->data<T>();
+      T* Y = outs[0]->data<T>();
+      parallelRanges(threads, outer, std::max<int64_t>(1, kStreamGrain / std::max<int64_t>(1, inner)),
+                     [&](int64_t b0, int64_t e0) {
+        for (int64_t o = b0; o < e0; ++o) {
+          const T* x = X + o * inner;
+          T* y = Y + o * inner;
+          double squares = 0;
+          for (int64_t j = 0; j < inner; ++j) squares += double(x[j]) * double(x[j]);
+          const double inv = inner ? 1.0 / std::sqrt(squares / double(inner) + eps) : 0.0;
+          for (int64_t j = 0; j < inner; ++j) y[j] = T(double(x[j]) * inv * double(S[(*sIdx)[j]]));
+        }
+      });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
 }
 
 Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
@@ -287,6 +328,7 @@ Status createMvn(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 void registerNormKernels(KernelRegistry& r) {
   addRef(r, "BatchNormalization", floatTypes(), createBatchNorm);
   addRef(r, "LayerNormalization", floatTypes(), createLayerNorm);
+  addRef(r, "RMSNormalization", floatTypes(), createRmsNorm);
   addRef(r, "MeanVarianceNormalization", floatTypes(), createMvn);
   addRef(r, "Softmax", floatTypes(), softmaxFactory(false));
   addRef(r, "LogSoftmax", floatTypes(), softmaxFactory(true));

@@ -12,6 +12,7 @@
 
 #include "compiler/Compiler.h"
 #include "compiler/OpBuilding.h"
+#include "frontend/NewerOpsets.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/OnnxTensor.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -233,8 +234,66 @@ TEST_F(ImporterModels, UnusedForeignDomainImportIsFine) {
   EXPECT_EQ(import(m), "");
 }
 
-TEST_F(ImporterModels, Opset18) {
-  EXPECT_EQ(import(addRelu(18)), "m.onnx: unsupported opset 18 (supported: 7–17)");
+TEST_F(ImporterModels, OpsetsUpTo25) {
+  for (int64_t opset : {18, 21, 25}) EXPECT_EQ(import(addRelu(opset)), "") << opset;
+  EXPECT_EQ(import(addRelu(26)), "m.onnx: unsupported opset 26 (supported: 7–25)");
+}
+
+onnx::NodeProto newerNode(const std::string& op) {
+  onnx::NodeProto n;
+  n.set_op_type(op);
+  n.set_name("n");
+  n.add_input("x");
+  n.add_output("y");
+  return n;
+}
+void setInt(onnx::NodeProto* n, const char* name, int64_t v) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+
+// The op versions of opsets 18-25 (onnx/defs/operator_sets.h) and what the importer takes.
+TEST(NewerOpsets, VersionsInForce) {
+  EXPECT_EQ(newerOpVersion("ReduceMean", 18), 18);
+  EXPECT_EQ(newerOpVersion("ReduceMax", 19), 18);
+  EXPECT_EQ(newerOpVersion("ReduceMax", 20), 20);
+  EXPECT_EQ(newerOpVersion("Cast", 22), 21);
+  EXPECT_EQ(newerOpVersion("Cast", 25), 25);
+  EXPECT_EQ(newerOpVersion("Relu", 25), 0);  // unchanged since opset 14
+  EXPECT_EQ(newerOpVersion("Gelu", 20), 0);  // new at 20: nothing older to differ from
+  EXPECT_EQ(newerOpVersion("DFT", 19), 0);
+  EXPECT_EQ(newerOpVersion("DFT", 20), 20);
+}
+
+TEST(NewerOpsets, NewAttributesOnlyAtTheirDefaults) {
+  onnx::NodeProto resize = newerNode("Resize");
+  EXPECT_EQ(checkNewerOpsetNode(resize, 18), "");
+  setInt(&resize, "antialias", 0);
+  EXPECT_EQ(checkNewerOpsetNode(resize, 19), "");
+  resize.mutable_attribute(0)->set_i(1);
+  EXPECT_EQ(checkNewerOpsetNode(resize, 19),
+            "Resize-19: attribute antialias 1 is not supported (Resize-18's antialiasing, axes "
+            "and aspect-ratio policies; Tandem takes antialias 0)");
+  // The same attribute at an opset before it existed is not looked at (the op rejects it).
+  onnx::NodeProto q = newerNode("QuantizeLinear");
+  setInt(&q, "block_size", 32);
+  EXPECT_EQ(checkNewerOpsetNode(q, 19), "");
+  EXPECT_NE(checkNewerOpsetNode(q, 21).find("QuantizeLinear-21: attribute block_size 32"),
+            std::string::npos);
+  onnx::NodeProto out = newerNode("QuantizeLinear");
+  setInt(&out, "output_dtype", onnx::TensorProto::INT8);
+  EXPECT_NE(checkNewerOpsetNode(out, 21).find("output_dtype 3 without a y_zero_point"),
+            std::string::npos);
+  out.add_input("scale");
+  out.add_input("zp");
+  EXPECT_EQ(checkNewerOpsetNode(out, 21), "");
+  onnx::NodeProto cast = newerNode("Cast");
+  setInt(&cast, "saturate", 0);  // float8 only: any value
+  EXPECT_EQ(checkNewerOpsetNode(cast, 19), "");
+  EXPECT_EQ(attributesAddedAfter17("Cast", 19), std::vector<std::string>{"saturate"});
+  EXPECT_EQ(attributesAddedAfter17("Cast", 17), std::vector<std::string>{});
 }
 
 TEST_F(ImporterModels, AiOnnxDomainNameIsTheDefault) {

@@ -829,6 +829,7 @@ const std::map<std::string, OpEntry>& opTable() {
     m["Log"] = {kTranscendental, kWhyTrans, unary(0.001, 1000)};
     m["Erf"] = {kTranscendental, kWhyTrans, unary(-4, 4)};
     m["Softplus"] = {kTranscendental, kWhyTrans, unary(-30, 30)};
+    m["Mish"] = {kTranscendental, kWhyTrans, unary(-30, 30)};
     // The op table's trigonometric and hyperbolic ops (formulas in runtime/core/OpTable.def),
     // inside their domains (Tan away from its poles; Sinh and Cosh up to ~1.5e3).
     for (const char* op : {"Sin", "Cos", "Atan"}) m[op] = {kTranscendental, kWhyTrans, unary(-10, 10)};

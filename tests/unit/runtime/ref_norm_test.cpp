@@ -145,5 +145,38 @@ TEST(RefInstanceNorm, ThreadedChannelsMatchTwoPassLoop) {
   expectValues<float>(outs[0], {N, C, 61, 67}, want, 1e-5);
 }
 
+// GroupNormalization-21: 3 groups of 2 channels, planes of 37 (vector loop tails), batch 2, two
+// threads, against a plain two-pass loop per (n, group) in double.
+TEST(RefGroupNorm, GroupsOfChannelsMatchTwoPassLoop) {
+  const int64_t N = 2, C = 6, G = 3, S = 37, Cg = C / G;
+  std::vector<float> xv(N * C * S), sc(C), bi(C);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = float((i * 7919) % 1000) / 100.f + float(i % 5);
+  for (int64_t c = 0; c < C; ++c) sc[c] = 0.5f + 0.1f * c, bi[c] = 0.25f * c - 1;
+  OpCall call{"GroupNormalization",
+              attrs({{"num_groups", Attr::ofInt(G)}, {"epsilon", Attr::ofFloat(1e-3f)}}),
+              {f32({N, C, S}, xv), f32({C}, sc), f32({C}, bi)}, {{DType::F32, {N, C, S}}}};
+  call.threads = 2;
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(call.run(&outs).isOk());
+  std::vector<float> want(xv.size());
+  const int64_t block = Cg * S;
+  for (int64_t ng = 0; ng < N * G; ++ng) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < block; ++i) mean += xv[ng * block + i];
+    mean /= block;
+    for (int64_t i = 0; i < block; ++i) var += (xv[ng * block + i] - mean) * (xv[ng * block + i] - mean);
+    var /= block;
+    for (int64_t i = 0; i < block; ++i) {
+      const int64_t c = (ng % G) * Cg + i / S;
+      want[ng * block + i] = float((xv[ng * block + i] - mean) / std::sqrt(var + 1e-3) * sc[c] + bi[c]);
+    }
+  }
+  expectValues<float>(outs[0], {N, C, S}, want, 1e-5);
+  // num_groups must divide C.
+  OpCall bad = call;
+  bad.attrs = attrs({{"num_groups", Attr::ofInt(4)}});
+  EXPECT_FALSE(bad.run(&outs).isOk());
+}
+
 }  // namespace
 }  // namespace tandem
