@@ -1195,7 +1195,8 @@ mlir::LogicalResult OnnxImporter::importControlFlow(int index, mlir::Location lo
 }
 
 // Rewrites older-opset forms to opset 17 (attributes that became inputs, dropped legacy
-// attributes), so the dialect only ever sees opset-17 ops.
+// attributes), and newer ones through normaliseNewer, so the dialect only ever sees opset-17
+// ops (and the ops new after 17 in their own versions).
 mlir::LogicalResult OnnxImporter::normalise(int index, mlir::Location loc, NodeForm* f) {
   const std::string& op = f->opType;
   auto& attrs = f->attrs;

@@ -27,8 +27,9 @@ struct TensorType {
 };
 
 /// What a factory knows when it creates a kernel, once, at plan load time. Shapes are static.
-/// Semantics of every op are ONNX opset 17 (the importer normalises older opsets), inputs in
-/// ONNX positional order.
+/// Semantics of every op are ONNX opset 17 (the importer normalises older and newer opsets;
+/// ops new after 17, such as GroupNormalization-21, have their own version), inputs in ONNX
+/// positional order.
 /// Which 3x3 stride-1 convolutions may run as Winograd on the CPU (runtime/cpu/avx2/Winograd.h,
 /// AVX2 hosts): Auto picks F(4x4, 3x3) or F(2x2, 3x3) by shape (F(4x4) rounds 5-7x more than a
 /// plain f32 loop); Tile2x2 uses F(2x2) only (rounding at direct convolution's level); Off keeps
