@@ -1,5 +1,5 @@
-// Composite-op recognition for --tandem-canonicalize: GELU (erf and tanh forms), LayerNorm and
-// Softmax written out op by op, and MatMul + Add as Gemm. Each matcher looks backwards from
+// Composite-op recognition for --tandem-canonicalize: GELU (erf and tanh forms), LayerNorm,
+// GroupNorm and Softmax written out op by op, and MatMul + Add as Gemm. Each matcher looks backwards from
 // the last op of its pattern, so a forward walk sees the operands in their final form, and
 // checks the whole pattern (operands, constants, axes, broadcast shapes, readers of every op it
 // makes dead) before it changes the IR: a near-match is left as it is.
@@ -416,14 +416,117 @@ bool rewriteSpatialMean(mlir::IRRewriter& rewriter, mlir::Operation* op) {
   return true;
 }
 
+/// The per-channel values of `v` for channels at dim 1 of a rank-`rank` value with `c`
+/// channels: an f32 constant of shape [C, 1, ...] (rank - 1 dims), [1, C, 1, ...] (rank dims)
+/// or one element (repeated). False for any other broadcast.
+bool dim1Values(mlir::Value v, int64_t c, int64_t rank, Tensor* out) {
+  Tensor t;
+  if (!getConstantValue(v, &t) || t.dtype() != DType::F32 || t.rank() > rank) return false;
+  if (t.numel() != 1) {
+    const int64_t at = t.rank() - (rank - 1);  // where C sits in t's shape
+    if (at < 0 || t.dim(at) != c) return false;
+    for (int64_t d = 0; d < t.rank(); ++d)
+      if (d != at && t.dim(d) != 1) return false;
+  }
+  *out = Tensor::alloc(DType::F32, {c});
+  for (int64_t i = 0; i < c; ++i) out->data<float>()[i] = t.data<float>()[t.numel() == 1 ? 0 : i];
+  return true;
+}
+
+// GroupNorm as PyTorch exports it up to opset 17: Reshape(x, [N, G, -1]) ->
+// InstanceNormalization(scale s[G], bias b[G]) -> Reshape back to x's shape [-> Mul by gamma
+// per channel] [-> Add beta per channel], each intermediate read once: GroupNormalization-21
+// with scale gamma[c] * s[g] and bias gamma[c] * b[g] + beta[c] (exact when s = 1, b = 0, as
+// exported). One op: the statistics and one affine pass, where the written-out form ran the
+// InstanceNormalization, a Mul and an Add over the whole tensor (diffusion_unet's 12 groups).
+bool rewriteGroupNorm(mlir::IRRewriter& rewriter, mlir::Operation* root) {
+  const std::string type = onnxOpType(root);
+  mlir::Operation* back = nullptr;  // the Reshape back to x's shape
+  mlir::Value gammaV, betaV;
+  auto reshapeOf = [&](mlir::Value v) { return onlyProducer(v, "Reshape"); };
+  auto viaMul = [&](mlir::Operation* m) {  // m = Mul(back, gamma), either order
+    for (int j = 0; m && j < 2 && !back; ++j)
+      if ((back = reshapeOf(m->getOperand(j)))) gammaV = m->getOperand(1 - j);
+    return back != nullptr;
+  };
+  if (type == "Add") {
+    for (int i = 0; i < 2 && !back; ++i) {
+      mlir::Value in = root->getOperand(i);
+      if (viaMul(onlyProducer(in, "Mul")) || (back = reshapeOf(in))) betaV = root->getOperand(1 - i);
+    }
+  } else if (type == "Mul") {
+    // A Mul whose one reader is an Add of a per-channel constant is left to that Add.
+    mlir::Value r = root->getResult(0);
+    if (r.hasOneUse() && onnxOpType(*r.getUsers().begin()) == "Add") {
+      mlir::Operation* a = *r.getUsers().begin();
+      mlir::Value other = a->getOperand(a->getOperand(0) == r ? 1 : 0);
+      Tensor probe;
+      auto rt = rankedType(r);
+      if (rt && rt.getRank() >= 3 && !rt.isDynamicDim(1) &&
+          dim1Values(other, rt.getDimSize(1), rt.getRank(), &probe))
+        return false;
+    }
+    viaMul(root);
+  }
+  if (!back) return false;
+  mlir::Operation* in = onlyProducer(back->getOperand(0), "InstanceNormalization");
+  mlir::Operation* front = in ? onlyProducer(in->getOperand(0), "Reshape") : nullptr;
+  if (!front) return false;
+  mlir::Value x = front->getOperand(0);
+  auto xt = rankedType(x), gt = rankedType(front->getResult(0));
+  if (!isF32(x) || !xt || !gt || !xt.hasStaticShape() || xt.getRank() < 3 || gt.getRank() != 3 ||
+      back->getResult(0).getType() != x.getType() || root->getResult(0).getType() != x.getType())
+    return false;
+  const int64_t rank = xt.getRank(), N = xt.getDimSize(0), C = xt.getDimSize(1);
+  const int64_t G = gt.getDimSize(1);
+  if (gt.getDimSize(0) != N || G < 1 || C % G != 0 || gt.getDimSize(2) * G != xt.getNumElements() / N)
+    return false;
+  Tensor s, b, gamma, beta;
+  auto groupValues = [&](mlir::Value v, Tensor* out) {  // [G] (or one value): f32 constant
+    Tensor t;
+    if (!getConstantValue(v, &t) || t.dtype() != DType::F32 || (t.numel() != G && t.numel() != 1))
+      return false;
+    *out = Tensor::alloc(DType::F32, {G});
+    for (int64_t g = 0; g < G; ++g) out->data<float>()[g] = t.data<float>()[t.numel() == 1 ? 0 : g];
+    return true;
+  };
+  if (!groupValues(in->getOperand(1), &s) || !groupValues(in->getOperand(2), &b)) return false;
+  if (gammaV && !dim1Values(gammaV, C, rank, &gamma)) return false;
+  if (betaV && !dim1Values(betaV, C, rank, &beta)) return false;
+  auto epsAttr = in->getAttrOfType<mlir::FloatAttr>("epsilon");
+  const double eps = epsAttr ? epsAttr.getValueAsDouble() : 1e-5;
+  Tensor scale = Tensor::alloc(DType::F32, {C}), bias = Tensor::alloc(DType::F32, {C});
+  for (int64_t c = 0; c < C; ++c) {
+    const int64_t g = c / (C / G);
+    const float gm = gammaV ? gamma.data<float>()[c] : 1.f;
+    const float bt = betaV ? beta.data<float>()[c] : 0.f;
+    scale.data<float>()[c] = gm * s.data<float>()[g];
+    bias.data<float>()[c] = gm * b.data<float>()[g] + bt;
+  }
+  rewriter.setInsertionPoint(root);
+  llvm::SmallVector<mlir::NamedAttribute> attrs = {
+      rewriter.getNamedAttr("num_groups", rewriter.getI64IntegerAttr(G)),
+      rewriter.getNamedAttr("epsilon", rewriter.getF32FloatAttr((float)eps))};
+  auto gn = createTandemOp(rewriter, root->getLoc(), "GroupNormalization",
+                           {x, createConstant(rewriter, root->getLoc(), scale),
+                            createConstant(rewriter, root->getLoc(), bias)},
+                           attrs);
+  if (mlir::failed(gn) || (*gn)->getResult(0).getType() != root->getResult(0).getType()) return false;
+  rewriter.replaceOp(root, (*gn)->getResult(0));
+  return true;
+}
+
 }  // namespace
 
 bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {
   std::string type = onnxOpType(op);
   if (op->getNumResults() != 1) return false;
-  if (type == "Mul") return rewriteGelu(rewriter, op) || rewriteLayerNorm(rewriter, op);
+  if (type == "Mul")
+    return rewriteGelu(rewriter, op) || rewriteLayerNorm(rewriter, op) || rewriteGroupNorm(rewriter, op);
   if (type == "Div") return rewriteLayerNorm(rewriter, op) || rewriteSoftmax(rewriter, op);
-  if (type == "Add") return rewriteLayerNorm(rewriter, op) || rewriteMatMulAdd(rewriter, op);
+  if (type == "Add")
+    return rewriteLayerNorm(rewriter, op) || rewriteGroupNorm(rewriter, op) ||
+           rewriteMatMulAdd(rewriter, op);
   if (type == "ReduceMean") return rewriteSpatialMean(rewriter, op);
   return false;
 }

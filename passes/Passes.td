@@ -231,7 +231,10 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     by their last op (GELU in erf and tanh forms -> Gelu; LayerNorm over the last axis, with
     its scalar eps and per-channel scale and bias, -> LayerNormalization; exp / reduce-sum
     softmax -> Softmax; 2-D MatMul + Add -> Gemm; ReduceMean over every spatial axis of a
-    rank >= 4 value -> GlobalAveragePool, + Flatten without keepdims), each only after its whole pattern matched
+    rank >= 4 value -> GlobalAveragePool, + Flatten without keepdims; GroupNorm as PyTorch
+    writes it up to opset 17, Reshape [N, G, -1] -> InstanceNormalization -> Reshape back
+    [-> Mul gamma per channel] [-> Add beta per channel], -> GroupNormalization with the
+    InstanceNormalization's scale and bias folded in), each only after its whole pattern matched
     (constants, axes, broadcast shapes, no reader outside the pattern of an op it makes dead),
     so a near-match stays as it is; fold any op whose operands are
     all constants by running its CPU kernel from the kernel registry (skipped when the result

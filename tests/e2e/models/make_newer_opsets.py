@@ -14,6 +14,9 @@ through onnx.checker; every node is written as the newer opset spells it:
                Reshape [2,14,2] -> GroupNormalization-18 (7 groups, scale and bias per
                group)                                             -> gn [2,14,2]
                Mish-18                                            -> mish [2,7,4]
+               GroupNorm as PyTorch writes it up to opset 17 (Reshape [2,1,-1] ->
+               InstanceNormalization -> Reshape -> Mul gamma [7,1] -> Add beta [7,1]),
+               which --tandem-canonicalize makes one GroupNormalization -> gn_pattern [2,7,4]
   opset21_ops  (opset 21) x f32 [1,2,4,4] ->
                AveragePool-19 (dilations [1,1] written out, 2x2, stride 2) -> pool [1,2,2,2]
                Resize-18 (nearest, scales 2, antialias 0 and keep_aspect_ratio_policy
@@ -73,12 +76,22 @@ def opset18_ops(out_dir, rng):
         helper.make_node("GroupNormalization", ["x14", "gscale", "gbias"], ["gn"], num_groups=7,
                          epsilon=1e-3),
         helper.make_node("Mish", ["x"], ["mish"]),
+        helper.make_node("Reshape", ["x", "shape_g1"], ["xg"]),
+        helper.make_node("InstanceNormalization", ["xg", "ones1", "zeros1"], ["ng"]),
+        helper.make_node("Reshape", ["ng", "shape_x"], ["nb"]),
+        helper.make_node("Mul", ["nb", "pgamma"], ["nm"]),
+        helper.make_node("Add", ["nm", "pbeta"], ["gn_pattern"]),
     ]
+    pgamma = rng.uniform(0.5, 1.5, (7, 1)).astype(np.float32)
+    pbeta = rng.uniform(-0.5, 0.5, (7, 1)).astype(np.float32)
     gscale = rng.uniform(0.5, 1.5, 7).astype(np.float32)
     gbias = rng.uniform(-0.5, 0.5, 7).astype(np.float32)
     inits = [ints("ax2", [2]), ints("ax0m1", [0, -1]), ints("pads", [1, 2]), ints("axm1", [-1]),
              ints("shape14", [2, 14, 2]), numpy_helper.from_array(gscale, "gscale"),
-             numpy_helper.from_array(gbias, "gbias")]
+             numpy_helper.from_array(gbias, "gbias"), ints("shape_g1", [2, 1, -1]),
+             ints("shape_x", [2, 7, 4]), numpy_helper.from_array(np.ones(1, np.float32), "ones1"),
+             numpy_helper.from_array(np.zeros(1, np.float32), "zeros1"),
+             numpy_helper.from_array(pgamma, "pgamma"), numpy_helper.from_array(pbeta, "pbeta")]
     xd = x.astype(np.float64)
     outputs = [
         ("r_mean", xd.mean(axis=2, keepdims=True)),
@@ -90,6 +103,7 @@ def opset18_ops(out_dir, rng):
         ("gn", group_norm(xd.reshape(2, 14, 2), 7, np.repeat(gscale, 2), np.repeat(gbias, 2),
                           1e-3)),
         ("mish", xd * np.tanh(np.log1p(np.exp(xd)))),
+        ("gn_pattern", group_norm(xd, 1, pgamma[:, 0], pbeta[:, 0], 1e-5)),
     ]
     save(out_dir, "opset18_ops", 18, nodes, inits, x, outputs)
 
