@@ -556,14 +556,15 @@ std::string inferExpand(const Ctx& c) {
 
 std::string inferPad(const Ctx& c) {
   // pads = [x1_begin, x2_begin, ..., x1_end, x2_end, ...] (negative crops); constant_value is
-  // an optional scalar of data's dtype; mode constant/reflect/edge.
+  // an optional scalar of data's dtype; mode constant/reflect/edge, or wrap (Pad-19; the CPU
+  // and CUDA kernels wrap around the input's extent).
   static const std::vector<const char*> names = {"data", "pads", "constant_value"};
   if (auto e = rejectOldAttr(c, "pads", "input 1 (pads)"); !e.empty()) return e;
   if (auto e = rejectOldAttr(c, "value", "input 2 (constant_value)"); !e.empty()) return e;
   if (auto e = checkArity(c, 2, 3, 1, 1, names); !e.empty()) return e;
   std::string mode = c.attrs.getString("mode", "constant");
-  if (mode != "constant" && mode != "reflect" && mode != "edge")
-    return c.fail("attribute mode='" + mode + "' is not one of constant, reflect, edge");
+  if (mode != "constant" && mode != "reflect" && mode != "edge" && mode != "wrap")
+    return c.fail("attribute mode='" + mode + "' is not one of constant, reflect, edge, wrap");
   const auto& x = c.in[0].dims;
   int64_t rank = x.size(), len;
   if (auto e = checkIntVector(c, 1, "pads", &len); !e.empty()) return e;

@@ -37,9 +37,9 @@ run bf16_mlp 3e-2 2e-2
 run bf16_mlp 3e-2 2e-2 --f16-rounding per-op
 # Opsets 18-25 (models/make_newer_opsets.py): Reduce*-18 with axes inputs and
 # noop_with_empty_axes, Split-18's num_outputs, Pad-18's axes, AveragePool-19 / Resize-18 /
-# QuantizeLinear-21 / Cast-19 with their new attributes at defaults, DFT-20, GridSample-20, and
-# the new ops Gelu-20, Mish-18, GroupNormalization-18/-21, RMSNormalization-23; numpy references
-# in f64, one f32 rounding (1.2e-7 measured).
+# QuantizeLinear-21 / Cast-19 with their new attributes at defaults, DFT-20, GridSample-20,
+# Pad-19 wrap, and the new ops Gelu-20, Mish-18, GroupNormalization-18/-21, RMSNormalization-23;
+# numpy references in f64, one f32 rounding (1.2e-7 measured).
 run opset18_ops 1e-6 1e-5
 run opset21_ops 1e-6 1e-5
 run opset23_ops 1e-6 1e-5

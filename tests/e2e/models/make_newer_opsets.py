@@ -28,6 +28,7 @@ through onnx.checker; every node is written as the newer opset spells it:
                GridSample-20 (mode linear, 3x3 grid)              -> grid [1,2,3,3]
                Reshape [1,8,2,2] -> GroupNormalization-21 (4 groups, scale and bias per
                channel)                                           -> gn [1,8,2,2]
+               Pad-19 (mode wrap, pads [0,0,1,2, 0,0,2,1])        -> wrap [1,2,7,7]
   opset23_ops  (opset 23) x f32 [2,3,8] -> RMSNormalization-23 over the last dim (scale [8])
                and over the last two (axis 1, scale [1, 8], epsilon 1e-3)
 
@@ -150,6 +151,7 @@ def opset21_ops(out_dir, rng):
         helper.make_node("GridSample", ["x", "g"], ["grid"], mode="linear"),
         helper.make_node("Reshape", ["x", "shape8"], ["x8"]),
         helper.make_node("GroupNormalization", ["x8", "cscale", "cbias"], ["gn"], num_groups=4),
+        helper.make_node("Pad", ["x", "wpads"], ["wrap"], mode="wrap"),
     ]
     scale = np.float32(0.05)
     inits = [numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
@@ -160,7 +162,7 @@ def opset21_ops(out_dir, rng):
     cscale = rng.uniform(0.5, 1.5, 8).astype(np.float32)
     cbias = rng.uniform(-0.5, 0.5, 8).astype(np.float32)
     inits += [ints("shape8", [1, 8, 2, 2]), numpy_helper.from_array(cscale, "cscale"),
-              numpy_helper.from_array(cbias, "cbias")]
+              numpy_helper.from_array(cbias, "cbias"), ints("wpads", [0, 0, 1, 2, 0, 0, 2, 1])]
     xd = x.astype(np.float64)
     pool = xd.reshape(1, 2, 2, 2, 2, 2).mean(axis=(3, 5))
     up = x.repeat(2, axis=2).repeat(2, axis=3)
@@ -171,7 +173,8 @@ def opset21_ops(out_dir, rng):
     dft = np.stack([f.real, f.imag], axis=-1)
     outputs = [("pool", pool), ("up", up), ("qdq", qdq), ("gelu", gelu), ("dft", dft),
                ("grid", grid_sample_linear(xd, g.astype(np.float64))),
-               ("gn", group_norm(xd.reshape(1, 8, 2, 2), 4, cscale, cbias, 1e-5))]
+               ("gn", group_norm(xd.reshape(1, 8, 2, 2), 4, cscale, cbias, 1e-5)),
+               ("wrap", np.pad(x, ((0, 0), (0, 0), (1, 2), (2, 1)), mode="wrap"))]
     save(out_dir, "opset21_ops", 21, nodes, inits, x, outputs)
 
 

@@ -283,8 +283,10 @@ TEST(Pad, Modes) {
   EXPECT_SHAPE(infer("Pad", {F32({2, 4}), I64({4})}), DType::F32, {U, U});
   EXPECT_ERR(infer("Pad", {F32({3, 4}), Ints({1, 1})}),
              "Pad: input 1 (pads) has 2 entries but data of rank 2 needs 4");
-  EXPECT_ERR(infer("Pad", {F32({3, 4}), Ints({0, 0, 0, 0})}, Attrs({S("mode", "wrap")})),
-             "Pad: attribute mode='wrap' is not one of constant, reflect, edge");
+  EXPECT_SHAPE(infer("Pad", {F32({3, 4}), Ints({1, 0, 2, 3})}, Attrs({S("mode", "wrap")})),
+               DType::F32, {6, 7});  // Pad-19
+  EXPECT_ERR(infer("Pad", {F32({3, 4}), Ints({0, 0, 0, 0})}, Attrs({S("mode", "circular")})),
+             "Pad: attribute mode='circular' is not one of constant, reflect, edge, wrap");
   EXPECT_ERR(infer("Pad", {F32({3, 4}), Ints({-2, 0, -2, 0})}),
              "Pad: input 1 (pads) [-2,0,-2,0] crops dim 0 of size 3 to a negative size");
   EXPECT_ERR(infer("Pad", {F32({3, 4}), Ints({0, 0, 0, 0}), I64({})}),
