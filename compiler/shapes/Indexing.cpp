@@ -60,8 +60,8 @@ std::string inferScatterElements(const Ctx& c) {
     return c.fail("input 1 (indices) " + dimsStr(ix) + " and input 2 (updates) " + dimsStr(u) +
                   " must have one shape of the rank of input 0 (data) " + dimsStr(x));
   std::string red = c.attrs.getString("reduction", "none");
-  if (red != "none" && red != "add" && red != "mul")
-    return c.fail("attribute reduction='" + red + "' is not one of none, add, mul");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return c.fail("attribute reduction='" + red + "' is not one of none, add, mul, max, min");
   c.set(0, c.in[0].dtype, x);
   return "";
 }
@@ -100,8 +100,8 @@ std::string inferScatterND(const Ctx& c) {
     return c.fail("input 2 (updates) " + dimsStr(u) + " must have rank " +
                   std::to_string(ix.size() - 1 + x.size() - k));
   std::string red = c.attrs.getString("reduction", "none");
-  if (red != "none" && red != "add" && red != "mul")
-    return c.fail("attribute reduction='" + red + "' is not one of none, add, mul");
+  if (red != "none" && red != "add" && red != "mul" && red != "max" && red != "min")
+    return c.fail("attribute reduction='" + red + "' is not one of none, add, mul, max, min");
   c.set(0, c.in[0].dtype, x);
   return "";
 }

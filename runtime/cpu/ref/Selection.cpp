@@ -92,20 +92,33 @@ Status createGatherElements(const KernelContext& ctx, std::unique_ptr<Kernel>* o
   return makeKernel(out, std::move(fn));
 }
 
-enum class Reduction { None, Add, Mul };
+// ScatterElements/ScatterND reductions: none, add, mul (16), max, min (18).
+enum class Reduction { None, Add, Mul, Max, Min };
 Status readReduction(const KernelContext& ctx, Reduction* r) {
   const std::string s = ctx.attrs->getString("reduction", "none");
   if (s == "none") *r = Reduction::None;
   else if (s == "add") *r = Reduction::Add;
   else if (s == "mul") *r = Reduction::Mul;
-  else return opError(ctx, "attribute reduction='" + s + "' is not one of none, add, mul");
+  else if (s == "max") *r = Reduction::Max;
+  else if (s == "min") *r = Reduction::Min;
+  else return opError(ctx, "attribute reduction='" + s + "' is not one of none, add, mul, max, min");
   return Status::ok();
 }
+/// max and min propagate a NaN of either side (numpy.maximum / numpy.minimum, which ONNX's
+/// reference uses).
 template <typename T>
 inline void reduceInto(T& dst, T v, Reduction r) {
-  if (r == Reduction::None) dst = v;
-  else if (r == Reduction::Add) dst = T(dst + v);
-  else dst = T(dst * v);
+  switch (r) {
+    case Reduction::None: dst = v; break;
+    case Reduction::Add: dst = T(dst + v); break;
+    case Reduction::Mul: dst = T(dst * v); break;
+    case Reduction::Max:
+      if (dst == dst && !(v <= dst)) dst = v;
+      break;
+    case Reduction::Min:
+      if (dst == dst && !(v >= dst)) dst = v;
+      break;
+  }
 }
 
 Status createScatterElements(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {

@@ -2,6 +2,8 @@
 // (Selection.cpp, Einsum.cpp, Image.cpp) and of the selections they share with the shape
 // functions (runtime/DataDependent.h), on cases worked by hand.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "runtime/DataDependent.h"
 #include "tests/unit/runtime/ref_test_util.h"
@@ -22,6 +24,28 @@ TEST(RefScatterND, AddReductionAccumulatesRepeatedTuples) {
   expectValues<int64_t>(run1("ScatterND", attrs({{"reduction", Attr::ofString("add")}}),
                              {x, i64({3, 1}, {1, 1, 3}), i64({3}, {10, 20, 5})}, DType::I64, {4}),
                         {4}, {1, 32, 3, 9});
+}
+
+// ScatterElements-18 / ScatterND-18 max and min: repeated indices keep the extreme; a NaN on
+// either side wins (numpy.maximum).
+TEST(RefScatter, MaxAndMinReductionsOfOpset18) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = f32({1, 5}, {1, 2, 3, 4, nan});
+  Tensor idx = i64({1, 4}, {1, 1, 3, 4}), upd = f32({1, 4}, {5, -1, nan, 7});
+  std::vector<Tensor> outs;
+  OpCall mx{"ScatterElements", attrs({{"axis", Attr::ofInt(1)}, {"reduction", Attr::ofString("max")}}),
+            {x, idx, upd}, {{DType::F32, {1, 5}}}};
+  ASSERT_TRUE(mx.run(&outs).isOk());
+  const float* y = outs[0].data<float>();
+  EXPECT_EQ(y[0], 1.f);
+  EXPECT_EQ(y[1], 5.f);
+  EXPECT_EQ(y[2], 3.f);
+  EXPECT_TRUE(std::isnan(y[3]));  // the update's NaN
+  EXPECT_TRUE(std::isnan(y[4]));  // the data's NaN stays
+  expectValues<int64_t>(run1("ScatterND", attrs({{"reduction", Attr::ofString("min")}}),
+                             {i64({4}, {1, 2, 3, 4}), i64({3, 1}, {1, 1, 3}), i64({3}, {10, -20, 5})},
+                             DType::I64, {4}),
+                        {4}, {1, -20, 3, 4});
 }
 
 TEST(RefTopK, SmallestWithTiesTakesLowerIndexFirst) {
