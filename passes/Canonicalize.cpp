@@ -74,6 +74,8 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     //    after its first, so every graph output is its own plan value and keeps its name
     //    (the plan names a value after the first output returning it; two trainable inputs
     //    of one Add have the same gradient value). After CSE, which would merge them back.
+    //    Likewise a graph input returned as an output of another name (ReduceL2-18 with
+    //    noop_with_empty_axes, an Identity of the input).
     // 5. @main's result types follow the returned values.
     mlir::ModuleOp module = getOperation();
     mlir::func::FuncOp main = getMainFunc(module);
@@ -123,13 +125,24 @@ class CanonicalizePass : public impl::TandemCanonicalizeBase<CanonicalizePass> {
     llvm::DenseSet<mlir::Value> seen;
     rewriter.setInsertionPoint(ret);
     for (mlir::OpOperand& operand : ret->getOpOperands()) {
-      if (seen.insert(operand.get()).second) continue;
+      const unsigned i = operand.getOperandNumber();
+      if (seen.insert(operand.get()).second && !renamesInput(main, operand.get(), i)) continue;
       mlir::FailureOr<mlir::Operation*> copy =
           createTandemOp(rewriter, operand.get().getLoc(), "Identity", {operand.get()}, {});
       if (mlir::failed(copy)) return mlir::failure();
       operand.set((*copy)->getResult(0));
     }
     return mlir::success();
+  }
+
+  /// A graph input returned unchanged (an Identity folded away) as an output of another name:
+  /// the plan would name the output after the input. Variable updates are left alone.
+  static bool renamesInput(mlir::func::FuncOp main, mlir::Value v, unsigned result) {
+    auto arg = llvm::dyn_cast<mlir::BlockArgument>(v);
+    if (!arg || main.getResultAttr(result, kVariableUpdateAttr)) return false;
+    auto out = main.getResultAttrOfType<mlir::StringAttr>(result, kNameAttr);
+    auto in = main.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), kNameAttr);
+    return out && (!in || in.getValue() != out.getValue());
   }
 
   bool foldToInput(mlir::IRRewriter& rewriter, mlir::Operation* op) {

@@ -180,3 +180,15 @@ func.func @main(%x: tensor<3xf32>) -> (tensor<3xf32> {tandem.name = "a"}, tensor
   %b = tandem.neg %x : (tensor<3xf32>) -> tensor<3xf32>
   return %a, %b : tensor<3xf32>, tensor<3xf32>
 }
+
+// -----
+
+// A graph input returned as an output of its own name (the Identity folded away) gets an
+// Identity, so the output keeps its name; returned under the input's own name it stays.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: %[[I:.*]] = tandem.identity %arg0
+// CHECK-NEXT: return %[[I]], %arg1
+func.func @main(%x: tensor<3xf32> {tandem.name = "x"}, %z: tensor<3xf32> {tandem.name = "z"}) -> (tensor<3xf32> {tandem.name = "y"}, tensor<3xf32> {tandem.name = "z"}) {
+  %y = tandem.identity %x : (tensor<3xf32>) -> tensor<3xf32>
+  return %y, %z : tensor<3xf32>, tensor<3xf32>
+}
