@@ -158,13 +158,5 @@ TANDEM_AVX2 void affineRow(const float* x, float* y, int64_t n, double k, double
   for (; i < n; ++i) y[i] = float(double(x[i]) * k + b);
 }
 
-TANDEM_AVX2 void instanceNormRow(const float* x, float* y, int64_t n, double scale, double bias,
-                                 double epsilon) {
-  double mean, var;
-  meanAndSquares(x, n, &mean, &var);
-  const double k = scale / std::sqrt(var / double(n) + epsilon);
-  affineRow(x, y, n, k, bias - mean * k);
-}
-
 }  // namespace avx2
 }  // namespace tandem

@@ -34,13 +34,5 @@ void meanAndSquares(const float* x, int64_t n, double* mean, double* squares);
 /// y[i] = f32(double(x[i]) * k + b) for i < n (y may be x). Requires available().
 void affineRow(const float* x, float* y, int64_t n, double k, double b);
 
-/// InstanceNormalization of one channel x[0, n) into y[0, n) (may be x), one scale and bias:
-/// mean and variance in double (two passes), k = scale / sqrt(var + epsilon), b = bias - mean * k,
-/// then y = f32(double(x) * k + b), the reference kernel's arithmetic (its sums in another
-/// order: the last bits of mean and variance may differ). About 0.2 ns an element against the
-/// scalar loop's 0.75 (GroupNorm's [1, 8, 8192] on AMD EPYC Zen 5). Requires available() and n >= 1.
-void instanceNormRow(const float* x, float* y, int64_t n, double scale, double bias,
-                     double epsilon);
-
 }  // namespace avx2
 }  // namespace tandem
