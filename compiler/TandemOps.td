@@ -135,6 +135,14 @@ def Tandem_XorOp : Tandem_OnnxOp<"xor", "Xor", "7", "elementwise logical A xor B
 def Tandem_NotOp : Tandem_OnnxOp<"not", "Not", "1", "elementwise logical not (bool)">;
 def Tandem_BitShiftOp : Tandem_OnnxOp<"bit_shift", "BitShift", "11",
     "unsigned X shifted by Y bits, `direction` LEFT or RIGHT", (ins Str:$direction)>;
+def Tandem_BitwiseAndOp : Tandem_OnnxOp<"bitwise_and", "BitwiseAnd", "18",
+    "elementwise A & B of integers, numpy broadcasting">;
+def Tandem_BitwiseOrOp : Tandem_OnnxOp<"bitwise_or", "BitwiseOr", "18",
+    "elementwise A | B of integers, numpy broadcasting">;
+def Tandem_BitwiseXorOp : Tandem_OnnxOp<"bitwise_xor", "BitwiseXor", "18",
+    "elementwise A ^ B of integers, numpy broadcasting">;
+def Tandem_BitwiseNotOp : Tandem_OnnxOp<"bitwise_not", "BitwiseNot", "18",
+    "elementwise ~X of integers">;
 def Tandem_IsNaNOp : Tandem_OnnxOp<"is_nan", "IsNaN", "13", "elementwise x is NaN (bool result)">;
 def Tandem_IsInfOp : Tandem_OnnxOp<"is_inf", "IsInf", "10",
     "elementwise x is +inf (detect_positive) or -inf (detect_negative) (bool result)",
@@ -228,6 +236,16 @@ def Tandem_GemmOp : Tandem_OnnxOp<"gemm", "Gemm", "13",
     (ins Float:$alpha, Float:$beta, Int:$transA, Int:$transB)>;
 def Tandem_MatMulOp : Tandem_OnnxOp<"mat_mul", "MatMul", "13",
     "numpy matmul: 1-D operands promoted, batch dims broadcast">;
+def Tandem_AttentionOp : Tandem_OnnxOp<"attention", "Attention", "25",
+    "softmax(scale Q K^T (softcapped) + mask) V per head (MHA, GQA, MQA), causal and window "
+    "masks, past/present KV cache (Attention-23 and -24 are its subsets)",
+    (ins Int:$is_causal, Int:$kv_num_heads, Int:$q_num_heads, Int:$qk_matmul_output_mode,
+         Float:$scale, Float:$softcap, Int:$softmax_precision, Int:$left_window_size,
+         Int:$right_window_size)>;
+def Tandem_RotaryEmbeddingOp : Tandem_OnnxOp<"rotary_embedding", "RotaryEmbedding", "23",
+    "rotate pairs of X's first rotary_embedding_dim features per head by the cos/sin caches "
+    "at each token's position (halves or interleaved)",
+    (ins Int:$interleaved, Int:$num_heads, Int:$rotary_embedding_dim)>;
 def Tandem_SoftmaxOp : Tandem_OnnxOp<"softmax", "Softmax", "13",
     "softmax along one axis (default -1)", (ins Int:$axis)>;
 def Tandem_LogSoftmaxOp : Tandem_OnnxOp<"log_softmax", "LogSoftmax", "13",
@@ -337,6 +355,13 @@ def Tandem_SoftmaxCrossEntropyLossGradOp : Tandem_DomainOp<"softmax_cross_entrop
 def Tandem_ConvOp : Tandem_OnnxOp<"conv", "Conv", "11", "N-D convolution with groups and dilations",
     (ins Str:$auto_pad, Ints:$dilations, Int:$group, Ints:$kernel_shape, Ints:$pads,
          Ints:$strides)>;
+def Tandem_DeformConvOp : Tandem_OnnxOp<"deform_conv", "DeformConv", "19",
+    "2-D convolution sampling X bilinearly at the kernel taps moved by `offset`, scaled by `mask`",
+    (ins Ints:$dilations, Int:$group, Ints:$kernel_shape, Int:$offset_group, Ints:$pads,
+         Ints:$strides)>;
+def Tandem_Col2ImOp : Tandem_OnnxOp<"col2im", "Col2Im", "18",
+    "sum the column blocks of [N, C * prod(block), L] back into an image of image_shape",
+    (ins Ints:$dilations, Ints:$pads, Ints:$strides)>;
 def Tandem_ConvTransposeOp : Tandem_OnnxOp<"conv_transpose", "ConvTranspose", "11",
     "N-D transposed convolution",
     (ins Str:$auto_pad, Ints:$dilations, Int:$group, Ints:$kernel_shape, Ints:$output_padding,
@@ -506,6 +531,10 @@ def Tandem_ScatterElementsOp : Tandem_OnnxOp<"scatter_elements", "ScatterElement
 def Tandem_ScatterNDOp : Tandem_OnnxOp<"scatter_nd", "ScatterND", "16",
     "copy of data with update slices written (or reduced: add, mul) at index tuples",
     (ins Str:$reduction)>;
+def Tandem_TensorScatterOp : Tandem_OnnxOp<"tensor_scatter", "TensorScatter", "24",
+    "copy of past_cache with update written along `axis` from each batch's write index "
+    "(mode linear, or circular: modulo the cache length)",
+    (ins Int:$axis, Str:$mode)>;
 def Tandem_OneHotOp : Tandem_OnnxOp<"one_hot", "OneHot", "11",
     "values[1] at the indices along a new `axis` of size depth, values[0] elsewhere",
     (ins Int:$axis)>;

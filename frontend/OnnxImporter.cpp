@@ -23,6 +23,7 @@
 #include "frontend/OnnxTensor.h"
 #include "passes/Passes.h"
 #include "runtime/FileIO.h"
+#include "runtime/Half.h"
 #include "runtime/OpTable.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -163,6 +164,8 @@ class OnnxImporter {
                                        mlir::Attribute* out);
   mlir::LogicalResult normalise(int index, mlir::Location loc, NodeForm* f);
   mlir::LogicalResult normaliseNewer(int index, mlir::Location loc, NodeForm* f);
+  mlir::LogicalResult expandNewOp(int index, mlir::Location loc, const std::string& op,
+                                  NodeForm* f);
   mlir::LogicalResult checkDomain(int index);
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
@@ -1392,6 +1395,9 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
     auto ia = it == attrs.end() ? nullptr : llvm::dyn_cast<mlir::IntegerAttr>(it->second);
     return ia ? ia.getInt() : dflt;
   };
+  const std::string& original = graph_->node(index).op_type();
+  if (original == "Swish" || original == "CenterCropPad" || original == "AffineGrid")
+    return expandNewOp(index, loc, original, f);
   const std::string op = f->opType;
   const std::string label = op + "-" + std::to_string(newerOpVersion(op, opset_));
   for (const std::string& name : attributesAddedAfter17(op, opset_)) attrs.erase(name);
@@ -1501,6 +1507,161 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
   return mlir::success();
 }
 
+// Ops new after opset 17 that are compositions of table ops, built here so they run (and
+// fuse, and place) as those ops: f becomes the expansion's last op, the others are created.
+mlir::LogicalResult OnnxImporter::expandNewOp(int index, mlir::Location loc, const std::string& op,
+                                              NodeForm* f) {
+  auto& attrs = f->attrs;
+  auto hasInput = [&](size_t i) { return i < f->operands.size() && f->operands[i]; };
+  auto build = [&](NodeForm step) -> mlir::Value {
+    auto built = create(index, loc, step);
+    return mlir::failed(built) ? mlir::Value() : (*built)->getResult(0);
+  };
+  if (!hasInput(0)) return failNode(index, op + " needs input 0");
+  mlir::Value x = f->operands[0];
+  auto xt = llvm::dyn_cast<mlir::RankedTensorType>(x.getType());
+  if (!xt) return failNode(index, op + ": input 0 needs a known rank");
+  const DType dt = mlirToDType(xt.getElementType());
+  // A scalar of x's dtype (the 16-bit floats rounded to nearest even).
+  auto scalar = [&](double v) {
+    Tensor t = scalarOf(dt, v);
+    if (dt == DType::F16 || dt == DType::BF16)
+      *t.data<uint16_t>() = narrowFromDouble(v, dt == DType::BF16);
+    return createConstant(b_, loc, t);
+  };
+
+  if (op == "Swish") {
+    // Swish-24: x * Sigmoid(alpha * x), alpha default 1.
+    double alpha = 1.0;
+    auto it = attrs.find("alpha");
+    if (it != attrs.end()) {
+      if (auto fa = llvm::dyn_cast<mlir::FloatAttr>(it->second)) alpha = fa.getValueAsDouble();
+      attrs.erase(it);
+    }
+    if (!isFloat(dt)) return failNode(index, "Swish-24 needs a float input");
+    mlir::Value arg = x;
+    if (alpha != 1.0 && !(arg = build({"Mul", {x, scalar(alpha)}, {}, 1}))) return mlir::failure();
+    mlir::Value sig = build({"Sigmoid", {arg}, {}, 1});
+    if (!sig) return mlir::failure();
+    f->operands = {x, sig};
+    attrs.clear();
+    return mlir::success();
+  }
+
+  if (op == "CenterCropPad") {
+    // CenterCropPad-18: per axis, a longer dim is cropped from (d - s) / 2 (rounded down), a
+    // shorter one padded with zeros, (s - d) / 2 before (rounded down) and the rest after.
+    if (!hasInput(1)) return failNode(index, "CenterCropPad-18 needs input 1 (shape)");
+    Tensor shapeT;
+    if (!getConstantValue(f->operands[1], &shapeT) ||
+        (shapeT.dtype() != DType::I64 && shapeT.dtype() != DType::I32))
+      return failNode(index, "CenterCropPad-18: input 1 (shape) must be a constant of int64 or "
+                             "int32 values (computed at run time it is not supported)");
+    const int64_t rank = xt.getRank();
+    llvm::SmallVector<int64_t> axes;
+    auto it = attrs.find("axes");
+    if (it != attrs.end()) {
+      for (mlir::Attribute e : llvm::cast<mlir::ArrayAttr>(it->second))
+        axes.push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
+      attrs.erase(it);
+    } else {
+      for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+    }
+    if ((int64_t)axes.size() != shapeT.numel())
+      return failNode(index, "CenterCropPad-18: shape has " + std::to_string(shapeT.numel()) +
+                                 " values for " + std::to_string(axes.size()) + " axes");
+    llvm::SmallVector<int64_t> starts, ends, sliceAxes, pads(2 * rank, 0);
+    bool padded = false;
+    for (size_t k = 0; k < axes.size(); ++k) {
+      const int64_t a = axes[k] < 0 ? axes[k] + rank : axes[k];
+      const int64_t want = shapeT.dtype() == DType::I64 ? shapeT.data<int64_t>()[k]
+                                                         : shapeT.data<int32_t>()[k];
+      if (a < 0 || a >= rank || want < 0)
+        return failNode(index, "CenterCropPad-18: axis " + std::to_string(axes[k]) +
+                                   " or size " + std::to_string(want) + " is out of range");
+      if (xt.isDynamicDim(a))
+        return failNode(index, "CenterCropPad-18: dim " + std::to_string(a) +
+                                   " of the input must be known");
+      const int64_t d = xt.getDimSize(a);
+      if (want < d) {
+        starts.push_back((d - want) / 2);
+        ends.push_back((d - want) / 2 + want);
+        sliceAxes.push_back(a);
+      } else if (want > d) {
+        pads[a] = (want - d) / 2;
+        pads[a + rank] = want - d - pads[a];
+        padded = true;
+      }
+    }
+    mlir::Value v = x;
+    if (!starts.empty() && !(v = build({"Slice", {x, constInts(loc, starts), constInts(loc, ends),
+                                                  constInts(loc, sliceAxes)}, {}, 1})))
+      return mlir::failure();
+    f->operands = {v, constInts(loc, pads)};
+    attrs.clear();
+    if (!padded) f->opType = "Identity", f->operands = {v};
+    return mlir::success();
+  }
+
+  // AffineGrid-20: grid [N, (D,) H, W, k] = base [(D) H W, k + 1] x theta^T, the base grid's
+  // rows (x, y, (z,) 1) at -1 + 2i / (n - 1) (align_corners) or -1 + (2i + 1) / n.
+  if (!hasInput(1)) return failNode(index, "AffineGrid-20 needs input 1 (size)");
+  Tensor sizeT;
+  if (!getConstantValue(f->operands[1], &sizeT) || sizeT.dtype() != DType::I64 ||
+      (sizeT.numel() != 4 && sizeT.numel() != 5))
+    return failNode(index, "AffineGrid-20: input 1 (size) must be a constant int64 [N, C, H, W] "
+                           "or [N, C, D, H, W] (computed at run time it is not supported)");
+  if (dt != DType::F32 && dt != DType::F64)
+    return failNode(index, "AffineGrid-20: theta must be f32 or f64");
+  const bool align = [&] {
+    auto it = attrs.find("align_corners");
+    auto ia = it == attrs.end() ? nullptr : llvm::dyn_cast<mlir::IntegerAttr>(it->second);
+    return ia && ia.getInt() != 0;
+  }();
+  const int64_t* sz = sizeT.data<int64_t>();
+  const int64_t k = sizeT.numel() - 2;  // spatial dims: 2 or 3
+  std::vector<int64_t> spatial(sz + 2, sz + 2 + k);
+  if (xt.getRank() != 3 || (!xt.isDynamicDim(1) && xt.getDimSize(1) != k) ||
+      (!xt.isDynamicDim(2) && xt.getDimSize(2) != k + 1))
+    return failNode(index, "AffineGrid-20: theta must be [N, " + std::to_string(k) + ", " +
+                               std::to_string(k + 1) + "] for a size of " +
+                               std::to_string(sizeT.numel()) + " values");
+  int64_t points = 1;
+  for (int64_t d : spatial) {
+    if (d < 1) return failNode(index, "AffineGrid-20: size must be positive");
+    points *= d;
+  }
+  Tensor base = Tensor::alloc(dt, {points, k + 1});
+  for (int64_t p = 0; p < points; ++p) {
+    // p's index along each spatial dim, the last (W: x) fastest.
+    int64_t rest = p;
+    std::vector<double> coord(k);
+    for (int64_t d = k - 1; d >= 0; --d) {
+      const int64_t n = spatial[d], i = rest % n;
+      rest /= n;
+      coord[d] = align ? (n > 1 ? -1.0 + 2.0 * double(i) / double(n - 1) : -1.0)
+                       : -1.0 + (2.0 * double(i) + 1.0) / double(n);
+    }
+    // Row (x, y, (z,) 1): x is the last spatial dim's coordinate.
+    for (int64_t c = 0; c <= k; ++c) {
+      const double v = c == k ? 1.0 : coord[k - 1 - c];
+      if (dt == DType::F32) base.data<float>()[p * (k + 1) + c] = float(v);
+      else base.data<double>()[p * (k + 1) + c] = v;
+    }
+  }
+  llvm::SmallVector<int64_t> perm = {0, 2, 1};
+  mlir::Value thetaT = build({"Transpose", {x}, {{"perm", b_.getI64ArrayAttr(perm)}}, 1});
+  if (!thetaT) return mlir::failure();
+  mlir::Value grid = build({"MatMul", {createConstant(b_, loc, base), thetaT}, {}, 1});
+  if (!grid) return mlir::failure();
+  llvm::SmallVector<int64_t> outShape = {sz[0]};
+  outShape.append(spatial.begin(), spatial.end());
+  outShape.push_back(k);
+  f->operands = {grid, constInts(loc, outShape)};
+  attrs.clear();
+  return mlir::success();
+}
+
 mlir::LogicalResult OnnxImporter::buildReturn(mlir::func::FuncOp func,
                                               llvm::ArrayRef<mlir::Type> argTypes) {
   if (graph_->output_size() == 0) return fail("the graph has no outputs");
@@ -1522,10 +1683,14 @@ mlir::LogicalResult OnnxImporter::buildReturn(mlir::func::FuncOp func,
 }  // namespace
 
 // Scatter-9/-11 is ScatterElements without a reduction; Upsample-7/-9 is Resize with
-// asymmetric coordinates (and floor for nearest): normalise() rewrites their operands.
+// asymmetric coordinates (and floor for nearest): normalise() rewrites their operands. Ops new
+// after 17 that normaliseNewer builds from table ops are named by the op that ends the
+// expansion: Swish-24 (x * Sigmoid(alpha x)), CenterCropPad-18 (Slice, then Pad) and
+// AffineGrid-20 (MatMul of the base grid and theta^T, then Reshape).
 const std::string& onnxOpset17Name(const std::string& op) {
-  static const std::map<std::string, std::string> renamed = {{"Scatter", "ScatterElements"},
-                                                             {"Upsample", "Resize"}};
+  static const std::map<std::string, std::string> renamed = {
+      {"Scatter", "ScatterElements"}, {"Upsample", "Resize"}, {"Swish", "Mul"},
+      {"CenterCropPad", "Pad"},       {"AffineGrid", "Reshape"}};
   auto it = renamed.find(op);
   return it == renamed.end() ? op : it->second;
 }

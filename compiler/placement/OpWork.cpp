@@ -135,6 +135,33 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     w.cls = OpClass::Gemm;
     const TensorType* A = operand(in, 0);
     if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
+  } else if (op == "Attention") {
+    // Per batch, query head, query and key: Q K^T (2 D), the mask and softmax (about 6), P V
+    // (2 Dv). 4-D Q [B, Hq, Sq, D] and Y [B, Hq, Sq, Dv]; 3-D Q [B, Sq, Hq D] and Y
+    // [B, Sq, Hq Dv] with Hq = q_num_heads. T: K's sequence (plus past_key's).
+    w.cls = OpClass::Gemm;
+    const TensorType* Q = operand(in, 0);
+    const TensorType* K = operand(in, 1);
+    if (Q && K && !out.empty() && (Q->shape.size() == 3 || Q->shape.size() == 4) &&
+        K->shape.size() == Q->shape.size()) {
+      const size_t r = Q->shape.size();
+      double T = c.dim(*K, r - 2);
+      if (const TensorType* past = operand(in, 4)) T += c.dim(*past, 2);
+      const double heads = r == 4 ? c.dim(*Q, 1) : (double)std::max<int64_t>(1, attrs.getInt("q_num_heads", 1));
+      const double rows = c.dim(*Q, 0) * c.dim(*Q, r - 2) * (r == 4 ? heads : 1.0);
+      w.flops = rows * T * (2 * c.dim(*Q, r - 1) + 2 * c.dim(out[0], r - 1) + 6 * (r == 4 ? 1.0 : heads));
+    }
+  } else if (op == "DeformConv") {
+    // Conv's products, plus a bilinear sample (about 10 FLOPs) per input channel and tap of
+    // each output position: W [Cout, Cin/group, k...], X [N, Cin, ...], Y [N, Cout, ...].
+    w.cls = OpClass::Conv;
+    const TensorType* X = operand(in, 0);
+    const TensorType* W = operand(in, 1);
+    if (X && W && !out.empty()) {
+      const double taps = c.tailProduct(*W, 2);
+      const double positions = y / std::max(1.0, c.dim(out[0], 1));
+      w.flops = 2 * y * c.dim(*W, 1) * taps + 10 * positions * c.dim(*X, 1) * taps;
+    }
   } else if (op == "MatMulInteger" || op == "QLinearMatMul" || op == "QLinearMatMulBias") {
     // i32 multiply-adds over K, then (QLinear*) bias, scale, round and zero point per element.
     w.cls = OpClass::Gemm;

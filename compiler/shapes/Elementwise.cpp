@@ -132,6 +132,27 @@ std::string inferBitShift(const Ctx& c) {
   return "";
 }
 
+std::string inferBitwise(const Ctx& c) {
+  // BitwiseAnd/Or/Xor-18 (two operands, broadcast) and BitwiseNot-18 (one): integers of one dtype.
+  static const std::vector<DType> integers = {DType::I8,  DType::I16, DType::I32, DType::I64,
+                                              DType::U8,  DType::U16, DType::U32, DType::U64};
+  static const std::vector<const char*> names = {"A", "B"};
+  static const std::vector<const char*> notNames = {"X"};
+  const size_t arity = c.op == "BitwiseNot" ? 1 : 2;
+  const auto& nm = arity == 1 ? notNames : names;
+  if (auto e = checkArity(c, arity, arity, 1, 1, nm); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, integers, nm); !e.empty()) return e;
+  if (arity == 1) {
+    c.set(0, c.in[0].dtype, c.in[0].dims);
+    return "";
+  }
+  if (auto e = checkSameDType(c, 1, 0, nm); !e.empty()) return e;
+  std::vector<int64_t> dims;
+  if (auto e = broadcastAll(c, 0, nm, &dims); !e.empty()) return e;
+  c.set(0, c.in[0].dtype, dims);
+  return "";
+}
+
 std::string inferLogical(const Ctx& c) {
   // Not-1 (one operand), And/Or/Xor-7 (two, broadcast): bool in, bool out.
   static const std::vector<const char*> names = {"A", "B"};

@@ -315,4 +315,95 @@ std::string inferNonMaxSuppression(const Ctx& c) {
   return "";
 }
 
+std::string inferTensorScatter(const Ctx& c) {
+  // TensorScatter-24: update [B, ..., S, ...] written into past_cache [B, ..., M, ...] along
+  // `axis` (not 0) from write_indices [B] (i64; 0s when absent); the result is past_cache's.
+  static const std::vector<const char*> names = {"past_cache", "update", "write_indices"};
+  if (auto e = checkArity(c, 2, 3, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  const auto& p = c.in[0].dims;
+  const auto& u = c.in[1].dims;
+  if (p.size() < 2 || u.size() != p.size())
+    return c.fail("past_cache " + dimsStr(p) + " and update " + dimsStr(u) +
+                  " must have one rank of at least 2");
+  int64_t axis = 0;
+  if (auto e = normAxis(c, c.attrs.getInt("axis", -2), p.size(), "attribute axis", &axis); !e.empty())
+    return e;
+  if (axis == 0) return c.fail("attribute axis cannot be 0 (the batch dim)");
+  const std::string mode = c.attrs.getString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    return c.fail("attribute mode must be linear or circular, got '" + mode + "'");
+  for (size_t i = 0; i < p.size(); ++i) {
+    const bool ok = p[i] == kUnknownDim || u[i] == kUnknownDim ||
+                    ((int64_t)i == axis ? u[i] <= p[i] : u[i] == p[i]);
+    if (!ok)
+      return c.fail("update " + dimsStr(u) + " does not fit past_cache " + dimsStr(p) +
+                    " (dims other than axis " + std::to_string(axis) +
+                    " equal, the sequence no longer)");
+  }
+  if (c.has(2)) {
+    if (auto e = checkDTypeIn(c, 2, {DType::I64}, names); !e.empty()) return e;
+    const auto& w = c.in[2].dims;
+    if (w.size() != 1 || (w[0] != kUnknownDim && p[0] != kUnknownDim && w[0] != p[0]))
+      return c.fail("write_indices must be [batch], got " + dimsStr(w));
+  }
+  c.set(0, c.in[0].dtype, p);
+  return "";
+}
+
+std::string inferCol2Im(const Ctx& c) {
+  // Col2Im-18: input [N, C prod(block_shape), L], image_shape and block_shape (i64, one value
+  // per spatial dim) -> [N, C, image_shape...]; L must be the count of block positions.
+  static const std::vector<const char*> names = {"input", "image_shape", "block_shape"};
+  if (auto e = checkArity(c, 3, 3, 1, 1, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() != 3)
+    return c.fail("input must be [N, C * prod(block_shape), L], got " + dimsStr(x));
+  int64_t nImage = 0, nBlock = 0;
+  if (auto e = checkIntVector(c, 1, "image_shape", &nImage); !e.empty()) return e;
+  if (auto e = checkIntVector(c, 2, "block_shape", &nBlock); !e.empty()) return e;
+  bool imageKnown = false, blockKnown = false;
+  std::vector<int64_t> image, block;
+  if (auto e = readInts(c, 1, "image_shape", &imageKnown, &image); !e.empty()) return e;
+  if (auto e = readInts(c, 2, "block_shape", &blockKnown, &block); !e.empty()) return e;
+  const int64_t n = nImage != kUnknownDim ? nImage : nBlock;
+  if (n == kUnknownDim) return c.fail("image_shape needs a known length (the spatial rank)");
+  if (nBlock != kUnknownDim && nBlock != n)
+    return c.fail("image_shape has " + std::to_string(n) + " values but block_shape " +
+                  std::to_string(nBlock));
+  const auto strides = c.attrs.getInts("strides", std::vector<int64_t>(n, 1));
+  const auto dilations = c.attrs.getInts("dilations", std::vector<int64_t>(n, 1));
+  const auto pads = c.attrs.getInts("pads", std::vector<int64_t>(2 * n, 0));
+  if ((int64_t)strides.size() != n || (int64_t)dilations.size() != n ||
+      (int64_t)pads.size() != 2 * n)
+    return c.fail("attributes strides and dilations need " + std::to_string(n) +
+                  " values and pads " + std::to_string(2 * n));
+  std::vector<int64_t> y = {x[0], kUnknownDim};
+  for (int64_t i = 0; i < n; ++i) y.push_back(imageKnown ? image[i] : kUnknownDim);
+  if (blockKnown) {
+    int64_t taps = 1, blocks = 1;
+    for (int64_t i = 0; i < n; ++i) {
+      if (block[i] < 1 || strides[i] < 1 || dilations[i] < 1)
+        return c.fail("block_shape, strides and dilations must be >= 1");
+      taps *= block[i];
+      if (imageKnown) {
+        const int64_t span = image[i] + pads[i] + pads[i + n] - dilations[i] * (block[i] - 1) - 1;
+        if (span < 0)
+          return c.fail("block " + std::to_string(block[i]) + " (dilated) does not fit image dim " +
+                        std::to_string(image[i]) + " with its pads");
+        blocks *= span / strides[i] + 1;
+      }
+    }
+    if (x[1] != kUnknownDim && x[1] % taps != 0)
+      return c.fail("input's " + std::to_string(x[1]) + " rows are not a multiple of prod(block_shape) = " +
+                    std::to_string(taps));
+    if (x[1] != kUnknownDim) y[1] = x[1] / taps;
+    if (imageKnown && x[2] != kUnknownDim && x[2] != blocks)
+      return c.fail("input has " + std::to_string(x[2]) + " blocks (L) but image_shape and "
+                    "block_shape give " + std::to_string(blocks));
+  }
+  c.set(0, c.in[0].dtype, y);
+  return "";
+}
+
 }  // namespace tandem::shapes

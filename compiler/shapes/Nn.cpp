@@ -1,6 +1,9 @@
 // Shape functions of the NN ops: Conv-11, ConvTranspose-11, MaxPool-12, AveragePool-11,
 // GlobalAveragePool/GlobalMaxPool-1, BatchNormalization-15, LayerNormalization-17, and the
 // integer convolution ConvInteger-10 and QLinearConv-10.
+#include <algorithm>
+#include <tuple>
+
 #include "compiler/shapes/ShapeFns.h"
 
 namespace tandem::shapes {
@@ -436,6 +439,228 @@ std::string inferRmsNorm(const Ctx& c) {
       !e.empty())
     return c.fail(e);
   c.set(0, c.in[0].dtype, x);
+  return "";
+}
+
+namespace {
+
+// a and b are the same dim or either is unknown.
+bool sameDim(int64_t a, int64_t b) { return a == kUnknownDim || b == kUnknownDim || a == b; }
+int64_t knownOr(int64_t a, int64_t b) { return a != kUnknownDim ? a : b; }
+int64_t mulDims(int64_t a, int64_t b) {
+  return a == kUnknownDim || b == kUnknownDim ? kUnknownDim : a * b;
+}
+int64_t divDims(int64_t a, int64_t b) {
+  return a == kUnknownDim || b == kUnknownDim || b == 0 ? kUnknownDim : a / b;
+}
+
+}  // namespace
+
+std::string inferAttention(const Ctx& c) {
+  // Attention-23/-24/-25. 4-D: Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv];
+  // 3-D: Q [B, Sq, Hq D], K [B, Skv, Hkv D], V [B, Skv, Hkv Dv] with q_num_heads and
+  // kv_num_heads. past_key [B, Hkv, P, D], past_value [B, Hkv, P, Dv]. Results: Y (Q's layout,
+  // Dv features a head), present_key/value [B, Hkv, P + Skv, D|Dv], qk_matmul_output
+  // [B, Hq, Sq, P + Skv].
+  static const std::vector<const char*> names = {"Q", "K", "V", "attn_mask", "past_key",
+                                                 "past_value", "nonpad_kv_seqlen"};
+  if (auto e = checkArity(c, 3, 7, 1, 4, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  for (size_t i : {1, 2, 4, 5})
+    if (c.has(i))
+      if (auto e = checkSameDType(c, i, 0, names); !e.empty()) return e;
+  const auto& q = c.in[0].dims;
+  const auto& k = c.in[1].dims;
+  const auto& v = c.in[2].dims;
+  const size_t r = q.size();
+  if ((r != 3 && r != 4) || k.size() != r || v.size() != r)
+    return c.fail("Q, K and V must all be 3-D or all 4-D, got " + dimsStr(q) + ", " + dimsStr(k) +
+                  ", " + dimsStr(v));
+  int64_t hq, hkv, d, dv;
+  if (r == 4) {
+    hq = q[1];
+    hkv = k[1];
+    d = q[3];
+    dv = v[3];
+    if (!sameDim(k[1], v[1]) || !sameDim(k[2], v[2]))
+      return c.fail("K " + dimsStr(k) + " and V " + dimsStr(v) + " must agree in heads and sequence");
+    if (!sameDim(k[3], d))
+      return c.fail("K's head size " + std::to_string(k[3]) + " is not Q's " + std::to_string(d));
+  } else {
+    hq = c.attrs.getInt("q_num_heads", 0);
+    hkv = c.attrs.getInt("kv_num_heads", 0);
+    if (hq < 1 || hkv < 1)
+      return c.fail("3-D Q, K and V need attributes q_num_heads and kv_num_heads (>= 1)");
+    for (auto [dims, heads, what] : {std::tuple{&q, hq, "Q"}, std::tuple{&k, hkv, "K"},
+                                     std::tuple{&v, hkv, "V"}})
+      if ((*dims)[2] != kUnknownDim && (*dims)[2] % heads != 0)
+        return c.fail(std::string(what) + "'s " + std::to_string((*dims)[2]) +
+                      " features are not a multiple of its " + std::to_string(heads) + " heads");
+    d = divDims(q[2], hq);
+    dv = divDims(v[2], hkv);
+    if (!sameDim(divDims(k[2], hkv), d))
+      return c.fail("K's head size " + std::to_string(divDims(k[2], hkv)) + " is not Q's " +
+                    std::to_string(d));
+    if (!sameDim(k[1], v[1]))
+      return c.fail("K " + dimsStr(k) + " and V " + dimsStr(v) + " must agree in sequence length");
+  }
+  if (hq != kUnknownDim && hkv != kUnknownDim && (hkv < 1 || hq % hkv != 0))
+    return c.fail("q_num_heads " + std::to_string(hq) + " is not a multiple of kv_num_heads " +
+                  std::to_string(hkv));
+  const int64_t batch = knownOr(q[0], knownOr(k[0], v[0]));
+  const int64_t sq = r == 4 ? q[2] : q[1];
+  const int64_t skv = r == 4 ? k[2] : k[1];
+  int64_t past = 0;
+  if (c.has(4) != c.has(5))
+    return c.fail("past_key and past_value must be given together");
+  if (c.has(4)) {
+    const auto& pk = c.in[4].dims;
+    const auto& pv = c.in[5].dims;
+    if (pk.size() != 4 || pv.size() != 4 || !sameDim(pk[1], hkv) || !sameDim(pk[3], d) ||
+        !sameDim(pv[1], hkv) || !sameDim(pv[3], dv) || !sameDim(pk[2], pv[2]))
+      return c.fail("past_key " + dimsStr(pk) + " and past_value " + dimsStr(pv) +
+                    " must be [B, kv_num_heads, P, head size]");
+    past = pk[2];
+    if (c.has(6)) return c.fail("nonpad_kv_seqlen cannot be used with past_key and past_value");
+  }
+  if (c.has(6)) {
+    if (auto e = checkDTypeIn(c, 6, {DType::I64}, names); !e.empty()) return e;
+    if (c.in[6].dims.size() != 1 || !sameDim(c.in[6].dims[0], batch))
+      return c.fail("nonpad_kv_seqlen must be [batch], got " + dimsStr(c.in[6].dims));
+  }
+  const int64_t total = past == kUnknownDim || skv == kUnknownDim ? kUnknownDim : past + skv;
+  if (c.has(3)) {
+    const DType mt = c.in[3].dtype;
+    if (mt != DType::Bool && mt != c.in[0].dtype)
+      return c.fail(std::string("attn_mask must be bool or Q's dtype, got ") + dtypeName(mt));
+    const auto& m = c.in[3].dims;
+    const std::vector<int64_t> full = {batch, hq, sq, total};
+    if (m.empty() || m.size() > 4)
+      return c.fail("attn_mask must have rank 1 to 4, got " + dimsStr(m));
+    for (size_t j = 0; j < m.size(); ++j) {
+      const int64_t want = full[4 - m.size() + j];
+      const bool last = j + 1 == m.size();
+      if (m[j] == kUnknownDim || want == kUnknownDim || m[j] == 1 || m[j] == want ||
+          (last && m[j] < want))
+        continue;
+      return c.fail("attn_mask " + dimsStr(m) + " does not broadcast to [batch, q_num_heads, "
+                    "q_sequence, total_sequence] = " + dimsStr(full));
+    }
+  }
+  const int64_t mode = c.attrs.getInt("qk_matmul_output_mode", 0);
+  if (mode < 0 || mode > 3)
+    return c.fail("attribute qk_matmul_output_mode " + std::to_string(mode) + " must be 0 to 3");
+  if (c.attrs.has("softmax_precision")) {
+    const int64_t p = c.attrs.getInt("softmax_precision", 1);
+    if (p != 1 && p != 10 && p != 11 && p != 16)
+      return c.fail("attribute softmax_precision " + std::to_string(p) +
+                    " must be 1 (float), 10 (float16), 11 (double) or 16 (bfloat16)");
+  }
+  const DType t = c.in[0].dtype;
+  if (r == 4) c.set(0, t, {batch, hq, sq, dv});
+  else c.set(0, t, {batch, sq, mulDims(hq, dv)});
+  if (c.numResults > 1) c.set(1, t, {batch, hkv, total, d});
+  if (c.numResults > 2) c.set(2, t, {batch, hkv, total, dv});
+  if (c.numResults > 3) c.set(3, t, {batch, hq, sq, total});
+  return "";
+}
+
+std::string inferRotaryEmbedding(const Ctx& c) {
+  // RotaryEmbedding-23: X [B, H, S, head] or [B, S, H head] (num_heads); cos_cache and
+  // sin_cache [max position + 1, rotary / 2] with position_ids [B, S], else [B, S, rotary / 2].
+  static const std::vector<const char*> names = {"X", "cos_cache", "sin_cache", "position_ids"};
+  if (auto e = checkArity(c, 3, 4, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  for (size_t i : {1, 2})
+    if (auto e = checkSameDType(c, i, 0, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() != 3 && x.size() != 4)
+    return c.fail("X must be [batch, heads, sequence, head size] or [batch, sequence, hidden], got " +
+                  dimsStr(x));
+  const int64_t heads = c.attrs.getInt("num_heads", 0);
+  if (x.size() == 3 && heads < 1) return c.fail("a 3-D X needs attribute num_heads (>= 1)");
+  if (x.size() == 3 && x[2] != kUnknownDim && x[2] % heads != 0)
+    return c.fail("X's hidden size " + std::to_string(x[2]) + " is not a multiple of num_heads " +
+                  std::to_string(heads));
+  const int64_t head = x.size() == 4 ? x[3] : divDims(x[2], heads);
+  const int64_t batch = x[0], seq = x.size() == 4 ? x[2] : x[1];
+  int64_t rot = c.attrs.getInt("rotary_embedding_dim", 0);
+  if (rot == 0) rot = head;
+  if (rot != kUnknownDim && (rot < 0 || rot % 2 != 0 || (head != kUnknownDim && rot > head)))
+    return c.fail("the rotary dim " + std::to_string(rot) + " must be even and at most the head size " +
+                  std::to_string(head));
+  const int64_t half = rot == kUnknownDim ? kUnknownDim : rot / 2;
+  const auto& cs = c.in[1].dims;
+  if (c.has(3)) {
+    if (auto e = checkDTypeIn(c, 3, {DType::I64}, names); !e.empty()) return e;
+    const auto& p = c.in[3].dims;
+    if (p.size() != 2 || !sameDim(p[0], batch) || !sameDim(p[1], seq))
+      return c.fail("position_ids must be [batch, sequence] = " + dimsStr({batch, seq}) + ", got " +
+                    dimsStr(p));
+    if (cs.size() != 2 || !sameDim(cs[1], half))
+      return c.fail("with position_ids, cos_cache must be [max position + 1, " + std::to_string(half) +
+                    "], got " + dimsStr(cs));
+  } else if (cs.size() != 3 || !sameDim(cs[0], batch) || !sameDim(cs[1], seq) ||
+             !sameDim(cs[2], half)) {
+    return c.fail("without position_ids, cos_cache must be [batch, sequence, rotary dim / 2] = " +
+                  dimsStr({batch, seq, half}) + ", got " + dimsStr(cs));
+  }
+  if (c.in[2].dims != cs &&
+      !(c.in[2].dims.size() == cs.size() &&
+        std::equal(cs.begin(), cs.end(), c.in[2].dims.begin(), sameDim)))
+    return c.fail("sin_cache " + dimsStr(c.in[2].dims) + " must have cos_cache's shape " + dimsStr(cs));
+  c.set(0, c.in[0].dtype, x);
+  return "";
+}
+
+std::string inferDeformConv(const Ctx& c) {
+  // DeformConv-19, 2-D: X [N, C, H, W], W [oC, C / group, kH, kW], offset
+  // [N, offset_group kH kW 2, oH, oW], B [oC], mask [N, offset_group kH kW, oH, oW].
+  static const std::vector<const char*> names = {"X", "W", "offset", "B", "mask"};
+  if (auto e = checkArity(c, 3, 5, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  for (size_t i : {1, 2, 3, 4})
+    if (c.has(i))
+      if (auto e = checkSameDType(c, i, 0, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  const auto& wd = c.in[1].dims;
+  if (x.size() != 4 || wd.size() != 4)
+    return c.fail("only 2-D DeformConv is supported: X and W must be 4-D, got " + dimsStr(x) +
+                  " and " + dimsStr(wd));
+  const int64_t group = c.attrs.getInt("group", 1), og = c.attrs.getInt("offset_group", 1);
+  if (group < 1 || og < 1) return c.fail("attributes group and offset_group must be >= 1");
+  if (x[1] != kUnknownDim && wd[1] != kUnknownDim && x[1] != wd[1] * group)
+    return c.fail("X has " + std::to_string(x[1]) + " channels but W expects " +
+                  std::to_string(wd[1]) + " x group " + std::to_string(group));
+  if (x[1] != kUnknownDim && x[1] % og != 0)
+    return c.fail("X's " + std::to_string(x[1]) + " channels are not a multiple of offset_group " +
+                  std::to_string(og));
+  if (wd[0] != kUnknownDim && wd[0] % group != 0)
+    return c.fail("W's " + std::to_string(wd[0]) + " output channels are not a multiple of group " +
+                  std::to_string(group));
+  if (c.has(3) && (c.in[3].dims.size() != 1 || !sameDim(c.in[3].dims[0], wd[0])))
+    return c.fail("input 3 (B) must be [" + std::to_string(wd[0]) + "], got " + dimsStr(c.in[3].dims));
+  Window w;
+  if (auto e = kernelFromWeights(c, wd, &w); !e.empty()) return e;
+  if (auto e = readWindow(c, 2, &w); !e.empty()) return e;
+  if (w.autoPad != "NOTSET") return c.fail("DeformConv has no auto_pad");
+  std::vector<int64_t> y = {x[0], wd[0]};
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t o;
+    if (auto e = slidingOut(c, w, i, x[i + 2], false, &o); !e.empty()) return e;
+    y.push_back(o);
+  }
+  const int64_t taps = mulDims(w.kernel[0], w.kernel[1]);
+  const std::vector<int64_t> wantOffset = {x[0], mulDims(og, mulDims(taps, 2)), y[2], y[3]};
+  const std::vector<int64_t> wantMask = {x[0], mulDims(og, taps), y[2], y[3]};
+  for (auto [i, want] : {std::pair<size_t, const std::vector<int64_t>*>{2, &wantOffset},
+                         std::pair<size_t, const std::vector<int64_t>*>{4, &wantMask}}) {
+    if (!c.has(i)) continue;
+    const auto& got = c.in[i].dims;
+    if (got.size() != 4 || !std::equal(got.begin(), got.end(), want->begin(), sameDim))
+      return c.fail(operandLabel(i, names[i]) + " must be " + dimsStr(*want) + ", got " + dimsStr(got));
+  }
+  c.set(0, c.in[0].dtype, y);
   return "";
 }
 

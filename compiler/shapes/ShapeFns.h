@@ -79,6 +79,7 @@ std::string inferVariadic(const Ctx& c);      // Sum Mean Min Max
 std::string inferCompare(const Ctx& c);       // Equal Less Greater LessOrEqual GreaterOrEqual
 std::string inferMod(const Ctx& c);
 std::string inferBitShift(const Ctx& c);
+std::string inferBitwise(const Ctx& c);
 std::string inferLogical(const Ctx& c);       // Not And Or Xor
 std::string inferClassify(const Ctx& c);      // IsNaN IsInf
 std::string inferWhere(const Ctx& c);
@@ -108,10 +109,13 @@ std::string inferDynamicQuantizeMatMul(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);
+std::string inferAttention(const Ctx& c);
+std::string inferRotaryEmbedding(const Ctx& c);
 std::string inferDet(const Ctx& c);
 std::string inferSoftmax(const Ctx& c);       // Softmax LogSoftmax Hardmax
 // Nn.cpp
 std::string inferConv(const Ctx& c);
+std::string inferDeformConv(const Ctx& c);
 std::string inferConvTranspose(const Ctx& c);
 std::string inferConvInteger(const Ctx& c);
 std::string inferQLinearConv(const Ctx& c);
@@ -133,8 +137,10 @@ std::string inferGatherElements(const Ctx& c);
 std::string inferGatherND(const Ctx& c);
 std::string inferScatterElements(const Ctx& c);
 std::string inferScatterND(const Ctx& c);
+std::string inferTensorScatter(const Ctx& c);
 std::string inferOneHot(const Ctx& c);
 std::string inferDepthToSpace(const Ctx& c);
+std::string inferCol2Im(const Ctx& c);
 std::string inferSpaceToDepth(const Ctx& c);
 std::string inferReverseSequence(const Ctx& c);
 std::string inferTopK(const Ctx& c);

@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset23_attention, opset25_attention), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -38,11 +38,18 @@ run bf16_mlp 3e-2 2e-2 --f16-rounding per-op
 # Opsets 18-25 (models/make_newer_opsets.py): Reduce*-18 with axes inputs and
 # noop_with_empty_axes, Split-18's num_outputs, Pad-18's axes, AveragePool-19 / Resize-18 /
 # QuantizeLinear-21 / Cast-19 with their new attributes at defaults, DFT-20, GridSample-20,
-# Pad-19 wrap, and the new ops Gelu-20, Mish-18, GroupNormalization-18/-21, RMSNormalization-23;
-# numpy references in f64, one f32 rounding (1.2e-7 measured).
+# Pad-19 wrap, and the new ops Gelu-20, Mish-18, GroupNormalization-18/-21, RMSNormalization-23,
+# Swish-24, Bitwise*-18, CenterCropPad-18, AffineGrid-20, Col2Im-18, DeformConv-19,
+# RotaryEmbedding-23, TensorScatter-24 and Attention-23/-25 (GQA, past/present cache, causal
+# offsets, bool/float/short masks, a fully masked row, softcap, nonpad_kv_seqlen, windows, the
+# four qk_matmul_output modes); numpy references in f64 (the rotary ones in f32, as ONNX's),
+# one f32 rounding (9.5e-7 measured, DeformConv's sums of 18 products).
 run opset18_ops 1e-6 1e-5
 run opset21_ops 1e-6 1e-5
 run opset23_ops 1e-6 1e-5
+run opset24_ops 1e-6 1e-5
+run opset23_attention 1e-6 1e-5
+run opset25_attention 1e-6 1e-5
 # LSTM in f32 against PyTorch eager: 7 steps of 2 layers, summation order differs (2e-8 measured).
 run lstm 1e-5 1e-4
 # int8: the reference follows the ONNX equations with ONNX Runtime's requantization rounding,

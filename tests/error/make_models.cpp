@@ -183,6 +183,33 @@ int main(int argc, char** argv) {
     ok &= writeModel("reduce18_runtime_axes.onnx", m);
   }
 
+  // Opset 23: Attention on 3-D Q, K, V without q_num_heads and kv_num_heads (the heads cannot
+  // be told from the shapes).
+  {
+    onnx::ModelProto m = newModel(23);
+    onnx::GraphProto* g = m.mutable_graph();
+    for (const char* name : {"q", "k", "v"}) addTensorValue(g->add_input(), name, {1, 4, 16});
+    addNode(g, "att", "Attention", {"q", "k", "v"}, {"y"});
+    addTensorValue(g->add_output(), "y", {1, 4, 16});
+    ok &= writeModel("attention3d_no_heads.onnx", m);
+  }
+  // Opset 18: CenterCropPad whose shape is a graph input (known only at run time).
+  {
+    onnx::ModelProto m = newModel(18);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {2, 6});
+    onnx::ValueInfoProto* shape = g->add_input();
+    shape->set_name("shape");
+    auto* tt = shape->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::INT64);
+    tt->mutable_shape()->add_dim()->set_dim_value(2);
+    addNode(g, "crop", "CenterCropPad", {"x", "shape"}, {"y"});
+    onnx::ValueInfoProto* y = g->add_output();
+    y->set_name("y");
+    y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    ok &= writeModel("centercroppad_runtime_shape.onnx", m);
+  }
+
   // A valid model whose bytes stop halfway through a 4 KB initializer: protobuf must see a
   // length-delimited field run past the end, whatever the exact cut.
   {

@@ -322,6 +322,7 @@ void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub
 void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
 void registerDnnlConcatKernels(KernelRegistry& r);    // DnnlConcat.cpp: Concat in host layout
 void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Transpose (reorder)
+void registerDnnlAttentionKernels(KernelRegistry& r); // DnnlAttention.cpp: Attention-23/-24/-25
 void registerDnnlQuantizedKernels(KernelRegistry& r); // DnnlQuantized.cpp: QLinearConv/MatMul, *Integer
 void registerDnnlRecurrentKernels(KernelRegistry& r); // DnnlRecurrent.cpp: RNN, GRU, LSTM
 

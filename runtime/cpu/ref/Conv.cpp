@@ -1,8 +1,10 @@
 // Reference convolution kernels: Conv-11 and ConvTranspose-11, N-D (any number of spatial dims),
 // groups, strides, dilations, explicit pads and auto_pad; ConvTranspose also output_padding and
-// output_shape.
+// output_shape. Col2Im-18 (N-D) and DeformConv-19 (2-D; the
+// columns' product through the AVX2 GEMM for f32 where it runs).
 #include <algorithm>
 
+#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -222,11 +224,182 @@ AcceptsFn acceptsFloatConv() {
   };
 }
 
+// ---- Col2Im-18: column blocks summed back into an image (N-D) ----------------------------
+
+// input [N, C prod(block), L] -> [N, C, image...]: row c prod(block) + k of column l (block
+// position l, row-major over the positions) adds into image point pos(l) * stride - pad_begin
+// + k * dilation (k, l as multi-indices); points in the padding are dropped.
+Status createCol2Im(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const Shape& ys = ctx.outputTypes[0].shape;
+  const Tensor* blockT = constInputAt(ctx, 2);
+  if (xs.size() != 3 || ys.size() < 3) return opError(ctx, "input must be [N, C * prod(block), L]");
+  const int64_t n = (int64_t)ys.size() - 2;
+  if (!blockT || blockT->numel() != n || blockT->dtype() != DType::I64)
+    return opError(ctx, "block_shape must be a constant i64 vector of one value per image dim "
+                        "(computed at run time it is not supported)");
+  const std::vector<int64_t> block(blockT->data<int64_t>(), blockT->data<int64_t>() + n);
+  const auto strides = ctx.attrs->getInts("strides", std::vector<int64_t>(n, 1));
+  const auto dilations = ctx.attrs->getInts("dilations", std::vector<int64_t>(n, 1));
+  const auto pads = ctx.attrs->getInts("pads", std::vector<int64_t>(2 * n, 0));
+  if ((int64_t)strides.size() != n || (int64_t)dilations.size() != n || (int64_t)pads.size() != 2 * n)
+    return opError(ctx, "strides, dilations and pads do not match the image rank");
+  const Shape image(ys.begin() + 2, ys.end());
+  std::vector<int64_t> positions(n);
+  int64_t taps = 1, L = 1;
+  for (int64_t d = 0; d < n; ++d) {
+    positions[d] = (image[d] + pads[d] + pads[d + n] - dilations[d] * (block[d] - 1) - 1) / strides[d] + 1;
+    taps *= block[d];
+    L *= positions[d];
+  }
+  if (xs[1] != ys[1] * taps || xs[2] != L)
+    return opError(ctx, "input " + shapeToString(xs) + " does not hold the blocks of image " +
+                            shapeToString(ys));
+  const int64_t planes = ys[0] * ys[1], pixels = numElements(image);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* x = in[0]->data<T>();
+      T* y = outs[0]->data<T>();
+      std::fill(y, y + planes * pixels, T(0));
+      std::vector<int64_t> k(n), l(n);
+      for (int64_t p = 0; p < planes; ++p)
+        for (int64_t kk = 0; kk < taps; ++kk) {
+          for (int64_t d = n - 1, r = kk; d >= 0; --d) k[d] = r % block[d], r /= block[d];
+          const T* row = x + (p * taps + kk) * L;
+          for (int64_t ll = 0; ll < L; ++ll) {
+            int64_t at = 0;
+            bool inside = true;
+            for (int64_t d = n - 1, r = ll, stride = 1; d >= 0; --d) {
+              const int64_t pos = (r % positions[d]) * strides[d] - pads[d] + k[d] * dilations[d];
+              r /= positions[d];
+              if (pos < 0 || pos >= image[d]) inside = false;
+              at += pos * stride;
+              stride *= image[d];
+            }
+            if (inside) y[p * pixels + at] += row[ll];
+          }
+        }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- DeformConv-19 (2-D) -------------------------------------------------------------------
+
+// X sampled bilinearly (zeros outside) at each tap moved by its offset, times the mask, into
+// columns [C / group taps, oH oW] per image and group; then W's rows times the columns, plus B.
+// offset is [N, offset_group, kH, kW, 2 (dy, dx), oH, oW], mask [N, offset_group, kH, kW, oH, oW]
+// (ONNX's reference, onnx/reference/ops/op_deform_conv.py; torchvision's deform_conv2d).
+Status createDeformConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() < 3) return opError(ctx, "expects inputs X, W and offset");
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const Shape& ws = ctx.inputTypes[1].shape;
+  const Shape& ys = ctx.outputTypes[0].shape;
+  if (xs.size() != 4 || ws.size() != 4) return opError(ctx, "only 2-D DeformConv is supported");
+  const int64_t group = ctx.attrs->getInt("group", 1), og = ctx.attrs->getInt("offset_group", 1);
+  const int64_t N = xs[0], C = xs[1], H = xs[2], Wd = xs[3], M = ws[0], kh = ws[2], kw = ws[3];
+  const int64_t oh = ys[2], ow = ys[3];
+  if (group < 1 || og < 1 || C != ws[1] * group || M % group || C % og)
+    return opError(ctx, "channels do not divide into group and offset_group");
+  const auto strides = ctx.attrs->getInts("strides", {1, 1});
+  const auto dil = ctx.attrs->getInts("dilations", {1, 1});
+  const auto pads = ctx.attrs->getInts("pads", {0, 0, 0, 0});
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4)
+    return opError(ctx, "strides, dilations and pads must have 2, 2 and 4 values");
+  const bool hasBias = inputPresent(ctx, 3), hasMask = inputPresent(ctx, 4);
+  const int64_t taps = kh * kw, P = oh * ow, Cg = C / group, Mg = M / group, Cog = C / og;
+  const int threads = std::max(1, ctx.threads);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      const T* Wt = in[1]->data<T>();
+      const T* off = in[2]->data<T>();
+      const T* bias = hasBias ? inputAt(in, 3)->data<T>() : nullptr;
+      const T* mask = hasMask ? inputAt(in, 4)->data<T>() : nullptr;
+      T* Y = outs[0]->data<T>();
+      parallelRanges(threads, N * group, 1, [&](int64_t begin, int64_t end) {
+        std::vector<T> cols(Cg * taps * P);
+        const bool fast = std::is_same_v<T, float> && avx2::available();
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t n = task / group, g = task % group;
+          for (int64_t cg = 0; cg < Cg; ++cg) {
+            const int64_t c = g * Cg + cg, o = c / Cog;
+            const T* plane = X + (n * C + c) * H * Wd;
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t tap = i * kw + j;
+                const T* dy = off + ((n * og + o) * taps * 2 + tap * 2) * P;
+                const T* dx = dy + P;
+                const T* mk = mask ? mask + ((n * og + o) * taps + tap) * P : nullptr;
+                T* col = cols.data() + (cg * taps + tap) * P;
+                for (int64_t y = 0; y < oh; ++y)
+                  for (int64_t x = 0; x < ow; ++x) {
+                    const int64_t q = y * ow + x;
+                    const double h = double(y * strides[0] - pads[0] + i * dil[0]) + double(dy[q]);
+                    const double w = double(x * strides[1] - pads[1] + j * dil[1]) + double(dx[q]);
+                    const double h0 = std::floor(h), w0 = std::floor(w);
+                    const double fh = h - h0, fw = w - w0;
+                    double v = 0;
+                    for (int a = 0; a < 2; ++a)
+                      for (int bb = 0; bb < 2; ++bb) {
+                        const int64_t hh = int64_t(h0) + a, ww = int64_t(w0) + bb;
+                        if (hh < 0 || hh >= H || ww < 0 || ww >= Wd) continue;
+                        v += (a ? fh : 1 - fh) * (bb ? fw : 1 - fw) * double(plane[hh * Wd + ww]);
+                      }
+                    col[q] = T(mk ? v * double(mk[q]) : v);
+                  }
+              }
+          }
+          const T* wg = Wt + g * Mg * Cg * taps;
+          T* yg = Y + (n * M + g * Mg) * P;
+          bool done = false;
+          if constexpr (std::is_same_v<T, float>) {
+            avx2::PackedB packed;
+            if (fast && packed.pack(cols.data(), Cg * taps, P, P, 1)) {
+              avx2::sgemm(Mg, wg, Cg * taps, packed, yg, P, avx2::GemmEpilogue{}, 0, packed.panels());
+              if (bias)
+                for (int64_t m = 0; m < Mg; ++m)
+                  for (int64_t q = 0; q < P; ++q) yg[m * P + q] += bias[g * Mg + m];
+              done = true;
+            }
+          }
+          for (int64_t m = 0; m < Mg && !done; ++m) {
+            std::vector<double> acc(P, bias ? double(bias[g * Mg + m]) : 0.0);
+            for (int64_t kk = 0; kk < Cg * taps; ++kk) {
+              const double wv = double(wg[m * Cg * taps + kk]);
+              const T* col = cols.data() + kk * P;
+              for (int64_t q = 0; q < P; ++q) acc[q] += wv * double(col[q]);
+            }
+            for (int64_t q = 0; q < P; ++q) yg[m * P + q] = T(acc[q]);
+          }
+        }
+      });
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
 }  // namespace
 
 void registerConvKernels(KernelRegistry& r) {
   addRef(r, "Conv", acceptsFloatConv(), "f32,f64", createConv);
   addRef(r, "ConvTranspose", acceptsFloatConv(), "f32,f64", createConvTranspose);
+  addRef(r, "DeformConv", acceptsAllSame(floatTypes()), "f32,f64", createDeformConv);
+  addRef(
+      r, "Col2Im",
+      [](const std::vector<DType>& in) {
+        return in.size() == 3 && contains(floatTypes(), in[0]) && in[1] == DType::I64 &&
+               in[2] == DType::I64;
+      },
+      "input f32,f64; image_shape and block_shape i64", createCol2Im);
 }
 
 }  // namespace ref

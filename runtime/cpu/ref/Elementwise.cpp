@@ -1,6 +1,6 @@
 // Reference elementwise kernels: unary math (from the op table's formulas) and activations,
 // binary arithmetic, Mod and comparisons with ONNX multidirectional broadcasting, logic and
-// BitShift, IsNaN/IsInf, variadic Min/Max/Sum/Mean, Where, PRelu, Clip (opset 17).
+// BitShift, Bitwise*-18, IsNaN/IsInf, variadic Min/Max/Sum/Mean, Where, PRelu, Clip (opset 17).
 #include <algorithm>
 
 #include "runtime/Half.h"
@@ -449,6 +449,64 @@ Status createBitShift(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return makeKernel(out, std::move(fn));
 }
 
+// ---- BitwiseAnd/Or/Xor/Not-18: the integer dtypes ----------------------------------------
+
+const std::vector<DType>& integerTypes() {
+  static const std::vector<DType> t = {DType::I8, DType::I16, DType::I32, DType::I64,
+                                       DType::U8, DType::U16, DType::U32, DType::U64};
+  return t;
+}
+
+/// Calls f(T{}) for the integer dtypes of integerTypes().
+template <typename F>
+bool dispatchInteger(DType t, F&& f) {
+  switch (t) {
+    case DType::I8: f(int8_t{}); return true;
+    case DType::I16: f(int16_t{}); return true;
+    case DType::I32: f(int32_t{}); return true;
+    case DType::I64: f(int64_t{}); return true;
+    case DType::U8: f(uint8_t{}); return true;
+    case DType::U16: f(uint16_t{}); return true;
+    case DType::U32: f(uint32_t{}); return true;
+    case DType::U64: f(uint64_t{}); return true;
+    default: return false;
+  }
+}
+
+Status createBitwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  RunFn fn;
+  if (ctx.opType == "BitwiseNot") {
+    TANDEM_RETURN_IF_ERROR(checkSameShape(ctx));
+    dispatchInteger(ctx.inputTypes[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      fn = [](const Inputs& in, const Outputs& outs) -> Status {
+        const T* x = in[0]->data<T>();
+        T* y = outs[0]->data<T>();
+        for (int64_t i = 0, n = in[0]->numel(); i < n; ++i) y[i] = T(~x[i]);
+        return Status::ok();
+      };
+    });
+  } else {
+    std::shared_ptr<Broadcast2> bc;
+    TANDEM_RETURN_IF_ERROR(prepareBinary(ctx, &bc));
+    const int op = ctx.opType == "BitwiseAnd" ? 0 : ctx.opType == "BitwiseOr" ? 1 : 2;
+    dispatchInteger(ctx.inputTypes[0].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      fn = [bc, op](const Inputs& in, const Outputs& outs) -> Status {
+        const T* a = in[0]->data<T>();
+        const T* b = in[1]->data<T>();
+        T* y = outs[0]->data<T>();
+        if (op == 0) applyBinary(*bc, a, b, y, [](T u, T v) { return T(u & v); });
+        else if (op == 1) applyBinary(*bc, a, b, y, [](T u, T v) { return T(u | v); });
+        else applyBinary(*bc, a, b, y, [](T u, T v) { return T(u ^ v); });
+        return Status::ok();
+      };
+    });
+  }
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
 // ---- IsNaN-13, IsInf-10: float in, bool out ------------------------------------------------
 
 Status createClassify(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
@@ -706,6 +764,8 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "Xor", acceptsAllSame(B), "bool", logicFactory(LogicOp::Xor));
   addRef(r, "BitShift", acceptsAllSame(unsignedTypes()), dtypesToText(unsignedTypes()),
          createBitShift);
+  for (const char* op : {"BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"})
+    addRef(r, op, acceptsAllSame(integerTypes()), dtypesToText(integerTypes()), createBitwise);
   addRef(r, "Min", acceptsAllSame(wide), dtypesToText(wide), viaF32(foldFactory(FoldOp::Min)));
   addRef(r, "Max", acceptsAllSame(wide), dtypesToText(wide), viaF32(foldFactory(FoldOp::Max)));
   addRef(r, "Sum", acceptsAllSame(N), dtypesToText(N), foldFactory(FoldOp::Sum));

@@ -236,6 +236,7 @@ void registerQuantizeKernels(KernelRegistry& r);     // Quantize.cpp
 void registerQuantizedMathKernels(KernelRegistry& r);  // QuantizedMath.cpp
 void registerRecurrentKernels(KernelRegistry& r);    // Recurrent.cpp
 void registerSignalKernels(KernelRegistry& r);       // Signal.cpp
+void registerAttentionKernels(KernelRegistry& r);    // Attention.cpp
 void registerFusedKernels(KernelRegistry& r);        // Fused.cpp: "Fused" (unfused composite, element-wise loop)
 
 // ---- shapes, axes, index iteration ---------------------------------------------------------

@@ -27,6 +27,7 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerQuantizedMathKernels(r);
   ref::registerRecurrentKernels(r);
   ref::registerSignalKernels(r);
+  ref::registerAttentionKernels(r);
   ref::registerFusedKernels(r);
 }
 

@@ -1,7 +1,7 @@
 // Reference kernels that gather, scatter or select elements by index or by value:
 // GatherElements-13, ScatterElements-16, GatherND-13, ScatterND-16, OneHot-11, DepthToSpace-13,
 // SpaceToDepth-13, ReverseSequence-10, TopK-11, and the value-sized Compress-11, NonZero-13,
-// Unique-11, NonMaxSuppression-11 (runtime/DataDependent.h: their results were sized at compile
+// Unique-11, NonMaxSuppression-11, TensorScatter-24 (runtime/DataDependent.h: their results were sized at compile
 // time from constant operands, and run() checks the values still give that size; or, in a
 // dynamic region, the result type has an unknown dim and run() allocates it at the selected size).
 #include <algorithm>
@@ -652,6 +652,47 @@ AcceptsFn acceptsDataAndIndex(size_t indexPos, const std::vector<DType>& data) {
 
 }  // namespace
 
+// ---- TensorScatter-24: a KV cache's update, bytes per row ---------------------------------
+
+// present = past_cache with update[b, ..., s, ...] written at sequence position
+// write_indices[b] + s along `axis` (linear: must fit; circular: modulo the cache length).
+// Runs in place when the executor gives present past_cache's buffer (kInPlace).
+Status createTensorScatter(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& ps = ctx.inputTypes[0].shape;
+  const Shape& us = ctx.inputTypes[1].shape;
+  int64_t axis;
+  if (!normalizeAxis(ctx.attrs->getInt("axis", -2), (int64_t)ps.size(), &axis) || axis == 0)
+    return opError(ctx, "axis must be in [1, rank) (not the batch dim)");
+  if (us.size() != ps.size()) return opError(ctx, "update must have past_cache's rank");
+  const bool circular = ctx.attrs->getString("mode", "linear") == "circular";
+  const int64_t batch = ps[0], pre = product(ps, 1, axis), cache = ps[axis], seq = us[axis];
+  const int64_t rowBytes = product(ps, axis + 1, (int64_t)ps.size()) * dtypeSize(ctx.inputTypes[0].dtype);
+  const bool hasIndices = inputPresent(ctx, 2);
+  OpName name(ctx);
+  return makeKernel(out, [=](const Inputs& in, const Outputs& outs) -> Status {
+    const char* past = static_cast<const char*>(in[0]->raw());
+    const char* upd = static_cast<const char*>(in[1]->raw());
+    char* y = static_cast<char*>(outs[0]->raw());
+    if (y != past) std::memcpy(y, past, in[0]->bytes());
+    const Tensor* idx = hasIndices ? inputAt(in, 2) : nullptr;
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t start = idx ? idx->data<int64_t>()[b] : 0;
+      if (start < 0 || (!circular && start + seq > cache) || (circular && cache == 0 && seq > 0))
+        return opError(name, "write index " + std::to_string(start) + " of batch " +
+                                 std::to_string(b) + " with " + std::to_string(seq) +
+                                 " updates does not fit the cache of " + std::to_string(cache) +
+                                 (circular ? "" : " (mode linear)"));
+      for (int64_t o = 0; o < pre; ++o)
+        for (int64_t s = 0; s < seq; ++s) {
+          const int64_t pos = circular ? (start + s) % cache : start + s;
+          std::memcpy(y + ((b * pre + o) * cache + pos) * rowBytes,
+                      upd + ((b * pre + o) * seq + s) * rowBytes, rowBytes);
+        }
+    }
+    return Status::ok();
+  });
+}
+
 void registerSelectionKernels(KernelRegistry& r) {
   const std::string all = dtypesToText(allTypes());
   auto anyData = [](const std::vector<DType>& in) { return !in.empty() && contains(allTypes(), in[0]); };
@@ -668,6 +709,18 @@ void registerSelectionKernels(KernelRegistry& r) {
   addRef(r, "SpaceToDepth", anyData, all,
          [](const KernelContext& c, std::unique_ptr<Kernel>* o) { return createBlocks(c, o, false); });
   addRef(r, "ReverseSequence", anyData, all, createReverseSequence);
+  // Bytes only, so the 16-bit floats too.
+  std::vector<DType> cacheTypes = allTypes();
+  cacheTypes.push_back(DType::F16);
+  cacheTypes.push_back(DType::BF16);
+  addRef(
+      r, "TensorScatter",
+      [cacheTypes](const std::vector<DType>& in) {
+        return in.size() >= 2 && contains(cacheTypes, in[0]) && in[1] == in[0] &&
+               (in.size() < 3 || in[2] == DType::I64 || in[2] == DType::Undefined);
+      },
+      "past_cache and update " + dtypesToText(cacheTypes) + "; write_indices i64",
+      createTensorScatter);
   addRef(r, "TopK", numericTypes(), createTopK);
   addRef(r, "Compress", anyData, all, createCompress);
   addRef(r, "NonZero", anyData, all, createNonZero);

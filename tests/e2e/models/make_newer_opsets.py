@@ -43,21 +43,30 @@ import onnx
 
 
 def save(out_dir, name, opset, nodes, inits, x, outputs):
-    graph = helper.make_graph(
-        nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape)) for k, v in outputs],
-        inits)
+    """One model of input x (f32) and f32 outputs."""
+    save_io(out_dir, name, opset, nodes, inits, [("x", x)],
+            [(k, np.asarray(v, np.float32)) for k, v in outputs])
+
+
+def save_io(out_dir, name, opset, nodes, inits, inputs, outputs):
+    """One model; inputs and outputs are (name, array) pairs, typed by the arrays' dtypes."""
+    def info(k, v):
+        return helper.make_tensor_value_info(k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype],
+                                             list(v.shape))
+    graph = helper.make_graph(nodes, name, [info(k, v) for k, v in inputs],
+                              [info(k, v) for k, v in outputs], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     path = os.path.join(out_dir, name)
     d = os.path.join(path, "test_data_set_0")
     os.makedirs(d, exist_ok=True)
     onnx.save(model, os.path.join(path, "model.onnx"))
-    with open(os.path.join(d, "input_0.pb"), "wb") as f:
-        f.write(numpy_helper.from_array(x, "x").SerializeToString())
+    for k, (n, v) in enumerate(inputs):
+        with open(os.path.join(d, "input_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(v, n).SerializeToString())
     for k, (n, v) in enumerate(outputs):
         with open(os.path.join(d, "output_%d.pb" % k), "wb") as f:
-            f.write(numpy_helper.from_array(np.asarray(v, np.float32), n).SerializeToString())
+            f.write(numpy_helper.from_array(v, n).SerializeToString())
 
 
 def ints(name, v):
@@ -193,12 +202,332 @@ def opset23_ops(out_dir, rng):
     save(out_dir, "opset23_ops", 23, nodes, inits, x, [("rms", rms), ("rms2", rms2)])
 
 
+
+def rotary(x, cos, sin, pos=None, interleaved=0, rot=0, heads=0):
+    """RotaryEmbedding-23 as ONNX's operator doc writes it (X 4-D [B, H, S, hd] or 3-D)."""
+    shape = x.shape
+    if x.ndim == 4:
+        x = np.transpose(x, (0, 2, 1, 3))
+    else:
+        x = x.reshape(shape[0], shape[1], heads, shape[2] // heads)
+    hd = x.shape[3]
+    rot = rot or hd
+    xr, xn = x[..., :rot], x[..., rot:]
+    if pos is not None:
+        cos, sin = cos[pos], sin[pos]
+    cos, sin = cos[:, :, None, :], sin[:, :, None, :]
+    if interleaved:
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+    else:
+        x1, x2 = np.split(xr, 2, axis=-1)
+    real = cos * x1 - sin * x2
+    imag = sin * x1 + cos * x2
+    if interleaved:
+        xr = np.stack([real, imag], axis=-1).reshape(xr.shape)
+    else:
+        xr = np.concatenate([real, imag], axis=-1)
+    y = np.concatenate([xr, xn], axis=-1)
+    return y.reshape(shape) if len(shape) == 3 else np.transpose(y, (0, 2, 1, 3))
+
+
+def col2im(cols, image, block, strides, pads, dil):
+    """Col2Im-18 for 2-D images: every column entry added at its image point."""
+    n, rows, L = cols.shape
+    c = rows // (block[0] * block[1])
+    out = np.zeros((n, c) + tuple(image))
+    ph = (image[0] + pads[0] + pads[2] - dil[0] * (block[0] - 1) - 1) // strides[0] + 1
+    pw = (image[1] + pads[1] + pads[3] - dil[1] * (block[1] - 1) - 1) // strides[1] + 1
+    assert ph * pw == L
+    for ch in range(c):
+        for ki in range(block[0]):
+            for kj in range(block[1]):
+                r = (ch * block[0] + ki) * block[1] + kj
+                for l in range(L):
+                    y = (l // pw) * strides[0] - pads[0] + ki * dil[0]
+                    x = (l % pw) * strides[1] - pads[1] + kj * dil[1]
+                    if 0 <= y < image[0] and 0 <= x < image[1]:
+                        out[:, ch, y, x] += cols[:, r, l]
+    return out
+
+
+def deform_conv(x, w, off, b, mask, group, og, pads, strides, dil):
+    """DeformConv-19 (2-D) as ONNX's reference computes it: each tap sampled bilinearly (zeros
+    outside) at its position moved by (dy, dx), times the mask."""
+    n, c, h, wd = x.shape
+    oc, cg, kh, kw = w.shape
+    oh, ow = off.shape[2:]
+    off = off.reshape(n, og, kh, kw, 2, oh, ow)
+    mask = mask.reshape(n, og, kh, kw, oh, ow)
+    y = np.zeros((n, oc, oh, ow)) + b.reshape(1, -1, 1, 1)
+
+    def sample(plane, py, px):
+        y0, x0 = int(np.floor(py)), int(np.floor(px))
+        v = 0.0
+        for yy, wy in ((y0, y0 + 1 - py), (y0 + 1, py - y0)):
+            for xx, wx in ((x0, x0 + 1 - px), (x0 + 1, px - x0)):
+                if 0 <= yy < h and 0 <= xx < wd:
+                    v += wy * wx * plane[yy, xx]
+        return v
+    for bi in range(n):
+        for o in range(oc):
+            g = o // (oc // group)
+            for ci in range(cg):
+                ch = g * cg + ci
+                gi = ch // (c // og)
+                for i in range(oh):
+                    for j in range(ow):
+                        for a in range(kh):
+                            for bb in range(kw):
+                                py = i * strides[0] - pads[0] + a * dil[0] + off[bi, gi, a, bb, 0, i, j]
+                                px = j * strides[1] - pads[1] + bb * dil[1] + off[bi, gi, a, bb, 1, i, j]
+                                y[bi, o, i, j] += (w[o, ci, a, bb] * mask[bi, gi, a, bb, i, j] *
+                                                   sample(x[bi, ch], py, px))
+    return y
+
+
+def opset24_ops(out_dir, rng):
+    """(opset 24) inputs x f32 [2,3,4,5], xi i32 [2,4], xu u8 [6], theta f32 [2,2,3], cols f32
+    [2,8,15], dx f32 [1,4,5,5], off f32 [1,36,5,5], r4 f32 [1,2,3,8], r3 f32 [2,3,12], past f32
+    [2,2,5,3], upd f32 [2,2,2,3] ->
+      Swish-24 (alpha 1, and 0.5)                          -> swish, swish_a
+      BitwiseAnd/Or/Xor-18 (xi with [4] i32, broadcast), BitwiseNot-18 (xi, and xu)
+                                                           -> band, bor, bxor, bnot, bnot_u8
+      CenterCropPad-18 (shape [3, 7], axes [2, -1]; shape [2, 3, 5, 2], no axes)
+                                                           -> ccp, ccp_all
+      AffineGrid-20 (size [2,3,4,5], align_corners 0 and 1) -> grid0, grid1
+      Col2Im-18 (image [4,5], block [2,2], strides [1,2], pads [1,0,1,1]) -> im
+      DeformConv-19 (W [2,2,3,3], group 2, offset_group 2, pads 1, mask, B) -> dc
+      RotaryEmbedding-23 (4-D with position_ids; 3-D num_heads 2, rotary dim 4, interleaved)
+                                                           -> rope4, rope3
+      TensorScatter-24 (linear, write_indices [1, 3]; circular, [4, 0]) -> ts_lin, ts_circ"""
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    xi = rng.integers(-100, 100, (2, 4)).astype(np.int32)
+    xu = rng.integers(0, 256, 6).astype(np.uint8)
+    theta = rng.uniform(-1, 1, (2, 2, 3)).astype(np.float32)
+    cols = rng.standard_normal((2, 8, 15)).astype(np.float32)
+    dx = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    off = rng.uniform(-1.5, 1.5, (1, 36, 5, 5)).astype(np.float32)
+    r4 = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    r3 = rng.standard_normal((2, 3, 12)).astype(np.float32)
+    past = rng.standard_normal((2, 2, 5, 3)).astype(np.float32)
+    upd = rng.standard_normal((2, 2, 2, 3)).astype(np.float32)
+    bmask = np.array([0x0F, -16, 0x55, 7], np.int32)
+    dw = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    dmask = rng.uniform(0, 1, (1, 18, 5, 5)).astype(np.float32)
+    db = np.array([0.5, -0.25], np.float32)
+    ang4 = np.outer(np.arange(6), 1.0 / 10000 ** (np.arange(4) / 4)).astype(np.float32)
+    ang3 = rng.uniform(0, 3, (2, 3, 2)).astype(np.float32)
+    pos = np.array([[2, 0, 5]], np.int64)
+    nodes = [
+        helper.make_node("Swish", ["x"], ["swish"]),
+        helper.make_node("Swish", ["x"], ["swish_a"], alpha=0.5),
+        helper.make_node("BitwiseAnd", ["xi", "bmask"], ["band"]),
+        helper.make_node("BitwiseOr", ["xi", "bmask"], ["bor"]),
+        helper.make_node("BitwiseXor", ["xi", "bmask"], ["bxor"]),
+        helper.make_node("BitwiseNot", ["xi"], ["bnot"]),
+        helper.make_node("BitwiseNot", ["xu"], ["bnot_u8"]),
+        helper.make_node("CenterCropPad", ["x", "ccp_shape"], ["ccp"], axes=[2, -1]),
+        helper.make_node("CenterCropPad", ["x", "ccp_all_shape"], ["ccp_all"]),
+        helper.make_node("AffineGrid", ["theta", "size"], ["grid0"]),
+        helper.make_node("AffineGrid", ["theta", "size"], ["grid1"], align_corners=1),
+        helper.make_node("Col2Im", ["cols", "image", "block"], ["im"], strides=[1, 2],
+                         pads=[1, 0, 1, 1]),
+        helper.make_node("DeformConv", ["dx", "dw", "off", "db", "dmask"], ["dc"], group=2,
+                         offset_group=2, pads=[1, 1, 1, 1]),
+        helper.make_node("RotaryEmbedding", ["r4", "cos4", "sin4", "pos"], ["rope4"]),
+        helper.make_node("RotaryEmbedding", ["r3", "cos3", "sin3"], ["rope3"], num_heads=2,
+                         rotary_embedding_dim=4, interleaved=1),
+        helper.make_node("TensorScatter", ["past", "upd", "widx"], ["ts_lin"]),
+        helper.make_node("TensorScatter", ["past", "upd", "widx_c"], ["ts_circ"], mode="circular"),
+    ]
+    arr = numpy_helper.from_array
+    inits = [arr(bmask, "bmask"), ints("ccp_shape", [3, 7]), ints("ccp_all_shape", [2, 3, 5, 2]),
+             ints("size", [2, 3, 4, 5]), ints("image", [4, 5]), ints("block", [2, 2]),
+             arr(dw, "dw"), arr(db, "db"), arr(dmask, "dmask"),
+             arr(np.cos(ang4), "cos4"), arr(np.sin(ang4), "sin4"), arr(pos, "pos"),
+             arr(np.cos(ang3), "cos3"), arr(np.sin(ang3), "sin3"),
+             ints("widx", [1, 3]), ints("widx_c", [4, 0])]
+    xd = x.astype(np.float64)
+    ccp = np.pad(x[:, :, 0:3, :], ((0, 0), (0, 0), (0, 0), (1, 1)))
+    ccp_all = np.pad(x[:, :, :, 1:3], ((0, 0), (0, 0), (0, 1), (0, 0)))
+
+    def affine(align):
+        def lin(n):
+            i = np.arange(n)
+            return -1 + 2 * i / (n - 1) if align else -1 + (2 * i + 1) / n
+        ys, xs = np.meshgrid(lin(4), lin(5), indexing="ij")
+        base = np.stack([xs, ys, np.ones_like(xs)], axis=-1).reshape(-1, 3)
+        return np.einsum("pk,nck->npc", base, theta.astype(np.float64)).reshape(2, 4, 5, 2)
+    ts_lin = past.copy()
+    ts_circ = past.copy()
+    for b, (lin, circ) in enumerate(((1, 4), (3, 0))):
+        for s in range(2):
+            ts_lin[b, :, lin + s] = upd[b, :, s]
+            ts_circ[b, :, (circ + s) % 5] = upd[b, :, s]
+    f32 = np.float32
+    outputs = [
+        ("swish", (xd / (1 + np.exp(-xd))).astype(f32)),
+        ("swish_a", (xd / (1 + np.exp(-0.5 * xd))).astype(f32)),
+        ("band", xi & bmask), ("bor", xi | bmask), ("bxor", xi ^ bmask), ("bnot", ~xi),
+        ("bnot_u8", ~xu),
+        ("ccp", ccp), ("ccp_all", ccp_all),
+        ("grid0", affine(False).astype(f32)), ("grid1", affine(True).astype(f32)),
+        ("im", col2im(cols.astype(np.float64), (4, 5), (2, 2), (1, 2), (1, 0, 1, 1),
+                      (1, 1)).astype(f32)),
+        ("dc", deform_conv(dx.astype(np.float64), dw.astype(np.float64), off.astype(np.float64),
+                           db.astype(np.float64), dmask.astype(np.float64), 2, 2, (1, 1),
+                           (1, 1), (1, 1)).astype(f32)),
+        ("rope4", rotary(r4, np.cos(ang4), np.sin(ang4), pos).astype(f32)),
+        ("rope3", rotary(r3, np.cos(ang3), np.sin(ang3), None, 1, 4, 2).astype(f32)),
+        ("ts_lin", ts_lin), ("ts_circ", ts_circ),
+    ]
+    inputs = [("x", x), ("xi", xi), ("xu", xu), ("theta", theta), ("cols", cols), ("dx", dx),
+              ("off", off), ("r4", r4), ("r3", r3), ("past", past), ("upd", upd)]
+    save_io(out_dir, "opset24_ops", 24, nodes, inits, inputs, outputs)
+
+
+def attention(q, k, v, mask=None, past_k=None, past_v=None, nonpad=None, scale=None, causal=0,
+              qh=None, kvh=None, softcap=0.0, mode=0, left=-1, right=-1):
+    """Attention-25 as ONNX's reference computes it (onnx/reference/ops/op_attention.py, ONNX
+    1.23 errata: bottom-right causal alignment, fully masked rows 0), in f64. Returns Y,
+    present_key, present_value, qk_matmul_output."""
+    three = q.ndim == 3
+    if three:
+        def heads(t, h):
+            return t.reshape(t.shape[0], t.shape[1], h, -1).transpose(0, 2, 1, 3)
+        q, k, v = heads(q, qh), heads(k, kvh), heads(v, kvh)
+    scale = 1 / np.sqrt(q.shape[3]) if scale is None else scale
+    if past_k is not None:
+        k = np.concatenate([past_k, k], axis=2)
+        v = np.concatenate([past_v, v], axis=2)
+    present_k, present_v = k, v
+    sq, t = q.shape[2], k.shape[2]
+    bias = np.zeros((q.shape[0], q.shape[1], sq, t))
+    if mask is not None:
+        if mask.shape[-1] < t:
+            pad = [(0, 0)] * (mask.ndim - 1) + [(0, t - mask.shape[-1])]
+            mask = np.pad(mask, pad, constant_values=False if mask.dtype == bool else -np.inf)
+        bias = bias + (np.where(mask, 0.0, -np.inf) if mask.dtype == bool else mask)
+    offset = (past_k.shape[2] if past_k is not None else
+              (nonpad - sq) if nonpad is not None else np.zeros(q.shape[0], np.int64))
+    offset = np.broadcast_to(np.asarray(offset), (q.shape[0],))
+    i = np.arange(sq)[:, None]
+    j = np.arange(t)[None, :]
+    for b in range(q.shape[0]):
+        p = i + offset[b]
+        allowed = np.ones((sq, t), bool)
+        if causal:
+            allowed &= j <= p
+        if left >= 0:
+            allowed &= p - j <= left
+        if right >= 0:
+            allowed &= j - p <= right
+        if nonpad is not None:
+            allowed &= j < nonpad[b]
+        bias[b] = np.where(allowed, bias[b], -np.inf)
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    qk = scale * (q @ np.swapaxes(k, 2, 3))
+    out_qk = qk
+    if softcap > 0:
+        qk = softcap * np.tanh(qk / softcap)
+    if mode == 1:
+        out_qk = qk
+    logits = qk + bias
+    if mode == 2:
+        out_qk = logits
+    masked = np.isneginf(bias.max(axis=-1, keepdims=True))
+    m = np.where(masked, 0, logits.max(axis=-1, keepdims=True))
+    e = np.exp(logits - m)
+    probs = np.where(masked, 0, e / np.where(masked, 1, e.sum(axis=-1, keepdims=True)))
+    if mode == 3:
+        out_qk = probs
+    y = probs @ v
+    if three:
+        y = y.transpose(0, 2, 1, 3).reshape(y.shape[0], y.shape[2], -1)
+    return y, present_k, present_v, out_qk
+
+
+def attention_models(out_dir, rng):
+    """opset23_attention (opset 23): inputs q4 [2,4,3,8], k4 [2,2,5,8], v4 [2,2,5,6],
+    q3/k3/v3 [2,3,16], pk/pv [2,2,4,8], qs [1,2,3,4], ks/vs [1,2,4,4] ->
+      Attention (4-D GQA 4:2 heads, Dv 6, float mask [3,5])        -> a_y
+      Attention (the same, mask [1,3] shorter than the 5 keys)       -> a_short
+      Attention (3-D 2 heads, past 4, causal: offset 4; present key and value, qk mode 3)
+                                                                     -> c_y, c_pk, c_pv, c_qk
+      Attention (bool mask [1,1,3,4] with row 1 all false: a 0 row; scale 0.3, softcap 2,
+      qk mode 1)                                                     -> m_y, m_qk
+    opset25_attention (opset 25): inputs q [2,2,2,4], k/v [2,2,5,4], qw [1,1,4,4], kw/vw
+    [1,1,6,4] ->
+      Attention (causal, nonpad_kv_seqlen [3, 5]: offsets 1 and 3; qk mode 2) -> n_y, n_qk
+      Attention (left_window_size 1, right_window_size 0... 1)       -> w_y, w2_y"""
+    f = np.float32
+    q4 = rng.standard_normal((2, 4, 3, 8)).astype(f)
+    k4 = rng.standard_normal((2, 2, 5, 8)).astype(f)
+    v4 = rng.standard_normal((2, 2, 5, 6)).astype(f)
+    q3, k3, v3 = (rng.standard_normal((2, 3, 16)).astype(f) for _ in range(3))
+    pk, pv = (rng.standard_normal((2, 2, 4, 8)).astype(f) for _ in range(2))
+    qs = rng.standard_normal((1, 2, 3, 4)).astype(f)
+    ks, vs = (rng.standard_normal((1, 2, 4, 4)).astype(f) for _ in range(2))
+    fmask = rng.uniform(-1, 0, (3, 5)).astype(f)
+    smask = rng.uniform(-1, 0, (1, 3)).astype(f)
+    bmask = rng.uniform(0, 1, (1, 1, 3, 4)) > 0.3
+    bmask[0, 0, 1, :] = False
+    nodes = [
+        helper.make_node("Attention", ["q4", "k4", "v4", "fmask"], ["a_y"]),
+        helper.make_node("Attention", ["q4", "k4", "v4", "smask"], ["a_short"]),
+        helper.make_node("Attention", ["q3", "k3", "v3", "", "pk", "pv"],
+                         ["c_y", "c_pk", "c_pv", "c_qk"], is_causal=1, q_num_heads=2,
+                         kv_num_heads=2, qk_matmul_output_mode=3),
+        helper.make_node("Attention", ["qs", "ks", "vs", "bmask"], ["m_y", "", "", "m_qk"],
+                         scale=0.3, softcap=2.0, qk_matmul_output_mode=1),
+    ]
+    arr = numpy_helper.from_array
+    inits = [arr(fmask, "fmask"), arr(smask, "smask"), arr(bmask, "bmask")]
+    d = lambda a: a.astype(np.float64)  # noqa: E731
+    a_y = attention(d(q4), d(k4), d(v4), d(fmask))[0]
+    a_short = attention(d(q4), d(k4), d(v4), d(smask))[0]
+    c = attention(d(q3), d(k3), d(v3), None, d(pk), d(pv), causal=1, qh=2, kvh=2, mode=3)
+    m = attention(d(qs), d(ks), d(vs), bmask, scale=0.3, softcap=2.0, mode=1)
+    assert not m[0][0, :, 1].any()
+    outputs = [("a_y", a_y), ("a_short", a_short), ("c_y", c[0]), ("c_pk", c[1]), ("c_pv", c[2]),
+               ("c_qk", c[3]), ("m_y", m[0]), ("m_qk", m[3])]
+    inputs = [("q4", q4), ("k4", k4), ("v4", v4), ("q3", q3), ("k3", k3), ("v3", v3),
+              ("pk", pk), ("pv", pv), ("qs", qs), ("ks", ks), ("vs", vs)]
+    save_io(out_dir, "opset23_attention", 23, nodes, inits, inputs,
+            [(k, np.asarray(v, f)) for k, v in outputs])
+
+    q = rng.standard_normal((2, 2, 2, 4)).astype(f)
+    k, v = (rng.standard_normal((2, 2, 5, 4)).astype(f) for _ in range(2))
+    qw = rng.standard_normal((1, 1, 4, 4)).astype(f)
+    kw, vw = (rng.standard_normal((1, 1, 6, 4)).astype(f) for _ in range(2))
+    nonpad = np.array([3, 5], np.int64)
+    nodes = [
+        helper.make_node("Attention", ["q", "k", "v", "", "", "", "nonpad"], ["n_y", "", "", "n_qk"],
+                         is_causal=1, qk_matmul_output_mode=2),
+        helper.make_node("Attention", ["qw", "kw", "vw"], ["w_y"], left_window_size=1,
+                         right_window_size=0),
+        helper.make_node("Attention", ["qw", "kw", "vw"], ["w2_y"], left_window_size=2,
+                         right_window_size=1),
+    ]
+    n = attention(d(q), d(k), d(v), nonpad=nonpad, causal=1, mode=2)
+    # Mode 2 keeps -inf where the bias masks; the comparison needs finite values there too, so
+    # the masked entries are checked as they are (-inf on both sides).
+    outputs = [("n_y", n[0]), ("n_qk", n[3]),
+               ("w_y", attention(d(qw), d(kw), d(vw), left=1, right=0)[0]),
+               ("w2_y", attention(d(qw), d(kw), d(vw), left=2, right=1)[0])]
+    inputs = [("q", q), ("k", k), ("v", v), ("qw", qw), ("kw", kw), ("vw", vw)]
+    save_io(out_dir, "opset25_attention", 25, nodes, [arr(nonpad, "nonpad")], inputs,
+            [(k, np.asarray(v, f)) for k, v in outputs])
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     rng = np.random.default_rng(1818)
     opset18_ops(out_dir, rng)
     opset21_ops(out_dir, rng)
     opset23_ops(out_dir, rng)
+    opset24_ops(out_dir, rng)
+    attention_models(out_dir, rng)
 
 
 if __name__ == "__main__":

@@ -195,6 +195,13 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
       EXPECT_FALSE(d.accepts(std::vector<DType>(w + 1, DType::F32))) << d.opType;
       continue;
     }
+    // Attention (DnnlAttention.cpp) takes f32 Q, K, V, a bool mask and i64 nonpad_kv_seqlen.
+    if (d.opType == "Attention") {
+      EXPECT_TRUE(d.accepts({DType::F32, DType::F32, DType::F32, DType::Bool, DType::I64}));
+      EXPECT_FALSE(d.accepts({DType::F32, DType::F32}));
+      EXPECT_FALSE(d.accepts({DType::F64, DType::F64, DType::F64}));
+      continue;
+    }
     EXPECT_TRUE(d.accepts({DType::F32, DType::F32})) << d.opType;
     EXPECT_FALSE(d.accepts({DType::F64, DType::F64})) << d.opType;
     EXPECT_FALSE(d.accepts({DType::I64})) << d.opType;
@@ -204,7 +211,7 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
         "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "Softmax", "LogSoftmax",
         "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Clip", "Exp",
         "Sqrt", "Abs", "Neg", "Reciprocal", "Pow", "Add", "Sub", "Mul", "Div", "Min",
-        "Max", "Transpose"})
+        "Max", "Transpose", "Attention"})
     EXPECT_TRUE(ops.count(op)) << op << " not registered";
   EXPECT_TRUE(dnnlRegistry().supports("Pow", "cpu", {DType::F32, DType::I64}));
   EXPECT_FALSE(dnnlRegistry().supports("Erf", "cpu", {DType::F32}));

@@ -1,0 +1,182 @@
+// oneDNN Attention-23/-24/-25 for f32: the products of all heads as two batched dnnl::matmul
+// executions, S = Q K^T over [B, Hkv, G, Sq, D] x [B, Hkv, 1, D, T] (each KV head broadcast over
+// its G = Hq / Hkv query heads: MHA, GQA and MQA without copies) and Y = P V, with the row pass
+// of runtime/cpu/ref/Attention.h (scale, softcap, masks, softmax) between them over the
+// [B, Hq, Sq, T] scores in the thread workspace. The def's other variant is the reference
+// kernel (the AVX2 GEMM per head, K^T and V packed once per KV head): the loader times both on
+// the instance and keeps the faster (KernelDef::variants "dnnl", "ref").
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cpu/avx2/Sgemm.h"
+#include "runtime/cpu/dnnl/DnnlCommon.h"
+#include "runtime/cpu/ref/Attention.h"
+
+namespace tandem {
+namespace dnnlcpu {
+namespace {
+
+class AttentionKernel : public DnnlKernel {
+ public:
+  /// Builds the two matmuls; an error when the plan does not parse or oneDNN offers only its
+  /// reference matmul for these strides (the caller then keeps the reference kernel).
+  Status init(const KernelContext& ctx) {
+    TANDEM_RETURN_IF_ERROR(ref::planAttention(ctx, &p_));
+    name_ = std::make_unique<ref::OpName>(ctx);
+    const ref::AttentionPlan& p = p_;
+    const int64_t G = p.Hq / p.Hkv;
+    auto strided = [](const dims& d, const dims& s) {
+      return dnnl::memory::desc(d, dnnl::memory::data_type::f32, s);
+    };
+    // K and V rows: their own strides, or (with a past cache) [B, Hkv, T, D|Dv] blocks of
+    // present_key / present_value or of the workspace.
+    ref::HeadLayout k = p.k, v = p.v;
+    if (p.P > 0) {
+      k = {p.Hkv * p.T * p.D, p.T * p.D, p.D};
+      v = {p.Hkv * p.T * p.Dv, p.T * p.Dv, p.Dv};
+      if (!p.presentK) keysAt_ = ws_.add(p.B * p.Hkv * p.T * p.D * sizeof(float));
+      if (!p.presentV) valuesAt_ = ws_.add(p.B * p.Hkv * p.T * p.Dv * sizeof(float));
+    }
+    scoresAt_ = ws_.add(p.B * p.Hq * p.Sq * p.T * sizeof(float));
+    const dims sDims = {p.B, p.Hkv, G, p.Sq, p.T};
+    auto qMd = strided({p.B, p.Hkv, G, p.Sq, p.D}, {p.q.batch, G * p.q.head, p.q.head, p.q.row, 1});
+    auto kMd = strided({p.B, p.Hkv, 1, p.D, p.T}, {k.batch, k.head, k.head, 1, k.row});
+    auto vMd = strided({p.B, p.Hkv, 1, p.T, p.Dv}, {v.batch, v.head, v.head, v.row, 1});
+    auto yMd = strided({p.B, p.Hkv, G, p.Sq, p.Dv}, {p.y.batch, G * p.y.head, p.y.head, p.y.row, 1});
+    dnnl::engine& eng = cpuEngine();
+    dnnl::matmul::primitive_desc qkPd(dnnl::matmul::desc(qMd, kMd, plainDesc(sDims)), baseAttr(), eng);
+    dnnl::matmul::primitive_desc pvPd(dnnl::matmul::desc(plainDesc(sDims), vMd, yMd), baseAttr(), eng);
+    if (isReferenceImpl(qkPd) || isReferenceImpl(pvPd))
+      return Status::error(ctx.opType + " (dnnl): oneDNN has only its reference matmul for these "
+                           "strides");
+    qk_ = dnnl::matmul(qkPd);
+    pv_ = dnnl::matmul(pvPd);
+    q_ = dnnl::memory(qMd, eng, nullptr);
+    k_ = dnnl::memory(kMd, eng, nullptr);
+    s_ = dnnl::memory(plainDesc(sDims), eng, nullptr);
+    v_ = dnnl::memory(vMd, eng, nullptr);
+    y_ = dnnl::memory(yMd, eng, nullptr);
+    qkArgs_.add(DNNL_ARG_SRC, q_);
+    qkArgs_.add(DNNL_ARG_WEIGHTS, k_);
+    qkArgs_.add(DNNL_ARG_DST, s_);
+    qkScratch_.init(qkPd, &ws_, &qkArgs_);
+    pvArgs_.add(DNNL_ARG_SRC, s_);
+    pvArgs_.add(DNNL_ARG_WEIGHTS, v_);
+    pvArgs_.add(DNNL_ARG_DST, y_);
+    pvScratch_.init(pvPd, &ws_, &pvArgs_);
+    impl_ = std::string("dnnl:") + qkPd.impl_info_str();
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    const ref::AttentionPlan& p = p_;
+    const int64_t* nonpad = nullptr;
+    TANDEM_RETURN_IF_ERROR(ref::nonpadOf(p, *name_, in, &nonpad));
+    return guardRun("Attention", [&] {
+      ref::writePresent<float>(p, in, out);
+      char* ws = threadWorkspace(ws_.total());
+      const void* keys = in[1]->raw();
+      const void* values = in[2]->raw();
+      if (p.P > 0) {
+        keys = p.presentK ? out[1]->raw() : ws + keysAt_;
+        values = p.presentV ? out[2]->raw() : ws + valuesAt_;
+        if (!p.presentK || !p.presentV) gatherPast(in, ws);
+      }
+      float* scores = reinterpret_cast<float*>(ws + scoresAt_);
+      qkScratch_.bindBuffers(ws);
+      pvScratch_.bindBuffers(ws);
+      bind(q_, in[0]->raw());
+      bind(k_, keys);
+      bind(s_, scores);
+      bind(v_, values);
+      bind(y_, out[0]->raw());
+      qkArgs_.execute(qk_);
+      const bool fast = avx2::available();
+      ref::parallelRanges(p.threads, p.B * p.Hq, 1, [&](int64_t begin, int64_t end) {
+        std::vector<float> logits(p.T);
+        for (int64_t task = begin; task < end; ++task) {
+          float* rows = scores + task * p.Sq * p.T;
+          ref::attentionRows<float>(p, task / p.Hq, task % p.Hq, rows, rows, logits.data(), in,
+                                    nonpad, out, fast);
+        }
+      });
+      pvArgs_.execute(pv_);
+      return Status::ok();
+    });
+  }
+
+ private:
+  // Past then new rows into the workspace blocks of the keys / values not written as present.
+  void gatherPast(const std::vector<const Tensor*>& in, char* ws) const {
+    const ref::AttentionPlan& p = p_;
+    auto gather = [&](const Tensor* past, const float* cur, const ref::HeadLayout& cl,
+                      int64_t width, float* dst) {
+      for (int64_t b = 0; b < p.B; ++b)
+        for (int64_t h = 0; h < p.Hkv; ++h) {
+          float* block = dst + (b * p.Hkv + h) * p.T * width;
+          std::memcpy(block, past->data<float>() + (b * p.Hkv + h) * p.P * width,
+                      p.P * width * sizeof(float));
+          for (int64_t s = 0; s < p.Skv; ++s)
+            std::memcpy(block + (p.P + s) * width, cur + cl.at(b, h, s), width * sizeof(float));
+        }
+    };
+    if (!p.presentK)
+      gather(in[4], in[1]->data<float>(), p.k, p.D, reinterpret_cast<float*>(ws + keysAt_));
+    if (!p.presentV)
+      gather(in[5], in[2]->data<float>(), p.v, p.Dv, reinterpret_cast<float*>(ws + valuesAt_));
+  }
+
+  ref::AttentionPlan p_;
+  std::unique_ptr<ref::OpName> name_;
+  WorkspaceLayout ws_;
+  size_t scoresAt_ = 0, keysAt_ = 0, valuesAt_ = 0;
+  dnnl::matmul qk_, pv_;
+  dnnl::memory q_, k_, s_, v_, y_;
+  ExecArgs qkArgs_, pvArgs_;
+  Scratchpad qkScratch_, pvScratch_;
+};
+
+Status createAttention(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.variant == "ref") return ref::createAttention(ctx, out);
+  if (!ctx.variant.empty() && ctx.variant != "dnnl")
+    return Status::error("Attention: unknown variant '" + ctx.variant + "'");
+  auto k = std::make_unique<AttentionKernel>();
+  Status st = guardDnnl(ctx, [&] { return k->init(ctx); });
+  if (st) {
+    *out = std::move(k);
+    return st;
+  }
+  // The heuristic (no variant named) falls back on the reference kernel; a named dnnl variant
+  // that does not apply is an error (KernelContext::variant).
+  if (ctx.variant.empty()) return ref::createAttention(ctx, out);
+  return st;
+}
+
+}  // namespace
+
+void registerDnnlAttentionKernels(KernelRegistry& r) {
+  KernelDef d = makeDef(
+      "Attention",
+      [](const KernelContext& ctx) {
+        // f32 Q, K, V; a bool or f32 mask and an i64 nonpad_kv_seqlen are the row pass's.
+        for (size_t i : {0, 1, 2, 4, 5})
+          if (i < ctx.inputTypes.size() && ctx.inputTypes[i].present() &&
+              ctx.inputTypes[i].dtype != DType::F32)
+            return false;
+        return !hasEmptyTensor(ctx);
+      },
+      createAttention);
+  d.accepts = [](const std::vector<DType>& in) {
+    if (in.size() < 3 || in[0] != DType::F32) return false;
+    for (DType t : in)
+      if (t != DType::F32 && t != DType::Bool && t != DType::I64) return false;
+    return true;
+  };
+  d.dtypesText = "Q, K, V f32; attn_mask bool or f32; nonpad_kv_seqlen i64";
+  d.variants = [](const KernelContext&) { return std::vector<std::string>{"dnnl", "ref"}; };
+  r.add(std::move(d));
+}
+
+}  // namespace dnnlcpu
+}  // namespace tandem
