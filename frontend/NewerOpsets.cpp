@@ -204,6 +204,12 @@ std::vector<std::string> attributesAddedAfter17(const std::string& opType, int64
   return names;
 }
 
+int opsetIntroducing(const std::string& opType) {
+  if (!newAfter17(opType)) return 0;
+  auto it = newerVersions().find(opType);
+  return it == newerVersions().end() ? 0 : it->second.front();
+}
+
 int newerOpVersion(const std::string& opType, int64_t opset) {
   const auto& t = newerVersions();
   auto it = t.find(opType);

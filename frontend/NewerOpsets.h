@@ -24,6 +24,10 @@ constexpr int64_t kNewestOpset = 25;
 /// op table answers for).
 int newerOpVersion(const std::string& opType, int64_t opset);
 
+/// The opset that introduced op `opType` when that is later than 17 (Attention: 23, Swish: 24),
+/// else 0. A model of an earlier opset cannot use it (ONNX's checker and ONNX Runtime refuse it).
+int opsetIntroducing(const std::string& opType);
+
 /// "" when node `n` of a model of opset `opset` (> 17) means what Tandem's opset-17 op (after
 /// normalise's rewrites) computes; else why not, naming the version and the attribute
 /// ("AveragePool-19: attribute dilations [2, 2] is not supported (only 1s)").

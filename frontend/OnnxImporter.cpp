@@ -409,6 +409,9 @@ mlir::LogicalResult OnnxImporter::checkDomain(int index) {
                             : "";
     return failNode(index, "unsupported op type '" + n.op_type() + "'" + where);
   }
+  if (const int first = opsetIntroducing(n.op_type()); first > opset_)
+    return failNode(index, n.op_type() + " is defined from opset " + std::to_string(first) +
+                               " on, but the model imports opset " + std::to_string(opset_));
   if (opset_ > 17) {
     std::string why = checkNewerOpsetNode(n, opset_);
     if (!why.empty()) return failNode(index, why + " (opset " + std::to_string(opset_) + ")");

@@ -193,6 +193,15 @@ int main(int argc, char** argv) {
     addTensorValue(g->add_output(), "y", {1, 4, 16});
     ok &= writeModel("attention3d_no_heads.onnx", m);
   }
+  // Opset 23: Swish, which opset 24 introduced.
+  {
+    onnx::ModelProto m = newModel(23);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {2, 3});
+    addNode(g, "swish", "Swish", {"x"}, {"y"});
+    addTensorValue(g->add_output(), "y", {2, 3});
+    ok &= writeModel("swish_opset23.onnx", m);
+  }
   // Opset 18: CenterCropPad whose shape is a graph input (known only at run time).
   {
     onnx::ModelProto m = newModel(18);

@@ -520,6 +520,88 @@ def attention_models(out_dir, rng):
     save_io(out_dir, "opset25_attention", 25, nodes, [arr(nonpad, "nonpad")], inputs,
             [(k, np.asarray(v, f)) for k, v in outputs])
 
+
+def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4, kvh=2, ffn=128,
+                layers=2):
+    """opset23_llama (opset 23): two decoder layers as Llama-style models are written at opset
+    23+: x f32 [1,5,64], position_ids i64 [1,5] (positions 3..7), past_k0/past_v0/past_k1/past_v1
+    f32 [1,2,3,16] -> per layer: RMSNormalization -> MatMul q [64,64] / k, v [64,32] ->
+    RotaryEmbedding (3-D, num_heads 4 / 2, position_ids) -> Attention (3-D, 4 query and 2 KV
+    heads, past cache, causal: offset 3) -> MatMul o -> residual Add -> RMSNormalization ->
+    SwiGLU (SiLU(x W_gate) * x W_up) W_down, SiLU as exporters write it (x * Sigmoid(x)) ->
+    residual Add; outputs y [1,5,64] and the four
+    present caches [1,2,8,16]. The weights are random, scaled by 1/sqrt(fan-in). The keywords
+    make larger ones for benchmarks (scripts/bench-vs-ort.sh)."""
+    f = np.float32
+    B, hd = 1, hidden // heads
+    x = rng.standard_normal((B, S, hidden)).astype(f)
+    pos = np.arange(P, P + S, dtype=np.int64)[None, :]
+    inv = 1.0 / 10000 ** (np.arange(hd // 2) * 2.0 / hd)
+    ang = np.outer(np.arange(P + S + 8), inv)
+    cos, sin = np.cos(ang).astype(f), np.sin(ang).astype(f)
+    arr = numpy_helper.from_array
+    nodes, inits = [], [arr(cos, "cos"), arr(sin, "sin")]
+    inputs = [("x", x), ("pos", pos)]
+    outputs = []
+    d = lambda a: np.asarray(a, np.float64)  # noqa: E731
+    h, hd64 = "x", d(x)
+
+    def rms(v, w):
+        return v / np.sqrt((v * v).mean(axis=-1, keepdims=True) + 1e-5) * w
+    for layer in range(layers):
+        def w(name, shape):
+            a = (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(f)
+            inits.append(arr(a, "%s%d" % (name, layer)))
+            return d(a)
+        n1 = rng.uniform(0.5, 1.5, hidden).astype(f)
+        n2 = rng.uniform(0.5, 1.5, hidden).astype(f)
+        inits += [arr(n1, "n1_%d" % layer), arr(n2, "n2_%d" % layer)]
+        wq, wk, wv = w("wq", (hidden, heads * hd)), w("wk", (hidden, kvh * hd)), w("wv", (hidden, kvh * hd))
+        wo = w("wo", (heads * hd, hidden))
+        wg, wu, wd = w("wg", (hidden, ffn)), w("wu", (hidden, ffn)), w("wd", (ffn, hidden))
+        pk = rng.standard_normal((B, kvh, P, hd)).astype(f)
+        pv = rng.standard_normal((B, kvh, P, hd)).astype(f)
+        inputs += [("past_k%d" % layer, pk), ("past_v%d" % layer, pv)]
+        L = str(layer)
+        nodes += [
+            helper.make_node("RMSNormalization", [h, "n1_" + L], ["a" + L]),
+            helper.make_node("MatMul", ["a" + L, "wq" + L], ["q" + L]),
+            helper.make_node("MatMul", ["a" + L, "wk" + L], ["k" + L]),
+            helper.make_node("MatMul", ["a" + L, "wv" + L], ["v" + L]),
+            helper.make_node("RotaryEmbedding", ["q" + L, "cos", "sin", "pos"], ["qr" + L],
+                             num_heads=heads),
+            helper.make_node("RotaryEmbedding", ["k" + L, "cos", "sin", "pos"], ["kr" + L],
+                             num_heads=kvh),
+            helper.make_node("Attention", ["qr" + L, "kr" + L, "v" + L, "", "past_k" + L,
+                                           "past_v" + L], ["att" + L, "present_k" + L,
+                                                           "present_v" + L],
+                             is_causal=1, q_num_heads=heads, kv_num_heads=kvh),
+            helper.make_node("MatMul", ["att" + L, "wo" + L], ["o" + L]),
+            helper.make_node("Add", [h, "o" + L], ["r" + L]),
+            helper.make_node("RMSNormalization", ["r" + L, "n2_" + L], ["m" + L]),
+            helper.make_node("MatMul", ["m" + L, "wg" + L], ["g" + L]),
+            helper.make_node("Sigmoid", ["g" + L], ["gsig" + L]),
+            helper.make_node("Mul", ["g" + L, "gsig" + L], ["gs" + L]),
+            helper.make_node("MatMul", ["m" + L, "wu" + L], ["u" + L]),
+            helper.make_node("Mul", ["gs" + L, "u" + L], ["gu" + L]),
+            helper.make_node("MatMul", ["gu" + L, "wd" + L], ["dn" + L]),
+            helper.make_node("Add", ["r" + L, "dn" + L], ["h" + L]),
+        ]
+        a = rms(hd64, d(n1))
+        q = rotary(a @ wq, d(cos), d(sin), pos, heads=heads)
+        k = rotary(a @ wk, d(cos), d(sin), pos, heads=kvh)
+        att, pres_k, pres_v, _ = attention(q, k, a @ wv, None, d(pk), d(pv), causal=1, qh=heads,
+                                           kvh=kvh)
+        r = hd64 + att @ wo
+        m = rms(r, d(n2))
+        g = m @ wg
+        hd64 = r + ((g / (1 + np.exp(-g))) * (m @ wu)) @ wd
+        h = "h" + L
+        outputs += [("present_k" + L, pres_k), ("present_v" + L, pres_v)]
+    nodes.append(helper.make_node("Identity", [h], ["y"]))
+    save_io(out_dir, name, 23, nodes, inits, inputs,
+            [(k, np.asarray(v, f)) for k, v in [("y", hd64)] + outputs])
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     rng = np.random.default_rng(1818)
@@ -528,6 +610,7 @@ def main():
     opset23_ops(out_dir, rng)
     opset24_ops(out_dir, rng)
     attention_models(out_dir, rng)
+    llama_block(out_dir, rng)
 
 
 if __name__ == "__main__":
