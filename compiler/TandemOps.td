@@ -591,9 +591,11 @@ def Tandem_DynamicRegionOp : Tandem_DomainOp<"dynamic_region", "DynamicRegion", 
 //===----------------------------------------------------------------------===//
 
 def Tandem_ResizeOp : Tandem_OnnxOp<"resize", "Resize", "13",
-    "resize by scales or to sizes: nearest, linear or cubic interpolation",
-    (ins Str:$coordinate_transformation_mode, Float:$cubic_coeff_a, Int:$exclude_outside,
-         Float:$extrapolation_value, Str:$mode, Str:$nearest_mode)>;
+    "resize by scales or to sizes: nearest, linear or cubic interpolation; also Resize-18's "
+    "antialias (a linear or cubic filter widened by 1 / scale when downsampling) and -19's "
+    "half_pixel_symmetric coordinates (its axes input is made full-rank at import)",
+    (ins Int:$antialias, Str:$coordinate_transformation_mode, Float:$cubic_coeff_a,
+         Int:$exclude_outside, Float:$extrapolation_value, Str:$mode, Str:$nearest_mode)>;
 def Tandem_GridSampleOp : Tandem_OnnxOp<"grid_sample", "GridSample", "16",
     "sample X at the normalised (x, y) positions of grid: bilinear, nearest or bicubic",
     (ins Int:$align_corners, Str:$mode, Str:$padding_mode)>;

@@ -169,9 +169,8 @@ const std::vector<Addition>& additions() {
   static const std::vector<Addition> table = {
       {"AveragePool", 19, {{"dilations", 1}}, "dilated average pooling"},
       {"LpPool", 18, {{"ceil_mode", 0}, {"dilations", 1}}, "ceil_mode and dilations of LpPool-18"},
-      {"Resize", 18,
-       {{"antialias", 0}, {"axes", 0, nullptr, true}, {"keep_aspect_ratio_policy", 0, "stretch"}},
-       "Resize-18's antialiasing, axes and aspect-ratio policies"},
+      {"Resize", 18, {{"keep_aspect_ratio_policy", 0, "stretch"}},
+       "Resize-18's aspect-ratio policies"},
       {"QuantizeLinear", 21, {{"block_size", 0}}, "blocked quantization"},
       {"QuantizeLinear", 23, {{"precision", 0}}, "QuantizeLinear-23's precision"},
       {"DequantizeLinear", 21, {{"block_size", 0}}, "blocked quantization"},

@@ -1498,6 +1498,65 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
       }
       f->operands[i] = v;
     }
+  } else if (op == "Resize" && attrs.count("axes")) {
+    // axes (18): roi, scales and sizes give only the listed axes; made full-rank here (scales
+    // 1, sizes the input's own dims, roi [0, 1] on the others), so they must be constants.
+    llvm::SmallVector<int64_t> axes;
+    for (mlir::Attribute e : llvm::cast<mlir::ArrayAttr>(attrs["axes"]))
+      axes.push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
+    attrs.erase("axes");
+    auto xt = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[0].getType());
+    const int64_t rank = xt ? xt.getRank() : -1;
+    for (int64_t& a : axes) {
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank)
+        return failNode(index, label + ": axes has a value out of range for rank " +
+                                   std::to_string(rank));
+    }
+    const int64_t k = axes.size();
+    auto constFloats = [&](size_t i, const std::string& what, std::vector<float>* out) {
+      Tensor t;
+      if (!getConstantValue(f->operands[i], &t) || t.dtype() != DType::F32 ||
+          t.numel() != (int64_t)out->size())
+        return failNode(index, label + ": with axes, " + what + " must be a constant f32 of " +
+                                   std::to_string(out->size()) + " values");
+      std::copy(t.data<float>(), t.data<float>() + t.numel(), out->begin());
+      return mlir::success();
+    };
+    auto present = [&](size_t i) {
+      if (!hasInput(i)) return false;
+      auto t = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[i].getType());
+      return !t || t.getNumElements() != 0;
+    };
+    if (present(1)) {
+      std::vector<float> roi(2 * k), full(2 * rank, 0.f);
+      if (mlir::failed(constFloats(1, "input 1 (roi)", &roi))) return mlir::failure();
+      for (int64_t d = 0; d < rank; ++d) full[rank + d] = 1.f;
+      for (int64_t j = 0; j < k; ++j) full[axes[j]] = roi[j], full[rank + axes[j]] = roi[k + j];
+      f->operands[1] = createConstant(b_, loc, Tensor::fromVector<float>({2 * rank}, full));
+    }
+    if (present(2)) {
+      std::vector<float> scales(k), full(rank, 1.f);
+      if (mlir::failed(constFloats(2, "input 2 (scales)", &scales))) return mlir::failure();
+      for (int64_t j = 0; j < k; ++j) full[axes[j]] = scales[j];
+      f->operands[2] = createConstant(b_, loc, Tensor::fromVector<float>({rank}, full));
+    }
+    if (present(3)) {
+      llvm::SmallVector<int64_t> sizes;
+      if (mlir::failed(constInputInts(3, label + ": input 3 (sizes) with axes", &sizes)))
+        return mlir::failure();
+      if ((int64_t)sizes.size() != k)
+        return failNode(index, label + ": sizes has " + std::to_string(sizes.size()) +
+                                   " values for " + std::to_string(k) + " axes");
+      llvm::SmallVector<int64_t> full;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (xt.isDynamicDim(d) && std::find(axes.begin(), axes.end(), d) == axes.end())
+          return failNode(index, label + ": with axes, the input's other dims must be known");
+        full.push_back(xt.isDynamicDim(d) ? 0 : xt.getDimSize(d));
+      }
+      for (int64_t j = 0; j < k; ++j) full[axes[j]] = sizes[j];
+      f->operands[3] = constInts(loc, full);
+    }
   } else if (op == "GridSample" && opset_ >= 20) {
     // mode (20): linear and cubic (any rank) were bilinear and bicubic (4-D) before.
     auto it = attrs.find("mode");

@@ -8,7 +8,8 @@ namespace tandem::shapes {
 
 std::string inferResize(const Ctx& c) {
   // X, roi, scales, sizes: the result is sizes, or floor(X.dims * scales) (Resize-13); exactly
-  // one of scales and sizes is given (an empty tensor counts as absent).
+  // one of scales and sizes is given (an empty tensor counts as absent). Resize-19's
+  // half_pixel_symmetric is one more coordinate mode; -18's axes were made full-rank at import.
   static const std::vector<const char*> names = {"X", "roi", "scales", "sizes"};
   if (auto e = checkArity(c, 1, 4, 1, 1, names); !e.empty()) return e;
   const auto& x = c.in[0].dims;
@@ -21,7 +22,8 @@ std::string inferResize(const Ctx& c) {
     return c.fail("attribute mode='" + mode + "' is not one of nearest, linear, cubic");
   std::string ctm = c.attrs.getString("coordinate_transformation_mode", "half_pixel");
   if (ctm != "half_pixel" && ctm != "pytorch_half_pixel" && ctm != "align_corners" &&
-      ctm != "asymmetric" && ctm != "tf_crop_and_resize" && ctm != "tf_half_pixel_for_nn")
+      ctm != "asymmetric" && ctm != "tf_crop_and_resize" && ctm != "tf_half_pixel_for_nn" &&
+      ctm != "half_pixel_symmetric")
     return c.fail("attribute coordinate_transformation_mode='" + ctm + "' is not supported");
   std::vector<int64_t> y(r, kUnknownDim);
   if (hasSizes) {

@@ -1,5 +1,5 @@
 // Reference kernels of the image ops: Resize-13 (nearest, linear, cubic; every coordinate
-// transformation mode), GridSample-16, RoiAlign-16, MaxUnpool-11, LRN-13,
+// transformation mode; Resize-18's antialias and -19's half_pixel_symmetric), GridSample-16, RoiAlign-16, MaxUnpool-11, LRN-13,
 // InstanceNormalization-6, GroupNormalization-21. Sampling ops build their per-axis tap tables
 // once at creation (static shapes) and run contiguous loops over the innermost dims.
 #include <cmath>
@@ -31,8 +31,13 @@ Status resizeAxis(const KernelContext& ctx, int64_t n, int64_t m, double scale, 
   const std::string nearest = ctx.attrs->getString("nearest_mode", "round_prefer_floor");
   const double A = ctx.attrs->getFloat("cubic_coeff_a", -0.75f);
   const bool exclude = ctx.attrs->getInt("exclude_outside", 0) != 0;
+  // Resize-18 antialias, downsampling linear or cubic: the filter stretched by 1 / scale, taps
+  // start .. start + taps - 1 around floor(x) (ONNX's reference: _linear_coeffs_antialias,
+  // _cubic_coeffs_antialias), normalised to sum 1.
+  const bool antialias = ctx.attrs->getInt("antialias", 0) != 0 && mode != "nearest" && scale < 1;
+  const int64_t start = antialias ? (int64_t)std::floor((mode == "linear" ? -1.0 : -2.0) / scale) + 1 : 0;
   a->in = n, a->out = m;
-  a->taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+  a->taps = antialias ? 2 - 2 * start : mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
   a->idx.assign(m * a->taps, 0);
   a->w.assign(m * a->taps, 0);
   a->outside.assign(m, 0);
@@ -43,6 +48,8 @@ Status resizeAxis(const KernelContext& ctx, int64_t n, int64_t m, double scale, 
     else if (ctm == "align_corners") x = mf == 1 ? 0 : j * double(n - 1) / (mf - 1);
     else if (ctm == "asymmetric") x = j / scale;
     else if (ctm == "tf_half_pixel_for_nn") x = (j + 0.5) / scale;
+    else if (ctm == "half_pixel_symmetric")  // Resize-19: the crop's centre kept at the output's
+      x = n / 2.0 * (1 - m / mf) + (j + 0.5) / scale - 0.5;
     else if (ctm == "tf_crop_and_resize") {
       x = mf > 1 ? roiStart * (n - 1) + j * (roiEnd - roiStart) * (n - 1) / (mf - 1)
                 : 0.5 * (roiStart + roiEnd) * (n - 1);
@@ -53,7 +60,30 @@ Status resizeAxis(const KernelContext& ctx, int64_t n, int64_t m, double scale, 
     int64_t* idx = &a->idx[j * a->taps];
     double* w = &a->w[j * a->taps];
     auto clampIdx = [n](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), n - 1); };
-    if (a->taps == 1) {
+    if (antialias) {
+      // ratio in (0, 1]: an integer x counts as the right end of the interval before it.
+      double f = std::floor(x), t = x - f;
+      if (t == 0) t = 1, f -= 1;
+      double sum = 0;
+      for (int64_t k = 0; k < a->taps; ++k) {
+        const double d = std::fabs(scale * double(start + k - t));
+        w[k] = mode == "linear" ? std::max(0.0, 1 - d)
+               : d <= 1         ? ((A + 2) * d - (A + 3)) * d * d + 1
+               : d < 2          ? ((A * d - 5 * A) * d + 8 * A) * d - 4 * A
+                                : 0.0;
+        sum += w[k];
+      }
+      double kept = 0;
+      for (int64_t k = 0; k < a->taps; ++k) {
+        const int64_t i = (int64_t)f + start + k;
+        w[k] /= sum;
+        if (exclude && (i < 0 || i >= n)) w[k] = 0;
+        kept += w[k];
+        idx[k] = clampIdx(i);
+      }
+      if (exclude && kept != 0)
+        for (int64_t k = 0; k < a->taps; ++k) w[k] /= kept;
+    } else if (a->taps == 1) {
       double r;
       if (nearest == "round_prefer_floor") r = x == std::floor(x) + 0.5 ? std::floor(x) : std::round(x);
       else if (nearest == "round_prefer_ceil") r = x == std::floor(x) + 0.5 ? std::ceil(x) : std::round(x);

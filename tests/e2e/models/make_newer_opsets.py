@@ -203,6 +203,95 @@ def opset23_ops(out_dir, rng):
 
 
 
+def resize_ref(x, scales, out_shape, mode, ctm="half_pixel", antialias=0, exclude=0, A=-0.75):
+    """Resize as ONNX's reference computes it (onnx/reference/ops/op_resize.py: per axis, the
+    coefficients of _linear_coeffs(_antialias) / _cubic_coeffs(_antialias) on the nearest
+    neighbours of the edge-padded data), in f64, axis by axis."""
+    def coeffs(ratio, s):
+        if mode == "linear" and not antialias:
+            return np.array([1 - ratio, ratio])
+        if mode == "linear":
+            s = min(s, 1.0)
+            start = int(np.floor(-1 / s) + 1)
+            c = np.clip(1 - np.abs((np.arange(start, 2 - start) - ratio) * s), 0, 1)
+            return c / c.sum()
+        s = min(s, 1.0) if antialias else 1.0
+        start = int(np.floor(-2 / s) + 1)
+
+        def k(d):
+            d = abs(d)
+            return ((A + 2) * d - (A + 3)) * d * d + 1 if d <= 1 else \
+                ((A * d - 5 * A) * d + 8 * A) * d - 4 * A if d < 2 else 0.0
+        c = np.array([k(s * (i - ratio)) for i in range(start, 2 - start)])
+        return c / c.sum() if antialias else c
+    y = np.asarray(x, np.float64)
+    for ax in range(y.ndim):
+        n, m, s = y.shape[ax], out_shape[ax], scales[ax]
+        if n == m and s == 1:
+            continue
+        src = np.moveaxis(y, ax, -1)
+        out = np.zeros(src.shape[:-1] + (m,))
+        for j in range(m):
+            mf = s * n
+            if ctm == "half_pixel":
+                xo = (j + 0.5) / s - 0.5
+            elif ctm == "half_pixel_symmetric":
+                xo = n / 2 * (1 - m / mf) + (j + 0.5) / s - 0.5
+            else:
+                raise ValueError(ctm)
+            ratio = 1.0 if float(xo).is_integer() else xo - np.floor(xo)
+            c = coeffs(ratio, s)
+            pad = int(np.ceil(len(c) / 2))
+            near = sorted(range(-pad, n + pad), key=lambda i: (abs(xo - i), i))[:len(c)]
+            idx = np.array(sorted(near))
+            if exclude:
+                c = np.where((idx < 0) | (idx >= n), 0, c)
+                c = c / c.sum()
+            out[..., j] = (src[..., np.clip(idx, 0, n - 1)] * c).sum(axis=-1)
+        y = np.moveaxis(out, -1, ax)
+    return y
+
+
+def opset19_resize(out_dir, rng):
+    """(opset 19) x f32 [1,2,8,9] ->
+      Resize linear, antialias, scales [1,1,0.5,0.6]                   -> lin_aa [1,2,4,5]
+      Resize cubic, antialias, sizes [1,2,3,4]                        -> cub_aa [1,2,3,4]
+      Resize linear, antialias, exclude_outside, scales [1,1,0.35,0.75] -> lin_ex [1,2,2,6]
+      Resize linear, half_pixel_symmetric, scales [1,1,1.7,0.8]       -> sym [1,2,13,7]
+      Resize linear, axes [3, 2], scales [0.5, 1.5]                    -> axes [1,2,12,4]
+      Resize cubic, antialias (upsampling: no effect), axes [2, 3], sizes [16, 18]
+                                                                       -> up [1,2,16,18]"""
+    x = rng.standard_normal((1, 2, 8, 9)).astype(np.float32)
+    f = np.float32
+    arr = numpy_helper.from_array
+    nodes = [
+        helper.make_node("Resize", ["x", "", "s1"], ["lin_aa"], mode="linear", antialias=1),
+        helper.make_node("Resize", ["x", "", "", "z2"], ["cub_aa"], mode="cubic", antialias=1),
+        helper.make_node("Resize", ["x", "", "s3"], ["lin_ex"], mode="linear", antialias=1,
+                         exclude_outside=1),
+        helper.make_node("Resize", ["x", "", "s4"], ["sym"], mode="linear",
+                         coordinate_transformation_mode="half_pixel_symmetric"),
+        helper.make_node("Resize", ["x", "", "s5"], ["axes"], mode="linear", axes=[3, 2]),
+        helper.make_node("Resize", ["x", "", "", "z6"], ["up"], mode="cubic", antialias=1,
+                         axes=[2, 3]),
+    ]
+    inits = [arr(np.array([1, 1, 0.5, 0.6], f), "s1"), ints("z2", [1, 2, 3, 4]),
+             arr(np.array([1, 1, 0.35, 0.75], f), "s3"), arr(np.array([1, 1, 1.7, 0.8], f), "s4"),
+             arr(np.array([0.5, 1.5], f), "s5"), ints("z6", [16, 18])]
+    sc = lambda v: [float(f(e)) for e in v]  # noqa: E731  (the f32 scales, as the model holds them)
+    outputs = [
+        ("lin_aa", resize_ref(x, sc([1, 1, 0.5, 0.6]), (1, 2, 4, 5), "linear", antialias=1)),
+        ("cub_aa", resize_ref(x, [1, 1, 3 / 8, 4 / 9], (1, 2, 3, 4), "cubic", antialias=1)),
+        ("lin_ex", resize_ref(x, sc([1, 1, 0.35, 0.75]), (1, 2, 2, 6), "linear", antialias=1,
+                              exclude=1)),
+        ("sym", resize_ref(x, sc([1, 1, 1.7, 0.8]), (1, 2, 13, 7), "linear",
+                           ctm="half_pixel_symmetric")),
+        ("axes", resize_ref(x, sc([1, 1, 1.5, 0.5]), (1, 2, 12, 4), "linear")),
+        ("up", resize_ref(x, [1, 1, 2, 2], (1, 2, 16, 18), "cubic", antialias=1)),
+    ]
+    save(out_dir, "opset19_resize", 19, nodes, inits, x, outputs)
+
+
 def rotary(x, cos, sin, pos=None, interleaved=0, rot=0, heads=0):
     """RotaryEmbedding-23 as ONNX's operator doc writes it (X 4-D [B, H, S, hd] or 3-D)."""
     shape = x.shape
@@ -611,6 +700,7 @@ def main():
     opset24_ops(out_dir, rng)
     attention_models(out_dir, rng)
     llama_block(out_dir, rng)
+    opset19_resize(out_dir, rng)
 
 
 if __name__ == "__main__":

@@ -270,12 +270,19 @@ TEST(NewerOpsets, VersionsInForce) {
 TEST(NewerOpsets, NewAttributesOnlyAtTheirDefaults) {
   onnx::NodeProto resize = newerNode("Resize");
   EXPECT_EQ(checkNewerOpsetNode(resize, 18), "");
-  setInt(&resize, "antialias", 0);
+  setInt(&resize, "antialias", 1);  // computed (runtime/cpu/ref/Image.cpp)
   EXPECT_EQ(checkNewerOpsetNode(resize, 19), "");
-  resize.mutable_attribute(0)->set_i(1);
+  onnx::AttributeProto* policy = resize.add_attribute();
+  policy->set_name("keep_aspect_ratio_policy");
+  policy->set_type(onnx::AttributeProto::STRING);
+  policy->set_s("stretch");
+  EXPECT_EQ(checkNewerOpsetNode(resize, 19), "");
+  policy->set_s("not_larger");
   EXPECT_EQ(checkNewerOpsetNode(resize, 19),
-            "Resize-19: attribute antialias 1 is not supported (Resize-18's antialiasing, axes "
-            "and aspect-ratio policies; Tandem takes antialias 0)");
+            "Resize-19: attribute keep_aspect_ratio_policy 'not_larger' is not supported "
+            "(Resize-18's aspect-ratio policies; Tandem takes keep_aspect_ratio_policy 'stretch')");
+  EXPECT_EQ(attributesAddedAfter17("Resize", 19),
+            std::vector<std::string>{"keep_aspect_ratio_policy"});
   // The same attribute at an opset before it existed is not looked at (the op rejects it).
   onnx::NodeProto q = newerNode("QuantizeLinear");
   setInt(&q, "block_size", 32);
