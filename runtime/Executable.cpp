@@ -197,6 +197,11 @@ struct Executable::Impl {
   bool waitD2hBeforeInputs = false;    // a D2H copy that is not skipped may write host memory
   std::vector<bool> skipWhenEnqueued;  // per step: a D2H copy whose result no step reads
   std::vector<bool> inputOnlyUploaded; // per input: a host slot read only by H2D copy steps
+  // Per input: a host slot that only host steps read (no upload): a run reads the caller's
+  // buffer in place when it is 64-byte aligned (as Tensor::alloc's are), instead of copying it
+  // into the arena. No step writes an input (a step planned in place over it writes its own
+  // result's slot, which is the arena's), so the caller's bytes are left as they were.
+  std::vector<bool> inputReadInPlace;
   // Buffers of allocateInput() that a GPU reads directly: start -> bytes. `owner` frees them;
   // null once the Executable is gone (a buffer released after that is leaked).
   struct PinnedInputs {
@@ -1027,12 +1032,14 @@ Status Executable::Impl::planAsync() {
   for (DeviceBackend* b : stepBackend) asyncCapable = asyncCapable && !b->isHost();
   for (int id : variables) asyncCapable = asyncCapable && !backends[resident[id].device()]->isHost();
   // Per value: read by some step; read by a step other than an upload.
-  std::vector<bool> read(valueTypes.size(), false), readNotUploaded(valueTypes.size(), false);
+  std::vector<bool> read(valueTypes.size(), false), readNotUploaded(valueTypes.size(), false),
+      uploaded(valueTypes.size(), false);
   for (size_t si = 0; si < stepArgs.size(); ++si)
     for (const Arg& a : stepArgs[si]) {
       if (a.id < 0) continue;
       read[a.id] = true;
       if (stepKind[si] != StepKind::CopyH2D) readNotUploaded[a.id] = true;
+      else uploaded[a.id] = true;
     }
   skipWhenEnqueued.assign(stepArgs.size(), false);
   for (size_t si = 0; si < stepArgs.size(); ++si) {
@@ -1047,6 +1054,7 @@ Status Executable::Impl::planAsync() {
     const int id = p.inputs(i);
     inputOnlyUploaded.push_back(!inputStaging[i] && read[id] && !readNotUploaded[id] && !outputIds.count(id) &&
                                 !gpus.empty());
+    inputReadInPlace.push_back(!inputStaging[i] && !uploaded[id] && backends[deviceOf(id)]->isHost());
   }
   pinned->owner = gpus.empty() ? nullptr : gpus[0];
   for (DeviceBackend* g : gpus) {
@@ -1317,7 +1325,8 @@ Status Executable::allocateInput(int index, Tensor* out) {
 
 Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
                             std::vector<Tensor>* outputs, RunStats* stats, bool profile, bool wait) {
-  // 1. Inputs: host slots by memcpy; GPU slots through pinned staging on the H2D queue, and each
+  // 1. Inputs: host slots by memcpy, or read in place from the caller's aligned buffer where
+  //    only host steps read them (inputReadInPlace); GPU slots through pinned staging on the H2D queue, and each
   //    GPU's compute queue waits for its uploads (one event per device, no host sync).
   // 2. Steps in plan order on this thread: a step first waits for the events of the steps on
   //    other streams it depends on (on its own queue when both are of one family, host or
@@ -1356,12 +1365,14 @@ Status Executable::runSteps(RunContext& rc, const std::vector<Tensor>& inputs,
     Tensor& slot = rc.values[p.inputs(i)];
     const bool pinnedIn = (m.inputStaging[i] || m.inputOnlyUploaded[i]) && m.isPinnedInput(in);
     if (!m.inputStaging[i]) {
-      if (pinnedIn) {
+      const bool inPlace = m.inputReadInPlace[i] && in.bytes() &&
+                           reinterpret_cast<uintptr_t>(in.raw()) % 64 == 0;
+      if (pinnedIn || inPlace) {
         idleOnExit.rebound.push_back({p.inputs(i), slot});
         Tensor v = Tensor::view(slot.dtype(), slot.shape(), const_cast<void*>(in.raw()));
         v.setDevice(slot.device());
         slot = v;
-        fromCaller = true;
+        fromCaller = fromCaller || pinnedIn;
       } else if (in.bytes()) {
         std::memcpy(slot.raw(), in.raw(), in.bytes());
       }

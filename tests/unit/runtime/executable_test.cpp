@@ -187,3 +187,34 @@ TEST(Executable, GraphOutputMayBeAConstantOrAnInput) {
   EXPECT_FLOAT_EQ(out[1].data<float>()[2], 1.f);
   EXPECT_FLOAT_EQ(out[2].data<float>()[1], -2.f);
 }
+
+// A host input only host steps read is read in place from the caller's 64-byte aligned buffer
+// (Executable::run, inputReadInPlace): a step planned in place over it writes the arena, never
+// the caller's bytes; an unaligned buffer is copied as before. The plan puts Add's result t at
+// x's offset (x's last use), so a run that wrote through the input would change the caller's
+// tensor and, the next run, its own result.
+TEST(Executable, InputReadInPlaceIsNeverWritten) {
+  plan::Plan p = addReluPlan();
+  p.mutable_values(2)->set_arena_offset(0);  // t over x
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(p, LoadOptions{1}, &exe).isOk());
+  const float want[6] = {0.f, 0.f, 4.f, 1.f, 0.f, 0.f};
+  Tensor aligned = input23();
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(aligned.raw()) % 64, 0u);
+  // An unaligned view of the same values: 4 bytes into a larger buffer.
+  Tensor backing = Tensor::alloc(DType::F32, {7});
+  Tensor unaligned = Tensor::view(DType::F32, {2, 3}, backing.data<float>() + 1);
+  std::memcpy(unaligned.raw(), aligned.raw(), aligned.bytes());
+  for (Tensor* in : {&aligned, &unaligned, &aligned}) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(exe->run({*in}, &out).isOk());
+    for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[0].data<float>()[i], want[i]) << i;
+    for (int i = 0; i < 6; ++i)
+      EXPECT_FLOAT_EQ(in->data<float>()[i], input23().data<float>()[i]) << "input changed at " << i;
+  }
+  // Another input after those: the slot is the caller's buffer for one run only.
+  std::vector<Tensor> out;
+  ASSERT_TRUE(exe->run({Tensor::fromVector<float>({2, 3}, {9, 9, 9, 9, 9, 9})}, &out).isOk());
+  EXPECT_FLOAT_EQ(out[0].data<float>()[0], 8.f);
+  EXPECT_FLOAT_EQ(out[0].data<float>()[2], 10.f);
+}
