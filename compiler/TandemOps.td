@@ -210,10 +210,12 @@ def Tandem_CastOp : Tandem_OnnxOp<"cast", "Cast", "13", "convert to dtype `to` (
 def Tandem_CastLikeOp : Tandem_OnnxOp<"cast_like", "CastLike", "15",
     "convert to the dtype of the second input">;
 def Tandem_QuantizeLinearOp : Tandem_OnnxOp<"quantize_linear", "QuantizeLinear", "13",
-    "saturate(round(x / y_scale) + y_zero_point), per tensor or per `axis` (default 1)",
-    (ins Int:$axis)>;
+    "saturate(round(x / y_scale) + y_zero_point), per tensor, per `axis` (default 1), or per "
+    "block of `block_size` along it (QuantizeLinear-21)",
+    (ins Int:$axis, Int:$block_size)>;
 def Tandem_DequantizeLinearOp : Tandem_OnnxOp<"dequantize_linear", "DequantizeLinear", "13",
-    "(x - x_zero_point) * x_scale, per tensor or per `axis` (default 1)", (ins Int:$axis)>;
+    "(x - x_zero_point) * x_scale, per tensor, per `axis` (default 1), or per block of "
+    "`block_size` along it (DequantizeLinear-21)", (ins Int:$axis, Int:$block_size)>;
 def Tandem_DynamicQuantizeLinearOp : Tandem_OnnxOp<"dynamic_quantize_linear",
     "DynamicQuantizeLinear", "11",
     "u8 quantization of x with scale and zero point from its range (three results)">;

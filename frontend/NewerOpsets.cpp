@@ -171,9 +171,7 @@ const std::vector<Addition>& additions() {
       {"LpPool", 18, {{"ceil_mode", 0}, {"dilations", 1}}, "ceil_mode and dilations of LpPool-18"},
       {"Resize", 18, {{"keep_aspect_ratio_policy", 0, "stretch"}},
        "Resize-18's aspect-ratio policies"},
-      {"QuantizeLinear", 21, {{"block_size", 0}}, "blocked quantization"},
       {"QuantizeLinear", 23, {{"precision", 0}}, "QuantizeLinear-23's precision"},
-      {"DequantizeLinear", 21, {{"block_size", 0}}, "blocked quantization"},
       {"DequantizeLinear", 23, {{"output_dtype", 0}},
        "an output dtype other than x_scale's"},
   };

@@ -564,6 +564,22 @@ mlir::Value OnnxImporter::valueFor(const std::string& name) {
   // Initializers become constants where first used: unused ones cost nothing and never fail.
   auto init = initializers_.find(name);
   assert(init != initializers_.end() && "indexGraph checked every input name");
+  // INT4 / UINT4 are widened to 8 bits (tensorFromProto), which keeps their meaning only where
+  // the value is dequantized: as DequantizeLinear's x or x_zero_point.
+  const int32_t code = init->second->data_type();
+  if (code == 21 || code == 22) {
+    for (int i = 0; i < graph_->node_size(); ++i) {
+      const onnx::NodeProto& n = graph_->node(i);
+      for (int k = 0; k < n.input_size(); ++k)
+        if (n.input(k) == name && !(n.op_type() == "DequantizeLinear" && (k == 0 || k == 2))) {
+          (void)failNode(i, std::string(code == 22 ? "INT4" : "UINT4") + " tensor '" + name +
+                                "' is its input " + std::to_string(k) +
+                                "; 4-bit tensors are supported as DequantizeLinear's x and "
+                                "x_zero_point only (widened to 8 bits at import)");
+          return nullptr;
+        }
+    }
+  }
   Tensor t;
   Status st = tensorFromProto(*init->second, &t);
   if (!st.isOk()) {

@@ -38,6 +38,8 @@ const char* onnxTypeName(int32_t code) {
     case onnx::TensorProto::COMPLEX64: return "COMPLEX64";
     case onnx::TensorProto::COMPLEX128: return "COMPLEX128";
     case onnx::TensorProto::BFLOAT16: return "BFLOAT16";
+    case 21: return "UINT4";
+    case 22: return "INT4";
     default: return "UNDEFINED";
   }
 }
@@ -68,6 +70,35 @@ Status copyTyped(const onnx::TensorProto& p, const Field& field, int64_t expecte
 
 }  // namespace
 
+// INT4 (22) and UINT4 (21), opsets 21+: two values a byte, the first in the low nibble, in
+// raw_data or one byte per int32_data entry; widened to I8 (sign-extended) or U8.
+Status int4FromProto(const onnx::TensorProto& p, bool isSigned, Tensor* out) {
+  const Shape shape(p.dims().begin(), p.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) return Status::error(tensorLabel(p) + ": negative dimension in shape " + shapeToString(shape));
+  int64_t n = 0;
+  if (std::string e = checkTensorSize(shape, 1, isSigned ? "INT4" : "UINT4", &n); !e.empty())
+    return Status::error(tensorLabel(p) + ": " + e);
+  const int64_t packed = (n + 1) / 2;
+  const bool raw = p.has_raw_data();
+  const int64_t have = raw ? (int64_t)p.raw_data().size() : p.int32_data_size();
+  if (have != packed)
+    return Status::error(tensorLabel(p) + ": " + (raw ? "raw_data has " : "int32_data has ") +
+                         std::to_string(have) + (raw ? " bytes" : " entries") + " but " +
+                         (isSigned ? "INT4" : "UINT4") + " shape " + shapeToString(shape) +
+                         " needs " + std::to_string(packed) + " (two values a byte)");
+  Tensor t;
+  TANDEM_RETURN_IF_ERROR(Tensor::tryAlloc(isSigned ? DType::I8 : DType::U8, shape, tensorLabel(p), &t));
+  uint8_t* y = t.data<uint8_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t byte = raw ? uint8_t(p.raw_data()[i / 2]) : uint8_t(p.int32_data(int(i / 2)));
+    const uint8_t nibble = i % 2 ? byte >> 4 : byte & 0x0F;
+    y[i] = isSigned ? uint8_t(int8_t(nibble << 4) >> 4) : nibble;
+  }
+  *out = std::move(t);
+  return Status::ok();
+}
+
 Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
   if (p.data_location() == onnx::TensorProto::EXTERNAL || p.external_data_size() > 0) {
     return Status::error(tensorLabel(p) +
@@ -78,11 +109,13 @@ Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
     return Status::error(tensorLabel(p) + ": segmented tensors are not supported");
   }
   int32_t code = p.data_type();
+  if (code == 21 || code == 22) return int4FromProto(p, code == 22, out);
   if (!isKnownDType(code)) {
     return Status::error(tensorLabel(p) + ": data type " + onnxTypeName(code) + " (" +
                          std::to_string(code) +
                          ") is not supported (supported: FLOAT, DOUBLE, INT32, INT64, BOOL, UINT8, "
-                         "INT8, UINT16, INT16, UINT32, UINT64, FLOAT16, BFLOAT16)");
+                         "INT8, UINT16, INT16, UINT32, UINT64, FLOAT16, BFLOAT16; INT4 and UINT4 widened to 8 "
+                         "bits)");
   }
   DType dtype = static_cast<DType>(code);
   Shape shape(p.dims().begin(), p.dims().end());

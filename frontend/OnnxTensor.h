@@ -10,7 +10,8 @@ namespace onnx { class TensorProto; }
 namespace tandem {
 
 /// Converts a TensorProto (raw_data or typed *_data fields; external data is an error) to an
-/// owning Tensor. Errors name the tensor and the reason (unsupported dtype, size mismatch).
+/// owning Tensor. INT4 and UINT4 (two values a byte) are widened to I8 and U8. Errors name the
+/// tensor and the reason (unsupported dtype, size mismatch).
 Status tensorFromProto(const onnx::TensorProto& p, Tensor* out);
 /// Reads a serialized TensorProto file (input_0.pb). `name` receives TensorProto.name.
 Status readTensorFile(const std::string& path, Tensor* out, std::string* name = nullptr);

@@ -24,9 +24,17 @@ namespace {
 constexpr const char* kWho = "tandem-fuse-qdq";
 
 /// The op of ONNX type `type` producing `v`, or null.
+/// A Q or DQ op with scales per block (block_size, opsets 21+): never fused (the quantized
+/// kernels take a scale per tensor or per channel).
+bool blocked(mlir::Operation* op) {
+  auto b = op->getAttrOfType<mlir::IntegerAttr>("block_size");
+  return b && b.getInt() != 0;
+}
+
+/// The op of type `type` (not blocked) that defines v, or null.
 mlir::Operation* producer(mlir::Value v, llvm::StringRef type) {
   mlir::Operation* d = v ? v.getDefiningOp() : nullptr;
-  return d && onnxOpType(d) == type ? d : nullptr;
+  return d && onnxOpType(d) == type && !blocked(d) ? d : nullptr;
 }
 
 /// `op`'s operand i, or null when absent (past the end, or a tandem.none).
@@ -149,7 +157,7 @@ bool matchOutput(QdqProduct* m, mlir::Value* addBias) {
     y = user->getResult(0);
     if (!(user = soleUser(y))) return false;
   }
-  if (onnxOpType(user) != "QuantizeLinear" || user->getOperand(0) != y) return false;
+  if (onnxOpType(user) != "QuantizeLinear" || user->getOperand(0) != y || blocked(user)) return false;
   m->q = user;
   return true;
 }

@@ -11,11 +11,26 @@ namespace {
 // Scale and zero point: scalars, or 1-D of x's size along `axis` (per-axis quantization).
 std::string checkScaleOperand(const Ctx& c, size_t i, const char* name) {
   const auto& d = c.in[i].dims;
-  if (d.empty() || (d.size() == 1 && d[0] == 1)) return "";
+  const int64_t block = c.attrs.getInt("block_size", 0);
+  if (block < 0) return c.fail("attribute block_size must be >= 0, got " + std::to_string(block));
+  if (block == 0 && (d.empty() || (d.size() == 1 && d[0] == 1))) return "";
   int64_t axis;
   const auto& x = c.in[0].dims;
   if (auto e = normAxis(c, c.attrs.getInt("axis", 1), x.size(), "attribute axis", &axis); !e.empty())
     return e;
+  if (block > 0) {
+    // Blocked (opsets 21+): x's shape with ceil(x[axis] / block_size) along axis.
+    std::vector<int64_t> want = x;
+    if (x[axis] != kUnknownDim) want[axis] = (x[axis] + block - 1) / block;
+    bool ok = d.size() == x.size();
+    for (size_t k = 0; ok && k < d.size(); ++k)
+      ok = d[k] == kUnknownDim || want[k] == kUnknownDim || d[k] == want[k];
+    if (!ok)
+      return c.fail(operandLabel(i, name) + " must have shape " + dimsStr(want) + " for block_size " +
+                    std::to_string(block) + " along axis " + std::to_string(axis) + ", got " +
+                    dimsStr(d));
+    return "";
+  }
   if (d.size() != 1 || (d[0] != kUnknownDim && x[axis] != kUnknownDim && d[0] != x[axis]))
     return c.fail(operandLabel(i, name) + " must be a scalar or 1-D of size " +
                   std::to_string(x[axis]) + " (x along axis " + std::to_string(axis) + "), got " +

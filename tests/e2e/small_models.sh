@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset23_attention, opset25_attention, opset23_llama), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -51,6 +51,10 @@ run opset24_ops 1e-6 1e-5
 # Resize-18's antialias (linear and cubic, with exclude_outside) and axes, -19's
 # half_pixel_symmetric, against a port of ONNX's reference (4.8e-7 measured).
 run opset19_resize 1e-6 1e-5
+# Blocked quantization (opset 21): INT4 / UINT4 weights (widened to 8 bits at import) with
+# per-block scales and zero points, a last block narrower than the others, and a blocked QDQ of
+# the activations (exact); f32 products of 64 terms (1.4e-6 measured).
+run opset21_blocked 1e-5 1e-4
 run opset23_attention 1e-6 1e-5
 run opset25_attention 1e-6 1e-5
 # Two Llama-style decoder layers at opset 23 (RMSNormalization, RotaryEmbedding with

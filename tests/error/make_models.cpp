@@ -202,6 +202,20 @@ int main(int argc, char** argv) {
     addTensorValue(g->add_output(), "y", {2, 3});
     ok &= writeModel("swish_opset23.onnx", m);
   }
+  // Opset 21: an INT4 initializer that is not dequantized (Add's operand).
+  {
+    onnx::ModelProto m = newModel(21);
+    onnx::GraphProto* g = m.mutable_graph();
+    addTensorValue(g->add_input(), "x", {2});
+    onnx::TensorProto* w = g->add_initializer();
+    w->set_name("w4");
+    w->set_data_type(22);
+    w->add_dims(2);
+    w->set_raw_data(std::string("\x21", 1));
+    addNode(g, "add", "Add", {"x", "w4"}, {"y"});
+    addTensorValue(g->add_output(), "y", {2});
+    ok &= writeModel("int4_not_dequantized.onnx", m);
+  }
   // Opset 18: CenterCropPad whose shape is a graph input (known only at run time).
   {
     onnx::ModelProto m = newModel(18);

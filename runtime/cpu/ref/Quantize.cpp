@@ -1,5 +1,6 @@
-// Reference kernels of linear quantization: QuantizeLinear-13, DequantizeLinear-13 (per-tensor or
-// per-axis scale and zero point), DynamicQuantizeLinear-11 (u8, scale from the data's range).
+// Reference kernels of linear quantization: QuantizeLinear-13/-21, DequantizeLinear-13/-21 (per
+// tensor, per axis or, opsets 21+, per block along the axis), DynamicQuantizeLinear-11 (u8, scale
+// from the data's range).
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -13,19 +14,43 @@ namespace {
 
 // Where operand i's entry for element k lives: one value (per tensor) or one per index along
 // `axis` (per axis), as outer * n * inner indexing gives.
+// Which scale and zero point element x's element k uses: 0 (per tensor), its index along the
+// axis (per axis), or (blocked, opsets 21+) the element of the scale's [.., ceil(n / block),
+// ..] shape holding k's block along the axis.
 struct AxisIndex {
-  int64_t n = 1, inner = 1;
+  int64_t n = 1, inner = 1, block = 0, blocks = 1;
   bool perAxis = false;
-  int64_t at(int64_t k) const { return perAxis ? (k / inner) % n : 0; }
+  int64_t at(int64_t k) const {
+    if (!perAxis) return 0;
+    if (block == 0) return (k / inner) % n;
+    const int64_t outer = k / (n * inner), a = (k / inner) % n;
+    return (outer * blocks + a / block) * inner + k % inner;
+  }
 };
 
 Status axisIndex(const KernelContext& ctx, AxisIndex* ix) {
   const Shape& xs = ctx.inputTypes[0].shape;
   const int64_t scaleN = numElements(ctx.inputTypes[1].shape);
-  if (scaleN == 1 && ctx.inputTypes[1].shape.size() <= 1) return Status::ok();
+  const int64_t block = ctx.attrs->getInt("block_size", 0);
+  if (block == 0 && scaleN == 1 && ctx.inputTypes[1].shape.size() <= 1) return Status::ok();
   int64_t axis;
   if (!normalizeAxis(ctx.attrs->getInt("axis", 1), (int64_t)xs.size(), &axis))
     return opError(ctx, "axis out of range for rank " + std::to_string(xs.size()));
+  if (block > 0) {
+    Shape want = xs;
+    want[axis] = (xs[axis] + block - 1) / block;
+    if (ctx.inputTypes[1].shape != want)
+      return opError(ctx, "the scale must have shape " + shapeToString(want) + " for block_size " +
+                              std::to_string(block) + " along axis " + std::to_string(axis));
+    if (inputPresent(ctx, 2) && ctx.inputTypes[2].shape != want)
+      return opError(ctx, "the zero point must have the scale's shape");
+    ix->perAxis = true;
+    ix->n = xs[axis];
+    ix->inner = product(xs, axis + 1, xs.size());
+    ix->block = block;
+    ix->blocks = want[axis];
+    return Status::ok();
+  }
   if (ctx.inputTypes[1].shape.size() != 1 || scaleN != xs[axis])
     return opError(ctx, "the scale must be a scalar or have x's size along axis " + std::to_string(axis));
   if (inputPresent(ctx, 2) && numElements(ctx.inputTypes[2].shape) != scaleN)
@@ -73,6 +98,14 @@ void dequantizeRun(const X* x, float* y, int64_t n, float scale, int32_t zp) {
 // or one per (outer, axis) row), split across `threads`.
 template <typename F>
 void forEachRun(const AxisIndex& ix, int64_t numel, int threads, F&& f) {
+  if (ix.block > 0) {
+    // Blocked: a run is the elements of one (outer, axis index) row that share a scale only
+    // when inner == 1 (then a block's elements are consecutive); else one element at a time.
+    parallelRanges(threads, numel, kStreamGrain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) f(k, k + 1, ix.at(k));
+    });
+    return;
+  }
   if (!ix.perAxis) {
     parallelRanges(threads, numel, kStreamGrain, [&](int64_t b, int64_t e) { f(b, e, int64_t{0}); });
     return;

@@ -292,6 +292,59 @@ def opset19_resize(out_dir, rng):
     save(out_dir, "opset19_resize", 19, nodes, inits, x, outputs)
 
 
+def int4_tensor(name, values, signed):
+    """A TensorProto of INT4 (22) or UINT4 (21): two values a byte, the first in the low nibble
+    (Debian's onnx 1.12 predates the types, so the proto is written by hand)."""
+    t = TensorProto()
+    t.name = name
+    t.data_type = 22 if signed else 21
+    t.dims.extend(values.shape)
+    flat = (values.reshape(-1).astype(np.int64) & 0x0F).astype(np.uint8)
+    if flat.size % 2:
+        flat = np.append(flat, np.uint8(0))
+    t.raw_data = (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8).tobytes()
+    return t
+
+
+def opset21_blocked(out_dir, rng):
+    """(opset 21) x f32 [3,64] ->
+      MatMul(x, DequantizeLinear(W int4 [64,24], scale [4,24], zero point int4 [4,24], axis 0,
+      block_size 16))                                                        -> y [3,24]
+      MatMul(y, DequantizeLinear(U uint4 [24,10], scale [24,3], axis 1, block_size 4: the last
+      block 2 wide))                                                         -> y2 [3,10]
+      DequantizeLinear(QuantizeLinear(x, scale [3,4], u8 zero point [3,4], axis 1, block_size
+      16))                                                                   -> qdq [3,64]"""
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    w = rng.integers(-8, 8, (64, 24))
+    wzp = rng.integers(-2, 3, (4, 24))
+    wscale = rng.uniform(0.01, 0.05, (4, 24)).astype(np.float32)
+    u = rng.integers(0, 16, (24, 10))
+    uscale = rng.uniform(0.02, 0.08, (24, 3)).astype(np.float32)
+    qscale = rng.uniform(0.01, 0.03, (3, 4)).astype(np.float32)
+    qzp = rng.integers(100, 156, (3, 4)).astype(np.uint8)
+    arr = numpy_helper.from_array
+    nodes = [
+        helper.make_node("DequantizeLinear", ["w4", "wscale", "wzp4"], ["wf"], axis=0, block_size=16),
+        helper.make_node("MatMul", ["x", "wf"], ["y"]),
+        helper.make_node("DequantizeLinear", ["u4", "uscale"], ["uf"], axis=1, block_size=4),
+        helper.make_node("MatMul", ["y", "uf"], ["y2"]),
+        helper.make_node("QuantizeLinear", ["x", "qscale", "qzp"], ["q"], axis=1, block_size=16),
+        helper.make_node("DequantizeLinear", ["q", "qscale", "qzp"], ["qdq"], axis=1, block_size=16),
+    ]
+    inits = [int4_tensor("w4", w, True), arr(wscale, "wscale"), int4_tensor("wzp4", wzp, True),
+             int4_tensor("u4", u, False), arr(uscale, "uscale"), arr(qscale, "qscale"),
+             arr(qzp, "qzp")]
+    wf = (w - np.repeat(wzp, 16, axis=0)) * np.repeat(wscale, 16, axis=0).astype(np.float64)
+    uf = u * np.repeat(uscale, 4, axis=1)[:, :10].astype(np.float64)
+    y = x.astype(np.float64) @ wf
+    y2 = y.astype(np.float32).astype(np.float64) @ uf
+    qs = np.repeat(qscale, 16, axis=1)
+    qz = np.repeat(qzp, 16, axis=1).astype(np.float64)
+    q = np.clip(np.rint((x / qs).astype(np.float32)) + qz, 0, 255)
+    qdq = ((q - qz) * qs).astype(np.float32)
+    save(out_dir, "opset21_blocked", 21, nodes, inits, x, [("y", y), ("y2", y2), ("qdq", qdq)])
+
+
 def rotary(x, cos, sin, pos=None, interleaved=0, rot=0, heads=0):
     """RotaryEmbedding-23 as ONNX's operator doc writes it (X 4-D [B, H, S, hd] or 3-D)."""
     shape = x.shape
@@ -701,6 +754,7 @@ def main():
     attention_models(out_dir, rng)
     llama_block(out_dir, rng)
     opset19_resize(out_dir, rng)
+    opset21_blocked(out_dir, rng)
 
 
 if __name__ == "__main__":

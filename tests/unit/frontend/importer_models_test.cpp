@@ -285,10 +285,14 @@ TEST(NewerOpsets, NewAttributesOnlyAtTheirDefaults) {
             std::vector<std::string>{"keep_aspect_ratio_policy"});
   // The same attribute at an opset before it existed is not looked at (the op rejects it).
   onnx::NodeProto q = newerNode("QuantizeLinear");
-  setInt(&q, "block_size", 32);
-  EXPECT_EQ(checkNewerOpsetNode(q, 19), "");
-  EXPECT_NE(checkNewerOpsetNode(q, 21).find("QuantizeLinear-21: attribute block_size 32"),
+  setInt(&q, "precision", 1);
+  EXPECT_EQ(checkNewerOpsetNode(q, 21), "");
+  EXPECT_NE(checkNewerOpsetNode(q, 23).find("QuantizeLinear-23: attribute precision 1"),
             std::string::npos);
+  // block_size (21) is computed (blocked scales: runtime/cpu/ref/Quantize.cpp).
+  onnx::NodeProto blockedQ = newerNode("QuantizeLinear");
+  setInt(&blockedQ, "block_size", 32);
+  EXPECT_EQ(checkNewerOpsetNode(blockedQ, 21), "");
   onnx::NodeProto out = newerNode("QuantizeLinear");
   setInt(&out, "output_dtype", onnx::TensorProto::INT8);
   EXPECT_NE(checkNewerOpsetNode(out, 21).find("output_dtype 3 without a y_zero_point"),
@@ -859,6 +863,35 @@ TEST(OnnxTensor, TypedFieldsAndRawData) {
   ASSERT_TRUE(tensorFromProto(d, &t).isOk());
   EXPECT_EQ(t.dtype(), DType::F64);
   EXPECT_EQ(t.data<double>()[1], -3.0);
+}
+
+// INT4 (22) and UINT4 (21): two values a byte, low nibble first, widened to I8 / U8.
+TEST(OnnxTensor, FourBitTensorsAreWidened) {
+  onnx::TensorProto p;
+  p.set_name("w4");
+  p.set_data_type(22);
+  p.add_dims(3);
+  p.set_raw_data(std::string("\x8F\x07", 2));  // -1, -8 | 7, (pad)
+  Tensor t;
+  ASSERT_TRUE(tensorFromProto(p, &t).isOk());
+  ASSERT_EQ(t.dtype(), DType::I8);
+  EXPECT_EQ(t.data<int8_t>()[0], -1);
+  EXPECT_EQ(t.data<int8_t>()[1], -8);
+  EXPECT_EQ(t.data<int8_t>()[2], 7);
+  onnx::TensorProto u;
+  u.set_data_type(21);
+  u.add_dims(2);
+  u.add_int32_data(0xF3);  // one byte an entry: 3, 15
+  ASSERT_TRUE(tensorFromProto(u, &t).isOk());
+  ASSERT_EQ(t.dtype(), DType::U8);
+  EXPECT_EQ(t.data<uint8_t>()[0], 3);
+  EXPECT_EQ(t.data<uint8_t>()[1], 15);
+  p.set_raw_data(std::string("\x8F", 1));  // 3 values need 2 bytes
+  Status st = tensorFromProto(p, &t);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("tensor 'w4': raw_data has 1 bytes but INT4 shape [3] needs 2"),
+            std::string::npos)
+      << st.message();
 }
 
 TEST(OnnxTensor, SizeMismatchNamesTheTensor) {
