@@ -19,6 +19,7 @@
 #include "compiler/ShapeInference.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/autodiff/GradientRules.h"
+#include "frontend/InlineFunctions.h"
 #include "frontend/NewerOpsets.h"
 #include "frontend/OnnxTensor.h"
 #include "passes/Passes.h"
@@ -1779,6 +1780,11 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const 
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes)) {
     if (error) *error = sourceName + ": not a valid ONNX model (protobuf parse failed)";
+    return nullptr;
+  }
+  std::string why;
+  if (!inlineLocalFunctions(&model, &why)) {
+    if (error) *error = sourceName + ": " + why;
     return nullptr;
   }
   OnnxImporter importer(ctx, sourceName, options);

@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -61,6 +61,9 @@ run opset25_attention 1e-6 1e-5
 # position_ids, GQA Attention on a past cache, SiLU-gated MLP): f32 products of 64-128 terms
 # chained through 14 MatMuls, 1.6e-6 measured.
 run opset23_llama 1e-5 1e-4
+# Model-local functions (ModelProto.functions, as exporters write modules): a function calling
+# another, attribute references given and not, a Constant in a body; inlined at import.
+run local_functions 1e-6 1e-5
 # LSTM in f32 against PyTorch eager: 7 steps of 2 layers, summation order differs (2e-8 measured).
 run lstm 1e-5 1e-4
 # int8: the reference follows the ONNX equations with ONNX Runtime's requantization rounding,

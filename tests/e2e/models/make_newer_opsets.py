@@ -345,6 +345,68 @@ def opset21_blocked(out_dir, rng):
     save(out_dir, "opset21_blocked", 21, nodes, inits, x, [("y", y), ("y2", y2), ("qdq", qdq)])
 
 
+def local_functions(out_dir, rng):
+    """(opset 18, IR 8) model-local functions of domain custom.fn, as exporters write modules:
+      ScaledAct(X; alpha) = 2 * LeakyRelu(X, alpha = @alpha)  (a Constant inside the body)
+      Block(X, W; slope) = (ScaledAct(X W; alpha = @slope), X W)  (a call inside a function)
+    x f32 [2,4] -> Block(x, w1; slope 0.1)            -> y1, pre1
+                   Block(y1, w2; slope 0.3), output pre2 unused -> y2
+                   ScaledAct(x), alpha not given (LeakyRelu's 0.01) -> y3"""
+    x = rng.standard_normal((2, 4)).astype(np.float32)
+    w1 = rng.standard_normal((4, 4)).astype(np.float32)
+    w2 = rng.standard_normal((4, 4)).astype(np.float32)
+
+    lrelu = helper.make_node("LeakyRelu", ["X"], ["r"])
+    alpha = onnx.AttributeProto()
+    alpha.name, alpha.ref_attr_name, alpha.type = "alpha", "alpha", onnx.AttributeProto.FLOAT
+    lrelu.attribute.append(alpha)
+    scaled = helper.make_function(
+        "custom.fn", "ScaledAct", ["X"], ["Y"],
+        [lrelu,
+         helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(np.array(2.0, np.float32))),
+         helper.make_node("Mul", ["r", "two"], ["Y"])],
+        [helper.make_opsetid("", 18)], ["alpha"])
+    call = helper.make_node("ScaledAct", ["t"], ["Y"], domain="custom.fn")
+    slope = onnx.AttributeProto()
+    slope.name, slope.ref_attr_name, slope.type = "alpha", "slope", onnx.AttributeProto.FLOAT
+    call.attribute.append(slope)
+    block = helper.make_function(
+        "custom.fn", "Block", ["X", "W"], ["Y", "T"],
+        [helper.make_node("MatMul", ["X", "W"], ["t"]), call,
+         helper.make_node("Identity", ["t"], ["T"])],
+        [helper.make_opsetid("", 18), helper.make_opsetid("custom.fn", 1)], ["slope"])
+    nodes = [helper.make_node("Block", ["x", "w1"], ["y1", "pre1"], domain="custom.fn", slope=0.1),
+             helper.make_node("Block", ["y1", "w2"], ["y2", "pre2"], domain="custom.fn", slope=0.3),
+             helper.make_node("ScaledAct", ["x"], ["y3"], domain="custom.fn")]
+    inits = [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")]
+
+    def act(v, a):
+        return 2 * np.where(v >= 0, v, a * v)
+    xd = x.astype(np.float64)
+    pre1 = xd @ w1
+    y1 = act(pre1, np.float32(0.1))
+    y2 = act(y1.astype(np.float32).astype(np.float64) @ w2, np.float32(0.3))
+    outputs = [("y1", y1), ("pre1", pre1), ("y2", y2), ("y3", act(xd, np.float32(0.01)))]
+    graph = helper.make_graph(
+        nodes, "local_functions", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(np.shape(v))) for k, v in outputs],
+        inits)
+    model = helper.make_model(graph, functions=[scaled, block],
+                              opset_imports=[helper.make_opsetid("", 18),
+                                             helper.make_opsetid("custom.fn", 1)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    path = os.path.join(out_dir, "local_functions")
+    d = os.path.join(path, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    with open(os.path.join(d, "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(x, "x").SerializeToString())
+    for k, (n, v) in enumerate(outputs):
+        with open(os.path.join(d, "output_%d.pb" % k), "wb") as f:
+            f.write(numpy_helper.from_array(np.asarray(v, np.float32), n).SerializeToString())
+
+
 def rotary(x, cos, sin, pos=None, interleaved=0, rot=0, heads=0):
     """RotaryEmbedding-23 as ONNX's operator doc writes it (X 4-D [B, H, S, hd] or 3-D)."""
     shape = x.shape
@@ -755,6 +817,7 @@ def main():
     llama_block(out_dir, rng)
     opset19_resize(out_dir, rng)
     opset21_blocked(out_dir, rng)
+    local_functions(out_dir, rng)
 
 
 if __name__ == "__main__":
