@@ -1,7 +1,8 @@
-// The oneDNN Attention variant (runtime/cpu/dnnl/DnnlAttention.cpp: two batched matmuls
-// around the shared row pass) against the reference variant on the same instances, every
-// output: 3-D GQA with a past cache, float mask, causal offset, softcap and qk mode 3; 4-D MHA
-// with nonpad_kv_seqlen and a bool mask, qk mode 2. Both variants are the def's (the loader
+// The oneDNN Attention variants (runtime/cpu/dnnl/DnnlAttention.cpp: two batched matmuls
+// around the shared row pass, "dnnl"; the same per head on each thread, "dnnl-head") against the
+// reference variant on the same instances, every output: 3-D GQA with a past cache, float mask,
+// causal offset, softcap and qk mode 3; 4-D MHA with nonpad_kv_seqlen and a bool mask, qk mode 2;
+// 4-D MQA with a past cache and no present outputs (the keys gathered by the kernel). All are the def's variants (the loader
 // times them); the reference one is checked against numpy by e2e.small_models.
 #include <gtest/gtest.h>
 
@@ -64,12 +65,12 @@ bool runVariant(const Case& c, const std::string& variant, std::vector<Tensor>* 
   return st.isOk();
 }
 
-void expectVariantsAgree(const Case& c) {
+void expectVariantAgrees(const Case& c, const std::string& variant) {
   std::vector<Tensor> ref, dnnl;
   std::string refImpl, dnnlImpl, why;
   ASSERT_TRUE(runVariant(c, "ref", &ref, &refImpl, &why)) << why;
   EXPECT_EQ(refImpl, "ref");
-  if (!runVariant(c, "dnnl", &dnnl, &dnnlImpl, &why)) {
+  if (!runVariant(c, variant, &dnnl, &dnnlImpl, &why)) {
     // Only where oneDNN has nothing but its reference matmul for these strides.
     EXPECT_NE(why.find("only its reference matmul"), std::string::npos) << why;
     GTEST_SKIP() << "dnnl variant not built on this host: " << why;
@@ -86,8 +87,13 @@ void expectVariantsAgree(const Case& c) {
       }
       worst = std::max(worst, (double)std::fabs(a - b));
     }
-    EXPECT_LT(worst, 2e-5) << "output " << o;
+    EXPECT_LT(worst, 2e-5) << variant << " output " << o;
   }
+}
+
+void expectVariantsAgree(const Case& c) {
+  expectVariantAgrees(c, "dnnl");
+  expectVariantAgrees(c, "dnnl-head");
 }
 
 TEST(DnnlAttention, ThreeDGqaPastCausalSoftcapQkAfterSoftmax) {
@@ -125,12 +131,24 @@ TEST(DnnlAttention, FourDNonpadBoolMaskQkWithBias) {
   expectVariantsAgree(c);
 }
 
-TEST(DnnlAttention, DefListsBothVariants) {
+TEST(DnnlAttention, FourDMqaPastWithoutPresentOutputs) {
+  std::mt19937 gen(13);
+  const int64_t B = 2, Hq = 3, Sq = 4, Skv = 5, P = 9, D = 8, T = P + Skv;
+  Case c;
+  c.inputs = {randomF32({B, Hq, Sq, D}, &gen), randomF32({B, 1, Skv, D}, &gen),
+              randomF32({B, 1, Skv, D}, &gen), randomF32({B, 1, Sq, T}, &gen),
+              randomF32({B, 1, P, D}, &gen),  randomF32({B, 1, P, D}, &gen)};
+  c.outputs = {{DType::F32, {B, Hq, Sq, D}}};
+  expectVariantsAgree(c);
+}
+
+TEST(DnnlAttention, DefListsTheVariants) {
   for (const KernelDef& d : dnnlRegistry().all())
     if (d.opType == "Attention") {
       ASSERT_TRUE(d.variants);
       Case c;
-      EXPECT_EQ(d.variants(c.context("")), (std::vector<std::string>{"dnnl", "ref"}));
+      EXPECT_EQ(d.variants(c.context("")),
+                (std::vector<std::string>{"dnnl", "dnnl-head", "ref"}));
       return;
     }
   FAIL() << "no dnnl Attention def";
