@@ -1,24 +1,46 @@
 // Inlining of model-local functions (InlineFunctions.h).
 #include "frontend/InlineFunctions.h"
 
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 namespace tandem {
 namespace {
 
-using Key = std::pair<std::string, std::string>;  // (domain, name)
+// (domain, name, overload): IR 10 lets one name have several overloads.
+using Key = std::tuple<std::string, std::string, std::string>;
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// Fields newer than Debian's onnx 1.12 protobuf, which keeps them as unknown fields: the
+// length-delimited values of field `number` of `m`, in order.
+std::vector<std::string> newerField(const google::protobuf::Message& m, int number) {
+  std::vector<std::string> out;
+  const google::protobuf::UnknownFieldSet& u = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < u.field_count(); ++i)
+    if (u.field(i).number() == number &&
+        u.field(i).type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      out.push_back(u.field(i).length_delimited());
+  return out;
+}
+// FunctionProto.overload (13) and NodeProto.overload (8), IR 10.
+std::string overloadOf(const google::protobuf::Message& m, int number) {
+  std::vector<std::string> v = newerField(m, number);
+  return v.empty() ? std::string() : v.back();
+}
+constexpr int kFunctionOverload = 13, kNodeOverload = 8, kFunctionAttributeProto = 11;
 
 class Inliner {
  public:
   Inliner(const onnx::ModelProto& model, std::string* error) : error_(error) {
-    for (const onnx::FunctionProto& f : model.functions()) functions_[{f.domain(), f.name()}] = &f;
+    for (const onnx::FunctionProto& f : model.functions())
+      functions_[{f.domain(), f.name(), overloadOf(f, kFunctionOverload)}] = &f;
     for (const onnx::OperatorSetIdProto& o : model.opset_import())
       if (isDefaultDomain(o.domain())) modelOpset_ = o.version();
   }
@@ -40,7 +62,7 @@ class Inliner {
   // Appends `n` (its subgraphs inlined) or, for a call, the inlined body. `chain`: the
   // functions being expanded around this call (a recursion check).
   bool node(const onnx::NodeProto& n, std::vector<onnx::NodeProto>* out, std::vector<Key> chain) {
-    auto it = functions_.find({n.domain(), n.op_type()});
+    auto it = functions_.find({n.domain(), n.op_type(), overloadOf(n, kNodeOverload)});
     if (it == functions_.end()) {
       onnx::NodeProto copy = n;
       for (onnx::AttributeProto& a : *copy.mutable_attribute()) {
@@ -73,8 +95,14 @@ class Inliner {
     for (int i = 0; i < f.output_size(); ++i)
       rename[f.output(i)] = i < n.output_size() && !n.output(i).empty() ? n.output(i)
                                                                           : prefix + f.output(i);
-    std::map<std::string, const onnx::AttributeProto*> given;
-    for (const onnx::AttributeProto& a : n.attribute()) given[a.name()] = &a;
+    // The call's attributes, over the function's defaults (FunctionProto.attribute_proto, IR 9).
+    std::map<std::string, onnx::AttributeProto> given;
+    for (const std::string& bytes : newerField(f, kFunctionAttributeProto)) {
+      onnx::AttributeProto d;
+      if (!d.ParseFromString(bytes)) return fail(label + ": an attribute default does not parse");
+      given[d.name()] = d;
+    }
+    for (const onnx::AttributeProto& a : n.attribute()) given[a.name()] = a;
     auto mapped = [&](const std::string& name) {
       if (name.empty()) return name;
       auto r = rename.find(name);
@@ -91,8 +119,8 @@ class Inliner {
       for (const onnx::AttributeProto& a : b.attribute()) {
         if (!a.ref_attr_name().empty()) {
           auto g = given.find(a.ref_attr_name());
-          if (g == given.end()) continue;  // not given: the op's own default
-          onnx::AttributeProto v = *g->second;
+          if (g == given.end()) continue;  // no value nor default: the op's own default
+          onnx::AttributeProto v = g->second;
           v.set_name(a.name());
           *attrs.Add() = std::move(v);
           continue;

@@ -18,7 +18,10 @@ namespace tandem {
 /// outputs become the call's values (an input the call leaves out is absent; an output it
 /// leaves out gets a name of its own), every other value and node name gets the prefix
 /// "<call node name>/" (made unique), and an attribute that refers to one of the function's
-/// (ref_attr_name) takes the call's value of it, or is dropped when the call gives none.
+/// (ref_attr_name) takes the call's value of it, else the function's default
+/// (attribute_proto, IR 9), else is dropped (the op's own default). Calls match functions by
+/// domain, name and overload (IR 10). Those newer fields are read from the protobuf's unknown
+/// fields, which Debian's onnx 1.12 schema keeps.
 /// Errors (the model is left as it was): a recursive call chain, a call with more inputs or
 /// outputs than the function declares, and a function that imports another version of the
 /// default domain than the model (its ops would mean something else); each names the

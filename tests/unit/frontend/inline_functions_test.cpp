@@ -4,6 +4,7 @@
 // (recursion, another default-domain opset, too many inputs). e2e.small_models runs a model with
 // functions (local_functions) against numpy.
 #include <gtest/gtest.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/onnx_pb.h>
 
 #include "frontend/InlineFunctions.h"
@@ -146,6 +147,37 @@ TEST(InlineFunctions, CallsInsideSubgraphsAndBodySubgraphs) {
   ASSERT_EQ(called.node_size(), 1);
   EXPECT_EQ(called.node(0).op_type(), "LeakyRelu");
   EXPECT_EQ(called.node(0).output(0), "o");
+}
+
+// IR 9's attribute defaults (FunctionProto.attribute_proto, field 11) and IR 10's overloads
+// (FunctionProto field 13, NodeProto field 8), fields Debian's onnx 1.12 keeps as unknown ones.
+TEST(InlineFunctions, AttributeDefaultsAndOverloads) {
+  onnx::ModelProto m = twoFunctions();
+  onnx::FunctionProto* act = m.mutable_functions(0);  // Act(X; alpha)
+  onnx::AttributeProto dflt;
+  dflt.set_name("alpha");
+  dflt.set_type(onnx::AttributeProto::FLOAT);
+  dflt.set_f(0.25f);
+  act->GetReflection()->MutableUnknownFields(act)->AddLengthDelimited(11, dflt.SerializeAsString());
+  // An overload "neg" of Act: Neg(X).
+  onnx::FunctionProto* neg = m.add_functions();
+  neg->set_domain("f");
+  neg->set_name("Act");
+  neg->add_input("X");
+  neg->add_output("Y");
+  addNode(neg->mutable_node(), "Neg", {"X"}, {"Y"});
+  neg->GetReflection()->MutableUnknownFields(neg)->AddLengthDelimited(13, "neg");
+  onnx::GraphProto* g = m.mutable_graph();
+  addNode(g->mutable_node(), "Act", {"x"}, {"a"}, "f");  // alpha from the default
+  onnx::NodeProto* call = addNode(g->mutable_node(), "Act", {"x"}, {"b"}, "f");
+  call->GetReflection()->MutableUnknownFields(call)->AddLengthDelimited(8, "neg");
+  std::string error;
+  ASSERT_TRUE(inlineLocalFunctions(&m, &error)) << error;
+  ASSERT_EQ(g->node_size(), 2);
+  ASSERT_NE(attr(g->node(0), "alpha"), nullptr);
+  EXPECT_FLOAT_EQ(attr(g->node(0), "alpha")->f(), 0.25f);
+  EXPECT_EQ(g->node(1).op_type(), "Neg");
+  EXPECT_EQ(g->node(1).output(0), "b");
 }
 
 TEST(InlineFunctions, Errors) {
