@@ -32,7 +32,9 @@ through onnx.checker; every node is written as the newer opset spells it:
   opset23_ops  (opset 23) x f32 [2,3,8] -> RMSNormalization-23 over the last dim (scale [8])
                and over the last two (axis 1, scale [1, 8], epsilon 1e-3)
 
-Usage:  /usr/bin/python3 make_newer_opsets.py DIR
+Usage:  /usr/bin/python3 make_newer_opsets.py DIR           (the test models)
+        /usr/bin/python3 make_newer_opsets.py --bench DIR   (larger ones for benchmarks:
+                                                             bench_models)
 """
 import os
 import sys
@@ -806,7 +808,36 @@ def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4
     save_io(out_dir, name, 23, nodes, inits, inputs,
             [(k, np.asarray(v, f)) for k, v in [("y", hd64)] + outputs])
 
+def attention_bench(out_dir, rng, name, B, H, Hkv, S, T, D, causal):
+    """One Attention-23 node on 4-D inputs Q [B,H,S,D], K and V [B,Hkv,T,D] (benchmarks)."""
+    f = np.float32
+    q = rng.standard_normal((B, H, S, D)).astype(f)
+    k = rng.standard_normal((B, Hkv, T, D)).astype(f)
+    v = rng.standard_normal((B, Hkv, T, D)).astype(f)
+    y = attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), causal=causal)[0]
+    save_io(out_dir, name, 23, [helper.make_node("Attention", ["q", "k", "v"], ["y"], is_causal=causal)],
+            [], [("q", q), ("k", k), ("v", v)], [("y", y.astype(f))])
+
+
+def bench_models(out_dir):
+    """Larger models for scripts/bench-vs-ort.sh (not tests): BERT-size self-attention
+    [1,12,128,64], causal [1,12,256,64], a GQA decoding step (32 query and 8 KV heads of 128,
+    1,024 cached keys), and four Llama-style layers (hidden 512, 8 heads, 2 KV heads, FFN 1408)
+    at prefill (128 tokens after 16 cached) and at a decoding step (1 token after 256)."""
+    rng = np.random.default_rng(9)
+    attention_bench(out_dir, rng, "attention_bert", 1, 12, 12, 128, 128, 64, 0)
+    attention_bench(out_dir, rng, "attention_causal", 1, 12, 12, 256, 256, 64, 1)
+    attention_bench(out_dir, rng, "attention_gqa_decode", 1, 32, 8, 1, 1024, 128, 0)
+    llama_block(out_dir, rng, name="llama_prefill", S=128, P=16, hidden=512, heads=8, kvh=2,
+                ffn=1408, layers=4)
+    llama_block(out_dir, rng, name="llama_decode", S=1, P=256, hidden=512, heads=8, kvh=2,
+                ffn=1408, layers=4)
+
+
 def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--bench":
+        bench_models(sys.argv[2])
+        return
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     rng = np.random.default_rng(1818)
     opset18_ops(out_dir, rng)
