@@ -55,8 +55,8 @@ struct RightOperand {
     for (int64_t i = 0; i < M; ++i) {
       std::fill(acc->begin(), acc->end(), 0.0);
       for (int64_t k = 0; k < K; ++k) {
+        // No skipping of zero weights: 0 times an infinite value is NaN, as in the GEMM path.
         const double w = double(a[i * lda + k]);
-        if (w == 0) continue;
         for (int64_t n = 0; n < N; ++n) (*acc)[n] += w * double(b[k * strideK + n * strideN]);
       }
       for (int64_t n = 0; n < N; ++n) c[i * ldc + n] = T((*acc)[n]);

@@ -343,9 +343,14 @@ Status createDeformConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) 
                     const int64_t q = y * ow + x;
                     const double h = double(y * strides[0] - pads[0] + i * dil[0]) + double(dy[q]);
                     const double w = double(x * strides[1] - pads[1] + j * dil[1]) + double(dx[q]);
+                    double v = 0;
+                    // Outside by a pixel or more (or NaN): every corner is a zero.
+                    if (!(h > -1 && h < H && w > -1 && w < Wd)) {
+                      col[q] = T(0);
+                      continue;
+                    }
                     const double h0 = std::floor(h), w0 = std::floor(w);
                     const double fh = h - h0, fw = w - w0;
-                    double v = 0;
                     for (int a = 0; a < 2; ++a)
                       for (int bb = 0; bb < 2; ++bb) {
                         const int64_t hh = int64_t(h0) + a, ww = int64_t(w0) + bb;
