@@ -20,6 +20,7 @@ enum class Rule {
   Resize,     // data from the set, then roi (f32/f64), scales (f32), sizes (i64), absent ones omitted
   Boxes,      // NonMaxSuppression: f32 boxes, scores; then i64 max_output_boxes_per_class, f32 thresholds
   Recurrent,  // f32 but for sequence_lens (i32/i64), which cudaKernelRejects refuses with its reason
+  Rotary,     // RotaryEmbedding: f32 X, cos_cache, sin_cache, then optional i64 position_ids
 };
 
 struct Entry {
@@ -73,6 +74,8 @@ const std::map<std::string, Entry>& table() {
     m["Resize"] = {Rule::Resize, {DType::F32, DType::F64}};
     m["NonMaxSuppression"] = {Rule::Boxes, f32()};
     for (const char* op : {"RNN", "GRU", "LSTM"}) m[op] = {Rule::Recurrent, f32()};
+    m["RMSNormalization"] = {Rule::AllF32, f32()};
+    m["RotaryEmbedding"] = {Rule::Rotary, f32()};
     return m;
   }();
   return t;
@@ -145,6 +148,9 @@ bool cudaKernelAccepts(const std::string& opType, const std::vector<DType>& dts)
       }
       return ints <= 1;
     }
+    case Rule::Rotary:
+      return dts.size() >= 3 && dts.size() <= 4 && dts[0] == DType::F32 && dts[1] == DType::F32 &&
+             dts[2] == DType::F32 && (dts.size() == 3 || dts[3] == DType::I64);
   }
   return false;
 }
@@ -165,6 +171,7 @@ std::string cudaKernelDTypesText(const std::string& opType) {
     case Rule::Resize: return s + " (data; f32/f64 roi and scales, i64 sizes)";
     case Rule::Boxes: return s + " (boxes, scores, thresholds; i64 max_output_boxes_per_class)";
     case Rule::Recurrent: return s + " (sequence_lens refused)";
+    case Rule::Rotary: return s + " (X, cos_cache, sin_cache; i64 position_ids)";
   }
   return s;
 }

@@ -34,7 +34,8 @@ std::string cudaKernelDTypesText(const std::string& opType);
 /// BatchNormalization; Dropout with a training_mode operand on data other than f32/f64, or a
 /// ratio of more than one element (the CUDA Dropout draws the CPU kernel's Philox mask, with
 /// the mask output, reading ratio, training_mode and counter on the device); non-constant
-/// Pad/Slice/Clip/reduction parameters; LayerNormalization with a broadcast Scale or B; CumSum
+/// Pad/Slice/Clip/reduction parameters; LayerNormalization with a broadcast Scale or B,
+/// RMSNormalization with a broadcast scale; CumSum
 /// with a non-constant axis; TopK with a non-constant K or K above kCudaTopKMax; Resize with
 /// non-constant scales (or roi under tf_crop_and_resize), as the reference needs them at load;
 /// NonMaxSuppression with non-constant max_output_boxes_per_class or thresholds; LSTM, GRU, RNN

@@ -151,6 +151,15 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
     return "";
   }
   if (op == "LayerNormalization") return layerNormRejects(ctx);
+  if (op == "RMSNormalization") {
+    // Scale of the normalized shape only (the CUDA kernel reads scale[k] per column).
+    const Shape& xs = ctx.inputTypes[0].shape;
+    int64_t axis = ctx.attrs->getInt("axis", -1);
+    if (axis < 0) axis += (int64_t)xs.size();
+    if (axis >= 0 && axis <= (int64_t)xs.size() && ctx.inputTypes.size() > 1 &&
+        numElements(ctx.inputTypes[1].shape) != numElements(Shape(xs.begin() + axis, xs.end())))
+      return "the CUDA kernel needs scale of the normalized shape (no broadcast)";
+  }
   if (op == "CumSum" && !constant(1)) return "the CUDA kernel needs axis (input 1) to be a constant";
   if (op == "TopK") return topKRejects(ctx, constant(1));
   // NonMaxSuppression's walk reads its limits at load (the plan's output size came from them).

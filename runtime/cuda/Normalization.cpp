@@ -1,5 +1,6 @@
-// Normalisations: Softmax-13/LogSoftmax-13 and LayerNormalization-17 as generated kernels (one
-// block per row, block-wide reductions), BatchNormalization (inference) through cuDNN for 4-D
+// Normalisations: Softmax-13/LogSoftmax-13, LayerNormalization-17 and RMSNormalization-23 as
+// generated kernels (one block per row, block-wide reductions), RotaryEmbedding-23 (one thread
+// per rotated pair), BatchNormalization (inference) through cuDNN for 4-D
 // inputs with epsilon >= CUDNN_BN_MIN_EPSILON and fewer than 2^31 elements (cuDNN's int sizes),
 // otherwise a generated per-channel kernel (64-bit indices).
 #include <climits>
@@ -142,6 +143,143 @@ Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return Status::ok();
 }
 
+// RMSNormalization-23: one block per row of the dims from axis on, y = x / sqrt(mean(x^2) +
+// epsilon) * scale (scale of the normalized shape; a broadcast one stays on the CPU).
+const char* kRmsNormName = "td_rmsnorm_f32";
+
+std::string rmsNormSource() {
+  return std::string("extern \"C\" __global__ void ") + kRmsNormName +
+         "(i64 rows, i64 cols, float eps, float* __restrict__ out, const float* __restrict__ x, "
+         "const float* __restrict__ scale) {\n" +
+         R"(  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * cols;
+    float v = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) v += xr[k] * xr[k];
+    float inv = 1.f / sqrtf(td_block_sum(v) / (float)cols + eps);
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) out[row * cols + k] = xr[k] * inv * scale[k];
+  }
+}
+)";
+}
+
+class RmsNormKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  Status init() { return use(kRmsNormName, rmsNormSource(), &fn_); }
+  int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    void* o = outs[0]->raw();
+    const void* x = ins[0]->raw();
+    const void* s = ins[1]->raw();
+    void* args[] = {&rows, &cols, &eps, &o, &x, &s};
+    return launchBlocks(*dc_, fn(fn_), rows, cols >= 256 ? 256 : 64, args);
+  }
+
+ private:
+  size_t fn_ = 0;
+};
+
+Status createRmsNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis;
+  if (!ref::normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+    return Status::error(opLabel(ctx) + ": axis out of range for rank " + std::to_string(xs.size()));
+  auto k = std::make_unique<RmsNormKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init());
+  k->rows = ref::product(xs, 0, axis);
+  k->cols = ref::product(xs, axis, xs.size());
+  k->eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  if (numElements(ctx.inputTypes[1].shape) != k->cols)
+    return Status::error(opLabel(ctx) + ": the CUDA kernel needs scale to have " + std::to_string(k->cols) +
+                         " elements, got " + shapeToString(ctx.inputTypes[1].shape));
+  *out = std::move(k);
+  return Status::ok();
+}
+
+// RotaryEmbedding-23: one thread per rotated pair (b, s, h, j) and per copied feature past the
+// rotary dims; the products and the sum rounded one at a time (no FMA contraction), as the CPU
+// kernel computes them. X [B, H, S, head] (four) or [B, S, H head]; cos/sin rows at position_ids
+// (positions) or at b * S + s.
+const char* kRotaryName = "td_rotary_f32";
+
+std::string rotarySource() {
+  return std::string("extern \"C\" __global__ void ") + kRotaryName +
+         "(i64 B, i64 S, i64 H, i64 head, i64 half, int four, int interleaved, i64 cacheRows, "
+         "float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ cosc, "
+         "const float* __restrict__ sinc, const long long* __restrict__ pos) {\n" +
+         R"(  const i64 rot = 2 * half, rest = head - rot, per = half + rest, n = B * S * H * per;
+  for (i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x; t < n; t += (i64)gridDim.x * blockDim.x) {
+    i64 j = t % per, r = t / per;
+    i64 h = r % H, s = (r / H) % S, b = r / (H * S);
+    i64 at = four ? ((b * H + h) * S + s) * head : (b * S + s) * H * head + h * head;
+    if (j >= half) {
+      i64 k = rot + (j - half);
+      y[at + k] = x[at + k];
+      continue;
+    }
+    i64 c = pos ? pos[b * S + s] : b * S + s;
+    if (c < 0) c = 0;
+    if (c >= cacheRows) c = cacheRows - 1;
+    float cv = cosc[c * half + j], sv = sinc[c * half + j];
+    i64 i1 = interleaved ? 2 * j : j, i2 = interleaved ? 2 * j + 1 : j + half;
+    float x1 = x[at + i1], x2 = x[at + i2];
+    y[at + i1] = __fsub_rn(__fmul_rn(cv, x1), __fmul_rn(sv, x2));
+    y[at + i2] = __fadd_rn(__fmul_rn(sv, x1), __fmul_rn(cv, x2));
+  }
+}
+)";
+}
+
+class RotaryKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  Status init() { return use(kRotaryName, rotarySource(), &fn_); }
+  int64_t B = 0, S = 0, H = 0, head = 0, half = 0, cacheRows = 0;
+  int four = 1, interleaved = 0;
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    void* y = outs[0]->raw();
+    const void* x = ins[0]->raw();
+    const void* c = ins[1]->raw();
+    const void* s = ins[2]->raw();
+    const void* p = ins.size() > 3 && ins[3] ? ins[3]->raw() : nullptr;
+    void* args[] = {&B, &S, &H, &head, &half, &four, &interleaved, &cacheRows, &y, &x, &c, &s, &p};
+    return launchGridStride(*dc_, fn(fn_), B * S * H * (head - half), args);
+  }
+
+ private:
+  size_t fn_ = 0;
+};
+
+// Position ids outside the caches are clamped on the device (the CPU kernel reports them; a
+// kernel cannot fail at run time).
+Status createRotary(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  auto k = std::make_unique<RotaryKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init());
+  k->four = xs.size() == 4;
+  if (!k->four && xs.size() != 3) return Status::error(opLabel(ctx) + ": X must be 3-D or 4-D");
+  k->H = k->four ? xs[1] : ctx.attrs->getInt("num_heads", 0);
+  if (k->H < 1 || (!k->four && xs[2] % k->H))
+    return Status::error(opLabel(ctx) + ": num_heads must divide X's hidden size");
+  k->B = xs[0];
+  k->S = k->four ? xs[2] : xs[1];
+  k->head = k->four ? xs[3] : xs[2] / k->H;
+  int64_t rot = ctx.attrs->getInt("rotary_embedding_dim", 0);
+  if (rot == 0) rot = k->head;
+  if (rot < 0 || rot % 2 || rot > k->head)
+    return Status::error(opLabel(ctx) + ": rotary_embedding_dim must be even and <= head size");
+  k->half = rot / 2;
+  k->interleaved = ctx.attrs->getInt("interleaved", 0) != 0;
+  const bool positions = ctx.inputTypes.size() > 3 && ctx.inputTypes[3].present();
+  const Shape& cs = ctx.inputTypes[1].shape;
+  if (cs.empty() || cs.back() != k->half)
+    return Status::error(opLabel(ctx) + ": cos_cache's last dim must be rotary dim / 2");
+  k->cacheRows = positions ? cs[0] : k->B * k->S;
+  *out = std::move(k);
+  return Status::ok();
+}
+
 const char* kBatchNormName = "td_batchnorm_f32";
 
 std::string batchNormSource() {
@@ -225,7 +363,9 @@ std::vector<std::pair<std::string, std::string>> normSources() {
   return {{softmaxName(false), softmaxSource(false)},
           {softmaxName(true), softmaxSource(true)},
           {kLayerNormName, layerNormSource()},
-          {kBatchNormName, batchNormSource()}};
+          {kBatchNormName, batchNormSource()},
+          {kRmsNormName, rmsNormSource()},
+          {kRotaryName, rotarySource()}};
 }
 
 void registerNormKernels(KernelRegistry& r) {
@@ -233,6 +373,8 @@ void registerNormKernels(KernelRegistry& r) {
   addCuda(r, "LogSoftmax", "nvrtc", createSoftmax);
   addCuda(r, "LayerNormalization", "nvrtc", createLayerNorm);
   addCuda(r, "BatchNormalization", "cudnn", createBatchNorm);
+  addCuda(r, "RMSNormalization", "nvrtc", createRmsNorm);
+  addCuda(r, "RotaryEmbedding", "nvrtc", createRotary);
 }
 
 }  // namespace cuda

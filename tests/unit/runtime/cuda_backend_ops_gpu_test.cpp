@@ -1163,6 +1163,40 @@ const std::map<std::string, OpEntry>& opTable() {
                                    out->push_back(std::move(c));
                                  }
                                }};
+    m["RMSNormalization"] = {Tol{1e-4, 1e-4}, "a float block sum of squares vs the CPU's double; 1/sqrt amplifies",
+                             [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                               std::vector<Shape> shapes = {{1023}, {3, 1}, {2, 3, 257}};
+                               for (int64_t r = 1; r <= 4; ++r) shapes.push_back(g.shape(r));
+                               for (const Shape& s : shapes) {
+                                 int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+                                 Shape norm(s.begin() + axis, s.end());
+                                 OpCase c{shapeToString(s) + " axis " + std::to_string(axis), "RMSNormalization", {},
+                                          {g.f32(s), g.f32(norm)}, {false, true}, {f32t(s)}, tol};
+                                 c.attrs.set("axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
+                                 if (g.coin()) c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+                                 out->push_back(std::move(c));
+                               }
+                             }};
+    m["RotaryEmbedding"] = {kExact, "two products and a sum per element, each rounded once (__fmul_rn, __fsub_rn)",
+                            [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                              for (int k = 0; k < 8; ++k) {
+                                const bool four = k % 2, interleaved = (k / 2) % 2, positions = k / 4;
+                                const int64_t B = g.uniform(1, 2), S = g.uniform(1, 33), H = g.uniform(1, 5);
+                                const int64_t head = 2 * g.uniform(1, 40), rot = g.coin() ? head : 2 * g.uniform(1, head / 2);
+                                const int64_t maxPos = S + g.uniform(0, 7);
+                                const Shape xs = four ? Shape{B, H, S, head} : Shape{B, S, H * head};
+                                const Shape cs = positions ? Shape{maxPos, rot / 2} : Shape{B, S, rot / 2};
+                                OpCase c{shapeToString(xs) + (interleaved ? " interleaved" : "") +
+                                             (positions ? " position_ids" : ""),
+                                         "RotaryEmbedding", {}, {g.f32(xs), g.f32(cs, -1, 1), g.f32(cs, -1, 1)}, {},
+                                         {f32t(xs)}, tol};
+                                if (positions) c.inputs.push_back(g.tensor(DType::I64, {B, S}, 0, (double)maxPos - 1));
+                                c.attrs.set("interleaved", Attr::ofInt(interleaved));
+                                if (rot != head) c.attrs.set("rotary_embedding_dim", Attr::ofInt(rot));
+                                if (!four) c.attrs.set("num_heads", Attr::ofInt(H));
+                                out->push_back(std::move(c));
+                              }
+                            }};
     m["BatchNormalization"] = {Tol{1e-5, 1e-5}, "(x - mean) / sqrt(var + eps) * scale + bias, cuDNN's order of operations",
                                [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
                                  for (int64_t r = 2; r <= 5; ++r)

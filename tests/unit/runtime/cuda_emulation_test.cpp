@@ -1,4 +1,5 @@
-// The NVRTC kernels of TopK, CumSum, GatherElements, Resize and NonMaxSuppression compiled as host C++ (through
+// The NVRTC kernels of TopK, CumSum, GatherElements, Resize, NonMaxSuppression and
+// RotaryEmbedding compiled as host C++ (through
 // emulation/cuda_host_shim.h) and run as one thread per block, against the CPU reference kernels
 // bit for bit on random cases. Without a GPU this checks what the kernels compute (index maths,
 // the selection order, the sums' order and roundings); the block-wide parts (warp shuffles,
@@ -232,11 +233,12 @@ Tensor emulateResize(const Case& c) {
 
 }  // namespace
 
-// Every mode, coordinate transformation and nearest_mode, up and down, by scales or to sizes,
-// tf_crop_and_resize with an roi reaching outside, cubic with exclude_outside; f32 and f64.
+// Every mode, coordinate transformation (half_pixel_symmetric of Resize-19 too) and
+// nearest_mode, up and down, by scales or to sizes, tf_crop_and_resize with an roi reaching
+// outside, cubic with exclude_outside, Resize-18's antialias; f32 and f64.
 TEST(CudaEmulation, ResizeSamplesLikeTheReference) {
   const char* ctms[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
-                        "tf_crop_and_resize"};
+                        "tf_crop_and_resize", "half_pixel_symmetric"};
   const char* nearest[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
   const char* modes[] = {"nearest", "linear", "cubic"};
   for (int k = 0; k < 240; ++k) {
@@ -248,7 +250,7 @@ TEST(CudaEmulation, ResizeSamplesLikeTheReference) {
       scales[d] = (float[]){0.5f, 0.75f, 1.f, 1.5f, 2.f, 3.f}[uniform(0, 5)];
       ys[d] = (int64_t)std::floor(s[d] * (double)scales[d]);
     }
-    const std::string mode = modes[k % 3], ctm = ctms[uniform(0, 5)];
+    const std::string mode = modes[k % 3], ctm = ctms[uniform(0, 6)];
     Tensor roi;
     if (ctm == "tf_crop_and_resize")
       roi = Tensor::fromVector<float>({8}, {0, 0, (float)real(-0.3, 0.4), (float)real(-0.3, 0.4), 1, 1,
@@ -267,6 +269,7 @@ TEST(CudaEmulation, ResizeSamplesLikeTheReference) {
     c.attrs.set("nearest_mode", Attr::ofString(nearest[uniform(0, 3)]));
     c.attrs.set("extrapolation_value", Attr::ofFloat(-3.25f));
     c.attrs.set("exclude_outside", Attr::ofInt(uniform(0, 1)));
+    c.attrs.set("antialias", Attr::ofInt(uniform(0, 1)));  // Resize-18: wider taps downsampling
     std::vector<Tensor> ref = c.runReference();
     Tensor y = dt == DType::F64 ? emulateResize<double>(c) : emulateResize<float>(c);
     EXPECT_TRUE(sameBits(y, ref[0])) << mode << " " << ctm << " " << dtypeName(dt) << " " << shapeToString(s)
@@ -327,4 +330,32 @@ TEST(CudaEmulation, NonMaxSuppressionSelectsTheReferenceBoxes) {
     total += sel;
   }
   EXPECT_GT(total, 1000);  // the cases select something
+}
+
+// RotaryEmbedding's kernel, one thread per pair walked by the grid-stride loop: 4-D and 3-D X,
+// halves and interleaved, partial rotary dims, with and without position_ids; bit for bit.
+TEST(CudaEmulation, RotaryEmbeddingLikeTheReference) {
+  for (int k = 0; k < 60; ++k) {
+    const bool four = k % 2, interleaved = (k / 2) % 2, positions = (k / 4) % 2;
+    const int64_t B = uniform(1, 2), S = uniform(1, 5), H = uniform(1, 3), head = 2 * uniform(1, 6);
+    const int64_t rot = k % 3 ? head : 2 * uniform(1, head / 2), half = rot / 2, maxPos = uniform(S, 12);
+    const Shape xs = four ? Shape{B, H, S, head} : Shape{B, S, H * head};
+    Case c{"RotaryEmbedding", {}, {randomTensor(DType::F32, xs, -2, 2)}, {}, {{DType::F32, xs}}};
+    const Shape cs = positions ? Shape{maxPos, half} : Shape{B, S, half};
+    c.in.push_back(randomTensor(DType::F32, cs, -1, 1));
+    c.in.push_back(randomTensor(DType::F32, cs, -1, 1));
+    if (positions) c.in.push_back(randomTensor(DType::I64, {B, S}, 0, (double)maxPos - 1));
+    c.attrs.set("interleaved", Attr::ofInt(interleaved));
+    if (rot != head) c.attrs.set("rotary_embedding_dim", Attr::ofInt(rot));
+    if (!four) c.attrs.set("num_heads", Attr::ofInt(H));
+    std::vector<Tensor> ref = c.runReference();
+    Tensor y = Tensor::alloc(DType::F32, xs);
+    emu::gridDim = {1};
+    emu::blockDim = {1};
+    emu::td_rotary_f32(B, S, H, head, half, four, interleaved, positions ? maxPos : B * S, y.data<float>(),
+                       c.in[0].data<float>(), c.in[1].data<float>(), c.in[2].data<float>(),
+                       positions ? (const long long*)c.in[3].data<int64_t>() : nullptr);
+    EXPECT_TRUE(sameBits(y, ref[0])) << shapeToString(xs) << " rot " << rot << " interleaved " << interleaved
+                                     << " positions " << positions;
+  }
 }

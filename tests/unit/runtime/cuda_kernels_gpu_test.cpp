@@ -273,6 +273,13 @@ TEST(CudaKernels, Normalizations) {
   OpCase ln{"LayerNormalization", "LayerNormalization", {}, {randomF32({4, 3, 64}), randomF32({64}), randomF32({64})},
             {false, true, true}, {f32({4, 3, 64}), f32({4, 3, 1}), f32({4, 3, 1})}, 1e-4};
   checkAgainstCpu(ln);
+  OpCase rms{"RMSNormalization", "RMSNormalization", {}, {randomF32({4, 3, 64}), randomF32({64})},
+             {false, true}, {f32({4, 3, 64})}, 1e-4};
+  checkAgainstCpu(rms);
+  OpCase rope{"RotaryEmbedding", "RotaryEmbedding", {}, {randomF32({2, 4, 6, 16}), randomF32({8, 8}), randomF32({8, 8}),
+                                                         Tensor::fromVector<int64_t>({2, 6}, {0, 1, 2, 3, 4, 5, 7, 6, 5, 4, 3, 2})},
+              {false, true, true, false}, {f32({2, 4, 6, 16})}, 0};
+  checkAgainstCpu(rope);
   for (Shape s : {Shape{2, 3, 5, 5}, Shape{2, 3, 7}}) {
     OpCase bn{"BatchNormalization rank " + std::to_string(s.size()), "BatchNormalization", {},
               {randomF32(s), randomF32({3}), randomF32({3}), randomF32({3}), randomF32({3}, 0.5f, 2.f)},
@@ -427,7 +434,8 @@ TEST(CudaKernels, EveryTableOpHasACase) {
       "HardSigmoid", "Gelu", "Log", "Sqrt", "Reciprocal", "Clip", "Add", "Sub", "Mul", "Div", "Min", "Max", "Sum",
       "Pow", "PRelu", "Less", "Greater", "Equal", "Where", "Cast", "Transpose", "Expand", "Tile", "Reshape",
       "Slice", "Concat", "Split", "Pad", "Gather", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-      "ArgMax", "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization", "Gemm", "MatMul",
+      "ArgMax", "Softmax", "LogSoftmax", "LayerNormalization", "RMSNormalization", "RotaryEmbedding",
+      "BatchNormalization", "Gemm", "MatMul",
       "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       "MaxPoolGrad", "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad",
       "GatherElements", "CumSum", "TopK", "Resize",

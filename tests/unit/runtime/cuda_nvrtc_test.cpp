@@ -209,6 +209,9 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
       {"ArgMax", {f23}, {{DType::I64, {1, 3}}}, {}},
       {"Softmax", {f23}, {f23}, {}},
       {"LayerNormalization", {f23, f3, f3}, {f23}, {}},
+      {"RMSNormalization", {f23, f3}, {f23}, {}},
+      {"RotaryEmbedding", {{DType::F32, {1, 2, 3, 4}}, {DType::F32, {5, 2}}, {DType::F32, {5, 2}}, {DType::I64, {1, 3}}},
+       {{DType::F32, {1, 2, 3, 4}}}, {}},
       {"Gather", {f23, {DType::I32, {4}}}, {{DType::F32, {4, 3}}}, {}},
       {"Dropout", {f23, {DType::F32, {}}, {DType::Bool, {}}, {DType::F32, {}}}, {f23, b23}, {}},
       {"Dropout", {{DType::F64, {2, 3}}, {DType::F64, {}}, {DType::Bool, {}}, {DType::I64, {}}},
@@ -239,6 +242,8 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
   EXPECT_NE(ptx.find(".entry td_ReduceSum_f32("), std::string::npos);
   EXPECT_NE(ptx.find(".entry td_dropout_float("), std::string::npos);
   EXPECT_NE(ptx.find(".entry td_dropout_double("), std::string::npos);
+  EXPECT_NE(ptx.find(".entry td_rmsnorm_f32("), std::string::npos);
+  EXPECT_NE(ptx.find(".entry td_rotary_f32("), std::string::npos);
 }
 
 // The CUDA Dropout (runtime/cuda/Tensor.cpp): a training_mode operand makes it the generated
