@@ -75,6 +75,8 @@ const std::map<std::string, Entry>& table() {
     m["NonMaxSuppression"] = {Rule::Boxes, f32()};
     for (const char* op : {"RNN", "GRU", "LSTM"}) m[op] = {Rule::Recurrent, f32()};
     m["RMSNormalization"] = {Rule::AllF32, f32()};
+    m["GroupNormalization"] = {Rule::AllF32, f32()};
+    m["InstanceNormalization"] = {Rule::AllF32, f32()};
     m["RotaryEmbedding"] = {Rule::Rotary, f32()};
     return m;
   }();

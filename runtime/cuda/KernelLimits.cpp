@@ -151,6 +151,13 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
     return "";
   }
   if (op == "LayerNormalization") return layerNormRejects(ctx);
+  if (op == "GroupNormalization" || op == "InstanceNormalization") {
+    // Scale and bias per channel ([C]); X of rank >= 2 (the shape functions check the rest).
+    const Shape& xs = ctx.inputTypes[0].shape;
+    for (size_t i = 1; i < 3; ++i)
+      if (xs.size() < 2 || ctx.inputTypes.size() <= i || numElements(ctx.inputTypes[i].shape) != xs[1])
+        return "the CUDA kernel needs scale and bias of one value per channel";
+  }
   if (op == "RMSNormalization") {
     // Scale of the normalized shape only (the CUDA kernel reads scale[k] per column).
     const Shape& xs = ctx.inputTypes[0].shape;

@@ -1,5 +1,6 @@
-// Normalisations: Softmax-13/LogSoftmax-13, LayerNormalization-17 and RMSNormalization-23 as
-// generated kernels (one block per row, block-wide reductions), RotaryEmbedding-23 (one thread
+// Normalisations: Softmax-13/LogSoftmax-13, LayerNormalization-17, RMSNormalization-23,
+// InstanceNormalization-6 and GroupNormalization-21 as generated kernels (one block per row or
+// group, block-wide reductions), RotaryEmbedding-23 (one thread
 // per rotated pair), BatchNormalization (inference) through cuDNN for 4-D
 // inputs with epsilon >= CUDNN_BN_MIN_EPSILON and fewer than 2^31 elements (cuDNN's int sizes),
 // otherwise a generated per-channel kernel (64-bit indices).
@@ -280,6 +281,73 @@ Status createRotary(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   return Status::ok();
 }
 
+// InstanceNormalization-6 and GroupNormalization-21: one block per (n, group) of
+// Cg = C / groups channels (InstanceNormalization: one channel a group), the mean and then the
+// squared deviations from it as block sums (two passes, no cancellation), then the channel's
+// scale and bias.
+const char* kGroupNormName = "td_groupnorm_f32";
+
+std::string groupNormSource() {
+  return std::string("extern \"C\" __global__ void ") + kGroupNormName +
+         "(i64 rows, i64 groups, i64 cg, i64 spatial, float eps, float* __restrict__ y, "
+         "const float* __restrict__ x, const float* __restrict__ scale, const float* __restrict__ bias) {\n" +
+         R"(  const i64 cols = cg * spatial;
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * cols;
+    float s = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) s += xr[k];
+    float mu = td_block_sum(s) / (float)cols;
+    float v = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) { float d = xr[k] - mu; v += d * d; }
+    float inv = 1.f / sqrtf(td_block_sum(v) / (float)cols + eps);
+    const i64 c0 = (row % groups) * cg;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) {
+      i64 c = c0 + k / spatial;
+      y[row * cols + k] = (xr[k] - mu) * inv * scale[c] + bias[c];
+    }
+  }
+}
+)";
+}
+
+class GroupNormKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  Status init() { return use(kGroupNormName, groupNormSource(), &fn_); }
+  int64_t rows = 0, groups = 1, cg = 1, spatial = 1;
+  float eps = 1e-5f;
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    void* y = outs[0]->raw();
+    const void* x = ins[0]->raw();
+    const void* s = ins[1]->raw();
+    const void* b = ins[2]->raw();
+    void* args[] = {&rows, &groups, &cg, &spatial, &eps, &y, &x, &s, &b};
+    return launchBlocks(*dc_, fn(fn_), rows, cg * spatial >= 256 ? 256 : 64, args);
+  }
+
+ private:
+  size_t fn_ = 0;
+};
+
+Status createGroupNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const bool instance = ctx.opType == "InstanceNormalization";
+  if (xs.size() < 2 || ctx.inputTypes.size() < 3)
+    return Status::error(opLabel(ctx) + ": needs X [N, C, ...], scale and bias");
+  const int64_t C = xs[1], G = instance ? C : ctx.attrs->getInt("num_groups", 0);
+  if (G < 1 || C % G || numElements(ctx.inputTypes[1].shape) != C || numElements(ctx.inputTypes[2].shape) != C)
+    return Status::error(opLabel(ctx) + ": needs scale and bias of [C] and a group count dividing C");
+  auto k = std::make_unique<GroupNormKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init());
+  k->groups = G;
+  k->cg = C / G;
+  k->spatial = ref::product(xs, 2, xs.size());
+  k->rows = xs[0] * G;
+  k->eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  *out = std::move(k);
+  return Status::ok();
+}
+
 const char* kBatchNormName = "td_batchnorm_f32";
 
 std::string batchNormSource() {
@@ -365,7 +433,8 @@ std::vector<std::pair<std::string, std::string>> normSources() {
           {kLayerNormName, layerNormSource()},
           {kBatchNormName, batchNormSource()},
           {kRmsNormName, rmsNormSource()},
-          {kRotaryName, rotarySource()}};
+          {kRotaryName, rotarySource()},
+          {kGroupNormName, groupNormSource()}};
 }
 
 void registerNormKernels(KernelRegistry& r) {
@@ -375,6 +444,8 @@ void registerNormKernels(KernelRegistry& r) {
   addCuda(r, "BatchNormalization", "cudnn", createBatchNorm);
   addCuda(r, "RMSNormalization", "nvrtc", createRmsNorm);
   addCuda(r, "RotaryEmbedding", "nvrtc", createRotary);
+  addCuda(r, "GroupNormalization", "nvrtc", createGroupNorm);
+  addCuda(r, "InstanceNormalization", "nvrtc", createGroupNorm);
 }
 
 }  // namespace cuda

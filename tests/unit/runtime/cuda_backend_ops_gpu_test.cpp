@@ -1177,6 +1177,25 @@ const std::map<std::string, OpEntry>& opTable() {
                                  out->push_back(std::move(c));
                                }
                              }};
+    for (std::string name : {"GroupNormalization", "InstanceNormalization"}) {
+      m[name] = {Tol{1e-4, 1e-4}, "float block sums of mean and squared deviations vs the CPU's double; 1/sqrt amplifies",
+                 [name](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                   for (int k = 0; k < 8; ++k) {
+                     const int64_t G = g.pick<int64_t>({1, 2, 3, 4}), C = G * g.uniform(1, 5);
+                     Shape s = {g.uniform(1, 3), name == "InstanceNormalization" ? g.uniform(1, 9) : C};
+                     // InstanceNormalization needs a spatial dim; GroupNormalization takes [N, C] too.
+                     for (int64_t d = 0, r = g.uniform(name == "InstanceNormalization" ? 1 : 0, 2); d < r; ++d)
+                       s.push_back(g.extent());
+                     for (size_t d = 2; d < s.size(); ++d)
+                       if (numElements(s) > (1 << 14)) s[d] = 3;
+                     OpCase c{shapeToString(s) + (name == "GroupNormalization" ? " groups " + std::to_string(G) : ""),
+                              name, {}, {g.f32(s), g.f32({s[1]}), g.f32({s[1]})}, {false, true, true}, {f32t(s)}, tol};
+                     if (name == "GroupNormalization") c.attrs.set("num_groups", Attr::ofInt(G));
+                     if (g.coin()) c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+                     out->push_back(std::move(c));
+                   }
+                 }};
+    }
     m["RotaryEmbedding"] = {kExact, "two products and a sum per element, each rounded once (__fmul_rn, __fsub_rn)",
                             [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
                               for (int k = 0; k < 8; ++k) {

@@ -280,6 +280,13 @@ TEST(CudaKernels, Normalizations) {
                                                          Tensor::fromVector<int64_t>({2, 6}, {0, 1, 2, 3, 4, 5, 7, 6, 5, 4, 3, 2})},
               {false, true, true, false}, {f32({2, 4, 6, 16})}, 0};
   checkAgainstCpu(rope);
+  OpCase gn{"GroupNormalization", "GroupNormalization", {}, {randomF32({2, 6, 5, 7}), randomF32({6}), randomF32({6})},
+            {false, true, true}, {f32({2, 6, 5, 7})}, 1e-4};
+  gn.attrs.set("num_groups", Attr::ofInt(3));
+  checkAgainstCpu(gn);
+  OpCase in{"InstanceNormalization", "InstanceNormalization", {}, {randomF32({2, 3, 33}), randomF32({3}), randomF32({3})},
+            {false, true, true}, {f32({2, 3, 33})}, 1e-4};
+  checkAgainstCpu(in);
   for (Shape s : {Shape{2, 3, 5, 5}, Shape{2, 3, 7}}) {
     OpCase bn{"BatchNormalization rank " + std::to_string(s.size()), "BatchNormalization", {},
               {randomF32(s), randomF32({3}), randomF32({3}), randomF32({3}), randomF32({3}, 0.5f, 2.f)},
@@ -435,6 +442,7 @@ TEST(CudaKernels, EveryTableOpHasACase) {
       "Pow", "PRelu", "Less", "Greater", "Equal", "Where", "Cast", "Transpose", "Expand", "Tile", "Reshape",
       "Slice", "Concat", "Split", "Pad", "Gather", "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
       "ArgMax", "Softmax", "LogSoftmax", "LayerNormalization", "RMSNormalization", "RotaryEmbedding",
+      "GroupNormalization", "InstanceNormalization",
       "BatchNormalization", "Gemm", "MatMul",
       "Conv", "ConvTranspose", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
       "MaxPoolGrad", "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad",

@@ -210,6 +210,7 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
       {"Softmax", {f23}, {f23}, {}},
       {"LayerNormalization", {f23, f3, f3}, {f23}, {}},
       {"RMSNormalization", {f23, f3}, {f23}, {}},
+      {"InstanceNormalization", {{DType::F32, {2, 3, 4}}, f3, f3}, {{DType::F32, {2, 3, 4}}}, {}},
       {"RotaryEmbedding", {{DType::F32, {1, 2, 3, 4}}, {DType::F32, {5, 2}}, {DType::F32, {5, 2}}, {DType::I64, {1, 3}}},
        {{DType::F32, {1, 2, 3, 4}}}, {}},
       {"Gather", {f23, {DType::I32, {4}}}, {{DType::F32, {4, 3}}}, {}},
@@ -244,6 +245,7 @@ TEST(Nvrtc, KernelsCreatedFromOpContextsCompileTogether) {
   EXPECT_NE(ptx.find(".entry td_dropout_double("), std::string::npos);
   EXPECT_NE(ptx.find(".entry td_rmsnorm_f32("), std::string::npos);
   EXPECT_NE(ptx.find(".entry td_rotary_f32("), std::string::npos);
+  EXPECT_NE(ptx.find(".entry td_groupnorm_f32("), std::string::npos);
 }
 
 // The CUDA Dropout (runtime/cuda/Tensor.cpp): a training_mode operand makes it the generated
