@@ -120,15 +120,22 @@ class LayerNormKernel : public GeneratedKernel {
   size_t fn_ = 0;
 };
 
-Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+// The [rows, cols] view of X for a normalisation over the dims from attribute axis (default
+// -1) on: LayerNormalization and RMSNormalization.
+Status normalizedRows(const KernelContext& ctx, int64_t* rows, int64_t* cols) {
   const Shape& xs = ctx.inputTypes[0].shape;
   int64_t axis;
   if (!ref::normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
     return Status::error(opLabel(ctx) + ": axis out of range for rank " + std::to_string(xs.size()));
+  *rows = ref::product(xs, 0, axis);
+  *cols = ref::product(xs, axis, xs.size());
+  return Status::ok();
+}
+
+Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   auto k = std::make_unique<LayerNormKernel>(ctx.cuda);
   TANDEM_RETURN_IF_ERROR(k->init());
-  k->rows = ref::product(xs, 0, axis);
-  k->cols = ref::product(xs, axis, xs.size());
+  TANDEM_RETURN_IF_ERROR(normalizedRows(ctx, &k->rows, &k->cols));
   k->eps = ctx.attrs->getFloat("epsilon", 1e-5f);
   // The CUDA kernel takes Scale and B with one value per normalised element (the usual case);
   // other broadcasts of them are an error here (the CPU kernel has them).
@@ -182,14 +189,9 @@ class RmsNormKernel : public GeneratedKernel {
 };
 
 Status createRmsNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  const Shape& xs = ctx.inputTypes[0].shape;
-  int64_t axis;
-  if (!ref::normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
-    return Status::error(opLabel(ctx) + ": axis out of range for rank " + std::to_string(xs.size()));
   auto k = std::make_unique<RmsNormKernel>(ctx.cuda);
   TANDEM_RETURN_IF_ERROR(k->init());
-  k->rows = ref::product(xs, 0, axis);
-  k->cols = ref::product(xs, axis, xs.size());
+  TANDEM_RETURN_IF_ERROR(normalizedRows(ctx, &k->rows, &k->cols));
   k->eps = ctx.attrs->getFloat("epsilon", 1e-5f);
   if (numElements(ctx.inputTypes[1].shape) != k->cols)
     return Status::error(opLabel(ctx) + ": the CUDA kernel needs scale to have " + std::to_string(k->cols) +
