@@ -93,8 +93,10 @@ class Executable {
   const std::vector<TensorType>& outputTypes() const;
 
   /// Runs the plan. `inputs` in plan order, each of exactly the declared dtype and shape
-  /// (otherwise an error naming the input, expected and actual). `outputs` receives owning
-  /// tensors. With `profile`, stats->steps gets one entry per step (each step then runs to
+  /// (otherwise an error naming the input, expected and actual); never written. An input only
+  /// host steps read is read in place from its buffer when that is 64-byte aligned (as
+  /// Tensor::alloc's are), else copied into the run's arena; so the caller must not change an
+  /// input's bytes while its run is in flight. `outputs` receives owning tensors. With `profile`, stats->steps gets one entry per step (each step then runs to
   /// completion before the next is issued), with its stream, start and operand types, and a
   /// DynamicRegion's eager ops as its subSteps, which is what a Trace (runtime/Trace.h)
   /// records. Every device runs through its DeviceBackend (runtime/Backend.h): the host issues the steps in plan order onto their (device, queue)
