@@ -8,9 +8,6 @@ namespace {
 const std::vector<DType> kMatTypes = {DType::F16, DType::BF16, DType::F32,
                                       DType::F64, DType::I32,  DType::I64};
 
-// Two dims that must agree; unknown agrees with anything.
-bool dimsAgree(int64_t a, int64_t b) { return a == kUnknownDim || b == kUnknownDim || a == b; }
-
 }  // namespace
 
 std::string inferGemm(const Ctx& c) {

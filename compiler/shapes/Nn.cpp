@@ -444,8 +444,6 @@ std::string inferRmsNorm(const Ctx& c) {
 
 namespace {
 
-// a and b are the same dim or either is unknown.
-bool sameDim(int64_t a, int64_t b) { return a == kUnknownDim || b == kUnknownDim || a == b; }
 int64_t knownOr(int64_t a, int64_t b) { return a != kUnknownDim ? a : b; }
 int64_t mulDims(int64_t a, int64_t b) {
   return a == kUnknownDim || b == kUnknownDim ? kUnknownDim : a * b;
@@ -482,9 +480,9 @@ std::string inferAttention(const Ctx& c) {
     hkv = k[1];
     d = q[3];
     dv = v[3];
-    if (!sameDim(k[1], v[1]) || !sameDim(k[2], v[2]))
+    if (!dimsAgree(k[1], v[1]) || !dimsAgree(k[2], v[2]))
       return c.fail("K " + dimsStr(k) + " and V " + dimsStr(v) + " must agree in heads and sequence");
-    if (!sameDim(k[3], d))
+    if (!dimsAgree(k[3], d))
       return c.fail("K's head size " + std::to_string(k[3]) + " is not Q's " + std::to_string(d));
   } else {
     hq = c.attrs.getInt("q_num_heads", 0);
@@ -498,10 +496,10 @@ std::string inferAttention(const Ctx& c) {
                       " features are not a multiple of its " + std::to_string(heads) + " heads");
     d = divDims(q[2], hq);
     dv = divDims(v[2], hkv);
-    if (!sameDim(divDims(k[2], hkv), d))
+    if (!dimsAgree(divDims(k[2], hkv), d))
       return c.fail("K's head size " + std::to_string(divDims(k[2], hkv)) + " is not Q's " +
                     std::to_string(d));
-    if (!sameDim(k[1], v[1]))
+    if (!dimsAgree(k[1], v[1]))
       return c.fail("K " + dimsStr(k) + " and V " + dimsStr(v) + " must agree in sequence length");
   }
   if (hq != kUnknownDim && hkv != kUnknownDim && (hkv < 1 || hq % hkv != 0))
@@ -516,8 +514,8 @@ std::string inferAttention(const Ctx& c) {
   if (c.has(4)) {
     const auto& pk = c.in[4].dims;
     const auto& pv = c.in[5].dims;
-    if (pk.size() != 4 || pv.size() != 4 || !sameDim(pk[1], hkv) || !sameDim(pk[3], d) ||
-        !sameDim(pv[1], hkv) || !sameDim(pv[3], dv) || !sameDim(pk[2], pv[2]))
+    if (pk.size() != 4 || pv.size() != 4 || !dimsAgree(pk[1], hkv) || !dimsAgree(pk[3], d) ||
+        !dimsAgree(pv[1], hkv) || !dimsAgree(pv[3], dv) || !dimsAgree(pk[2], pv[2]))
       return c.fail("past_key " + dimsStr(pk) + " and past_value " + dimsStr(pv) +
                     " must be [B, kv_num_heads, P, head size]");
     past = pk[2];
@@ -525,7 +523,7 @@ std::string inferAttention(const Ctx& c) {
   }
   if (c.has(6)) {
     if (auto e = checkDTypeIn(c, 6, {DType::I64}, names); !e.empty()) return e;
-    if (c.in[6].dims.size() != 1 || !sameDim(c.in[6].dims[0], batch))
+    if (c.in[6].dims.size() != 1 || !dimsAgree(c.in[6].dims[0], batch))
       return c.fail("nonpad_kv_seqlen must be [batch], got " + dimsStr(c.in[6].dims));
   }
   const int64_t total = past == kUnknownDim || skv == kUnknownDim ? kUnknownDim : past + skv;
@@ -594,20 +592,19 @@ std::string inferRotaryEmbedding(const Ctx& c) {
   if (c.has(3)) {
     if (auto e = checkDTypeIn(c, 3, {DType::I64}, names); !e.empty()) return e;
     const auto& p = c.in[3].dims;
-    if (p.size() != 2 || !sameDim(p[0], batch) || !sameDim(p[1], seq))
+    if (p.size() != 2 || !dimsAgree(p[0], batch) || !dimsAgree(p[1], seq))
       return c.fail("position_ids must be [batch, sequence] = " + dimsStr({batch, seq}) + ", got " +
                     dimsStr(p));
-    if (cs.size() != 2 || !sameDim(cs[1], half))
+    if (cs.size() != 2 || !dimsAgree(cs[1], half))
       return c.fail("with position_ids, cos_cache must be [max position + 1, " + std::to_string(half) +
                     "], got " + dimsStr(cs));
-  } else if (cs.size() != 3 || !sameDim(cs[0], batch) || !sameDim(cs[1], seq) ||
-             !sameDim(cs[2], half)) {
+  } else if (cs.size() != 3 || !dimsAgree(cs[0], batch) || !dimsAgree(cs[1], seq) ||
+             !dimsAgree(cs[2], half)) {
     return c.fail("without position_ids, cos_cache must be [batch, sequence, rotary dim / 2] = " +
                   dimsStr({batch, seq, half}) + ", got " + dimsStr(cs));
   }
-  if (c.in[2].dims != cs &&
-      !(c.in[2].dims.size() == cs.size() &&
-        std::equal(cs.begin(), cs.end(), c.in[2].dims.begin(), sameDim)))
+  if (c.in[2].dims.size() != cs.size() ||
+      !std::equal(cs.begin(), cs.end(), c.in[2].dims.begin(), dimsAgree))
     return c.fail("sin_cache " + dimsStr(c.in[2].dims) + " must have cos_cache's shape " + dimsStr(cs));
   c.set(0, c.in[0].dtype, x);
   return "";
@@ -638,7 +635,7 @@ std::string inferDeformConv(const Ctx& c) {
   if (wd[0] != kUnknownDim && wd[0] % group != 0)
     return c.fail("W's " + std::to_string(wd[0]) + " output channels are not a multiple of group " +
                   std::to_string(group));
-  if (c.has(3) && (c.in[3].dims.size() != 1 || !sameDim(c.in[3].dims[0], wd[0])))
+  if (c.has(3) && (c.in[3].dims.size() != 1 || !dimsAgree(c.in[3].dims[0], wd[0])))
     return c.fail("input 3 (B) must be [" + std::to_string(wd[0]) + "], got " + dimsStr(c.in[3].dims));
   Window w;
   if (auto e = kernelFromWeights(c, wd, &w); !e.empty()) return e;
@@ -657,7 +654,7 @@ std::string inferDeformConv(const Ctx& c) {
                          std::pair<size_t, const std::vector<int64_t>*>{4, &wantMask}}) {
     if (!c.has(i)) continue;
     const auto& got = c.in[i].dims;
-    if (got.size() != 4 || !std::equal(got.begin(), got.end(), want->begin(), sameDim))
+    if (got.size() != 4 || !std::equal(got.begin(), got.end(), want->begin(), dimsAgree))
       return c.fail(operandLabel(i, names[i]) + " must be " + dimsStr(*want) + ", got " + dimsStr(got));
   }
   c.set(0, c.in[0].dtype, y);

@@ -47,6 +47,8 @@ std::string checkSameDType(const Ctx& c, size_t i, size_t j, const std::vector<c
 /// Checks operand i's dtype is one of `allowed` (message lists them).
 std::string checkDTypeIn(const Ctx& c, size_t i, const std::vector<DType>& allowed,
                          const std::vector<const char*>& names = {});
+/// Two dims that must agree: equal, or either unknown (kUnknownDim).
+inline bool dimsAgree(int64_t a, int64_t b) { return a == kUnknownDim || b == kUnknownDim || a == b; }
 /// Normalises an axis in [-rank, rank) to [0, rank); error names `what`.
 std::string normAxis(const Ctx& c, int64_t axis, int64_t rank, const std::string& what, int64_t* out);
 /// Reads a 0-D/1-D integer (i64 or i32) constant tensor into `vals`. Returns "" if OK, an error

@@ -6,8 +6,6 @@
 namespace tandem::shapes {
 namespace {
 
-bool dimsAgree(int64_t a, int64_t b) { return a == kUnknownDim || b == kUnknownDim || a == b; }
-
 std::string checkReduction(const Ctx& c, std::string* reduction) {
   *reduction = c.attrs.getString("reduction", "mean");
   if (*reduction != "none" && *reduction != "sum" && *reduction != "mean")

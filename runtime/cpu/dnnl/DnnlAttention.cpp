@@ -32,15 +32,9 @@ class AttentionKernel : public DnnlKernel {
     auto strided = [](const dims& d, const dims& s) {
       return dnnl::memory::desc(d, dnnl::memory::data_type::f32, s);
     };
-    // K and V rows: their own strides, or (with a past cache) [B, Hkv, T, D|Dv] blocks of
-    // present_key / present_value or of the workspace.
-    ref::HeadLayout k = p.k, v = p.v;
-    if (p.P > 0) {
-      k = {p.Hkv * p.T * p.D, p.T * p.D, p.D};
-      v = {p.Hkv * p.T * p.Dv, p.T * p.Dv, p.Dv};
-      if (!p.presentK) keysAt_ = ws_.add(p.B * p.Hkv * p.T * p.D * sizeof(float));
-      if (!p.presentV) valuesAt_ = ws_.add(p.B * p.Hkv * p.T * p.Dv * sizeof(float));
-    }
+    // K and V rows: their own strides, or (with a past cache) [B, Hkv, T, D|Dv] blocks.
+    ref::HeadLayout k, v;
+    ref::keyLayouts(p, &k, &v);
     dnnl::engine& eng = cpuEngine();
     if (perHead) {
       // One head's products: Q_h [Sq, D] x K_h^T [D, T] and P [Sq, T] x V_h [T, Dv], executed
@@ -99,39 +93,17 @@ class AttentionKernel : public DnnlKernel {
     const int64_t* nonpad = nullptr;
     TANDEM_RETURN_IF_ERROR(ref::nonpadOf(p, *name_, in, &nonpad));
     return guardRun("Attention", [&] {
-      ref::writePresent<float>(p, in, out);
-      if (perHead_) {
-        // The threads' workspaces hold their scores here, so gathered keys and values (a past
-        // cache without present outputs) get a buffer of their own.
-        std::vector<char> gathered;
-        const void* keys = in[1]->raw();
-        const void* values = in[2]->raw();
-        if (p.P > 0) {
-          if (!p.presentK || !p.presentV) {
-            gathered.resize(ws_.total());
-            gatherPast(in, gathered.data());
-          }
-          keys = p.presentK ? out[1]->raw() : gathered.data() + keysAt_;
-          values = p.presentV ? out[2]->raw() : gathered.data() + valuesAt_;
-        }
-        return runPerHead(in, out, static_cast<const float*>(keys),
-                          static_cast<const float*>(values), nonpad);
-      }
+      std::vector<float> keyBuf, valueBuf;
+      const ref::KeysAndValues<float> kv = ref::keysAndValues<float>(p, in, out, &keyBuf, &valueBuf);
+      if (perHead_) return runPerHead(in, out, kv, nonpad);
       char* ws = threadWorkspace(ws_.total());
-      const void* keys = in[1]->raw();
-      const void* values = in[2]->raw();
-      if (p.P > 0) {
-        keys = p.presentK ? out[1]->raw() : ws + keysAt_;
-        values = p.presentV ? out[2]->raw() : ws + valuesAt_;
-        if (!p.presentK || !p.presentV) gatherPast(in, ws);
-      }
       float* scores = reinterpret_cast<float*>(ws + scoresAt_);
       qkScratch_.bindBuffers(ws);
       pvScratch_.bindBuffers(ws);
       bind(q_, in[0]->raw());
-      bind(k_, keys);
+      bind(k_, kv.keys);
       bind(s_, scores);
-      bind(v_, values);
+      bind(v_, kv.values);
       bind(y_, out[0]->raw());
       qkArgs_.execute(qk_);
       const bool fast = avx2::available();
@@ -152,10 +124,8 @@ class AttentionKernel : public DnnlKernel {
   // Per (b, query head) on the calling thread of its range: Q_h K_h^T into the thread's scores,
   // the row pass, P V_h into Y. Memory objects per range (oneDNN's bind their handles).
   Status runPerHead(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out,
-                    const float* keys, const float* values, const int64_t* nonpad) {
+                    const ref::KeysAndValues<float>& kv, const int64_t* nonpad) {
     const ref::AttentionPlan& p = p_;
-    const ref::HeadLayout k = p.P > 0 ? ref::HeadLayout{p.Hkv * p.T * p.D, p.T * p.D, p.D} : p.k;
-    const ref::HeadLayout v = p.P > 0 ? ref::HeadLayout{p.Hkv * p.T * p.Dv, p.T * p.Dv, p.Dv} : p.v;
     const int64_t group = p.Hq / p.Hkv;
     const bool fast = avx2::available();
     const size_t scoresBytes = (p.Sq * p.T * sizeof(float) + 63) / 64 * 64;
@@ -185,8 +155,8 @@ class AttentionKernel : public DnnlKernel {
       for (int64_t task = begin; task < end; ++task) {
         const int64_t b = task / p.Hq, h = task % p.Hq, kvh = h / group;
         bind(q, in[0]->data<float>() + p.q.at(b, h, 0));
-        bind(kt, keys + k.at(b, kvh, 0));
-        bind(vv, values + v.at(b, kvh, 0));
+        bind(kt, kv.keys + kv.k.at(b, kvh, 0));
+        bind(vv, kv.values + kv.v.at(b, kvh, 0));
         bind(y, out[0]->data<float>() + p.y.at(b, h, 0));
         qkArgs.execute(qk_);
         ref::attentionRows<float>(p, b, h, scores, scores, logits.data(), in, nonpad, out, fast);
@@ -196,33 +166,13 @@ class AttentionKernel : public DnnlKernel {
     return Status::ok();
   }
 
-  // Past then new rows into the workspace blocks of the keys / values not written as present.
-  void gatherPast(const std::vector<const Tensor*>& in, char* ws) const {
-    const ref::AttentionPlan& p = p_;
-    auto gather = [&](const Tensor* past, const float* cur, const ref::HeadLayout& cl,
-                      int64_t width, float* dst) {
-      for (int64_t b = 0; b < p.B; ++b)
-        for (int64_t h = 0; h < p.Hkv; ++h) {
-          float* block = dst + (b * p.Hkv + h) * p.T * width;
-          std::memcpy(block, past->data<float>() + (b * p.Hkv + h) * p.P * width,
-                      p.P * width * sizeof(float));
-          for (int64_t s = 0; s < p.Skv; ++s)
-            std::memcpy(block + (p.P + s) * width, cur + cl.at(b, h, s), width * sizeof(float));
-        }
-    };
-    if (!p.presentK)
-      gather(in[4], in[1]->data<float>(), p.k, p.D, reinterpret_cast<float*>(ws + keysAt_));
-    if (!p.presentV)
-      gather(in[5], in[2]->data<float>(), p.v, p.Dv, reinterpret_cast<float*>(ws + valuesAt_));
-  }
-
   ref::AttentionPlan p_;
   bool perHead_ = false;
   dnnl::memory::desc qMd_, kMd_, vMd_, yMd_, sMd_, qkScratchMd_, pvScratchMd_;
   size_t headScratch_ = 0;
   std::unique_ptr<ref::OpName> name_;
   WorkspaceLayout ws_;
-  size_t scoresAt_ = 0, keysAt_ = 0, valuesAt_ = 0;
+  size_t scoresAt_ = 0;
   dnnl::matmul qk_, pv_;
   dnnl::memory q_, k_, s_, v_, y_;
   ExecArgs qkArgs_, pvArgs_;

@@ -51,9 +51,8 @@ struct RightOperand {
         return;
       }
     }
-    acc->assign(N, 0.0);
     for (int64_t i = 0; i < M; ++i) {
-      std::fill(acc->begin(), acc->end(), 0.0);
+      acc->assign(N, 0.0);
       for (int64_t k = 0; k < K; ++k) {
         // No skipping of zero weights: 0 times an infinite value is NaN, as in the GEMM path.
         const double w = double(a[i * lda + k]);
@@ -172,20 +171,39 @@ void gatherKeys(const AttentionPlan& p, const Tensor* past, const T* cur, const 
 }
 }  // namespace
 
+void keyLayouts(const AttentionPlan& p, HeadLayout* k, HeadLayout* v) {
+  *k = p.P > 0 ? HeadLayout{p.Hkv * p.T * p.D, p.T * p.D, p.D} : p.k;
+  *v = p.P > 0 ? HeadLayout{p.Hkv * p.T * p.Dv, p.T * p.Dv, p.Dv} : p.v;
+}
+
 template <typename T>
-void writePresent(const AttentionPlan& p, const std::vector<const Tensor*>& in,
-                  const std::vector<Tensor*>& outs) {
-  T* presentK = p.presentK ? outputAt(outs, 1)->data<T>() : nullptr;
-  T* presentV = p.presentV ? outputAt(outs, 2)->data<T>() : nullptr;
+KeysAndValues<T> keysAndValues(const AttentionPlan& p, const std::vector<const Tensor*>& in,
+                               const std::vector<Tensor*>& outs, std::vector<T>* keyBuf,
+                               std::vector<T>* valueBuf) {
+  T* keys = p.presentK ? outputAt(outs, 1)->data<T>() : nullptr;
+  T* values = p.presentV ? outputAt(outs, 2)->data<T>() : nullptr;
+  if (p.P > 0 && !keys) {
+    keyBuf->resize(p.B * p.Hkv * p.T * p.D);
+    keys = keyBuf->data();
+  }
+  if (p.P > 0 && !values) {
+    valueBuf->resize(p.B * p.Hkv * p.T * p.Dv);
+    values = valueBuf->data();
+  }
   for (int64_t b = 0; b < p.B; ++b)
     for (int64_t h = 0; h < p.Hkv; ++h) {
-      if (presentK)
+      if (keys)
         gatherKeys(p, inputAt(in, 4), in[1]->data<T>(), p.k, p.D, b, h,
-                   presentK + (b * p.Hkv + h) * p.T * p.D);
-      if (presentV)
+                   keys + (b * p.Hkv + h) * p.T * p.D);
+      if (values)
         gatherKeys(p, inputAt(in, 5), in[2]->data<T>(), p.v, p.Dv, b, h,
-                   presentV + (b * p.Hkv + h) * p.T * p.Dv);
+                   values + (b * p.Hkv + h) * p.T * p.Dv);
     }
+  KeysAndValues<T> kv;
+  kv.keys = p.P > 0 ? keys : in[1]->data<T>();
+  kv.values = p.P > 0 ? values : in[2]->data<T>();
+  keyLayouts(p, &kv.k, &kv.v);
+  return kv;
 }
 
 template <typename T>
@@ -240,10 +258,14 @@ void attentionRows(const AttentionPlan& p, int64_t b, int64_t h, const T* scores
   }
 }
 
-template void writePresent<float>(const AttentionPlan&, const std::vector<const Tensor*>&,
-                                  const std::vector<Tensor*>&);
-template void writePresent<double>(const AttentionPlan&, const std::vector<const Tensor*>&,
-                                   const std::vector<Tensor*>&);
+template KeysAndValues<float> keysAndValues<float>(const AttentionPlan&,
+                                                  const std::vector<const Tensor*>&,
+                                                  const std::vector<Tensor*>&,
+                                                  std::vector<float>*, std::vector<float>*);
+template KeysAndValues<double> keysAndValues<double>(const AttentionPlan&,
+                                                    const std::vector<const Tensor*>&,
+                                                    const std::vector<Tensor*>&,
+                                                    std::vector<double>*, std::vector<double>*);
 template void attentionRows<float>(const AttentionPlan&, int64_t, int64_t, const float*, float*,
                                    float*, const std::vector<const Tensor*>&, const int64_t*,
                                    const std::vector<Tensor*>&, bool);
@@ -261,17 +283,14 @@ Status runReference(const AttentionPlan& p, const OpName& name, const Inputs& in
                     const Outputs& outs) {
   const int64_t* nonpad = nullptr;
   TANDEM_RETURN_IF_ERROR(nonpadOf(p, name, in, &nonpad));
-  writePresent<T>(p, in, outs);
+  std::vector<T> keyBuf, valueBuf;
+  const KeysAndValues<T> kv = keysAndValues<T>(p, in, outs, &keyBuf, &valueBuf);
   const T* Q = in[0]->data<T>();
-  const T* K = in[1]->data<T>();
-  const T* V = in[2]->data<T>();
   T* Y = outs[0]->data<T>();
-  T* presentK = p.presentK ? outputAt(outs, 1)->data<T>() : nullptr;
-  T* presentV = p.presentV ? outputAt(outs, 2)->data<T>() : nullptr;
   const bool fast = std::is_same_v<T, float> && avx2::available();
   const int64_t group = p.Hq / p.Hkv;
   parallelRanges(p.threads, p.B * p.Hq, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> scores(p.Sq * p.T), probs(p.Sq * p.T), logits(p.T), keyRows, valueRows;
+    std::vector<T> scores(p.Sq * p.T), probs(p.Sq * p.T), logits(p.T);
     std::vector<double> acc;
     RightOperand<T> keysT, values;
     int64_t packedFor = -1;
@@ -279,30 +298,9 @@ Status runReference(const AttentionPlan& p, const OpName& name, const Inputs& in
       const int64_t b = task / p.Hq, h = task % p.Hq, kvh = h / group;
       if (packedFor != b * p.Hkv + kvh) {
         packedFor = b * p.Hkv + kvh;
-        // Keys and values as rows of one stride: K's and V's own, or past then new.
-        const T* kp = K + p.k.at(b, kvh, 0);
-        const T* vp = V + p.v.at(b, kvh, 0);
-        int64_t kStride = p.k.row, vStride = p.v.row;
-        if (p.P > 0) {
-          if (presentK) {
-            kp = presentK + (b * p.Hkv + kvh) * p.T * p.D;
-          } else {
-            keyRows.resize(p.T * p.D);
-            gatherKeys(p, inputAt(in, 4), K, p.k, p.D, b, kvh, keyRows.data());
-            kp = keyRows.data();
-          }
-          if (presentV) {
-            vp = presentV + (b * p.Hkv + kvh) * p.T * p.Dv;
-          } else {
-            valueRows.resize(p.T * p.Dv);
-            gatherKeys(p, inputAt(in, 5), V, p.v, p.Dv, b, kvh, valueRows.data());
-            vp = valueRows.data();
-          }
-          kStride = p.D;
-          vStride = p.Dv;
-        }
-        keysT.set(kp, p.D, p.T, 1, kStride, fast);  // K^T: (d, t) at t * stride + d
-        values.set(vp, p.T, p.Dv, vStride, 1, fast);
+        // K^T: (d, t) at t * row + d; V: (t, d) at t * row + d.
+        keysT.set(kv.keys + kv.k.at(b, kvh, 0), p.D, p.T, 1, kv.k.row, fast);
+        values.set(kv.values + kv.v.at(b, kvh, 0), p.T, p.Dv, kv.v.row, 1, fast);
       }
       keysT.multiply(p.Sq, Q + p.q.at(b, h, 0), p.q.row, scores.data(), p.T, &acc);
       attentionRows<T>(p, b, h, scores.data(), probs.data(), logits.data(), in, nonpad, outs, fast);

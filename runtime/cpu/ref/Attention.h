@@ -41,11 +41,23 @@ Status planAttention(const KernelContext& ctx, AttentionPlan* p);
 /// outside [0, T].
 Status nonpadOf(const AttentionPlan& p, const OpName& op, const std::vector<const Tensor*>& in,
                 const int64_t** out);
-/// Writes present_key / present_value (outputs 1, 2; those requested): past then K / V rows,
-/// per (b, kv head) a [T, D] / [T, Dv] block.
+/// The layouts of the keys and values the products read: K's and V's own; or, with a past
+/// cache, [B, Hkv, T, D|Dv] blocks of past then new rows.
+void keyLayouts(const AttentionPlan& p, HeadLayout* k, HeadLayout* v);
+/// Where the keys and values are, as rows of one stride each (keyLayouts).
 template <typename T>
-void writePresent(const AttentionPlan& p, const std::vector<const Tensor*>& in,
-                  const std::vector<Tensor*>& outs);
+struct KeysAndValues {
+  const T* keys = nullptr;
+  const T* values = nullptr;
+  HeadLayout k, v;
+};
+/// Writes the present_key / present_value outputs requested and returns the keys and values
+/// the products read: with a past cache, those outputs, or copies in `keyBuf` / `valueBuf`
+/// (resized here) where they are not requested.
+template <typename T>
+KeysAndValues<T> keysAndValues(const AttentionPlan& p, const std::vector<const Tensor*>& in,
+                               const std::vector<Tensor*>& outs, std::vector<T>* keyBuf,
+                               std::vector<T>* valueBuf);
 /// Query head (b, h)'s Sq rows of unscaled Q K^T scores [Sq, T] into probabilities [Sq, T]
 /// (may be `scores`): scale, softcap, the bias of attn_mask, causal, window and nonpad, softmax
 /// (a fully masked row is 0), and output 3 (qk_matmul_output) when requested. `logits`: T

@@ -256,6 +256,23 @@ Status createCol2Im(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return opError(ctx, "input " + shapeToString(xs) + " does not hold the blocks of image " +
                             shapeToString(ys));
   const int64_t planes = ys[0] * ys[1], pixels = numElements(image);
+  // Where row kk (a block offset) of column ll (a block position) lands in a plane, the same for
+  // every plane: built once here; -1 in the padding.
+  auto target = std::make_shared<std::vector<int64_t>>(taps * L);
+  std::vector<int64_t> k(n);
+  for (int64_t kk = 0; kk < taps; ++kk) {
+    for (int64_t d = n - 1, r = kk; d >= 0; --d) k[d] = r % block[d], r /= block[d];
+    for (int64_t ll = 0; ll < L; ++ll) {
+      int64_t at = 0;
+      for (int64_t d = n - 1, r = ll, stride = 1; d >= 0 && at >= 0; --d) {
+        const int64_t pos = (r % positions[d]) * strides[d] - pads[d] + k[d] * dilations[d];
+        r /= positions[d];
+        at = pos < 0 || pos >= image[d] ? -1 : at + pos * stride;
+        stride *= image[d];
+      }
+      (*target)[kk * L + ll] = at;
+    }
+  }
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -263,24 +280,10 @@ Status createCol2Im(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       const T* x = in[0]->data<T>();
       T* y = outs[0]->data<T>();
       std::fill(y, y + planes * pixels, T(0));
-      std::vector<int64_t> k(n), l(n);
+      const int64_t* to = target->data();
       for (int64_t p = 0; p < planes; ++p)
-        for (int64_t kk = 0; kk < taps; ++kk) {
-          for (int64_t d = n - 1, r = kk; d >= 0; --d) k[d] = r % block[d], r /= block[d];
-          const T* row = x + (p * taps + kk) * L;
-          for (int64_t ll = 0; ll < L; ++ll) {
-            int64_t at = 0;
-            bool inside = true;
-            for (int64_t d = n - 1, r = ll, stride = 1; d >= 0; --d) {
-              const int64_t pos = (r % positions[d]) * strides[d] - pads[d] + k[d] * dilations[d];
-              r /= positions[d];
-              if (pos < 0 || pos >= image[d]) inside = false;
-              at += pos * stride;
-              stride *= image[d];
-            }
-            if (inside) y[p * pixels + at] += row[ll];
-          }
-        }
+        for (int64_t j = 0; j < taps * L; ++j)
+          if (to[j] >= 0) y[p * pixels + to[j]] += x[p * taps * L + j];
       return Status::ok();
     };
   });
@@ -326,40 +329,65 @@ Status createDeformConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) 
       parallelRanges(threads, N * group, 1, [&](int64_t begin, int64_t end) {
         std::vector<T> cols(Cg * taps * P);
         const bool fast = std::is_same_v<T, float> && avx2::available();
+        // The bilinear taps of one offset group (their positions and weights depend on the
+        // image, the offset group, the kernel tap and the output position, not the channel):
+        // per (tap, position) four corner indices (-1 outside the image) and weights, built
+        // once for the channels of that group that this task reads.
+        struct Sample {
+          int64_t at[4];
+          double w[4];
+          bool inside;
+        };
+        std::vector<Sample> samples(taps * P);
+        int64_t sampledFor = -1;
         for (int64_t task = begin; task < end; ++task) {
           const int64_t n = task / group, g = task % group;
           for (int64_t cg = 0; cg < Cg; ++cg) {
             const int64_t c = g * Cg + cg, o = c / Cog;
-            const T* plane = X + (n * C + c) * H * Wd;
-            for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j) {
-                const int64_t tap = i * kw + j;
-                const T* dy = off + ((n * og + o) * taps * 2 + tap * 2) * P;
-                const T* dx = dy + P;
-                const T* mk = mask ? mask + ((n * og + o) * taps + tap) * P : nullptr;
-                T* col = cols.data() + (cg * taps + tap) * P;
-                for (int64_t y = 0; y < oh; ++y)
-                  for (int64_t x = 0; x < ow; ++x) {
-                    const int64_t q = y * ow + x;
-                    const double h = double(y * strides[0] - pads[0] + i * dil[0]) + double(dy[q]);
-                    const double w = double(x * strides[1] - pads[1] + j * dil[1]) + double(dx[q]);
-                    double v = 0;
-                    // Outside by a pixel or more (or NaN): every corner is a zero.
-                    if (!(h > -1 && h < H && w > -1 && w < Wd)) {
-                      col[q] = T(0);
-                      continue;
+            if (sampledFor != n * og + o) {
+              sampledFor = n * og + o;
+              for (int64_t i = 0; i < kh; ++i)
+                for (int64_t j = 0; j < kw; ++j) {
+                  const int64_t tap = i * kw + j;
+                  const T* dy = off + ((n * og + o) * taps * 2 + tap * 2) * P;
+                  const T* dx = dy + P;
+                  for (int64_t y = 0; y < oh; ++y)
+                    for (int64_t x = 0; x < ow; ++x) {
+                      const int64_t q = y * ow + x;
+                      Sample& sm = samples[tap * P + q];
+                      const double h = double(y * strides[0] - pads[0] + i * dil[0]) + double(dy[q]);
+                      const double w = double(x * strides[1] - pads[1] + j * dil[1]) + double(dx[q]);
+                      // Outside by a pixel or more (or NaN): every corner is a zero.
+                      sm.inside = h > -1 && h < H && w > -1 && w < Wd;
+                      if (!sm.inside) continue;
+                      const double h0 = std::floor(h), w0 = std::floor(w);
+                      const double fh = h - h0, fw = w - w0;
+                      for (int a = 0; a < 2; ++a)
+                        for (int bb = 0; bb < 2; ++bb) {
+                          const int64_t hh = int64_t(h0) + a, ww = int64_t(w0) + bb;
+                          const bool in = hh >= 0 && hh < H && ww >= 0 && ww < Wd;
+                          sm.at[2 * a + bb] = in ? hh * Wd + ww : -1;
+                          sm.w[2 * a + bb] = (a ? fh : 1 - fh) * (bb ? fw : 1 - fw);
+                        }
                     }
-                    const double h0 = std::floor(h), w0 = std::floor(w);
-                    const double fh = h - h0, fw = w - w0;
-                    for (int a = 0; a < 2; ++a)
-                      for (int bb = 0; bb < 2; ++bb) {
-                        const int64_t hh = int64_t(h0) + a, ww = int64_t(w0) + bb;
-                        if (hh < 0 || hh >= H || ww < 0 || ww >= Wd) continue;
-                        v += (a ? fh : 1 - fh) * (bb ? fw : 1 - fw) * double(plane[hh * Wd + ww]);
-                      }
-                    col[q] = T(mk ? v * double(mk[q]) : v);
-                  }
+                }
+            }
+            const T* plane = X + (n * C + c) * H * Wd;
+            for (int64_t tap = 0; tap < taps; ++tap) {
+              const T* mk = mask ? mask + ((n * og + o) * taps + tap) * P : nullptr;
+              T* col = cols.data() + (cg * taps + tap) * P;
+              for (int64_t q = 0; q < P; ++q) {
+                const Sample& sm = samples[tap * P + q];
+                if (!sm.inside) {
+                  col[q] = T(0);
+                  continue;
+                }
+                double v = 0;
+                for (int k = 0; k < 4; ++k)
+                  if (sm.at[k] >= 0) v += sm.w[k] * double(plane[sm.at[k]]);
+                col[q] = T(mk ? v * double(mk[q]) : v);
               }
+            }
           }
           const T* wg = Wt + g * Mg * Cg * taps;
           T* yg = Y + (n * M + g * Mg) * P;
