@@ -83,8 +83,13 @@ std::string oneLine(std::string s) {
   return s;
 }
 
+// A 0-D tensor of dtype dt holding v (the 16-bit floats rounded to nearest even).
 Tensor scalarOf(DType dt, double v) {
   Tensor t = Tensor::alloc(dt, {});
+  if (dt == DType::F16 || dt == DType::BF16) {
+    *t.data<uint16_t>() = narrowFromDouble(v, dt == DType::BF16);
+    return t;
+  }
   dispatchDType(dt, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, bool>) *t.data<uint8_t>() = v != 0;
@@ -1601,13 +1606,7 @@ mlir::LogicalResult OnnxImporter::expandNewOp(int index, mlir::Location loc, con
   auto xt = llvm::dyn_cast<mlir::RankedTensorType>(x.getType());
   if (!xt) return failNode(index, op + ": input 0 needs a known rank");
   const DType dt = mlirToDType(xt.getElementType());
-  // A scalar of x's dtype (the 16-bit floats rounded to nearest even).
-  auto scalar = [&](double v) {
-    Tensor t = scalarOf(dt, v);
-    if (dt == DType::F16 || dt == DType::BF16)
-      *t.data<uint16_t>() = narrowFromDouble(v, dt == DType::BF16);
-    return createConstant(b_, loc, t);
-  };
+  auto scalar = [&](double v) { return createConstant(b_, loc, scalarOf(dt, v)); };
 
   if (op == "Swish") {
     // Swish-24: x * Sigmoid(alpha * x), alpha default 1.

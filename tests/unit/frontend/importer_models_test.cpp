@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "runtime/Executable.h"
+#include "runtime/Half.h"
 #include "runtime/Trace.h"
 #include "runtime/Tuning.h"
 #include "tests/unit/onnx_model_builder.h"
@@ -490,6 +491,26 @@ TEST_F(ImporterModels, SymbolicAndUnknownDims) {
   ASSERT_EQ(params.size(), 3u);
   EXPECT_EQ(llvm::cast<mlir::StringAttr>(params[0]).str(), "batch");
   EXPECT_EQ(llvm::cast<mlir::StringAttr>(params[1]).str(), "");  // neither value nor param
+}
+
+// Clip-6's min/max attributes become constants of x's dtype, f16 included (rounded to the
+// nearest half, not left unset).
+TEST_F(ImporterModels, Clip6BoundsOfAnF16Input) {
+  Model m(6);
+  m.input("x", {4}, onnx::TensorProto::FLOAT16);
+  onnx::NodeProto* n = m.node("Clip", {"x"}, {"y"}, "c");
+  floatAttr(n, "min", -0.5f);
+  floatAttr(n, "max", 2.5f);
+  m.output("y");
+  ASSERT_EQ(import(m), "");
+  mlir::Operation* clip = first("Clip");
+  ASSERT_EQ(clip->getNumOperands(), 3u);
+  for (auto [i, want] : {std::pair<unsigned, float>{1, -0.5f}, {2, 2.5f}}) {
+    Tensor t;
+    ASSERT_TRUE(getConstantValue(clip->getOperand(i), &t)) << i;
+    ASSERT_EQ(t.dtype(), DType::F16);
+    EXPECT_EQ(halfToFloat(t.data<uint16_t>()[0]), want) << i;
+  }
 }
 
 TEST_F(ImporterModels, SkippedOptionalInputBecomesNone) {
