@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <queue>
 #include <sstream>
 #include <unordered_map>
@@ -172,6 +173,9 @@ class OnnxImporter {
   mlir::LogicalResult normaliseNewer(int index, mlir::Location loc, NodeForm* f);
   mlir::LogicalResult expandNewOp(int index, mlir::Location loc, const std::string& op,
                                   NodeForm* f);
+  // Each value name read other than as DequantizeLinear's x or zero point: its first such
+  // (node, input); built at the first INT4/UINT4 initializer (valueFor).
+  std::optional<std::unordered_map<std::string, std::pair<int, int>>> notDequantized_;
   mlir::LogicalResult checkDomain(int index);
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
@@ -574,16 +578,23 @@ mlir::Value OnnxImporter::valueFor(const std::string& name) {
   // the value is dequantized: as DequantizeLinear's x or x_zero_point.
   const int32_t code = init->second->data_type();
   if (code == 21 || code == 22) {
-    for (int i = 0; i < graph_->node_size(); ++i) {
-      const onnx::NodeProto& n = graph_->node(i);
-      for (int k = 0; k < n.input_size(); ++k)
-        if (n.input(k) == name && !(n.op_type() == "DequantizeLinear" && (k == 0 || k == 2))) {
-          (void)failNode(i, std::string(code == 22 ? "INT4" : "UINT4") + " tensor '" + name +
-                                "' is its input " + std::to_string(k) +
-                                "; 4-bit tensors are supported as DequantizeLinear's x and "
-                                "x_zero_point only (widened to 8 bits at import)");
-          return nullptr;
-        }
+    if (!notDequantized_) {  // one scan of the graph, at the first 4-bit tensor
+      notDequantized_.emplace();
+      for (int i = 0; i < graph_->node_size(); ++i) {
+        const onnx::NodeProto& n = graph_->node(i);
+        for (int k = 0; k < n.input_size(); ++k)
+          if (!(n.op_type() == "DequantizeLinear" && (k == 0 || k == 2)))
+            notDequantized_->emplace(n.input(k), std::make_pair(i, k));
+      }
+    }
+    auto use = notDequantized_->find(name);
+    if (use != notDequantized_->end()) {
+      (void)failNode(use->second.first,
+                     std::string(code == 22 ? "INT4" : "UINT4") + " tensor '" + name +
+                         "' is its input " + std::to_string(use->second.second) +
+                         "; 4-bit tensors are supported as DequantizeLinear's x and "
+                         "x_zero_point only (widened to 8 bits at import)");
+      return nullptr;
     }
   }
   Tensor t;
