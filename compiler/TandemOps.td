@@ -275,6 +275,16 @@ def Tandem_DynamicQuantizeMatMulOp : Tandem_DomainOp<"dynamic_quantize_matmul",
       # "float(a_scale * b_scale) + bias; compiler/shapes/Quantize.cpp, "
       # "runtime/cpu/ref/QuantizedMath.cpp (--tandem-fuse-qdq builds it from quantize_dynamic's "
       # "DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul)">;
+def Tandem_DequantizeMatMulOp : Tandem_DomainOp<"dequantize_matmul", "DequantizeMatMul",
+    "tandem", "1",
+    "A (f32) times DequantizeLinear(B) with B kept 8-bit (weight-only quantization): A, B "
+      # "(u8/i8 [K, N]), b_scale, b_zero_point[, bias] -> Y",
+    "Y = A x ((float(B) - float(b_zero_point)) * b_scale) + bias, A f32 [..., M, K], b_scale f32 "
+      # "[] or [N], or [ceil(K / block_size), N] with block_size > 0 (DequantizeLinear-21 "
+      # "blocks along K), b_zero_point B's dtype and b_scale's shape, bias f32 [N]; "
+      # "compiler/shapes/Quantize.cpp, runtime/cpu/ref/DequantizeMatMul.cpp (--tandem-fuse-qdq "
+      # "builds it from DequantizeLinear of constant weights -> MatMul or Gemm [-> bias Add])",
+    (ins Int:$block_size)>;
 def Tandem_DetOp : Tandem_OnnxOp<"det", "Det", "11",
     "determinant of each square matrix of X [*, M, M]">;
 def Tandem_ConvIntegerOp : Tandem_OnnxOp<"conv_integer", "ConvInteger", "10",

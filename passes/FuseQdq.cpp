@@ -391,6 +391,147 @@ bool hasFastCpuKernel(const DynamicProduct& m) {
   return offersFastCpuKernel(ctx, /*int8Only=*/false);
 }
 
+/// A matrix product of f32 activations (not dequantized) and weights that are DequantizeLinear
+/// of 8-bit constants, whose result stays f32 (weight-only quantization: ONNX Runtime's 4-bit and 8-bit weight quantizers, in
+/// their QDQ form): MatMul(A, DQ(W_q [K, N])) or through Transpose from W_q [N, K], or
+/// Gemm(A, DQ(W_q), C) with transB; [-> Add of a constant bias row] for MatMul. Scales per
+/// tensor, per output column, or in blocks along K (DequantizeLinear-21's block_size).
+struct WeightOnlyProduct {
+  mlir::Operation *product = nullptr, *dq = nullptr, *transpose = nullptr, *add = nullptr;
+  /// Canonical operands of DequantizeMatMul: B_q [K, N]; scale and zero point [], [N] or
+  /// [ceil(K / blockSize), N]; bias [N].
+  Tensor b, scale, zp, bias;
+  /// The IR's constants that hold them as they are (null: made here, transposed or reshaped),
+  /// so that products sharing one DequantizeLinear share its constants.
+  mlir::Value bV, scaleV, zpV, biasV;
+  int64_t blockSize = 0;
+};
+
+/// A constant f32 row of `n` values, shape [n] or [1, ..., 1, n].
+bool constantRow(mlir::Value v, int64_t n, Tensor* out) {
+  if (!getConstantValue(v, out) || out->dtype() != DType::F32 || out->numel() != n) return false;
+  const Shape& s = out->shape();
+  for (size_t i = 0; i + 1 < s.size(); ++i)
+    if (s[i] != 1) return false;
+  *out = out->reshaped({n});
+  return true;
+}
+
+/// An f32 or 8-bit [rows, cols] matrix transposed.
+Tensor transposedMatrix(const Tensor& t) {
+  if (t.dtype() != DType::F32) return transposed(t);
+  const int64_t rows = t.shape()[0], cols = t.shape()[1];
+  Tensor r = Tensor::alloc(DType::F32, {cols, rows});
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) r.data<float>()[j * rows + i] = t.data<float>()[i * cols + j];
+  return r;
+}
+
+/// Whether `op` (MatMul or Gemm) is a weight-only quantized product; fills `m` (reads
+/// constants, changes nothing).
+bool matchWeightOnly(mlir::Operation* op, WeightOnlyProduct* m) {
+  m->product = op;
+  const bool gemm = onnxOpType(op) == "Gemm";
+  // A must not come from a DequantizeLinear: a QDQ product (static quantization) that did not
+  // become an int8 op stays as written, its weights folded to f32, as before this fusion.
+  auto at = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+  mlir::Operation* aDef = op->getOperand(0).getDefiningOp();
+  if (!at || at.getRank() < 2 || (gemm && at.getRank() != 2) ||
+      elementType(op->getOperand(0)) != DType::F32 || elementType(op->getResult(0)) != DType::F32 ||
+      (aDef && onnxOpType(aDef) == "DequantizeLinear"))
+    return false;
+  mlir::Value w = op->getOperand(1);
+  bool rowsAreChannels = false;  // W_q is [N, K]
+  if (gemm) {
+    auto attrInt = [&](const char* n) {
+      auto a = op->getAttrOfType<mlir::IntegerAttr>(n);
+      return a ? a.getInt() : 0;
+    };
+    auto attrFloat = [&](const char* n) {
+      auto a = op->getAttrOfType<mlir::FloatAttr>(n);
+      return a ? a.getValueAsDouble() : 1.0;
+    };
+    if (attrInt("transA") != 0 || attrFloat("alpha") != 1.0 || attrFloat("beta") != 1.0) return false;
+    rowsAreChannels = attrInt("transB") != 0;
+  } else if (mlir::Operation* t = producer(w, "Transpose")) {
+    auto perm = t->getAttrOfType<mlir::ArrayAttr>("perm");
+    const bool swap = !perm || (perm.size() == 2 &&
+                                llvm::cast<mlir::IntegerAttr>(perm[0]).getInt() == 1 &&
+                                llvm::cast<mlir::IntegerAttr>(perm[1]).getInt() == 0);
+    if (!swap) return false;
+    m->transpose = t;
+    w = t->getOperand(0);
+    rowsAreChannels = true;
+  }
+  mlir::Operation* dq = w.getDefiningOp();
+  if (!dq || onnxOpType(dq) != "DequantizeLinear" || elementType(w) != DType::F32) return false;
+  m->dq = dq;
+  Tensor q, scale, zp;
+  if (!getConstantValue(dq->getOperand(0), &q) || !is8Bit(q.dtype()) || q.shape().size() != 2 ||
+      !getConstantValue(dq->getOperand(1), &scale) || scale.dtype() != DType::F32)
+    return false;
+  mlir::Value zpV = operandOrNull(dq, 2);
+  if (zpV && (!getConstantValue(zpV, &zp) || zp.dtype() != q.dtype() || zp.shape() != scale.shape()))
+    return false;
+  const int64_t kAxis = rowsAreChannels ? 1 : 0;
+  const int64_t K = q.shape()[kAxis], N = q.shape()[1 - kAxis];
+  auto axisAttr = dq->getAttrOfType<mlir::IntegerAttr>("axis");
+  auto blockAttr = dq->getAttrOfType<mlir::IntegerAttr>("block_size");
+  int64_t axis = axisAttr ? axisAttr.getInt() : 1;
+  if (axis < 0) axis += 2;
+  m->blockSize = blockAttr ? blockAttr.getInt() : 0;
+  if (m->blockSize > 0) {
+    // Blocks along K; the scale is W_q's shape with ceil(K / block_size) along K.
+    Shape want = q.shape();
+    want[kAxis] = (K + m->blockSize - 1) / m->blockSize;
+    if (axis != kAxis || scale.shape() != want) return false;
+  } else if (scale.numel() != 1 && !(scale.shape() == Shape{N} && axis == 1 - kAxis)) {
+    return false;  // per row of K (no such kernel): folded to f32 as before
+  }
+  const bool reshapeParams = m->blockSize > 0 && rowsAreChannels;
+  m->b = rowsAreChannels ? transposed(q) : q;
+  m->scale = reshapeParams ? transposedMatrix(scale) : scale;
+  if (zpV) m->zp = reshapeParams ? transposed(zp) : zp;
+  if (!rowsAreChannels) m->bV = dq->getOperand(0);
+  if (!reshapeParams) m->scaleV = dq->getOperand(1), m->zpV = zpV;
+  // The bias: Gemm's C, or the Add right after a MatMul read by nothing else.
+  if (gemm) {
+    mlir::Value c = operandOrNull(op, 2);
+    if (c && !constantRow(c, N, &m->bias)) return false;
+    if (c && m->bias.shape() == tensorTypeOf(c).shape) m->biasV = c;
+  } else if (mlir::Operation* add = soleUser(op->getResult(0))) {
+    mlir::Value y = op->getResult(0);
+    if (onnxOpType(add) == "Add" && add->getOperand(0) != add->getOperand(1) &&
+        add->getResult(0).getType() == y.getType() &&
+        constantRow(add->getOperand(add->getOperand(0) == y ? 1 : 0), N, &m->bias)) {
+      m->add = add;
+      mlir::Value c = add->getOperand(add->getOperand(0) == y ? 1 : 0);
+      if (m->bias.shape() == tensorTypeOf(c).shape) m->biasV = c;
+    }
+  }
+  return true;
+}
+
+/// Whether this CPU has a kernel other than the reference for the DequantizeMatMul `m` makes
+/// (the reference dequantizes B on every run: slower than the f32 product it would replace).
+bool hasFastCpuKernel(const WeightOnlyProduct& m) {
+  AttrMap attrs;
+  attrs.set("block_size", Attr::ofInt(m.blockSize));
+  KernelContext ctx;
+  ctx.opType = "DequantizeMatMul";
+  ctx.nodeName = nodeName(m.product->getLoc());
+  ctx.attrs = &attrs;
+  ctx.inputTypes = {tensorTypeOf(m.product->getOperand(0)), {m.b.dtype(), m.b.shape()},
+                    {DType::F32, m.scale.shape()}};
+  ctx.constInputs = {nullptr, &m.b, &m.scale};
+  for (const Tensor* t : {&m.zp, &m.bias}) {
+    ctx.inputTypes.push_back(t->defined() ? TensorType{t->dtype(), t->shape()} : TensorType{});
+    ctx.constInputs.push_back(t->defined() ? t : nullptr);
+  }
+  ctx.outputTypes = {tensorTypeOf((m.add ? m.add : m.product)->getResult(0))};
+  return offersFastCpuKernel(ctx, /*int8Only=*/false);
+}
+
 /// The fused op's operand types, constants and attributes as the kernel registry reads them.
 struct KernelQuery {
   std::vector<Tensor> consts;
@@ -456,7 +597,7 @@ struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
           return !llvm::isa<mlir::func::ReturnOp>(u.getOwner());
         });
     llvm::DenseSet<mlir::Operation*> erased;  // ops of `ops` a fusion removed
-    int64_t withoutFastKernel = 0;
+    int64_t withoutFastKernel = 0, weightOnlyWithoutFastKernel = 0;
     for (mlir::Operation* op : ops) {
       if (erased.contains(op)) continue;
       const std::string type = onnxOpType(op);
@@ -464,7 +605,39 @@ struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
       if (type == "Conv") {
         if (!matchConv(op, rewriter, &m)) continue;
       } else if (type == "MatMul" || type == "Gemm") {
-        if (!matchMatMul(op, rewriter, &m)) continue;
+        if (!matchMatMul(op, rewriter, &m)) {
+          WeightOnlyProduct w;
+          if (!matchWeightOnly(op, &w)) continue;
+          if (requireFastKernel && !hasFastCpuKernel(w)) {
+            ++weightOnlyWithoutFastKernel;
+            continue;
+          }
+          mlir::Operation* last = w.add ? w.add : op;
+          rewriter.setInsertionPoint(last);
+          const mlir::Location loc = op->getLoc();
+          auto constant = [&](mlir::Value v, const Tensor& t) {
+            return v ? v : t.defined() ? createConstant(rewriter, loc, t) : mlir::Value();
+          };
+          llvm::SmallVector<mlir::Value> operands = {
+              op->getOperand(0), constant(w.bV, w.b), constant(w.scaleV, w.scale),
+              constant(w.zpV, w.zp), constant(w.biasV, w.bias)};
+          llvm::SmallVector<mlir::NamedAttribute> attrs;
+          if (w.blockSize > 0)
+            attrs.push_back(rewriter.getNamedAttr("block_size", rewriter.getI64IntegerAttr(w.blockSize)));
+          if (mlir::failed(replaceByFused(rewriter, last, loc, "DequantizeMatMul", operands, attrs)))
+            return signalPassFailure();
+          for (mlir::Operation* dead : {w.add, op}) {
+            if (!dead) continue;
+            if (dead != last) rewriter.eraseOp(dead);
+            erased.insert(dead);
+          }
+          for (mlir::Operation* dead : {w.transpose, w.dq})
+            if (dead && dead->use_empty()) {
+              rewriter.eraseOp(dead);
+              erased.insert(dead);
+            }
+          continue;
+        }
       } else if (type == "Mul") {
         DynamicProduct d;
         if (!matchDynamic(op, &d)) continue;
@@ -524,6 +697,9 @@ struct FuseQdqPass : public impl::TandemFuseQdqBase<FuseQdqPass> {
     if (withoutFastKernel > 0)
       getOperation()->setAttr(kQdqWithoutFastKernelAttr,
                               rewriter.getI64IntegerAttr(withoutFastKernel));
+    if (weightOnlyWithoutFastKernel > 0)
+      getOperation()->setAttr(kWeightOnlyWithoutFastKernelAttr,
+                              rewriter.getI64IntegerAttr(weightOnlyWithoutFastKernel));
   }
 };
 

@@ -35,6 +35,10 @@ std::unique_ptr<mlir::Pass> createLegalizeF16Pass(const TandemLegalizeF16Options
 /// Module attribute --tandem-fuse-qdq sets to how many QDQ convolutions matched but stay f32
 /// because this CPU has no fast kernel for their QLinearConv (absent: none).
 constexpr const char* kQdqWithoutFastKernelAttr = "tandem.qdq_without_fast_kernel";
+/// Set by --tandem-fuse-qdq (require-fast-kernel): how many weight-only quantized products
+/// (DequantizeLinear of constants -> MatMul/Gemm) stayed as written because this CPU has no
+/// kernel for DequantizeMatMul but the reference; canonicalize then folds their weights to f32.
+constexpr const char* kWeightOnlyWithoutFastKernelAttr = "tandem.weight_only_without_fast_kernel";
 std::unique_ptr<mlir::Pass> createFuseQdqPass();
 std::unique_ptr<mlir::Pass> createFuseQdqPass(const TandemFuseQdqOptions& options);
 std::unique_ptr<mlir::Pass> createCanonicalizePass();

@@ -198,6 +198,19 @@ def TandemFuseQdq : Pass<"tandem-fuse-qdq", "mlir::ModuleOp"> {
     it needs a kernel other than the reference (the exact f32 ones count here: MatMulInteger
     as written would run on them too).
 
+    Weight-only quantization is taken too (ONNX Runtime's 8-bit and 4-bit weight quantizers
+    in QDQ form, the activations left f32): MatMul(A, DequantizeLinear(W_q)) (W_q [K, N], or
+    [N, K] through Transpose) or Gemm(A, DequantizeLinear(W_q), C) (transB allowed, transA 0,
+    alpha and beta 1), W_q an 8-bit constant (4-bit ones are widened at import), scales per
+    tensor, per output column or in blocks along K (block_size), zero points constant, A not
+    itself from a DequantizeLinear (a QDQ product left as written stays so), and no
+    QuantizeLinear after: Tandem's DequantizeMatMul(A, W_q [K, N], scale, zero point[, bias]),
+    with a constant bias row from Gemm's C or the Add right after a MatMul. The weights stay
+    8-bit in memory (runtime/cpu/avx2/DequantGemm.h) instead of being folded to f32; the
+    DequantizeLinear goes once nothing else reads it. With require-fast-kernel the registry
+    must offer a kernel other than the reference (AVX2 + FMA); the products left for that
+    reason are counted in `tandem.weight_only_without_fast_kernel` and fold to f32 as before.
+
     Numbers: y differs from the f32 graph's by at most one quantization step, where the f32
     sum and the exact integer sum round to different sides of a tie (and by B's rounding, at
     most x_scale * w_scale / 2 before requantization). The compiler runs this pass only when

@@ -188,6 +188,7 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
              countOps(module, "DynamicQuantizeMatMul");
     };
     const int64_t productsBefore = countProducts();
+    const int64_t weightOnlyBefore = countOps(module, "DequantizeMatMul");
     if (mlir::failed(run(createFuseQdqPass()))) return mlir::failure();
     const int64_t convs = countOps(module, "QLinearConv") - convsBefore;
     const int64_t products = countProducts() - productsBefore;
@@ -200,6 +201,18 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
                               "QuantizeLinear) or dynamically quantized (DynamicQuantizeLinear "
                               "-> MatMulInteger) run as one quantized op each (--no-qdq-fusion: as "
                               "written)");
+    }
+    if (const int64_t n = countOps(module, "DequantizeMatMul") - weightOnlyBefore; n > 0)
+      result->notes.push_back(std::to_string(n) +
+                              " matrix product(s) of weight-only quantized weights "
+                              "(DequantizeLinear of constants -> MatMul/Gemm) run as DequantizeMatMul, "
+                              "their weights kept 8-bit (--no-qdq-fusion: folded to f32)");
+    if (auto slow = module->getAttrOfType<mlir::IntegerAttr>(kWeightOnlyWithoutFastKernelAttr)) {
+      result->notes.push_back(std::to_string(slow.getInt()) +
+                              " matrix product(s) of weight-only quantized weights run on weights "
+                              "dequantized to f32 at compile time: this CPU has no fast kernel for "
+                              "DequantizeMatMul (it needs AVX2 + FMA)");
+      module->removeAttr(kWeightOnlyWithoutFastKernelAttr);
     }
     if (auto slow = module->getAttrOfType<mlir::IntegerAttr>(kQdqWithoutFastKernelAttr)) {
       result->notes.push_back(

@@ -175,6 +175,14 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     const TensorType* A = operand(in, 0);
     if (A && !A->shape.empty())
       w.flops = 2 * y * c.dim(*A, A->shape.size() - 1) + 4 * c.numel(*A) + 2 * y;
+  } else if (op == "DequantizeMatMul") {
+    // The products, and B widened to f32 once per row block (counted once: at decoding's few
+    // rows the product reads B, at many rows the products dominate).
+    w.cls = OpClass::Gemm;
+    const TensorType* A = operand(in, 0);
+    const TensorType* B = operand(in, 1);
+    if (A && !A->shape.empty()) w.flops = 2 * y * c.dim(*A, A->shape.size() - 1);
+    if (B) w.flops += 2 * c.numel(*B);
   } else if (op == "Det") {
     // LU with partial pivoting: about 2/3 M^3 per matrix, y matrices.
     const TensorType* X = operand(in, 0);

@@ -1,6 +1,7 @@
 // Shape functions of the linear quantization ops: QuantizeLinear-13, DequantizeLinear-13,
 // DynamicQuantizeLinear-11 (ONNX opset 17; 8-bit integers, per-tensor or per-axis scales), and
-// the quantized matrix products MatMulInteger-10 and QLinearMatMul-10.
+// the quantized matrix products MatMulInteger-10 and QLinearMatMul-10, and Tandem's fused
+// QLinearMatMulBias, DynamicQuantizeMatMul and DequantizeMatMul.
 #include <algorithm>
 
 #include "compiler/shapes/ShapeFns.h"
@@ -199,6 +200,55 @@ std::string inferDynamicQuantizeMatMul(const Ctx& c) {
   }
   std::vector<int64_t> y;
   if (auto e = quantMatMulShape(c, 0, 1, names, &y); !e.empty()) return e;
+  c.set(0, DType::F32, y);
+  return "";
+}
+
+std::string inferDequantizeMatMul(const Ctx& c) {
+  // Tandem's DequantizeMatMul-1: A f32 [..., M, K], B u8/i8 [K, N], b_scale f32 [] or [N], or
+  // [ceil(K / block_size), N] for block_size > 0, b_zero_point B's dtype and b_scale's shape,
+  // bias f32 [N]; Y f32 [..., M, N].
+  static const std::vector<const char*> names = {"A", "B", "b_scale", "b_zero_point", "bias"};
+  if (auto e = checkArity(c, 3, 5, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, {DType::F32}, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 1, kQuantTypes, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 2, {DType::F32}, names); !e.empty()) return e;
+  const auto& b = c.in[1].dims;
+  if (b.size() != 2) return c.fail("input 1 (B) must be a matrix [K, N], got " + dimsStr(b));
+  const int64_t block = c.attrs.getInt("block_size", 0);
+  if (block < 0) return c.fail("attribute block_size must be >= 0, got " + std::to_string(block));
+  const int64_t K = b[0], N = b[1];
+  std::vector<int64_t> want;
+  if (block > 0) want = {K == kUnknownDim ? kUnknownDim : (K + block - 1) / block, N};
+  auto fits = [&](const std::vector<int64_t>& d) {
+    if (block > 0)
+      return d.size() == 2 && dimsAgree(d[0], want[0]) && dimsAgree(d[1], want[1]);
+    return d.empty() || (d.size() == 1 && (d[0] == 1 || dimsAgree(d[0], N)));
+  };
+  const std::string shapes =
+      block > 0 ? dimsStr(want) + " (blocks of " + std::to_string(block) + " rows of B, its columns)"
+                : "[] or [" + std::to_string(N) + "] (per tensor or per column of B)";
+  if (!fits(c.in[2].dims))
+    return c.fail("input 2 (b_scale) must have shape " + shapes + ", got " + dimsStr(c.in[2].dims));
+  if (c.has(3)) {
+    if (auto e = checkSameDType(c, 3, 1, names); !e.empty()) return e;
+    if (c.in[3].dims != c.in[2].dims)
+      return c.fail("input 3 (b_zero_point) must have b_scale's shape " + dimsStr(c.in[2].dims) +
+                    ", got " + dimsStr(c.in[3].dims));
+  }
+  if (c.has(4)) {
+    if (auto e = checkDTypeIn(c, 4, {DType::F32}, names); !e.empty()) return e;
+    const auto& d = c.in[4].dims;
+    if (d.size() != 1 || !dimsAgree(d[0], N))
+      return c.fail("input 4 (bias) must have shape [" + std::to_string(N) + "], got " + dimsStr(d));
+  }
+  const auto& a = c.in[0].dims;
+  if (a.size() < 2) return c.fail("input 0 (A) must have rank >= 2, got " + dimsStr(a));
+  if (!dimsAgree(a.back(), K))
+    return c.fail("input 0 (A) shape " + dimsStr(a) + " and input 1 (B) shape " + dimsStr(b) +
+                  " have mismatched inner dims");
+  std::vector<int64_t> y = a;
+  y.back() = N;
   c.set(0, DType::F32, y);
   return "";
 }

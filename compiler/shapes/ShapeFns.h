@@ -108,6 +108,7 @@ std::string inferMatMulInteger(const Ctx& c);
 std::string inferQLinearMatMul(const Ctx& c);
 std::string inferQLinearMatMulBias(const Ctx& c);
 std::string inferDynamicQuantizeMatMul(const Ctx& c);
+std::string inferDequantizeMatMul(const Ctx& c);
 // Math.cpp
 std::string inferGemm(const Ctx& c);
 std::string inferMatMul(const Ctx& c);

@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), weight-only quantized products (weight_only), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -88,6 +88,16 @@ run qdq_linear 0.02 0 --no-qdq-fusion
 echo "== qdq_linear: the fusion happened"
 "$tandem" run "$dir/qdq_linear/model.onnx" --inputs "$dir/qdq_linear/test_data_set_0" 2>&1 >/dev/null |
   grep -F "3 matrix product(s) in QDQ form"
+# Weight-only quantization (models/make_newer_opsets.py weight_only): int8 per column with a bias
+# Add, uint8 with zero points far from its values through Gemm's transB, blocked uint4 with zero
+# points on 40 rows (the timed variants), int8 through Transpose; and blocks along N, which stay
+# folded to f32. The reference is f64 over the dequantized weights: f32 products of 64 terms
+# (2.9e-6 measured), fused as DequantizeMatMul and as written.
+run weight_only 1e-5 1e-4
+run weight_only 1e-5 1e-4 --no-qdq-fusion
+echo "== weight_only: the fusion happened"
+"$tandem" run "$dir/weight_only/model.onnx" --inputs "$dir/weight_only/test_data_set_0" 2>&1 >/dev/null |
+  grep -E "4 matrix product\(s\) of weight-only quantized weights (\(DequantizeLinear|run on weights dequantized)"
 # A residual conv writing the host's blocked layout over a plain residual (LR-ASPP's MobileNetV3
 # blocks): f32 against PyTorch eager, 2.4e-7 max abs measured.
 run hswish_residual 1e-5 1e-4

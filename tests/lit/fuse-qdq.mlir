@@ -242,3 +242,64 @@ func.func @main(%x: tensor<3x4xf32>, %wv: tensor<4x2xi8>) -> (tensor<3x2xf32>, t
   %y2 = tandem.mul %f2, %sc2 : (tensor<3x2xf32>, tensor<f32>) -> tensor<3x2xf32>
   return %y, %y2 : tensor<3x2xf32>, tensor<3x2xf32>
 }
+
+// -----
+
+// Weight-only quantization: f32 activations times DequantizeLinear of 8-bit constants, no
+// QuantizeLinear after. A MatMul of per-column scales with its bias Add, and a Gemm of W [N, K]
+// (transB) with scales in blocks of 2 along K, become DequantizeMatMul; the Gemm's W, scales and
+// zero points are transposed to [K, N] and [blocks, N], its C is the bias.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: (%[[X:.*]]: tensor<3x4xf32>)
+// CHECK-DAG: %[[WQ:.*]] = tandem.constant dense<{{\[\[}}1, 2], [3, 4], [5, 6], [7, 8]]> : tensor<4x2xi8>
+// CHECK-DAG: %[[WS:.*]] = tandem.constant dense<[5.000000e-01, 2.500000e-01]> : tensor<2xf32>
+// CHECK-DAG: %[[B:.*]] = tandem.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK: %[[Y:.*]] = tandem.dequantize_matmul %[[X]], %[[WQ]], %[[WS]], %{{.*}}, %[[B]] : ({{.*}}) -> tensor<3x2xf32>
+// CHECK-DAG: %[[VT:.*]] = tandem.constant dense<{{\[\[}}1, 5], [2, 6], [3, 7], [4, 8]]> : tensor<4x2xui8>
+// CHECK-DAG: %[[VS:.*]] = tandem.constant dense<{{\[\[}}1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: %[[VZ:.*]] = tandem.constant dense<{{\[\[}}9, 11], [10, 12]]> : tensor<2x2xui8>
+// CHECK: %[[G:.*]] = tandem.dequantize_matmul %[[X]], %[[VT]], %[[VS]], %[[VZ]], %{{.*}} {block_size = 2 : i64} : ({{.*}}) -> tensor<3x2xf32>
+// CHECK-NOT: tandem.dequantize_linear
+// CHECK-NOT: tandem.mat_mul
+// CHECK-NOT: tandem.gemm
+// CHECK: return %[[Y]], %[[G]]
+func.func @main(%x: tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xf32>) {
+  %wq = tandem.constant dense<[[1, 2], [3, 4], [5, 6], [7, 8]]> : tensor<4x2xi8>
+  %ws = tandem.constant dense<[0.5, 0.25]> : tensor<2xf32>
+  %w = tandem.dequantize_linear %wq, %ws {axis = 1 : i64} : (tensor<4x2xi8>, tensor<2xf32>) -> tensor<4x2xf32>
+  %m = tandem.mat_mul %x, %w : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  %b = tandem.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+  %y = tandem.add %m, %b : (tensor<3x2xf32>, tensor<1x2xf32>) -> tensor<3x2xf32>
+  %vq = tandem.constant dense<[[1, 2, 3, 4], [5, 6, 7, 8]]> : tensor<2x4xui8>
+  %vs = tandem.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %vz = tandem.constant dense<[[9, 10], [11, 12]]> : tensor<2x2xui8>
+  %v = tandem.dequantize_linear %vq, %vs, %vz {axis = 1 : i64, block_size = 2 : i64} : (tensor<2x4xui8>, tensor<2x2xf32>, tensor<2x2xui8>) -> tensor<2x4xf32>
+  %c = tandem.constant dense<[3.0, 4.0]> : tensor<2xf32>
+  %g = tandem.gemm %x, %v, %c {transB = 1 : i64} : (tensor<3x4xf32>, tensor<2x4xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  return %y, %g : tensor<3x2xf32>, tensor<3x2xf32>
+}
+
+// -----
+
+// Not weight-only products, left as written: scales per row of K (axis 0 of W [K, N]), blocks
+// along N, A itself dequantized (a QDQ product without its QuantizeLinear), weights not constant.
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-4: tandem.mat_mul
+// CHECK-NOT: tandem.dequantize_matmul
+func.func @main(%x: tensor<3x4xf32>, %aq: tensor<3x4xui8>, %wv: tensor<4x2xi8>) -> (tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>) {
+  %wq = tandem.constant dense<[[1, 2], [3, 4], [5, 6], [7, 8]]> : tensor<4x2xi8>
+  %rs = tandem.constant dense<[0.5, 0.25, 1.0, 2.0]> : tensor<4xf32>
+  %w0 = tandem.dequantize_linear %wq, %rs {axis = 0 : i64} : (tensor<4x2xi8>, tensor<4xf32>) -> tensor<4x2xf32>
+  %m0 = tandem.mat_mul %x, %w0 : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  %ns = tandem.constant dense<[[0.5], [0.25], [1.0], [2.0]]> : tensor<4x1xf32>
+  %w1 = tandem.dequantize_linear %wq, %ns {axis = 1 : i64, block_size = 2 : i64} : (tensor<4x2xi8>, tensor<4x1xf32>) -> tensor<4x2xf32>
+  %m1 = tandem.mat_mul %x, %w1 : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  %s = tandem.constant dense<0.5> : tensor<f32>
+  %z = tandem.constant dense<0> : tensor<ui8>
+  %a = tandem.dequantize_linear %aq, %s, %z : (tensor<3x4xui8>, tensor<f32>, tensor<ui8>) -> tensor<3x4xf32>
+  %w2 = tandem.dequantize_linear %wq, %s : (tensor<4x2xi8>, tensor<f32>) -> tensor<4x2xf32>
+  %m2 = tandem.mat_mul %a, %w2 : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  %w3 = tandem.dequantize_linear %wv, %s : (tensor<4x2xi8>, tensor<f32>) -> tensor<4x2xf32>
+  %m3 = tandem.mat_mul %x, %w3 : (tensor<3x4xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
+  return %m0, %m1, %m2, %m3 : tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>, tensor<3x2xf32>
+}

@@ -24,11 +24,7 @@ void PackedB::Free::operator()(float* p) const { std::free(p); }
 
 bool PackedB::pack(const float* b, int64_t K, int64_t N, int64_t strideK, int64_t strideN) {
   if (K < 1 || N < 1) return false;
-  K_ = K;
-  N_ = N;
-  size_t bytes = (size_t)K * (size_t)paddedCols() * sizeof(float);
-  bytes = (bytes + 63) / 64 * 64;
-  data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+  allocate(K, N);
   for (int64_t p = 0; p < panels(); ++p) {
     int64_t n0 = p * 16, width = std::min<int64_t>(16, paddedCols() - n0);
     int64_t valid = std::min<int64_t>(width, N - n0);
@@ -38,6 +34,18 @@ bool PackedB::pack(const float* b, int64_t K, int64_t N, int64_t strideK, int64_
         dst[k * width + j] = j < valid ? b[k * strideK + (n0 + j) * strideN] : 0.f;
   }
   return true;
+}
+
+float* PackedB::allocate(int64_t K, int64_t N) {
+  K_ = K;
+  N_ = N;
+  size_t bytes = (size_t)K * (size_t)paddedCols() * sizeof(float);
+  bytes = (bytes + 63) / 64 * 64;
+  if (bytes > capacity_) {
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    capacity_ = bytes;
+  }
+  return data_.get();
 }
 
 namespace {

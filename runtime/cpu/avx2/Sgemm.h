@@ -28,6 +28,10 @@ class PackedB {
   /// a row-major K x N matrix; strideK = 1, strideN = K for its transpose stored N x K).
   /// Returns false (and packs nothing) when K < 1 or N < 1.
   bool pack(const float* b, int64_t K, int64_t N, int64_t strideK, int64_t strideN);
+  /// Sizes the packing for a K x N matrix (K, N >= 1) and returns its storage, for the caller
+  /// to fill in the panel layout above, padding columns included (contents undefined; the
+  /// allocation is reused when it is large enough: DequantGemm.h's per-thread panels).
+  float* allocate(int64_t K, int64_t N);
   int64_t rows() const { return K_; }
   int64_t cols() const { return N_; }
   int64_t paddedCols() const { return (N_ + 7) / 8 * 8; }
@@ -40,6 +44,7 @@ class PackedB {
     void operator()(float* p) const;
   };
   std::unique_ptr<float, Free> data_;
+  size_t capacity_ = 0;  // bytes of data_
   int64_t K_ = 0, N_ = 0;
 };
 

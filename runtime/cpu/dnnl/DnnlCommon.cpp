@@ -375,6 +375,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlTransposeKernels(r);
   dnnlcpu::registerDnnlQuantizedKernels(r);
   dnnlcpu::registerDnnlRecurrentKernels(r);
+  dnnlcpu::registerDnnlDequantizeMatMulKernels(r);
 }
 
 }  // namespace tandem

@@ -325,6 +325,7 @@ void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Tran
 void registerDnnlAttentionKernels(KernelRegistry& r); // DnnlAttention.cpp: Attention-23/-24/-25
 void registerDnnlQuantizedKernels(KernelRegistry& r); // DnnlQuantized.cpp: QLinearConv/MatMul, *Integer
 void registerDnnlRecurrentKernels(KernelRegistry& r); // DnnlRecurrent.cpp: RNN, GRU, LSTM
+void registerDnnlDequantizeMatMulKernels(KernelRegistry& r);  // DnnlDequantizeMatMul.cpp
 
 }  // namespace dnnlcpu
 }  // namespace tandem

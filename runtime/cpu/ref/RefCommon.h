@@ -234,6 +234,7 @@ void registerOptimizerKernels(KernelRegistry& r);    // Optimizer.cpp
 void registerGenerateKernels(KernelRegistry& r);     // Generate.cpp
 void registerQuantizeKernels(KernelRegistry& r);     // Quantize.cpp
 void registerQuantizedMathKernels(KernelRegistry& r);  // QuantizedMath.cpp
+void registerDequantizeMatMulKernels(KernelRegistry& r);  // DequantizeMatMul.cpp
 void registerRecurrentKernels(KernelRegistry& r);    // Recurrent.cpp
 void registerSignalKernels(KernelRegistry& r);       // Signal.cpp
 void registerAttentionKernels(KernelRegistry& r);    // Attention.cpp

@@ -25,6 +25,7 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerGenerateKernels(r);
   ref::registerQuantizeKernels(r);
   ref::registerQuantizedMathKernels(r);
+  ref::registerDequantizeMatMulKernels(r);
   ref::registerRecurrentKernels(r);
   ref::registerSignalKernels(r);
   ref::registerAttentionKernels(r);

@@ -347,6 +347,71 @@ def opset21_blocked(out_dir, rng):
     save(out_dir, "opset21_blocked", 21, nodes, inits, x, [("y", y), ("y2", y2), ("qdq", qdq)])
 
 
+def weight_only(out_dir, rng):
+    """(opset 21) weight-only quantized products, which --tandem-fuse-qdq makes DequantizeMatMul
+    (A f32 times 8-bit weights kept 8-bit) and --no-qdq-fusion folds to f32:
+      x f32 [3,64]:
+        MatMul(x, DequantizeLinear(W int8 [64,40], scale [40], axis 1)) + bias [40]   -> y1 [3,40]
+        Gemm(x, DequantizeLinear(V uint8 [24,64], scale [24], zero point [24] (values far from
+          it: q - zp does not fit int8), axis 0), C [24], transB 1)                      -> y2 [3,24]
+      x2 f32 [2,20,64] (40 rows: past the register path, the variants are timed):
+        MatMul(x2, DequantizeLinear(U uint4 [64,24], scale and zero point [4,24], axis 0,
+          block_size 16))                                                               -> y3 [2,20,24]
+        MatMul(x2, Transpose(DequantizeLinear(T int8 [24,64], one scale)))             -> y4 [2,20,24]
+        MatMul(x2, DequantizeLinear(S int8 [64,24], scale [64,6], axis 1, block_size 4:
+          blocks along N, no such kernel: folded to f32))                               -> y5 [2,20,24]"""
+    f = np.float32
+    d = lambda a: np.asarray(a, np.float64)  # noqa: E731
+    x = rng.standard_normal((3, 64)).astype(f)
+    x2 = rng.standard_normal((2, 20, 64)).astype(f)
+    w = rng.integers(-127, 128, (64, 40)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.01, 40).astype(f)
+    bias = rng.standard_normal(40).astype(f)
+    v = rng.integers(0, 256, (24, 64)).astype(np.uint8)
+    vs = rng.uniform(0.001, 0.01, 24).astype(f)
+    vz = rng.integers(0, 20, 24).astype(np.uint8)
+    c = rng.standard_normal(24).astype(f)
+    u = rng.integers(0, 16, (64, 24))
+    us = rng.uniform(0.01, 0.05, (4, 24)).astype(f)
+    uz = rng.integers(4, 12, (4, 24))
+    t = rng.integers(-127, 128, (24, 64)).astype(np.int8)
+    ts = np.array(0.004, f)
+    sq = rng.integers(-127, 128, (64, 24)).astype(np.int8)
+    ss = rng.uniform(0.001, 0.01, (64, 6)).astype(f)
+    arr = numpy_helper.from_array
+    nodes = [
+        helper.make_node("DequantizeLinear", ["w", "ws"], ["wf"], axis=1),
+        helper.make_node("MatMul", ["x", "wf"], ["xw"]),
+        helper.make_node("Add", ["xw", "bias"], ["y1"]),
+        helper.make_node("DequantizeLinear", ["v", "vs", "vz"], ["vf"], axis=0),
+        helper.make_node("Gemm", ["x", "vf", "c"], ["y2"], transB=1),
+        helper.make_node("DequantizeLinear", ["u4", "us", "uz4"], ["uf"], axis=0, block_size=16),
+        helper.make_node("MatMul", ["x2", "uf"], ["y3"]),
+        helper.make_node("DequantizeLinear", ["t", "ts"], ["tf"]),
+        helper.make_node("Transpose", ["tf"], ["tt"], perm=[1, 0]),
+        helper.make_node("MatMul", ["x2", "tt"], ["y4"]),
+        helper.make_node("DequantizeLinear", ["sq", "ss"], ["sf"], axis=1, block_size=4),
+        helper.make_node("MatMul", ["x2", "sf"], ["y5"]),
+    ]
+    inits = [arr(w, "w"), arr(ws, "ws"), arr(bias, "bias"), arr(v, "v"), arr(vs, "vs"),
+             arr(vz, "vz"), arr(c, "c"), int4_tensor("u4", u, False), arr(us, "us"),
+             int4_tensor("uz4", uz, False), arr(t, "t"), arr(ts, "ts"), arr(sq, "sq"),
+             arr(ss, "ss")]
+    wf = d(w) * d(ws)
+    vf = (d(v) - d(vz)[:, None]) * d(vs)[:, None]
+    uf = (d(u) - np.repeat(d(uz), 16, axis=0)) * np.repeat(d(us), 16, axis=0)
+    tf = d(t) * d(ts)
+    sf = d(sq) * np.repeat(d(ss), 4, axis=1)
+    y1 = d(x) @ wf + d(bias)
+    y2 = d(x) @ vf.T + d(c)
+    y3 = d(x2) @ uf
+    y4 = d(x2) @ tf.T
+    y5 = d(x2) @ sf
+    save_io(out_dir, "weight_only", 21, nodes, inits, [("x", x), ("x2", x2)],
+            [(k, np.asarray(val, f)) for k, val in
+             [("y1", y1), ("y2", y2), ("y3", y3), ("y4", y4), ("y5", y5)]])
+
+
 def local_functions(out_dir, rng):
     """(opset 18, IR 8) model-local functions of domain custom.fn, as exporters write modules:
       ScaledAct(X; alpha) = 2 * LeakyRelu(X, alpha = @alpha)  (a Constant inside the body)
@@ -728,7 +793,7 @@ def attention_models(out_dir, rng):
 
 
 def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4, kvh=2, ffn=128,
-                layers=2):
+                layers=2, quant=None):
     """opset23_llama (opset 23): two decoder layers as Llama-style models are written at opset
     23+: x f32 [1,5,64], position_ids i64 [1,5] (positions 3..7), past_k0/past_v0/past_k1/past_v1
     f32 [1,2,3,16] -> per layer: RMSNormalization -> MatMul q [64,64] / k, v [64,32] ->
@@ -737,7 +802,11 @@ def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4
     SwiGLU (SiLU(x W_gate) * x W_up) W_down, SiLU as exporters write it (x * Sigmoid(x)) ->
     residual Add; outputs y [1,5,64] and the four
     present caches [1,2,8,16]. The weights are random, scaled by 1/sqrt(fan-in). The keywords
-    make larger ones for benchmarks (scripts/bench-vs-ort.sh)."""
+    make larger ones for benchmarks (scripts/bench-vs-ort.sh). quant="int8" stores each
+    projection's weights as int8 with a symmetric scale per output column (DequantizeLinear
+    axis 1); quant="uint4" as uint4 in blocks of 32 rows with a scale and zero point per block
+    and column (DequantizeLinear-21 axis 0, block_size 32: the weight-only form of ONNX Runtime's
+    4-bit quantizer). The references use the dequantized weights."""
     f = np.float32
     B, hd = 1, hidden // heads
     x = rng.standard_normal((B, S, hidden)).astype(f)
@@ -757,8 +826,28 @@ def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4
     for layer in range(layers):
         def w(name, shape):
             a = (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(f)
-            inits.append(arr(a, "%s%d" % (name, layer)))
-            return d(a)
+            full = "%s%d" % (name, layer)
+            if quant is None:
+                inits.append(arr(a, full))
+                return d(a)
+            if quant == "int8":
+                s = (np.abs(a).max(axis=0) / 127).astype(f)
+                q = np.clip(np.rint(a / s), -127, 127).astype(np.int8)
+                inits.extend([arr(q, full + "_q"), arr(s, full + "_s")])
+                nodes.append(helper.make_node("DequantizeLinear", [full + "_q", full + "_s"],
+                                              [full], axis=1))
+                return d(q) * d(s)
+            blocks = a.reshape(shape[0] // 32, 32, shape[1])
+            lo, hi = np.minimum(blocks.min(axis=1), 0), np.maximum(blocks.max(axis=1), 0)
+            s = ((hi - lo) / 15).astype(f)
+            zp = np.clip(np.rint(-lo / s), 0, 15).astype(np.int64)
+            q = np.clip(np.rint(blocks / s[:, None, :]) + zp[:, None, :], 0, 15).astype(np.int64)
+            q = q.reshape(shape)
+            inits.extend([int4_tensor(full + "_q", q, False), arr(s, full + "_s"),
+                          int4_tensor(full + "_z", zp, False)])
+            nodes.append(helper.make_node("DequantizeLinear", [full + "_q", full + "_s", full + "_z"],
+                                          [full], axis=0, block_size=32))
+            return (d(q) - np.repeat(zp, 32, axis=0)) * np.repeat(d(s), 32, axis=0)
         n1 = rng.uniform(0.5, 1.5, hidden).astype(f)
         n2 = rng.uniform(0.5, 1.5, hidden).astype(f)
         inits += [arr(n1, "n1_%d" % layer), arr(n2, "n2_%d" % layer)]
@@ -823,7 +912,8 @@ def bench_models(out_dir):
     """Larger models for scripts/bench-vs-ort.sh (not tests): BERT-size self-attention
     [1,12,128,64], causal [1,12,256,64], a GQA decoding step (32 query and 8 KV heads of 128,
     1,024 cached keys), and four Llama-style layers (hidden 512, 8 heads, 2 KV heads, FFN 1408)
-    at prefill (128 tokens after 16 cached) and at a decoding step (1 token after 256)."""
+    at prefill (128 tokens after 16 cached) and at a decoding step (1 token after 256), the
+    Llama ones also with weight-only int8 and uint4 projections (llama_*_int8, llama_*_uint4)."""
     rng = np.random.default_rng(9)
     attention_bench(out_dir, rng, "attention_bert", 1, 12, 12, 128, 128, 64, 0)
     attention_bench(out_dir, rng, "attention_causal", 1, 12, 12, 256, 256, 64, 1)
@@ -832,6 +922,11 @@ def bench_models(out_dir):
                 ffn=1408, layers=4)
     llama_block(out_dir, rng, name="llama_decode", S=1, P=256, hidden=512, heads=8, kvh=2,
                 ffn=1408, layers=4)
+    for quant in ("int8", "uint4"):
+        llama_block(out_dir, rng, name="llama_decode_" + quant, S=1, P=256, hidden=512, heads=8,
+                    kvh=2, ffn=1408, layers=4, quant=quant)
+        llama_block(out_dir, rng, name="llama_prefill_" + quant, S=128, P=16, hidden=512, heads=8,
+                    kvh=2, ffn=1408, layers=4, quant=quant)
 
 
 def main():
@@ -849,6 +944,7 @@ def main():
     opset19_resize(out_dir, rng)
     opset21_blocked(out_dir, rng)
     local_functions(out_dir, rng)
+    weight_only(out_dir, rng)
 
 
 if __name__ == "__main__":

@@ -195,6 +195,13 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
       EXPECT_FALSE(d.accepts(std::vector<DType>(w + 1, DType::F32))) << d.opType;
       continue;
     }
+    // DequantizeMatMul (DnnlDequantizeMatMul.cpp): A f32, B u8/i8, b_scale f32.
+    if (d.opType == "DequantizeMatMul") {
+      EXPECT_TRUE(d.accepts({DType::F32, DType::I8, DType::F32}));
+      EXPECT_TRUE(d.accepts({DType::F32, DType::U8, DType::F32, DType::U8, DType::F32}));
+      EXPECT_FALSE(d.accepts({DType::F32, DType::F32, DType::F32}));
+      continue;
+    }
     // Attention (DnnlAttention.cpp) takes f32 Q, K, V, a bool mask and i64 nonpad_kv_seqlen.
     if (d.opType == "Attention") {
       EXPECT_TRUE(d.accepts({DType::F32, DType::F32, DType::F32, DType::Bool, DType::I64}));
@@ -211,7 +218,7 @@ TEST(DnnlRegistry, EveryDefIsCpuDnnlPriority10F32) {
         "GlobalMaxPool", "BatchNormalization", "LayerNormalization", "Softmax", "LogSoftmax",
         "Relu", "LeakyRelu", "Elu", "Selu", "Sigmoid", "HardSigmoid", "Tanh", "Clip", "Exp",
         "Sqrt", "Abs", "Neg", "Reciprocal", "Pow", "Add", "Sub", "Mul", "Div", "Min",
-        "Max", "Transpose", "Attention"})
+        "Max", "Transpose", "Attention", "DequantizeMatMul"})
     EXPECT_TRUE(ops.count(op)) << op << " not registered";
   EXPECT_TRUE(dnnlRegistry().supports("Pow", "cpu", {DType::F32, DType::I64}));
   EXPECT_FALSE(dnnlRegistry().supports("Erf", "cpu", {DType::F32}));

@@ -103,6 +103,25 @@ TEST(QuantizedMatMul, IntegerAndQLinear) {
                  "input 1 (B) must be a matrix [K, N]");
   EXPECT_ERR_HAS(infer("DynamicQuantizeMatMul", {F32({3, 4}), b, s, w8, F32({4})}),
                  "input 4 (bias) must have shape [5]");
+  // DequantizeMatMul: A f32 [..., K], B u8/i8 [K, N], scales per tensor, column or block of K.
+  EXPECT_SHAPE(infer("DequantizeMatMul", {F32({2, 3, 4}), b, F32({5}), T(DType::I8, {5}), F32({5})}),
+               DType::F32, {2, 3, 5});
+  EXPECT_SHAPE(infer("DequantizeMatMul", {F32({3, 4}), b, s}), DType::F32, {3, 5});
+  EXPECT_SHAPE(infer("DequantizeMatMul", {F32({3, 4}), b, F32({2, 5}), T(DType::I8, {2, 5})},
+                     Attrs({I("block_size", 3)})),
+               DType::F32, {3, 5});  // blocks of 3 rows of 4: 2, the last one row
+  EXPECT_ERR_HAS(infer("DequantizeMatMul", {F32({3, 4}), b, F32({2, 5})}),
+                 "input 2 (b_scale) must have shape [] or [5]");
+  EXPECT_ERR_HAS(infer("DequantizeMatMul", {F32({3, 4}), b, F32({5})}, Attrs({I("block_size", 2)})),
+                 "input 2 (b_scale) must have shape [2,5] (blocks of 2 rows of B");
+  EXPECT_ERR_HAS(infer("DequantizeMatMul", {F32({3, 4}), b, F32({5}), T(DType::U8, {5})}),
+                 "input 3 (b_zero_point) has dtype u8 but input 1 (B) has i8");
+  EXPECT_ERR_HAS(infer("DequantizeMatMul", {F32({3, 4}), b, F32({5}), T(DType::I8, {})}),
+                 "input 3 (b_zero_point) must have b_scale's shape [5]");
+  EXPECT_ERR_HAS(infer("DequantizeMatMul", {F32({3, 6}), b, s}), "have mismatched inner dims");
+  EXPECT_ERR_HAS(infer("DequantizeMatMul", {F32({4}), b, s}), "input 0 (A) must have rank >= 2");
+  EXPECT_ERR_HAS(infer("DequantizeMatMul", {F32({3, 4}), b, s, Absent(), F32({4})}),
+                 "input 4 (bias) must have shape [5]");
 }
 
 TEST(Signal, DFTAndSTFT) {

@@ -27,10 +27,10 @@ TEST(Registry, KnownOpsIsTheScopeSorted) {
   // their Grad ops, the preview-training optimizers (issue 14) and MaxPoolGrad (autodiff), then
   // Det, the quantized products (MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv), RNN,
   // GRU, LSTM, DFT, STFT, MelWeightMatrix, DynamicRegion (--tandem-outline-dynamic),
-  // QLinearMatMulBias and DynamicQuantizeMatMul (--tandem-fuse-qdq), then the ops of opsets
+  // QLinearMatMulBias, DynamicQuantizeMatMul and DequantizeMatMul (--tandem-fuse-qdq), then the ops of opsets
   // 18-23 Mish, GroupNormalization and RMSNormalization (frontend/NewerOpsets.h), and of opsets
   // 18-25 BitwiseAnd/Or/Xor/Not, Attention, RotaryEmbedding, DeformConv, Col2Im, TensorScatter.
-  EXPECT_EQ(knownOps().size(), 174u);
+  EXPECT_EQ(knownOps().size(), 175u);
   for (const char* op : {"Conv", "Gelu", "Constant", "Sin", "Atanh"}) EXPECT_TRUE(isKnownOp(op)) << op;
   EXPECT_FALSE(isKnownOp("ImageDecoder"));
   EXPECT_FALSE(isKnownOp("conv"));  // ONNX names are case-sensitive

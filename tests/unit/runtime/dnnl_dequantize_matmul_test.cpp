@@ -1,0 +1,321 @@
+// DequantizeMatMul (weight-only quantization): runtime/cpu/avx2/DequantGemm.h's paths against
+// f64 loops over DequantizeLinear's weights, the panel path bit for bit against the f32 GEMM,
+// and the kernel's variants (runtime/cpu/dnnl/DnnlDequantizeMatMul.cpp) against the reference.
+#include <cmath>
+#include <random>
+
+#include "dnnl_test_util.h"
+#include "runtime/cpu/avx2/DequantGemm.h"
+
+namespace tandem {
+namespace dnnltest {
+namespace {
+
+#define SKIP_WITHOUT_AVX2() \
+  if (!avx2::available()) GTEST_SKIP() << "this CPU has no AVX2/FMA (or TANDEM_MAX_CPU_ISA caps it)"
+
+/// Quantized weights and their parameters as DequantizeLinear reads them.
+struct QuantWeights {
+  int64_t K = 0, N = 0, blockSize = 0;
+  bool isUnsigned = false;
+  std::vector<int32_t> q;      // K x N
+  std::vector<float> scale;    // 1, N or blocks x N
+  std::vector<int32_t> zp;     // empty or scale's count
+  std::vector<uint8_t> bytes;  // q as stored (u8 or i8)
+  std::vector<uint8_t> zpBytes;
+
+  int64_t param(int64_t k, int64_t n) const {
+    if (scale.size() == 1) return 0;
+    return blockSize > 0 ? (k / blockSize) * N + n : n;
+  }
+  /// DequantizeLinear's f32 value of (k, n): (q - zp) * scale.
+  float w(int64_t k, int64_t n) const {
+    const int64_t i = param(k, n);
+    return float(q[k * N + n] - (zp.empty() ? 0 : zp[i])) * scale[i];
+  }
+  avx2::QuantBSource source() const {
+    avx2::QuantBSource s;
+    s.q = bytes.data();
+    s.isUnsigned = isUnsigned;
+    s.K = K;
+    s.N = N;
+    s.scale = scale.data();
+    s.scaleCount = (int64_t)scale.size();
+    s.zeroPoint = zp.empty() ? nullptr : zpBytes.data();
+    s.blockSize = blockSize;
+    return s;
+  }
+};
+
+enum class Scales { PerTensor, PerColumn, Blocked };
+enum class ZeroPoints { None, Narrow, Wide };  // Narrow: 4-bit values and zero points
+
+QuantWeights makeWeights(int64_t K, int64_t N, bool isUnsigned, Scales scales, int64_t blockSize,
+                         ZeroPoints zps, uint32_t seed) {
+  std::mt19937 rng(seed);
+  QuantWeights w;
+  w.K = K;
+  w.N = N;
+  w.isUnsigned = isUnsigned;
+  w.blockSize = scales == Scales::Blocked ? blockSize : 0;
+  const int lo = zps == ZeroPoints::Narrow ? (isUnsigned ? 0 : -8) : (isUnsigned ? 0 : -128);
+  const int hi = zps == ZeroPoints::Narrow ? (isUnsigned ? 15 : 7) : (isUnsigned ? 255 : 127);
+  std::uniform_int_distribution<int> qd(lo, hi);
+  for (int64_t i = 0; i < K * N; ++i) w.q.push_back(qd(rng));
+  const int64_t blocks = w.blockSize > 0 ? (K + w.blockSize - 1) / w.blockSize : 1;
+  const int64_t count = scales == Scales::PerTensor ? 1 : blocks * N;
+  std::uniform_real_distribution<float> sd(0.002f, 0.02f);
+  for (int64_t i = 0; i < count; ++i) w.scale.push_back(sd(rng));
+  if (zps != ZeroPoints::None)
+    for (int64_t i = 0; i < count; ++i) w.zp.push_back(qd(rng));
+  for (int32_t v : w.q) w.bytes.push_back(uint8_t(v));
+  for (int32_t v : w.zp) w.zpBytes.push_back(uint8_t(v));
+  return w;
+}
+
+struct GemmCase {
+  int64_t M, K, N;
+  bool isUnsigned;
+  Scales scales;
+  int64_t blockSize;
+  ZeroPoints zps;
+  bool bias, accumulate, relu;
+  avx2::DequantGemmPath path;
+  int threads;
+};
+
+std::string describe(const GemmCase& c) {
+  return "M" + std::to_string(c.M) + " K" + std::to_string(c.K) + " N" + std::to_string(c.N) +
+         (c.isUnsigned ? " u8" : " i8") + " scales " + std::to_string(int(c.scales)) + " block " +
+         std::to_string(c.blockSize) + " zp " + std::to_string(int(c.zps)) +
+         (c.bias ? " bias" : "") + (c.accumulate ? " acc" : "") + (c.relu ? " relu" : "") +
+         " path " + std::to_string(int(c.path)) + " threads " + std::to_string(c.threads);
+}
+
+void checkGemm(const GemmCase& c, uint32_t seed) {
+  SCOPED_TRACE(describe(c));
+  const QuantWeights qw = makeWeights(c.K, c.N, c.isUnsigned, c.scales, c.blockSize, c.zps, seed);
+  avx2::PackedQuantB B;
+  std::string why;
+  ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
+  const int64_t lda = c.K + 3, ldc = c.N + 5;  // padded rows: the strides are honoured
+  std::vector<float> A = randomVec(c.M * lda, seed + 1), bias = randomVec(c.N, seed + 2),
+                     C = randomVec(c.M * ldc, seed + 3);
+  std::vector<double> want(C.begin(), C.end()), bound(C.size(), 0.0);
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) {
+      double acc = c.bias ? bias[j] : 0.0, mag = std::fabs(acc);
+      for (int64_t k = 0; k < c.K; ++k) {
+        const double p = (double)A[i * lda + k] * qw.w(k, j);
+        acc += p;
+        mag += std::fabs(p);
+      }
+      if (c.accumulate) acc += C[i * ldc + j], mag += std::fabs(C[i * ldc + j]);
+      if (c.relu) acc = std::max(acc, 0.0);
+      want[i * ldc + j] = acc;
+      bound[i * ldc + j] = mag;
+    }
+  avx2::GemmEpilogue ep;
+  ep.bias = c.bias ? bias.data() : nullptr;
+  ep.accumulate = c.accumulate;
+  ep.relu = c.relu;
+  avx2::dequantGemm(c.M, A.data(), lda, B, C.data(), ldc, ep, c.threads, c.path);
+  int bad = 0;
+  for (size_t i = 0; i < C.size() && bad < 5; ++i)
+    if (!(std::fabs(C[i] - want[i]) <= 2e-6 * bound[i] + 1e-30)) {
+      ADD_FAILURE() << "[" << i / ldc << ", " << i % ldc << "]: got " << C[i] << ", want " << want[i]
+                    << " (sum of |terms| " << bound[i] << ")";
+      ++bad;
+    }
+}
+
+TEST(DequantGemm, MatchesTheProductOfDequantizedWeights) {
+  SKIP_WITHOUT_AVX2();
+  uint32_t seed = 1;
+  using P = avx2::DequantGemmPath;
+  // Rows around the register tiles (1-4) and the 6-row micro-kernels; K with a ragged last
+  // block; N around the 16-column panels and the 8-wide last panel of the panel path.
+  for (int64_t M : {1, 2, 3, 4, 5, 7, 17})
+    for (int64_t K : {1, 13, 100})
+      for (int64_t N : {1, 8, 15, 16, 40, 150})
+        for (P path : {P::Registers, P::Panels}) {
+          for (Scales sc : {Scales::PerTensor, Scales::PerColumn, Scales::Blocked})
+            for (ZeroPoints z : {ZeroPoints::None, ZeroPoints::Narrow, ZeroPoints::Wide})
+              for (bool u : {false, true})
+                checkGemm({M, K, N, u, sc, sc == Scales::Blocked ? 32 : 0, z, false, false, false,
+                           path, 1},
+                          seed++);
+          // Block sizes 1 and larger than K; the epilogue; two threads over panels or rows.
+          checkGemm({M, K, N, true, Scales::Blocked, 1, ZeroPoints::Wide, true, true, true, path, 2},
+                    seed++);
+          checkGemm({M, K, N, false, Scales::Blocked, 128, ZeroPoints::Narrow, true, false, false,
+                     path, 2},
+                    seed++);
+        }
+}
+
+// The panel path multiplies panels equal to DequantizeLinear's weights with Sgemm.h's
+// micro-kernels: the same bits as the f32 GEMM over the dequantized matrix.
+TEST(DequantGemm, PanelPathIsTheF32GemmBitForBit) {
+  SKIP_WITHOUT_AVX2();
+  for (int64_t N : {24, 40, 150}) {
+    const int64_t M = 37, K = 70;
+    const QuantWeights qw = makeWeights(K, N, true, Scales::Blocked, 16, ZeroPoints::Wide, 7);
+    avx2::PackedQuantB B;
+    std::string why;
+    ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
+    std::vector<float> wf(K * N);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) wf[k * N + n] = qw.w(k, n);
+    avx2::PackedB F;
+    ASSERT_TRUE(F.pack(wf.data(), K, N, N, 1));
+    const std::vector<float> A = randomVec(M * K, 8), bias = randomVec(N, 9);
+    std::vector<float> got(M * N), want(M * N);
+    avx2::GemmEpilogue ep;
+    ep.bias = bias.data();
+    avx2::dequantGemm(M, A.data(), K, B, got.data(), N, ep, 1, avx2::DequantGemmPath::Panels);
+    avx2::sgemm(M, A.data(), K, F, want.data(), N, ep, 0, F.panels());
+    for (int64_t i = 0; i < M * N; ++i) ASSERT_EQ(got[i], want[i]) << "N " << N << " element " << i;
+  }
+}
+
+TEST(DequantGemm, DequantizeColumnsIsDequantizeLinear) {
+  SKIP_WITHOUT_AVX2();
+  const int64_t K = 45, N = 37, ld = 64;  // 3 panels, the last 5 columns real
+  for (bool u : {false, true}) {
+    const QuantWeights qw = makeWeights(K, N, u, Scales::Blocked, 8, ZeroPoints::Wide, u ? 11 : 12);
+    avx2::PackedQuantB B;
+    std::string why;
+    ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
+    std::vector<float> dst(K * ld, -1.f);
+    avx2::dequantizeColumns(B, 0, B.panels(), dst.data(), ld, 2);
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < ld; ++n)
+        ASSERT_EQ(dst[k * ld + n], n < N ? qw.w(k, n) : (n < 48 ? 0.f : -1.f)) << k << ", " << n;
+  }
+}
+
+TEST(DequantGemm, PackRejectsScaleCountsThatDoNotFit) {
+  QuantWeights qw = makeWeights(10, 6, false, Scales::Blocked, 4, ZeroPoints::None, 3);
+  avx2::QuantBSource s = qw.source();
+  avx2::PackedQuantB B;
+  std::string why;
+  s.scaleCount = 12;  // blocks of 4 rows of 10: 3 x 6 = 18 expected
+  EXPECT_FALSE(B.pack(s, &why));
+  EXPECT_NE(why.find("expected 18 scales"), std::string::npos) << why;
+  s.blockSize = 0;  // per column: 6, or 1
+  EXPECT_FALSE(B.pack(s, &why));
+  EXPECT_NE(why.find("one per column"), std::string::npos) << why;
+}
+
+/// A DequantizeMatMul op case: A [shape], B of `qw`, the scale and zero point in the op's
+/// shapes, a bias.
+OpCase dequantizeMatMulCase(const QuantWeights& qw, Shape aShape, bool bias, uint32_t seed) {
+  OpCase c;
+  c.op = "DequantizeMatMul";
+  if (qw.blockSize > 0) c.attrs.set("block_size", Attr::ofInt(qw.blockSize));
+  const DType qt = qw.isUnsigned ? DType::U8 : DType::I8;
+  Tensor B = Tensor::alloc(qt, {qw.K, qw.N});
+  std::copy(qw.bytes.begin(), qw.bytes.end(), static_cast<uint8_t*>(B.raw()));
+  const int64_t count = (int64_t)qw.scale.size();
+  const Shape ps = count == 1 ? Shape{} : qw.blockSize > 0 ? Shape{count / qw.N, qw.N} : Shape{qw.N};
+  Tensor s = Tensor::fromVector<float>(ps, qw.scale);
+  Tensor z;
+  if (!qw.zp.empty()) {
+    z = Tensor::alloc(qt, ps);
+    std::copy(qw.zpBytes.begin(), qw.zpBytes.end(), static_cast<uint8_t*>(z.raw()));
+  }
+  Shape y = aShape;
+  y.back() = qw.N;
+  c.inputs = {randomTensor(aShape, seed), B, s, z,
+              bias ? Tensor::fromVector<float>({qw.N}, randomVec(qw.N, seed + 1)) : Tensor()};
+  c.constant = {false, true, true, true, true};
+  c.outputs = {y};
+  return c;
+}
+
+Tensor runRef(const OpCase& c) {
+  std::unique_ptr<Kernel> k;
+  Status st = refRegistry().create("cpu", c.context(), &k);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (!k) return Tensor();
+  EXPECT_EQ(k->implName(), "ref");
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : c.inputs) in.push_back(t.defined() ? &t : nullptr);
+  Tensor y = Tensor::alloc(DType::F32, c.outputs[0]);
+  EXPECT_TRUE(k->run(in, {&y}).isOk());
+  return y;
+}
+
+TEST(DequantizeMatMulKernel, VariantsMatchTheReference) {
+  SKIP_WITHOUT_AVX2();
+  struct Case {
+    Shape a;
+    Scales scales;
+    ZeroPoints zps;
+    bool isUnsigned, bias;
+  };
+  // 3 rows (the register path only) and 40 (the three timed variants); A 2-D and 3-D.
+  for (const Case& k : {Case{{3, 64}, Scales::PerColumn, ZeroPoints::None, false, true},
+                        Case{{3, 64}, Scales::Blocked, ZeroPoints::Narrow, true, false},
+                        Case{{2, 20, 64}, Scales::Blocked, ZeroPoints::Wide, true, true},
+                        Case{{2, 20, 64}, Scales::PerTensor, ZeroPoints::Wide, false, false}}) {
+    const QuantWeights qw = makeWeights(64, 72, k.isUnsigned, k.scales, 16, k.zps, 21);
+    OpCase c = dequantizeMatMulCase(qw, k.a, k.bias, 22);
+    const Tensor want = runRef(c);
+    const bool few = numElements(k.a) / k.a.back() <= avx2::dequantGemmRegisterRows();
+    for (const char* v : {"", "registers", "panels", "dnnl"}) {
+      SCOPED_TRACE(std::string("variant '") + v + "' A " + shapeToString(k.a));
+      c.variant = v;
+      std::string impl;
+      const Tensor got = runOnce(c, &impl);
+      expectClose(got, toDouble(want), 1e-5);
+      const std::string name = v;
+      const char* want = name == "panels" ? "avx2:dequant_gemm_panels"
+                         : name == "dnnl" || (name.empty() && !few) ? "dnnl:"
+                                                                    : "avx2:dequant_gemm_registers";
+      EXPECT_EQ(impl.rfind(want, 0), 0u) << impl;
+    }
+    // The variants the loader times: one where the register path is the only choice.
+    KernelContext ctx = c.context();
+    ctx.variant.clear();
+    const std::vector<std::string> variants = dnnlRegistry().variants("cpu", ctx);
+    EXPECT_EQ(variants.size(), few ? 1u : 3u);
+  }
+}
+
+TEST(DequantizeMatMulKernel, ReferenceIsDequantizeLinearThenMatMul) {
+  const QuantWeights qw = makeWeights(13, 5, true, Scales::Blocked, 4, ZeroPoints::Wide, 31);
+  OpCase c = dequantizeMatMulCase(qw, {2, 13}, true, 32);
+  const Tensor y = runRef(c);
+  const float* a = c.inputs[0].data<float>();
+  const float* b = c.inputs[4].data<float>();
+  std::vector<double> want(10);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t n = 0; n < 5; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < 13; ++k) acc += (double)a[i * 13 + k] * qw.w(k, n);
+      want[i * 5 + n] = float(acc) + b[n];
+    }
+  expectClose(y, want, 1e-6);
+}
+
+TEST(DequantizeMatMulKernel, ErrorsNameTheOperand) {
+  const QuantWeights qw = makeWeights(8, 4, false, Scales::PerColumn, 0, ZeroPoints::None, 41);
+  OpCase c = dequantizeMatMulCase(qw, {2, 8}, false, 42);
+  c.inputs[2] = Tensor::fromVector<float>({3}, {1.f, 1.f, 1.f});  // 4 columns
+  std::unique_ptr<Kernel> k;
+  Status st = refRegistry().create("cpu", c.context(), &k);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("b_scale must be f32 with 1 or 4 values"), std::string::npos)
+      << st.message();
+  // A named fast variant on a B that is not a constant is an error, never the reference.
+  OpCase d = dequantizeMatMulCase(qw, {2, 8}, false, 43);
+  d.constant = {false, false, true, true, true};
+  d.variant = "registers";
+  EXPECT_FALSE(dnnlSupports(d));
+}
+
+}  // namespace
+}  // namespace dnnltest
+}  // namespace tandem
