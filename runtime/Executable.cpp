@@ -292,7 +292,12 @@ void Executable::Impl::freeHost(void* p) {
 Executable::Executable() : impl_(new Impl) {}
 Executable::~Executable() = default;
 
-Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
+Status Executable::load(const plan::Plan& plan, const LoadOptions& options,
+                        std::unique_ptr<Executable>* out) {
+  return load(plan::Plan(plan), options, out);
+}
+
+Status Executable::load(plan::Plan&& planIn, const LoadOptions& options,
                         std::unique_ptr<Executable>* out) {
   // 1. Threads and tuning mode. 2. Devices: a backend per device the plan names. 3. Arenas:
   // one per device, sized by the memory plan. 4. Values: constants loaded, every arena slot
@@ -303,7 +308,7 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   // graph inputs and outputs. The first context then waits in the pool for the first run.
   std::unique_ptr<Executable> exe(new Executable());
   Impl& m = *exe->impl_;
-  m.plan = planIn;
+  m.plan = std::move(planIn);
   m.options = options;
   TANDEM_RETURN_IF_ERROR(checkPlanVersion(m.plan.version()));
   TANDEM_RETURN_IF_ERROR(m.chooseThreads());
@@ -314,6 +319,11 @@ Status Executable::load(const plan::Plan& planIn, const LoadOptions& options,
   TANDEM_RETURN_IF_ERROR(m.bindValues());
   TANDEM_RETURN_IF_ERROR(verifyPlanSteps(m.plan));
   TANDEM_RETURN_IF_ERROR(m.checkVariableUpdates());
+  // The constants are Tensors now (m.constants): their bytes in the plan would be a second
+  // copy of every weight for the executable's life.
+  for (int i = 0; i < m.plan.values_size(); ++i)
+    if (m.plan.values(i).kind() == plan::Value::CONSTANT)
+      m.plan.mutable_values(i)->mutable_constant()->clear_raw();
   std::unique_ptr<RunContext> first;
   TANDEM_RETURN_IF_ERROR(m.newRunContext(&first));
   m.stepAttrs.resize(m.plan.steps_size());
@@ -1150,13 +1160,15 @@ void Executable::Impl::release(RunContext* rc) {
 
 Status Executable::loadFile(const std::string& path, const LoadOptions& options,
                             std::unique_ptr<Executable>* out) {
-  std::string bytes;
-  TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes, "plan file"));
   plan::Plan p;
-  if (!p.ParseFromString(bytes)) return Status::error(path + ": not a valid Tandem plan (protobuf parse failed)");
+  {
+    std::string bytes;  // freed once parsed: the plan's constants are the only copy kept
+    TANDEM_RETURN_IF_ERROR(readInputFile(path, &bytes, "plan file"));
+    if (!p.ParseFromString(bytes)) return Status::error(path + ": not a valid Tandem plan (protobuf parse failed)");
+  }
   // Constants kept in a shared weights file (tandem compile --weights) come in here, checked.
   TANDEM_RETURN_IF_ERROR(resolveExternalConstants(&p, path).withContext(path));
-  return load(p, options, out).withContext(path);
+  return load(std::move(p), options, out).withContext(path);
 }
 
 const std::vector<std::string>& Executable::inputNames() const { return impl_->inputNames; }

@@ -79,6 +79,10 @@ class Executable {
   /// not present, a step with no kernel; each names the step.
   static Status load(const plan::Plan& plan, const LoadOptions& options,
                      std::unique_ptr<Executable>* out);
+  /// The same, taking the plan over: no copy of its constants is made (they move into the
+  /// executable's tensors, and their bytes in the plan are dropped once loaded).
+  static Status load(plan::Plan&& plan, const LoadOptions& options,
+                     std::unique_ptr<Executable>* out);
   /// Reads a serialized Plan file (.tplan) then load()s it.
   static Status loadFile(const std::string& path, const LoadOptions& options,
                          std::unique_ptr<Executable>* out);

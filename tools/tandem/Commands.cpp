@@ -101,7 +101,8 @@ void printPlacementLog(const CommonCompileFlags& f, const CompileResult& r) {
   std::cout.flush();
 }
 
-// A compiled, loaded model plus the inputs that remain after specialisation.
+// A compiled, loaded model plus the inputs that remain after specialisation. compiled.plan has
+// moved into exe.
 struct Loaded {
   std::unique_ptr<Executable> exe;
   CompileResult compiled;
@@ -127,7 +128,8 @@ Status loadOnnx(const std::string& path, const std::vector<Tensor>& given,
   if (!st.isOk()) return st;
   printNotes(out->compiled);
   printStepTimes(flags, out->compiled);
-  return Executable::load(out->compiled.plan, lo, &out->exe).withContext(path);
+  // The plan moves into the executable: its constants are then held once, not twice.
+  return Executable::load(std::move(out->compiled.plan), lo, &out->exe).withContext(path);
 }
 
 }  // namespace
