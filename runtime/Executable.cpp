@@ -5,6 +5,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <array>
 #include <cerrno>
 #include <chrono>
@@ -233,6 +236,8 @@ struct Executable::Impl {
   Status stepOperands(int si, const std::string& label, KernelContext* ctx);
   Status createStep(int si, KernelTuner& tuner, RunContext& rc);
   Status finishKernels();
+  /// Drops the constants every reader of which copied them at creation (Kernel::consumesConstant).
+  void releaseConsumedConstants();
   void planStreams();
   Status planStaging();
   Status planAsync();
@@ -332,6 +337,13 @@ Status Executable::load(plan::Plan&& planIn, const LoadOptions& options,
   tuner.finish();
   m.tuning = tuner.report();
   TANDEM_RETURN_IF_ERROR(m.finishKernels());
+  m.releaseConsumedConstants();
+#ifdef __GLIBC__
+  // What load freed (those constants, the variants the tuner built and dropped, a compiler's
+  // buffers before it) goes back to the system: glibc keeps freed chunks of a size it has
+  // freed before in its heap, where they would count against the process for its whole life.
+  malloc_trim(0);
+#endif
   TANDEM_RETURN_IF_ERROR(m.refillAliasedVariables());
   TANDEM_RETURN_IF_ERROR(m.planStaging());
   TANDEM_RETURN_IF_ERROR(m.planAsync());
@@ -345,6 +357,30 @@ Status Executable::load(plan::Plan&& planIn, const LoadOptions& options,
   m.contexts.push_back(std::move(first));
   *out = std::move(exe);
   return Status::ok();
+}
+
+void Executable::Impl::releaseConsumedConstants() {
+  // A constant every reader of which is a host kernel that copied it at creation
+  // (Kernel::consumesConstant) is dropped: its tensor keeps dtype and shape (profiles list
+  // them) over no data. A graph output, a copy's source or any other reader keeps it.
+  const int n = plan.values_size();
+  std::vector<int> readers(n, 0), consumers(n, 0);
+  for (int si = 0; si < plan.steps_size(); ++si) {
+    const plan::Step& s = plan.steps(si);
+    const bool kernel = stepKind[si] == StepKind::Kernel && stepBackend[si]->isHost() && kernels[si];
+    for (int k = 0; k < s.inputs_size(); ++k) {
+      const int id = s.inputs(k);
+      if (id < 0 || id >= n) continue;
+      ++readers[id];
+      consumers[id] += kernel && kernels[si]->consumesConstant((size_t)k);
+    }
+  }
+  for (int id : plan.outputs())
+    if (id >= 0 && id < n) ++readers[id];
+  for (int id = 0; id < n; ++id)
+    if (plan.values(id).kind() == plan::Value::CONSTANT && readers[id] > 0 &&
+        readers[id] == consumers[id] && constants[id].defined())
+      constants[id] = Tensor::view(constants[id].dtype(), constants[id].shape(), nullptr);
 }
 
 Status Executable::Impl::chooseThreads() {
@@ -1169,6 +1205,13 @@ Status Executable::loadFile(const std::string& path, const LoadOptions& options,
   // Constants kept in a shared weights file (tandem compile --weights) come in here, checked.
   TANDEM_RETURN_IF_ERROR(resolveExternalConstants(&p, path).withContext(path));
   return load(std::move(p), options, out).withContext(path);
+}
+
+int64_t Executable::constantBytes() const {
+  int64_t n = 0;
+  for (const Tensor& t : impl_->constants)
+    if (t.defined() && t.raw()) n += t.bytes();
+  return n;
 }
 
 const std::vector<std::string>& Executable::inputNames() const { return impl_->inputNames; }

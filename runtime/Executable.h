@@ -89,6 +89,11 @@ class Executable {
 
   ~Executable();
 
+  /// Bytes of the plan's constants the executable holds in host memory. A constant that every
+  /// step reading it copied at creation (prepacked weights: Kernel::consumesConstant), and
+  /// that is no graph output, is dropped after load and not counted.
+  int64_t constantBytes() const;
+
   /// Graph inputs/outputs as the plan declares them (names, static types). An output a
   /// DynamicRegion step computes (runtime/DynamicRegion.h) has -1 for each dim its run sizes.
   const std::vector<std::string>& inputNames() const;

@@ -121,6 +121,14 @@ class Kernel {
   /// Called once after every kernel of the plan was created and the backend finished loading
   /// (CUDA: the plan's NVRTC program is compiled; generated kernels look up their function).
   virtual Status prepare() { return Status::ok(); }
+  /// Whether run() never reads input `input` because creation copied what the kernel needs of
+  /// that constant (prepacked weights, a quantized matrix repacked). Where every step reading a
+  /// constant says so, the executable drops its own copy after load (Executable.h), so the
+  /// weights are held once. Default: false (the kernel may read it).
+  virtual bool consumesConstant(size_t input) const {
+    (void)input;
+    return false;
+  }
 };
 
 using KernelFactory =

@@ -61,6 +61,9 @@ class DequantizeMatMulKernel final : public DnnlKernel {
     return Status::ok();
   }
 
+  /// B, b_scale and b_zero_point are packed, the bias copied: run() reads A only.
+  bool consumesConstant(size_t input) const override { return input >= 1; }
+
   Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     const float* a = in[0]->data<float>();
     float* y = out[0]->data<float>();

@@ -26,6 +26,13 @@ class EpilogueKernel : public Kernel {
     return inner_->run(args_, out);
   }
   std::string implName() const override { return inner_->implName(); }
+  /// run() reads a step input only as the anchor inputs mapped to it: consumed where the
+  /// anchor consumes each of those (a bias or scale row the post-ops copied is never read).
+  bool consumesConstant(size_t input) const override {
+    for (size_t i = 0; i < refs_.size(); ++i)
+      if (refs_[i] == (int64_t)input && !inner_->consumesConstant(i)) return false;
+    return true;
+  }
 
  private:
   std::unique_ptr<Kernel> inner_;

@@ -95,6 +95,10 @@ class MatMulKernel : public DnnlKernel {
     return Status::ok();
   }
 
+  /// B (input 1), when constant, is prepacked (oneDNN's layout or Sgemm.h's panels) and never
+  /// read again. Gemm's C stays read (its fill, or a bias row not prepacked here).
+  bool consumesConstant(size_t input) const override { return input == 1 && (avx2_ || constW_); }
+
   /// KernelContext::variant: "" (heuristic), "dnnl" or "avx2". Call before init().
   void setVariant(const std::string& v) { variant_ = v; }
 

@@ -188,6 +188,48 @@ TEST(Executable, GraphOutputMayBeAConstantOrAnInput) {
   EXPECT_FLOAT_EQ(out[2].data<float>()[1], -2.f);
 }
 
+// Constants a kernel prepacked at creation and that nothing else reads are dropped after load
+// (Kernel::consumesConstant): MatMul's weights go, the bias an Add reads each run stays, and a
+// constant that is also a graph output stays. The results are those of the weights as given.
+TEST(Executable, DropsConstantsOnlyPrepackingKernelsRead) {
+  for (bool wIsOutput : {false, true}) {
+    plan::Plan p;
+    p.set_version(kPlanVersion);
+    addValue(p, "x", plan::Value::INPUT, {4, 8}, 0);
+    addConstant(p, "w", {8, 16}, 3, 1.f);
+    addConstant(p, "b", {16}, 4, 1.f);
+    addValue(p, "y", plan::Value::INTERMEDIATE, {4, 16}, 128);
+    addValue(p, "z", plan::Value::INTERMEDIATE, {4, 16}, 384);
+    p.add_inputs(0);
+    addStep(p, "MatMul", "cpu", {0, 1}, {3});
+    addStep(p, "Add", "cpu", {3, 2}, {4});
+    p.add_outputs(4);
+    if (wIsOutput) p.add_outputs(1);
+    plan::Arena* a = p.add_arenas();
+    a->set_device("cpu");
+    a->set_bytes(640);
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(p, LoadOptions{1}, &exe);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    EXPECT_EQ(exe->constantBytes(), wIsOutput ? (8 * 16 + 16) * 4 : 16 * 4) << "w output " << wIsOutput;
+    Tensor x = Tensor::alloc(DType::F32, {4, 8});
+    for (int i = 0; i < 32; ++i) x.data<float>()[i] = 0.25f * (i % 7) - 0.5f;
+    std::vector<Tensor> out;
+    ASSERT_TRUE(exe->run({x}, &out).isOk());
+    const std::string& wb = p.values(1).constant().raw();
+    const std::string& bb = p.values(2).constant().raw();
+    const float* w = reinterpret_cast<const float*>(wb.data());
+    const float* b = reinterpret_cast<const float*>(bb.data());
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 16; ++j) {
+        double acc = b[j];
+        for (int k = 0; k < 8; ++k) acc += double(x.data<float>()[i * 8 + k]) * w[k * 16 + j];
+        EXPECT_NEAR(out[0].data<float>()[i * 16 + j], acc, 1e-5) << i << ", " << j;
+      }
+    if (wIsOutput) EXPECT_EQ(std::memcmp(out[1].raw(), w, 8 * 16 * 4), 0);
+  }
+}
+
 // A host input only host steps read is read in place from the caller's 64-byte aligned buffer
 // (Executable::run, inputReadInPlace): a step planned in place over it writes the arena, never
 // the caller's bytes; an unaligned buffer is copied as before. The plan puts Add's result t at
