@@ -206,7 +206,8 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
       result->notes.push_back(std::to_string(n) +
                               " matrix product(s) of weight-only quantized weights "
                               "(DequantizeLinear of constants -> MatMul/Gemm) run as DequantizeMatMul, "
-                              "their weights kept 8-bit (--no-qdq-fusion: folded to f32)");
+                              "their weights kept 8-bit, or 4-bit where they fit (--no-qdq-fusion: "
+                              "folded to f32)");
     if (auto slow = module->getAttrOfType<mlir::IntegerAttr>(kWeightOnlyWithoutFastKernelAttr)) {
       result->notes.push_back(std::to_string(slow.getInt()) +
                               " matrix product(s) of weight-only quantized weights run on weights "

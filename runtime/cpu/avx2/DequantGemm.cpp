@@ -34,8 +34,9 @@ bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
   N_ = N;
   bs_ = bs;
   residual_ = false;
+  nibbles_ = false;
   const int64_t P = panels();
-  q_.assign(P * 16 * K, 0);
+  std::vector<int8_t> d(P * 16 * K, 0);  // d = q - c, row-major within each panel
   scale_.assign(P * nb * 16, 0.f);
   zp_.assign(P * nb * 16, 0.f);
   szp_.assign(P * nb * 16, 0.f);
@@ -48,27 +49,51 @@ bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
     return s.isUnsigned ? int32_t(static_cast<const uint8_t*>(s.zeroPoint)[i])
                         : int32_t(static_cast<const int8_t*>(s.zeroPoint)[i]);
   };
+  // The range of q per block and column: 4 bits hold every block and column spanning at most
+  // 16 values, where no pair of rows straddles two blocks.
+  std::vector<int32_t> lo(nb * N, 255), hi(nb * N, -128);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t at = (k / bs) * N + n;
+      lo[at] = std::min(lo[at], qAt(k, n));
+      hi[at] = std::max(hi[at], qAt(k, n));
+    }
+  nibbles_ = nb == 1 || bs % 2 == 0;
+  for (int64_t at = 0; at < nb * N && nibbles_; ++at) nibbles_ = hi[at] - lo[at] <= 15;
+  // c: the zero point where every q - zp fits the storage (int8, or [-8, 7]), else the value
+  // nearest it that makes every q - c fit; the rest of the zero point (zp - c) is the residual.
+  const int32_t dLo = nibbles_ ? -8 : -128, dHi = nibbles_ ? 7 : 127;
   for (int64_t b = 0; b < nb; ++b) {
     const int64_t k0 = b * bs, k1 = std::min(K, k0 + bs);
     for (int64_t n = 0; n < N; ++n) {
       const int64_t i = perTensor ? 0 : b * N + n;
       const int32_t zp = zpAt(i);
-      // c: the zero point where every q - zp of the block fits int8, else the dtype's middle.
-      int32_t lo = 127, hi = -128;
-      for (int64_t k = k0; k < k1; ++k) {
-        lo = std::min(lo, qAt(k, n) - zp);
-        hi = std::max(hi, qAt(k, n) - zp);
-      }
-      const int32_t c = lo >= -128 && hi <= 127 ? zp : s.isUnsigned ? 128 : 0;
-      int8_t* dst = q_.data() + (n / 16) * 16 * K + n % 16;
+      const int32_t c = std::clamp(zp, hi[b * N + n] - dHi, lo[b * N + n] - dLo);
+      int8_t* dst = d.data() + (n / 16) * 16 * K + n % 16;
       for (int64_t k = k0; k < k1; ++k) dst[k * 16] = int8_t(qAt(k, n) - c);
       const int64_t at = ((n / 16) * nb + b) * 16 + n % 16;
+      // Nibbles hold d + 8 (0-15), read as they are: the 8 joins the residual zero point.
+      const int32_t residual = zp - c + (nibbles_ ? 8 : 0);
       scale_[at] = s.scale[i];
-      zp_[at] = float(zp - c);
+      zp_[at] = float(residual);
       szp_[at] = scale_[at] * zp_[at];
-      residual_ = residual_ || zp != c;
+      residual_ = residual_ || residual != 0;
     }
   }
+  if (!nibbles_) {
+    q_ = std::move(d);
+    return true;
+  }
+  const int64_t pairs = (K + 1) / 2;
+  q_.assign(P * 16 * pairs, 0);
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t r = 0; r < pairs; ++r)
+      for (int64_t j = 0; j < 16; ++j) {
+        const int64_t k = 2 * r;
+        const int lo = d[(p * K + k) * 16 + j] + 8;
+        const int hi = (k + 1 < K ? d[(p * K + k + 1) * 16 + j] : 0) + 8;
+        q_[(p * pairs + r) * 16 + j] = int8_t(uint8_t(lo | (hi << 4)));
+      }
   return true;
 }
 
@@ -104,6 +129,11 @@ DG_TARGET static inline V vcvt8(const int8_t* p) {
   const __m512i i = _mm512_maskz_cvtepi8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm512_maskz_cvtepi32_ps(0xFFFF, i);
 }
+DG_TARGET static inline void vnibbles(const int8_t* p, V* lo, V* hi) {
+  const __m512i u = _mm512_maskz_cvtepu8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  *lo = _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_and_si512(u, _mm512_set1_epi32(15)));
+  *hi = _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_srli_epi32(0xFFFF, u, 4));
+}
 #include "runtime/cpu/avx2/DequantGemmBody.inc"
 }  // namespace isa512
 #undef DG_TARGET
@@ -122,6 +152,11 @@ DG_TARGET static inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
 DG_TARGET static inline V vsub(V a, V b) { return _mm256_sub_ps(a, b); }
 DG_TARGET static inline V vcvt8(const int8_t* p) {
   return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+DG_TARGET static inline void vnibbles(const int8_t* p, V* lo, V* hi) {
+  const __m256i u = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  *lo = _mm256_cvtepi32_ps(_mm256_and_si256(u, _mm256_set1_epi32(15)));
+  *hi = _mm256_cvtepi32_ps(_mm256_srli_epi32(u, 4));
 }
 #include "runtime/cpu/avx2/DequantGemmBody.inc"
 }  // namespace isa256
@@ -142,29 +177,30 @@ int maxPanels(int mr) {
 
 // The tile of MR rows and the most panels up to *p (a power of two) that it has; *p becomes
 // that count.
-template <int MR>
+template <int MR, bool Nib>
 TileFn tileOf(int* p) {
   if (avx512()) {
     if constexpr (MR == 1)
-      if (*p >= 8) return *p = 8, TileFn(isa512::registerTile<MR, 8>);
+      if (*p >= 8) return *p = 8, TileFn(isa512::registerTile<MR, 8, Nib>);
     if constexpr (MR <= 2)
-      if (*p >= 4) return *p = 4, TileFn(isa512::registerTile<MR, 4>);
-    if (*p >= 2) return *p = 2, TileFn(isa512::registerTile<MR, 2>);
-    return *p = 1, TileFn(isa512::registerTile<MR, 1>);
+      if (*p >= 4) return *p = 4, TileFn(isa512::registerTile<MR, 4, Nib>);
+    if (*p >= 2) return *p = 2, TileFn(isa512::registerTile<MR, 2, Nib>);
+    return *p = 1, TileFn(isa512::registerTile<MR, 1, Nib>);
   }
   if constexpr (MR == 1)
-    if (*p >= 4) return *p = 4, TileFn(isa256::registerTile<MR, 4>);
+    if (*p >= 4) return *p = 4, TileFn(isa256::registerTile<MR, 4, Nib>);
   if constexpr (MR <= 2)
-    if (*p >= 2) return *p = 2, TileFn(isa256::registerTile<MR, 2>);
-  return *p = 1, TileFn(isa256::registerTile<MR, 1>);
+    if (*p >= 2) return *p = 2, TileFn(isa256::registerTile<MR, 2, Nib>);
+  return *p = 1, TileFn(isa256::registerTile<MR, 1, Nib>);
 }
 
+template <bool Nib>
 TileFn tileFor(int mr, int* p) {
   switch (mr) {
-    case 1: return tileOf<1>(p);
-    case 2: return tileOf<2>(p);
-    case 3: return tileOf<3>(p);
-    default: return tileOf<4>(p);
+    case 1: return tileOf<1, Nib>(p);
+    case 2: return tileOf<2, Nib>(p);
+    case 3: return tileOf<3, Nib>(p);
+    default: return tileOf<4, Nib>(p);
   }
 }
 
@@ -198,7 +234,7 @@ void registerPath(int64_t M, const float* A, int64_t lda, const PackedQuantB& B,
       const int mr = (int)std::min<int64_t>(4, M - r);
       for (int64_t p = g; p < ge;) {
         int np = (int)std::min<int64_t>(maxPanels(mr), ge - p);
-        tileFor(mr, &np)(B, p, A + r * lda, lda, sumA ? sumA + r * nb : nullptr, nb, y);
+        (B.nibbles() ? tileFor<true>(mr, &np) : tileFor<false>(mr, &np))(B, p, A + r * lda, lda, sumA ? sumA + r * nb : nullptr, nb, y);
         const int64_t n0 = p * 16, cols = std::min(N, (p + np) * 16) - n0;
         finishTile(y, np * 16, mr, n0, cols, C + r * ldc, ldc, ep);
         p += np;

@@ -98,6 +98,10 @@ void checkGemm(const GemmCase& c, uint32_t seed) {
   avx2::PackedQuantB B;
   std::string why;
   ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
+  // 4-bit values (and zero points) are kept in 4 bits where blocks hold an even number of rows.
+  const bool oneBlock = c.scales != Scales::Blocked || c.blockSize >= c.K;
+  if (c.zps == ZeroPoints::Narrow && (oneBlock || c.blockSize % 2 == 0)) EXPECT_TRUE(B.nibbles());
+  if (c.zps == ZeroPoints::Narrow && !oneBlock && c.blockSize % 2 == 1) EXPECT_FALSE(B.nibbles());
   const int64_t lda = c.K + 3, ldc = c.N + 5;  // padded rows: the strides are honoured
   std::vector<float> A = randomVec(c.M * lda, seed + 1), bias = randomVec(c.N, seed + 2),
                      C = randomVec(c.M * ldc, seed + 3);
@@ -109,6 +113,9 @@ void checkGemm(const GemmCase& c, uint32_t seed) {
         const double p = (double)A[i * lda + k] * qw.w(k, j);
         acc += p;
         mag += std::fabs(p);
+        // 4-bit values are summed as stored (0-15) and 8 x the row sum of A taken off per
+        // block: f32 rounding of terms up to 8 x |a| x scale larger.
+        if (B.nibbles()) mag += 8 * std::fabs(A[i * lda + k]) * qw.scale[qw.param(k, j)];
       }
       if (c.accumulate) acc += C[i * ldc + j], mag += std::fabs(C[i * ldc + j]);
       if (c.relu) acc = std::max(acc, 0.0);
@@ -145,7 +152,11 @@ TEST(DequantGemm, MatchesTheProductOfDequantizedWeights) {
                 checkGemm({M, K, N, u, sc, sc == Scales::Blocked ? 32 : 0, z, false, false, false,
                            path, 1},
                           seed++);
-          // Block sizes 1 and larger than K; the epilogue; two threads over panels or rows.
+          // Block sizes 1 (odd: 4-bit values stay 8-bit) and larger than K; the epilogue; two
+          // threads over panels or rows.
+          checkGemm({M, K, N, false, Scales::Blocked, 1, ZeroPoints::Narrow, false, false, false,
+                     path, 1},
+                    seed++);
           checkGemm({M, K, N, true, Scales::Blocked, 1, ZeroPoints::Wide, true, true, true, path, 2},
                     seed++);
           checkGemm({M, K, N, false, Scales::Blocked, 128, ZeroPoints::Narrow, true, false, false,
@@ -181,9 +192,10 @@ TEST(DequantGemm, PanelPathIsTheF32GemmBitForBit) {
 
 TEST(DequantGemm, DequantizeColumnsIsDequantizeLinear) {
   SKIP_WITHOUT_AVX2();
-  const int64_t K = 45, N = 37, ld = 64;  // 3 panels, the last 5 columns real
+  const int64_t K = 45, N = 37, ld = 64;  // 3 panels, the last 5 columns real; a last odd row
+  for (ZeroPoints z : {ZeroPoints::Wide, ZeroPoints::Narrow})
   for (bool u : {false, true}) {
-    const QuantWeights qw = makeWeights(K, N, u, Scales::Blocked, 8, ZeroPoints::Wide, u ? 11 : 12);
+    const QuantWeights qw = makeWeights(K, N, u, Scales::Blocked, 8, z, u ? 11 : 12);
     avx2::PackedQuantB B;
     std::string why;
     ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
