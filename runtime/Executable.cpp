@@ -328,7 +328,7 @@ Status Executable::load(plan::Plan&& planIn, const LoadOptions& options,
   // copy of every weight for the executable's life.
   for (int i = 0; i < m.plan.values_size(); ++i)
     if (m.plan.values(i).kind() == plan::Value::CONSTANT)
-      m.plan.mutable_values(i)->mutable_constant()->clear_raw();
+      std::string().swap(*m.plan.mutable_values(i)->mutable_constant()->mutable_raw());  // clear_raw keeps the capacity
   std::unique_ptr<RunContext> first;
   TANDEM_RETURN_IF_ERROR(m.newRunContext(&first));
   m.stepAttrs.resize(m.plan.steps_size());

@@ -39,7 +39,6 @@ bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
   std::vector<int8_t> d(P * 16 * K, 0);  // d = q - c, row-major within each panel
   scale_.assign(P * nb * 16, 0.f);
   zp_.assign(P * nb * 16, 0.f);
-  szp_.assign(P * nb * 16, 0.f);
   auto qAt = [&](int64_t k, int64_t n) -> int32_t {
     return s.isUnsigned ? int32_t(static_cast<const uint8_t*>(s.q)[k * N + n])
                         : int32_t(static_cast<const int8_t*>(s.q)[k * N + n]);
@@ -76,7 +75,6 @@ bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
       const int32_t residual = zp - c + (nibbles_ ? 8 : 0);
       scale_[at] = s.scale[i];
       zp_[at] = float(residual);
-      szp_[at] = scale_[at] * zp_[at];
       residual_ = residual_ || residual != 0;
     }
   }
@@ -98,7 +96,7 @@ bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
 }
 
 int64_t PackedQuantB::bytes() const {
-  return (int64_t)q_.size() + (int64_t)(scale_.size() + zp_.size() + szp_.size()) * 4;
+  return (int64_t)q_.size() + (int64_t)(scale_.size() + zp_.size()) * 4;
 }
 
 namespace {

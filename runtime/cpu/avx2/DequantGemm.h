@@ -73,14 +73,12 @@ class PackedQuantB {
   /// 16 floats each, for panel p and block b.
   const float* scale(int64_t p, int64_t b) const { return scale_.data() + (p * blocks() + b) * 16; }
   const float* residualZeroPoint(int64_t p, int64_t b) const { return zp_.data() + (p * blocks() + b) * 16; }
-  /// scale * residual zero point.
-  const float* scaledZeroPoint(int64_t p, int64_t b) const { return szp_.data() + (p * blocks() + b) * 16; }
   /// Bytes held (weights and parameters).
   int64_t bytes() const;
 
  private:
   std::vector<int8_t> q_;
-  std::vector<float> scale_, zp_, szp_;
+  std::vector<float> scale_, zp_;
   int64_t K_ = 0, N_ = 0, bs_ = 1;
   bool residual_ = false, nibbles_ = false;
 };
