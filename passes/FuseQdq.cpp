@@ -277,17 +277,16 @@ bool matchConv(mlir::Operation* conv, mlir::RewriterBase& rewriter, QdqProduct* 
   return !b || matchBias(m, b, channels);
 }
 
-/// Whether `op` (MatMul or Gemm) heads a QDQ matrix product with constant weights; fills `m`.
-/// W reaches it as DequantizeLinear(W_q [K, N]), or transposed: through Transpose (MatMul) or
-/// transB = 1 (Gemm) from W_q [N, K], which is then transposed here.
-bool matchMatMul(mlir::Operation* op, mlir::RewriterBase& rewriter, QdqProduct* m) {
-  m->product = op;
-  const bool gemm = onnxOpType(op) == "Gemm";
-  m->dqX = producer(op->getOperand(0), "DequantizeLinear");
-  if (!m->dqX) return false;
-  mlir::Value w = op->getOperand(1);
-  bool rowsAreChannels = false;
-  if (gemm) {
+/// The weights of the MatMul or Gemm `op` as written before any transpose: *w is Gemm's B
+/// (*rowsAreChannels = transB: W [N, K]) or MatMul's B, or the operand of a Transpose (perm
+/// [1, 0]) that gives MatMul's B (*transpose = it, *rowsAreChannels). False for a Gemm other
+/// than A' = A, alpha 1, beta 1, or a Transpose of another permutation.
+bool weightOperand(mlir::Operation* op, mlir::Value* w, mlir::Operation** transpose,
+                   bool* rowsAreChannels) {
+  *w = op->getOperand(1);
+  *transpose = nullptr;
+  *rowsAreChannels = false;
+  if (onnxOpType(op) == "Gemm") {
     auto attrInt = [&](const char* n) {
       auto a = op->getAttrOfType<mlir::IntegerAttr>(n);
       return a ? a.getInt() : 0;
@@ -297,17 +296,33 @@ bool matchMatMul(mlir::Operation* op, mlir::RewriterBase& rewriter, QdqProduct* 
       return a ? a.getValueAsDouble() : 1.0;
     };
     if (attrInt("transA") != 0 || attrFloat("alpha") != 1.0 || attrFloat("beta") != 1.0) return false;
-    rowsAreChannels = attrInt("transB") != 0;
-  } else if (mlir::Operation* t = producer(w, "Transpose")) {
+    *rowsAreChannels = attrInt("transB") != 0;
+  } else if (mlir::Operation* t = producer(*w, "Transpose")) {
     auto perm = t->getAttrOfType<mlir::ArrayAttr>("perm");
     const bool swap = !perm || (perm.size() == 2 &&
                                 llvm::cast<mlir::IntegerAttr>(perm[0]).getInt() == 1 &&
                                 llvm::cast<mlir::IntegerAttr>(perm[1]).getInt() == 0);
-    if (!swap || !w.hasOneUse()) return false;
-    m->transposeW = t;
-    w = t->getOperand(0);
-    rowsAreChannels = true;
+    if (!swap) return false;
+    *transpose = t;
+    *w = t->getOperand(0);
+    *rowsAreChannels = true;
   }
+  return true;
+}
+
+/// Whether `op` (MatMul or Gemm) heads a QDQ matrix product with constant weights; fills `m`.
+/// W reaches it as DequantizeLinear(W_q [K, N]), or transposed: through Transpose (MatMul) or
+/// transB = 1 (Gemm) from W_q [N, K], which is then transposed here.
+bool matchMatMul(mlir::Operation* op, mlir::RewriterBase& rewriter, QdqProduct* m) {
+  m->product = op;
+  const bool gemm = onnxOpType(op) == "Gemm";
+  m->dqX = producer(op->getOperand(0), "DequantizeLinear");
+  if (!m->dqX) return false;
+  mlir::Value w;
+  bool rowsAreChannels = false;
+  if (!weightOperand(op, &w, &m->transposeW, &rowsAreChannels) ||
+      (m->transposeW && !op->getOperand(1).hasOneUse()))
+    return false;
   m->dqW = producer(w, "DequantizeLinear");
   auto wt = llvm::dyn_cast<mlir::RankedTensorType>(w.getType());
   if (!m->dqW || !wt || !wt.hasStaticShape() || wt.getRank() != 2) return false;
@@ -440,29 +455,9 @@ bool matchWeightOnly(mlir::Operation* op, WeightOnlyProduct* m) {
       elementType(op->getOperand(0)) != DType::F32 || elementType(op->getResult(0)) != DType::F32 ||
       (aDef && onnxOpType(aDef) == "DequantizeLinear"))
     return false;
-  mlir::Value w = op->getOperand(1);
+  mlir::Value w;
   bool rowsAreChannels = false;  // W_q is [N, K]
-  if (gemm) {
-    auto attrInt = [&](const char* n) {
-      auto a = op->getAttrOfType<mlir::IntegerAttr>(n);
-      return a ? a.getInt() : 0;
-    };
-    auto attrFloat = [&](const char* n) {
-      auto a = op->getAttrOfType<mlir::FloatAttr>(n);
-      return a ? a.getValueAsDouble() : 1.0;
-    };
-    if (attrInt("transA") != 0 || attrFloat("alpha") != 1.0 || attrFloat("beta") != 1.0) return false;
-    rowsAreChannels = attrInt("transB") != 0;
-  } else if (mlir::Operation* t = producer(w, "Transpose")) {
-    auto perm = t->getAttrOfType<mlir::ArrayAttr>("perm");
-    const bool swap = !perm || (perm.size() == 2 &&
-                                llvm::cast<mlir::IntegerAttr>(perm[0]).getInt() == 1 &&
-                                llvm::cast<mlir::IntegerAttr>(perm[1]).getInt() == 0);
-    if (!swap) return false;
-    m->transpose = t;
-    w = t->getOperand(0);
-    rowsAreChannels = true;
-  }
+  if (!weightOperand(op, &w, &m->transpose, &rowsAreChannels)) return false;
   mlir::Operation* dq = w.getDefiningOp();
   if (!dq || onnxOpType(dq) != "DequantizeLinear" || elementType(w) != DType::F32) return false;
   m->dq = dq;
