@@ -1,5 +1,5 @@
-// f32 GEMM against 8-bit weights kept 8-bit (DequantGemm.h): packing, the AVX-512F and AVX2
-// register tiles and panel dequantization (DequantGemmBody.inc), and the driver.
+// f32 GEMM against 8-bit or 4-bit weights kept so (DequantGemm.h): packing, the AVX-512F and
+// AVX2 register tiles and panel dequantization (DequantGemmBody.inc), and the driver.
 #include "runtime/cpu/avx2/DequantGemm.h"
 
 #include <immintrin.h>
@@ -88,9 +88,9 @@ bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
     for (int64_t r = 0; r < pairs; ++r)
       for (int64_t j = 0; j < 16; ++j) {
         const int64_t k = 2 * r;
-        const int lo = d[(p * K + k) * 16 + j] + 8;
-        const int hi = (k + 1 < K ? d[(p * K + k + 1) * 16 + j] : 0) + 8;
-        q_[(p * pairs + r) * 16 + j] = int8_t(uint8_t(lo | (hi << 4)));
+        const int low = d[(p * K + k) * 16 + j] + 8;
+        const int high = (k + 1 < K ? d[(p * K + k + 1) * 16 + j] : 0) + 8;
+        q_[(p * pairs + r) * 16 + j] = int8_t(uint8_t(low | (high << 4)));
       }
   return true;
 }

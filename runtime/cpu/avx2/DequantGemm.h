@@ -1,7 +1,8 @@
-// f32 GEMM against 8-bit quantized weights that stay 8-bit in memory: C = A * DequantizeLinear(
-// B_q, scale, zero_point) without an f32 copy of B (weight-only quantization: ONNX Runtime's
-// MatMulNBits, TensorRT-LLM's weight-only GEMM). Decoding a language model reads every weight
-// once per token, so the product is bound by reading B: 1 byte a weight instead of 4.
+// f32 GEMM against 8-bit or 4-bit quantized weights that stay quantized in memory: C = A *
+// DequantizeLinear(B_q, scale, zero_point) without an f32 copy of B (weight-only quantization:
+// ONNX Runtime's MatMulNBits, TensorRT-LLM's weight-only GEMM). Decoding a language model reads
+// every weight once per token, so the product is bound by reading B: 1 byte a weight (or half
+// of one) instead of 4.
 //
 // Two paths (DequantGemmPath), by the number of rows M:
 //   - few rows (a decoding step): the weights are widened to f32 in registers and multiplied
@@ -73,7 +74,8 @@ class PackedQuantB {
   /// 16 floats each, for panel p and block b.
   const float* scale(int64_t p, int64_t b) const { return scale_.data() + (p * blocks() + b) * 16; }
   const float* residualZeroPoint(int64_t p, int64_t b) const { return zp_.data() + (p * blocks() + b) * 16; }
-  /// Bytes held (weights and parameters).
+  /// Bytes held: the packed weights (16 x K per panel, half that in nibbles) and the scales and
+  /// residual zero points (16 floats each per panel and block).
   int64_t bytes() const;
 
  private:

@@ -1,7 +1,7 @@
 // The fast CPU kernel of Tandem's DequantizeMatMul (runtime/cpu/ref/DequantizeMatMul.h): B packed
-// once at load and kept 8-bit (runtime/cpu/avx2/DequantGemm.h). Up to
+// once at load and kept 8-bit, or 4-bit where it fits (runtime/cpu/avx2/DequantGemm.h). Up to
 // avx2::dequantGemmRegisterRows() rows of A (a decoding step) take DequantGemm's register
-// path, 1 byte of B read per weight. More rows (a prefill) take one of three variants, which
+// path, 1 byte (or half of one) of B read per weight. More rows (a prefill) take one of three variants, which
 // the loader times on the instance (KernelDef::variants); without one named, "dnnl":
 //   "registers" DequantGemm's register path at any number of rows;
 //   "panels"    DequantGemm's panel path: panels of B dequantized in L2, Sgemm.h's AVX2
@@ -54,9 +54,10 @@ class DequantizeMatMulKernel final : public DnnlKernel {
     }
     rows_ = s.rows;
     path_ = path;
+    const std::string bits = packed_.nibbles() ? "4-bit" : "8-bit";
     impl_ = path == avx2::DequantGemmPath::Panels
-                ? std::string("avx2:dequant_gemm_panels")
-                : std::string("avx2:dequant_gemm_registers(") + avx2::dequantGemmIsa() + ")";
+                ? "avx2:dequant_gemm_panels(" + bits + ")"
+                : std::string("avx2:dequant_gemm_registers(") + avx2::dequantGemmIsa() + ", " + bits + ")";
     if (useDnnl) buildChunks(s);
     return Status::ok();
   }
@@ -136,7 +137,8 @@ class DequantizeMatMulKernel final : public DnnlKernel {
       impl = pd.impl_info_str();
     }
     blockAt_ = ws_.add(sizeof(float) * K * ld_);
-    impl_ = "dnnl:" + impl + " on columns dequantized by avx2";
+    impl_ = "dnnl:" + impl + " on columns dequantized by avx2 (" +
+            (packed_.nibbles() ? "4-bit" : "8-bit") + ")";
   }
 
   avx2::PackedQuantB packed_;

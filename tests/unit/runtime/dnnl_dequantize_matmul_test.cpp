@@ -102,6 +102,8 @@ void checkGemm(const GemmCase& c, uint32_t seed) {
   const bool oneBlock = c.scales != Scales::Blocked || c.blockSize >= c.K;
   if (c.zps == ZeroPoints::Narrow && (oneBlock || c.blockSize % 2 == 0)) EXPECT_TRUE(B.nibbles());
   if (c.zps == ZeroPoints::Narrow && !oneBlock && c.blockSize % 2 == 1) EXPECT_FALSE(B.nibbles());
+  const int64_t rowBytes = B.nibbles() ? (c.K + 1) / 2 * 16 : c.K * 16;
+  EXPECT_EQ(B.bytes(), B.panels() * (rowBytes + B.blocks() * 16 * 2 * 4));
   const int64_t lda = c.K + 3, ldc = c.N + 5;  // padded rows: the strides are honoured
   std::vector<float> A = randomVec(c.M * lda, seed + 1), bias = randomVec(c.N, seed + 2),
                      C = randomVec(c.M * ldc, seed + 3);
