@@ -44,6 +44,8 @@ bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx";
 
 // The optimizer updates (Adam, Adagrad, Momentum) live in this domain, at version 1 only.
 constexpr const char* kPreviewTrainingDomain = "ai.onnx.preview.training";
+// ONNX Runtime's contrib ops: only MatMulNBits (its 2-8-bit weight-only MatMul) is taken.
+constexpr const char* kMicrosoftDomain = "com.microsoft";
 
 const char* attrTypeName(onnx::AttributeProto::AttributeType t) {
   switch (t) {
@@ -177,6 +179,9 @@ class OnnxImporter {
   // (node, input); built at the first INT4/UINT4 initializer (valueFor).
   std::optional<std::unordered_map<std::string, std::pair<int, int>>> notDequantized_;
   mlir::LogicalResult checkDomain(int index);
+  /// ONNX Runtime's MatMulNBits (com.microsoft-1) as Tandem's DequantizeMatMul: the packed
+  /// weights, scales and zero points unpacked into B [K, N], [blocks, N] and [blocks, N].
+  mlir::LogicalResult convertMatMulNBits(int index, mlir::Location loc, NodeForm* f);
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
   mlir::LogicalResult importControlFlow(int index, mlir::Location loc);
@@ -213,6 +218,7 @@ class OnnxImporter {
   int depth_ = 0;  // control-flow nesting: 0 for the model's graph, 1 for its subgraphs, ...
   int64_t opset_ = 0;
   int64_t previewTrainingOpset_ = 0;  // version of ai.onnx.preview.training imported, 0 if none
+  int64_t microsoftOpset_ = 0;        // version of com.microsoft imported, 0 if none
 
   std::unordered_map<std::string, const onnx::TensorProto*> initializers_;
   std::unordered_map<std::string, int> producer_;  // value name → index of the node making it
@@ -296,6 +302,7 @@ mlir::LogicalResult OnnxImporter::checkOpsets(const onnx::ModelProto& model) {
   bool found = false;
   for (const auto& o : model.opset_import()) {
     if (o.domain() == kPreviewTrainingDomain) previewTrainingOpset_ = o.version();
+    if (o.domain() == kMicrosoftDomain) microsoftOpset_ = o.version();
     if (!isDefaultDomain(o.domain())) continue;  // other domains are checked per node
     found = true;
     opset_ = o.version();
@@ -406,9 +413,20 @@ mlir::LogicalResult OnnxImporter::checkDomain(int index) {
                                  " is not supported (supported: 1)");
     return mlir::success();
   }
+  if (n.domain() == kMicrosoftDomain) {
+    if (n.op_type() != "MatMulNBits")
+      return failNode(index, "unsupported op type '" + n.op_type() + "' of domain " +
+                                 kMicrosoftDomain + " (of ONNX Runtime's contrib ops only "
+                                 "MatMulNBits is supported)");
+    if (microsoftOpset_ != 1)
+      return failNode(index, std::string("MatMulNBits needs the model to import version 1 of "
+                                         "domain ") + kMicrosoftDomain + " (opset_import)");
+    return mlir::success();
+  }
   if (!isDefaultDomain(n.domain())) {
     return failNode(index, "op domain '" + n.domain() + "' is not supported (only the default "
-                           "ONNX domain and " + kPreviewTrainingDomain + " are)");
+                           "ONNX domain, " + kPreviewTrainingDomain + " and " + kMicrosoftDomain +
+                           "'s MatMulNBits are)");
   }
   if (opset_ == 0)
     return failNode(index, "the model imports no opset of the default ONNX domain (opset_import)");
@@ -678,7 +696,11 @@ mlir::LogicalResult OnnxImporter::importNode(int index) {
 
   if ((f.opType == "Softmax" || f.opType == "LogSoftmax") && opset_ < 13)
     return importCoercedSoftmax(index, loc, &f);
-  if (mlir::failed(normalise(index, loc, &f))) return mlir::failure();
+  if (n.domain() == kMicrosoftDomain) {
+    if (mlir::failed(convertMatMulNBits(index, loc, &f))) return mlir::failure();
+  } else if (mlir::failed(normalise(index, loc, &f))) {
+    return mlir::failure();
+  }
 
   mlir::FailureOr<mlir::Operation*> op = create(index, loc, f);
   if (mlir::failed(op)) return mlir::failure();
@@ -1604,6 +1626,78 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
 
 // Ops new after opset 17 that are compositions of table ops, built here so they run (and
 // fuse, and place) as those ops: f becomes the expansion's last op, the others are created.
+// MatMulNBits (ONNX Runtime's contrib op, com.microsoft-1): Y = A x W^T (+ bias), W [N, K]
+// quantized in blocks of block_size along K, `bits` bits a value: B uint8 [N, blocks,
+// block_size * bits / 8] (4 bits: element 2i of a block in byte i's low nibble, 2i + 1 in its
+// high one), scales [N * blocks] (or [N, blocks]), zero_points uint8 packed the same way along
+// the blocks ([N * ceil(blocks * bits / 8)]; absent: 2^(bits - 1)), W = (q - zp) * scale.
+// Taken: bits 4 and 8, f32 A and scales, constant B, scales and zero points, no g_idx. What
+// accuracy_level allows (int8 activations) is not used: the product stays f32.
+mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location loc, NodeForm* f) {
+  auto intAttr = [&](const char* name, int64_t dflt) {
+    auto it = f->attrs.find(name);
+    auto ia = it == f->attrs.end() ? nullptr : llvm::dyn_cast<mlir::IntegerAttr>(it->second);
+    return ia ? ia.getInt() : dflt;
+  };
+  auto has = [&](size_t i) { return i < f->operands.size() && f->operands[i]; };
+  const int64_t K = intAttr("K", -1), N = intAttr("N", -1), bits = intAttr("bits", 4),
+                bs = intAttr("block_size", -1);
+  if (K < 1 || N < 1 || bs < 1)
+    return failNode(index, "MatMulNBits needs attributes K, N and block_size >= 1");
+  if (bits != 4 && bits != 8)
+    return failNode(index, "MatMulNBits with bits=" + std::to_string(bits) +
+                               " is not supported (supported: 4, 8)");
+  if ((bs * bits) % 8)
+    return failNode(index, "MatMulNBits: block_size " + std::to_string(bs) + " of " +
+                               std::to_string(bits) + "-bit values is not whole bytes");
+  if (!has(0) || !has(1) || !has(2)) return failNode(index, "MatMulNBits needs inputs A, B and scales");
+  if (has(4)) return failNode(index, "MatMulNBits: g_idx (act-order) is not supported");
+  auto at = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[0].getType());
+  if (!at || mlirToDType(at.getElementType()) != DType::F32)
+    return failNode(index, "MatMulNBits: only f32 A is supported");
+  const int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
+  const int64_t zpBytes = (blocks * bits + 7) / 8;  // per column
+  Tensor B, scales, zps;
+  if (!getConstantValue(f->operands[1], &B) || B.dtype() != DType::U8 || B.numel() != N * blocks * blob)
+    return failNode(index, "MatMulNBits: B must be a constant uint8 of N x blocks x block_size * "
+                           "bits / 8 = " + std::to_string(N * blocks * blob) + " bytes");
+  if (!getConstantValue(f->operands[2], &scales) || scales.dtype() != DType::F32 ||
+      scales.numel() != N * blocks)
+    return failNode(index, "MatMulNBits: scales must be a constant f32 of N x blocks = " +
+                               std::to_string(N * blocks) + " values");
+  if (has(3) && (!getConstantValue(f->operands[3], &zps) || zps.dtype() != DType::U8 ||
+                 zps.numel() != N * zpBytes))
+    return failNode(index, "MatMulNBits: zero_points must be a constant uint8 of N x " +
+                               std::to_string(zpBytes) + " packed bytes (float zero points are "
+                               "not supported)");
+  const uint8_t* bq = B.data<uint8_t>();
+  const uint8_t* zq = has(3) ? zps.data<uint8_t>() : nullptr;
+  Tensor q = Tensor::alloc(DType::U8, {K, N}), s = Tensor::alloc(DType::F32, {blocks, N}),
+         z = Tensor::alloc(DType::U8, {blocks, N});
+  const int perByte = (int)(8 / bits);
+  const uint32_t mask = (1u << bits) - 1;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t b = 0; b < blocks; ++b) {
+      s.data<float>()[b * N + n] = scales.data<float>()[n * blocks + b];
+      uint32_t zp = 1u << (bits - 1);
+      if (zq) zp = (zq[n * zpBytes + b / perByte] >> (bits * (b % perByte))) & mask;
+      z.data<uint8_t>()[b * N + n] = (uint8_t)zp;
+      for (int64_t i = 0; i < bs; ++i) {
+        const int64_t k = b * bs + i;
+        if (k >= K) break;
+        const uint8_t byte = bq[(n * blocks + b) * blob + i / perByte];
+        q.data<uint8_t>()[k * N + n] = (uint8_t)((byte >> (bits * (i % perByte))) & mask);
+      }
+    }
+  mlir::Value bias = has(5) ? f->operands[5] : mlir::Value();
+  f->opType = "DequantizeMatMul";
+  f->operands = {f->operands[0], createConstant(b_, loc, q), createConstant(b_, loc, s),
+                 createConstant(b_, loc, z), bias};
+  f->attrs.clear();
+  f->attrs["block_size"] = b_.getI64IntegerAttr(bs);
+  return mlir::success();
+}
+
 mlir::LogicalResult OnnxImporter::expandNewOp(int index, mlir::Location loc, const std::string& op,
                                               NodeForm* f) {
   auto& attrs = f->attrs;

@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), weight-only quantized products (weight_only), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), weight-only quantized products (weight_only) and ONNX Runtime's MatMulNBits (matmul_nbits), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -98,6 +98,11 @@ run weight_only 1e-5 1e-4 --no-qdq-fusion
 echo "== weight_only: the fusion happened"
 "$tandem" run "$dir/weight_only/model.onnx" --inputs "$dir/weight_only/test_data_set_0" 2>&1 >/dev/null |
   grep -E "4 matrix product\(s\) of weight-only quantized weights (\(DequantizeLinear|run on weights dequantized)"
+# ONNX Runtime's MatMulNBits (models/make_newer_opsets.py matmul_nbits: 4 bits with packed zero
+# points, 4 bits on a ragged last block with the default zero point and a bias, 8 bits),
+# imported as DequantizeMatMul; f64 references over the dequantized weights (6e-7 measured;
+# ONNX Runtime 1.30 itself 1e-6).
+run matmul_nbits 1e-5 1e-4
 # A residual conv writing the host's blocked layout over a plain residual (LR-ASPP's MobileNetV3
 # blocks): f32 against PyTorch eager, 2.4e-7 max abs measured.
 run hswish_residual 1e-5 1e-4

@@ -31,6 +31,10 @@ through onnx.checker; every node is written as the newer opset spells it:
                Pad-19 (mode wrap, pads [0,0,1,2, 0,0,2,1])        -> wrap [1,2,7,7]
   opset23_ops  (opset 23) x f32 [2,3,8] -> RMSNormalization-23 over the last dim (scale [8])
                and over the last two (axis 1, scale [1, 8], epsilon 1e-3)
+  weight_only  (opset 21) MatMul / Gemm of DequantizeLinear'd 8-bit and 4-bit constant weights
+               (weight_only's docstring)
+  matmul_nbits (opset 17 + com.microsoft-1) ONNX Runtime's MatMulNBits, 4 and 8 bits
+               (matmul_nbits's docstring)
 
 Usage:  /usr/bin/python3 make_newer_opsets.py DIR           (the test models)
         /usr/bin/python3 make_newer_opsets.py --bench DIR   (larger ones for benchmarks:
@@ -410,6 +414,92 @@ def weight_only(out_dir, rng):
     save_io(out_dir, "weight_only", 21, nodes, inits, [("x", x), ("x2", x2)],
             [(k, np.asarray(val, f)) for k, val in
              [("y1", y1), ("y2", y2), ("y3", y3), ("y4", y4), ("y5", y5)]])
+
+
+def matmul_nbits(out_dir, rng):
+    """(opset 17 + com.microsoft-1) ONNX Runtime's MatMulNBits, which Tandem imports as
+    DequantizeMatMul: x f32 [3,64] x 4-bit W [24,64] in blocks of 32 with packed zero points
+    -> y1 [3,24]; x2 f32 [2,5,40] x 4-bit W [10,40] in blocks of 16 (the last one 8 rows, padded),
+    the default zero point 8, a bias -> y2 [2,5,10]; x x 8-bit W [16,64] in blocks of 16 with
+    zero points -> y3 [3,16]. References in f64 over the dequantized weights (ONNX Runtime 1.30
+    matches them to 1e-6)."""
+    def pack4(vals):  # 0-15 values, pairs -> bytes, the first in the low nibble
+        v = vals.reshape(-1, 2).astype(np.uint8)
+        return (v[:, 0] | (v[:, 1] << 4)).astype(np.uint8)
+
+    def nbits(W_q, zp, bits, bs):
+        """W_q [N, K] -> B [N, blocks, bs * bits / 8] and the zero points packed per column."""
+        N, K = W_q.shape
+        blocks = (K + bs - 1) // bs
+        Wp = np.zeros((N, blocks * bs), np.int64)
+        Wp[:, :K] = W_q
+        if bits == 8:
+            Z = None if zp is None else zp.astype(np.uint8).reshape(-1)
+            return Wp.reshape(N, blocks, bs).astype(np.uint8), Z
+        B = np.stack([pack4(Wp[n].reshape(blocks, bs)).reshape(blocks, bs // 2) for n in range(N)])
+        Z = None
+        if zp is not None:
+            zz = np.zeros((N, blocks + blocks % 2), np.int64)
+            zz[:, :blocks] = zp
+            Z = np.concatenate([pack4(zz[n]) for n in range(N)])
+        return B.astype(np.uint8), Z
+
+    f = np.float32
+    d = lambda a: np.asarray(a, np.float64)  # noqa: E731
+    x = rng.standard_normal((3, 64)).astype(f)
+    x2 = rng.standard_normal((2, 5, 40)).astype(f)
+    # 4 bits, K 64, N 24, blocks of 32, zero points.
+    q1 = rng.integers(0, 16, (24, 64))
+    s1 = rng.uniform(0.01, 0.05, (24, 2)).astype(f)
+    z1 = rng.integers(4, 12, (24, 2))
+    B1, Z1 = nbits(q1, z1, 4, 32)
+    # 4 bits, K 40: 3 blocks of 16, the last 8 rows real; zero point 8 (absent); a bias.
+    q2 = rng.integers(0, 16, (10, 40))
+    s2 = rng.uniform(0.01, 0.05, (10, 3)).astype(f)
+    B2, _ = nbits(q2, None, 4, 16)
+    bias2 = rng.standard_normal(10).astype(f)
+    # 8 bits, K 64, N 16, blocks of 16, zero points.
+    q3 = rng.integers(0, 256, (16, 64))
+    s3 = rng.uniform(0.001, 0.005, (16, 4)).astype(f)
+    z3 = rng.integers(100, 156, (16, 4))
+    B3, Z3 = nbits(q3, z3, 8, 16)
+    arr = numpy_helper.from_array
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("MatMulNBits", ["x", "B1", "s1", "z1"], ["y1"], domain=ms, K=64, N=24,
+                         bits=4, block_size=32, accuracy_level=0),
+        helper.make_node("MatMulNBits", ["x2", "B2", "s2", "", "", "bias2"], ["y2"], domain=ms,
+                         K=40, N=10, bits=4, block_size=16),
+        helper.make_node("MatMulNBits", ["x", "B3", "s3", "z3"], ["y3"], domain=ms, K=64, N=16,
+                         bits=8, block_size=16),
+    ]
+    inits = [arr(B1, "B1"), arr(s1.reshape(-1), "s1"), arr(Z1, "z1"), arr(B2, "B2"),
+             arr(s2.reshape(-1), "s2"), arr(bias2, "bias2"), arr(B3, "B3"),
+             arr(s3.reshape(-1), "s3"), arr(Z3, "z3")]
+
+    def deq(q, s, z, bs, K):
+        return (q - np.repeat(z, bs, axis=1)[:, :K]) * np.repeat(d(s), bs, axis=1)[:, :K]
+    y1 = d(x) @ deq(q1, s1, z1, 32, 64).T
+    y2 = d(x2) @ deq(q2, s2, np.full((10, 3), 8), 16, 40).T + bias2
+    y3 = d(x) @ deq(q3, s3, z3, 16, 64).T
+    model = helper.make_model(
+        helper.make_graph(nodes, "matmul_nbits",
+                          [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+                           for k, v in [("x", x), ("x2", x2)]],
+                          [helper.make_tensor_value_info(k, TensorProto.FLOAT, list(v.shape))
+                           for k, v in [("y1", y1), ("y2", y2), ("y3", y3)]], inits),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 8
+    path = os.path.join(out_dir, "matmul_nbits")
+    d = os.path.join(path, "test_data_set_0")
+    os.makedirs(d, exist_ok=True)
+    onnx.save(model, os.path.join(path, "model.onnx"))
+    for k, (n, v) in enumerate([("x", x), ("x2", x2)]):
+        with open(os.path.join(d, "input_%d.pb" % k), "wb") as fh:
+            fh.write(arr(v, n).SerializeToString())
+    for k, (n, v) in enumerate([("y1", y1), ("y2", y2), ("y3", y3)]):
+        with open(os.path.join(d, "output_%d.pb" % k), "wb") as fh:
+            fh.write(arr(v.astype(np.float32), n).SerializeToString())
 
 
 def local_functions(out_dir, rng):
@@ -945,6 +1035,7 @@ def main():
     opset21_blocked(out_dir, rng)
     local_functions(out_dir, rng)
     weight_only(out_dir, rng)
+    matmul_nbits(out_dir, rng)
 
 
 if __name__ == "__main__":

@@ -160,10 +160,34 @@ TEST_F(ImporterModels, UnnamedNodesAreLabelledByTypeAndIndex) {
 TEST_F(ImporterModels, ForeignDomain) {
   Model m;
   m.input("x", {2});
-  m.node("Relu", {"x"}, {"y"}, "r")->set_domain("com.microsoft");
+  m.node("Relu", {"x"}, {"y"}, "r")->set_domain("ai.example");
   m.output("y");
-  EXPECT_EQ(import(m), "m.onnx: node 'r' (Relu): op domain 'com.microsoft' is not supported "
-                       "(only the default ONNX domain and ai.onnx.preview.training are)");
+  EXPECT_EQ(import(m), "m.onnx: node 'r' (Relu): op domain 'ai.example' is not supported "
+                       "(only the default ONNX domain, ai.onnx.preview.training and "
+                       "com.microsoft's MatMulNBits are)");
+}
+
+// Of ONNX Runtime's contrib ops only MatMulNBits is taken, and only where the model imports
+// com.microsoft-1 (its conversion is checked end to end: tests/e2e/small_models.sh matmul_nbits).
+TEST_F(ImporterModels, MicrosoftDomainOnlyMatMulNBits) {
+  Model m;
+  m.input("x", {2});
+  m.node("FusedMatMul", {"x", "x"}, {"y"}, "f")->set_domain("com.microsoft");
+  m.output("y");
+  EXPECT_EQ(import(m), "m.onnx: node 'f' (FusedMatMul): unsupported op type 'FusedMatMul' of "
+                       "domain com.microsoft (of ONNX Runtime's contrib ops only MatMulNBits is "
+                       "supported)");
+  Model n;
+  n.input("x", {2, 4});
+  n.node("MatMulNBits", {"x", "x", "x"}, {"y"}, "q")->set_domain("com.microsoft");
+  n.output("y");
+  EXPECT_EQ(import(n), "m.onnx: node 'q' (MatMulNBits): MatMulNBits needs the model to import "
+                       "version 1 of domain com.microsoft (opset_import)");
+  auto* o = n.m.add_opset_import();
+  o->set_domain("com.microsoft");
+  o->set_version(1);
+  EXPECT_EQ(import(n), "m.onnx: node 'q' (MatMulNBits): MatMulNBits needs attributes K, N and "
+                       "block_size >= 1");
 }
 
 // test_adam's form: the model imports only ai.onnx.preview.training-1, no default domain.
