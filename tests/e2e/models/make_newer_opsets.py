@@ -54,14 +54,18 @@ def save(out_dir, name, opset, nodes, inits, x, outputs):
             [(k, np.asarray(v, np.float32)) for k, v in outputs])
 
 
-def save_io(out_dir, name, opset, nodes, inits, inputs, outputs):
-    """One model; inputs and outputs are (name, array) pairs, typed by the arrays' dtypes."""
+def save_io(out_dir, name, opset, nodes, inits, inputs, outputs, microsoft=False):
+    """One model; inputs and outputs are (name, array) pairs, typed by the arrays' dtypes.
+    microsoft: the model imports com.microsoft-1 too (MatMulNBits)."""
     def info(k, v):
         return helper.make_tensor_value_info(k, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[v.dtype],
                                              list(v.shape))
     graph = helper.make_graph(nodes, name, [info(k, v) for k, v in inputs],
                               [info(k, v) for k, v in outputs], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    opsets = [helper.make_opsetid("", opset)]
+    if microsoft:
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 8
     path = os.path.join(out_dir, name)
     d = os.path.join(path, "test_data_set_0")
@@ -312,6 +316,12 @@ def int4_tensor(name, values, signed):
     return t
 
 
+def pack4(vals):
+    """0-15 values in pairs -> bytes, the first of a pair in the low nibble (MatMulNBits)."""
+    v = vals.reshape(-1, 2).astype(np.uint8)
+    return (v[:, 0] | (v[:, 1] << 4)).astype(np.uint8)
+
+
 def opset21_blocked(out_dir, rng):
     """(opset 21) x f32 [3,64] ->
       MatMul(x, DequantizeLinear(W int4 [64,24], scale [4,24], zero point int4 [4,24], axis 0,
@@ -423,10 +433,6 @@ def matmul_nbits(out_dir, rng):
     the default zero point 8, a bias -> y2 [2,5,10]; x x 8-bit W [16,64] in blocks of 16 with
     zero points -> y3 [3,16]. References in f64 over the dequantized weights (ONNX Runtime 1.30
     matches them to 1e-6)."""
-    def pack4(vals):  # 0-15 values, pairs -> bytes, the first in the low nibble
-        v = vals.reshape(-1, 2).astype(np.uint8)
-        return (v[:, 0] | (v[:, 1] << 4)).astype(np.uint8)
-
     def nbits(W_q, zp, bits, bs):
         """W_q [N, K] -> B [N, blocks, bs * bits / 8] and the zero points packed per column."""
         N, K = W_q.shape
@@ -896,7 +902,9 @@ def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4
     projection's weights as int8 with a symmetric scale per output column (DequantizeLinear
     axis 1); quant="uint4" as uint4 in blocks of 32 rows with a scale and zero point per block
     and column (DequantizeLinear-21 axis 0, block_size 32: the weight-only form of ONNX Runtime's
-    4-bit quantizer). The references use the dequantized weights."""
+    4-bit quantizer); quant="nbits4" the same uint4 blocks as ONNX Runtime's MatMulNBits nodes
+    (com.microsoft-1, W^T packed two values a byte). The references use the dequantized
+    weights."""
     f = np.float32
     B, hd = 1, hidden // heads
     x = rng.standard_normal((B, S, hidden)).astype(f)
@@ -908,6 +916,7 @@ def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4
     nodes, inits = [], [arr(cos, "cos"), arr(sin, "sin")]
     inputs = [("x", x), ("pos", pos)]
     outputs = []
+    nbits = {}  # weight name -> (K, N) of the MatMuls that become MatMulNBits
     d = lambda a: np.asarray(a, np.float64)  # noqa: E731
     h, hd64 = "x", d(x)
 
@@ -933,10 +942,24 @@ def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4
             zp = np.clip(np.rint(-lo / s), 0, 15).astype(np.int64)
             q = np.clip(np.rint(blocks / s[:, None, :]) + zp[:, None, :], 0, 15).astype(np.int64)
             q = q.reshape(shape)
-            inits.extend([int4_tensor(full + "_q", q, False), arr(s, full + "_s"),
-                          int4_tensor(full + "_z", zp, False)])
-            nodes.append(helper.make_node("DequantizeLinear", [full + "_q", full + "_s", full + "_z"],
-                                          [full], axis=0, block_size=32))
+            if quant == "nbits4":
+                # W^T [N, K] in blocks of 32 along K, 16 bytes a block; zero points packed per
+                # column; the MatMul reading `full` becomes MatMulNBits below.
+                n_, k_ = shape[1], shape[0]
+                B = np.stack([pack4(q[:, c].reshape(k_ // 32, 32)).reshape(k_ // 32, 16)
+                              for c in range(n_)])
+                zz = np.zeros((n_, k_ // 32 + (k_ // 32) % 2), np.int64)
+                zz[:, :k_ // 32] = zp.T
+                Z = np.concatenate([pack4(zz[c]) for c in range(n_)])
+                inits.extend([arr(B, full + "_B"), arr(s.T.reshape(-1).copy(), full + "_S"),
+                              arr(Z, full + "_Z")])
+                nbits[full] = (k_, n_)
+            else:
+                inits.extend([int4_tensor(full + "_q", q, False), arr(s, full + "_s"),
+                              int4_tensor(full + "_z", zp, False)])
+                nodes.append(helper.make_node("DequantizeLinear",
+                                              [full + "_q", full + "_s", full + "_z"],
+                                              [full], axis=0, block_size=32))
             return (d(q) - np.repeat(zp, 32, axis=0)) * np.repeat(d(s), 32, axis=0)
         n1 = rng.uniform(0.5, 1.5, hidden).astype(f)
         n2 = rng.uniform(0.5, 1.5, hidden).astype(f)
@@ -984,8 +1007,15 @@ def llama_block(out_dir, rng, name="opset23_llama", S=5, P=3, hidden=64, heads=4
         h = "h" + L
         outputs += [("present_k" + L, pres_k), ("present_v" + L, pres_v)]
     nodes.append(helper.make_node("Identity", [h], ["y"]))
+    for i, n in enumerate(nodes):
+        if n.op_type == "MatMul" and n.input[1] in nbits:
+            K, N = nbits[n.input[1]]
+            w = n.input[1]
+            nodes[i] = helper.make_node("MatMulNBits", [n.input[0], w + "_B", w + "_S", w + "_Z"],
+                                        list(n.output), domain="com.microsoft", K=K, N=N, bits=4,
+                                        block_size=32)
     save_io(out_dir, name, 23, nodes, inits, inputs,
-            [(k, np.asarray(v, f)) for k, v in [("y", hd64)] + outputs])
+            [(k, np.asarray(v, f)) for k, v in [("y", hd64)] + outputs], microsoft=bool(nbits))
 
 def attention_bench(out_dir, rng, name, B, H, Hkv, S, T, D, causal):
     """One Attention-23 node on 4-D inputs Q [B,H,S,D], K and V [B,Hkv,T,D] (benchmarks)."""
@@ -1003,7 +1033,8 @@ def bench_models(out_dir):
     [1,12,128,64], causal [1,12,256,64], a GQA decoding step (32 query and 8 KV heads of 128,
     1,024 cached keys), and four Llama-style layers (hidden 512, 8 heads, 2 KV heads, FFN 1408)
     at prefill (128 tokens after 16 cached) and at a decoding step (1 token after 256), the
-    Llama ones also with weight-only int8 and uint4 projections (llama_*_int8, llama_*_uint4)."""
+    Llama ones also with weight-only int8 and uint4 projections (llama_*_int8, llama_*_uint4) and
+    with the uint4 ones as ONNX Runtime's MatMulNBits (llama_*_nbits4)."""
     rng = np.random.default_rng(9)
     attention_bench(out_dir, rng, "attention_bert", 1, 12, 12, 128, 128, 64, 0)
     attention_bench(out_dir, rng, "attention_causal", 1, 12, 12, 256, 256, 64, 1)
@@ -1012,7 +1043,7 @@ def bench_models(out_dir):
                 ffn=1408, layers=4)
     llama_block(out_dir, rng, name="llama_decode", S=1, P=256, hidden=512, heads=8, kvh=2,
                 ffn=1408, layers=4)
-    for quant in ("int8", "uint4"):
+    for quant in ("int8", "uint4", "nbits4"):
         llama_block(out_dir, rng, name="llama_decode_" + quant, S=1, P=256, hidden=512, heads=8,
                     kvh=2, ffn=1408, layers=4, quant=quant)
         llama_block(out_dir, rng, name="llama_prefill_" + quant, S=128, P=16, hidden=512, heads=8,
