@@ -1034,7 +1034,8 @@ def bench_models(out_dir):
     1,024 cached keys), and four Llama-style layers (hidden 512, 8 heads, 2 KV heads, FFN 1408)
     at prefill (128 tokens after 16 cached) and at a decoding step (1 token after 256), the
     Llama ones also with weight-only int8 and uint4 projections (llama_*_int8, llama_*_uint4) and
-    with the uint4 ones as ONNX Runtime's MatMulNBits (llama_*_nbits4)."""
+    with the uint4 ones as ONNX Runtime's MatMulNBits (llama_*_nbits4), and a decoding step of
+    two layers of hidden 2048 with uint4 weights, both ways (llama2048_decode_*)."""
     rng = np.random.default_rng(9)
     attention_bench(out_dir, rng, "attention_bert", 1, 12, 12, 128, 128, 64, 0)
     attention_bench(out_dir, rng, "attention_causal", 1, 12, 12, 256, 256, 64, 1)
@@ -1048,6 +1049,10 @@ def bench_models(out_dir):
                     kvh=2, ffn=1408, layers=4, quant=quant)
         llama_block(out_dir, rng, name="llama_prefill_" + quant, S=128, P=16, hidden=512, heads=8,
                     kvh=2, ffn=1408, layers=4, quant=quant)
+    # Past the last-level cache: 2 layers of hidden 2048 and FFN 5632, 45 MB of 4-bit weights.
+    for quant in ("uint4", "nbits4"):
+        llama_block(out_dir, rng, name="llama2048_decode_" + quant, S=1, P=16, hidden=2048,
+                    heads=16, kvh=4, ffn=5632, layers=2, quant=quant)
 
 
 def main():
