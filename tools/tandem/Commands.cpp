@@ -141,9 +141,11 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
   cmd->add_flag("--no-fuse", f.noFuse, "Skip the fuse pass: one kernel per op");
   cmd->add_flag("--no-qdq-fusion", f.noQdqFusion,
                 "Keep convolutions and matrix products written in QDQ form (DequantizeLinear -> "
-                "Conv/MatMul/Gemm -> QuantizeLinear) as written, in f32; by default, on CPU-only "
-                "targets, each runs as one int8 QLinearConv or QLinearMatMul where this CPU has a "
-                "fast kernel for it");
+                "Conv/MatMul/Gemm -> QuantizeLinear) as written, in f32, and fold weight-only "
+                "quantized weights (DequantizeLinear of constants -> MatMul/Gemm) to f32; by "
+                "default, on CPU-only targets, each runs as one int8 QLinearConv or QLinearMatMul, "
+                "or a DequantizeMatMul on weights kept 8-bit or 4-bit, where this CPU has a fast "
+                "kernel for it");
   cmd->add_option("--f16-rounding", f.f16Rounding,
                   "f16/bf16 models, ops without a 16-bit CPU kernel (computed in f32): 'islands' "
                   "keeps f32 between such ops and rounds where values leave them (as ONNX Runtime "
