@@ -226,7 +226,9 @@ TEST(Executable, DropsConstantsOnlyPrepackingKernelsRead) {
         for (int k = 0; k < 8; ++k) acc += double(x.data<float>()[i * 8 + k]) * w[k * 16 + j];
         EXPECT_NEAR(out[0].data<float>()[i * 16 + j], acc, 1e-5) << i << ", " << j;
       }
-    if (wIsOutput) EXPECT_EQ(std::memcmp(out[1].raw(), w, 8 * 16 * 4), 0);
+    if (wIsOutput) {
+      EXPECT_EQ(std::memcmp(out[1].raw(), w, 8 * 16 * 4), 0);
+    }
   }
 }
 
