@@ -56,7 +56,9 @@ std::vector<Tensor> compileAndRun(bool twoDevices, plan::Plan* planOut) {
   GraphBuilder g;
   auto module = buildModel(g, twoDevices);
   CompileOptions co;
-  if (twoDevices) EXPECT_TRUE(setTargetDevices(&co, "cpu,cpu:1").isOk());
+  if (twoDevices) {
+    EXPECT_TRUE(setTargetDevices(&co, "cpu,cpu:1").isOk());
+  }
   CompileResult r;
   Status st = compileModuleToPlan(*module, co, &r);
   EXPECT_TRUE(st.isOk()) << st.message();
