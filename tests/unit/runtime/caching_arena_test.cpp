@@ -156,7 +156,9 @@ TEST(CachingArena, ManyRandomBlocksNeverOverlap) {
     ASSERT_TRUE(a.allocate(bytes, "r", &p).isOk());
     char* c = static_cast<char*>(p);
     auto next = live.lower_bound(c);
-    if (next != live.end()) ASSERT_LE(c + bytes, next->first);
+    if (next != live.end()) {
+      ASSERT_LE(c + bytes, next->first);
+    }
     if (next != live.begin()) {
       auto prev = std::prev(next);
       ASSERT_LE(prev->first + prev->second, c);

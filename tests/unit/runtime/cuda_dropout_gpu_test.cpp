@@ -119,7 +119,9 @@ std::vector<int64_t> runBoth(DropCase& c, const std::vector<double>& counters) {
     EXPECT_TRUE(st.isOk()) << st.message();
     EXPECT_TRUE(gpu->synchronize().isOk());
     EXPECT_TRUE(gpu->copyToHost(yHost.raw(), dy.raw(), yHost.bytes()).isOk());
-    if (c.withMask) EXPECT_TRUE(gpu->copyToHost(maskHost.raw(), dmask.raw(), maskHost.bytes()).isOk());
+    if (c.withMask) {
+      EXPECT_TRUE(gpu->copyToHost(maskHost.raw(), dmask.raw(), maskHost.bytes()).isOk());
+    }
     EXPECT_TRUE(gpu->synchronize().isOk());
     const size_t es = dtypeSize(c.x.dtype());
     int64_t badY = 0, badMask = 0, drops = 0;

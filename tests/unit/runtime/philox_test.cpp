@@ -39,7 +39,9 @@ TEST(DropoutMask, ThresholdsAndCounterLayout) {
     m.threshold = w[j];
     EXPECT_TRUE(m.keep(4 * block + j)) << "a word equal to the threshold is kept";
     m.threshold = w[j] + 1;
-    if (w[j] != 0xffffffffu) EXPECT_FALSE(m.keep(4 * block + j));
+    if (w[j] != 0xffffffffu) {
+      EXPECT_FALSE(m.keep(4 * block + j));
+    }
     m.threshold = 0;
   }
 }

@@ -188,7 +188,9 @@ TEST(DataDependent, NonMaxSuppressionMatchesThePairwiseRuleOverManyBlocks) {
         kept.push_back(i);
         want.insert(want.end(), {0, c, i});
       }
-      if (iou == 0.5f) EXPECT_GT(kept.size(), 200u);
+      if (iou == 0.5f) {
+        EXPECT_GT(kept.size(), 200u);
+      }
       EXPECT_LT(kept.size(), order.size());  // something was suppressed
     }
     EXPECT_EQ(sel, want) << "iou " << iou;
