@@ -213,6 +213,51 @@ class Unit(unittest.TestCase):
             self.assertEqual(sorted(o["name"] for o in report["outputs"]),
                              sorted(o.name for o in self.plan.outputs))
 
+    def test_save_reads_constants_again(self):
+        # A Plan keeps no copy of its constants: save() compiles the model again (or reads the
+        # .tplan again) and writes only the plan that runs. weights_a/b differ in one weight.
+        import shutil
+        models = os.path.join(HERE, "models")
+        src = os.path.join(self.tmp.name, "weights.onnx")
+        shutil.copyfile(os.path.join(models, "weights_a.onnx"), src)
+        plan = tandem.compile(src, target="cpu", threads=1)
+        x = np.array([[1.0, 2.0, 3.0, 4.0]], np.float32)
+        want = x @ np.array([0.5 * i - 2.0 for i in range(11)] + [1.0], np.float32).reshape(4, 3) \
+            + np.array([0.25, -0.5, 1.0], np.float32)
+        np.testing.assert_allclose(plan.run({"x": x})["y"], want, rtol=1e-6)
+        first = os.path.join(self.tmp.name, "w1.tplan")
+        plan.save(first)
+        np.testing.assert_allclose(tandem.load(first, threads=1).run({"x": x})["y"], want, rtol=1e-6)
+
+        refused = os.path.join(self.tmp.name, "refused.tplan")
+        shutil.copyfile(os.path.join(models, "weights_b.onnx"), src)  # one weight changed
+        with self.assertRaisesRegex(tandem.Error, r"no longer gives the plan that runs"):
+            plan.save(refused)
+        shutil.copyfile(ALL_DTYPES, src)  # another graph
+        with self.assertRaisesRegex(tandem.Error, r"no longer gives the plan that runs"):
+            plan.save(refused)
+        os.remove(src)
+        with self.assertRaisesRegex(tandem.Error, r"reads them again from '.*weights.onnx'"):
+            plan.save(refused)
+        self.assertFalse(os.path.exists(refused))
+        shutil.copyfile(os.path.join(models, "weights_a.onnx"), src)  # the source back: saves
+        second = os.path.join(self.tmp.name, "w2.tplan")
+        plan.save(second)
+        with open(first, "rb") as a, open(second, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+
+        # A loaded plan reads its .tplan again: the same bytes, or an error once it is gone.
+        loaded = tandem.load(first, threads=1)
+        third = os.path.join(self.tmp.name, "w3.tplan")
+        loaded.save(third)
+        with open(first, "rb") as a, open(third, "rb") as b:
+            self.assertEqual(a.read(), b.read())
+        os.remove(first)
+        with self.assertRaisesRegex(tandem.Error, r"reads them again from '.*w1.tplan'"):
+            loaded.save(refused)
+        self.assertFalse(os.path.exists(refused))
+        np.testing.assert_allclose(loaded.run({"x": x})["y"], want, rtol=1e-6)  # still runs
+
     def test_read_tensor(self):
         path = os.path.join(self.tmp.name, "missing.pb")
         with self.assertRaises(FileNotFoundError):

@@ -19,6 +19,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "frontend/OnnxTensor.h"
@@ -154,10 +155,39 @@ struct TensorInfo {
   Shape shape;
 };
 
+// Where a plan came from, so that save() can read its constants again: a PyPlan keeps none
+// (the executable holds the weights, mostly in its kernels' packed forms; a second copy in the
+// plan doubled a Python process's memory against `tandem run`'s).
+struct PlanSource {
+  std::string path;       // the ONNX model compiled, or the .tplan loaded
+  bool onnx = false;
+  ImportOptions importOptions;    // onnx: as compile() was called
+  CompileOptions compileOptions;
+};
+
+// The plan without its constants' bytes (dtype and dims stay) and a digest of each constant's
+// bytes, by value id (0 for other values). Built by moving the bytes out and back, so the
+// plan is never copied whole.
+void splitConstants(plan::Plan* p, plan::Plan* skeleton, std::vector<uint64_t>* digests) {
+  std::vector<std::string> raw(p->values_size());
+  digests->assign(p->values_size(), 0);
+  for (int i = 0; i < p->values_size(); ++i) {
+    plan::Value* v = p->mutable_values(i);
+    if (v->kind() != plan::Value::CONSTANT) continue;
+    raw[i].swap(*v->mutable_constant()->mutable_raw());
+    (*digests)[i] = std::hash<std::string_view>()(raw[i]);
+  }
+  *skeleton = *p;
+  for (int i = 0; i < p->values_size(); ++i)
+    if (p->values(i).kind() == plan::Value::CONSTANT) raw[i].swap(*p->mutable_values(i)->mutable_constant()->mutable_raw());
+}
+
 // A compiled or loaded plan bound to this machine's devices.
 struct PyPlan {
   std::shared_ptr<Executable> exe;
-  plan::Plan plan;               // what save() writes (external constants resolved)
+  plan::Plan skeleton;           // the plan that runs, without its constants' bytes
+  std::vector<uint64_t> constantDigests;  // by value id: what save() checks the rebuilt bytes against
+  PlanSource source;
   bool compiled = false;         // false: read from a .tplan, which keeps only the JSON log
   std::string logText, logDot;   // the placement log as text and Graphviz (compiled plans)
   std::vector<std::string> notes;
@@ -251,7 +281,7 @@ struct PyPlan {
   }
 
   std::string placementLog(const std::string& format) const {
-    if (format == "json") return plan.placement_log_json();
+    if (format == "json") return skeleton.placement_log_json();
     if (format != "text" && format != "dot")
       raise(PyExc_ValueError, "placement_log: format must be 'text', 'json' or 'dot', got '" + format + "'");
     if (!compiled)
@@ -260,11 +290,45 @@ struct PyPlan {
     return format == "text" ? logText : logDot;
   }
 
+  // save(path): the plan rebuilt from its source (the model compiled again, or the .tplan read
+  // again) and written only when it is the plan that runs: the same steps, placement, memory
+  // plan and log, and constants with the same bytes. A source changed or removed since is a
+  // tandem.Error that says so; nothing is written then.
   void save(const std::string& path) const {
+    plan::Plan rebuilt;
+    Status st;
+    {
+      py::gil_scoped_release noGil;
+      st = rebuild(&rebuilt);
+    }
+    if (!st.isOk())
+      throw Error("save: this plan keeps no copy of its constants and reads them again from '" +
+                  source.path + "', which failed: " + st.message());
+    plan::Plan rebuiltSkeleton;
+    std::vector<uint64_t> digests;
+    splitConstants(&rebuilt, &rebuiltSkeleton, &digests);
+    if (digests != constantDigests || rebuiltSkeleton.SerializeAsString() != skeleton.SerializeAsString())
+      throw Error("save: '" + source.path + "' no longer gives the plan that runs (the file, or the " +
+                  "calibration the placer read, changed since " + (source.onnx ? "compile" : "load") +
+                  "); compile or load it again, then save");
     std::string bytes;
-    if (!plan.SerializeToString(&bytes)) throw Error("cannot serialise the plan");
-    Status st = writeFileAtomic(path, bytes);
+    if (!rebuilt.SerializeToString(&bytes)) throw Error("cannot serialise the plan");
+    st = writeFileAtomic(path, bytes);
     if (!st.isOk()) raise(PyExc_OSError, st.message());
+  }
+
+ private:
+  Status rebuild(plan::Plan* out) const {
+    if (source.onnx) {
+      CompileResult result;
+      TANDEM_RETURN_IF_ERROR(compileOnnxFile(source.path, source.importOptions, source.compileOptions, &result));
+      *out = std::move(result.plan);
+      return Status::ok();
+    }
+    std::string bytes;
+    TANDEM_RETURN_IF_ERROR(readInputFile(source.path, &bytes, "plan file"));
+    if (!out->ParseFromString(bytes)) return Status::error("not a valid Tandem plan (protobuf parse failed)");
+    return resolveExternalConstants(out, source.path);
   }
 };
 
@@ -275,14 +339,15 @@ LoadOptions loadOptions(int threads) {
   return lo;
 }
 
-std::unique_ptr<PyPlan> bindPlan(plan::Plan p, const LoadOptions& lo, const std::string& label) {
+std::unique_ptr<PyPlan> bindPlan(plan::Plan p, const LoadOptions& lo, PlanSource source) {
   auto r = std::make_unique<PyPlan>();
-  r->plan = std::move(p);
+  splitConstants(&p, &r->skeleton, &r->constantDigests);
+  r->source = std::move(source);
   std::unique_ptr<Executable> exe;
   Status st;
   {
     py::gil_scoped_release noGil;
-    st = Executable::load(r->plan, lo, &exe).withContext(label);
+    st = Executable::load(std::move(p), lo, &exe).withContext(r->source.path);
   }
   check(st);
   r->exe = std::move(exe);
@@ -344,7 +409,8 @@ std::unique_ptr<PyPlan> compile(const std::string& path, py::object target, cons
     st = compileOnnxFile(path, io, co, &result);
   }
   check(st);
-  std::unique_ptr<PyPlan> bound = bindPlan(std::move(result.plan), lo, path);
+  PlanSource source{path, true, io, co};
+  std::unique_ptr<PyPlan> bound = bindPlan(std::move(result.plan), lo, std::move(source));
   bound->compiled = true;
   bound->logText = std::move(result.placementLogText);
   bound->logDot = std::move(result.placementLogDot);
@@ -362,7 +428,7 @@ std::unique_ptr<PyPlan> load(const std::string& path, int threads) {
   if (!p.ParseFromString(bytes)) throw Error(path + ": not a valid Tandem plan (protobuf parse failed)");
   // Constants kept in a shared weights file come in here, so save() writes a self-contained plan.
   check(resolveExternalConstants(&p, path).withContext(path));
-  return bindPlan(std::move(p), lo, path);
+  return bindPlan(std::move(p), lo, PlanSource{path, false, {}, {}});
 }
 
 py::tuple shapeTuple(const Shape& s) {
@@ -427,11 +493,16 @@ PYBIND11_MODULE(tandem, m) {
            "has only 'json' (ValueError for the others).")
       .def("save", &PyPlan::save, py::arg("path"),
            "Writes the plan as a .tplan file (constants inline) that `tandem run`, "
-           "`tandem-run` and tandem.load() read. Written to a temporary and renamed: on "
-           "error (OSError) no partial file is left.")
+           "`tandem-run` and tandem.load() read. A Plan keeps no second copy of its weights (the "
+           "runtime holds them once), so save() reads them again from where they came from: it "
+           "compiles the model again with the same options, or reads the .tplan again, and "
+           "writes the result only if it is the plan that runs (same steps, placement and "
+           "constants), so it takes about a compile's time. Errors: tandem.Error when that "
+           "source is gone or has changed; OSError when the file cannot be written. Written to "
+           "a temporary and renamed: on error no partial file is left.")
       .def("__repr__", [](const PyPlan& p) {
         return "<tandem.Plan inputs: " + p.namesText(true) + "; outputs: " + p.namesText(false) +
-               "; " + std::to_string(p.plan.steps_size()) + " steps>";
+               "; " + std::to_string(p.skeleton.steps_size()) + " steps>";
       });
 
   m.def("compile", &compile, py::arg("path"), py::arg("target") = py::none(),
