@@ -1878,6 +1878,22 @@ const std::string& onnxOpset17Name(const std::string& op) {
   return it == renamed.end() ? op : it->second;
 }
 
+namespace {
+
+mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext* ctx, onnx::ModelProto* model,
+                                              const std::string& sourceName,
+                                              const ImportOptions& options, std::string* error) {
+  std::string why;
+  if (!inlineLocalFunctions(model, &why)) {
+    if (error) *error = sourceName + ": " + why;
+    return nullptr;
+  }
+  OnnxImporter importer(ctx, sourceName, options);
+  return importer.import(*model, error);
+}
+
+}  // namespace
+
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const std::string& bytes,
                                                   const std::string& sourceName,
                                                   const ImportOptions& options, std::string* error) {
@@ -1886,25 +1902,29 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxBytes(mlir::MLIRContext* ctx, const 
     if (error) *error = sourceName + ": not a valid ONNX model (protobuf parse failed)";
     return nullptr;
   }
-  std::string why;
-  if (!inlineLocalFunctions(&model, &why)) {
-    if (error) *error = sourceName + ": " + why;
-    return nullptr;
-  }
-  OnnxImporter importer(ctx, sourceName, options);
-  return importer.import(model, error);
+  return importModel(ctx, &model, sourceName, options, error);
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxFile(mlir::MLIRContext* ctx, const std::string& path,
                                                  const ImportOptions& options, std::string* error) {
   // Untrusted path: a directory, a device (/dev/zero) or a file over the input limit is refused
-  // before anything is read.
+  // before anything is read. Tensors stored as external data are read next to the file.
   std::string bytes;
   if (Status st = readInputFile(path, &bytes, "ONNX model file"); !st.isOk()) {
     if (error) *error = st.message();
     return nullptr;
   }
-  return importOnnxBytes(ctx, bytes, path, options, error);
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes)) {
+    if (error) *error = path + ": not a valid ONNX model (protobuf parse failed)";
+    return nullptr;
+  }
+  std::string().swap(bytes);
+  if (Status st = loadExternalData(&model, path); !st.isOk()) {
+    if (error) *error = path + ": " + st.message();
+    return nullptr;
+  }
+  return importModel(ctx, &model, path, options, error);
 }
 
 }  // namespace tandem

@@ -27,6 +27,9 @@ struct ImportOptions {
 /// `tandem.dim_params`. Other opsets are normalised to opset-17 form (e.g. Squeeze-11's axes
 /// attribute becomes a constant input, ReduceMean-18's constant axes input an attribute). Node locations are NameLoc(node name) or
 /// "OpType_<index>" when unnamed.
+/// Tensors stored as ONNX external data (`model.onnx` + `model.onnx_data`, how models over 2 GiB
+/// are saved) are read from files next to `path` first (loadExternalData, frontend/OnnxTensor.h);
+/// importOnnxBytes has no directory to read them from and refuses them, naming the tensor.
 /// Errors (returned as null module, *error set, one line): unreadable/corrupt file, unsupported
 /// opset, unknown op ("node 'x' (Foo): unsupported op type 'Foo'"), missing initializer/input,
 /// cycle, shape mismatch (from the op's shape function).

@@ -3,10 +3,15 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <type_traits>
 
@@ -99,11 +104,174 @@ Status int4FromProto(const onnx::TensorProto& p, bool isSigned, Tensor* out) {
   return Status::ok();
 }
 
+namespace {
+
+// The bytes a tensor of fixed-size dtype needs (ceil(n / 2) for INT4/UINT4), or -1 when that
+// is not known here (strings, an unknown dtype, a size past the limit: tensorFromProto says so).
+int64_t expectedBytes(const onnx::TensorProto& p) {
+  Shape shape(p.dims().begin(), p.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) return -1;
+  const int32_t code = p.data_type();
+  if (code == 21 || code == 22) {
+    int64_t n = 0;
+    if (!checkTensorSize(shape, 1, "INT4", &n).empty()) return -1;
+    return (n + 1) / 2;
+  }
+  if (!isKnownDType(code)) return -1;
+  int64_t bytes = 0;
+  const DType d = static_cast<DType>(code);
+  if (!checkTensorSize(shape, (int64_t)dtypeSize(d), dtypeName(d), &bytes).empty()) return -1;
+  return bytes;
+}
+
+bool parseByteCount(const std::string& s, int64_t* v) {
+  if (s.empty() || s.size() > 18) return false;
+  int64_t r = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    r = r * 10 + (c - '0');
+  }
+  *v = r;
+  return true;
+}
+
+// Reads each external tensor's range into raw_data; files opened once each.
+class ExternalDataLoader {
+ public:
+  explicit ExternalDataLoader(std::string dir) : dir_(std::move(dir)) {}
+  ~ExternalDataLoader() {
+    for (auto& [loc, f] : files_) close(f.fd);
+  }
+
+  Status graph(onnx::GraphProto* g) {
+    for (auto& t : *g->mutable_initializer()) TANDEM_RETURN_IF_ERROR(tensor(&t));
+    for (auto& sp : *g->mutable_sparse_initializer()) {
+      TANDEM_RETURN_IF_ERROR(tensor(sp.mutable_values()));
+      TANDEM_RETURN_IF_ERROR(tensor(sp.mutable_indices()));
+    }
+    for (auto& n : *g->mutable_node()) TANDEM_RETURN_IF_ERROR(node(&n));
+    return Status::ok();
+  }
+
+  Status node(onnx::NodeProto* n) {
+    for (auto& a : *n->mutable_attribute()) {
+      if (a.has_t()) TANDEM_RETURN_IF_ERROR(tensor(a.mutable_t()));
+      for (auto& t : *a.mutable_tensors()) TANDEM_RETURN_IF_ERROR(tensor(&t));
+      if (a.has_sparse_tensor()) {
+        TANDEM_RETURN_IF_ERROR(tensor(a.mutable_sparse_tensor()->mutable_values()));
+        TANDEM_RETURN_IF_ERROR(tensor(a.mutable_sparse_tensor()->mutable_indices()));
+      }
+      if (a.has_g()) TANDEM_RETURN_IF_ERROR(graph(a.mutable_g()));
+      for (auto& g : *a.mutable_graphs()) TANDEM_RETURN_IF_ERROR(graph(&g));
+    }
+    return Status::ok();
+  }
+
+  Status tensor(onnx::TensorProto* p) {
+    if (p->data_location() != onnx::TensorProto::EXTERNAL && p->external_data_size() == 0)
+      return Status::ok();
+    const std::string what = tensorLabel(*p);
+    std::string location;
+    int64_t offset = 0, length = -1;
+    for (const auto& kv : p->external_data()) {
+      if (kv.key() == "location") {
+        location = kv.value();
+      } else if (kv.key() == "offset" || kv.key() == "length") {
+        int64_t v = 0;
+        if (!parseByteCount(kv.value(), &v))
+          return Status::error(what + ": external data " + kv.key() + " '" + kv.value() +
+                               "' is not a byte count");
+        (kv.key() == "offset" ? offset : length) = v;
+      }
+    }
+    if (location.empty()) return Status::error(what + ": external data without a location");
+    if (location[0] == '/' || location == ".." || location.rfind("../", 0) == 0 ||
+        location.find("/../") != std::string::npos ||
+        (location.size() >= 3 && location.compare(location.size() - 3, 3, "/..") == 0))
+      return Status::error(what + ": external data location '" + location +
+                           "' must be a path inside the model's directory (relative, no '..')");
+    const std::string path = dir_.empty() ? location : dir_ + "/" + location;
+    File* f = nullptr;
+    TANDEM_RETURN_IF_ERROR(open(location, path, what, &f));
+    if (length < 0) length = offset <= f->size ? f->size - offset : 0;
+    if (offset > f->size || length > f->size - offset)
+      return Status::error(what + ": external data range [" + std::to_string(offset) + ", " +
+                           std::to_string(offset + length) + ") is past the end of '" + path +
+                           "' (" + std::to_string(f->size) + " bytes)");
+    if (int64_t want = expectedBytes(*p); want >= 0 && want != length)
+      return Status::error(what + ": external data in '" + path + "' has " + std::to_string(length) +
+                           " bytes, but its dims and dtype need " + std::to_string(want));
+    if (length > maxTensorBytes())
+      return Status::error(what + ": external data of " + std::to_string(length) +
+                           " bytes, more than the limit of " + std::to_string(maxTensorBytes()) +
+                           " (TANDEM_MAX_TENSOR_BYTES raises it)");
+    std::string bytes;
+    try {
+      bytes.resize((size_t)length);
+    } catch (const std::exception&) {
+      return Status::error(what + ": out of memory reading " + std::to_string(length) +
+                           " bytes of external data");
+    }
+    for (int64_t done = 0; done < length;) {
+      ssize_t r = pread(f->fd, &bytes[(size_t)done], (size_t)(length - done), (off_t)(offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        return Status::error(what + ": cannot read external data from '" + path + "' (" +
+                             (r < 0 ? std::strerror(errno) : "unexpected end of file") + ")");
+      done += r;
+    }
+    p->set_raw_data(std::move(bytes));
+    p->clear_external_data();
+    p->set_data_location(onnx::TensorProto::DEFAULT);
+    return Status::ok();
+  }
+
+ private:
+  struct File {
+    int fd = -1;
+    int64_t size = 0;
+  };
+
+  Status open(const std::string& location, const std::string& path, const std::string& what, File** out) {
+    auto it = files_.find(location);
+    if (it == files_.end()) {
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0)
+        return Status::error(what + ": cannot open its external data file '" + path + "' (" +
+                             std::strerror(errno) + ")");
+      struct stat st;
+      if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return Status::error(what + ": external data '" + path + "' is not a regular file");
+      }
+      it = files_.emplace(location, File{fd, (int64_t)st.st_size}).first;
+    }
+    *out = &it->second;
+    return Status::ok();
+  }
+
+  std::string dir_;
+  std::map<std::string, File> files_;
+};
+
+}  // namespace
+
+Status loadExternalData(onnx::ModelProto* model, const std::string& modelPath) {
+  const size_t slash = modelPath.find_last_of('/');
+  ExternalDataLoader loader(slash == std::string::npos ? "" : modelPath.substr(0, slash == 0 ? 1 : slash));
+  TANDEM_RETURN_IF_ERROR(loader.graph(model->mutable_graph()));
+  for (auto& fn : *model->mutable_functions())
+    for (auto& n : *fn.mutable_node()) TANDEM_RETURN_IF_ERROR(loader.node(&n));
+  return Status::ok();
+}
+
 Status tensorFromProto(const onnx::TensorProto& p, Tensor* out) {
   if (p.data_location() == onnx::TensorProto::EXTERNAL || p.external_data_size() > 0) {
     return Status::error(tensorLabel(p) +
-                         ": uses external data (data_location=EXTERNAL), which is not supported; "
-                         "re-save the model with its tensors embedded");
+                         ": uses external data (data_location=EXTERNAL), which is read only when "
+                         "the model is compiled from its file (its location is relative to the "
+                         "model's directory)");
   }
   if (p.has_segment()) {
     return Status::error(tensorLabel(p) + ": segmented tensors are not supported");

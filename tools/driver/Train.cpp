@@ -70,6 +70,9 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   onnx::ModelProto model;
   if (!model.ParseFromString(bytes))
     return Status::error(o.model + ": not a valid ONNX model (protobuf parse failed)");
+  std::string().swap(bytes);
+  // Tensors kept as external data come in, so the trained model written below is whole.
+  TANDEM_RETURN_IF_ERROR(loadExternalData(&model, o.model).withContext(o.model));
   std::string input;
   int rank = 0;
   TANDEM_RETURN_IF_ERROR(imageInput(model, o.model, &input, &rank));
