@@ -1,8 +1,10 @@
 // Composite-op recognition for --tandem-canonicalize: GELU (erf and tanh forms), LayerNorm,
-// GroupNorm and Softmax written out op by op, and MatMul + Add as Gemm. Each matcher looks backwards from
+// GroupNorm and Softmax written out op by op, MatMul + Add as Gemm, and two-operand Einsums
+// as batched MatMuls. Each matcher looks backwards from
 // the last op of its pattern, so a forward walk sees the operands in their final form, and
 // checks the whole pattern (operands, constants, axes, broadcast shapes, readers of every op it
 // makes dead) before it changes the IR: a near-match is left as it is.
+#include <algorithm>
 #include <cassert>
 #include <cmath>
 
@@ -10,6 +12,7 @@
 #include "compiler/TandemDialect.h"
 #include "compiler/IrConventions.h"
 #include "passes/Passes.h"
+#include "runtime/Einsum.h"
 
 namespace tandem {
 namespace {
@@ -516,6 +519,102 @@ bool rewriteGroupNorm(mlir::IRRewriter& rewriter, mlir::Operation* root) {
   return true;
 }
 
+// Einsum of two f32 (or f64) operands of static shape whose every label is a batch label (both operands
+// and the result), a row label (A and the result), a column label (B and the result) or a
+// contracted one (both operands, not the result): a batched MatMul between Transposes and
+// Reshapes, as torch.einsum and ONNX Runtime compute it. Einsum's own kernel is a scalar loop
+// nest (MaxViT's attention, "B G H I D, B G H J D -> B G H I J", ran 300 ms of its 360 there).
+// Repeated labels (diagonals), labels summed within one operand, and contracted labels whose
+// extents differ (a broadcast 1) keep the Einsum.
+bool rewriteEinsum(mlir::IRRewriter& rewriter, mlir::Operation* op) {
+  if (op->getNumOperands() != 2) return false;
+  auto eq = op->getAttrOfType<mlir::StringAttr>("equation");
+  auto ta = rankedType(op->getOperand(0)), tb = rankedType(op->getOperand(1));
+  auto ty = rankedType(op->getResult(0));
+  if (!eq || !ta || !tb || !ty || !ta.hasStaticShape() || !tb.hasStaticShape() || !ty.hasStaticShape())
+    return false;
+  if (ta.getElementType() != tb.getElementType() ||
+      !(ta.getElementType().isF32() || ta.getElementType().isF64()))
+    return false;
+  std::vector<std::vector<int64_t>> shapes = {ta.getShape().vec(), tb.getShape().vec()};
+  EinsumSpec spec;
+  if (!parseEinsum(eq.getValue().str(), shapes, &spec).empty()) return false;
+  const std::vector<int>& la = spec.inputLabels[0];
+  const std::vector<int>& lb = spec.inputLabels[1];
+  const std::vector<int>& lo = spec.outputLabels;
+  auto position = [](const std::vector<int>& v, int l) {
+    auto it = std::find(v.begin(), v.end(), l);
+    return it == v.end() ? -1 : int(it - v.begin());
+  };
+  for (const auto* v : {&la, &lb})
+    for (size_t i = 0; i < v->size(); ++i)
+      if (position(*v, (*v)[i]) != (int)i) return false;  // a diagonal
+  // Batch labels in the result's order, then rows (result order), contracted (A's order), columns.
+  std::vector<int> batch, rows, cols, contracted;
+  for (int l : lo) {
+    const bool inA = position(la, l) >= 0, inB = position(lb, l) >= 0;
+    (inA && inB ? batch : inA ? rows : cols).push_back(l);
+  }
+  for (int l : la)
+    if (position(lo, l) < 0) {
+      if (position(lb, l) < 0 || shapes[0][position(la, l)] != shapes[1][position(lb, l)]) return false;
+      contracted.push_back(l);
+    }
+  for (int l : lb)
+    if (position(lo, l) < 0 && position(la, l) < 0) return false;  // summed within B alone
+
+  mlir::Location loc = op->getLoc();
+  rewriter.setInsertionPoint(op);
+  auto i64Array = [&](const std::vector<int64_t>& v) { return rewriter.getI64ArrayAttr(v); };
+  auto transpose = [&](mlir::Value x, const std::vector<int64_t>& perm) -> mlir::FailureOr<mlir::Value> {
+    bool identity = true;
+    for (size_t i = 0; i < perm.size(); ++i) identity &= perm[i] == (int64_t)i;
+    if (identity) return x;
+    auto t = createTandemOp(rewriter, loc, "Transpose", {x}, {rewriter.getNamedAttr("perm", i64Array(perm))});
+    if (mlir::failed(t)) return mlir::failure();
+    return (*t)->getResult(0);
+  };
+  auto reshape = [&](mlir::Value x, const std::vector<int64_t>& dims) -> mlir::FailureOr<mlir::Value> {
+    if (rankedType(x).getShape().vec() == dims) return x;
+    mlir::Value shape = createConstant(rewriter, loc, Tensor::fromVector<int64_t>({(int64_t)dims.size()}, dims));
+    auto r = createTandemOp(rewriter, loc, "Reshape", {x, shape}, {});
+    if (mlir::failed(r)) return mlir::failure();
+    return (*r)->getResult(0);
+  };
+  // One operand as [batch..., rows-or-contracted product, contracted-or-columns product].
+  auto operand = [&](int k, const std::vector<int>& labels, const std::vector<int>& first,
+                     const std::vector<int>& second) -> mlir::FailureOr<mlir::Value> {
+    std::vector<int64_t> perm, dims;
+    for (int l : batch) perm.push_back(position(labels, l)), dims.push_back(shapes[k][perm.back()]);
+    int64_t p1 = 1, p2 = 1;
+    for (int l : first) perm.push_back(position(labels, l)), p1 *= shapes[k][perm.back()];
+    for (int l : second) perm.push_back(position(labels, l)), p2 *= shapes[k][perm.back()];
+    dims.push_back(p1);
+    dims.push_back(p2);
+    auto t = transpose(op->getOperand(k), perm);
+    if (mlir::failed(t)) return mlir::failure();
+    return reshape(*t, dims);
+  };
+  auto a = operand(0, la, rows, contracted);
+  auto b = operand(1, lb, contracted, cols);
+  if (mlir::failed(a) || mlir::failed(b)) return false;
+  auto mm = createTandemOp(rewriter, loc, "MatMul", {*a, *b}, {});
+  if (mlir::failed(mm)) return false;
+  // [batch..., rows..., columns...], then the result's label order.
+  std::vector<int> order = batch;
+  order.insert(order.end(), rows.begin(), rows.end());
+  order.insert(order.end(), cols.begin(), cols.end());
+  std::vector<int64_t> dims, perm;
+  for (int l : order) dims.push_back(ty.getShape()[position(lo, l)]);
+  for (int l : lo) perm.push_back(position(order, l));
+  auto y = reshape((*mm)->getResult(0), dims);
+  if (mlir::failed(y)) return false;
+  y = transpose(*y, perm);
+  if (mlir::failed(y) || (*y).getType() != op->getResult(0).getType()) return false;
+  rewriter.replaceOp(op, *y);
+  return true;
+}
+
 }  // namespace
 
 bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {
@@ -528,6 +627,7 @@ bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {
     return rewriteLayerNorm(rewriter, op) || rewriteGroupNorm(rewriter, op) ||
            rewriteMatMulAdd(rewriter, op);
   if (type == "ReduceMean") return rewriteSpatialMean(rewriter, op);
+  if (type == "Einsum") return rewriteEinsum(rewriter, op);
   return false;
 }
 

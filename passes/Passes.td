@@ -247,7 +247,10 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     rank >= 4 value -> GlobalAveragePool, + Flatten without keepdims; GroupNorm as PyTorch
     writes it up to opset 17, Reshape [N, G, -1] -> InstanceNormalization -> Reshape back
     [-> Mul gamma per channel] [-> Add beta per channel], -> GroupNormalization with the
-    InstanceNormalization's scale and bias folded in), each only after its whole pattern matched
+    InstanceNormalization's scale and bias folded in; a two-operand f32/f64 Einsum of static
+    shapes whose labels are batch, row, column or contracted ones -> Transpose / Reshape /
+    batched MatMul, diagonals and labels summed within one operand left to Einsum's kernel),
+    each only after its whole pattern matched
     (constants, axes, broadcast shapes, no reader outside the pattern of an op it makes dead),
     so a near-match stays as it is; fold any op whose operands are
     all constants by running its CPU kernel from the kernel registry (skipped when the result

@@ -241,3 +241,27 @@ func.func @main(%x: tensor<2x8x5x5xf32>, %y: tensor<2x8x5x5xf32>, %s: tensor<2x5
   %e = tandem.reduce_mean %s {axes = [2]} : (tensor<2x5x8xf32>) -> tensor<2x5x1xf32>
   return %a, %b, %c, %d, %e : tensor<2x8xf32>, tensor<2x8x1x1xf32>, tensor<2x5x5xf32>, tensor<2x8x5x1xf32>, tensor<2x5x1xf32>
 }
+
+// -----
+
+// Einsum of batch, row, column and contracted labels (MaxViT's attention scores): a batched
+// MatMul, B's contracted label moved before its column label; no Einsum is left.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.einsum
+// CHECK: %[[T:.*]] = tandem.transpose %arg1 {perm = [0, 1, 2, 4, 3]}
+// CHECK-NEXT: %[[M:.*]] = tandem.mat_mul %arg0, %[[T]] : (tensor<1x2x3x4x8xf32>, tensor<1x2x3x8x5xf32>) -> tensor<1x2x3x4x5xf32>
+// CHECK-NEXT: return %[[M]]
+func.func @main(%a: tensor<1x2x3x4x8xf32>, %b: tensor<1x2x3x5x8xf32>) -> tensor<1x2x3x4x5xf32> {
+  %0 = tandem.einsum %a, %b {equation = "B G H I D, B G H J D -> B G H I J"} : (tensor<1x2x3x4x8xf32>, tensor<1x2x3x5x8xf32>) -> tensor<1x2x3x4x5xf32>
+  return %0 : tensor<1x2x3x4x5xf32>
+}
+
+// -----
+
+// A diagonal ("ii") keeps the Einsum.
+// CHECK-LABEL: func.func @main
+// CHECK-NEXT: tandem.einsum
+func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x5xf32>) -> tensor<5xf32> {
+  %0 = tandem.einsum %a, %b {equation = "ii,ij->j"} : (tensor<4x4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}
