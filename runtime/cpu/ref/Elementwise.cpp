@@ -38,41 +38,58 @@ struct Broadcast2 {
   }
 };
 
-/// y = op(a, b) over the rows of `bc`, in chunks of at most 16K elements, spread over the
-/// OpenMP threads when there are 64K elements or more (each element written once: any thread
-/// count gives the same bits).
+/// y = op(a, b) over the rows of `bc`, in tasks of at most 16K elements (a long row split, short
+/// rows grouped), spread over the OpenMP threads when there are 64K elements or more (each
+/// element written once: any thread count gives the same bits). A task finds its first row's
+/// offsets by division and steps to the next rows with an odometer: rows of a few elements
+/// ([256, 1, 1, 2] + [1, 7, 7, 2], RAFT's correlation lookup) cost no division each.
 template <typename TA, typename TB, typename TO, typename Op>
 void applyBinary(const Broadcast2& bc, const TA* a, const TB* b, TO* y, Op op) {
   const int64_t n = numElements(bc.out);
   if (n == 0) return;
   constexpr int64_t kChunk = 16384;
   const int64_t rows = n / bc.inner, perRow = (bc.inner + kChunk - 1) / kChunk;
-  const int64_t tasks = rows * perRow;
+  const int64_t rowsPerTask = perRow > 1 ? 1 : std::max<int64_t>(1, kChunk / bc.inner);
+  const int64_t tasks = perRow > 1 ? rows * perRow : (rows + rowsPerTask - 1) / rowsPerTask;
+  const int64_t dims = (int64_t)bc.outer.size();
 #pragma omp parallel for schedule(static) if (n >= (int64_t{1} << 16))
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t row = t / perRow, begin = (t % perRow) * kChunk;
+    const int64_t row0 = perRow > 1 ? t / perRow : t * rowsPerTask;
+    const int64_t begin = perRow > 1 ? (t % perRow) * kChunk : 0;
     const int64_t len = std::min(kChunk, bc.inner - begin);
-    int64_t offA = 0, offB = 0, rem = row;
-    for (int64_t d = (int64_t)bc.outer.size() - 1; d >= 0; --d) {
-      const int64_t i = rem % bc.outer[d];
+    const int64_t rowEnd = perRow > 1 ? row0 + 1 : std::min(rows, row0 + rowsPerTask);
+    std::vector<int64_t> idx(dims);
+    int64_t offA = 0, offB = 0, rem = row0;
+    for (int64_t d = dims - 1; d >= 0; --d) {
+      idx[d] = rem % bc.outer[d];
       rem /= bc.outer[d];
-      offA += i * bc.oa[d];
-      offB += i * bc.ob[d];
+      offA += idx[d] * bc.oa[d];
+      offB += idx[d] * bc.ob[d];
     }
-    const TA* pa = a + offA + bc.ia * begin;
-    const TB* pb = b + offB + bc.ib * begin;
-    TO* py = y + row * bc.inner + begin;
-    if (bc.ia && bc.ib) {
-      for (int64_t i = 0; i < len; ++i) py[i] = op(pa[i], pb[i]);
-    } else if (bc.ia) {
-      const TB v = pb[0];
-      for (int64_t i = 0; i < len; ++i) py[i] = op(pa[i], v);
-    } else if (bc.ib) {
-      const TA u = pa[0];
-      for (int64_t i = 0; i < len; ++i) py[i] = op(u, pb[i]);
-    } else {
-      const TO v = op(pa[0], pb[0]);
-      for (int64_t i = 0; i < len; ++i) py[i] = v;
+    for (int64_t row = row0; row < rowEnd; ++row) {
+      const TA* pa = a + offA + bc.ia * begin;
+      const TB* pb = b + offB + bc.ib * begin;
+      TO* py = y + row * bc.inner + begin;
+      if (bc.ia && bc.ib) {
+        for (int64_t i = 0; i < len; ++i) py[i] = op(pa[i], pb[i]);
+      } else if (bc.ia) {
+        const TB v = pb[0];
+        for (int64_t i = 0; i < len; ++i) py[i] = op(pa[i], v);
+      } else if (bc.ib) {
+        const TA u = pa[0];
+        for (int64_t i = 0; i < len; ++i) py[i] = op(u, pb[i]);
+      } else {
+        const TO v = op(pa[0], pb[0]);
+        for (int64_t i = 0; i < len; ++i) py[i] = v;
+      }
+      for (int64_t d = dims - 1; d >= 0; --d) {  // the next row's offsets
+        offA += bc.oa[d];
+        offB += bc.ob[d];
+        if (++idx[d] < bc.outer[d]) break;
+        offA -= bc.oa[d] * bc.outer[d];
+        offB -= bc.ob[d] * bc.outer[d];
+        idx[d] = 0;
+      }
     }
   }
 }

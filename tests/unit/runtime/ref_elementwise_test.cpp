@@ -213,12 +213,15 @@ TEST(RefBinary, MulWithScalarAndHigherRank) {
 // The broadcasting rows (Broadcast2: trailing dims merged into one contiguous or repeated run)
 // against index arithmetic, for Sub (operand order matters) over patterns that merge
 // differently: a middle dim, both operands broadcast, size-1 dims between, scalars on either
-// side, and 1.4M elements (threaded, a row longer than a chunk).
+// side, 1.4M elements (threaded, a row longer than a chunk), and many short rows grouped into
+// tasks whose later rows' offsets an odometer steps to.
 TEST(RefBinary, BroadcastRowsMatchIndexArithmetic) {
   const std::pair<Shape, Shape> cases[] = {
       {{1, 64, 3, 49, 49}, {1, 64, 1, 49, 49}}, {{2, 3, 4}, {3, 1}},   {{4, 1, 5}, {1, 3, 1}},
       {{2, 1, 3, 1}, {1, 4, 1, 5}},             {{5}, {}},             {{}, {7}},
-      {{3, 1}, {3, 1}},                         {{2, 70000}, {2, 1}}, {{1, 1, 6}, {2, 1, 1}}};
+      {{3, 1}, {3, 1}},                         {{2, 70000}, {2, 1}}, {{1, 1, 6}, {2, 1, 1}},
+      {{256, 1, 1, 2}, {1, 7, 7, 2}},  // 12,544 rows of 2 (RAFT): two tasks of rows, odometer carries
+      {{1024, 1, 8, 2}, {1, 9, 1, 2}}};  // 147K elements, threaded, in rows of 2
   for (const auto& [as, bs] : cases) {
     const size_t r = std::max(as.size(), bs.size());
     Shape pa = as, pb = bs, ys(r);
