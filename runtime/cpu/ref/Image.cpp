@@ -113,6 +113,39 @@ Status resizeAxis(const KernelContext& ctx, int64_t n, int64_t m, double scale, 
   return Status::ok();
 }
 
+// The order of the separable passes that touches the fewest elements: a pass costs its output's
+// elements times its taps, four times that on the innermost axis (a scalar loop per element;
+// the others run along contiguous rows). Upsampling NCHW by 16 (segmentation heads) then
+// widens the rows first, on the small input, and the long pass over the output runs along
+// rows: 1.8 -> 0.35 ms for DeepLabV3's [1, 21, 16, 16] -> [1, 21, 256, 256] (Zen 5, 1 thread).
+// Linear and cubic passes commute up to rounding; a crop box that leaves the input
+// (tf_crop_and_resize's extrapolation) keeps the axis order. Part of the plan, so the CUDA
+// kernel (runtime/cuda/Image.cpp) runs the passes in the same order and gives the same bits.
+void orderResizePasses(const Shape& xs, std::vector<ResizeAxis>* axes, std::vector<size_t>* axisDim) {
+  const size_t n = axes->size();
+  if (n < 2 || n > 5) return;
+  for (const ResizeAxis& a : *axes)
+    if (std::find(a.outside.begin(), a.outside.end(), 1) != a.outside.end()) return;
+  std::vector<size_t> order(n), best;
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  double bestCost = 0;
+  do {
+    Shape cur = xs;
+    double cost = 0;
+    for (size_t k : order) {
+      const ResizeAxis& a = (*axes)[k];
+      cur[(*axisDim)[k]] = a.out;
+      cost += double(numElements(cur)) * double(a.taps) * ((*axisDim)[k] + 1 == xs.size() ? 4 : 1);
+    }
+    if (best.empty() || cost < bestCost) best = order, bestCost = cost;
+  } while (std::next_permutation(order.begin(), order.end()));
+  std::vector<ResizeAxis> a;
+  std::vector<size_t> d;
+  for (size_t k : best) a.push_back(std::move((*axes)[k])), d.push_back((*axisDim)[k]);
+  *axes = std::move(a);
+  *axisDim = std::move(d);
+}
+
 }  // namespace
 
 bool ResizeAxis::identity() const {
@@ -150,42 +183,11 @@ Status resizePlan(const KernelContext& ctx, std::vector<ResizeAxis>* axes, std::
       axisDim->push_back(d);
     }
   }
+  orderResizePasses(xs, axes, axisDim);
   return Status::ok();
 }
 
 namespace {
-
-// The order of the separable passes that touches the fewest elements: a pass costs its output's
-// elements times its taps, four times that on the innermost axis (a scalar loop per element;
-// the others run along contiguous rows). Upsampling NCHW by 16 (segmentation heads) then
-// widens the rows first, on the small input, and the long pass over the output runs along
-// rows: 1.8 -> 0.35 ms for DeepLabV3's [1, 21, 16, 16] -> [1, 21, 256, 256] (Zen 5, 1 thread).
-// Linear and cubic passes commute up to rounding; a crop box that leaves the input
-// (tf_crop_and_resize's extrapolation) keeps the axis order.
-void orderResizePasses(const Shape& xs, std::vector<ResizeAxis>* axes, std::vector<size_t>* axisDim) {
-  const size_t n = axes->size();
-  if (n < 2 || n > 5) return;
-  for (const ResizeAxis& a : *axes)
-    if (std::find(a.outside.begin(), a.outside.end(), 1) != a.outside.end()) return;
-  std::vector<size_t> order(n), best;
-  for (size_t i = 0; i < n; ++i) order[i] = i;
-  double bestCost = 0;
-  do {
-    Shape cur = xs;
-    double cost = 0;
-    for (size_t k : order) {
-      const ResizeAxis& a = (*axes)[k];
-      cur[(*axisDim)[k]] = a.out;
-      cost += double(numElements(cur)) * double(a.taps) * ((*axisDim)[k] + 1 == xs.size() ? 4 : 1);
-    }
-    if (best.empty() || cost < bestCost) best = order, bestCost = cost;
-  } while (std::next_permutation(order.begin(), order.end()));
-  std::vector<ResizeAxis> a;
-  std::vector<size_t> d;
-  for (size_t k : best) a.push_back(std::move((*axes)[k])), d.push_back((*axisDim)[k]);
-  *axes = std::move(a);
-  *axisDim = std::move(d);
-}
 
 Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const Shape xs = ctx.inputTypes[0].shape;
@@ -193,7 +195,6 @@ Status createResize(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   std::vector<ResizeAxis> axes;
   std::vector<size_t> axisDim;
   TANDEM_RETURN_IF_ERROR(resizePlan(ctx, &axes, &axisDim));
-  orderResizePasses(xs, &axes, &axisDim);
   const double extrapolation = ctx.attrs->getFloat("extrapolation_value", 0.f);
   // Nearest everywhere (no crop box outside the input): each output coordinate reads one input
   // coordinate per dim, a gather by per-dim maps (the same values as the passes below, which

@@ -428,8 +428,10 @@ TEST_F(ImporterModels, ExternalDataInitializer) {
   e->set_value("weights.bin");
   m.node("Add", {"x", "w"}, {"y"}, "a");
   m.output("y");
+  // From bytes there is no directory to read weights.bin from (a file: external_data_test).
   EXPECT_EQ(import(m), "m.onnx: tensor 'w': uses external data (data_location=EXTERNAL), which is "
-                       "not supported; re-save the model with its tensors embedded");
+                       "read only when the model is compiled from its file (its location is "
+                       "relative to the model's directory)");
 }
 
 TEST_F(ImporterModels, UnsupportedAttributeKind) {
