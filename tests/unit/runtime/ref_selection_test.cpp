@@ -115,6 +115,66 @@ TEST(RefResize, BilinearUpsampleMatchesTheTwoDimensionalFormula) {
       }
 }
 
+// Bilinear GridSample over [2, 16, 9, 11] at a 32x32 grid, the grid reaching past [-1, 1] so
+// that every padding mode meets taps outside the plane. Checked against ONNX's reference
+// (onnx/reference/ops/op_grid_sample.py) written out in double: x = ((g + 1) W - 1) / 2 or
+// (g + 1) / 2 (W - 1) with align_corners, the coordinate clamped (border) or reflected
+// (reflection) first, then the four neighbours under the padding mode.
+TEST(RefGridSample, BilinearMatchesOnnxReferenceForEveryPaddingMode) {
+  const int64_t N = 2, C = 16, H = 9, W = 11, Ho = 32, Wo = 32;
+  std::vector<float> xv(N * C * H * W), gv(N * Ho * Wo * 2);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = float((i * 7919) % 1000) / 100.f - 5.f;
+  for (size_t i = 0; i < gv.size(); ++i) gv[i] = float((i * 104729) % 2601) / 1000.f - 1.3f;
+  Tensor x = f32({N, C, H, W}, xv), grid = f32({N, Ho, Wo, 2}, gv);
+  // Reflection by repeated mirroring at the bounds (hi > lo here), not the kernel's closed form.
+  auto reflectRef = [](double v, double lo, double hi) {
+    while (v < lo || v > hi) v = v < lo ? lo + (lo - v) : hi - (v - hi);
+    return v;
+  };
+  for (const char* pad : {"zeros", "border", "reflection"})
+    for (int align : {0, 1}) {
+      SCOPED_TRACE(std::string(pad) + (align ? " align_corners" : ""));
+      Tensor y = run1("GridSample",
+                      attrs({{"mode", Attr::ofString("bilinear")}, {"padding_mode", Attr::ofString(pad)},
+                             {"align_corners", Attr::ofInt(align)}}),
+                      {x, grid}, DType::F32, {N, C, Ho, Wo});
+      ASSERT_TRUE(y.defined());
+      const std::string p = pad;
+      const double loX = align ? 0 : -0.5, hiX = align ? W - 1 : W - 0.5;
+      const double loY = align ? 0 : -0.5, hiY = align ? H - 1 : H - 0.5;
+      auto pixel = [&](int64_t n, int64_t c, int64_t iy, int64_t ix) -> double {
+        if (iy < 0 || iy >= H || ix < 0 || ix >= W) {
+          if (p == "zeros") return 0;
+          if (p == "border") {
+            iy = std::clamp<int64_t>(iy, 0, H - 1), ix = std::clamp<int64_t>(ix, 0, W - 1);
+          } else {
+            iy = std::clamp<int64_t>((int64_t)reflectRef((double)iy, loY, hiY), 0, H - 1);
+            ix = std::clamp<int64_t>((int64_t)reflectRef((double)ix, loX, hiX), 0, W - 1);
+          }
+        }
+        return xv[((n * C + c) * H + iy) * W + ix];
+      };
+      int64_t outside = 0;
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t i = 0; i < Ho * Wo; ++i) {
+          const double gx = gv[(n * Ho * Wo + i) * 2], gy = gv[(n * Ho * Wo + i) * 2 + 1];
+          double fx = align ? (gx + 1) / 2 * (W - 1) : ((gx + 1) * W - 1) / 2;
+          double fy = align ? (gy + 1) / 2 * (H - 1) : ((gy + 1) * H - 1) / 2;
+          if (p == "border") fx = std::clamp<double>(fx, 0, W - 1), fy = std::clamp<double>(fy, 0, H - 1);
+          if (p == "reflection") fx = reflectRef(fx, loX, hiX), fy = reflectRef(fy, loY, hiY);
+          const double x0 = std::floor(fx), y0 = std::floor(fy), tx = fx - x0, ty = fy - y0;
+          const int64_t ix = (int64_t)x0, iy = (int64_t)y0;
+          outside += ix < 0 || iy < 0 || ix + 1 >= W || iy + 1 >= H;
+          for (int64_t c = 0; c < C; ++c) {
+            const double want = (1 - ty) * ((1 - tx) * pixel(n, c, iy, ix) + tx * pixel(n, c, iy, ix + 1)) +
+                                ty * ((1 - tx) * pixel(n, c, iy + 1, ix) + tx * pixel(n, c, iy + 1, ix + 1));
+            ASSERT_NEAR(y.data<float>()[(n * C + c) * Ho * Wo + i], want, 1e-5) << "n " << n << " c " << c << " i " << i;
+          }
+        }
+      EXPECT_GT(outside, 0) << "the grid should reach past the plane";
+    }
+}
+
 TEST(RefDepthToSpace, DcrAndCrdOrderChannelsDifferently) {
   std::vector<float> v(8);
   for (int i = 0; i < 8; ++i) v[i] = (float)i;  // C = 8 channels of 1x1
