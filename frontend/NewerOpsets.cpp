@@ -169,8 +169,6 @@ const std::vector<Addition>& additions() {
   static const std::vector<Addition> table = {
       {"AveragePool", 19, {{"dilations", 1}}, "dilated average pooling"},
       {"LpPool", 18, {{"ceil_mode", 0}, {"dilations", 1}}, "ceil_mode and dilations of LpPool-18"},
-      {"Resize", 18, {{"keep_aspect_ratio_policy", 0, "stretch"}},
-       "Resize-18's aspect-ratio policies"},
       {"QuantizeLinear", 23, {{"precision", 0}}, "QuantizeLinear-23's precision"},
       {"DequantizeLinear", 23, {{"output_dtype", 0}},
        "an output dtype other than x_scale's"},
@@ -178,10 +176,12 @@ const std::vector<Addition>& additions() {
   return table;
 }
 
-/// Attributes added after opset 17 that carry no meaning for Tandem's dtypes (float8 and
-/// e8m0 rounding), taken at any value.
-const std::vector<Addition>& dtypeOnlyAdditions() {
+/// Attributes added after opset 17 taken at any value: those that carry no meaning for
+/// Tandem's dtypes (float8 and e8m0 rounding), and Resize-18's keep_aspect_ratio_policy, which
+/// the importer reads from the node and writes out as sizes and scales (OnnxImporter.cpp).
+const std::vector<Addition>& anyValueAdditions() {
   static const std::vector<Addition> table = {
+      {"Resize", 18, {{"keep_aspect_ratio_policy"}}, ""},
       {"Cast", 19, {{"saturate"}}, ""},        {"CastLike", 19, {{"saturate"}}, ""},
       {"QuantizeLinear", 19, {{"saturate"}}, ""}, {"Cast", 24, {{"round_mode"}}, ""},
       {"CastLike", 24, {{"round_mode"}}, ""},  {"QuantizeLinear", 21, {{"output_dtype"}}, ""},
@@ -194,7 +194,7 @@ const std::vector<Addition>& dtypeOnlyAdditions() {
 std::vector<std::string> attributesAddedAfter17(const std::string& opType, int64_t opset) {
   std::vector<std::string> names;
   const int version = newerOpVersion(opType, opset);
-  for (const auto* table : {&additions(), &dtypeOnlyAdditions()})
+  for (const auto* table : {&additions(), &anyValueAdditions()})
     for (const Addition& a : *table)
       if (opType == a.op && a.version <= version)
         for (const DefaultOnly& d : a.attrs) names.push_back(d.name);

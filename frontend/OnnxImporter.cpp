@@ -67,6 +67,13 @@ const char* attrTypeName(onnx::AttributeProto::AttributeType t) {
   }
 }
 
+// Resize-18's keep_aspect_ratio_policy as the node gives it ("stretch" when absent).
+std::string resizeAspectPolicy(const onnx::NodeProto& n) {
+  for (const onnx::AttributeProto& a : n.attribute())
+    if (a.name() == "keep_aspect_ratio_policy") return a.s();
+  return "stretch";
+}
+
 // Models older than IR version 0.0.2 may leave AttributeProto.type unset; the filled field says.
 onnx::AttributeProto::AttributeType attrType(const onnx::AttributeProto& a) {
   if (a.type() != onnx::AttributeProto::UNDEFINED) return a.type();
@@ -1553,15 +1560,30 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
       }
       f->operands[i] = v;
     }
-  } else if (op == "Resize" && attrs.count("axes")) {
+  } else if (op == "Resize" && (attrs.count("axes") || resizeAspectPolicy(graph_->node(index)) != "stretch")) {
     // axes (18): roi, scales and sizes give only the listed axes; made full-rank here (scales
     // 1, sizes the input's own dims, roi [0, 1] on the others), so they must be constants.
+    // keep_aspect_ratio_policy (18) not_larger / not_smaller, with sizes: one scale for the
+    // axes, the least / greatest of sizes / X.dims there, and the output round(scale * X.dims)
+    // (half up) on the axes (ONNX's reference, op_resize.py). That output is not floor(X.dims *
+    // scales), so the op keeps both: sizes give the output, the scales, in f64 (Tandem's form;
+    // an ONNX Resize gives one or the other, scales in f32), map the coordinates.
+    const std::string policy = resizeAspectPolicy(graph_->node(index));
+    const bool hasAxes = attrs.count("axes") != 0;
     llvm::SmallVector<int64_t> axes;
-    for (mlir::Attribute e : llvm::cast<mlir::ArrayAttr>(attrs["axes"]))
-      axes.push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
+    if (hasAxes)
+      for (mlir::Attribute e : llvm::cast<mlir::ArrayAttr>(attrs["axes"]))
+        axes.push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
     attrs.erase("axes");
     auto xt = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[0].getType());
     const int64_t rank = xt ? xt.getRank() : -1;
+    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+      return failNode(index, label + ": keep_aspect_ratio_policy '" + policy +
+                                 "' is not one of stretch, not_larger, not_smaller");
+    if (rank < 0)
+      return failNode(index, label + ": axes and keep_aspect_ratio_policy need X of a known rank");
+    if (!hasAxes)
+      for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
     for (int64_t& a : axes) {
       if (a < 0) a += rank;
       if (a < 0 || a >= rank)
@@ -1583,14 +1605,16 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
       auto t = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[i].getType());
       return !t || t.getNumElements() != 0;
     };
-    if (present(1)) {
+    if (hasAxes && present(1)) {
       std::vector<float> roi(2 * k), full(2 * rank, 0.f);
       if (mlir::failed(constFloats(1, "input 1 (roi)", &roi))) return mlir::failure();
       for (int64_t d = 0; d < rank; ++d) full[rank + d] = 1.f;
       for (int64_t j = 0; j < k; ++j) full[axes[j]] = roi[j], full[rank + axes[j]] = roi[k + j];
       f->operands[1] = createConstant(b_, loc, Tensor::fromVector<float>({2 * rank}, full));
     }
-    if (present(2)) {
+    if (present(2) && present(3))
+      return failNode(index, label + ": exactly one of input 2 (scales) and input 3 (sizes) may be given");
+    if (hasAxes && present(2)) {
       std::vector<float> scales(k), full(rank, 1.f);
       if (mlir::failed(constFloats(2, "input 2 (scales)", &scales))) return mlir::failure();
       for (int64_t j = 0; j < k; ++j) full[axes[j]] = scales[j];
@@ -1610,6 +1634,26 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
         full.push_back(xt.isDynamicDim(d) ? 0 : xt.getDimSize(d));
       }
       for (int64_t j = 0; j < k; ++j) full[axes[j]] = sizes[j];
+      if (policy != "stretch") {
+        double scale = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          if (xt.isDynamicDim(axes[j]) || xt.getDimSize(axes[j]) == 0)
+            return failNode(index, label + ": keep_aspect_ratio_policy '" + policy +
+                                       "' needs X's dims on the axes to be known and non-zero");
+          const double r = double(sizes[j]) / double(xt.getDimSize(axes[j]));
+          if (j == 0 || (policy == "not_larger" ? r < scale : r > scale)) scale = r;
+        }
+        if (!(scale > 0))
+          return failNode(index, label + ": keep_aspect_ratio_policy '" + policy +
+                                     "' needs positive sizes");
+        std::vector<double> scales(rank, 1.0);
+        for (int64_t a : axes) {
+          scales[a] = scale;
+          full[a] = (int64_t)(scale * double(xt.getDimSize(a)) + 0.5);
+        }
+        if (f->operands.size() < 3) f->operands.resize(3);
+        f->operands[2] = createConstant(b_, loc, Tensor::fromVector<double>({rank}, scales));
+      }
       f->operands[3] = constInts(loc, full);
     }
   } else if (op == "GridSample" && opset_ >= 20) {

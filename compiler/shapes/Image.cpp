@@ -8,15 +8,19 @@ namespace tandem::shapes {
 
 std::string inferResize(const Ctx& c) {
   // X, roi, scales, sizes: the result is sizes, or floor(X.dims * scales) (Resize-13); exactly
-  // one of scales and sizes is given (an empty tensor counts as absent). Resize-19's
-  // half_pixel_symmetric is one more coordinate mode; -18's axes were made full-rank at import.
+  // one of scales and sizes is given (an empty tensor counts as absent), except in Tandem's
+  // form of Resize-18's keep_aspect_ratio_policy (written by the importer): sizes give the
+  // result and f64 scales the coordinate mapping. Resize-19's half_pixel_symmetric is one more
+  // coordinate mode; -18's axes were made full-rank at import.
   static const std::vector<const char*> names = {"X", "roi", "scales", "sizes"};
   if (auto e = checkArity(c, 1, 4, 1, 1, names); !e.empty()) return e;
   const auto& x = c.in[0].dims;
   const int64_t r = x.size();
   auto given = [&](size_t i) { return c.has(i) && !(c.in[i].dims.size() == 1 && c.in[i].dims[0] == 0); };
   const bool hasScales = given(2), hasSizes = given(3);
-  if (hasScales == hasSizes) return c.fail("exactly one of input 2 (scales) and input 3 (sizes) must be given");
+  const bool aspectForm = hasScales && hasSizes && c.in[2].dtype == DType::F64;
+  if (hasScales == hasSizes && !aspectForm)
+    return c.fail("exactly one of input 2 (scales) and input 3 (sizes) must be given");
   std::string mode = c.attrs.getString("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return c.fail("attribute mode='" + mode + "' is not one of nearest, linear, cubic");
@@ -38,6 +42,18 @@ std::string inferResize(const Ctx& c) {
       for (int64_t s : sizes)
         if (s < 0) return c.fail("input 3 (sizes) has a negative entry");
       y = sizes;
+    }
+    if (aspectForm) {
+      // The scales the sizes were rounded from: positive, the result within 1 of X.dims * scales.
+      if (c.in[2].dims.size() != 1 || (c.in[2].dims[0] != r && c.in[2].dims[0] != kUnknownDim))
+        return c.fail("input 2 (scales) must have one entry per dim of X");
+      if (const Tensor* s = c.in[2].value)
+        for (int64_t d = 0; d < r; ++d) {
+          const double f = s->data<double>()[d];
+          if (!(f > 0)) return c.fail("input 2 (scales) must be positive");
+          if (known && x[d] != kUnknownDim && !(std::fabs((double)x[d] * f - (double)sizes[d]) <= 0.5 + 1e-9))
+            return c.fail("input 3 (sizes) is not X.dims * scales rounded (dim " + std::to_string(d) + ")");
+        }
     }
   } else {
     if (c.in[2].dtype != DType::F32) return c.fail("input 2 (scales) must be f32");

@@ -160,15 +160,23 @@ Status resizePlan(const KernelContext& ctx, std::vector<ResizeAxis>* axes, std::
   const size_t r = xs.size();
   if (ys.size() != r) return opError(ctx, "output rank differs from input rank");
   const std::string ctm = ctx.attrs->getString("coordinate_transformation_mode", "half_pixel");
-  // Scales: the scales input (constant), else sizes / input dims.
+  // Scales: the scales input (constant), else sizes / input dims. f64 scales come with sizes
+  // (Tandem's form of keep_aspect_ratio_policy): the output is the sizes, X.dims * scales
+  // rounded, and the coordinates map by the scales.
   std::vector<double> scale(r), roi(2 * r, 0);
   const Tensor* sc = constInputAt(ctx, 2);
   const bool hasScales = inputPresent(ctx, 2) && numElements(ctx.inputTypes[2].shape) > 0;
   if (hasScales && !sc) return opError(ctx, "input 2 (scales) must be a constant");
+  const bool rounded = hasScales && sc->dtype() == DType::F64;
+  if (hasScales && sc->numel() != (int64_t)r) return opError(ctx, "input 2 (scales) needs one entry per dim");
   for (size_t d = 0; d < r; ++d) {
-    scale[d] = hasScales ? (double)sc->data<float>()[d] : double(ys[d]) / double(xs[d]);
-    if (hasScales && (int64_t)std::floor(xs[d] * scale[d]) != ys[d])
+    scale[d] = !hasScales ? double(ys[d]) / double(xs[d])
+               : rounded  ? sc->data<double>()[d]
+                          : (double)sc->data<float>()[d];
+    if (hasScales && !rounded && (int64_t)std::floor(xs[d] * scale[d]) != ys[d])
       return opError(ctx, "scales do not give the output shape " + shapeToString(ys));
+    if (rounded && !(std::fabs(xs[d] * scale[d] - ys[d]) <= 0.5 + 1e-9))
+      return opError(ctx, "scales do not round to the output shape " + shapeToString(ys));
   }
   if (ctm == "tf_crop_and_resize") {
     const Tensor* roiT = constInputAt(ctx, 1);

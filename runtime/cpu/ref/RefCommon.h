@@ -425,8 +425,8 @@ struct ResizeAxis {
 /// ResizeAxis per axis that changes, with its dim in `axisDim`, in the order the passes run (the
 /// order that touches the fewest elements; axis order when a crop box leaves the input). Reads
 /// mode, coordinate_transformation_mode, nearest_mode, cubic_coeff_a, exclude_outside,
-/// antialias; scales (input 2) and roi (input 1, tf_crop_and_resize only) must be constants.
-/// Errors name the attribute or operand.
+/// antialias; scales (input 2: f32, or f64 beside sizes for keep_aspect_ratio_policy) and roi
+/// (input 1, tf_crop_and_resize only) must be constants. Errors name the attribute or operand.
 Status resizePlan(const KernelContext& ctx, std::vector<ResizeAxis>* axes, std::vector<size_t>* axisDim);
 
 /// Reads an INTS attribute of exactly `n` values, or `dflt` repeated when absent.

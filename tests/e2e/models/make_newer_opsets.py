@@ -270,7 +270,12 @@ def opset19_resize(out_dir, rng):
       Resize linear, half_pixel_symmetric, scales [1,1,1.7,0.8]       -> sym [1,2,13,7]
       Resize linear, axes [3, 2], scales [0.5, 1.5]                    -> axes [1,2,12,4]
       Resize cubic, antialias (upsampling: no effect), axes [2, 3], sizes [16, 18]
-                                                                       -> up [1,2,16,18]"""
+                                                                       -> up [1,2,16,18]
+      Resize linear, keep_aspect_ratio_policy not_larger, axes [2, 3], sizes [5, 7]: one
+      scale min(5/8, 7/9) = 0.625, the output round(0.625 * [8, 9])   -> fit [1,2,5,6]
+      Resize cubic, keep_aspect_ratio_policy not_smaller, axes [2, 3], sizes [12, 12]: one
+      scale max(12/8, 12/9) = 1.5, the output round(1.5 * [8, 9])     -> fill [1,2,12,14]
+    (floor(0.625 * 9) = 5 and floor(1.5 * 9) = 13: the rounded sizes are not the scales' form.)"""
     x = rng.standard_normal((1, 2, 8, 9)).astype(np.float32)
     f = np.float32
     arr = numpy_helper.from_array
@@ -284,10 +289,15 @@ def opset19_resize(out_dir, rng):
         helper.make_node("Resize", ["x", "", "s5"], ["axes"], mode="linear", axes=[3, 2]),
         helper.make_node("Resize", ["x", "", "", "z6"], ["up"], mode="cubic", antialias=1,
                          axes=[2, 3]),
+        helper.make_node("Resize", ["x", "", "", "z7"], ["fit"], mode="linear", axes=[2, 3],
+                         keep_aspect_ratio_policy="not_larger"),
+        helper.make_node("Resize", ["x", "", "", "z8"], ["fill"], mode="cubic", axes=[2, 3],
+                         keep_aspect_ratio_policy="not_smaller"),
     ]
     inits = [arr(np.array([1, 1, 0.5, 0.6], f), "s1"), ints("z2", [1, 2, 3, 4]),
              arr(np.array([1, 1, 0.35, 0.75], f), "s3"), arr(np.array([1, 1, 1.7, 0.8], f), "s4"),
-             arr(np.array([0.5, 1.5], f), "s5"), ints("z6", [16, 18])]
+             arr(np.array([0.5, 1.5], f), "s5"), ints("z6", [16, 18]), ints("z7", [5, 7]),
+             ints("z8", [12, 12])]
     sc = lambda v: [float(f(e)) for e in v]  # noqa: E731  (the f32 scales, as the model holds them)
     outputs = [
         ("lin_aa", resize_ref(x, sc([1, 1, 0.5, 0.6]), (1, 2, 4, 5), "linear", antialias=1)),
@@ -298,6 +308,8 @@ def opset19_resize(out_dir, rng):
                            ctm="half_pixel_symmetric")),
         ("axes", resize_ref(x, sc([1, 1, 1.5, 0.5]), (1, 2, 12, 4), "linear")),
         ("up", resize_ref(x, [1, 1, 2, 2], (1, 2, 16, 18), "cubic", antialias=1)),
+        ("fit", resize_ref(x, [1, 1, 0.625, 0.625], (1, 2, 5, 6), "linear")),
+        ("fill", resize_ref(x, [1, 1, 1.5, 1.5], (1, 2, 12, 14), "cubic")),
     ]
     save(out_dir, "opset19_resize", 19, nodes, inits, x, outputs)
 

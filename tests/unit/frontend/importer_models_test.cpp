@@ -302,10 +302,8 @@ TEST(NewerOpsets, NewAttributesOnlyAtTheirDefaults) {
   policy->set_type(onnx::AttributeProto::STRING);
   policy->set_s("stretch");
   EXPECT_EQ(checkNewerOpsetNode(resize, 19), "");
-  policy->set_s("not_larger");
-  EXPECT_EQ(checkNewerOpsetNode(resize, 19),
-            "Resize-19: attribute keep_aspect_ratio_policy 'not_larger' is not supported "
-            "(Resize-18's aspect-ratio policies; Tandem takes keep_aspect_ratio_policy 'stretch')");
+  policy->set_s("not_larger");  // computed at import (ImporterModels.ResizeAspectRatioPolicy)
+  EXPECT_EQ(checkNewerOpsetNode(resize, 19), "");
   EXPECT_EQ(attributesAddedAfter17("Resize", 19),
             std::vector<std::string>{"keep_aspect_ratio_policy"});
   // The same attribute at an opset before it existed is not looked at (the op rejects it).
@@ -330,6 +328,48 @@ TEST(NewerOpsets, NewAttributesOnlyAtTheirDefaults) {
   EXPECT_EQ(checkNewerOpsetNode(cast, 19), "");
   EXPECT_EQ(attributesAddedAfter17("Cast", 19), std::vector<std::string>{"saturate"});
   EXPECT_EQ(attributesAddedAfter17("Cast", 17), std::vector<std::string>{});
+}
+
+// Resize-18's keep_aspect_ratio_policy: one scale over the axes, the output rounded from it.
+// x [1,1,5,6], sizes [3,3] on axes [2,3]: not_larger takes min(3/5, 3/6) = 0.5 and gives
+// round(0.5 * [5, 6]) = [3, 3] (floor would give 2 rows); not_smaller takes 0.6: [3, 4].
+TEST_F(ImporterModels, ResizeAspectRatioPolicy) {
+  auto model = [](const std::string& policy, std::vector<int64_t> dims, bool scalesToo) {
+    Model m(19);
+    m.input("x", dims);
+    auto* t = m.g()->add_initializer();
+    t->set_name("sz");
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(2);
+    t->add_int64_data(3);
+    t->add_int64_data(3);
+    m.floatInit("sc", {2}, {0.5f, 0.5f});
+    auto* n = m.node("Resize", {"x", "", scalesToo ? "sc" : "", "sz"}, {"y"}, "resize");
+    stringAttr(n, "mode", "linear");
+    intsAttr(n, "axes", {2, 3});
+    stringAttr(n, "keep_aspect_ratio_policy", policy);
+    m.output("y");
+    return m;
+  };
+  ASSERT_EQ(import(model("not_larger", {1, 1, 5, 6}, false)), "");
+  mlir::Operation* r = first("Resize");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(str(r->getResult(0).getType()), "tensor<1x1x3x3xf32>");
+  // The coordinates map by the common scale, carried as f64 scales beside the sizes.
+  EXPECT_EQ(str(r->getOperand(2).getType()), "tensor<4xf64>");
+  ASSERT_EQ(import(model("not_smaller", {1, 1, 5, 6}, false)), "");
+  EXPECT_EQ(str(first("Resize")->getResult(0).getType()), "tensor<1x1x3x4xf32>");
+  ASSERT_EQ(import(model("stretch", {1, 1, 5, 6}, false)), "");
+  EXPECT_EQ(str(first("Resize")->getResult(0).getType()), "tensor<1x1x3x3xf32>");
+  EXPECT_NE(import(model("fit", {1, 1, 5, 6}, false))
+                .find("keep_aspect_ratio_policy 'fit' is not one of stretch, not_larger, not_smaller"),
+            std::string::npos);
+  EXPECT_NE(import(model("not_larger", {1, 1, -1, 6}, false))
+                .find("keep_aspect_ratio_policy 'not_larger' needs X's dims on the axes to be known"),
+            std::string::npos);
+  EXPECT_NE(import(model("not_larger", {1, 1, 5, 6}, true))
+                .find("exactly one of input 2 (scales) and input 3 (sizes) may be given"),
+            std::string::npos);
 }
 
 TEST_F(ImporterModels, AiOnnxDomainNameIsTheDefault) {
