@@ -1672,11 +1672,17 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
 // fuse, and place) as those ops: f becomes the expansion's last op, the others are created.
 // MatMulNBits (ONNX Runtime's contrib op, com.microsoft-1): Y = A x W^T (+ bias), W [N, K]
 // quantized in blocks of block_size along K, `bits` bits a value: B uint8 [N, blocks,
-// block_size * bits / 8] (4 bits: element 2i of a block in byte i's low nibble, 2i + 1 in its
-// high one), scales [N * blocks] (or [N, blocks]), zero_points uint8 packed the same way along
-// the blocks ([N * ceil(blocks * bits / 8)]; absent: 2^(bits - 1)), W = (q - zp) * scale.
-// Taken: bits 4 and 8, f32 A and scales, constant B, scales and zero points, no g_idx. What
-// accuracy_level allows (int8 activations) is not used: the product stays f32.
+// block_size * bits / 8] (element i of a block in byte i * bits / 8, from the low bits up: 4
+// bits put element 2i in byte i's low nibble, 2i + 1 in its high one), scales [N * blocks] (or
+// [N, blocks]), zero_points uint8 packed the same way along the blocks ([N * ceil(blocks *
+// bits / 8)]; absent: 2^(bits - 1)), W = (q - zp) * scale. g_idx (int32 [K], act-order, as
+// GPTQ writes it) gives row k's group: its scale and zero point are those of block g_idx[k]
+// while q stays at k. Where every group holds as many rows as a block would, the rows are
+// sorted by group at import (B's rows, and A's columns by a Gather), so the groups become
+// blocks; a g_idx of k / block_size is the blocks as they are. f16 A, scales and bias (the
+// form of GPU-exported models) compute in f32 between Casts: the scales widened at import.
+// Taken: bits 2, 4 and 8, constant B, scales, zero points and g_idx. What accuracy_level
+// allows (int8 activations) is not used: the product stays f32.
 mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location loc, NodeForm* f) {
   auto intAttr = [&](const char* name, int64_t dflt) {
     auto it = f->attrs.find(name);
@@ -1688,27 +1694,63 @@ mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location l
                 bs = intAttr("block_size", -1);
   if (K < 1 || N < 1 || bs < 1)
     return failNode(index, "MatMulNBits needs attributes K, N and block_size >= 1");
-  if (bits != 4 && bits != 8)
+  if (bits != 2 && bits != 4 && bits != 8)
     return failNode(index, "MatMulNBits with bits=" + std::to_string(bits) +
-                               " is not supported (supported: 4, 8)");
+                               " is not supported (supported: 2, 4, 8)");
   if ((bs * bits) % 8)
     return failNode(index, "MatMulNBits: block_size " + std::to_string(bs) + " of " +
                                std::to_string(bits) + "-bit values is not whole bytes");
   if (!has(0) || !has(1) || !has(2)) return failNode(index, "MatMulNBits needs inputs A, B and scales");
-  if (has(4)) return failNode(index, "MatMulNBits: g_idx (act-order) is not supported");
   auto at = llvm::dyn_cast<mlir::RankedTensorType>(f->operands[0].getType());
-  if (!at || mlirToDType(at.getElementType()) != DType::F32)
-    return failNode(index, "MatMulNBits: only f32 A is supported");
+  const DType adt = at ? mlirToDType(at.getElementType()) : DType::F32;
+  if (!at || (adt != DType::F32 && adt != DType::F16))
+    return failNode(index, "MatMulNBits: A must be f32 or f16 of a known rank");
   const int64_t blocks = (K + bs - 1) / bs, blob = bs * bits / 8;
   const int64_t zpBytes = (blocks * bits + 7) / 8;  // per column
-  Tensor B, scales, zps;
+  Tensor B, scalesIn, zps, gIdx;
   if (!getConstantValue(f->operands[1], &B) || B.dtype() != DType::U8 || B.numel() != N * blocks * blob)
     return failNode(index, "MatMulNBits: B must be a constant uint8 of N x blocks x block_size * "
                            "bits / 8 = " + std::to_string(N * blocks * blob) + " bytes");
-  if (!getConstantValue(f->operands[2], &scales) || scales.dtype() != DType::F32 ||
-      scales.numel() != N * blocks)
-    return failNode(index, "MatMulNBits: scales must be a constant f32 of N x blocks = " +
-                               std::to_string(N * blocks) + " values");
+  if (!getConstantValue(f->operands[2], &scalesIn) || scalesIn.dtype() != adt ||
+      scalesIn.numel() != N * blocks)
+    return failNode(index, std::string("MatMulNBits: scales must be a constant ") + dtypeName(adt) +
+                               " (A's dtype) of N x blocks = " + std::to_string(N * blocks) + " values");
+  // The scales in f32 (f16 ones widened exactly).
+  Tensor scales = Tensor::alloc(DType::F32, {N * blocks});
+  for (int64_t i = 0; i < N * blocks; ++i)
+    scales.data<float>()[i] = adt == DType::F16 ? halfToFloat(scalesIn.data<uint16_t>()[i])
+                                                : scalesIn.data<float>()[i];
+  // g_idx: each row's group, sorted into blocks (order[j]: the row that goes to place j).
+  std::vector<int64_t> order;
+  if (has(4)) {
+    if (!getConstantValue(f->operands[4], &gIdx) ||
+        (gIdx.dtype() != DType::I32 && gIdx.dtype() != DType::I64) ||
+        (gIdx.numel() != K && gIdx.numel() != blocks * bs))
+      return failNode(index, "MatMulNBits: g_idx must be a constant int32 of K = " + std::to_string(K) +
+                                 " values");
+    std::vector<int64_t> group(K), count(blocks, 0);
+    bool inPlace = true;
+    for (int64_t k = 0; k < K; ++k) {
+      group[k] = gIdx.dtype() == DType::I32 ? gIdx.data<int32_t>()[k] : gIdx.data<int64_t>()[k];
+      if (group[k] < 0 || group[k] >= blocks)
+        return failNode(index, "MatMulNBits: g_idx[" + std::to_string(k) + "] = " +
+                                   std::to_string(group[k]) + " is not a block index (0 to " +
+                                   std::to_string(blocks - 1) + ")");
+      ++count[group[k]];
+      inPlace &= group[k] == k / bs;
+    }
+    for (int64_t g = 0; g < blocks; ++g)
+      if (count[g] != std::min(bs, K - g * bs))
+        return failNode(index, "MatMulNBits: g_idx puts " + std::to_string(count[g]) +
+                                   " rows in group " + std::to_string(g) + " where a block holds " +
+                                   std::to_string(std::min(bs, K - g * bs)) +
+                                   " (groups of other sizes are not supported)");
+    if (!inPlace) {
+      order.resize(K);
+      for (int64_t k = 0; k < K; ++k) order[k] = k;
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return group[a] < group[b]; });
+    }
+  }
   if (has(3) && (!getConstantValue(f->operands[3], &zps) || zps.dtype() != DType::U8 ||
                  zps.numel() != N * zpBytes))
     return failNode(index, "MatMulNBits: zero_points must be a constant uint8 of N x " +
@@ -1733,12 +1775,42 @@ mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location l
         q.data<uint8_t>()[k * N + n] = (uint8_t)((byte >> (bits * (i % perByte))) & mask);
       }
     }
-  mlir::Value bias = has(5) ? f->operands[5] : mlir::Value();
-  f->opType = "DequantizeMatMul";
-  f->operands = {f->operands[0], createConstant(b_, loc, q), createConstant(b_, loc, s),
-                 createConstant(b_, loc, z), bias};
-  f->attrs.clear();
-  f->attrs["block_size"] = b_.getI64IntegerAttr(bs);
+  mlir::Value a = f->operands[0], bias = has(5) ? f->operands[5] : mlir::Value();
+  auto build = [&](NodeForm step) -> mlir::Value {
+    auto built = create(index, loc, step);
+    return mlir::failed(built) ? mlir::Value() : (*built)->getResult(0);
+  };
+  if (!order.empty()) {
+    // Rows sorted by group: B's here, A's columns by a Gather on its last axis.
+    Tensor sorted = Tensor::alloc(DType::U8, {K, N});
+    for (int64_t j = 0; j < K; ++j)
+      std::copy(q.data<uint8_t>() + order[j] * N, q.data<uint8_t>() + (order[j] + 1) * N,
+                sorted.data<uint8_t>() + j * N);
+    q = std::move(sorted);
+    if (!(a = build({"Gather", {a, constInts(loc, llvm::SmallVector<int64_t>(order.begin(), order.end()))},
+                     {{"axis", b_.getI64IntegerAttr(at.getRank() - 1)}}, 1})))
+      return mlir::failure();
+  }
+  auto castTo = [&](mlir::Value v, DType dt) {
+    return build({"Cast", {v}, {{"to", b_.getI64IntegerAttr((int64_t)dt)}}, 1});
+  };
+  if (adt == DType::F16) {
+    if (!(a = castTo(a, DType::F32)) || (bias && !(bias = castTo(bias, DType::F32))))
+      return mlir::failure();
+  }
+  NodeForm product{"DequantizeMatMul",
+                   {a, createConstant(b_, loc, q), createConstant(b_, loc, s),
+                    createConstant(b_, loc, z), bias},
+                   {{"block_size", b_.getI64IntegerAttr(bs)}},
+                   1};
+  if (adt == DType::F32) {
+    *f = std::move(product);
+    return mlir::success();
+  }
+  // f16: the f32 product cast back; f becomes that Cast.
+  mlir::Value y = build(product);
+  if (!y) return mlir::failure();
+  *f = NodeForm{"Cast", {y}, {{"to", b_.getI64IntegerAttr((int64_t)DType::F16)}}, 1};
   return mlir::success();
 }
 

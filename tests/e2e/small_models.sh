@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), weight-only quantized products (weight_only) and ONNX Runtime's MatMulNBits (matmul_nbits), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), weight-only quantized products (weight_only) and ONNX Runtime's MatMulNBits (matmul_nbits, matmul_nbits_more), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -103,6 +103,13 @@ echo "== weight_only: the fusion happened"
 # imported as DequantizeMatMul; f64 references over the dequantized weights (6e-7 measured;
 # ONNX Runtime 1.30 itself 1e-6).
 run matmul_nbits 1e-5 1e-4
+# matmul_nbits_more: 2 bits, g_idx (act-order: rows sorted by group at import, A's columns
+# gathered), g_idx of the blocks as they are with a bias, and f16 A, scales and bias (f32
+# between Casts). 4.3e-6 max abs measured on the 2-bit product (scales up to 0.3), 0 on the f16
+# one; rtol 1e-3 allows the f16 output one rounding step (2^-10 relative) where another host's
+# f32 sums round the other way. ONNX Runtime 1.30 matches y1 and y3 to 1e-6; with g_idx it
+# leaves packed zero points out (8 in their place: measured), so its y2 differs.
+run matmul_nbits_more 1e-5 1e-3
 # A residual conv writing the host's blocked layout over a plain residual (LR-ASPP's MobileNetV3
 # blocks): f32 against PyTorch eager, 2.4e-7 max abs measured.
 run hswish_residual 1e-5 1e-4

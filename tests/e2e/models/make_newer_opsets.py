@@ -34,7 +34,8 @@ through onnx.checker; every node is written as the newer opset spells it:
   weight_only  (opset 21) MatMul / Gemm of DequantizeLinear'd 8-bit and 4-bit constant weights
                (weight_only's docstring)
   matmul_nbits (opset 17 + com.microsoft-1) ONNX Runtime's MatMulNBits, 4 and 8 bits
-               (matmul_nbits's docstring)
+               (matmul_nbits's docstring); matmul_nbits_more: 2 bits, g_idx (act-order),
+               f16 A and scales (its docstring)
 
 Usage:  /usr/bin/python3 make_newer_opsets.py DIR           (the test models)
         /usr/bin/python3 make_newer_opsets.py --bench DIR   (larger ones for benchmarks:
@@ -518,6 +519,86 @@ def matmul_nbits(out_dir, rng):
     for k, (n, v) in enumerate([("y1", y1), ("y2", y2), ("y3", y3)]):
         with open(os.path.join(d, "output_%d.pb" % k), "wb") as fh:
             fh.write(arr(v.astype(np.float32), n).SerializeToString())
+
+
+def matmul_nbits_more(out_dir, rng):
+    """(opset 17 + com.microsoft-1) MatMulNBits as more exporters write it:
+      x f32 [3,64] x 2-bit W [12,64] in blocks of 32 with packed zero points        -> y1 [3,12]
+      x x 4-bit W [16,64] in blocks of 16, zero points, g_idx of GPTQ's act-order (row k
+        in group perm[k] // 16 of a random permutation: scales and zero points by group,
+        the rows where they are)                                                    -> y2 [3,16]
+      x x 4-bit W [8,64] in blocks of 32, g_idx k // 32 (the blocks as they are), a bias
+                                                                                    -> y3 [3,8]
+      xh f16 [2,5,40] x 4-bit W [10,40] in blocks of 16, f16 scales and bias (GPU-exported
+        models)                                                                     -> yh f16 [2,5,10]
+    References in f64 over the dequantized weights (yh rounded to f16 once)."""
+    def pack(vals, bits):
+        """Values of one block, element i in byte i * bits // 8 from the low bits up."""
+        per = 8 // bits
+        out = np.zeros((len(vals) + per - 1) // per, np.uint8)
+        for i, v in enumerate(vals):
+            out[i // per] |= np.uint8(int(v) << (bits * (i % per)))
+        return out
+
+    def nbits(W_q, zp, bits, bs):
+        N, K = W_q.shape
+        blocks = (K + bs - 1) // bs
+        Wp = np.zeros((N, blocks * bs), np.int64)
+        Wp[:, :K] = W_q
+        B = np.stack([np.stack([pack(Wp[n, b * bs:(b + 1) * bs], bits) for b in range(blocks)])
+                      for n in range(N)])
+        Z = None if zp is None else np.concatenate([pack(zp[n], bits) for n in range(N)])
+        return B.astype(np.uint8), Z
+
+    f = np.float32
+    d = lambda a: np.asarray(a, np.float64)  # noqa: E731
+    x = rng.standard_normal((3, 64)).astype(f)
+    xh = rng.standard_normal((2, 5, 40)).astype(np.float16)
+    q1 = rng.integers(0, 4, (12, 64))
+    s1 = rng.uniform(0.1, 0.3, (12, 2)).astype(f)
+    z1 = rng.integers(0, 4, (12, 2))
+    B1, Z1 = nbits(q1, z1, 2, 32)
+    q2 = rng.integers(0, 16, (16, 64))
+    s2 = rng.uniform(0.01, 0.05, (16, 4)).astype(f)
+    z2 = rng.integers(4, 12, (16, 4))
+    B2, Z2 = nbits(q2, z2, 4, 16)
+    g2 = (rng.permutation(64) // 16).astype(np.int32)
+    q3 = rng.integers(0, 16, (8, 64))
+    s3 = rng.uniform(0.01, 0.05, (8, 2)).astype(f)
+    B3, _ = nbits(q3, None, 4, 32)
+    g3 = (np.arange(64) // 32).astype(np.int32)
+    bias3 = rng.standard_normal(8).astype(f)
+    qh = rng.integers(0, 16, (10, 40))
+    sh = rng.uniform(0.01, 0.05, (10, 3)).astype(np.float16)
+    Bh, _ = nbits(qh, None, 4, 16)
+    biash = rng.standard_normal(10).astype(np.float16)
+    arr = numpy_helper.from_array
+    ms = "com.microsoft"
+    nodes = [
+        helper.make_node("MatMulNBits", ["x", "B1", "s1", "z1"], ["y1"], domain=ms, K=64, N=12,
+                         bits=2, block_size=32),
+        helper.make_node("MatMulNBits", ["x", "B2", "s2", "z2", "g2"], ["y2"], domain=ms, K=64,
+                         N=16, bits=4, block_size=16),
+        helper.make_node("MatMulNBits", ["x", "B3", "s3", "", "g3", "bias3"], ["y3"], domain=ms,
+                         K=64, N=8, bits=4, block_size=32),
+        helper.make_node("MatMulNBits", ["xh", "Bh", "sh", "", "", "biash"], ["yh"], domain=ms,
+                         K=40, N=10, bits=4, block_size=16),
+    ]
+    inits = [arr(B1, "B1"), arr(s1.reshape(-1), "s1"), arr(Z1, "z1"), arr(B2, "B2"),
+             arr(s2.reshape(-1), "s2"), arr(Z2, "z2"), arr(g2, "g2"), arr(B3, "B3"),
+             arr(s3.reshape(-1), "s3"), arr(g3, "g3"), arr(bias3, "bias3"), arr(Bh, "Bh"),
+             arr(sh.reshape(-1), "sh"), arr(biash, "biash")]
+
+    def deq(q, s, z, group):
+        return (q - z[:, group]) * d(s)[:, group]
+    k64 = np.arange(64) // 32
+    y1 = d(x) @ deq(q1, s1, z1, k64).T
+    y2 = d(x) @ deq(q2, s2, z2, g2).T
+    y3 = d(x) @ deq(q3, s3, np.full((8, 2), 8), g3).T + bias3
+    yh = d(xh) @ deq(qh, sh, np.full((10, 3), 8), np.arange(40) // 16).T + d(biash)
+    save_io(out_dir, "matmul_nbits_more", 17, nodes, inits, [("x", x), ("xh", xh)],
+            [("y1", y1.astype(f)), ("y2", y2.astype(f)), ("y3", y3.astype(f)),
+             ("yh", yh.astype(np.float16))], microsoft=True)
 
 
 def local_functions(out_dir, rng):
@@ -1084,6 +1165,7 @@ def main():
     local_functions(out_dir, rng)
     weight_only(out_dir, rng)
     matmul_nbits(out_dir, rng)
+    matmul_nbits_more(out_dir, np.random.default_rng(1207))
 
 
 if __name__ == "__main__":

@@ -190,6 +190,75 @@ TEST_F(ImporterModels, MicrosoftDomainOnlyMatMulNBits) {
                        "block_size >= 1");
 }
 
+// MatMulNBits' g_idx, bits and dtypes: x [2, 8] x W [2, 8] in 4-bit blocks of 4 (B 2 x 2 x 2
+// bytes, scales 2 x 2); each g_idx refused names what is wrong.
+TEST_F(ImporterModels, MatMulNBitsGroupsBitsAndDtypes) {
+  auto model = [](std::vector<int32_t> gIdx, int64_t bits, int32_t scaleType) {
+    Model m;
+    auto* o = m.m.add_opset_import();
+    o->set_domain("com.microsoft");
+    o->set_version(1);
+    m.input("x", {2, 8});
+    auto* b = m.g()->add_initializer();
+    b->set_name("B");
+    b->set_data_type(onnx::TensorProto::UINT8);
+    for (int64_t d : {2, 2, 2}) b->add_dims(d);
+    b->set_raw_data(std::string(8, '\x21'));
+    auto* sc = m.g()->add_initializer();
+    sc->set_name("s");
+    sc->set_data_type(scaleType);
+    sc->add_dims(4);
+    if (scaleType == onnx::TensorProto::FLOAT)
+      for (int i = 0; i < 4; ++i) sc->add_float_data(0.5f);
+    else
+      for (int i = 0; i < 4; ++i) sc->add_int32_data(0x3800);  // f16 0.5
+    std::vector<std::string> ins = {"x", "B", "s"};
+    if (!gIdx.empty()) {
+      auto* g = m.g()->add_initializer();
+      g->set_name("g");
+      g->set_data_type(onnx::TensorProto::INT32);
+      g->add_dims((int64_t)gIdx.size());
+      for (int32_t v : gIdx) g->add_int32_data(v);
+      ins = {"x", "B", "s", "", "g"};
+    }
+    auto* n = m.node("MatMulNBits", ins, {"y"}, "q");
+    n->set_domain("com.microsoft");
+    intAttr(n, "K", 8);
+    intAttr(n, "N", 2);
+    intAttr(n, "bits", bits);
+    intAttr(n, "block_size", bits == 4 ? 4 : 8);
+    m.output("y");
+    return m;
+  };
+  const int32_t f32 = onnx::TensorProto::FLOAT;
+  auto ops = [&] {
+    std::vector<std::string> seq;
+    for (const std::string& t : opSequence())
+      if (t != "Constant") seq.push_back(t);
+    return seq;
+  };
+  // Act-order: rows sorted by group, A's columns through a Gather (numbers: e2e
+  // matmul_nbits_more).
+  ASSERT_EQ(import(model({1, 0, 0, 1, 1, 0, 1, 0}, 4, f32)), "");
+  EXPECT_EQ(ops(), (std::vector<std::string>{"Gather", "DequantizeMatMul"}));
+  // g_idx of the blocks as they are: nothing to sort.
+  ASSERT_EQ(import(model({0, 0, 0, 0, 1, 1, 1, 1}, 4, f32)), "");
+  EXPECT_EQ(ops(), (std::vector<std::string>{"DequantizeMatMul"}));
+  EXPECT_NE(import(model({0, 0, 0, 1, 1, 1, 1, 1}, 4, f32))
+                .find("g_idx puts 3 rows in group 0 where a block holds 4 (groups of other sizes "
+                      "are not supported)"),
+            std::string::npos);
+  EXPECT_NE(import(model({0, 0, 0, 0, 1, 1, 1, 2}, 4, f32)).find("g_idx[7] = 2 is not a block index (0 to 1)"),
+            std::string::npos);
+  EXPECT_NE(import(model({0, 0, 1, 1}, 4, f32)).find("g_idx must be a constant int32 of K = 8 values"),
+            std::string::npos);
+  EXPECT_NE(import(model({}, 3, f32)).find("bits=3 is not supported (supported: 2, 4, 8)"), std::string::npos);
+  // f16 scales go with f16 A only.
+  EXPECT_NE(import(model({}, 4, onnx::TensorProto::FLOAT16))
+                .find("scales must be a constant f32 (A's dtype) of N x blocks = 4 values"),
+            std::string::npos);
+}
+
 // test_adam's form: the model imports only ai.onnx.preview.training-1, no default domain.
 Model previewTrainingAdagrad(int64_t version = 1) {
   Model m;
