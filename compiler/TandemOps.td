@@ -283,8 +283,10 @@ def Tandem_DequantizeMatMulOp : Tandem_DomainOp<"dequantize_matmul", "Dequantize
       # "[] or [N], or [ceil(K / block_size), N] with block_size > 0 (DequantizeLinear-21 "
       # "blocks along K), b_zero_point B's dtype and b_scale's shape, bias f32 [N]; "
       # "compiler/shapes/Quantize.cpp, runtime/cpu/ref/DequantizeMatMul.cpp (--tandem-fuse-qdq "
-      # "builds it from DequantizeLinear of constant weights -> MatMul or Gemm [-> bias Add])",
-    (ins Int:$block_size)>;
+      # "builds it from DequantizeLinear of constant weights -> MatMul or Gemm [-> bias Add]); "
+      # "accuracy_level 0-4 as ONNX Runtime's MatMulNBits (0 the default): 4 lets the CPU "
+      # "kernel quantize A to int8 per row and block of 4-bit B (the reference stays f32)",
+    (ins Int:$block_size, Int:$accuracy_level)>;
 def Tandem_DetOp : Tandem_OnnxOp<"det", "Det", "11",
     "determinant of each square matrix of X [*, M, M]">;
 def Tandem_ConvIntegerOp : Tandem_OnnxOp<"conv_integer", "ConvInteger", "10",

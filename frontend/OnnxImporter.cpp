@@ -1681,8 +1681,10 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
 // sorted by group at import (B's rows, and A's columns by a Gather), so the groups become
 // blocks; a g_idx of k / block_size is the blocks as they are. f16 A, scales and bias (the
 // form of GPU-exported models) compute in f32 between Casts: the scales widened at import.
-// Taken: bits 2, 4 and 8, constant B, scales, zero points and g_idx. What accuracy_level
-// allows (int8 activations) is not used: the product stays f32.
+// Taken: bits 2, 4 and 8, constant B, scales, zero points and g_idx. accuracy_level 4 (or
+// more: ONNX Runtime clamps it), "int8 activations allowed", is kept on the DequantizeMatMul:
+// its CPU kernel then quantizes A to int8 per row and block where B is held in 4 bits, as
+// ONNX Runtime does; other levels compute in f32.
 mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location loc, NodeForm* f) {
   auto intAttr = [&](const char* name, int64_t dflt) {
     auto it = f->attrs.find(name);
@@ -1803,6 +1805,7 @@ mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location l
                     createConstant(b_, loc, z), bias},
                    {{"block_size", b_.getI64IntegerAttr(bs)}},
                    1};
+  if (intAttr("accuracy_level", 0) >= 4) product.attrs["accuracy_level"] = b_.getI64IntegerAttr(4);
   if (adt == DType::F32) {
     *f = std::move(product);
     return mlir::success();

@@ -207,7 +207,7 @@ std::string inferDynamicQuantizeMatMul(const Ctx& c) {
 std::string inferDequantizeMatMul(const Ctx& c) {
   // Tandem's DequantizeMatMul-1: A f32 [..., M, K], B u8/i8 [K, N], b_scale f32 [] or [N], or
   // [ceil(K / block_size), N] for block_size > 0, b_zero_point B's dtype and b_scale's shape,
-  // bias f32 [N]; Y f32 [..., M, N].
+  // bias f32 [N]; Y f32 [..., M, N]. accuracy_level 0-4 (4: int8 activations allowed).
   static const std::vector<const char*> names = {"A", "B", "b_scale", "b_zero_point", "bias"};
   if (auto e = checkArity(c, 3, 5, 1, 1, names); !e.empty()) return e;
   if (auto e = checkDTypeIn(c, 0, {DType::F32}, names); !e.empty()) return e;
@@ -217,6 +217,9 @@ std::string inferDequantizeMatMul(const Ctx& c) {
   if (b.size() != 2) return c.fail("input 1 (B) must be a matrix [K, N], got " + dimsStr(b));
   const int64_t block = c.attrs.getInt("block_size", 0);
   if (block < 0) return c.fail("attribute block_size must be >= 0, got " + std::to_string(block));
+  const int64_t level = c.attrs.getInt("accuracy_level", 0);
+  if (level < 0 || level > 4)
+    return c.fail("attribute accuracy_level must be 0 to 4, got " + std::to_string(level));
   const int64_t K = b[0], N = b[1];
   std::vector<int64_t> want;
   if (block > 0) want = {K == kUnknownDim ? kUnknownDim : (K + block - 1) / block, N};

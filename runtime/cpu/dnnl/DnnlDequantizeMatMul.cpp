@@ -8,11 +8,17 @@
 //               micro-kernels;
 //   "dnnl"      columns of B dequantized into a row-major f32 block of the thread workspace
 //               (chunkColumns), then oneDNN's matmul on it (brgemm on AVX-512 hosts).
+// With accuracy_level 4 (ONNX Runtime's "int8 activations allowed", taken from MatMulNBits) and
+// B kept in 4 bits, one variant at any number of rows, so that the numbers do not depend on a
+// timing:
+//   "int8"      A quantized to int8 per row and block, int32 dot products with the 4-bit
+//               weights (runtime/cpu/avx2/DequantGemmInt8.h).
 #include <omp.h>
 
 #include <algorithm>
 
 #include "runtime/cpu/avx2/DequantGemm.h"
+#include "runtime/cpu/avx2/DequantGemmInt8.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 #include "runtime/cpu/ref/DequantizeMatMul.h"
 
@@ -31,29 +37,41 @@ int64_t chunkColumns(int64_t K, int64_t N) {
   return std::min(fit, (N + 15) / 16 * 16);
 }
 
+/// B and its quantization parameters as DequantGemm reads them (constants of ctx).
+avx2::QuantBSource quantSource(const KernelContext& ctx, const ref::DequantizeMatMulShape& s) {
+  const Tensor& B = *ctx.constInputs[1];
+  avx2::QuantBSource src;
+  src.q = B.raw();
+  src.isUnsigned = B.dtype() == DType::U8;
+  src.K = s.K;
+  src.N = s.N;
+  src.scale = ctx.constInputs[2]->data<float>();
+  src.scaleCount = s.scaleCount;
+  src.zeroPoint = s.hasZeroPoint ? ctx.constInputs[3]->raw() : nullptr;
+  src.blockSize = s.blockSize;
+  return src;
+}
+
 class DequantizeMatMulKernel final : public DnnlKernel {
  public:
   /// `path`: DequantGemm's path, or (useDnnl) none: oneDNN on dequantized columns.
+  /// int8: the "int8" variant (B packed for dot products; the f32 packing dropped).
   Status init(const KernelContext& ctx, const ref::DequantizeMatMulShape& s, bool useDnnl,
-              avx2::DequantGemmPath path) {
-    const Tensor& B = *ctx.constInputs[1];
-    avx2::QuantBSource src;
-    src.q = B.raw();
-    src.isUnsigned = B.dtype() == DType::U8;
-    src.K = s.K;
-    src.N = s.N;
-    src.scale = ctx.constInputs[2]->data<float>();
-    src.scaleCount = s.scaleCount;
-    src.zeroPoint = s.hasZeroPoint ? ctx.constInputs[3]->raw() : nullptr;
-    src.blockSize = s.blockSize;
+              avx2::DequantGemmPath path, bool int8) {
     std::string why;
-    if (!packed_.pack(src, &why)) return Status::error(ctx.opType + ": " + why);
+    if (!packed_.pack(quantSource(ctx, s), &why)) return Status::error(ctx.opType + ": " + why);
     if (s.hasBias) {
       const float* b = ctx.constInputs[4]->data<float>();
       bias_.assign(b, b + s.N);
     }
     rows_ = s.rows;
     path_ = path;
+    if (int8) {
+      if (!dot_.pack(packed_, &why)) return Status::error(ctx.opType + ": " + why);
+      packed_ = avx2::PackedQuantB();
+      impl_ = std::string("avx2:dequant_gemm_int8(") + avx2::int8DotIsa() + ", 4-bit)";
+      return Status::ok();
+    }
     const std::string bits = packed_.nibbles() ? "4-bit" : "8-bit";
     impl_ = path == avx2::DequantGemmPath::Panels
                 ? "avx2:dequant_gemm_panels(" + bits + ")"
@@ -68,6 +86,11 @@ class DequantizeMatMulKernel final : public DnnlKernel {
   Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     const float* a = in[0]->data<float>();
     float* y = out[0]->data<float>();
+    if (dot_.rows() > 0) {
+      avx2::dequantGemmInt8(rows_, a, dot_.rows(), dot_, y, dot_.cols(),
+                            bias_.empty() ? nullptr : bias_.data(), omp_get_max_threads());
+      return Status::ok();
+    }
     if (chunks_.empty()) {
       avx2::GemmEpilogue ep;
       ep.bias = bias_.empty() ? nullptr : bias_.data();
@@ -142,6 +165,7 @@ class DequantizeMatMulKernel final : public DnnlKernel {
   }
 
   avx2::PackedQuantB packed_;
+  avx2::PackedDotB dot_;  // the "int8" variant; else empty
   std::vector<float> bias_;
   int64_t rows_ = 0, ld_ = 0;
   avx2::DequantGemmPath path_ = avx2::DequantGemmPath::Registers;
@@ -149,6 +173,13 @@ class DequantizeMatMulKernel final : public DnnlKernel {
   WorkspaceLayout ws_;
   size_t blockAt_ = 0;
 };
+
+/// Whether the "int8" variant applies: accuracy_level 4 (or more, clamped as ONNX Runtime
+/// does), B kept in 4 bits, a host with the instructions.
+bool int8Applies(const KernelContext& ctx, const ref::DequantizeMatMulShape& s) {
+  return ctx.attrs->getInt("accuracy_level", 0) >= 4 && avx2::int8DotAvailable() &&
+         avx2::PackedQuantB::fitsNibbles(quantSource(ctx, s));
+}
 
 /// Whether A has so few rows that the register path is the one choice (no variants to time).
 bool registerRows(const KernelContext& ctx) {
@@ -159,7 +190,7 @@ bool registerRows(const KernelContext& ctx) {
 
 Status createDequantizeMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   const std::string& v = ctx.variant;
-  if (!v.empty() && v != "registers" && v != "panels" && v != "dnnl")
+  if (!v.empty() && v != "registers" && v != "panels" && v != "dnnl" && v != "int8")
     return Status::error("DequantizeMatMul: unknown variant '" + v + "'");
   ref::DequantizeMatMulShape s;
   TANDEM_RETURN_IF_ERROR(ref::dequantizeMatMulShape(ctx, &s));
@@ -170,13 +201,18 @@ Status createDequantizeMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>*
     return Status::error("DequantizeMatMul: variant " + v +
                          " needs AVX2 + FMA and constant B, b_scale, b_zero_point and bias");
   }
+  const bool int8Ok = (v.empty() || v == "int8") && int8Applies(ctx, s);
+  const bool int8 = int8Ok;
+  if (v == "int8" && !int8Ok)
+    return Status::error("DequantizeMatMul: variant int8 needs accuracy_level 4, B of 4-bit values "
+                         "and AVX2 + FMA or AVX-512 VNNI");
   const bool few = s.rows <= avx2::dequantGemmRegisterRows();
-  const bool useDnnl = v == "dnnl" || (v.empty() && !few);
+  const bool useDnnl = !int8 && (v == "dnnl" || (v.empty() && !few));
   const avx2::DequantGemmPath path =
       v == "panels" ? avx2::DequantGemmPath::Panels : avx2::DequantGemmPath::Registers;
   return guardDnnl(ctx, [&] {
     auto k = std::make_unique<DequantizeMatMulKernel>();
-    TANDEM_RETURN_IF_ERROR(k->init(ctx, s, useDnnl, path));
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, s, useDnnl, path, int8));
     *out = std::move(k);
     return Status::ok();
   });
@@ -199,6 +235,9 @@ void registerDnnlDequantizeMatMulKernels(KernelRegistry& r) {
   // --tandem-fuse-qdq reads a name other than "ref" as "this CPU has a fast kernel"
   // (passes/FuseQdq.cpp). The reference is never offered: it dequantizes B on every run.
   d.variants = [](const KernelContext& ctx) {
+    ref::DequantizeMatMulShape s;
+    if (ref::dequantizeMatMulShape(ctx, &s).isOk() && int8Applies(ctx, s))
+      return std::vector<std::string>{"int8"};
     if (registerRows(ctx)) return std::vector<std::string>{"registers"};
     return std::vector<std::string>{"registers", "panels", "dnnl"};
   };

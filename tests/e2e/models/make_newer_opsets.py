@@ -439,6 +439,26 @@ def weight_only(out_dir, rng):
              [("y1", y1), ("y2", y2), ("y3", y3), ("y4", y4), ("y5", y5)]])
 
 
+def nbits_pack(W_q, zp, bits, bs):
+    """MatMulNBits' packing: W_q [N, K] -> B [N, blocks, bs * bits / 8] (element i of a block in
+    byte i * bits // 8, from the low bits up) and the zero points packed the same way along the
+    blocks of each column (None: absent)."""
+    def pack(vals):
+        per = 8 // bits
+        out = np.zeros((len(vals) + per - 1) // per, np.uint8)
+        for i, v in enumerate(vals):
+            out[i // per] |= np.uint8(int(v) << (bits * (i % per)))
+        return out
+    N, K = W_q.shape
+    blocks = (K + bs - 1) // bs
+    Wp = np.zeros((N, blocks * bs), np.int64)
+    Wp[:, :K] = W_q
+    B = np.stack([np.stack([pack(Wp[n, b * bs:(b + 1) * bs]) for b in range(blocks)])
+                  for n in range(N)])
+    Z = None if zp is None else np.concatenate([pack(zp[n]) for n in range(N)])
+    return B.astype(np.uint8), Z
+
+
 def matmul_nbits(out_dir, rng):
     """(opset 17 + com.microsoft-1) ONNX Runtime's MatMulNBits, which Tandem imports as
     DequantizeMatMul: x f32 [3,64] x 4-bit W [24,64] in blocks of 32 with packed zero points
@@ -446,23 +466,6 @@ def matmul_nbits(out_dir, rng):
     the default zero point 8, a bias -> y2 [2,5,10]; x x 8-bit W [16,64] in blocks of 16 with
     zero points -> y3 [3,16]. References in f64 over the dequantized weights (ONNX Runtime 1.30
     matches them to 1e-6)."""
-    def nbits(W_q, zp, bits, bs):
-        """W_q [N, K] -> B [N, blocks, bs * bits / 8] and the zero points packed per column."""
-        N, K = W_q.shape
-        blocks = (K + bs - 1) // bs
-        Wp = np.zeros((N, blocks * bs), np.int64)
-        Wp[:, :K] = W_q
-        if bits == 8:
-            Z = None if zp is None else zp.astype(np.uint8).reshape(-1)
-            return Wp.reshape(N, blocks, bs).astype(np.uint8), Z
-        B = np.stack([pack4(Wp[n].reshape(blocks, bs)).reshape(blocks, bs // 2) for n in range(N)])
-        Z = None
-        if zp is not None:
-            zz = np.zeros((N, blocks + blocks % 2), np.int64)
-            zz[:, :blocks] = zp
-            Z = np.concatenate([pack4(zz[n]) for n in range(N)])
-        return B.astype(np.uint8), Z
-
     f = np.float32
     d = lambda a: np.asarray(a, np.float64)  # noqa: E731
     x = rng.standard_normal((3, 64)).astype(f)
@@ -471,17 +474,17 @@ def matmul_nbits(out_dir, rng):
     q1 = rng.integers(0, 16, (24, 64))
     s1 = rng.uniform(0.01, 0.05, (24, 2)).astype(f)
     z1 = rng.integers(4, 12, (24, 2))
-    B1, Z1 = nbits(q1, z1, 4, 32)
+    B1, Z1 = nbits_pack(q1, z1, 4, 32)
     # 4 bits, K 40: 3 blocks of 16, the last 8 rows real; zero point 8 (absent); a bias.
     q2 = rng.integers(0, 16, (10, 40))
     s2 = rng.uniform(0.01, 0.05, (10, 3)).astype(f)
-    B2, _ = nbits(q2, None, 4, 16)
+    B2, _ = nbits_pack(q2, None, 4, 16)
     bias2 = rng.standard_normal(10).astype(f)
     # 8 bits, K 64, N 16, blocks of 16, zero points.
     q3 = rng.integers(0, 256, (16, 64))
     s3 = rng.uniform(0.001, 0.005, (16, 4)).astype(f)
     z3 = rng.integers(100, 156, (16, 4))
-    B3, Z3 = nbits(q3, z3, 8, 16)
+    B3, Z3 = nbits_pack(q3, z3, 8, 16)
     arr = numpy_helper.from_array
     ms = "com.microsoft"
     nodes = [
@@ -531,25 +534,13 @@ def matmul_nbits_more(out_dir, rng):
                                                                                     -> y3 [3,8]
       xh f16 [2,5,40] x 4-bit W [10,40] in blocks of 16, f16 scales and bias (GPU-exported
         models)                                                                     -> yh f16 [2,5,10]
-    References in f64 over the dequantized weights (yh rounded to f16 once)."""
-    def pack(vals, bits):
-        """Values of one block, element i in byte i * bits // 8 from the low bits up."""
-        per = 8 // bits
-        out = np.zeros((len(vals) + per - 1) // per, np.uint8)
-        for i, v in enumerate(vals):
-            out[i // per] |= np.uint8(int(v) << (bits * (i % per)))
-        return out
-
-    def nbits(W_q, zp, bits, bs):
-        N, K = W_q.shape
-        blocks = (K + bs - 1) // bs
-        Wp = np.zeros((N, blocks * bs), np.int64)
-        Wp[:, :K] = W_q
-        B = np.stack([np.stack([pack(Wp[n, b * bs:(b + 1) * bs], bits) for b in range(blocks)])
-                      for n in range(N)])
-        Z = None if zp is None else np.concatenate([pack(zp[n], bits) for n in range(N)])
-        return B.astype(np.uint8), Z
-
+      x x y1's 2-bit W with accuracy_level 4 (int8 activations allowed)            -> y5 [3,12]
+      x x y2's 4-bit W (no g_idx) with accuracy_level 4                            -> y6 [3,16]
+      x x 8-bit W [8,64] in blocks of 32 with accuracy_level 4 (computed in f32: the int8
+        path takes 4-bit weights)                                                   -> y7 [3,8]
+    References in f64 over the dequantized weights (yh rounded to f16 once); y5 and y6 over x
+    quantized as ONNX Runtime's accuracy level 4 and Tandem's int8 path do (per row and block,
+    s = max |x| / 127 and q = round-half-even(x * (1 / s)), in f32)."""
     f = np.float32
     d = lambda a: np.asarray(a, np.float64)  # noqa: E731
     x = rng.standard_normal((3, 64)).astype(f)
@@ -557,21 +548,24 @@ def matmul_nbits_more(out_dir, rng):
     q1 = rng.integers(0, 4, (12, 64))
     s1 = rng.uniform(0.1, 0.3, (12, 2)).astype(f)
     z1 = rng.integers(0, 4, (12, 2))
-    B1, Z1 = nbits(q1, z1, 2, 32)
+    B1, Z1 = nbits_pack(q1, z1, 2, 32)
     q2 = rng.integers(0, 16, (16, 64))
     s2 = rng.uniform(0.01, 0.05, (16, 4)).astype(f)
     z2 = rng.integers(4, 12, (16, 4))
-    B2, Z2 = nbits(q2, z2, 4, 16)
+    B2, Z2 = nbits_pack(q2, z2, 4, 16)
     g2 = (rng.permutation(64) // 16).astype(np.int32)
     q3 = rng.integers(0, 16, (8, 64))
     s3 = rng.uniform(0.01, 0.05, (8, 2)).astype(f)
-    B3, _ = nbits(q3, None, 4, 32)
+    B3, _ = nbits_pack(q3, None, 4, 32)
     g3 = (np.arange(64) // 32).astype(np.int32)
     bias3 = rng.standard_normal(8).astype(f)
     qh = rng.integers(0, 16, (10, 40))
     sh = rng.uniform(0.01, 0.05, (10, 3)).astype(np.float16)
-    Bh, _ = nbits(qh, None, 4, 16)
+    Bh, _ = nbits_pack(qh, None, 4, 16)
     biash = rng.standard_normal(10).astype(np.float16)
+    q7 = rng.integers(0, 256, (8, 64))
+    s7 = rng.uniform(0.001, 0.005, (8, 2)).astype(f)
+    B7, _ = nbits_pack(q7, None, 8, 32)
     arr = numpy_helper.from_array
     ms = "com.microsoft"
     nodes = [
@@ -583,11 +577,18 @@ def matmul_nbits_more(out_dir, rng):
                          K=64, N=8, bits=4, block_size=32),
         helper.make_node("MatMulNBits", ["xh", "Bh", "sh", "", "", "biash"], ["yh"], domain=ms,
                          K=40, N=10, bits=4, block_size=16),
+        helper.make_node("MatMulNBits", ["x", "B1", "s1", "z1"], ["y5"], domain=ms, K=64, N=12,
+                         bits=2, block_size=32, accuracy_level=4),
+        helper.make_node("MatMulNBits", ["x", "B2", "s2", "z2"], ["y6"], domain=ms, K=64, N=16,
+                         bits=4, block_size=16, accuracy_level=4),
+        helper.make_node("MatMulNBits", ["x", "B7", "s7"], ["y7"], domain=ms, K=64, N=8,
+                         bits=8, block_size=32, accuracy_level=4),
     ]
     inits = [arr(B1, "B1"), arr(s1.reshape(-1), "s1"), arr(Z1, "z1"), arr(B2, "B2"),
              arr(s2.reshape(-1), "s2"), arr(Z2, "z2"), arr(g2, "g2"), arr(B3, "B3"),
              arr(s3.reshape(-1), "s3"), arr(g3, "g3"), arr(bias3, "bias3"), arr(Bh, "Bh"),
-             arr(sh.reshape(-1), "sh"), arr(biash, "biash")]
+             arr(sh.reshape(-1), "sh"), arr(biash, "biash"), arr(B7, "B7"),
+             arr(s7.reshape(-1), "s7")]
 
     def deq(q, s, z, group):
         return (q - z[:, group]) * d(s)[:, group]
@@ -596,9 +597,24 @@ def matmul_nbits_more(out_dir, rng):
     y2 = d(x) @ deq(q2, s2, z2, g2).T
     y3 = d(x) @ deq(q3, s3, np.full((8, 2), 8), g3).T + bias3
     yh = d(xh) @ deq(qh, sh, np.full((10, 3), 8), np.arange(40) // 16).T + d(biash)
+
+    def int8_rows(a, bs):
+        """a f32 [M, K] quantized per row and block of bs, dequantized again (in f64)."""
+        out = np.zeros(a.shape)
+        for b in range(0, a.shape[1], bs):
+            blk = a[:, b:b + bs]
+            s = np.abs(blk).max(axis=1, keepdims=True) / f(127)
+            inv = np.where(s != 0, f(1) / np.where(s != 0, s, f(1)), f(0)).astype(f)
+            q = np.clip(np.rint(blk * inv), -127, 127)
+            out[:, b:b + bs] = q * d(s)
+        return out
+    y5 = int8_rows(x, 32) @ deq(q1, s1, z1, k64).T
+    y6 = int8_rows(x, 16) @ deq(q2, s2, z2, np.arange(64) // 16).T
+    y7 = d(x) @ deq(q7, s7, np.full((8, 2), 128), k64).T
     save_io(out_dir, "matmul_nbits_more", 17, nodes, inits, [("x", x), ("xh", xh)],
             [("y1", y1.astype(f)), ("y2", y2.astype(f)), ("y3", y3.astype(f)),
-             ("yh", yh.astype(np.float16))], microsoft=True)
+             ("yh", yh.astype(np.float16)), ("y5", y5.astype(f)), ("y6", y6.astype(f)),
+             ("y7", y7.astype(f))], microsoft=True)
 
 
 def local_functions(out_dir, rng):

@@ -1,11 +1,13 @@
 // DequantizeMatMul (weight-only quantization): runtime/cpu/avx2/DequantGemm.h's paths against
 // f64 loops over DequantizeLinear's weights, the panel path bit for bit against the f32 GEMM,
-// and the kernel's variants (runtime/cpu/dnnl/DnnlDequantizeMatMul.cpp) against the reference.
+// the int8-activation path (DequantGemmInt8.h) against a scalar model of its quantization, and
+// the kernel's variants (runtime/cpu/dnnl/DnnlDequantizeMatMul.cpp) against the reference.
 #include <cmath>
 #include <random>
 
 #include "dnnl_test_util.h"
 #include "runtime/cpu/avx2/DequantGemm.h"
+#include "runtime/cpu/avx2/DequantGemmInt8.h"
 
 namespace tandem {
 namespace dnnltest {
@@ -223,6 +225,126 @@ TEST(DequantGemm, PackRejectsScaleCountsThatDoNotFit) {
   EXPECT_NE(why.find("one per column"), std::string::npos) << why;
 }
 
+// ---- int8 activations (accuracy_level 4) ---------------------------------------------------
+
+/// A's quantization written out independently of the kernel: per row and block, s = max |a| /
+/// 127 in f32, q = nearest (ties to even) of a * (1 / s) in f32, within [-127, 127].
+struct QuantizedA {
+  std::vector<int32_t> q;         // M x K
+  std::vector<double> scale;      // M x blocks
+};
+QuantizedA quantizeA(const std::vector<float>& A, int64_t M, int64_t lda, int64_t K, int64_t bs) {
+  const int64_t nb = (K + bs - 1) / bs;
+  QuantizedA r;
+  r.q.assign(M * K, 0);
+  r.scale.assign(M * nb, 0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t k0 = b * bs, k1 = std::min(K, k0 + bs);
+      float amax = 0;
+      for (int64_t k = k0; k < k1; ++k) amax = std::max(amax, std::fabs(A[m * lda + k]));
+      const float s = amax / 127.f, inv = s != 0.f ? 1.f / s : 0.f;
+      for (int64_t k = k0; k < k1; ++k) {
+        const float v = std::nearbyint(A[m * lda + k] * inv);
+        r.q[m * K + k] = (int32_t)std::min(127.f, std::max(-127.f, v));
+      }
+      r.scale[m * nb + b] = s;
+    }
+  return r;
+}
+
+TEST(DequantGemmInt8, QuantizesAsTheScalarModel) {
+  if (!avx2::int8DotAvailable()) GTEST_SKIP() << "no AVX2/FMA (or TANDEM_MAX_CPU_ISA caps it)";
+  const int64_t M = 5, K = 75, lda = 80, bs = 32, pbs = 32, nb = 3;
+  std::vector<float> A = randomVec(M * lda, 61);
+  A[3] = 0.f, A[lda + 1] = 2.5f;  // a row whose largest |a| lands exactly on 127
+  for (int64_t k = 64; k < 75; ++k) A[2 * lda + k] = 0.f;  // an all-zero block: s 0, q 0
+  std::vector<int8_t> q(M * nb * pbs, 99);
+  std::vector<float> s(M * nb), sum(M * nb);
+  avx2::quantizeRowsInt8(M, A.data(), lda, K, bs, pbs, q.data(), s.data(), sum.data());
+  const QuantizedA want = quantizeA(A, M, lda, K, bs);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t b = 0; b < nb; ++b) {
+      int64_t total = 0;
+      for (int64_t i = 0; i < pbs; ++i) {
+        const int64_t k = b * bs + i;
+        const int32_t w = k < K ? want.q[m * K + k] : 0;  // the padding holds zeros
+        ASSERT_EQ(q[(m * nb + b) * pbs + i], w) << "row " << m << " k " << k;
+        total += w;
+      }
+      EXPECT_EQ(s[m * nb + b], (float)want.scale[m * nb + b]) << m << ", " << b;
+      EXPECT_EQ(sum[m * nb + b], (float)total) << m << ", " << b;
+    }
+  EXPECT_EQ(s[2 * nb + 2], 0.f);
+}
+
+// The int8 path against the same quantization in f64: rows around the 1-4-row tiles, K with
+// ragged last blocks (of 16, and of 20: padded to 24), N around the 16-column panels and the
+// 1-4-panel tiles, blocks of 16, 32 and 64, zero points or 8, a bias, one and two threads.
+TEST(DequantGemmInt8, MatchesTheQuantizedProduct) {
+  if (!avx2::int8DotAvailable()) GTEST_SKIP() << "no AVX2/FMA (or TANDEM_MAX_CPU_ISA caps it)";
+  uint32_t seed = 100;
+  for (int64_t M : {1, 2, 3, 4, 5, 9})
+    for (int64_t K : {64, 80, 84})
+      for (int64_t N : {16, 24, 72, 136})
+        for (int64_t bs : {16, 32, 64})
+          for (ZeroPoints z : {ZeroPoints::None, ZeroPoints::Narrow}) {
+            SCOPED_TRACE("M" + std::to_string(M) + " K" + std::to_string(K) + " N" + std::to_string(N) +
+                         " block " + std::to_string(bs) + " zp " + std::to_string(int(z)));
+            const bool u = seed % 2 == 0;
+            const QuantWeights qw = makeWeights(K, N, u, Scales::Blocked, bs, ZeroPoints::Narrow, seed);
+            QuantWeights w = qw;
+            if (z == ZeroPoints::None) w.zp.clear(), w.zpBytes.clear();
+            avx2::PackedQuantB B;
+            avx2::PackedDotB D;
+            std::string why;
+            ASSERT_TRUE(B.pack(w.source(), &why)) << why;
+            ASSERT_TRUE(D.pack(B, &why)) << why;
+            EXPECT_EQ(D.paddedBlock(), (std::min(bs, K) + 7) / 8 * 8);
+            const int64_t lda = K + 3, ldc = N + 5;
+            const std::vector<float> A = randomVec(M * lda, seed + 1), bias = randomVec(N, seed + 2);
+            std::vector<float> C(M * ldc, -7.f);
+            const int threads = seed % 3 == 0 ? 2 : 1;
+            avx2::dequantGemmInt8(M, A.data(), lda, D, C.data(), ldc, seed % 4 == 0 ? bias.data() : nullptr,
+                                  threads);
+            const QuantizedA qa = quantizeA(A, M, lda, K, bs);
+            const int64_t nb = (K + bs - 1) / bs;
+            int bad = 0;
+            for (int64_t m = 0; m < M && bad < 5; ++m)
+              for (int64_t n = 0; n < ldc && bad < 5; ++n) {
+                const float got = C[m * ldc + n];
+                if (n >= N) {  // past the columns: untouched
+                  if (got != -7.f) ADD_FAILURE() << "wrote column " << n, ++bad;
+                  continue;
+                }
+                double want = seed % 4 == 0 ? bias[n] : 0.0, mag = std::fabs(want);
+                for (int64_t b = 0; b < nb; ++b) {
+                  int64_t dot = 0;
+                  for (int64_t k = b * bs; k < std::min(K, (b + 1) * bs); ++k)
+                    dot += int64_t(qa.q[m * K + k]) * (w.q[k * N + n] - (w.zp.empty() ? 0 : w.zp[b * N + n]));
+                  const double t = qa.scale[m * nb + b] * w.scale[b * N + n] * double(dot);
+                  want += t;
+                  mag += std::fabs(t) + qa.scale[m * nb + b] * w.scale[b * N + n] * 16.0 * 127.0;
+                }
+                if (!(std::fabs(got - want) <= 1e-6 * mag + 1e-30))
+                  ADD_FAILURE() << "[" << m << ", " << n << "]: got " << got << ", want " << want, ++bad;
+              }
+            ++seed;
+          }
+}
+
+TEST(DequantGemmInt8, PackNeedsFourBitWeights) {
+  const QuantWeights qw = makeWeights(32, 16, true, Scales::Blocked, 16, ZeroPoints::Wide, 71);
+  avx2::PackedQuantB B;
+  avx2::PackedDotB D;
+  std::string why;
+  ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
+  ASSERT_FALSE(B.nibbles());
+  EXPECT_FALSE(avx2::PackedQuantB::fitsNibbles(qw.source()));
+  EXPECT_FALSE(D.pack(B, &why));
+  EXPECT_NE(why.find("int8 activations need B kept in 4 bits"), std::string::npos) << why;
+}
+
 /// A DequantizeMatMul op case: A [shape], B of `qw`, the scale and zero point in the op's
 /// shapes, a bias.
 OpCase dequantizeMatMulCase(const QuantWeights& qw, Shape aShape, bool bias, uint32_t seed) {
@@ -297,6 +419,56 @@ TEST(DequantizeMatMulKernel, VariantsMatchTheReference) {
     const std::vector<std::string> variants = dnnlRegistry().variants("cpu", ctx);
     EXPECT_EQ(variants.size(), few ? 1u : 3u);
   }
+}
+
+// accuracy_level 4 on 4-bit weights: the one variant "int8" at any number of rows, within the
+// error of rounding A to 8 bits per block of the f32 reference; on 8-bit weights (or level 0)
+// the f32 variants as before. A named int8 variant that does not apply is an error.
+TEST(DequantizeMatMulKernel, AccuracyLevel4QuantizesActivations) {
+  if (!avx2::int8DotAvailable()) GTEST_SKIP() << "no AVX2/FMA (or TANDEM_MAX_CPU_ISA caps it)";
+  for (Shape a : {Shape{1, 64}, Shape{2, 20, 64}}) {
+    SCOPED_TRACE("A " + shapeToString(a));
+    const QuantWeights qw = makeWeights(64, 40, true, Scales::Blocked, 32, ZeroPoints::Narrow, 81);
+    OpCase c = dequantizeMatMulCase(qw, a, true, 82);
+    c.attrs.set("accuracy_level", Attr::ofInt(4));
+    KernelContext ctx = c.context();
+    EXPECT_EQ(dnnlRegistry().variants("cpu", ctx), std::vector<std::string>{"int8"});
+    std::string impl;
+    const Tensor got = runOnce(c, &impl);
+    EXPECT_EQ(impl.rfind("avx2:dequant_gemm_int8(", 0), 0u) << impl;
+    const Tensor want = runRef(c);  // f32 weights, f64 sums
+    // |error| <= sum over k of |w| x (half a step of A's block: max |a| / 254), and more than
+    // f32 rounding: the quantization happened.
+    const float* A = c.inputs[0].data<float>();
+    const int64_t rows = numElements(a) / 64;
+    double worst = 0;
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t n = 0; n < 40; ++n) {
+        double bound = 1e-6;
+        for (int64_t b = 0; b < 2; ++b) {
+          float amax = 0;
+          for (int64_t k = 32 * b; k < 32 * b + 32; ++k) amax = std::max(amax, std::fabs(A[m * 64 + k]));
+          for (int64_t k = 32 * b; k < 32 * b + 32; ++k) bound += std::fabs(qw.w(k, n)) * amax / 254.0 * 1.01;
+        }
+        const double e = std::fabs(got.data<float>()[m * 40 + n] - want.data<float>()[m * 40 + n]);
+        EXPECT_LE(e, bound) << m << ", " << n;
+        worst = std::max(worst, e);
+      }
+    EXPECT_GT(worst, 1e-5);
+    c.attrs.set("accuracy_level", Attr::ofInt(0));
+    ctx = c.context();
+    EXPECT_NE(dnnlRegistry().variants("cpu", ctx), std::vector<std::string>{"int8"});
+    c.variant = "int8";
+    std::unique_ptr<Kernel> k;
+    const Status st = dnnlRegistry().create("cpu", c.context(), &k);
+    EXPECT_FALSE(st.isOk());
+    EXPECT_NE(st.message().find("variant int8 needs accuracy_level 4"), std::string::npos) << st.message();
+  }
+  // 8-bit weights: accuracy_level 4 leaves them to the f32 paths.
+  const QuantWeights wide = makeWeights(64, 40, true, Scales::Blocked, 32, ZeroPoints::Wide, 83);
+  OpCase c = dequantizeMatMulCase(wide, {3, 64}, false, 84);
+  c.attrs.set("accuracy_level", Attr::ofInt(4));
+  EXPECT_EQ(dnnlRegistry().variants("cpu", c.context()), std::vector<std::string>{"registers"});
 }
 
 TEST(DequantizeMatMulKernel, ReferenceIsDequantizeLinearThenMatMul) {
