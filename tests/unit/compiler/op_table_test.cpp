@@ -101,15 +101,29 @@ TEST(OpTable, FlagsAreConsistent) {
     const std::string n = r->name;
     EXPECT_FALSE(r->has(kUnary | kBinary)) << n;
     // The loops take only element-wise ops; a CUDA group falls back to the CPU loop.
-    if (r->flags & (kCpuLoop | kCudaExpr)) EXPECT_TRUE(r->flags & (kUnary | kBinary)) << n;
-    if (r->has(kCudaExpr)) EXPECT_TRUE(r->has(kCpuLoop)) << n;
+    if (r->flags & (kCpuLoop | kCudaExpr)) {
+      EXPECT_TRUE(r->flags & (kUnary | kBinary)) << n;
+    }
+    if (r->has(kCudaExpr)) {
+      EXPECT_TRUE(r->has(kCpuLoop)) << n;
+    }
     // Duplication recomputes an op inside a loop; post-ops are unary.
-    if (r->has(kCheap)) EXPECT_TRUE(r->has(kCpuLoop)) << n;
-    if (r->has(kDnnlPostOp)) EXPECT_TRUE(r->has(kUnary)) << n;
-    if (r->has(kDnnlPostOp)) EXPECT_TRUE(r->has(kDnnlEltwise)) << n;
-    if (r->has(kReductionRoot)) EXPECT_FALSE(r->flags & (kCpuLoop | kInPlace)) << n;
+    if (r->has(kCheap)) {
+      EXPECT_TRUE(r->has(kCpuLoop)) << n;
+    }
+    if (r->has(kDnnlPostOp)) {
+      EXPECT_TRUE(r->has(kUnary)) << n;
+    }
+    if (r->has(kDnnlPostOp)) {
+      EXPECT_TRUE(r->has(kDnnlEltwise)) << n;
+    }
+    if (r->has(kReductionRoot)) {
+      EXPECT_FALSE(r->flags & (kCpuLoop | kInPlace)) << n;
+    }
     // Every loop op may run in place: its kernels read an element before writing it.
-    if (r->has(kCpuLoop)) EXPECT_TRUE(r->has(kInPlace)) << n;
+    if (r->has(kCpuLoop)) {
+      EXPECT_TRUE(r->has(kInPlace)) << n;
+    }
     if (r->formula) {
       EXPECT_TRUE(r->has(kUnary | kCpuLoop | kCudaExpr)) << n;
       EXPECT_EQ(r->work, OpWorkKind::Elementwise) << n;
