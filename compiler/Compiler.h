@@ -121,6 +121,14 @@ struct CompileOptions {
   /// every target device is a CPU (a GPU target keeps them f32, which the GPU runs);
   /// --no-qdq-fusion turns it off (the graph's f32 arithmetic as written).
   bool qdqFusion = true;
+  /// Which weight-only quantized products (DequantizeMatMul: imported MatMulNBits, or fused
+  /// from DequantizeLinear of constant weights) may quantize their activations to int8 per row
+  /// and block (accuracy_level 4; runtime/cpu/avx2/DequantGemmInt8.h, for weights held in 4
+  /// bits): Model, those whose model says so (MatMulNBits' accuracy_level 4, as ONNX Runtime
+  /// reads it); All, every one (ONNX Runtime's default for the MatMulNBits it makes of QDQ
+  /// weights); None, none (f32 activations, the exact products). --int8-activations.
+  enum class Int8Activations { Model, All, None };
+  Int8Activations int8Activations = Int8Activations::Model;
   /// Run --tandem-fuse (fusion groups per device); off gives one kernel per op (--no-fuse).
   bool fuse = true;
   /// Verify the IR after every pass (--verify-each-pass, or TANDEM_VERIFY_EACH_PASS=1 in the

@@ -225,6 +225,25 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
       module->removeAttr(kQdqWithoutFastKernelAttr);
     }
   }
+  // Int8 activations of weight-only products: the model's accuracy_level, or all, or none.
+  {
+    int64_t int8 = 0;
+    module.walk([&](mlir::Operation* op) {
+      if (onnxOpType(op) != "DequantizeMatMul") return;
+      if (options.int8Activations == CompileOptions::Int8Activations::All)
+        op->setAttr("accuracy_level", mlir::IntegerAttr::get(mlir::IntegerType::get(op->getContext(), 64), 4));
+      else if (options.int8Activations == CompileOptions::Int8Activations::None)
+        op->removeAttr("accuracy_level");
+      if (auto a = op->getAttrOfType<mlir::IntegerAttr>("accuracy_level"); a && a.getInt() >= 4) ++int8;
+    });
+    if (int8 > 0)
+      result->notes.push_back(
+          std::to_string(int8) + " weight-only quantized matrix product(s) at accuracy_level 4 " +
+          (options.int8Activations == CompileOptions::Int8Activations::All ? "(--int8-activations all)"
+                                                                           : "(the model's)") +
+          ": their activations are quantized to int8 per row and block where the weights are "
+          "held in 4 bits and the CPU has AVX2 (--int8-activations none: f32)");
+  }
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(createOutlineDynamicPass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options, devices)))) return mlir::failure();

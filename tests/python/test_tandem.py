@@ -284,6 +284,26 @@ class Unit(unittest.TestCase):
         with self.assertRaises(ValueError):
             tandem.compile(path, f16_rounding="sometimes")
 
+    def test_int8_activations_option(self):
+        # tests/e2e/models/weight_only: int8_activations="all" lets its 4-bit product (y3)
+        # quantize its activations (the plan's notes say so; 2.5e-2 from the exact reference),
+        # the default ("model": the model asks for none) and "none" keep every product exact.
+        d = os.path.join(HERE, "..", "e2e", "models", "weight_only")
+        data = os.path.join(d, "test_data_set_0")
+        x = tandem.read_tensor(os.path.join(data, "input_0.pb"))
+        x2 = tandem.read_tensor(os.path.join(data, "input_1.pb"))
+        want = tandem.read_tensor(os.path.join(data, "output_2.pb"))
+        path = os.path.join(d, "model.onnx")
+        exact = tandem.compile(path, target="cpu", threads=1)
+        int8 = tandem.compile(path, target="cpu", threads=1, int8_activations="all")
+        self.assertFalse(any("accuracy_level 4" in n for n in exact.notes), exact.notes)
+        self.assertTrue(any("accuracy_level 4 (--int8-activations all)" in n for n in int8.notes),
+                        int8.notes)
+        np.testing.assert_allclose(exact.run({"x": x, "x2": x2})["y3"], want, atol=1e-5, rtol=0)
+        np.testing.assert_allclose(int8.run({"x": x, "x2": x2})["y3"], want, atol=5e-2, rtol=0)
+        with self.assertRaises(ValueError):
+            tandem.compile(path, int8_activations="some")
+
 
 class Models(unittest.TestCase):
     MODELS = ["mlp", "mnist_cnn", "resnet18", "gpt_like"]

@@ -361,7 +361,7 @@ std::unique_ptr<PyPlan> compile(const std::string& path, py::object target, cons
                                 std::optional<std::map<std::string, std::vector<int64_t>>> shapes,
                                 std::optional<std::map<std::string, py::object>> constants,
                                 bool strictPlacement, int threads, bool qdqFusion,
-                                const std::string& f16Rounding) {
+                                const std::string& f16Rounding, const std::string& int8Activations) {
   // 1. Options, checked as the CLI checks its flags (ValueError instead of a usage error).
   CompileOptions co;
   ImportOptions io;
@@ -397,6 +397,10 @@ std::unique_ptr<PyPlan> compile(const std::string& path, py::object target, cons
   if (f16Rounding != "islands" && f16Rounding != "per-op")
     raise(PyExc_ValueError, "f16_rounding: 'islands' or 'per-op', got '" + f16Rounding + "'");
   co.f16PerOpRounding = f16Rounding == "per-op";
+  if (int8Activations == "model") co.int8Activations = CompileOptions::Int8Activations::Model;
+  else if (int8Activations == "all") co.int8Activations = CompileOptions::Int8Activations::All;
+  else if (int8Activations == "none") co.int8Activations = CompileOptions::Int8Activations::None;
+  else raise(PyExc_ValueError, "int8_activations: 'model', 'all' or 'none', got '" + int8Activations + "'");
   co.strictPlacement = strictPlacement;
   LoadOptions lo = loadOptions(threads);
   requireFile(path, "an ONNX model");
@@ -510,9 +514,10 @@ PYBIND11_MODULE(tandem, m) {
         py::arg("fuse") = true, py::kw_only(), py::arg("shapes") = py::none(),
         py::arg("constants") = py::none(), py::arg("strict_placement") = false,
         py::arg("threads") = 0, py::arg("qdq_fusion") = true, py::arg("f16_rounding") = "islands",
+        py::arg("int8_activations") = "model",
         "compile(path, target=None, placement='cost', dims=None, pins=None, fuse=True, *, "
         "shapes=None, constants=None, strict_placement=False, threads=0, qdq_fusion=True, "
-        "f16_rounding='islands') -> Plan\n\n"
+        "f16_rounding='islands', int8_activations='model') -> Plan\n\n"
         "Compiles the ONNX model at `path` as `tandem compile` does and binds it to this "
         "machine's devices.\n"
         "  target: devices to place on, e.g. 'cpu' or 'cpu,cuda:0=h100' (a list of names works "
@@ -532,6 +537,10 @@ PYBIND11_MODULE(tandem, m) {
         "where this CPU has a fast kernel for it (tandem compile --no-qdq-fusion).\n"
         "  f16_rounding: f16/bf16 models, ops without a 16-bit kernel: 'islands' keeps f32 "
         "between them, 'per-op' rounds each result to 16 bits (tandem compile --f16-rounding).\n"
+        "  int8_activations: weight-only quantized products on 4-bit weights may quantize "
+        "their activations to int8 per row and block (ONNX Runtime's accuracy level 4): "
+        "'model' where the model says so (MatMulNBits accuracy_level 4), 'all' every one, "
+        "'none' never (tandem compile --int8-activations).\n"
         "Errors: FileNotFoundError; ValueError for a bad option; tandem.Error with the "
         "compiler's diagnostics (node name and reason) for a model it cannot compile.");
   m.def("load", &load, py::arg("path"), py::kw_only(), py::arg("threads") = 0,

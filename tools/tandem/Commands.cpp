@@ -65,6 +65,9 @@ std::string toCompileOptions(const CommonCompileFlags& f, CompileOptions* c) {
   c->fuse = !f.noFuse;
   c->qdqFusion = !f.noQdqFusion;
   c->f16PerOpRounding = f.f16Rounding == "per-op";
+  c->int8Activations = f.int8Activations == "all"    ? CompileOptions::Int8Activations::All
+                       : f.int8Activations == "none" ? CompileOptions::Int8Activations::None
+                                                     : CompileOptions::Int8Activations::Model;
   c->verifyEachPass = f.verifyEachPass;
   if (!f.target.empty()) {
     DeviceSet set;
@@ -146,6 +149,14 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
                 "default, on CPU-only targets, each runs as one int8 QLinearConv or QLinearMatMul, "
                 "or a DequantizeMatMul on weights kept 8-bit or 4-bit, where this CPU has a fast "
                 "kernel for it");
+  cmd->add_option("--int8-activations", f.int8Activations,
+                  "Weight-only quantized matrix products (MatMulNBits, or DequantizeLinear of "
+                  "constant weights -> MatMul/Gemm) whose weights are held in 4 bits may quantize "
+                  "their activations to int8 per row and block (ONNX Runtime's accuracy level 4: "
+                  "faster; each activation rounded to a 127th of its block's largest): 'model' where the "
+                  "model says so (MatMulNBits accuracy_level 4), 'all' every one (ONNX Runtime's "
+                  "default for QDQ weights), 'none' never (f32 activations)")
+      ->check(CLI::IsMember({"model", "all", "none"}));
   cmd->add_option("--f16-rounding", f.f16Rounding,
                   "f16/bf16 models, ops without a 16-bit CPU kernel (computed in f32): 'islands' "
                   "keeps f32 between such ops and rounds where values leave them (as ONNX Runtime "

@@ -22,6 +22,7 @@ struct CommonCompileFlags {
   bool noFuse = false;  // --no-fuse: one kernel per op
   bool noQdqFusion = false;  // --no-qdq-fusion: QDQ convolutions stay f32
   std::string f16Rounding = "islands";  // --f16-rounding islands|per-op
+  std::string int8Activations = "model";  // --int8-activations model|all|none
   std::string logPlacement;           // "", "text", "json", "dot"
   bool logPlacementSet = false;
   bool printIrAfterAll = false;
