@@ -279,14 +279,15 @@ TEST(DequantGemmInt8, QuantizesAsTheScalarModel) {
 }
 
 // The int8 path against the same quantization in f64: rows around the 1-4-row tiles, K with
-// ragged last blocks (of 16, and of 20: padded to 24), N around the 16-column panels and the
-// 1-4-panel tiles, blocks of 16, 32 and 64, zero points or 8, a bias, one and two threads.
+// ragged last blocks (of 16, and of 20: padded to 24) and K within one block (5, 13: odd, the
+// last row paired with zeros), N around the 16-column panels and the 1-4-panel tiles (1 and 7:
+// one padded panel), blocks of 16, 32 and 64, zero points or 8, a bias, one and two threads.
 TEST(DequantGemmInt8, MatchesTheQuantizedProduct) {
   if (!avx2::int8DotAvailable()) GTEST_SKIP() << "no AVX2/FMA (or TANDEM_MAX_CPU_ISA caps it)";
   uint32_t seed = 100;
   for (int64_t M : {1, 2, 3, 4, 5, 9})
-    for (int64_t K : {64, 80, 84})
-      for (int64_t N : {16, 24, 72, 136})
+    for (int64_t K : {5, 13, 64, 80, 84})
+      for (int64_t N : {1, 7, 16, 24, 72, 136})
         for (int64_t bs : {16, 32, 64})
           for (ZeroPoints z : {ZeroPoints::None, ZeroPoints::Narrow}) {
             SCOPED_TRACE("M" + std::to_string(M) + " K" + std::to_string(K) + " N" + std::to_string(N) +
