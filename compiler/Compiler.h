@@ -123,8 +123,8 @@ struct CompileOptions {
   bool qdqFusion = true;
   /// Which weight-only quantized products (DequantizeMatMul: imported MatMulNBits, or fused
   /// from DequantizeLinear of constant weights) may quantize their activations to int8 per row
-  /// and block (accuracy_level 4; runtime/cpu/avx2/DequantGemmInt8.h, for weights held in 4
-  /// bits): Model, those whose model says so (MatMulNBits' accuracy_level 4, as ONNX Runtime
+  /// and block (accuracy_level 4; runtime/cpu/avx2/DequantGemmInt8.h, on CPUs with AVX2):
+  /// Model, those whose model says so (MatMulNBits' accuracy_level 4, as ONNX Runtime
   /// reads it); All, every one (ONNX Runtime's default for the MatMulNBits it makes of QDQ
   /// weights); None, none (f32 activations, the exact products). --int8-activations.
   enum class Int8Activations { Model, All, None };

@@ -285,7 +285,7 @@ def Tandem_DequantizeMatMulOp : Tandem_DomainOp<"dequantize_matmul", "Dequantize
       # "compiler/shapes/Quantize.cpp, runtime/cpu/ref/DequantizeMatMul.cpp (--tandem-fuse-qdq "
       # "builds it from DequantizeLinear of constant weights -> MatMul or Gemm [-> bias Add]); "
       # "accuracy_level 0-4 as ONNX Runtime's MatMulNBits (0 the default): 4 lets the CPU "
-      # "kernel quantize A to int8 per row and block of 4-bit B (the reference stays f32)",
+      # "kernel quantize A to int8 per row and block (the reference stays f32)",
     (ins Int:$block_size, Int:$accuracy_level)>;
 def Tandem_DetOp : Tandem_OnnxOp<"det", "Det", "11",
     "determinant of each square matrix of X [*, M, M]">;

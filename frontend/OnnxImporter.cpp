@@ -1683,7 +1683,7 @@ mlir::LogicalResult OnnxImporter::normaliseNewer(int index, mlir::Location loc, 
 // form of GPU-exported models) compute in f32 between Casts: the scales widened at import.
 // Taken: bits 2, 4 and 8, constant B, scales, zero points and g_idx. accuracy_level 4 (or
 // more: ONNX Runtime clamps it), "int8 activations allowed", is kept on the DequantizeMatMul:
-// its CPU kernel then quantizes A to int8 per row and block where B is held in 4 bits, as
+// its CPU kernel then quantizes A to int8 per row and block (where the CPU has AVX2), as
 // ONNX Runtime does; other levels compute in f32.
 mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location loc, NodeForm* f) {
   auto intAttr = [&](const char* name, int64_t dflt) {

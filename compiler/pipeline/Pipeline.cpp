@@ -241,8 +241,8 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
           std::to_string(int8) + " weight-only quantized matrix product(s) at accuracy_level 4 " +
           (options.int8Activations == CompileOptions::Int8Activations::All ? "(--int8-activations all)"
                                                                            : "(the model's)") +
-          ": their activations are quantized to int8 per row and block where the weights are "
-          "held in 4 bits and the CPU has AVX2 (--int8-activations none: f32)");
+          ": their activations are quantized to int8 per row and block where the CPU has AVX2 "
+          "(--int8-activations none: f32)");
   }
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(createOutlineDynamicPass()))) return mlir::failure();

@@ -296,13 +296,16 @@ class Unit(unittest.TestCase):
         path = os.path.join(d, "model.onnx")
         exact = tandem.compile(path, target="cpu", threads=1)
         int8 = tandem.compile(path, target="cpu", threads=1, int8_activations="all")
+        with self.assertRaises(ValueError):
+            tandem.compile(path, int8_activations="some")
+        if any("no fast kernel for DequantizeMatMul" in n for n in exact.notes):
+            self.skipTest("this CPU has no AVX2 + FMA (or TANDEM_MAX_CPU_ISA caps it): the "
+                          "weight-only products fold to f32")
         self.assertFalse(any("accuracy_level 4" in n for n in exact.notes), exact.notes)
         self.assertTrue(any("accuracy_level 4 (--int8-activations all)" in n for n in int8.notes),
                         int8.notes)
         np.testing.assert_allclose(exact.run({"x": x, "x2": x2})["y3"], want, atol=1e-5, rtol=0)
         np.testing.assert_allclose(int8.run({"x": x, "x2": x2})["y3"], want, atol=5e-2, rtol=0)
-        with self.assertRaises(ValueError):
-            tandem.compile(path, int8_activations="some")
 
 
 class Models(unittest.TestCase):

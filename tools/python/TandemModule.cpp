@@ -537,7 +537,7 @@ PYBIND11_MODULE(tandem, m) {
         "where this CPU has a fast kernel for it (tandem compile --no-qdq-fusion).\n"
         "  f16_rounding: f16/bf16 models, ops without a 16-bit kernel: 'islands' keeps f32 "
         "between them, 'per-op' rounds each result to 16 bits (tandem compile --f16-rounding).\n"
-        "  int8_activations: weight-only quantized products on 4-bit weights may quantize "
+        "  int8_activations: weight-only quantized products may quantize "
         "their activations to int8 per row and block (ONNX Runtime's accuracy level 4): "
         "'model' where the model says so (MatMulNBits accuracy_level 4), 'all' every one, "
         "'none' never (tandem compile --int8-activations).\n"

@@ -151,7 +151,7 @@ void addCommonCompileFlags(CLI::App* cmd, CommonCompileFlags& f) {
                 "kernel for it");
   cmd->add_option("--int8-activations", f.int8Activations,
                   "Weight-only quantized matrix products (MatMulNBits, or DequantizeLinear of "
-                  "constant weights -> MatMul/Gemm) whose weights are held in 4 bits may quantize "
+                  "constant weights -> MatMul/Gemm) may quantize "
                   "their activations to int8 per row and block (ONNX Runtime's accuracy level 4: "
                   "faster; each activation rounded to a 127th of its block's largest): 'model' where the "
                   "model says so (MatMulNBits accuracy_level 4), 'all' every one (ONNX Runtime's "

@@ -41,12 +41,6 @@ bool ranges(const QuantBSource& s, std::vector<int32_t>* lo, std::vector<int32_t
 
 }  // namespace
 
-bool PackedQuantB::fitsNibbles(const QuantBSource& s) {
-  if (s.K < 1 || s.N < 1 || !s.q || !s.scale || s.blockSize < 0) return false;
-  std::vector<int32_t> lo, hi;
-  return ranges(s, &lo, &hi);
-}
-
 bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
   if (s.K < 1 || s.N < 1 || !s.q || !s.scale || s.blockSize < 0) {
     *why = "B must be a non-empty K x N matrix with scales, and block_size >= 0";

@@ -58,8 +58,6 @@ class PackedQuantB {
   /// Packs `s`. Returns false (and packs nothing) with *why set when the sizes or counts do not
   /// fit: K, N >= 1; scaleCount 1, N, or ceil(K / blockSize) * N; blockSize >= 0.
   bool pack(const QuantBSource& s, std::string* why);
-  /// Whether pack(s) would keep s in 4 bits (nibbles()), without packing; false where pack fails.
-  static bool fitsNibbles(const QuantBSource& s);
   int64_t rows() const { return K_; }
   int64_t cols() const { return N_; }
   int64_t panels() const { return (N_ + 15) / 16; }

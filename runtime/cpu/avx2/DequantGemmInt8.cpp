@@ -16,37 +16,53 @@ namespace tandem {
 namespace avx2 {
 
 bool PackedDotB::pack(const PackedQuantB& src, std::string* why) {
-  if (!src.nibbles()) {
-    *why = "int8 activations need B kept in 4 bits (every block and column spanning at most 16 values)";
+  if (src.rows() < 1 || src.cols() < 1) {
+    *why = "B is empty (PackedQuantB::pack first)";
     return false;
   }
   K_ = src.rows();
   N_ = src.cols();
   bs_ = src.blockSize();
   pbs_ = (bs_ + 7) / 8 * 8;
+  eight_ = !src.nibbles();
   const int64_t P = panels(), nb = blocks();
-  q_.assign(P * nb * pbs_ * 8, 0);
+  q_.assign(P * nb * pbs_ * (eight_ ? 16 : 8), 0);
   scale_.resize(P * nb * 16);
   zp_.resize(P * nb * 16);
   for (int64_t p = 0; p < P; ++p) {
-    const int8_t* pairs = src.panel(p);
-    // The 4-bit value (d + 8) of row k, column j; rows past K read as 8 (d = 0).
-    auto u4 = [&](int64_t k, int64_t j) -> uint8_t {
+    const int8_t* rows = src.panel(p);
+    // The stored value of row k, column j: 4 bits d + 8 (0-15), or 8 bits d + 128 (0-255);
+    // rows past K read as d = 0.
+    auto value = [&](int64_t k, int64_t j) -> uint8_t {
+      if (eight_) return k >= K_ ? 128 : uint8_t(int(rows[k * 16 + j]) + 128);
       if (k >= K_) return 8;
-      const uint8_t byte = uint8_t(pairs[(k / 2) * 16 + j]);
+      const uint8_t byte = uint8_t(rows[(k / 2) * 16 + j]);
       return k % 2 == 0 ? byte & 15 : byte >> 4;
     };
     for (int64_t b = 0; b < nb; ++b) {
       const int64_t k0 = b * bs_, k1 = std::min(K_, k0 + bs_);
-      uint8_t* dst = q_.data() + (p * nb + b) * pbs_ * 8;
-      for (int64_t g = 0; g < pbs_ / 8; ++g)
-        for (int64_t j = 0; j < 16; ++j)
-          for (int64_t i = 0; i < 4; ++i) {
-            const int64_t lo = k0 + 8 * g + i, hi = lo + 4;
-            dst[g * 64 + 4 * j + i] = uint8_t((lo < k1 ? u4(lo, j) : 8) | (hi < k1 ? u4(hi, j) : 8) << 4);
-          }
+      uint8_t* dst = q_.data() + (p * nb + b) * pbs_ * (eight_ ? 16 : 8);
+      const uint8_t zero = eight_ ? 128 : 8;
+      if (eight_) {
+        for (int64_t g = 0; g < pbs_ / 4; ++g)
+          for (int64_t j = 0; j < 16; ++j)
+            for (int64_t i = 0; i < 4; ++i) {
+              const int64_t k = k0 + 4 * g + i;
+              dst[g * 64 + 4 * j + i] = k < k1 ? value(k, j) : zero;
+            }
+      } else {
+        for (int64_t g = 0; g < pbs_ / 8; ++g)
+          for (int64_t j = 0; j < 16; ++j)
+            for (int64_t i = 0; i < 4; ++i) {
+              const int64_t lo = k0 + 8 * g + i, hi = lo + 4;
+              dst[g * 64 + 4 * j + i] = uint8_t((lo < k1 ? value(lo, j) : zero) | (hi < k1 ? value(hi, j) : zero) << 4);
+            }
+      }
       std::memcpy(&scale_[(p * nb + b) * 16], src.scale(p, b), 16 * sizeof(float));
-      std::memcpy(&zp_[(p * nb + b) * 16], src.residualZeroPoint(p, b), 16 * sizeof(float));
+      // PackedQuantB keeps zp - c (8 bits) or zp - c + 8 (4 bits); the 8-bit values here are
+      // d + 128.
+      const float* z = src.residualZeroPoint(p, b);
+      for (int64_t j = 0; j < 16; ++j) zp_[(p * nb + b) * 16 + j] = z[j] + (eight_ ? 128.f : 0.f);
     }
   }
   return true;
@@ -77,12 +93,13 @@ inline int32_t load4(const int8_t* p) {
 
 // One tile: rows [0, MR) of the quantized A (rows aLd bytes apart; their scales and sums nb
 // apart) times panels [p0, p0 + P) of B into y (MR rows of P * 16 floats), block by block: the
-// int32 sums of a_q * (d + 8), less the zero point (as the 4-bit values read it) times the
-// block's sum of a_q, scaled by s_a * s_b.
-template <int MR, int P>
+// int32 sums of a_q times the stored values (4 bits; 8 bits as 16 x the high nibble's sum plus
+// the low one's), less the zero point as they read it times the block's sum of a_q, scaled by
+// s_a * s_b.
+template <int MR, int P, bool Eight>
 I8_TARGET512 void tile512(const PackedDotB& B, int64_t p0, const int8_t* aq, int64_t aLd,
                           const float* sa, const float* sumA, float* y) {
-  const int64_t nb = B.blocks(), pbs = B.paddedBlock(), groups = pbs / 8;
+  const int64_t nb = B.blocks(), pbs = B.paddedBlock(), groups = pbs / (Eight ? 4 : 8);
   const __m512i mask = _mm512_set1_epi8(15);
   __m512 out[MR][P];
 #pragma GCC unroll 8
@@ -90,11 +107,11 @@ I8_TARGET512 void tile512(const PackedDotB& B, int64_t p0, const int8_t* aq, int
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) out[m][p] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    __m512i acc[MR][P];
+    __m512i acc[MR][P], accHi[MR][P];
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 8
-      for (int p = 0; p < P; ++p) acc[m][p] = _mm512_setzero_si512();
+      for (int p = 0; p < P; ++p) acc[m][p] = accHi[m][p] = _mm512_setzero_si512();
     const uint8_t* w[P];
 #pragma GCC unroll 8
     for (int p = 0; p < P; ++p) w[p] = B.block(p0 + p, b);
@@ -109,12 +126,21 @@ I8_TARGET512 void tile512(const PackedDotB& B, int64_t p0, const int8_t* aq, int
       }
 #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) {
-        const __m512i a0 = _mm512_set1_epi32(load4(a + m * aLd + g * 8));
-        const __m512i a1 = _mm512_set1_epi32(load4(a + m * aLd + g * 8 + 4));
+        if constexpr (Eight) {
+          const __m512i a0 = _mm512_set1_epi32(load4(a + m * aLd + g * 4));
 #pragma GCC unroll 8
-        for (int p = 0; p < P; ++p) {
-          acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], lo[p], a0);
-          acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], hi[p], a1);
+          for (int p = 0; p < P; ++p) {
+            acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], lo[p], a0);
+            accHi[m][p] = _mm512_dpbusd_epi32(accHi[m][p], hi[p], a0);
+          }
+        } else {
+          const __m512i a0 = _mm512_set1_epi32(load4(a + m * aLd + g * 8));
+          const __m512i a1 = _mm512_set1_epi32(load4(a + m * aLd + g * 8 + 4));
+#pragma GCC unroll 8
+          for (int p = 0; p < P; ++p) {
+            acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], lo[p], a0);
+            acc[m][p] = _mm512_dpbusd_epi32(acc[m][p], hi[p], a1);
+          }
         }
       }
     }
@@ -125,7 +151,8 @@ I8_TARGET512 void tile512(const PackedDotB& B, int64_t p0, const int8_t* aq, int
       const __m512 s = _mm512_loadu_ps(B.scale(p0 + p, b)), z = _mm512_loadu_ps(B.zeroPoint(p0 + p, b));
 #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) {
-        const __m512 t = _mm512_fnmadd_ps(z, _mm512_set1_ps(sumA[m * nb + b]), _mm512_maskz_cvtepi32_ps(0xFFFF, acc[m][p]));
+        const __m512i dot = Eight ? _mm512_add_epi32(acc[m][p], _mm512_maskz_slli_epi32(0xFFFF, accHi[m][p], 4)) : acc[m][p];
+        const __m512 t = _mm512_fnmadd_ps(z, _mm512_set1_ps(sumA[m * nb + b]), _mm512_maskz_cvtepi32_ps(0xFFFF, dot));
         out[m][p] = _mm512_fmadd_ps(_mm512_mul_ps(s, _mm512_set1_ps(sa[m * nb + b])), t, out[m][p]);
       }
     }
@@ -137,12 +164,12 @@ I8_TARGET512 void tile512(const PackedDotB& B, int64_t p0, const int8_t* aq, int
 }
 
 // The same with AVX2: each panel as two halves of 8 columns; a_q * u4 pairs summed in int16 by
-// vpmaddubsw (at most 2 * 15 * 127 per pair, and the two nibble halves added: 7620, no
+// vpmaddubsw (at most 2 * 15 * 127 per pair; in 4 bits the two nibble halves added: 7620, no
 // saturation), then in int32 by vpmaddwd. The f32 sums stay in y between blocks.
-template <int MR, int P>
+template <int MR, int P, bool Eight>
 I8_TARGET256 void tile256(const PackedDotB& B, int64_t p0, const int8_t* aq, int64_t aLd,
                           const float* sa, const float* sumA, float* y) {
-  const int64_t nb = B.blocks(), pbs = B.paddedBlock(), groups = pbs / 8;
+  const int64_t nb = B.blocks(), pbs = B.paddedBlock(), groups = pbs / (Eight ? 4 : 8);
   const __m256i mask = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
   for (int m = 0; m < MR; ++m)
     for (int j = 0; j < P * 16; ++j) y[m * P * 16 + j] = 0.f;
@@ -163,12 +190,22 @@ I8_TARGET256 void tile256(const PackedDotB& B, int64_t p0, const int8_t* aq, int
       }
 #pragma GCC unroll 8
       for (int m = 0; m < MR; ++m) {
-        const __m256i a0 = _mm256_set1_epi32(load4(a + m * aLd + g * 8));
-        const __m256i a1 = _mm256_set1_epi32(load4(a + m * aLd + g * 8 + 4));
+        if constexpr (Eight) {
+          const __m256i a0 = _mm256_set1_epi32(load4(a + m * aLd + g * 4));
 #pragma GCC unroll 8
-        for (int h = 0; h < 2 * P; ++h) {
-          const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], a0), _mm256_maddubs_epi16(hi[h], a1));
-          acc[m][h] = _mm256_add_epi32(acc[m][h], _mm256_madd_epi16(pairs, ones));
+          for (int h = 0; h < 2 * P; ++h) {
+            const __m256i l = _mm256_madd_epi16(_mm256_maddubs_epi16(lo[h], a0), ones);
+            const __m256i u = _mm256_madd_epi16(_mm256_maddubs_epi16(hi[h], a0), ones);
+            acc[m][h] = _mm256_add_epi32(acc[m][h], _mm256_add_epi32(l, _mm256_slli_epi32(u, 4)));
+          }
+        } else {
+          const __m256i a0 = _mm256_set1_epi32(load4(a + m * aLd + g * 8));
+          const __m256i a1 = _mm256_set1_epi32(load4(a + m * aLd + g * 8 + 4));
+#pragma GCC unroll 8
+          for (int h = 0; h < 2 * P; ++h) {
+            const __m256i pairs = _mm256_add_epi16(_mm256_maddubs_epi16(lo[h], a0), _mm256_maddubs_epi16(hi[h], a1));
+            acc[m][h] = _mm256_add_epi32(acc[m][h], _mm256_madd_epi16(pairs, ones));
+          }
         }
       }
     }
@@ -190,24 +227,25 @@ I8_TARGET256 void tile256(const PackedDotB& B, int64_t p0, const int8_t* aq, int
 using TileFn = void (*)(const PackedDotB&, int64_t, const int8_t*, int64_t, const float*, const float*, float*);
 
 // Panels per tile by rows: independent accumulator chains for the dot products' latency, within
-// the registers (AVX-512: 32, AVX2: 16).
-template <int MR>
+// the registers (AVX-512: 32, AVX2: 16; 8 bits take a second set of accumulators on AVX-512).
+template <int MR, bool Eight>
 TileFn tileOf(int* p) {
   if (vnni512()) {
-    if (*p >= 4 && MR <= 2) return *p = 4, TileFn(tile512<MR, 4>);
-    if (*p >= 2) return *p = 2, TileFn(tile512<MR, 2>);
-    return *p = 1, TileFn(tile512<MR, 1>);
+    if (*p >= 4 && MR <= (Eight ? 1 : 2)) return *p = 4, TileFn(tile512<MR, 4, Eight>);
+    if (*p >= 2 && (!Eight || MR <= 2)) return *p = 2, TileFn(tile512<MR, 2, Eight>);
+    return *p = 1, TileFn(tile512<MR, 1, Eight>);
   }
-  if (*p >= 2 && MR == 1) return *p = 2, TileFn(tile256<MR, 2>);
-  return *p = 1, TileFn(tile256<MR, 1>);
+  if (*p >= 2 && MR == 1) return *p = 2, TileFn(tile256<MR, 2, Eight>);
+  return *p = 1, TileFn(tile256<MR, 1, Eight>);
 }
 
+template <bool Eight>
 TileFn tileFor(int mr, int* p) {
   switch (mr) {
-    case 1: return tileOf<1>(p);
-    case 2: return tileOf<2>(p);
-    case 3: return tileOf<3>(p);
-    default: return tileOf<4>(p);
+    case 1: return tileOf<1, Eight>(p);
+    case 2: return tileOf<2, Eight>(p);
+    case 3: return tileOf<3, Eight>(p);
+    default: return tileOf<4, Eight>(p);
   }
 }
 
@@ -220,7 +258,7 @@ void int8Path(int64_t M, const int8_t* aq, int64_t aLd, const float* sa, const f
     const int mr = (int)std::min<int64_t>(4, M - r);
     for (int64_t p = pb; p < pe;) {
       int np = (int)std::min<int64_t>(4, pe - p);
-      tileFor(mr, &np)(B, p, aq + r * aLd, aLd, sa + r * nb, sumA + r * nb, y);
+      (B.eightBit() ? tileFor<true>(mr, &np) : tileFor<false>(mr, &np))(B, p, aq + r * aLd, aLd, sa + r * nb, sumA + r * nb, y);
       const int64_t n0 = p * 16, cols = std::min(N, (p + np) * 16) - n0;
       for (int i = 0; i < mr; ++i) {
         float* c = C + (r + i) * ldc + n0;

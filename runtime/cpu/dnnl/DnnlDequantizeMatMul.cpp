@@ -8,11 +8,10 @@
 //               micro-kernels;
 //   "dnnl"      columns of B dequantized into a row-major f32 block of the thread workspace
 //               (chunkColumns), then oneDNN's matmul on it (brgemm on AVX-512 hosts).
-// With accuracy_level 4 (ONNX Runtime's "int8 activations allowed", taken from MatMulNBits) and
-// B kept in 4 bits, one variant at any number of rows, so that the numbers do not depend on a
-// timing:
-//   "int8"      A quantized to int8 per row and block, int32 dot products with the 4-bit
-//               weights (runtime/cpu/avx2/DequantGemmInt8.h).
+// With accuracy_level 4 (ONNX Runtime's "int8 activations allowed", taken from MatMulNBits),
+// one variant at any number of rows, so that the numbers do not depend on a timing:
+//   "int8"      A quantized to int8 per row and block, int32 dot products with the 4-bit or
+//               8-bit weights (runtime/cpu/avx2/DequantGemmInt8.h).
 #include <omp.h>
 
 #include <algorithm>
@@ -69,7 +68,8 @@ class DequantizeMatMulKernel final : public DnnlKernel {
     if (int8) {
       if (!dot_.pack(packed_, &why)) return Status::error(ctx.opType + ": " + why);
       packed_ = avx2::PackedQuantB();
-      impl_ = std::string("avx2:dequant_gemm_int8(") + avx2::int8DotIsa() + ", 4-bit)";
+      impl_ = std::string("avx2:dequant_gemm_int8(") + avx2::int8DotIsa() + ", " +
+              (dot_.eightBit() ? "8-bit" : "4-bit") + ")";
       return Status::ok();
     }
     const std::string bits = packed_.nibbles() ? "4-bit" : "8-bit";
@@ -175,10 +175,9 @@ class DequantizeMatMulKernel final : public DnnlKernel {
 };
 
 /// Whether the "int8" variant applies: accuracy_level 4 (or more, clamped as ONNX Runtime
-/// does), B kept in 4 bits, a host with the instructions.
-bool int8Applies(const KernelContext& ctx, const ref::DequantizeMatMulShape& s) {
-  return ctx.attrs->getInt("accuracy_level", 0) >= 4 && avx2::int8DotAvailable() &&
-         avx2::PackedQuantB::fitsNibbles(quantSource(ctx, s));
+/// does) on a host with the instructions.
+bool int8Applies(const KernelContext& ctx, const ref::DequantizeMatMulShape&) {
+  return ctx.attrs->getInt("accuracy_level", 0) >= 4 && avx2::int8DotAvailable();
 }
 
 /// Whether A has so few rows that the register path is the one choice (no variants to time).
@@ -204,8 +203,8 @@ Status createDequantizeMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>*
   const bool int8Ok = (v.empty() || v == "int8") && int8Applies(ctx, s);
   const bool int8 = int8Ok;
   if (v == "int8" && !int8Ok)
-    return Status::error("DequantizeMatMul: variant int8 needs accuracy_level 4, B of 4-bit values "
-                         "and AVX2 + FMA or AVX-512 VNNI");
+    return Status::error("DequantizeMatMul: variant int8 needs accuracy_level 4 and AVX2 + FMA or "
+                         "AVX-512 VNNI");
   const bool few = s.rows <= avx2::dequantGemmRegisterRows();
   const bool useDnnl = !int8 && (v == "dnnl" || (v.empty() && !few));
   const avx2::DequantGemmPath path =

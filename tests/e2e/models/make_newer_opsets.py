@@ -536,10 +536,9 @@ def matmul_nbits_more(out_dir, rng):
         models)                                                                     -> yh f16 [2,5,10]
       x x y1's 2-bit W with accuracy_level 4 (int8 activations allowed)            -> y5 [3,12]
       x x y2's 4-bit W (no g_idx) with accuracy_level 4                            -> y6 [3,16]
-      x x 8-bit W [8,64] in blocks of 32 with accuracy_level 4 (computed in f32: the int8
-        path takes 4-bit weights)                                                   -> y7 [3,8]
-    References in f64 over the dequantized weights (yh rounded to f16 once); y5 and y6 over x
-    quantized as ONNX Runtime's accuracy level 4 and Tandem's int8 path do (per row and block,
+      x x 8-bit W [8,64] in blocks of 32 with accuracy_level 4                     -> y7 [3,8]
+    References in f64 over the dequantized weights (yh rounded to f16 once); y5, y6 and y7 over
+    x quantized as ONNX Runtime's accuracy level 4 and Tandem's int8 path do (per row and block,
     s = max |x| / 127 and q = round-half-even(x * (1 / s)), in f32)."""
     f = np.float32
     d = lambda a: np.asarray(a, np.float64)  # noqa: E731
@@ -610,7 +609,7 @@ def matmul_nbits_more(out_dir, rng):
         return out
     y5 = int8_rows(x, 32) @ deq(q1, s1, z1, k64).T
     y6 = int8_rows(x, 16) @ deq(q2, s2, z2, np.arange(64) // 16).T
-    y7 = d(x) @ deq(q7, s7, np.full((8, 2), 128), k64).T
+    y7 = int8_rows(x, 32) @ deq(q7, s7, np.full((8, 2), 128), k64).T
     save_io(out_dir, "matmul_nbits_more", 17, nodes, inits, [("x", x), ("xh", xh)],
             [("y1", y1.astype(f)), ("y2", y2.astype(f)), ("y3", y3.astype(f)),
              ("yh", yh.astype(np.float16)), ("y5", y5.astype(f)), ("y6", y6.astype(f)),

@@ -289,11 +289,13 @@ TEST(DequantGemmInt8, MatchesTheQuantizedProduct) {
     for (int64_t K : {5, 13, 64, 80, 84})
       for (int64_t N : {1, 7, 16, 24, 72, 136})
         for (int64_t bs : {16, 32, 64})
-          for (ZeroPoints z : {ZeroPoints::None, ZeroPoints::Narrow}) {
+          for (ZeroPoints z : {ZeroPoints::None, ZeroPoints::Narrow, ZeroPoints::Wide}) {
+            // None and Narrow: 4-bit values (without, or with zero points); Wide: 8-bit ones.
             SCOPED_TRACE("M" + std::to_string(M) + " K" + std::to_string(K) + " N" + std::to_string(N) +
                          " block " + std::to_string(bs) + " zp " + std::to_string(int(z)));
             const bool u = seed % 2 == 0;
-            const QuantWeights qw = makeWeights(K, N, u, Scales::Blocked, bs, ZeroPoints::Narrow, seed);
+            const QuantWeights qw = makeWeights(K, N, u, Scales::Blocked, bs,
+                                                z == ZeroPoints::Wide ? ZeroPoints::Wide : ZeroPoints::Narrow, seed);
             QuantWeights w = qw;
             if (z == ZeroPoints::None) w.zp.clear(), w.zpBytes.clear();
             avx2::PackedQuantB B;
@@ -301,6 +303,7 @@ TEST(DequantGemmInt8, MatchesTheQuantizedProduct) {
             std::string why;
             ASSERT_TRUE(B.pack(w.source(), &why)) << why;
             ASSERT_TRUE(D.pack(B, &why)) << why;
+            EXPECT_EQ(D.eightBit(), !B.nibbles());
             EXPECT_EQ(D.paddedBlock(), (std::min(bs, K) + 7) / 8 * 8);
             const int64_t lda = K + 3, ldc = N + 5;
             const std::vector<float> A = randomVec(M * lda, seed + 1), bias = randomVec(N, seed + 2);
@@ -325,7 +328,7 @@ TEST(DequantGemmInt8, MatchesTheQuantizedProduct) {
                     dot += int64_t(qa.q[m * K + k]) * (w.q[k * N + n] - (w.zp.empty() ? 0 : w.zp[b * N + n]));
                   const double t = qa.scale[m * nb + b] * w.scale[b * N + n] * double(dot);
                   want += t;
-                  mag += std::fabs(t) + qa.scale[m * nb + b] * w.scale[b * N + n] * 16.0 * 127.0;
+                  mag += std::fabs(t) + qa.scale[m * nb + b] * w.scale[b * N + n] * 256.0 * 127.0;
                 }
                 if (!(std::fabs(got - want) <= 1e-6 * mag + 1e-30))
                   ADD_FAILURE() << "[" << m << ", " << n << "]: got " << got << ", want " << want, ++bad;
@@ -334,16 +337,27 @@ TEST(DequantGemmInt8, MatchesTheQuantizedProduct) {
           }
 }
 
-TEST(DequantGemmInt8, PackNeedsFourBitWeights) {
-  const QuantWeights qw = makeWeights(32, 16, true, Scales::Blocked, 16, ZeroPoints::Wide, 71);
-  avx2::PackedQuantB B;
+// The dot-product layouts' sizes: 4-bit values half a byte a weight, 8-bit ones a byte (blocks
+// padded to 8 rows), 8 bytes of scale and zero point per block and column; an empty B refused.
+TEST(DequantGemmInt8, PackedSizes) {
+  for (ZeroPoints z : {ZeroPoints::Narrow, ZeroPoints::Wide}) {
+    const QuantWeights qw = makeWeights(36, 20, true, Scales::Blocked, 12, z, 71);
+    avx2::PackedQuantB B;
+    avx2::PackedDotB D;
+    std::string why;
+    ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
+    ASSERT_TRUE(D.pack(B, &why)) << why;
+    EXPECT_EQ(D.eightBit(), z == ZeroPoints::Wide);
+    EXPECT_EQ(D.paddedBlock(), 16);
+    // 2 panels x 3 blocks, each 16 columns x 16 rows of weights and 16 x 2 floats.
+    const int64_t weightBytes = D.eightBit() ? 16 * 16 : 16 * 16 / 2;
+    EXPECT_EQ(D.bytes(), 2 * 3 * (weightBytes + 16 * 2 * 4));
+  }
+  avx2::PackedQuantB empty;
   avx2::PackedDotB D;
   std::string why;
-  ASSERT_TRUE(B.pack(qw.source(), &why)) << why;
-  ASSERT_FALSE(B.nibbles());
-  EXPECT_FALSE(avx2::PackedQuantB::fitsNibbles(qw.source()));
-  EXPECT_FALSE(D.pack(B, &why));
-  EXPECT_NE(why.find("int8 activations need B kept in 4 bits"), std::string::npos) << why;
+  EXPECT_FALSE(D.pack(empty, &why));
+  EXPECT_NE(why.find("B is empty"), std::string::npos) << why;
 }
 
 /// A DequantizeMatMul op case: A [shape], B of `qw`, the scale and zero point in the op's
@@ -422,9 +436,9 @@ TEST(DequantizeMatMulKernel, VariantsMatchTheReference) {
   }
 }
 
-// accuracy_level 4 on 4-bit weights: the one variant "int8" at any number of rows, within the
-// error of rounding A to 8 bits per block of the f32 reference; on 8-bit weights (or level 0)
-// the f32 variants as before. A named int8 variant that does not apply is an error.
+// accuracy_level 4: the one variant "int8" at any number of rows, within the error of rounding A
+// to 8 bits per block of the f32 reference, on 4-bit and 8-bit weights; at level 0 the f32
+// variants as before, and a named int8 variant is an error.
 TEST(DequantizeMatMulKernel, AccuracyLevel4QuantizesActivations) {
   if (!avx2::int8DotAvailable()) GTEST_SKIP() << "no AVX2/FMA (or TANDEM_MAX_CPU_ISA caps it)";
   for (Shape a : {Shape{1, 64}, Shape{2, 20, 64}}) {
@@ -465,11 +479,14 @@ TEST(DequantizeMatMulKernel, AccuracyLevel4QuantizesActivations) {
     EXPECT_FALSE(st.isOk());
     EXPECT_NE(st.message().find("variant int8 needs accuracy_level 4"), std::string::npos) << st.message();
   }
-  // 8-bit weights: accuracy_level 4 leaves them to the f32 paths.
+  // 8-bit weights: the same variant, as two 4-bit planes.
   const QuantWeights wide = makeWeights(64, 40, true, Scales::Blocked, 32, ZeroPoints::Wide, 83);
   OpCase c = dequantizeMatMulCase(wide, {3, 64}, false, 84);
   c.attrs.set("accuracy_level", Attr::ofInt(4));
-  EXPECT_EQ(dnnlRegistry().variants("cpu", c.context()), std::vector<std::string>{"registers"});
+  EXPECT_EQ(dnnlRegistry().variants("cpu", c.context()), std::vector<std::string>{"int8"});
+  std::string impl;
+  runOnce(c, &impl);
+  EXPECT_NE(impl.find("8-bit"), std::string::npos) << impl;
 }
 
 TEST(DequantizeMatMulKernel, ReferenceIsDequantizeLinearThenMatMul) {
