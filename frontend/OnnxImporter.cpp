@@ -202,6 +202,11 @@ class OnnxImporter {
   mlir::LogicalResult importSubgraph(int index, const std::string& attr, const onnx::ModelProto& model,
                                      mlir::OwningOpRef<mlir::ModuleOp>* out);
   mlir::FailureOr<mlir::Operation*> create(int index, mlir::Location loc, const NodeForm& f);
+  /// create's first result; null when it failed (the error is recorded).
+  mlir::Value createValue(int index, mlir::Location loc, const NodeForm& f) {
+    auto built = create(index, loc, f);
+    return mlir::failed(built) ? mlir::Value() : (*built)->getResult(0);
+  }
   void foldEarly(mlir::Operation* op, const std::string& type,
                  llvm::SmallVectorImpl<mlir::Value>* results);
   mlir::Value constInts(mlir::Location loc, llvm::ArrayRef<int64_t> v);
@@ -1778,10 +1783,7 @@ mlir::LogicalResult OnnxImporter::convertMatMulNBits(int index, mlir::Location l
       }
     }
   mlir::Value a = f->operands[0], bias = has(5) ? f->operands[5] : mlir::Value();
-  auto build = [&](NodeForm step) -> mlir::Value {
-    auto built = create(index, loc, step);
-    return mlir::failed(built) ? mlir::Value() : (*built)->getResult(0);
-  };
+  auto build = [&](const NodeForm& step) { return createValue(index, loc, step); };
   if (!order.empty()) {
     // Rows sorted by group: B's here, A's columns by a Gather on its last axis.
     Tensor sorted = Tensor::alloc(DType::U8, {K, N});
@@ -1821,10 +1823,7 @@ mlir::LogicalResult OnnxImporter::expandNewOp(int index, mlir::Location loc, con
                                               NodeForm* f) {
   auto& attrs = f->attrs;
   auto hasInput = [&](size_t i) { return i < f->operands.size() && f->operands[i]; };
-  auto build = [&](NodeForm step) -> mlir::Value {
-    auto built = create(index, loc, step);
-    return mlir::failed(built) ? mlir::Value() : (*built)->getResult(0);
-  };
+  auto build = [&](const NodeForm& step) { return createValue(index, loc, step); };
   if (!hasInput(0)) return failNode(index, op + " needs input 0");
   mlir::Value x = f->operands[0];
   auto xt = llvm::dyn_cast<mlir::RankedTensorType>(x.getType());

@@ -14,33 +14,6 @@
 namespace tandem {
 namespace avx2 {
 
-namespace {
-
-// The range of q per block and column (lo, hi: blocks x N); whether 4 bits hold them: every
-// block and column spanning at most 16 values, where no pair of rows straddles two blocks.
-bool ranges(const QuantBSource& s, std::vector<int32_t>* lo, std::vector<int32_t>* hi) {
-  const int64_t K = s.K, N = s.N;
-  const int64_t bs = s.blockSize > 0 ? std::min(s.blockSize, K) : K;
-  const int64_t nb = (K + bs - 1) / bs;
-  auto qAt = [&](int64_t k, int64_t n) -> int32_t {
-    return s.isUnsigned ? int32_t(static_cast<const uint8_t*>(s.q)[k * N + n])
-                        : int32_t(static_cast<const int8_t*>(s.q)[k * N + n]);
-  };
-  lo->assign(nb * N, 255);
-  hi->assign(nb * N, -128);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t at = (k / bs) * N + n;
-      (*lo)[at] = std::min((*lo)[at], qAt(k, n));
-      (*hi)[at] = std::max((*hi)[at], qAt(k, n));
-    }
-  bool fits = nb == 1 || bs % 2 == 0;
-  for (int64_t at = 0; at < nb * N && fits; ++at) fits = (*hi)[at] - (*lo)[at] <= 15;
-  return fits;
-}
-
-}  // namespace
-
 bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
   if (s.K < 1 || s.N < 1 || !s.q || !s.scale || s.blockSize < 0) {
     *why = "B must be a non-empty K x N matrix with scales, and block_size >= 0";
@@ -75,8 +48,17 @@ bool PackedQuantB::pack(const QuantBSource& s, std::string* why) {
     return s.isUnsigned ? int32_t(static_cast<const uint8_t*>(s.zeroPoint)[i])
                         : int32_t(static_cast<const int8_t*>(s.zeroPoint)[i]);
   };
-  std::vector<int32_t> lo, hi;
-  nibbles_ = ranges(s, &lo, &hi);
+  // The range of q per block and column: 4 bits hold every block and column spanning at most
+  // 16 values, where no pair of rows straddles two blocks.
+  std::vector<int32_t> lo(nb * N, 255), hi(nb * N, -128);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t at = (k / bs) * N + n;
+      lo[at] = std::min(lo[at], qAt(k, n));
+      hi[at] = std::max(hi[at], qAt(k, n));
+    }
+  nibbles_ = nb == 1 || bs % 2 == 0;
+  for (int64_t at = 0; at < nb * N && nibbles_; ++at) nibbles_ = hi[at] - lo[at] <= 15;
   // c: the zero point where every q - zp fits the storage (int8, or [-8, 7]), else the value
   // nearest it that makes every q - c fit; the rest of the zero point (zp - c) is the residual.
   const int32_t dLo = nibbles_ ? -8 : -128, dHi = nibbles_ ? 7 : 127;

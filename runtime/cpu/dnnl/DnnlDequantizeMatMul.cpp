@@ -176,7 +176,7 @@ class DequantizeMatMulKernel final : public DnnlKernel {
 
 /// Whether the "int8" variant applies: accuracy_level 4 (or more, clamped as ONNX Runtime
 /// does) on a host with the instructions.
-bool int8Applies(const KernelContext& ctx, const ref::DequantizeMatMulShape&) {
+bool int8Applies(const KernelContext& ctx) {
   return ctx.attrs->getInt("accuracy_level", 0) >= 4 && avx2::int8DotAvailable();
 }
 
@@ -200,9 +200,8 @@ Status createDequantizeMatMul(const KernelContext& ctx, std::unique_ptr<Kernel>*
     return Status::error("DequantizeMatMul: variant " + v +
                          " needs AVX2 + FMA and constant B, b_scale, b_zero_point and bias");
   }
-  const bool int8Ok = (v.empty() || v == "int8") && int8Applies(ctx, s);
-  const bool int8 = int8Ok;
-  if (v == "int8" && !int8Ok)
+  const bool int8 = (v.empty() || v == "int8") && int8Applies(ctx);
+  if (v == "int8" && !int8)
     return Status::error("DequantizeMatMul: variant int8 needs accuracy_level 4 and AVX2 + FMA or "
                          "AVX-512 VNNI");
   const bool few = s.rows <= avx2::dequantGemmRegisterRows();
@@ -234,9 +233,7 @@ void registerDnnlDequantizeMatMulKernels(KernelRegistry& r) {
   // --tandem-fuse-qdq reads a name other than "ref" as "this CPU has a fast kernel"
   // (passes/FuseQdq.cpp). The reference is never offered: it dequantizes B on every run.
   d.variants = [](const KernelContext& ctx) {
-    ref::DequantizeMatMulShape s;
-    if (ref::dequantizeMatMulShape(ctx, &s).isOk() && int8Applies(ctx, s))
-      return std::vector<std::string>{"int8"};
+    if (int8Applies(ctx)) return std::vector<std::string>{"int8"};
     if (registerRows(ctx)) return std::vector<std::string>{"registers"};
     return std::vector<std::string>{"registers", "panels", "dnnl"};
   };
