@@ -57,13 +57,17 @@ class ResultPool {
  public:
   ResultPool() : arena_("cpu", &segments_) {}
   /// An uninitialised tensor (the kernel writes it whole: Tensor::tryAllocUninitialized).
+  /// `what` names the tensor in errors; `index` >= 0 appends " result <index>" to it (built
+  /// only on an error: this runs for every step of every run).
   static Status alloc(const std::shared_ptr<ResultPool>& pool, DType dtype, const Shape& dims,
-                      const std::string& what, Tensor* out) {
+                      const std::string& what, Tensor* out, int index = -1) {
+    auto name = [&] { return index < 0 ? what : what + " result " + std::to_string(index); };
     int64_t bytes = 0;
     std::string err = checkTensorSize(dims, (int64_t)dtypeSize(dtype), dtypeName(dtype), &bytes);
-    if (!err.empty()) return Status::error(what + ": " + err);
+    if (!err.empty()) return Status::error(name() + ": " + err);
     void* p = nullptr;
-    TANDEM_RETURN_IF_ERROR(pool->arena_.allocate((size_t)bytes, what, &p));
+    if (Status st = pool->arena_.allocate((size_t)bytes, "a body result", &p); !st.isOk())
+      return Status::error(name() + ": " + st.message());
     *out = Tensor::adopt(dtype, dims, std::shared_ptr<void>(p, [pool](void* q) { pool->arena_.free(q); }));
     return Status::ok();
   }
@@ -81,13 +85,24 @@ class ResultPool {
   CachingArena arena_;
 };
 
+// Signature bytes (EagerPlan::Impl::runStep): an int64 as its 8 bytes; a type as its tag, dtype,
+// rank and dims.
+void appendInt(std::string* key, int64_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof v); }
+
+void appendType(std::string* key, char tag, DType dtype, const Shape& dims) {
+  key->push_back(tag);
+  key->push_back((char)dtype);
+  appendInt(key, (int64_t)dims.size());
+  for (int64_t d : dims) appendInt(key, d);
+}
 }  // namespace
 
 struct EagerPlan::Impl {
   Status run(const std::vector<const Tensor*>& inputs, std::vector<Tensor>* outputs,
              std::vector<SubStepTiming>* subSteps) {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto begin = std::chrono::steady_clock::now();
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point begin = subSteps ? Clock::now() : Clock::time_point();
     const int n = body_.values_size();
     std::vector<Tensor> vals(n);
     if (inputs.size() != (size_t)body_.inputs_size())
@@ -110,7 +125,7 @@ struct EagerPlan::Impl {
     for (int id = 0; id < n; ++id) root_[id] = id;
     for (size_t si = 0; si < steps_.size(); ++si) {
       BodyStep& s = steps_[si];
-      const auto s0 = std::chrono::steady_clock::now();
+      const Clock::time_point s0 = subSteps ? Clock::now() : Clock::time_point();
       std::string impl;
       TANDEM_RETURN_IF_ERROR(runStep(s, vals, subSteps ? &impl : nullptr));
       if (!subSteps) continue;
@@ -120,7 +135,7 @@ struct EagerPlan::Impl {
       t.opType = s.opType;
       t.impl = std::move(impl);
       t.start = std::chrono::duration<double>(s0 - begin).count();
-      t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count();
+      t.seconds = std::chrono::duration<double>(Clock::now() - s0).count();
       for (int id : s.inputs)
         if (id >= 0) t.inputs.push_back({vals[id].dtype(), vals[id].shape()});
       for (int id : s.outputs) t.outputs.push_back({vals[id].dtype(), vals[id].shape()});
@@ -252,13 +267,16 @@ struct EagerPlan::Impl {
   Status runStep(BodyStep& s, std::vector<Tensor>& vals, std::string* impl) {
     std::vector<OperandInfo> operands;
     std::vector<const Tensor*> ins;
-    std::string key;
+    // The kernel's signature: `key` the operand and result types, `values` the shape
+    // operands' values (those that are not the outer plan's constants), both as bytes with
+    // lengths, so no two signatures encode alike.
+    std::string key, values;
     for (size_t j = 0; j < s.inputs.size(); ++j) {
       const int id = s.inputs[j];
       if (id < 0) {
         operands.push_back(OperandInfo{DType::Undefined, {}, false, nullptr});
         ins.push_back(nullptr);
-        key += "-;";
+        key += 'A';
         continue;
       }
       const Tensor& t = vals[id];
@@ -268,10 +286,12 @@ struct EagerPlan::Impl {
       if (!s.sizedByKernel && (s.shapeOperand[j] || t.numel() <= kValueOperandElements)) o.value = &t;
       operands.push_back(std::move(o));
       ins.push_back(&t);
-      key += std::string(dtypeName(t.dtype())) + shapeToString(t.shape());
-      if (s.shapeOperand[j] && !s.sizedByKernel && !outerConstants_[id])
-        key += "=" + std::string(static_cast<const char*>(t.raw()), t.bytes());
-      key += ";";
+      appendType(&key, 'I', t.dtype(), t.shape());
+      if (s.shapeOperand[j] && !s.sizedByKernel && !outerConstants_[id]) {
+        appendInt(&values, (int64_t)j);
+        appendInt(&values, (int64_t)t.bytes());
+        values.append(static_cast<const char*>(t.raw()), t.bytes());
+      }
     }
     std::vector<ResultInfo> results;
     std::string e = inferResultTypes(s.opType, operands, s.attrs, s.outputs.size(), &results);
@@ -294,13 +314,19 @@ struct EagerPlan::Impl {
         return Status::error(s.label + ": the size of result " + std::to_string(k) +
                              " is unknown even with the run-time operands");
       if (unknown) t = Tensor();
-      else TANDEM_RETURN_IF_ERROR(ResultPool::alloc(pool_, results[k].dtype, results[k].dims,
-                                                    s.label + " result " + std::to_string(k), &t));
+      else TANDEM_RETURN_IF_ERROR(ResultPool::alloc(pool_, results[k].dtype, results[k].dims, s.label, &t, (int)k));
       outs.push_back(&t);
       outTypes.push_back({results[k].dtype, results[k].dims});
-      key += "->" + std::string(dtypeName(results[k].dtype)) + shapeToString(results[k].dims);
+      appendType(&key, 'R', results[k].dtype, results[k].dims);
     }
+    // A kernel that reads its shape operands at run time (Kernel::readsShapeOperandsAtRun) is
+    // kept under the types alone and serves every value; any other under types and values.
     auto it = s.kernels.find(key);
+    std::string valuedKey;
+    if (!values.empty() && (it == s.kernels.end() || !it->second.kernel->readsShapeOperandsAtRun())) {
+      valuedKey = key + 'V' + values;
+      it = s.kernels.find(valuedKey);
+    }
     std::optional<KernelContext> created;  // the context of a kernel made for this run
     if (it == s.kernels.end()) {
       if (s.kernels.size() >= kSignaturesPerStep) {
@@ -340,15 +366,17 @@ struct EagerPlan::Impl {
       Status st = KernelRegistry::global().create("cpu", kc, &entry.kernel);
       if (st.isOk()) st = entry.kernel->prepare();
       if (!st.isOk()) return Status::error(s.label + ": " + st.message());
-      it = s.kernels.emplace(key, std::move(entry)).first;
+      const bool anyValue = valuedKey.empty() || entry.kernel->readsShapeOperandsAtRun();
+      it = s.kernels.emplace(anyValue ? key : valuedKey, std::move(entry)).first;
       created = std::move(kc);
     }
     it->second.lastUse = ++uses_;
-    const auto t0 = std::chrono::steady_clock::now();
+    // Only a kernel made for this run is timed (for keepFastestVariant).
+    const bool timed = created && measureVariants_;
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status st = it->second.kernel->run(ins, outs);
     if (!st.isOk()) return Status::error(s.label + ": " + st.message());
-    if (created && measureVariants_ &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= kMeasureFrom) {
+    if (timed && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= kMeasureFrom) {
       st = keepFastestVariant(*created, it->second, ins, outs);
       if (!st.isOk()) return Status::error(s.label + ": " + st.message());
     }

@@ -129,6 +129,14 @@ class Kernel {
     (void)input;
     return false;
   }
+  /// Whether run() reads the values of its shape operands (shapeOperandPositions: Slice's
+  /// starts and ends, Pad's pads, ...) from `inputs` on every run rather than from the
+  /// KernelContext's constInputs at creation, so that one kernel serves every value of them
+  /// that gives the same operand and result types. The eager executor (runtime/DynamicRegion.h)
+  /// then keeps one kernel per types instead of one per values: a Loop body slicing a
+  /// different range each iteration creates its Slice once. Default: false (the values may be
+  /// baked in).
+  virtual bool readsShapeOperandsAtRun() const { return false; }
 };
 
 using KernelFactory =

@@ -8,7 +8,6 @@
 #include <stdexcept>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 
 namespace tandem {
 
@@ -18,47 +17,50 @@ int64_t numElements(const Shape& s) {
 }
 
 std::string shapeToString(const Shape& s) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
-  os << "]";
-  return os.str();
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += ',';
+    r += std::to_string(s[i]);
+  }
+  r += ']';
+  return r;
 }
 
 namespace {
 // A tensor of `bytes` takes this many: rounded up to the alignment (aligned_alloc's contract;
 // cannot overflow below the size limit), at least one 64-byte line.
 size_t allocationBytes(size_t bytes) { return std::max<size_t>(64, (bytes + 63) / 64 * 64); }
+
+// A tensor of `dtype` and `shape`, zeroed (with its round-up) when `zero`; `what()` names it in
+// an error, built only then.
+template <typename Name>
+Status allocate(DType dtype, Shape shape, bool zero, const Name& what, Tensor* out) {
+  int64_t bytes = 0;
+  std::string err = checkTensorSize(shape, (int64_t)dtypeSize(dtype), dtypeName(dtype), &bytes);
+  if (!err.empty()) return Status::error(what() + ": " + err);
+  void* p = std::aligned_alloc(64, allocationBytes((size_t)bytes));
+  if (!p)
+    return Status::error("out of memory allocating " + std::to_string(bytes) + " bytes for " + what());
+  if (zero) std::memset(p, 0, allocationBytes((size_t)bytes));
+  *out = Tensor::adopt(dtype, std::move(shape), std::shared_ptr<void>(p, [](void* q) { std::free(q); }));
+  return Status::ok();
+}
 }  // namespace
 
 Status Tensor::tryAlloc(DType dtype, Shape shape, const std::string& what, Tensor* out) {
-  TANDEM_RETURN_IF_ERROR(tryAllocUninitialized(dtype, std::move(shape), what, out));
-  std::memset(out->raw(), 0, allocationBytes(out->bytes()));  // the round-up included
-  return Status::ok();
+  return allocate(dtype, std::move(shape), /*zero=*/true, [&] { return what; }, out);
 }
 
 Status Tensor::tryAllocUninitialized(DType dtype, Shape shape, const std::string& what, Tensor* out) {
-  int64_t bytes = 0;
-  std::string err = checkTensorSize(shape, (int64_t)dtypeSize(dtype), dtypeName(dtype), &bytes);
-  if (!err.empty()) return Status::error(what + ": " + err);
-  void* p = std::aligned_alloc(64, allocationBytes((size_t)bytes));
-  if (!p)
-    return Status::error("out of memory allocating " + std::to_string(bytes) + " bytes for " +
-                         what);
-  Tensor t;
-  t.dtype_ = dtype;
-  t.shape_ = std::move(shape);
-  t.owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  t.data_ = p;
-  *out = std::move(t);
-  return Status::ok();
+  return allocate(dtype, std::move(shape), /*zero=*/false, [&] { return what; }, out);
 }
 
 Tensor Tensor::alloc(DType dtype, Shape shape) {
-  std::string what = std::string("a ") + dtypeName(dtype) + " tensor of shape " +
-                     shapeToString(shape);
   Tensor t;
-  Status st = tryAlloc(dtype, std::move(shape), what, &t);
+  // The name goes into an error only, so it is built only then (not for every allocation).
+  Status st = allocate(dtype, shape, /*zero=*/true, [&] {
+    return std::string("a ") + dtypeName(dtype) + " tensor of shape " + shapeToString(shape);
+  }, &t);
   if (!st.isOk()) throw std::runtime_error(st.message());
   return t;
 }
@@ -78,8 +80,14 @@ Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<void> owner) {
 }
 
 Tensor Tensor::copyOf(const Tensor& src) {
-  Tensor t = alloc(src.dtype_, src.shape_);  // throws on an impossible size, as alloc does
+  Tensor t;
+  Status st = allocate(src.dtype_, src.shape_, /*zero=*/false, [&] {
+    return std::string("a copy of a ") + dtypeName(src.dtype_) + " tensor of shape " + shapeToString(src.shape_);
+  }, &t);
+  if (!st.isOk()) throw std::runtime_error(st.message());  // an impossible size, as alloc throws
   if (src.bytes()) std::memcpy(t.data_, src.data_, src.bytes());
+  // The round-up past the data is zero, as alloc leaves it.
+  std::memset(static_cast<char*>(t.data_) + src.bytes(), 0, allocationBytes(src.bytes()) - src.bytes());
   t.device_ = src.device_;
   return t;
 }

@@ -196,7 +196,7 @@ Status createSlice(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     };
   });
   if (!fn) return opError(ctx, "unsupported dtype");
-  return makeKernel(out, std::move(fn));
+  return makeKernel(out, std::move(fn), ShapeValues::AtRun);  // slicePlan of consts.resolve(in)
 }
 
 // ---- Gather-13 -----------------------------------------------------------------------------
@@ -315,7 +315,7 @@ Status createPad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     };
   });
   if (!fn) return opError(ctx, "unsupported dtype");
-  return makeKernel(out, std::move(fn));
+  return makeKernel(out, std::move(fn), ShapeValues::AtRun);  // pads, axes: consts.resolve(run)
 }
 
 Status createTile(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
@@ -345,7 +345,7 @@ Status createTile(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     };
   });
   if (!fn) return opError(ctx, "unsupported dtype");
-  return makeKernel(out, std::move(fn));
+  return makeKernel(out, std::move(fn), ShapeValues::AtRun);  // repeats: consts.get(in, 1)
 }
 
 }  // namespace

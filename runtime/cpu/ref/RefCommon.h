@@ -25,18 +25,28 @@ using AcceptsFn = std::function<bool(const std::vector<DType>&)>;
 
 /// A reference kernel is a closure over what its factory computed from the KernelContext.
 /// Closures hold no per-run state, so one kernel may run concurrently from several threads.
+/// Where a kernel's run function takes its shape operands' values from
+/// (Kernel::readsShapeOperandsAtRun): AtRun when it resolves them from its inputs on every run
+/// (ConstOperands::resolve/get, which prefer the run's operand) and derives nothing from their
+/// load-time values.
+enum class ShapeValues { AtCreation, AtRun };
+
 class RefKernel final : public Kernel {
  public:
-  explicit RefKernel(RunFn fn) : fn_(std::move(fn)) {}
+  explicit RefKernel(RunFn fn, ShapeValues shapeValues = ShapeValues::AtCreation)
+      : fn_(std::move(fn)), shapeValues_(shapeValues) {}
   Status run(const Inputs& inputs, const Outputs& outputs) override { return fn_(inputs, outputs); }
   std::string implName() const override { return "ref"; }
+  bool readsShapeOperandsAtRun() const override { return shapeValues_ == ShapeValues::AtRun; }
 
  private:
   RunFn fn_;
+  ShapeValues shapeValues_;
 };
 
-inline Status makeKernel(std::unique_ptr<Kernel>* out, RunFn fn) {
-  *out = std::make_unique<RefKernel>(std::move(fn));
+inline Status makeKernel(std::unique_ptr<Kernel>* out, RunFn fn,
+                         ShapeValues shapeValues = ShapeValues::AtCreation) {
+  *out = std::make_unique<RefKernel>(std::move(fn), shapeValues);
   return Status::ok();
 }
 

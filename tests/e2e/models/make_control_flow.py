@@ -10,7 +10,11 @@ inside it; two input sets, the second with no candidate, so its outputs are empt
 cf_loop_dynamic (Loops whose shapes are known only at run time: a trip count from NonZero's
 count with a body reading a run-time-shaped value, a loop-carried value that grows each
 iteration by Concat as torch.cat exports it, and a while loop stacking scan outputs; two input
-sets, the second with no positive value, so the first Loop runs zero times).
+sets, the second with no positive value, so the first Loop runs zero times), and cf_embedding_bag
+(nn.EmbeddingBag(mode="sum") as torch.onnx exports it: a Loop over the bags whose body slices
+the ids between two offsets, a different range and length each iteration, gathers the weight
+rows and sums them; 40 bags, one of them empty, so the eager body's Slice sees more ranges than
+it keeps kernels for).
 usage: /usr/bin/python3 make_control_flow.py [OUT_DIR]  (default: next to this file)"""
 import os
 import sys
@@ -310,8 +314,53 @@ def cf_loop_dynamic():
     save_sets("cf_loop_dynamic", g, data)
 
 
+def cf_embedding_bag():
+    c = lambda name, dt, dims, vals: helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name + "v", dt, dims, vals))
+    rows, dim, bags = 50, 8, 40
+    rng = np.random.default_rng(7)
+    weight = rng.standard_normal((rows, dim)).astype(np.float32)
+    lengths = np.array([(3 * b + 1) % 5 for b in range(bags)], np.int64)  # 0..4, bag 3 is empty
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    ids = rng.integers(0, rows, int(lengths.sum())).astype(np.int64)
+    # Body i: ids[starts[i] : ends[i]] -> Gather(weight) -> ReduceSum over axis 0 (zeros when
+    # empty), as torch.onnx writes EmbeddingBag's Loop.
+    body = helper.make_graph(
+        [c("b0", I, [1], [0]),
+         helper.make_node("Gather", ["starts", "bi"], ["s"], axis=0),
+         helper.make_node("Gather", ["ends", "bi"], ["e"], axis=0),
+         helper.make_node("Unsqueeze", ["s", "b0"], ["s1"]),
+         helper.make_node("Unsqueeze", ["e", "b0"], ["e1"]),
+         helper.make_node("Slice", ["ids", "s1", "e1", "b0"], ["bag_ids"]),
+         helper.make_node("Gather", ["weight", "bag_ids"], ["bag_rows"], axis=0),
+         helper.make_node("ReduceSum", ["bag_rows", "b0"], ["bag_sum"], keepdims=0),
+         helper.make_node("Identity", ["bc"], ["bc_out"])],
+        "bag_body",
+        [helper.make_tensor_value_info("bi", I, []), helper.make_tensor_value_info("bc", B, [])],
+        [helper.make_tensor_value_info("bc_out", B, []), helper.make_tensor_value_info("bag_sum", F, [dim])])
+    nodes = [
+        c("yes", B, [], [True]), c("one", I, [1], [1]), c("big", I, [1], [1 << 62]), c("a0", I, [1], [0]),
+        helper.make_node("Shape", ["ids"], ["n"]),
+        helper.make_node("Slice", ["offsets", "one", "big", "a0"], ["rest"]),
+        helper.make_node("Concat", ["rest", "n"], ["ends"], axis=0),
+        helper.make_node("Identity", ["offsets"], ["starts"]),
+        helper.make_node("Shape", ["offsets"], ["nb"]),
+        helper.make_node("Squeeze", ["nb", "a0"], ["count"]),
+        helper.make_node("Loop", ["count", "yes"], ["bagged"], name="bag", body=body),
+    ]
+    g = helper.make_graph(nodes, "cf_embedding_bag",
+                          [helper.make_tensor_value_info("ids", I, [len(ids)]),
+                           helper.make_tensor_value_info("offsets", I, [bags])],
+                          [helper.make_tensor_value_info("bagged", F, [bags, dim])],
+                          [numpy_helper.from_array(weight, "weight")])
+    want = np.stack([weight[ids[o:o + n]].sum(0) if n else np.zeros(dim, np.float32)
+                     for o, n in zip(offsets, lengths)]).astype(np.float32)
+    save("cf_embedding_bag", g, [ids, offsets], [want])
+
+
 cf_if()
 cf_loop_exit()
 cf_scan_reverse()
 dyn_detect()
 cf_loop_dynamic()
+cf_embedding_bag()

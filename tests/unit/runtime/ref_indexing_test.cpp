@@ -87,6 +87,44 @@ TEST(RefSlice, Basic2D) {
       {2, 2}, {0, 2, 4, 6});
 }
 
+// Slice and Pad say they read their shape operands at run time (Kernel::readsShapeOperandsAtRun:
+// the eager executor then keeps one kernel for every value giving the same types): made with
+// one set of constant operands, each runs on other values of the same types and gives those
+// values' result, not the constants'. (Tile says so too, but its repeats are fixed by its
+// operand and result shapes.)
+TEST(RefShapeOperands, ReadAtRunWhereTheKernelSaysSo) {
+  struct Case {
+    OpCall made;                    // constant operands: what the kernel is created with
+    std::vector<Tensor> runWith;    // operands of the run: same types, other values
+    std::vector<float> want;
+  };
+  Tensor x = f32({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
+  std::vector<Case> cases;
+  cases.push_back({OpCall{"Slice", {}, {x, i64({1}, {0}), i64({1}, {2}), i64({1}, {1})}, {{DType::F32, {2, 2}}}, true},
+                   {x, i64({1}, {2}), i64({1}, {4}), i64({1}, {1})},
+                   {2, 3, 6, 7}});
+  cases.push_back({OpCall{"Pad", {}, {x, i64({4}, {0, 1, 0, 0})}, {{DType::F32, {2, 5}}}, true},
+                   {x, i64({4}, {0, 0, 0, 1})},
+                   {0, 1, 2, 3, 0, 4, 5, 6, 7, 0}});
+  for (Case& c : cases) {
+    SCOPED_TRACE(c.made.op);
+    std::unique_ptr<Kernel> k;
+    ASSERT_TRUE(c.made.create(&k).isOk());
+    ASSERT_TRUE(k->readsShapeOperandsAtRun());
+    Tensor y = Tensor::alloc(c.made.outputs[0].dtype, c.made.outputs[0].shape);
+    std::vector<const Tensor*> ins;
+    for (const Tensor& t : c.runWith) ins.push_back(&t);
+    Status st = k->run(ins, {&y});
+    ASSERT_TRUE(st.isOk()) << st.message();
+    expectValues<float>(y, c.made.outputs[0].shape, c.want);
+  }
+  // A kernel that bakes the values in says so: Gather's reference kernel (no shape operand)
+  // keeps the default.
+  std::unique_ptr<Kernel> g;
+  ASSERT_TRUE((OpCall{"Gather", {}, {x, i64({1}, {1})}, {{DType::F32, {1, 4}}}, true}).create(&g).isOk());
+  EXPECT_FALSE(g->readsShapeOperandsAtRun());
+}
+
 TEST(RefSlice, OutOfRangeAndInt64MaxEnds) {
   expectValues<int32_t>(
       run1("Slice", {}, {range10(), i64({1}, {7}), i64({1}, {kMax})}, DType::I32, {3}), {3},
