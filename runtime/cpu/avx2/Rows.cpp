@@ -158,5 +158,113 @@ TANDEM_AVX2 void affineRow(const float* x, float* y, int64_t n, double k, double
   for (; i < n; ++i) y[i] = float(double(x[i]) * k + b);
 }
 
+namespace {
+
+/// Sum (square = false) or sum of squares of x[0, n) in double.
+TANDEM_AVX2 double sumRow(const float* x, int64_t n, bool square) {
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 u = _mm256_loadu_ps(x + i), v = _mm256_loadu_ps(x + i + 8);
+    if (square) {
+      // Squared in double, as the scalar fold: (double)x * (double)x.
+      const __m256d u0 = _mm256_cvtps_pd(_mm256_castps256_ps128(u)), u1 = _mm256_cvtps_pd(_mm256_extractf128_ps(u, 1));
+      const __m256d v0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), v1 = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+      a0 = _mm256_add_pd(a0, _mm256_add_pd(_mm256_mul_pd(u0, u0), _mm256_mul_pd(u1, u1)));
+      a1 = _mm256_add_pd(a1, _mm256_add_pd(_mm256_mul_pd(v0, v0), _mm256_mul_pd(v1, v1)));
+    } else {
+      a0 = addWide(a0, u);
+      a1 = addWide(a1, v);
+    }
+  }
+  double s = horizontalSum(_mm256_add_pd(a0, a1));
+  for (; i < n; ++i) s += square ? double(x[i]) * double(x[i]) : double(x[i]);
+  return s;
+}
+
+/// Max (max = true) or min of x[0, n), n >= 1; NaN when any element is NaN.
+TANDEM_AVX2 float extremeRow(const float* x, int64_t n, bool max) {
+  const float init = max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  __m256 a = _mm256_set1_ps(init), nan = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    a = max ? _mm256_max_ps(a, v) : _mm256_min_ps(a, v);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  float r;
+  if (max) {
+    r = horizontalMax(a);
+  } else {
+    __m128 m = _mm_min_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    m = _mm_min_ps(m, _mm_movehl_ps(m, m));
+    r = _mm_cvtss_f32(_mm_min_ss(m, _mm_shuffle_ps(m, m, 1)));
+  }
+  bool anyNaN = _mm256_movemask_ps(nan) != 0;
+  for (; i < n; ++i) {
+    if (std::isnan(x[i])) anyNaN = true;
+    else if (max ? x[i] > r : x[i] < r) r = x[i];
+  }
+  return anyNaN ? std::numeric_limits<float>::quiet_NaN() : r;
+}
+
+}  // namespace
+
+TANDEM_AVX2 void foldAxis(const float* x, int64_t outer, int64_t count, int64_t inner, Fold fold, double* out) {
+  const bool sum = fold == Fold::Sum || fold == Fold::SumSquare, square = fold == Fold::SumSquare;
+  const bool max = fold == Fold::Max;
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o)
+      out[o] = sum ? sumRow(x + o * count, count, square) : double(extremeRow(x + o * count, count, max));
+    return;
+  }
+  const float nanF = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* base = x + o * count * inner;
+    double* y = out + o * inner;
+    int64_t i = 0;
+    // 8 lanes of inner at a time, through all count rows, in registers.
+    for (; i + 8 <= inner; i += 8) {
+      if (sum) {
+        __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+        for (int64_t c = 0; c < count; ++c) {
+          const __m256 v = _mm256_loadu_ps(base + c * inner + i);
+          __m256d v0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), v1 = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+          if (square) {
+            v0 = _mm256_mul_pd(v0, v0);
+            v1 = _mm256_mul_pd(v1, v1);
+          }
+          lo = _mm256_add_pd(lo, v0);
+          hi = _mm256_add_pd(hi, v1);
+        }
+        _mm256_storeu_pd(y + i, lo);
+        _mm256_storeu_pd(y + i + 4, hi);
+      } else {
+        __m256 a = _mm256_set1_ps(max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
+        __m256 nan = _mm256_setzero_ps();
+        for (int64_t c = 0; c < count; ++c) {
+          const __m256 v = _mm256_loadu_ps(base + c * inner + i);
+          a = max ? _mm256_max_ps(a, v) : _mm256_min_ps(a, v);
+          nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        }
+        a = _mm256_blendv_ps(a, _mm256_set1_ps(nanF), nan);
+        _mm256_storeu_pd(y + i, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+        _mm256_storeu_pd(y + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+      }
+    }
+    for (; i < inner; ++i) {
+      double acc = sum ? 0.0 : double(max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
+      bool anyNaN = false;
+      for (int64_t c = 0; c < count; ++c) {
+        const float v = base[c * inner + i];
+        if (sum) acc += square ? double(v) * double(v) : double(v);
+        else if (std::isnan(v)) anyNaN = true;
+        else if (max ? v > acc : v < acc) acc = v;
+      }
+      y[i] = anyNaN ? double(nanF) : acc;
+    }
+  }
+}
+
 }  // namespace avx2
 }  // namespace tandem

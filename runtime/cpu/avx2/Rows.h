@@ -34,5 +34,16 @@ void meanAndSquares(const float* x, int64_t n, double* mean, double* squares);
 /// y[i] = f32(double(x[i]) * k + b) for i < n (y may be x). Requires available().
 void affineRow(const float* x, float* y, int64_t n, double k, double b);
 
+/// The folds of the reference reductions' vector path (runtime/cpu/ref/Reduction.cpp): sums
+/// (of x or x * x) accumulated in double as the scalar reduction does; Max and Min exact, a NaN
+/// anywhere in the folded elements giving NaN.
+enum class Fold { Sum, SumSquare, Max, Min };
+
+/// x viewed as [outer, count, inner] (row-major, count >= 1): out[o * inner + i] = the fold
+/// over c < count of x[(o * count + c) * inner + i]. inner = 1 folds rows of count contiguous
+/// elements; inner > 1 folds count rows of inner elements into one, 8 lanes of inner at a
+/// time. Requires available().
+void foldAxis(const float* x, int64_t outer, int64_t count, int64_t inner, Fold fold, double* out);
+
 }  // namespace avx2
 }  // namespace tandem

@@ -1,8 +1,13 @@
 // Reference reduction kernels: ReduceSum-13 (axes input), ReduceMean/ReduceMax/ReduceMin/
 // ReduceL1/ReduceL2/ReduceSumSquare/ReduceProd/ReduceLogSum/ReduceLogSumExp-13 (axes attribute;
-// an axes input as in opset 18 is also read), ArgMax/ArgMin-13, Hardmax-13.
+// an axes input as in opset 18 is also read), ArgMax/ArgMin-13, Hardmax-13. f32 Sum, Mean, Max,
+// Min, SumSquare and L2 over one contiguous block of dims fold 8 lanes at a time on AVX2 hosts
+// (avx2::foldAxis; the same double sums): the strided scalar loop took 0.78 ms for PointNet's
+// ReduceMax over [2, 512, 1024]'s last axis.
 #include <algorithm>
 
+#include "runtime/cpu/avx2/Rows.h"
+#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -34,6 +39,37 @@ Status reducedDims(const OpName& ctx, const std::vector<int64_t>& axes, int64_t 
   return Status::ok();
 }
 
+// The f32 reductions the AVX2 fold runs (avx2::foldAxis: the same double sums, exact Max and
+// Min), on a non-empty reduction where the host has AVX2.
+bool foldsOnAvx2(RedOp op, int64_t count) {
+  return count > 0 && avx2::available() &&
+         (op == RedOp::Sum || op == RedOp::Mean || op == RedOp::Max || op == RedOp::Min ||
+          op == RedOp::SumSquare || op == RedOp::L2);
+}
+
+// Whether the reduced dims of `xs` (unit dims aside) are one contiguous block: x is then
+// [outer, count, inner] row-major, the block folded (ReduceMax over a point cloud's last axis,
+// ReduceMean over channels in the middle). Every reduced dim being 1 counts (count 1).
+bool oneReducedBlock(const Shape& xs, const std::vector<bool>& reduced, int64_t* outer, int64_t* inner) {
+  int64_t first = -1, last = -1;
+  for (int64_t d = 0; d < (int64_t)xs.size(); ++d)
+    if (reduced[d] && xs[d] != 1) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  *outer = 1;
+  *inner = 1;
+  if (first < 0) {
+    for (int64_t v : xs) *outer *= v;
+    return true;
+  }
+  for (int64_t d = first; d <= last; ++d)
+    if (!reduced[d] && xs[d] != 1) return false;
+  for (int64_t d = 0; d < first; ++d) *outer *= xs[d];
+  for (int64_t d = last + 1; d < (int64_t)xs.size(); ++d) *inner *= xs[d];
+  return true;
+}
+
 template <typename T>
 Status runReduce(const OpName& ctx, RedOp op, const std::vector<int64_t>& axes, bool noop,
                  const Tensor& x, Tensor& y) {
@@ -60,6 +96,24 @@ Status runReduce(const OpName& ctx, RedOp op, const std::vector<int64_t>& axes, 
   if (identity) {
     std::copy(X, X + x.numel(), Y);
     return Status::ok();
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (foldsOnAvx2(op, count)) {
+      int64_t outer, inner;
+      if (oneReducedBlock(xs, reduced, &outer, &inner)) {
+        std::vector<double> acc(nOut);
+        const avx2::Fold fold = op == RedOp::Max   ? avx2::Fold::Max
+                                : op == RedOp::Min ? avx2::Fold::Min
+                                : op == RedOp::Sum || op == RedOp::Mean ? avx2::Fold::Sum
+                                                                        : avx2::Fold::SumSquare;
+        avx2::foldAxis(X, outer, count, inner, fold, acc.data());
+        for (int64_t j = 0; j < nOut; ++j)
+          Y[j] = op == RedOp::Mean ? float(acc[j] / double(count))
+                 : op == RedOp::L2 ? float(std::sqrt(acc[j]))
+                                   : float(acc[j]);
+        return Status::ok();
+      }
+    }
   }
   std::vector<int64_t> st = rowMajorStrides(kept);
   for (int64_t d = 0; d < rank; ++d)
