@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
+#include <algorithm>
 
 #include "runtime/cpu/avx2/VecExp.h"
 
@@ -218,51 +220,49 @@ TANDEM_AVX2 void foldAxis(const float* x, int64_t outer, int64_t count, int64_t 
       out[o] = sum ? sumRow(x + o * count, count, square) : double(extremeRow(x + o * count, count, max));
     return;
   }
-  const float nanF = std::numeric_limits<float>::quiet_NaN();
+  // count rows of inner elements folded into one, row after row (contiguous reads; the
+  // accumulator row, inner doubles or floats, stays in cache).
+  const float init = max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  std::vector<float> ext(sum ? 0 : (size_t)inner);
   for (int64_t o = 0; o < outer; ++o) {
     const float* base = x + o * count * inner;
     double* y = out + o * inner;
-    int64_t i = 0;
-    // 8 lanes of inner at a time, through all count rows, in registers.
-    for (; i + 8 <= inner; i += 8) {
-      if (sum) {
-        __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
-        for (int64_t c = 0; c < count; ++c) {
-          const __m256 v = _mm256_loadu_ps(base + c * inner + i);
+    if (sum) {
+      std::fill(y, y + inner, 0.0);
+      for (int64_t c = 0; c < count; ++c) {
+        const float* row = base + c * inner;
+        int64_t i = 0;
+        for (; i + 8 <= inner; i += 8) {
+          const __m256 v = _mm256_loadu_ps(row + i);
           __m256d v0 = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), v1 = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
           if (square) {
             v0 = _mm256_mul_pd(v0, v0);
             v1 = _mm256_mul_pd(v1, v1);
           }
-          lo = _mm256_add_pd(lo, v0);
-          hi = _mm256_add_pd(hi, v1);
+          _mm256_storeu_pd(y + i, _mm256_add_pd(_mm256_loadu_pd(y + i), v0));
+          _mm256_storeu_pd(y + i + 4, _mm256_add_pd(_mm256_loadu_pd(y + i + 4), v1));
         }
-        _mm256_storeu_pd(y + i, lo);
-        _mm256_storeu_pd(y + i + 4, hi);
-      } else {
-        __m256 a = _mm256_set1_ps(max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
-        __m256 nan = _mm256_setzero_ps();
-        for (int64_t c = 0; c < count; ++c) {
-          const __m256 v = _mm256_loadu_ps(base + c * inner + i);
-          a = max ? _mm256_max_ps(a, v) : _mm256_min_ps(a, v);
-          nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-        }
-        a = _mm256_blendv_ps(a, _mm256_set1_ps(nanF), nan);
-        _mm256_storeu_pd(y + i, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
-        _mm256_storeu_pd(y + i + 4, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+        for (; i < inner; ++i) y[i] += square ? double(row[i]) * double(row[i]) : double(row[i]);
       }
+      continue;
     }
-    for (; i < inner; ++i) {
-      double acc = sum ? 0.0 : double(max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
-      bool anyNaN = false;
-      for (int64_t c = 0; c < count; ++c) {
-        const float v = base[c * inner + i];
-        if (sum) acc += square ? double(v) * double(v) : double(v);
-        else if (std::isnan(v)) anyNaN = true;
-        else if (max ? v > acc : v < acc) acc = v;
+    // Max / Min: an element replaces the accumulator when it is larger (smaller) or NaN; a
+    // NaN accumulator then stays (no comparison with it holds).
+    float* a = ext.data();
+    std::fill(a, a + inner, init);
+    for (int64_t c = 0; c < count; ++c) {
+      const float* row = base + c * inner;
+      int64_t i = 0;
+      for (; i + 8 <= inner; i += 8) {
+        const __m256 v = _mm256_loadu_ps(row + i), cur = _mm256_loadu_ps(a + i);
+        const __m256 better = max ? _mm256_cmp_ps(v, cur, _CMP_GT_OQ) : _mm256_cmp_ps(v, cur, _CMP_LT_OQ);
+        const __m256 take = _mm256_or_ps(better, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        _mm256_storeu_ps(a + i, _mm256_blendv_ps(cur, v, take));
       }
-      y[i] = anyNaN ? double(nanF) : acc;
+      for (; i < inner; ++i)
+        if ((max ? row[i] > a[i] : row[i] < a[i]) || std::isnan(row[i])) a[i] = row[i];
     }
+    for (int64_t i = 0; i < inner; ++i) y[i] = double(a[i]);
   }
 }
 

@@ -670,9 +670,26 @@ Status createWhere(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       const T* x = in[1]->data<T>();
       const T* yv = in[2]->data<T>();
       T* r = outs[0]->data<T>();
-      forEachStrided<3>(
+      forEachStridedRun<3>(
           ys, {sc.data(), sx.data(), sy.data()}, {0, 0, 0},
-          [&](int64_t i, const std::array<int64_t, 3>& o) { r[i] = c[o[0]] ? x[o[1]] : yv[o[2]]; });
+          [&](int64_t i, const std::array<int64_t, 3>& o, int64_t n, const std::array<int64_t, 3>& st) {
+            T* out = r + i;
+            if (st[0] == 0) {
+              // One condition for the run (a mask broadcast over the inner dims): a copy or a fill.
+              const T* src = c[o[0]] ? x + o[1] : yv + o[2];
+              const int64_t s = c[o[0]] ? st[1] : st[2];
+              if (s == 1) std::copy(src, src + n, out);
+              else if (s == 0) std::fill(out, out + n, *src);
+              else for (int64_t k = 0; k < n; ++k) out[k] = src[k * s];
+            } else if (st[0] == 1 && st[1] == 1 && st[2] == 1) {
+              const bool* cc = c + o[0];
+              const T *xx = x + o[1], *yy = yv + o[2];
+              for (int64_t k = 0; k < n; ++k) out[k] = cc[k] ? xx[k] : yy[k];
+            } else {
+              for (int64_t k = 0; k < n; ++k)
+                out[k] = c[o[0] + k * st[0]] ? x[o[1] + k * st[1]] : yv[o[2] + k * st[2]];
+            }
+          });
       return Status::ok();
     };
   });

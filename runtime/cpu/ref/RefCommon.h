@@ -347,37 +347,69 @@ void gatherByDimMaps(const Tensor& x, Tensor& y, const std::vector<std::vector<i
   });
 }
 
-/// Visits every element of `shape` in row-major order. f(outIndex, offs): offs[j] is
-/// base[j] + sum_d idx[d] * strides[j][d], an element offset into operand j. Operands may
-/// read with stride 0 (broadcast), permuted strides (transpose) or negative strides (slices).
+/// Visits the elements of `shape` in row-major order a run at a time: f(outIndex, offs, n,
+/// steps) for the n elements outIndex .. outIndex + n - 1, whose offsets into operand j are
+/// offs[j] + k * steps[j] (k < n). offs[j] is base[j] + sum_d idx[d] * strides[j][d]. Dims are
+/// coalesced first, innermost outward: unit dims dropped, and a dim merged into the one inside
+/// it where every operand steps over it as over that many of the inner one (contiguous runs, a
+/// broadcast over several trailing dims), so runs are as long as the strides allow (Mamba's
+/// Where over [1, 32, 32, 128, 16] with its mask broadcast over the last two: 2,048 elements a
+/// run, not 16).
 template <size_t N, typename F>
-void forEachStrided(const Shape& shape, const std::array<const int64_t*, N>& strides,
-                    const std::array<int64_t, N>& base, F&& f) {
+void forEachStridedRun(const Shape& shape, const std::array<const int64_t*, N>& strides,
+                       const std::array<int64_t, N>& base, F&& f) {
   const int64_t total = numElements(shape);
   if (total == 0) return;
-  const size_t r = shape.size();
-  if (r == 0) {
-    f(int64_t{0}, base);
+  Shape dims;                                // innermost first
+  std::vector<std::array<int64_t, N>> step;  // per merged dim, per operand
+  for (int64_t d = (int64_t)shape.size() - 1; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    std::array<int64_t, N> sd;
+    for (size_t j = 0; j < N; ++j) sd[j] = strides[j][d];
+    if (!dims.empty()) {
+      bool merge = true;
+      for (size_t j = 0; j < N && merge; ++j) merge = sd[j] == step.back()[j] * dims.back();
+      if (merge) {
+        dims.back() *= shape[d];
+        continue;
+      }
+    }
+    dims.push_back(shape[d]);
+    step.push_back(sd);
+  }
+  if (dims.empty()) {  // rank 0, or every dim 1
+    f(int64_t{0}, base, int64_t{1}, std::array<int64_t, N>{});
     return;
   }
+  const size_t r = dims.size();
   std::vector<int64_t> idx(r, 0);
   std::array<int64_t, N> off = base;
-  std::array<int64_t, N> innerStride;
-  for (size_t j = 0; j < N; ++j) innerStride[j] = strides[j][r - 1];
-  const int64_t inner = shape[r - 1];
+  const int64_t inner = dims[0];
   for (int64_t linear = 0; linear < total; linear += inner) {
-    std::array<int64_t, N> o = off;
-    for (int64_t i = 0; i < inner; ++i) {
-      f(linear + i, o);
-      for (size_t j = 0; j < N; ++j) o[j] += innerStride[j];
-    }
-    for (int64_t d = (int64_t)r - 2; d >= 0; --d) {
-      for (size_t j = 0; j < N; ++j) off[j] += strides[j][d];
-      if (++idx[d] < shape[d]) break;
-      for (size_t j = 0; j < N; ++j) off[j] -= strides[j][d] * shape[d];
+    f(linear, off, inner, step[0]);
+    for (size_t d = 1; d < r; ++d) {
+      for (size_t j = 0; j < N; ++j) off[j] += step[d][j];
+      if (++idx[d] < dims[d]) break;
+      for (size_t j = 0; j < N; ++j) off[j] -= step[d][j] * dims[d];
       idx[d] = 0;
     }
   }
+}
+
+/// Visits every element of `shape` in row-major order. f(outIndex, offs): offs[j] is
+/// base[j] + sum_d idx[d] * strides[j][d], an element offset into operand j. Operands may
+/// read with stride 0 (broadcast), permuted strides (transpose) or negative strides (slices).
+/// Runs of coalesced dims as forEachStridedRun.
+template <size_t N, typename F>
+void forEachStrided(const Shape& shape, const std::array<const int64_t*, N>& strides,
+                    const std::array<int64_t, N>& base, F&& f) {
+  forEachStridedRun<N>(shape, strides, base,
+                       [&](int64_t linear, std::array<int64_t, N> o, int64_t n, const std::array<int64_t, N>& st) {
+                         for (int64_t i = 0; i < n; ++i) {
+                           f(linear + i, o);
+                           for (size_t j = 0; j < N; ++j) o[j] += st[j];
+                         }
+                       });
 }
 
 /// Visits every multi-index of `shape` in row-major order: f(linear, idx) with idx of rank size.

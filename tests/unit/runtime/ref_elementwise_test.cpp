@@ -415,6 +415,49 @@ TEST(RefWhere, BroadcastsAllThree) {
   expectValues<int64_t>(y, {2, 2}, {10, 20, -1, -1});
 }
 
+// Where's runs (forEachStridedRun over coalesced dims): a mask broadcast over the inner dims
+// (one condition a run: a copy from X, a fill from a scalar Y), every operand contiguous, and
+// mixed strides (X broadcast along the inner dim where the mask is not), each against the
+// element-by-element definition.
+TEST(RefWhere, RunsOfEveryStridePattern) {
+  const Shape ys = {2, 3, 4, 5};
+  const int64_t n = numElements(ys);
+  struct Case {
+    Shape c, x, y;
+  };
+  for (const Case& k : {Case{{2, 3, 1, 1}, ys, {}}, Case{ys, ys, ys}, Case{{1, 3, 4, 1}, {5}, {2, 1, 4, 5}},
+                        Case{{2, 1, 1, 5}, {4, 1}, ys}}) {
+    SCOPED_TRACE(shapeToString(k.c) + shapeToString(k.x) + shapeToString(k.y));
+    auto fill = [](const Shape& s, float scale) {
+      std::vector<float> v(numElements(s));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = scale * float(i + 1);
+      return f32(s, v);
+    };
+    std::vector<bool> cv(numElements(k.c));
+    for (size_t i = 0; i < cv.size(); ++i) cv[i] = (i * 7) % 3 != 0;
+    Tensor c = boolean(k.c, cv), x = fill(k.x, 1.f), y = fill(k.y, -0.5f);
+    Tensor got = run1("Where", {}, {c, x, y}, DType::F32, ys);
+    ASSERT_TRUE(got.defined());
+    // Element (i0..i3) reads each operand at its broadcast index.
+    auto at = [&](const Tensor& t, const std::vector<int64_t>& idx) {
+      const Shape& s = t.shape();
+      int64_t off = 0;
+      const size_t lead = ys.size() - s.size();
+      for (size_t d = 0; d < s.size(); ++d) off = off * s[d] + (s[d] == 1 ? 0 : idx[lead + d]);
+      return off;
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<int64_t> idx(4);
+      for (int64_t d = 3, r = i; d >= 0; --d) {
+        idx[d] = r % ys[d];
+        r /= ys[d];
+      }
+      const float want = c.data<bool>()[at(c, idx)] ? x.data<float>()[at(x, idx)] : y.data<float>()[at(y, idx)];
+      ASSERT_EQ(got.data<float>()[i], want) << i;
+    }
+  }
+}
+
 TEST(RefWhere, AllDtypes) {
   Tensor c = boolean({3}, {true, false, true});
   expectValues<bool>(
