@@ -675,17 +675,7 @@ FAMILIES = {
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
-        sys.exit(0 if len(sys.argv) >= 2 else 2)
-    out_dir, names = sys.argv[1], sys.argv[2:] or list(FAMILIES)
-    for name in names:
-        if name not in FAMILIES:
-            sys.exit("handmade-families.py: unknown model '%s' (known: %s)" % (name, ", ".join(FAMILIES)))
-        torch.manual_seed(0)
-        model, inputs, opset, *export = FAMILIES[name]()
-        mf.calibrate_batchnorm(model, inputs)
-        mf.save(out_dir, name, model, inputs, opset, *export)
+    mf.main(FAMILIES, __doc__, "handmade-families.py", prepare=None)
 
 
 if __name__ == "__main__":

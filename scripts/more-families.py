@@ -549,30 +549,37 @@ FAMILIES = {
 }
 
 
-def main():
+def widen_heads(name, model):
+    """Classifier logits of std ~10, not ~0.3: RetinaNet's sigmoid scores then spread over
+    (0, 1) instead of crowding 0.5 +- 0.02 (near-ties whose order is float noise), and Faster
+    R-CNN's softmax over 91 classes has winners above the 0.05 score threshold instead of ~1/91
+    everywhere."""
+    if name == "retinanet":
+        torch.nn.init.zeros_(model.head.classification_head.cls_logits.bias)
+        torch.nn.init.normal_(model.head.classification_head.cls_logits.weight, std=0.3)
+    if name in ("fasterrcnn", "maskrcnn", "keypointrcnn"):
+        torch.nn.init.normal_(model.roi_heads.box_predictor.cls_score.weight, std=0.3)
+    if name == "fcos":
+        torch.nn.init.normal_(model.head.classification_head.cls_logits.bias, std=1.0)
+        torch.nn.init.normal_(model.head.classification_head.cls_logits.weight, std=0.03)
+    if name == "vit_s16":
+        torch.nn.init.normal_(model.heads.head.weight, std=0.3)
+
+
+def main(families=FAMILIES, doc=__doc__, prog="more-families.py", prepare=widen_heads):
+    """Writes the families named on the command line (all by default): each built with seed 0,
+    `prepare(name, model)` applied, its BatchNorms calibrated, then saved."""
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
-        print(__doc__)
+        print(doc)
         sys.exit(0 if len(sys.argv) >= 2 else 2)
-    out_dir, names = sys.argv[1], sys.argv[2:] or list(FAMILIES)
+    out_dir, names = sys.argv[1], sys.argv[2:] or list(families)
     for name in names:
-        if name not in FAMILIES:
-            sys.exit("more-families.py: unknown model '%s' (known: %s)" % (name, ", ".join(FAMILIES)))
+        if name not in families:
+            sys.exit("%s: unknown model '%s' (known: %s)" % (prog, name, ", ".join(families)))
         torch.manual_seed(0)
-        model, inputs, opset, *export = FAMILIES[name]()
-        # Classifier logits of std ~10, not ~0.3: RetinaNet's sigmoid scores then spread over
-        # (0, 1) instead of crowding 0.5 +- 0.02 (near-ties whose order is float noise), and
-        # Faster R-CNN's softmax over 91 classes has winners above the 0.05 score threshold
-        # instead of ~1/91 everywhere.
-        if name == "retinanet":
-            torch.nn.init.zeros_(model.head.classification_head.cls_logits.bias)
-            torch.nn.init.normal_(model.head.classification_head.cls_logits.weight, std=0.3)
-        if name in ("fasterrcnn", "maskrcnn", "keypointrcnn"):
-            torch.nn.init.normal_(model.roi_heads.box_predictor.cls_score.weight, std=0.3)
-        if name == "fcos":
-            torch.nn.init.normal_(model.head.classification_head.cls_logits.bias, std=1.0)
-            torch.nn.init.normal_(model.head.classification_head.cls_logits.weight, std=0.03)
-        if name == "vit_s16":
-            torch.nn.init.normal_(model.heads.head.weight, std=0.3)
+        model, inputs, opset, *export = families[name]()
+        if prepare:
+            prepare(name, model)
         calibrate_batchnorm(model, inputs)
         save(out_dir, name, model, inputs, opset, *export)
 
