@@ -56,6 +56,128 @@ constexpr const char* kGroupedDirect = "grouped-direct";
 // at most a sum then a ReLU after it.
 constexpr const char* kPointwiseGemm = "pointwise-gemm";
 
+// The Conv variant that runs a 1x1 stride-1 unpadded ungrouped convolution between values in
+// the plain layout (N, C, spatial...: Conv1d's, which the plan never blocks, or a 2-D one the
+// layout pass left plain) as one oneDNN matmul over the batch, Y[n] [K x P] = W [K x C] *
+// X[n] [C x P] with P the spatial positions, reading and writing the step's buffers as they
+// are. The convolution primitive reorders both sides into its layout instead: PointNet's
+// 128 -> 512 Conv1d over [2, 128, 1024] took brgconv_1x1:avx512_core with both reorders
+// 2.45-2.58 ms, the matmul (brg:avx512_core, bias as a binary post-op) 1.5-2.0 ms (AMD EPYC
+// Zen 4, 1 thread). Chosen per step by measurement like the others.
+constexpr const char* kPlainMatMul = "plain-matmul";
+
+/// True when `g` is a 1x1 stride-1 unpadded ungrouped convolution (any spatial rank) whose
+/// source, destination and residual (when the epilogue sums one) are plain in the plan; else
+/// false with *why.
+bool plainMatMulShape(const KernelContext& ctx, const ConvGeometry& g, const Epilogue* ep,
+                      std::string* why) {
+  const dims& w = g.weightsDims;  // [OC, IC, k...] when ungrouped
+  bool pointwise = g.group == 1 && (int)w.size() == 2 + g.spatial;
+  for (int i = 0; pointwise && i < g.spatial; ++i)
+    pointwise = w[2 + i] == 1 && g.strides[i] == 1 && g.dilations[i] == 0 && g.padL[i] == 0 &&
+                g.padR[i] == 0;
+  if (!pointwise) {
+    *why = "not a 1x1 stride-1 unpadded ungrouped convolution";
+    return false;
+  }
+  const bool residualPlain =
+      !ep || ep->sumInput < 0 ||
+      userDesc(ctx, true, (size_t)ep->sumInput, g.dstDims) == plainDesc(g.dstDims);
+  if (userDesc(ctx, true, 0, g.srcDims) != plainDesc(g.srcDims) ||
+      userDesc(ctx, false, 0, g.dstDims) != plainDesc(g.dstDims) || !residualPlain) {
+    *why = "source, destination or residual not in the plain layout";
+    return false;
+  }
+  return true;
+}
+
+/// The "plain-matmul" variant (kPlainMatMul above): W as the matmul's source [1, K, C], X as
+/// its weights [N, C, P], Y [N, K, P]; the bias ([K], broadcast over the positions) is a
+/// binary_add post-op of [1, K, 1] (oneDNN 2.6's matmul runs a [1, K, 1] bias argument only in
+/// its reference implementation), after the step's leading sum if any, before its others. Weights and bias are read from the
+/// step's inputs on every run, constant or not.
+class PlainMatMulConvKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx, const ConvGeometry& g, const Epilogue* ep) {
+    std::string why;
+    if (!plainMatMulShape(ctx, g, ep, &why))
+      return Status::error(std::string("Conv: variant ") + kPlainMatMul + " does not apply (" +
+                           why + ")");
+    const int64_t N = g.srcDims[0], C = g.srcDims[1], K = g.dstDims[1];
+    int64_t P = 1;
+    for (int i = 0; i < g.spatial; ++i) P *= g.srcDims[2 + i];
+    dnnl::engine& eng = cpuEngine();
+    dnnl::memory::desc wMd = plainDesc({1, K, C}), xMd = plainDesc({N, C, P}),
+                       yMd = plainDesc({N, K, P});
+    hasBias_ = !g.biasDims.empty();
+    // A leading sum stays first (oneDNN's gemm-based matmul runs a sum only there: as beta);
+    // (W * X + residual) + bias is the same sum in another order.
+    dnnl::post_ops po;
+    Epilogue rest;
+    if (ep) rest = *ep;
+    const bool sumFirst = !rest.items.empty() && rest.items[0].sum;
+    if (sumFirst) {
+      po.append_sum(1.f);
+      rest.items.erase(rest.items.begin());
+    }
+    if (hasBias_) {
+      biasPostOp_ = po.len();
+      po.append_binary(dnnl::algorithm::binary_add, plainDesc({1, K, 1}));
+    }
+    rest.appendTo(&po, 3);
+    dnnl::primitive_attr attr = baseAttr();
+    attr.set_post_ops(po);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(wMd, xMd, dnnl::memory::desc(), yMd),
+                                    attr, eng);
+    if (isReferenceImpl(pd))
+      return Status::error(std::string("Conv: variant ") + kPlainMatMul +
+                           " does not apply (oneDNN would run " + pd.impl_info_str() + ")");
+    prim_ = dnnl::matmul(pd);
+    w_ = dnnl::memory(wMd, eng, DNNL_MEMORY_NONE);
+    x_ = dnnl::memory(xMd, eng, DNNL_MEMORY_NONE);
+    y_ = dnnl::memory(yMd, eng, DNNL_MEMORY_NONE);
+    args_.add(DNNL_ARG_SRC, w_);
+    args_.add(DNNL_ARG_WEIGHTS, x_);
+    args_.add(DNNL_ARG_DST, y_);
+    if (hasBias_) {
+      bias_ = dnnl::memory(plainDesc({1, K, 1}), eng, DNNL_MEMORY_NONE);
+      args_.add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(biasPostOp_) | DNNL_ARG_SRC_1, bias_);
+    }
+    scratch_.init(pd, &ws_, &args_);
+    sumInput_ = ep ? ep->sumInput : -1;
+    setImpl(pd);
+    impl_ += " (conv 1x1 as W*X)";
+    if (ep) impl_ += " +post-ops[" + ep->text + "]";
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("Conv", [&] {
+      scratch_.bindBuffers(ws_.total() ? threadWorkspace(ws_.total()) : nullptr);
+      bind(x_, in[0]->raw());
+      bind(w_, in[1]->raw());
+      if (hasBias_) bind(bias_, in[2]->raw());
+      bind(y_, out[0]->raw());
+      // oneDNN's sum adds what dst holds: the residual, copied there unless planned in place.
+      if (sumInput_ >= 0 && in[sumInput_]->raw() != out[0]->raw())
+        std::memcpy(out[0]->raw(), in[sumInput_]->raw(), out[0]->bytes());
+      args_.execute(prim_);
+      return Status::ok();
+    });
+  }
+
+ private:
+  dnnl::primitive prim_;
+  dnnl::memory w_, x_, y_, bias_;
+  WorkspaceLayout ws_;
+  Scratchpad scratch_;
+  ExecArgs args_;
+  bool hasBias_ = false;
+  int biasPostOp_ = 0;  // the bias's index among the post-ops
+  int sumInput_ = -1;
+};
+
 /// The host layout as the AVX2 kernels name it.
 avx2::ChannelLayout hostChannelLayout() {
   const std::string host = activationLayoutName();
@@ -642,9 +764,23 @@ class ConvKernel : public DnnlKernel {
   ExecArgs residualArgs_;
 };
 
+/// The "plain-matmul" variant's kernel for `ctx` (a Conv step, `ep` its post-ops or null).
+Status createPlainMatMulConv(const KernelContext& ctx, const Epilogue* ep,
+                             std::unique_ptr<Kernel>* out) {
+  ConvGeometry g;
+  std::string why;
+  if (!convGeometry(ctx, /*transpose=*/false, &g, &why))
+    return Status::error(ctx.opType + ": " + why);
+  auto k = std::make_unique<PlainMatMulConvKernel>();
+  TANDEM_RETURN_IF_ERROR(k->init(ctx, g, ep));
+  *out = std::move(k);
+  return Status::ok();
+}
+
 KernelFactory convFactory(bool transpose) {
   return [transpose](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return guardDnnl(ctx, [&] {
+      if (!transpose && ctx.variant == kPlainMatMul) return createPlainMatMulConv(ctx, nullptr, out);
       auto k = std::make_unique<ConvKernel>();
       TANDEM_RETURN_IF_ERROR(k->init(ctx, transpose));
       *out = std::move(k);
@@ -701,6 +837,7 @@ std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogu
     if (wConst && (!bias || bConst) && avx2Epilogue && pointwiseShape(ctx, g, &s, &layout, &why))
       v.push_back(kPointwiseGemm);
   }
+  if (plainMatMulShape(ctx, g, nullptr, &why)) v.push_back(kPlainMatMul);
   if (g.spatial != 2 || g.group != 1 || !wConst || (bias && !bConst) || w.size() != 4 ||
       w[2] != 3 || w[3] != 3 || g.strides != dims{1, 1} || g.dilations != dims{0, 0})
     return v;
@@ -731,6 +868,7 @@ std::function<bool(const KernelContext&)> convSupports(bool transpose) {
 Status createConvEpilogue(const KernelContext& anchor, const Epilogue& ep,
                           std::unique_ptr<Kernel>* out, std::string* regressed) {
   return guardDnnl(anchor, [&] {
+    if (anchor.variant == kPlainMatMul) return createPlainMatMulConv(anchor, &ep, out);
     auto k = std::make_unique<ConvKernel>();
     TANDEM_RETURN_IF_ERROR(k->init(anchor, /*transpose=*/false, &ep, regressed));
     if (regressed->empty()) *out = std::move(k);
