@@ -249,7 +249,9 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     [-> Mul gamma per channel] [-> Add beta per channel], -> GroupNormalization with the
     InstanceNormalization's scale and bias folded in; a two-operand f32/f64 Einsum of static
     shapes whose labels are batch, row, column or contracted ones -> Transpose / Reshape /
-    batched MatMul, diagonals and labels summed within one operand left to Einsum's kernel),
+    batched MatMul, diagonals and labels summed within one operand left to Einsum's kernel;
+    a constant-mode Pad by zero over spatial dims only, read only by a Conv, -> the Conv with
+    those pads added to its own),
     each only after its whole pattern matched
     (constants, axes, broadcast shapes, no reader outside the pattern of an op it makes dead),
     so a near-match stays as it is; fold any op whose operands are

@@ -265,3 +265,53 @@ func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x5xf32>) -> tensor<5xf32> {
   %0 = tandem.einsum %a, %b {equation = "ii,ij->j"} : (tensor<4x4xf32>, tensor<4x5xf32>) -> tensor<5xf32>
   return %0 : tensor<5xf32>
 }
+
+// -----
+
+// A causal Conv1d's left Pad by zero goes into the Conv's pads; the Pad is gone.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.pad
+// CHECK: tandem.conv %arg0, %{{.*}} {{{.*}}pads = [2, 0]{{.*}}} : (tensor<1x4x10xf32>, tensor<6x4x3xf32>) -> tensor<1x6x10xf32>
+// CHECK-NOT: tandem.pad
+func.func @main(%x: tensor<1x4x10xf32>, %w: tensor<6x4x3xf32>) -> tensor<1x6x10xf32> {
+  %p = tandem.constant dense<[0, 0, 2, 0, 0, 0]> : tensor<6xi64>
+  %0 = tandem.pad %x, %p {mode = "constant"} : (tensor<1x4x10xf32>, tensor<6xi64>) -> tensor<1x4x12xf32>
+  %1 = tandem.conv %0, %w {kernel_shape = [3]} : (tensor<1x4x12xf32>, tensor<6x4x3xf32>) -> tensor<1x6x10xf32>
+  return %1 : tensor<1x6x10xf32>
+}
+
+// -----
+
+// A 2-D Conv with pads of its own and a strided one: the sums [1+1, 1+0, 1+0, 1+1] at
+// stride 2; an explicit zero constant_value folds too.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.pad
+// CHECK: tandem.conv %arg0, %{{.*}} {{{.*}}pads = [2, 1, 1, 2]{{.*}}} : (tensor<1x2x7x7xf32>
+func.func @main(%x: tensor<1x2x7x7xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32> {
+  %p = tandem.constant dense<[0, 0, 1, 0, 0, 0, 0, 1]> : tensor<8xi64>
+  %z = tandem.constant dense<0.0> : tensor<f32>
+  %0 = tandem.pad %x, %p, %z {mode = "constant"} : (tensor<1x2x7x7xf32>, tensor<8xi64>, tensor<f32>) -> tensor<1x2x8x8xf32>
+  %1 = tandem.conv %0, %w {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [2, 2]} : (tensor<1x2x8x8xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
+  return %1 : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+// Left as they are: a Pad by one, a Pad of the channels, a reflect Pad, and a Pad that is also
+// returned (it must be computed anyway).
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-4: tandem.pad
+func.func @main(%x: tensor<1x4x10xf32>, %w: tensor<6x4x3xf32>, %w6: tensor<6x6x3xf32>) -> (tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x4x12xf32>) {
+  %p = tandem.constant dense<[0, 0, 2, 0, 0, 0]> : tensor<6xi64>
+  %one = tandem.constant dense<1.0> : tensor<f32>
+  %0 = tandem.pad %x, %p, %one {mode = "constant"} : (tensor<1x4x10xf32>, tensor<6xi64>, tensor<f32>) -> tensor<1x4x12xf32>
+  %1 = tandem.conv %0, %w {kernel_shape = [3]} : (tensor<1x4x12xf32>, tensor<6x4x3xf32>) -> tensor<1x6x10xf32>
+  %pc = tandem.constant dense<[0, 1, 2, 0, 1, 0]> : tensor<6xi64>
+  %2 = tandem.pad %x, %pc {mode = "constant"} : (tensor<1x4x10xf32>, tensor<6xi64>) -> tensor<1x6x12xf32>
+  %3 = tandem.conv %2, %w6 {kernel_shape = [3]} : (tensor<1x6x12xf32>, tensor<6x6x3xf32>) -> tensor<1x6x10xf32>
+  %4 = tandem.pad %x, %p {mode = "reflect"} : (tensor<1x4x10xf32>, tensor<6xi64>) -> tensor<1x4x12xf32>
+  %5 = tandem.conv %4, %w {kernel_shape = [3]} : (tensor<1x4x12xf32>, tensor<6x4x3xf32>) -> tensor<1x6x10xf32>
+  %6 = tandem.pad %x, %p {mode = "constant"} : (tensor<1x4x10xf32>, tensor<6xi64>) -> tensor<1x4x12xf32>
+  %7 = tandem.conv %6, %w {kernel_shape = [3]} : (tensor<1x4x12xf32>, tensor<6x4x3xf32>) -> tensor<1x6x10xf32>
+  return %1, %3, %5, %7, %6 : tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x4x12xf32>
+}
