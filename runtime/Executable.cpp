@@ -703,13 +703,14 @@ Status Executable::Impl::checkUpdatesInPlace(const std::vector<int>& writer) {
 
 Status Executable::Impl::refillAliasedVariables() {
   // Tuning ran kernels on the first run context, whose in-place updates are the variables'
-  // own buffers: those variables take their initial value again. Only measuring runs a
+  // own buffers, and filled the inputs it measured on with scratch values, variables read by
+  // a step among them: every variable takes its initial value again. Only measuring runs a
   // kernel; choices from the cache or the heuristic leave the buffers as loaded.
   if (std::none_of(tuning.begin(), tuning.end(),
                    [](const StepTuning& t) { return t.source == StepTuning::Source::Measured; }))
     return Status::ok();
   for (size_t k = 0; k < variables.size(); ++k) {
-    if (variableWriter[k] < 0 || !valueBytes[variables[k]]) continue;
+    if (!valueBytes[variables[k]]) continue;
     const std::string what = "variable '" + variableNames[k] + "'";
     Tensor initial;
     TANDEM_RETURN_IF_ERROR(tensorFromPlan(plan.values(variables[k]).constant(), what, &initial));

@@ -4,7 +4,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
+#include <omp.h>
+
+#include "compiler/Plan.pb.h"
 #include "runtime/Device.h"
 #include "runtime/cpu/ref/Fused.h"
 
@@ -20,6 +24,100 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMinRuns = 3;
 constexpr int kMaxRuns = 25;
 constexpr double kBudgetSeconds = 0.030;
+
+// A CPU step whose inputs and outputs total at most kOneThreadMaxBytes is also timed on one
+// thread when the plan has more (candidate names get kOneThreadSuffix; kDefaultVariant is the
+// factory's own choice where the def has no variants): forking and joining OpenMP's threads
+// costs a few microseconds a step, more than a small op gains from the second thread. A MoE
+// block's Mul, Div and Transpose steps took 2-3 us on one thread and 7-8 us on two (AMD EPYC
+// Zen 5, oneDNN jit:uni). The bound keeps the measuring at load to steps of microseconds.
+constexpr int64_t kOneThreadMaxBytes = int64_t(1) << 20;
+constexpr const char* kOneThreadSuffix = "@1t";
+constexpr const char* kDefaultVariant = "default";
+
+/// Sets OpenMP's thread count of the calling thread for a scope, then restores it.
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int n) : prev_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ScopedOmpThreads() { omp_set_num_threads(prev_); }
+  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
+  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
+
+ private:
+  int prev_;
+};
+
+/// A kernel created for one thread (KernelContext::threads 1, oneDNN's primitive made with one
+/// OpenMP thread) that runs with one: the plan's thread count is restored after each call.
+class OneThreadKernel : public Kernel {
+ public:
+  explicit OneThreadKernel(std::unique_ptr<Kernel> inner) : inner_(std::move(inner)) {}
+  Status run(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs) override {
+    ScopedOmpThreads one(1);
+    return inner_->run(inputs, outputs);
+  }
+  Status runProfiled(const std::vector<const Tensor*>& inputs, const std::vector<Tensor*>& outputs,
+                     std::vector<SubStepTiming>* subSteps) override {
+    ScopedOmpThreads one(1);
+    return inner_->runProfiled(inputs, outputs, subSteps);
+  }
+  std::string implName() const override { return inner_->implName() + " @1 thread"; }
+  Status prepare() override {
+    ScopedOmpThreads one(1);
+    return inner_->prepare();
+  }
+  bool consumesConstant(size_t input) const override { return inner_->consumesConstant(input); }
+  bool readsShapeOperandsAtRun() const override { return inner_->readsShapeOperandsAtRun(); }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+};
+
+/// The bytes of a step's inputs and outputs (constants included: a kernel reads them too).
+int64_t stepBytes(const KernelContext& ctx) {
+  int64_t total = 0;
+  for (const std::vector<TensorType>* types : {&ctx.inputTypes, &ctx.outputTypes})
+    for (const TensorType& t : *types)
+      if (t.dtype != DType::Undefined) total += numElements(t.shape) * (int64_t)dtypeSize(t.dtype);
+  return total;
+}
+
+/// Whether running the step during measurement could change what the plan computes later or
+/// take unbounded time on scratch data: random ops (their kernel's draws advance), control
+/// flow and dynamic regions (scratch values decide trip counts and shapes). Those are left to
+/// the def's own variants, which they do not have.
+bool measurable(const KernelContext& ctx) {
+  auto unsafe = [](const std::string& t) {
+    return t == "Loop" || t == "If" || t == "Scan" || t == "DynamicRegion" || t == "Dropout" ||
+           t.rfind("Random", 0) == 0 || t == "Bernoulli" || t == "Multinomial";
+  };
+  if (unsafe(ctx.opType)) return false;
+  if (ctx.fusedBody)
+    for (const plan::FusedBody::Member& m : ctx.fusedBody->members())
+      if (unsafe(m.op_type())) return false;
+  return true;
+}
+
+/// Creates candidate `cand` of `ctx`'s step: a def variant or kDefaultVariant, on the plan's
+/// threads or, with kOneThreadSuffix, on one.
+Status createCandidate(DeviceBackend& backend, const KernelContext& ctx, const std::string& cand,
+                       std::unique_ptr<Kernel>* out) {
+  KernelContext c = ctx;
+  std::string v = cand;
+  const size_t n = std::char_traits<char>::length(kOneThreadSuffix);
+  const bool one = v.size() >= n && v.compare(v.size() - n, n, kOneThreadSuffix) == 0;
+  if (one) v.resize(v.size() - n);
+  c.variant = v == kDefaultVariant ? "" : v;
+  if (!one) return backend.createKernel(c, out);
+  c.threads = 1;
+  std::unique_ptr<Kernel> k;
+  {
+    ScopedOmpThreads single(1);
+    TANDEM_RETURN_IF_ERROR(backend.createKernel(c, &k));
+  }
+  *out = std::make_unique<OneThreadKernel>(std::move(k));
+  return Status::ok();
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -82,6 +180,11 @@ Status KernelTuner::create(DeviceBackend& backend, const KernelContext& ctx,
     return backend.createKernel(ctx, out);
   // 1. The candidates: the def's variants, less what the Winograd policy rules out.
   std::vector<std::string> cands = tuningCandidates(backend.kind(), ctx, winograd_);
+  if (ctx.threads > 1 && stepBytes(ctx) <= kOneThreadMaxBytes && measurable(ctx)) {
+    if (cands.empty()) cands.push_back(kDefaultVariant);
+    const size_t n = cands.size();
+    for (size_t i = 0; i < n; ++i) cands.push_back(cands[i] + kOneThreadSuffix);
+  }
   if (cands.size() < 2) return backend.createKernel(ctx, out);
   // 2. The cache, read once per load, at the first step that has a choice.
   if (!loaded_) {
@@ -124,9 +227,7 @@ Status KernelTuner::create(DeviceBackend& backend, const KernelContext& ctx,
     if (b != built.end()) {
       *out = std::move(b->second);
     } else {
-      KernelContext c = ctx;
-      c.variant = r.choice;
-      st = backend.createKernel(c, out);
+      st = createCandidate(backend, ctx, r.choice, out);
       if (!st.isOk()) {
         notes_->push_back(label + ": cached kernel variant " + r.choice +
                           " could not be created (" + st.message() + "); the heuristic's is used");
@@ -159,10 +260,8 @@ Status KernelTuner::measure(DeviceBackend& backend, const KernelContext& ctx,
     t->seconds.erase(v);
     t->failed.erase(v);
     t->impls.erase(v);
-    KernelContext c = ctx;
-    c.variant = v;
     std::unique_ptr<Kernel> k;
-    Status st = backend.createKernel(c, &k);
+    Status st = createCandidate(backend, ctx, v, &k);
     if (st.isOk()) st = k->prepare();
     if (st.isOk()) st = backend.launch(*k, ins, outs);  // warm-up: caches, pages, OpenMP pool
     std::vector<double> times;

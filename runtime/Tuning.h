@@ -20,6 +20,12 @@ namespace tandem {
 ///   Cached:  the cache's choice; a miss keeps the built-in heuristic, nothing is measured.
 ///   Off:     the built-in heuristic, no cache read or written.
 ///   Default: $TANDEM_TUNING ("measure", "cached" or "off"), Measure when unset.
+/// With more than one thread (KernelContext::threads), a step whose inputs and outputs total at
+/// most 1 MiB also has each candidate on one thread, named VARIANT@1t ("default@1t" where the
+/// def has no variants, whose two-thread form is then "default"): created with
+/// KernelContext::threads 1 under one OpenMP thread and run with one (implName() + " @1
+/// thread"), the plan's count restored after each run. Fork and join cost more than a small
+/// op gains from the other threads.
 /// oneDNN is always a candidate, so a measured plan is never slower than oneDNN alone (up to
 /// the measurement's noise). LoadOptions::winograd restricts the candidates: Off removes the
 /// Winograd variants (Tandem's and oneDNN's), Tile2x2 removes the F(4x4) ones, "winograd4x4" and

@@ -10,6 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
+
+#include <omp.h>
 
 #include "runtime/Device.h"
 #include "runtime/Executable.h"
@@ -465,4 +468,114 @@ TEST_F(Tuning, APlanTimeIsNotReplacedByACacheHit) {
   const OpTiming* ot = file.findOp(kernelOpTimingKey(TimingHost{cpuModelName(), cpuEffectiveIsa()}, op));
   ASSERT_NE(ot, nullptr);
   EXPECT_EQ(ot->seconds, 0.5);
+}
+
+// With more than one thread, a small step is also timed on one ("@1t" candidates, "default"
+// for the factory's own choice where the def has no variants); a step over 1 MiB is not. The
+// one-thread kernel is named so and computes the same; the plan's thread count is back after
+// it runs.
+TEST_F(Tuning, SmallStepsAreAlsoTimedOnOneThread) {
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one hardware thread";
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
+  auto loadWith = [&](const plan::Plan& p, int threads, TuningMode mode) {
+    LoadOptions lo;
+    lo.threads = threads;
+    lo.tuning = mode;
+    lo.tuningCache = cache_;
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(p, lo, &exe);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return exe;
+  };
+  auto small = loadWith(gemmPlan(8), 2, TuningMode::Measure);
+  ASSERT_EQ(small->tuning().size(), 1u);
+  EXPECT_EQ(small->tuning()[0].candidates,
+            (std::vector<std::string>{"dnnl", "avx2", "dnnl@1t", "avx2@1t"}));
+  EXPECT_EQ(small->tuning()[0].timings.seconds.size(), 4u);
+  // 4096 x 64 inputs alone are 1 MiB: two threads only.
+  auto large = loadWith(gemmPlan(4096), 2, TuningMode::Measure);
+  ASSERT_EQ(large->tuning().size(), 1u);
+  EXPECT_EQ(large->tuning()[0].candidates, (std::vector<std::string>{"dnnl", "avx2"}));
+  // One thread asked for: nothing to add.
+  auto single = loadWith(gemmPlan(8), 1, TuningMode::Measure);
+  EXPECT_EQ(single->tuning()[0].candidates, (std::vector<std::string>{"dnnl", "avx2"}));
+  // A step without variants: the default kernel on two threads or one.
+  auto relu = loadWith(reluThenFusedPlan(), 2, TuningMode::Measure);
+  ASSERT_GE(relu->tuning().size(), 1u);
+  EXPECT_EQ(relu->tuning()[0].candidates, (std::vector<std::string>{"default", "default@1t"}));
+
+  // A cache that makes the one-thread AVX2 kernel the fastest: it is built, named so, and
+  // computes x @ w; a cache preferring two threads builds the plain kernel.
+  const std::string key = small->tuning()[0].key;
+  auto force = [&](const char* fastest) {
+    nlohmann::json secs = {{"dnnl", 1e-3}, {"avx2", 1e-3}, {"dnnl@1t", 1e-3}, {"avx2@1t", 1e-3}};
+    secs[fastest] = 1e-6;
+    nlohmann::json j = {{"format", "tandem-kernel-timings"},
+                        {"version", 1},
+                        {"entries", {{key, {{"seconds", secs}}}}}};
+    std::ofstream(cache_) << j.dump();
+    return loadWith(gemmPlan(8), 2, TuningMode::Cached);
+  };
+  auto one = force("avx2@1t");
+  EXPECT_EQ(one->tuning()[0].choice, "avx2@1t");
+  const std::string impl = one->stepImpls()[0];
+  EXPECT_TRUE(startsWith(impl, "avx2:sgemm_packed")) << impl;
+  EXPECT_NE(impl.find(" @1 thread"), std::string::npos) << impl;
+  Tensor x = Tensor::alloc(DType::F32, {8, K});
+  for (int64_t i = 0; i < 8 * K; ++i) x.data<float>()[i] = (float)(i % 5) - 2.f;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(one->run({x}, &out).isOk());
+  std::vector<float> w = weights();
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += (double)x.data<float>()[i * K + k] * w[k * N + j];
+      ASSERT_NEAR(out[0].data<float>()[i * N + j], want, 1e-3) << i << "," << j;
+    }
+  EXPECT_EQ(omp_get_max_threads(), 2) << "the plan's thread count is restored after the step";
+  auto two = force("dnnl");
+  EXPECT_EQ(two->tuning()[0].choice, "dnnl");
+  EXPECT_EQ(two->stepImpls()[0].find("@1 thread"), std::string::npos) << two->stepImpls()[0];
+}
+
+// Measuring fills a step's non-constant inputs with scratch values; a variable read by a
+// measured step (here Gemm's weights, a variable updated by a copy, not in place) takes its
+// initial value again before the first run.
+TEST_F(Tuning, AVariableReadByAMeasuredStepKeepsItsValue) {
+  // Variable weights: no packed-GEMM variant, so two threads make the choice (dnnl on two or
+  // on one).
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one hardware thread";
+  plan::Plan p = gemmPlan(8);
+  // w becomes a variable whose update is a copy of itself (an Identity step, not in place).
+  p.mutable_values(1)->set_kind(plan::Value::VARIABLE);
+  const int64_t wOff = (p.arenas(0).bytes() + 63) / 64 * 64;
+  addValue(p, "w_next", plan::Value::INTERMEDIATE, {K, N}, wOff);
+  p.mutable_values(1)->set_update(3);
+  plan::Step* copy = p.add_steps();
+  copy->set_op_type("Identity");
+  copy->set_name("keep_w");
+  copy->set_device("cpu");
+  copy->add_inputs(1);
+  copy->add_outputs(3);
+  p.mutable_arenas(0)->set_bytes(wOff + K * N * 4);
+  LoadOptions lo;
+  lo.threads = 2;
+  lo.tuning = TuningMode::Measure;
+  lo.tuningCache = cache_;
+  std::unique_ptr<Executable> exe;
+  Status st = Executable::load(p, lo, &exe);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_GE(exe->tuning().size(), 1u);
+  ASSERT_EQ(exe->tuning()[0].source, StepTuning::Source::Measured);
+  Tensor x = Tensor::alloc(DType::F32, {8, K});
+  for (int64_t i = 0; i < 8 * K; ++i) x.data<float>()[i] = (float)(i % 3) - 1.f;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(exe->run({x}, &out).isOk());
+  std::vector<float> w = weights();
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += (double)x.data<float>()[i * K + k] * w[k * N + j];
+      ASSERT_NEAR(out[0].data<float>()[i * N + j], want, 1e-3) << i << "," << j;
+    }
 }
