@@ -198,14 +198,12 @@ inline bool convOffers(const OpCase& c, const std::string& variant) {
 }
 
 /// Creates the Conv kernel of `ctx` (whose variant the caller sets) as the fusion pass would:
-/// alone, or with oneDNN's sum of input `sumInput` (when >= 0) and then ReLU. Fails the test
-/// when creation fails or regresses to another kernel.
-inline void createConvFused(const KernelContext& ctx, bool relu, int sumInput,
-                            std::unique_ptr<Kernel>* k) {
-  if (!relu && sumInput < 0) {
-    ASSERT_TRUE(dnnlRegistry().create("cpu", ctx, k).isOk());
-    return;
-  }
+/// alone, or with oneDNN's sum of input `sumInput` (when >= 0) and then ReLU. The creation's
+/// status; *regressed says when the post-ops would regress to another kernel (nothing built).
+inline Status makeConvFused(const KernelContext& ctx, bool relu, int sumInput,
+                            std::unique_ptr<Kernel>* k, std::string* regressed) {
+  regressed->clear();
+  if (!relu && sumInput < 0) return dnnlRegistry().create("cpu", ctx, k);
   dnnlcpu::Epilogue ep;
   if (sumInput >= 0) {
     dnnlcpu::Epilogue::Item sum;
@@ -220,8 +218,15 @@ inline void createConvFused(const KernelContext& ctx, bool relu, int sumInput,
   }
   ep.text = std::string(sumInput >= 0 ? "sum" : "") + (sumInput >= 0 && relu ? "+" : "") +
             (relu ? "eltwise_relu" : "");
+  return dnnlcpu::createConvEpilogue(ctx, ep, k, regressed);
+}
+
+/// makeConvFused, failing the test when creation fails or regresses to another kernel.
+inline void createConvFused(const KernelContext& ctx, bool relu, int sumInput,
+                            std::unique_ptr<Kernel>* k) {
   std::string regressed;
-  ASSERT_TRUE(dnnlcpu::createConvEpilogue(ctx, ep, k, &regressed).isOk());
+  Status st = makeConvFused(ctx, relu, sumInput, k, &regressed);
+  ASSERT_TRUE(st.isOk()) << st.message();
   ASSERT_TRUE(regressed.empty()) << regressed;
 }
 

@@ -191,27 +191,6 @@ OpCase plainPointwiseCase(Shape x, int64_t K, bool bias, bool constWeights) {
   return c;
 }
 
-// The variant's kernel as the fusion pass creates it: alone, or with oneDNN's sum of input
-// `sumInput` (when >= 0) and then ReLU.
-Status createPlainMatMulConv(const KernelContext& ctx, bool relu, int sumInput,
-                             std::unique_ptr<Kernel>* k) {
-  if (!relu && sumInput < 0) return dnnlRegistry().create("cpu", ctx, k);
-  dnnlcpu::Epilogue ep;
-  if (sumInput >= 0) {
-    dnnlcpu::Epilogue::Item sum;
-    sum.sum = true;
-    ep.items.push_back(sum);
-    ep.sumInput = sumInput;
-  }
-  if (relu) {
-    dnnlcpu::Epilogue::Item it;
-    it.eltwise.a = dnnl::algorithm::eltwise_relu;
-    ep.items.push_back(it);
-  }
-  std::string regressed;
-  return dnnlcpu::createConvEpilogue(ctx, ep, k, &regressed);
-}
-
 bool offersPlainMatMul(const OpCase& c) { return convOffers(c, "plain-matmul"); }
 
 TEST(PlainMatMulConv, OfferedForPlainPointwiseConvolutionsOnly) {
@@ -279,7 +258,8 @@ TEST(PlainMatMulConv, MatchesReference) {
     KernelContext ctx = c.context();
     ctx.variant = "plain-matmul";
     std::unique_ptr<Kernel> k;
-    Status st = createPlainMatMulConv(ctx, f.relu, sumInput, &k);
+    std::string regressed;
+    Status st = makeConvFused(ctx, f.relu, sumInput, &k, &regressed);
     if (!st.isOk() && st.message().find("oneDNN would run ref") != std::string::npos) {
       // oneDNN has no optimised matmul for these post-ops on this host's ISA (2.6's gemm:jit
       // on AVX2 with a bias row, a sum and a ReLU): the variant refuses, the tuner skips it.
@@ -287,6 +267,7 @@ TEST(PlainMatMulConv, MatchesReference) {
       continue;
     }
     ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_TRUE(regressed.empty()) << regressed;
     EXPECT_NE(k->implName().find("(conv 1x1 as W*X)"), std::string::npos) << k->implName();
     Tensor y = Tensor::alloc(DType::F32, c.outputs[0]);
     std::vector<const Tensor*> kin;

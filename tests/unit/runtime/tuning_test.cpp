@@ -139,6 +139,18 @@ class Tuning : public ::testing::Test {
 
 bool startsWith(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+// y is x [M, K] @ weights() [K, N] (the gemm plan's result).
+void expectXTimesW(const Tensor& x, const Tensor& y) {
+  const int64_t M = x.shape()[0];
+  std::vector<float> w = weights();
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < K; ++k) want += (double)x.data<float>()[i * K + k] * w[k * N + j];
+      ASSERT_NEAR(y.data<float>()[i * N + j], want, 1e-3) << i << "," << j;
+    }
+}
+
 }  // namespace
 
 TEST_F(Tuning, FakeCacheForcesTheVariant) {
@@ -199,13 +211,7 @@ TEST_F(Tuning, MeasureWritesTheCacheAndASecondLoadReadsIt) {
   for (int64_t i = 0; i < 8 * K; ++i) x.data<float>()[i] = (float)(i % 7) - 3.f;
   std::vector<Tensor> out;
   ASSERT_TRUE(first->run({x}, &out).isOk());
-  std::vector<float> w = weights();
-  for (int64_t i = 0; i < 8; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double want = 0;
-      for (int64_t k = 0; k < K; ++k) want += (double)x.data<float>()[i * K + k] * w[k * N + j];
-      ASSERT_NEAR(out[0].data<float>()[i * N + j], want, 1e-3) << i << "," << j;
-    }
+  expectXTimesW(x, out[0]);
 
   // Second load, same mode: read from the cache, nothing measured, file not rewritten.
   auto second = load(8, TuningMode::Measure);
@@ -525,13 +531,7 @@ TEST_F(Tuning, SmallStepsAreAlsoTimedOnOneThread) {
   for (int64_t i = 0; i < 8 * K; ++i) x.data<float>()[i] = (float)(i % 5) - 2.f;
   std::vector<Tensor> out;
   ASSERT_TRUE(one->run({x}, &out).isOk());
-  std::vector<float> w = weights();
-  for (int64_t i = 0; i < 8; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double want = 0;
-      for (int64_t k = 0; k < K; ++k) want += (double)x.data<float>()[i * K + k] * w[k * N + j];
-      ASSERT_NEAR(out[0].data<float>()[i * N + j], want, 1e-3) << i << "," << j;
-    }
+  expectXTimesW(x, out[0]);
   EXPECT_EQ(omp_get_max_threads(), 2) << "the plan's thread count is restored after the step";
   auto two = force("dnnl");
   EXPECT_EQ(two->tuning()[0].choice, "dnnl");
@@ -571,11 +571,5 @@ TEST_F(Tuning, AVariableReadByAMeasuredStepKeepsItsValue) {
   for (int64_t i = 0; i < 8 * K; ++i) x.data<float>()[i] = (float)(i % 3) - 1.f;
   std::vector<Tensor> out;
   ASSERT_TRUE(exe->run({x}, &out).isOk());
-  std::vector<float> w = weights();
-  for (int64_t i = 0; i < 8; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double want = 0;
-      for (int64_t k = 0; k < K; ++k) want += (double)x.data<float>()[i * K + k] * w[k * N + j];
-      ASSERT_NEAR(out[0].data<float>()[i * N + j], want, 1e-3) << i << "," << j;
-    }
+  expectXTimesW(x, out[0]);
 }
