@@ -8,7 +8,6 @@
 
 #include <omp.h>
 
-#include "compiler/Plan.pb.h"
 #include "runtime/Device.h"
 #include "runtime/cpu/ref/Fused.h"
 
@@ -82,20 +81,12 @@ int64_t stepBytes(const KernelContext& ctx) {
   return total;
 }
 
-/// Whether running the step during measurement could change what the plan computes later or
-/// take unbounded time on scratch data: random ops (their kernel's draws advance), control
-/// flow and dynamic regions (scratch values decide trip counts and shapes). Those are left to
-/// the def's own variants, which they do not have.
+/// Whether the step can be timed on scratch data in bounded time: not control flow or a
+/// dynamic region, whose trip counts and shapes the scratch values would decide (a fused body
+/// never holds one).
 bool measurable(const KernelContext& ctx) {
-  auto unsafe = [](const std::string& t) {
-    return t == "Loop" || t == "If" || t == "Scan" || t == "DynamicRegion" || t == "Dropout" ||
-           t.rfind("Random", 0) == 0 || t == "Bernoulli" || t == "Multinomial";
-  };
-  if (unsafe(ctx.opType)) return false;
-  if (ctx.fusedBody)
-    for (const plan::FusedBody::Member& m : ctx.fusedBody->members())
-      if (unsafe(m.op_type())) return false;
-  return true;
+  const std::string& t = ctx.opType;
+  return t != "Loop" && t != "If" && t != "Scan" && t != "DynamicRegion";
 }
 
 /// Creates candidate `cand` of `ctx`'s step: a def variant or kDefaultVariant, on the plan's

@@ -25,7 +25,8 @@ namespace tandem {
 /// def has no variants, whose two-thread form is then "default"): created with
 /// KernelContext::threads 1 under one OpenMP thread and run with one (implName() + " @1
 /// thread"), the plan's count restored after each run. Fork and join cost more than a small
-/// op gains from the other threads.
+/// op gains from the other threads. Loop, If, Scan and DynamicRegion steps are not timed so
+/// (scratch values would decide their trip counts and shapes).
 /// oneDNN is always a candidate, so a measured plan is never slower than oneDNN alone (up to
 /// the measurement's noise). LoadOptions::winograd restricts the candidates: Off removes the
 /// Winograd variants (Tandem's and oneDNN's), Tile2x2 removes the F(4x4) ones, "winograd4x4" and

@@ -63,7 +63,7 @@ constexpr const char* kPointwiseGemm = "pointwise-gemm";
 // are. The convolution primitive reorders both sides into its layout instead: PointNet's
 // 128 -> 512 Conv1d over [2, 128, 1024] took brgconv_1x1:avx512_core with both reorders
 // 2.45-2.58 ms, the matmul (brg:avx512_core, bias as a binary post-op) 1.5-2.0 ms (AMD EPYC
-// Zen 4, 1 thread). Chosen per step by measurement like the others.
+// Zen 5, 1 thread). Chosen per step by measurement like the others.
 constexpr const char* kPlainMatMul = "plain-matmul";
 
 /// True when `g` is a 1x1 stride-1 unpadded ungrouped convolution (any spatial rank) whose
@@ -94,8 +94,8 @@ bool plainMatMulShape(const KernelContext& ctx, const ConvGeometry& g, const Epi
 /// The "plain-matmul" variant (kPlainMatMul above): W as the matmul's source [1, K, C], X as
 /// its weights [N, C, P], Y [N, K, P]; the bias ([K], broadcast over the positions) is a
 /// binary_add post-op of [1, K, 1] (oneDNN 2.6's matmul runs a [1, K, 1] bias argument only in
-/// its reference implementation), after the step's leading sum if any, before its others. Weights and bias are read from the
-/// step's inputs on every run, constant or not.
+/// its reference implementation), after the step's leading sum if any, before its others.
+/// Weights and bias are read from the step's inputs on every run, constant or not.
 class PlainMatMulConvKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx, const ConvGeometry& g, const Epilogue* ep) {
@@ -115,8 +115,7 @@ class PlainMatMulConvKernel : public DnnlKernel {
     dnnl::post_ops po;
     Epilogue rest;
     if (ep) rest = *ep;
-    const bool sumFirst = !rest.items.empty() && rest.items[0].sum;
-    if (sumFirst) {
+    if (!rest.items.empty() && rest.items[0].sum) {
       po.append_sum(1.f);
       rest.items.erase(rest.items.begin());
     }
