@@ -549,6 +549,19 @@ def Tandem_TensorScatterOp : Tandem_OnnxOp<"tensor_scatter", "TensorScatter", "2
     "copy of past_cache with update written along `axis` from each batch's write index "
     "(mode linear, or circular: modulo the cache length)",
     (ins Int:$axis, Str:$mode)>;
+// Tandem's own: PyTorch's nn.EmbeddingBag, which torch.onnx writes as a Loop over the bags
+// (frontend/EmbeddingBagLoop.h recognises it at import).
+def Tandem_EmbeddingBagOp : Tandem_DomainOp<"embedding_bag", "EmbeddingBag", "tandem", "1",
+    "per bag m, reduce (mode sum, mean or max) the weight rows at indices[starts[m]:ends[m]], "
+      # "each times per_sample_weights[j] when given: weight, indices, starts, ends"
+      # "[, per_sample_weights] -> [M, D]",
+    "weight f32/f64 [V, D]; indices i32/i64 [L]; starts and ends i32/i64 [M]; "
+      # "per_sample_weights [L] of weight's dtype. Each bag's range is Slice's on [0, L) "
+      # "(a negative start or end counts from L, then both are clamped to [0, L]); an index "
+      # "counts from V when negative and outside [-V, V) is an error. An empty bag gives 0 "
+      # "(sum), NaN (mean) or -inf (max), as ReduceSum, ReduceMean and ReduceMax over nothing; "
+      # "a NaN row wins the max. compiler/shapes/Indexing.cpp, runtime/cpu/ref/EmbeddingBag.cpp",
+    (ins Str:$mode)>;
 def Tandem_OneHotOp : Tandem_OnnxOp<"one_hot", "OneHot", "11",
     "values[1] at the indices along a new `axis` of size depth, values[0] elsewhere",
     (ins Int:$axis)>;

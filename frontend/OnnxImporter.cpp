@@ -20,6 +20,7 @@
 #include "compiler/ShapeInference.h"
 #include "compiler/TandemDialect.h"
 #include "compiler/autodiff/GradientRules.h"
+#include "frontend/EmbeddingBagLoop.h"
 #include "frontend/InlineFunctions.h"
 #include "frontend/NewerOpsets.h"
 #include "frontend/OnnxTensor.h"
@@ -192,6 +193,9 @@ class OnnxImporter {
   mlir::LogicalResult importConstant(int index, mlir::Location loc);
   mlir::LogicalResult importCoercedSoftmax(int index, mlir::Location loc, NodeForm* f);
   mlir::LogicalResult importControlFlow(int index, mlir::Location loc);
+  /// torch.onnx's EmbeddingBag Loop as one EmbeddingBag op: true when built, false when node
+  /// `index` is not that Loop (it is imported as a Loop).
+  mlir::FailureOr<bool> importEmbeddingBagLoop(int index, mlir::Location loc);
   mlir::LogicalResult importGradient(int index, mlir::Location loc);
   mlir::LogicalResult compileSubgraph(int index, const std::string& attr, onnx::ModelProto model,
                                       std::string* planBytes);
@@ -1026,9 +1030,75 @@ mlir::LogicalResult OnnxImporter::importGradient(int index, mlir::Location loc) 
   return mlir::success();
 }
 
+// The Loop torch.onnx writes for nn.EmbeddingBag (frontend/EmbeddingBagLoop.h) becomes
+//   bags = Range(0, M, 1); EmbeddingBag(weight, indices, Gather(starts, bags),
+//                                       Gather(ends, bags)[, per_sample_weights])
+// which computes what the Loop's M iterations do: iteration m reads starts[m] and ends[m], and
+// the Gathers keep the Loop's error for a trip count past the offsets. With static shapes the
+// Range folds and nothing downstream needs a dynamic region. Outer values of other types than
+// the op takes leave the Loop as it is.
+mlir::FailureOr<bool> OnnxImporter::importEmbeddingBagLoop(int index, mlir::Location loc) {
+  const onnx::NodeProto& n = graph_->node(index);
+  auto outerConstant = [&](const std::string& name) -> std::optional<Tensor> {
+    if (!values_.count(name) && !initializers_.count(name)) return std::nullopt;
+    mlir::Value v = valueFor(name);
+    Tensor t;
+    if (!v || !getConstantValue(v, &t)) return std::nullopt;
+    return t;
+  };
+  std::optional<EmbeddingBagLoop> m = matchEmbeddingBagLoop(n, outerConstant);
+  if (!m) return false;
+  mlir::Value count = valueFor(m->tripCount), weight = valueFor(m->weight),
+              indices = valueFor(m->indices), starts = valueFor(m->starts), ends = valueFor(m->ends);
+  mlir::Value scale = m->perSampleWeights.empty() ? mlir::Value() : valueFor(m->perSampleWeights);
+  if (!count || !weight || !indices || !starts || !ends || (!m->perSampleWeights.empty() && !scale))
+    return mlir::failure();
+  auto typed = [](mlir::Value v, int64_t rank, bool isIndex) {
+    auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+    if (!t || t.getRank() != rank) return false;
+    mlir::Type e = t.getElementType();
+    return isIndex ? e.isSignlessInteger(32) || e.isSignlessInteger(64) : e.isF32() || e.isF64();
+  };
+  if (!typed(count, 0, true) || !llvm::cast<mlir::RankedTensorType>(count.getType()).getElementType().isInteger(64) ||
+      !typed(weight, 2, false) || !typed(indices, 1, true) || !typed(starts, 1, true) ||
+      !typed(ends, 1, true) ||
+      (scale && (!typed(scale, 1, false) ||
+                 llvm::cast<mlir::RankedTensorType>(scale.getType()).getElementType() !=
+                     llvm::cast<mlir::RankedTensorType>(weight.getType()).getElementType())))
+    return false;
+  const std::string base = n.name().empty() ? "Loop_" + std::to_string(index) : n.name();
+  auto build = [&](const NodeForm& f, const std::string& suffix) -> mlir::Value {
+    mlir::Location l = suffix.empty() ? loc : mlir::NameLoc::get(b_.getStringAttr(base + "/" + suffix), fileLoc_);
+    mlir::FailureOr<mlir::Operation*> op = create(index, l, f);
+    if (mlir::failed(op)) return nullptr;
+    llvm::SmallVector<mlir::Value> results((*op)->getResults());
+    foldEarly(*op, f.opType, &results);
+    return results[0];
+  };
+  auto scalar = [&](int64_t v) { return createConstant(b_, loc, Tensor::fromVector<int64_t>({}, {v})); };
+  mlir::Value bags = build(NodeForm{"Range", {scalar(0), count, scalar(1)}, {}, 1}, "bags");
+  if (!bags) return mlir::failure();
+  NodeForm gather{"Gather", {starts, bags}, {{"axis", b_.getI64IntegerAttr(0)}}, 1};
+  mlir::Value first = build(gather, "starts");
+  gather.operands = {ends, bags};
+  mlir::Value last = build(gather, "ends");
+  if (!first || !last) return mlir::failure();
+  NodeForm bag{"EmbeddingBag", {weight, indices, first, last}, {{"mode", b_.getStringAttr(m->mode)}}, 1};
+  if (scale) bag.operands.push_back(scale);
+  mlir::Value y = build(bag, "");
+  if (!y) return mlir::failure();
+  values_[n.output(0)] = y;
+  return true;
+}
+
 mlir::LogicalResult OnnxImporter::importControlFlow(int index, mlir::Location loc) {
   const onnx::NodeProto& n = graph_->node(index);
   const std::string& op = n.op_type();
+  if (op == "Loop") {
+    mlir::FailureOr<bool> bag = importEmbeddingBagLoop(index, loc);
+    if (mlir::failed(bag)) return mlir::failure();
+    if (*bag) return mlir::success();
+  }
   if (depth_ >= kMaxControlFlowDepth)
     return failNode(index, "control flow nested more than " + std::to_string(kMaxControlFlowDepth) +
                                " levels deep is not supported");

@@ -244,6 +244,11 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
           ": their activations are quantized to int8 per row and block where the CPU has AVX2 "
           "(--int8-activations none: f32)");
   }
+  // The importer's one EmbeddingBag op per torch.onnx EmbeddingBag Loop (frontend/EmbeddingBagLoop.h).
+  if (const int64_t bags = countOps(module, "EmbeddingBag"); bags > 0)
+    result->notes.push_back(std::to_string(bags) +
+                            " Loop(s) over bags as torch.onnx writes nn.EmbeddingBag (Slice, "
+                            "Gather, ReduceSum/Mean/Max per bag) run as one EmbeddingBag op each");
   if (mlir::failed(run(createCanonicalizePass()))) return mlir::failure();
   if (mlir::failed(run(createOutlineDynamicPass()))) return mlir::failure();
   if (mlir::failed(run(placePass(options, devices)))) return mlir::failure();

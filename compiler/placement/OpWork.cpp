@@ -267,6 +267,14 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     // Reads the indices and only the gathered rows of the data, not the whole table.
     w.flops = 0;
     w.bytes = 2 * outBytes + (operand(in, 1) ? c.bytes(in[1]) : 0);
+  } else if (op == "EmbeddingBag") {
+    // One add (or max) per gathered element, plus the multiply by a per-sample weight: each
+    // index is read once and its row [D] once (the bags' ranges usually partition the indices).
+    const TensorType* W = operand(in, 0);
+    const TensorType* I = operand(in, 1);
+    const double gathered = W && I && W->shape.size() == 2 ? c.numel(*I) * (double)c.dim(*W, 1) : 0;
+    w.flops = gathered * (operand(in, 4) ? 2 : 1);
+    w.bytes = outBytes + (I ? c.bytes(*I) : 0) + gathered * (W ? dtypeSize(W->dtype) : 4);
   } else if (op == "LRN") {
     // size squares and adds per element, then a pow (4) and a divide.
     w.flops = y * (2 * (double)std::max<int64_t>(attrs.getInt("size", 1), 1) + 5);

@@ -351,6 +351,39 @@ std::string inferTensorScatter(const Ctx& c) {
   return "";
 }
 
+std::string inferEmbeddingBag(const Ctx& c) {
+  // weight [V, D], indices [L], starts [M], ends [M][, per_sample_weights [L]] -> [M, D] of
+  // weight's dtype; mode sum, mean or max.
+  static const std::vector<const char*> names = {"weight", "indices", "starts", "ends",
+                                                 "per_sample_weights"};
+  if (auto e = checkArity(c, 4, 5, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, {DType::F32, DType::F64}, names); !e.empty()) return e;
+  for (size_t i = 1; i < 4; ++i)
+    if (auto e = checkDTypeIn(c, i, {DType::I32, DType::I64}, names); !e.empty()) return e;
+  const std::string mode = c.attrs.getString("mode", "sum");
+  if (mode != "sum" && mode != "mean" && mode != "max")
+    return c.fail("attribute mode must be sum, mean or max, got '" + mode + "'");
+  const auto& w = c.in[0].dims;
+  if (w.size() != 2) return c.fail("weight must be [V, D], got " + dimsStr(w));
+  for (size_t i = 1; i < 4; ++i)
+    if (c.in[i].dims.size() != 1)
+      return c.fail(operandLabel(i, names[i]) + " must be 1-D, got " + dimsStr(c.in[i].dims));
+  const int64_t ms = c.in[2].dims[0], me = c.in[3].dims[0];
+  if (ms != kUnknownDim && me != kUnknownDim && ms != me)
+    return c.fail("starts " + dimsStr(c.in[2].dims) + " and ends " + dimsStr(c.in[3].dims) +
+                  " must have one length (the bags)");
+  if (c.has(4)) {
+    if (auto e = checkSameDType(c, 4, 0, names); !e.empty()) return e;
+    const auto& p = c.in[4].dims;
+    const int64_t l = c.in[1].dims[0];
+    if (p.size() != 1 || (p[0] != kUnknownDim && l != kUnknownDim && p[0] != l))
+      return c.fail("per_sample_weights must be [L] as indices " + dimsStr(c.in[1].dims) +
+                    ", got " + dimsStr(p));
+  }
+  c.set(0, c.in[0].dtype, {me != kUnknownDim ? me : ms, w[1]});
+  return "";
+}
+
 std::string inferCol2Im(const Ctx& c) {
   // Col2Im-18: input [N, C prod(block_shape), L], image_shape and block_shape (i64, one value
   // per spatial dim) -> [N, C, image_shape...]; L must be the count of block positions.

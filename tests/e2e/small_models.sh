@@ -2,7 +2,7 @@
 # e2e: the small models of models/make_models.py (issue 16) against their references with
 # `tandem run --expect`: an f16 CNN and an f16 MLP, the same two in bf16 (ops without f16/bf16
 # kernels run in f32 between Casts, --tandem-legalize-f16, both rounding modes), a 2-layer bidirectional LSTM, and an int8 QLinearConv ->
-# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), weight-only quantized products (weight_only) and ONNX Runtime's MatMulNBits (matmul_nbits, matmul_nbits_more), and the control-flow models of models/make_control_flow.py
+# QLinearMatMul model, a QDQ convolution pair (qdq_conv), QDQ matrix products (qdq_linear), a residual conv over a plain residual (hswish_residual), ops of opsets 18-25 (opset18_ops, opset21_ops, opset23_ops, opset24_ops, opset19_resize, opset21_blocked, opset23_attention, opset25_attention, opset23_llama), a model of local functions (local_functions), weight-only quantized products (weight_only) and ONNX Runtime's MatMulNBits (matmul_nbits, matmul_nbits_more), nn.EmbeddingBag as torch.onnx writes it (embedding_bag), and the control-flow models of models/make_control_flow.py
 # (dyn_detect: a dynamic region, on two input sets of different output sizes). Each also runs
 # without fusion. Exits non-zero on any mismatch.
 set -euo pipefail
@@ -159,9 +159,19 @@ for set in 0 1; do
     --expect "$dir/cf_loop_dynamic/test_data_set_$set" --atol 0 --rtol 0
 done
 # EmbeddingBag as torch.onnx exports it (models/make_control_flow.py cf_embedding_bag): a Loop
-# slicing a different range of ids each of its 40 iterations (one empty), the eager body's Slice
-# kept once for every range of a length; the f32 sums of up to 4 rows against numpy's f32.
+# over 40 bags of ids (one empty), which the importer makes one EmbeddingBag op; cf_bag_loop,
+# the same with keepdims 1, stays a Loop slicing a different range of ids each iteration, the
+# eager body's Slice kept once for every range of a length. f32 sums of up to 4 rows against
+# numpy's f32.
 run cf_embedding_bag 1e-6 1e-6
+run cf_bag_loop 1e-6 1e-6
+# Four nn.EmbeddingBag exported by torch.onnx (models/make_models.py embedding_bag): sum with
+# per-sample weights and an empty bag, mean, max with include_last_offset, fixed-size bags of
+# 2-D ids; against PyTorch eager (9.5e-7 measured: sums of up to 5 weighted rows, |y| < 8).
+run embedding_bag 1e-5 1e-5
+echo "== embedding_bag: the Loops became EmbeddingBag ops"
+"$tandem" run "$dir/embedding_bag/model.onnx" --inputs "$dir/embedding_bag/test_data_set_0" 2>&1 >/dev/null |
+  grep -F "4 Loop(s) over bags as torch.onnx writes nn.EmbeddingBag"
 # A detector's post-processing (models/make_control_flow.py dyn_detect): NonZero, TopK of a
 # computed K, an If running NonMaxSuppression, all in one DynamicRegion. Set 0 keeps 3 boxes, set
 # 1 none (empty outputs). Sigmoid in f32 against numpy's f64 rounded: 1 ulp (6e-8) measured.

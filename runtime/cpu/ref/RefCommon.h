@@ -236,6 +236,7 @@ void registerNormKernels(KernelRegistry& r);         // Normalization.cpp
 void registerReductionKernels(KernelRegistry& r);    // Reduction.cpp
 void registerTensorKernels(KernelRegistry& r);       // Tensor.cpp
 void registerIndexingKernels(KernelRegistry& r);     // Indexing.cpp
+void registerEmbeddingBagKernels(KernelRegistry& r); // EmbeddingBag.cpp
 void registerSelectionKernels(KernelRegistry& r);    // Selection.cpp
 void registerImageKernels(KernelRegistry& r);        // Image.cpp
 void registerEinsumKernels(KernelRegistry& r);       // Einsum.cpp

@@ -17,6 +17,7 @@ void registerCpuReferenceKernels(KernelRegistry& r) {
   ref::registerReductionKernels(r);
   ref::registerTensorKernels(r);
   ref::registerIndexingKernels(r);
+  ref::registerEmbeddingBagKernels(r);
   ref::registerSelectionKernels(r);
   ref::registerImageKernels(r);
   ref::registerEinsumKernels(r);

@@ -12,9 +12,10 @@ count with a body reading a run-time-shaped value, a loop-carried value that gro
 iteration by Concat as torch.cat exports it, and a while loop stacking scan outputs; two input
 sets, the second with no positive value, so the first Loop runs zero times), and cf_embedding_bag
 (nn.EmbeddingBag(mode="sum") as torch.onnx exports it: a Loop over the bags whose body slices
-the ids between two offsets, a different range and length each iteration, gathers the weight
-rows and sums them; 40 bags, one of them empty, so the eager body's Slice sees more ranges than
-it keeps kernels for).
+the ids between two offsets, gathers the weight rows and sums them; 40 bags, one of them empty;
+the importer makes it one EmbeddingBag op) and cf_bag_loop (the same Loop with ReduceSum's
+keepdims 1 and a Reshape after it, a form the importer leaves a Loop: its eager body's Slice
+sees a different range and length each iteration, more than it keeps kernels for).
 usage: /usr/bin/python3 make_control_flow.py [OUT_DIR]  (default: next to this file)"""
 import os
 import sys
@@ -314,7 +315,7 @@ def cf_loop_dynamic():
     save_sets("cf_loop_dynamic", g, data)
 
 
-def cf_embedding_bag():
+def cf_embedding_bag(keepdims=0):
     c = lambda name, dt, dims, vals: helper.make_node(
         "Constant", [], [name], value=helper.make_tensor(name + "v", dt, dims, vals))
     rows, dim, bags = 50, 8, 40
@@ -333,11 +334,12 @@ def cf_embedding_bag():
          helper.make_node("Unsqueeze", ["e", "b0"], ["e1"]),
          helper.make_node("Slice", ["ids", "s1", "e1", "b0"], ["bag_ids"]),
          helper.make_node("Gather", ["weight", "bag_ids"], ["bag_rows"], axis=0),
-         helper.make_node("ReduceSum", ["bag_rows", "b0"], ["bag_sum"], keepdims=0),
+         helper.make_node("ReduceSum", ["bag_rows", "b0"], ["bag_sum"], keepdims=keepdims),
          helper.make_node("Identity", ["bc"], ["bc_out"])],
         "bag_body",
         [helper.make_tensor_value_info("bi", I, []), helper.make_tensor_value_info("bc", B, [])],
-        [helper.make_tensor_value_info("bc_out", B, []), helper.make_tensor_value_info("bag_sum", F, [dim])])
+        [helper.make_tensor_value_info("bc_out", B, []),
+         helper.make_tensor_value_info("bag_sum", F, [1, dim] if keepdims else [dim])])
     nodes = [
         c("yes", B, [], [True]), c("one", I, [1], [1]), c("big", I, [1], [1 << 62]), c("a0", I, [1], [0]),
         helper.make_node("Shape", ["ids"], ["n"]),
@@ -346,16 +348,20 @@ def cf_embedding_bag():
         helper.make_node("Identity", ["offsets"], ["starts"]),
         helper.make_node("Shape", ["offsets"], ["nb"]),
         helper.make_node("Squeeze", ["nb", "a0"], ["count"]),
-        helper.make_node("Loop", ["count", "yes"], ["bagged"], name="bag", body=body),
+        helper.make_node("Loop", ["count", "yes"], ["stacked" if keepdims else "bagged"], name="bag",
+                         body=body),
     ]
-    g = helper.make_graph(nodes, "cf_embedding_bag",
+    if keepdims:  # [bags, 1, dim] -> [bags, dim]
+        nodes += [c("flat", I, [2], [bags, dim]), helper.make_node("Reshape", ["stacked", "flat"], ["bagged"])]
+    name = "cf_bag_loop" if keepdims else "cf_embedding_bag"
+    g = helper.make_graph(nodes, name,
                           [helper.make_tensor_value_info("ids", I, [len(ids)]),
                            helper.make_tensor_value_info("offsets", I, [bags])],
                           [helper.make_tensor_value_info("bagged", F, [bags, dim])],
                           [numpy_helper.from_array(weight, "weight")])
     want = np.stack([weight[ids[o:o + n]].sum(0) if n else np.zeros(dim, np.float32)
                      for o, n in zip(offsets, lengths)]).astype(np.float32)
-    save("cf_embedding_bag", g, [ids, offsets], [want])
+    save(name, g, [ids, offsets], [want])
 
 
 cf_if()
@@ -364,3 +370,4 @@ cf_scan_reverse()
 dyn_detect()
 cf_loop_dynamic()
 cf_embedding_bag()
+cf_embedding_bag(keepdims=1)

@@ -32,6 +32,12 @@ Models (random weights, fixed seed, static shapes, batch 2):
   int8_qlinear  x f32 [2,3,8,8] -> QuantizeLinear (uint8) -> QLinearConv (int8 weights with
              per-channel scales, int32 bias) -> Reshape -> QLinearMatMul (int8 weights)
              -> DequantizeLinear -> f32 [2,10]  (built with onnx.helper)
+  embedding_bag  four nn.EmbeddingBag as torch.onnx (opset 17) writes them, a Loop over the
+             bags each: sum with per_sample_weights over 7 bags of 17 ids, one empty (zeros);
+             mean over 5 bags; max with include_last_offset; mean of fixed-size bags from 2-D
+             ids [4, 3] (constant offsets) -> f32 [7,6], [5,4], [5,5], [4,3]; the reference is
+             PyTorch eager (mean and max bags are not empty: PyTorch gives 0 for an empty bag
+             where the exported ReduceMean/ReduceMax of nothing give NaN/-inf)
 
 f16: torch 1.13 has no f16 Conv on the CPU, so the f32 model is exported (opset 17) and its
 float initializers, Constant nodes, inputs and outputs are then rewritten to f16. The reference
@@ -473,6 +479,36 @@ class HswishResidual(nn.Module):
         return self.expand(self.pw(torch.relu(self.dw(s))) + s)
 
 
+class Bags(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.sum = nn.EmbeddingBag(30, 6, mode="sum")
+        self.mean = nn.EmbeddingBag(20, 4, mode="mean")
+        self.max = nn.EmbeddingBag(20, 5, mode="max", include_last_offset=True)
+        self.fixed = nn.EmbeddingBag(12, 3, mode="mean")
+
+    def forward(self, ids, offsets, psw, ids2, offsets2, grid):
+        last = torch.tensor([ids2.shape[0]])
+        return (self.sum(ids, offsets, per_sample_weights=psw), self.mean(ids2, offsets2),
+                self.max(ids2, torch.cat([offsets2, last])), self.fixed(grid))
+
+
+def embedding_bag_model(out_dir):
+    torch.manual_seed(SEED + 18)
+    net = Bags().eval()
+    args = (torch.randint(0, 30, (17,)), torch.tensor([0, 3, 3, 7, 8, 12, 16]), torch.randn(17),
+            torch.randint(0, 20, (11,)), torch.tensor([0, 2, 5, 6, 9]), torch.randint(0, 12, (4, 3)))
+    path = os.path.join(out_dir, "embedding_bag")
+    os.makedirs(path, exist_ok=True)
+    f = os.path.join(path, "model.onnx")
+    torch.onnx.export(net, args, f, opset_version=17,
+                      input_names=["ids", "offsets", "psw", "ids2", "offsets2", "grid"],
+                      output_names=["sum", "mean", "max", "fixed"])
+    model = onnx.load(f)
+    with torch.no_grad():
+        write_set(path, [a.numpy() for a in args], [y.numpy() for y in net(*args)], model)
+
+
 def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     torch.manual_seed(SEED)
@@ -522,6 +558,8 @@ def main():
     model = export(net, x, path)
     with torch.no_grad():
         write_set(path, [x.numpy()], [net(x).numpy()], model)
+
+    embedding_bag_model(out_dir)
 
 
 if __name__ == "__main__":

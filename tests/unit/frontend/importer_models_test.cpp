@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -997,6 +998,176 @@ TEST_F(ImporterModels, Opset7PadValueBecomesInput) {
 }
 
 // ---- TensorProto conversion (frontend/OnnxTensor.h) ----
+
+// ---- nn.EmbeddingBag: torch.onnx's Loop over the bags becomes one EmbeddingBag op ----------
+
+/// Knobs of the Loop bagLoopModel writes; the defaults are torch.onnx's form (opset 13).
+struct BagLoop {
+  std::string reduce = "ReduceSum";
+  bool weighted = false;       // Mul by Unsqueeze(Slice(psw, s, e, [0]), [1]) (psw first)
+  int64_t keepdims = 0;        // 1 is not torch's: each scan element [1, D], kept a Loop
+  bool castCondition = true;   // cond_out = Cast(outer true) as torch writes it, else Identity(cond_in)
+  bool reluWeight = false;     // gathers from Relu(weight) computed in the body: kept a Loop
+  bool iterPlusOne = false;    // bag m reads ends[m + 1]: kept a Loop
+};
+
+/// ids i64 [7], starts i64 [4], ends i64 [5] (one longer: the trip count 4 is a constant), psw
+/// f32 [7]; weight [5, 2] initializer; output "bags" [4, 2] (or [4, 1, 2]).
+Model bagLoopModel(const BagLoop& o) {
+  Model m(13);
+  m.input("ids", {7}, onnx::TensorProto::INT64)
+      .input("starts", {4}, onnx::TensorProto::INT64)
+      .input("ends", {5}, onnx::TensorProto::INT64);
+  if (o.weighted) m.input("psw", {7});
+  m.floatInit("weight", {5, 2}, {1, -2, 3, 4, -5, 6, 7, 8, 9, -10});
+  auto constant = [](onnx::GraphProto* g, const std::string& name, int32_t type,
+                     std::vector<int64_t> dims, int64_t v) {
+    onnx::NodeProto* c = g->add_node();
+    c->set_op_type("Constant");
+    c->add_output(name);
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(type);
+    for (int64_t d : dims) a->mutable_t()->add_dims(d);
+    if (type == onnx::TensorProto::BOOL) a->mutable_t()->add_int32_data((int32_t)v);
+    else a->mutable_t()->add_int64_data(v);
+  };
+  constant(m.g(), "M", onnx::TensorProto::INT64, {}, 4);
+  constant(m.g(), "yes", onnx::TensorProto::BOOL, {}, 1);
+  constant(m.g(), "axis0", onnx::TensorProto::INT64, {1}, 0);
+  onnx::NodeProto* loop = m.node("Loop", {"M", "yes"}, {"bags"}, "bag");
+  auto* attr = loop->add_attribute();
+  attr->set_name("body");
+  attr->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* b = attr->mutable_g();
+  b->set_name("body");
+  auto in = [&](const std::string& name, int32_t type) {
+    auto* v = b->add_input();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    v->mutable_type()->mutable_tensor_type()->mutable_shape();
+  };
+  in("i", onnx::TensorProto::INT64);
+  in("cond", onnx::TensorProto::BOOL);
+  auto node = [&](const std::string& op, std::vector<std::string> ins, const std::string& out) {
+    onnx::NodeProto* n = b->add_node();
+    n->set_op_type(op);
+    for (auto& x : ins) n->add_input(x);
+    n->add_output(out);
+    return n;
+  };
+  constant(b, "zero", onnx::TensorProto::INT64, {1}, 0);
+  constant(b, "one", onnx::TensorProto::INT64, {1}, 1);
+  std::string endAt = "i";
+  if (o.iterPlusOne) {
+    constant(b, "one_scalar", onnx::TensorProto::INT64, {}, 1);
+    node("Add", {"i", "one_scalar"}, "i1");
+    endAt = "i1";
+  }
+  intAttr(node("Gather", {"starts", "i"}, "s0"), "axis", 0);
+  intAttr(node("Gather", {"ends", endAt}, "e0"), "axis", 0);
+  node("Unsqueeze", {"s0", "zero"}, "s");
+  node("Unsqueeze", {"e0", "zero"}, "e");
+  node("Slice", {"ids", "s", "e", "axis0"}, "rows_ids");
+  std::string table = "weight";
+  if (o.reluWeight) {
+    node("Relu", {"weight"}, "relu_weight");
+    table = "relu_weight";
+  }
+  intAttr(node("Gather", {table, "rows_ids"}, "rows"), "axis", 0);
+  std::string x = "rows";
+  if (o.weighted) {
+    node("Slice", {"psw", "s", "e", "axis0"}, "w0");
+    node("Unsqueeze", {"w0", "one"}, "w1");
+    node("Mul", {"w1", "rows"}, "scaled");
+    x = "scaled";
+  }
+  onnx::NodeProto* red = o.reduce == "ReduceSum" ? node("ReduceSum", {x, "zero"}, "bag_value")
+                                                 : node(o.reduce, {x}, "bag_value");
+  if (o.reduce != "ReduceSum") intsAttr(red, "axes", {0});
+  intAttr(red, "keepdims", o.keepdims);
+  if (o.castCondition) intAttr(node("Cast", {"yes"}, "cond_out"), "to", onnx::TensorProto::BOOL);
+  else node("Identity", {"cond"}, "cond_out");
+  b->add_output()->set_name("cond_out");
+  b->add_output()->set_name("bag_value");
+  m.output("bags");
+  return m;
+}
+
+/// Runs the imported model on the bags [0, 2), [2, 2) (empty), [2, 5), [5, 7) of ids
+/// {4, 0, 1, -1, 3, 2, 2} (ends one longer than the trip count, as torch's offsets are).
+std::vector<float> runBags(mlir::ModuleOp module, bool weighted) {
+  CompileResult compiled;
+  EXPECT_TRUE(mlir::succeeded(compileModule(module, CompileOptions{}, &compiled)));
+  std::unique_ptr<Executable> exe;
+  Status st = Executable::load(compiled.plan, LoadOptions{}, &exe);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (!exe) return {};
+  std::vector<Tensor> ins = {Tensor::fromVector<int64_t>({7}, {4, 0, 1, -1, 3, 2, 2}),
+                             Tensor::fromVector<int64_t>({4}, {0, 2, 2, 5}),
+                             Tensor::fromVector<int64_t>({5}, {2, 2, 5, 7, 99})};
+  if (weighted) ins.push_back(Tensor::fromVector<float>({7}, {0.5f, 2, -1, 3, 1, 0.25f, 4}));
+  std::vector<Tensor> outs;
+  st = exe->run(ins, &outs);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (outs.empty()) return {};
+  return std::vector<float>(outs[0].data<float>(), outs[0].data<float>() + outs[0].numel());
+}
+
+TEST_F(ImporterModels, EmbeddingBagLoopBecomesOneOp) {
+  // weight rows: 0 (1, -2), 1 (3, 4), 2 (-5, 6), 3 (7, 8), 4 (9, -10).
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    BagLoop o;
+    std::vector<float> want;
+  };
+  const std::vector<Case> cases = {
+      // Bag 0: rows 4, 0; bag 1 empty; bag 2: rows 1, 4 (-1), 3; bag 3: rows 2, 2.
+      {{}, {10, -12, 0, 0, 19, 2, -10, 12}},
+      {{"ReduceMean"}, {5, -6, nan, nan, 19.f / 3, 2.f / 3, -5, 6}},
+      {{"ReduceMax"}, {9, -2, -inf, -inf, 9, 8, -5, 6}},
+      // Weights 0.5, 2 | - | -1, 3, 1 | 0.25, 4.
+      {{"ReduceSum", true}, {6.5f, -9, 0, 0, 31, -26, -21.25f, 25.5f}},
+      {{"ReduceSum", false, 0, false}, {10, -12, 0, 0, 19, 2, -10, 12}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.o.reduce + (c.o.weighted ? " weighted" : "") + (c.o.castCondition ? "" : " identity"));
+    ASSERT_EQ(import(bagLoopModel(c.o)), "");
+    std::vector<std::string> seq = opSequence();
+    EXPECT_EQ(std::count(seq.begin(), seq.end(), "Loop"), 0);
+    mlir::Operation* bag = first("EmbeddingBag");
+    ASSERT_NE(bag, nullptr);
+    const std::string mode = c.o.reduce == "ReduceSum" ? "sum" : c.o.reduce == "ReduceMean" ? "mean" : "max";
+    EXPECT_EQ(llvm::cast<mlir::StringAttr>(bag->getAttr("mode")).getValue(), mode);
+    EXPECT_EQ(str(bag->getResult(0).getType()), "tensor<4x2xf32>");
+    std::vector<float> got = runBags(*module, c.o.weighted);
+    ASSERT_EQ(got.size(), c.want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      if (std::isnan(c.want[k])) EXPECT_TRUE(std::isnan(got[k])) << k;
+      else EXPECT_FLOAT_EQ(got[k], c.want[k]) << k;
+    }
+  }
+}
+
+// Loops of another form stay Loops, and compute what the rewritten op does where they agree.
+TEST_F(ImporterModels, OtherBagLoopsStayLoops) {
+  BagLoop keep;
+  keep.keepdims = 1;
+  BagLoop relu;
+  relu.reluWeight = true;
+  BagLoop shifted;
+  shifted.iterPlusOne = true;
+  for (const BagLoop& o : {keep, relu, shifted}) {
+    ASSERT_EQ(import(bagLoopModel(o)), "");
+    std::vector<std::string> seq = opSequence();
+    EXPECT_EQ(std::count(seq.begin(), seq.end(), "Loop"), 1);
+    EXPECT_EQ(first("EmbeddingBag"), nullptr);
+  }
+  ASSERT_EQ(import(bagLoopModel(keep)), "");
+  EXPECT_EQ(runBags(*module, false), (std::vector<float>{10, -12, 0, 0, 19, 2, -10, 12}));
+}
+
 
 TEST(OnnxTensor, TypedFieldsAndRawData) {
   onnx::TensorProto p;

@@ -1,7 +1,10 @@
 // Tests of the reference indexing kernels: Concat, Split, Slice (negative/out-of-range/INT64_MAX
 // bounds, negative steps), Gather (negative indices), Pad (constant/reflect/edge/wrap, negative
 // pads, axes), Tile, and the threaded paths of ScatterElements and Expand/Transpose against
-// sequential loops.
+// sequential loops; EmbeddingBag (modes, per-sample weights, Slice-style bounds, empty bags,
+// NaN, bad indices, threads) against the Slice -> Gather -> Reduce loop it replaces.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -448,6 +451,129 @@ TEST(RefNonZero, ThreadedChunksKeepRowMajorOrder) {
     for (size_t d = 0; d < shape.size(); ++d)
       for (int64_t j = 0; j < got; ++j) ASSERT_EQ(y.data<int64_t>()[d * got + j], want[d][j]) << d << " " << j;
   }
+}
+
+// ---- EmbeddingBag: what torch.onnx's Loop computes, bag by bag -----------------------------
+
+/// The Loop's arithmetic for bag m: Slice(indices, starts[m], ends[m]) -> Gather(weight) ->
+/// [* per-sample weight] -> ReduceSum / ReduceMean / ReduceMax over axis 0 (f64 sums).
+std::vector<float> loopOfBags(const std::vector<float>& w, int64_t V, int64_t D,
+                              const std::vector<int64_t>& idx, const std::vector<int64_t>& starts,
+                              const std::vector<int64_t>& ends, const std::vector<float>* psw,
+                              const std::string& mode) {
+  const int64_t L = (int64_t)idx.size();
+  auto bound = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + L : v, 0, L); };
+  std::vector<float> y;
+  for (size_t m = 0; m < starts.size(); ++m) {
+    const int64_t s = bound(starts[m]), e = bound(ends[m]);
+    for (int64_t d = 0; d < D; ++d) {
+      double acc = mode == "max" ? -INFINITY : 0.0;
+      for (int64_t j = s; j < e; ++j) {
+        const int64_t r = idx[j] < 0 ? idx[j] + V : idx[j];
+        const float v = psw ? float(w[r * D + d] * (*psw)[j]) : w[r * D + d];
+        if (mode == "max") {
+          if (!std::isnan(acc) && (std::isnan(v) || v > acc)) acc = v;
+        } else {
+          acc += v;
+        }
+      }
+      if (mode == "mean") acc /= double(e > s ? e - s : 0);
+      y.push_back(float(acc));
+    }
+  }
+  return y;
+}
+
+AttrMap bagMode(const char* mode) { return attrs({{"mode", Attr::ofString(mode)}}); }
+
+TEST(RefEmbeddingBag, ModesAndPerSampleWeightsMatchTheLoop) {
+  const int64_t V = 5, D = 3;
+  std::vector<float> w;
+  for (int64_t i = 0; i < V * D; ++i) w.push_back(0.25f * float(i) - 1.5f);
+  // Bags [0, 2), [2, 5), [5, 6), and [1, 4) overlapping the others; index -1 is row 4.
+  const std::vector<int64_t> idx = {0, 4, 2, -1, 3, 1}, starts = {0, 2, 5, 1}, ends = {2, 5, 6, 4};
+  const std::vector<float> psw = {0.5f, 2.f, -1.f, 1.5f, 3.f, -0.25f};
+  for (const char* mode : {"sum", "mean", "max"}) {
+    SCOPED_TRACE(mode);
+    std::vector<Tensor> in = {f32({V, D}, w), i64({6}, idx), i64({4}, starts), i64({4}, ends)};
+    expectValues<float>(run1("EmbeddingBag", bagMode(mode), in, DType::F32, {4, D}), {4, D},
+                        loopOfBags(w, V, D, idx, starts, ends, nullptr, mode));
+    in.push_back(f32({6}, psw));
+    expectValues<float>(run1("EmbeddingBag", bagMode(mode), in, DType::F32, {4, D}), {4, D},
+                        loopOfBags(w, V, D, idx, starts, ends, &psw, mode));
+  }
+  // Sum of bag 1 by hand: rows 2, 4 and 3.
+  Tensor y = run1("EmbeddingBag", {}, {f32({V, D}, w), i64({6}, idx), i64({4}, starts), i64({4}, ends)},
+                  DType::F32, {4, D});
+  ASSERT_TRUE(y.defined());
+  EXPECT_FLOAT_EQ(y.data<float>()[3], w[6] + w[12] + w[9]);
+}
+
+TEST(RefEmbeddingBag, BoundsAreSlicesAndEmptyBagsReduceNothing) {
+  // starts/ends as Slice reads them on [0, 4): -3 is 1, 99 is clamped to 4, -99 to 0; the last
+  // two bags are empty (start past end, and both clamped to 4).
+  const std::vector<float> w = {1, 2, 3, 4, 5, 6};  // [3, 2]
+  const std::vector<int64_t> idx = {2, 0, 1, 2}, starts = {-3, -99, 3, 7}, ends = {99, 1, 2, 9};
+  std::vector<Tensor> in = {f32({3, 2}, w), i32({4}, {2, 0, 1, 2}), i32({4}, {-3, -99, 3, 7}),
+                            i64({4}, ends)};
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  expectValues<float>(run1("EmbeddingBag", bagMode("sum"), in, DType::F32, {4, 2}), {4, 2},
+                      {1 + 3 + 5, 2 + 4 + 6, 5, 6, 0, 0, 0, 0});
+  expectValues<float>(run1("EmbeddingBag", bagMode("mean"), in, DType::F32, {4, 2}), {4, 2},
+                      {3, 4, 5, 6, nan, nan, nan, nan});
+  expectValues<float>(run1("EmbeddingBag", bagMode("max"), in, DType::F32, {4, 2}), {4, 2},
+                      {5, 6, 5, 6, -inf, -inf, -inf, -inf});
+  EXPECT_EQ(loopOfBags(w, 3, 2, idx, starts, ends, nullptr, "sum")[0], 9.f);
+}
+
+TEST(RefEmbeddingBag, NaNWinsTheMaxAndF64Works) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor w = f64({3, 1}, {1, nan, 3});
+  std::vector<Tensor> in = {w, i64({3}, {0, 1, 2}), i64({2}, {0, 2}), i64({2}, {3, 3})};
+  expectValues<double>(run1("EmbeddingBag", bagMode("max"), in, DType::F64, {2, 1}), {2, 1}, {nan, 3});
+  expectValues<double>(run1("EmbeddingBag", bagMode("sum"), in, DType::F64, {2, 1}), {2, 1}, {nan, 3});
+}
+
+TEST(RefEmbeddingBag, BadIndicesAndOperandsFail) {
+  Tensor w = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  // Index 3 is in bag 1 only; an out-of-range index outside every bag is never read.
+  OpCall bad{"EmbeddingBag", {}, {w, i64({3}, {0, 3, 7}), i64({2}, {0, 1}), i64({2}, {1, 2})},
+             {{DType::F32, {2, 2}}}};
+  EXPECT_NE(errorOf(bad).find("indices[1] = 3 is out of range for a weight of 3 rows"),
+            std::string::npos) << errorOf(bad);
+  OpCall fine{"EmbeddingBag", {}, {w, i64({3}, {0, -3, 7}), i64({2}, {0, 1}), i64({2}, {1, 2})},
+              {{DType::F32, {2, 2}}}};
+  EXPECT_EQ(errorOf(fine), "");
+  OpCall mode{"EmbeddingBag", bagMode("min"), {w, i64({1}, {0}), i64({1}, {0}), i64({1}, {1})},
+              {{DType::F32, {1, 2}}}};
+  EXPECT_NE(errorOf(mode).find("mode must be sum, mean or max"), std::string::npos);
+  OpCall lengths{"EmbeddingBag", {}, {w, i64({1}, {0}), i64({2}, {0, 0}), i64({1}, {1})},
+                 {{DType::F32, {2, 2}}}};
+  EXPECT_NE(errorOf(lengths).find("starts and ends must have one length"), std::string::npos);
+  OpCall psw{"EmbeddingBag", {}, {w, i64({2}, {0, 1}), i64({1}, {0}), i64({1}, {2}), f32({1}, {1})},
+             {{DType::F32, {1, 2}}}};
+  EXPECT_NE(errorOf(psw).find("per_sample_weights must be [L]"), std::string::npos);
+}
+
+TEST(RefEmbeddingBag, ThreadedBagsMatchOneThread) {
+  // 4096 bags of 0-7 rows of 64: enough work for the bags to be split across threads.
+  const int64_t V = 300, D = 64, M = 4096;
+  std::vector<float> w((size_t)(V * D));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * float(i));
+  std::vector<int64_t> idx, starts, ends;
+  for (int64_t m = 0; m < M; ++m) {
+    starts.push_back((int64_t)idx.size());
+    for (int64_t k = 0; k < (m * 5) % 8; ++k) idx.push_back((m * 31 + k * 7) % V);
+    ends.push_back((int64_t)idx.size());
+  }
+  const int64_t L = (int64_t)idx.size();
+  std::vector<Tensor> in = {f32({V, D}, w), i64({L}, idx), i64({M}, starts), i64({M}, ends)};
+  OpCall two{"EmbeddingBag", bagMode("mean"), in, {{DType::F32, {M, D}}}};
+  two.threads = 2;
+  std::vector<Tensor> outs;
+  ASSERT_TRUE(two.run(&outs));
+  std::vector<float> want = loopOfBags(w, V, D, idx, starts, ends, nullptr, "mean");
+  expectValues<float>(outs[0], {M, D}, want);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Unit tests of the data-movement shape functions: Flatten, Reshape, Transpose, Squeeze,
-// Unsqueeze, Concat, Split, Slice, Gather, Shape, Constant, ConstantOfShape, Expand, Pad, Tile.
+// Unsqueeze, Concat, Split, Slice, Gather, EmbeddingBag, Shape, Constant, ConstantOfShape, Expand, Pad, Tile.
 #include <limits>
 
 #include "tests/unit/compiler/shapes/shape_test_util.h"
@@ -222,6 +222,25 @@ TEST(Gather, Shapes) {
              "Gather: input 1 (indices) has dtype f32 but must be one of i32, i64");
   EXPECT_ERR(infer("Gather", {F32({5, 4}), I64({1})}, Attrs({I("axis", 2)})),
              "Gather: attribute axis 2 is out of range [-2, 1] for a rank-2 input");
+}
+
+TEST(EmbeddingBag, Shapes) {
+  const OperandInfo w = F32({50, 8});
+  EXPECT_SHAPE(infer("EmbeddingBag", {w, I64({80}), I64({40}), I64({40})}), DType::F32, {40, 8});
+  EXPECT_SHAPE(infer("EmbeddingBag", {T(DType::F64, {50, 8}), T(DType::I32, {U}), I64({U}), I64({7}), T(DType::F64, {U})},
+                     Attrs({S("mode", "max")})),
+               DType::F64, {7, 8});
+  EXPECT_SHAPE(infer("EmbeddingBag", {w, I64({80}), I64({U}), I64({U})}), DType::F32, {U, 8});
+  EXPECT_ERR(infer("EmbeddingBag", {w, I64({80}), I64({40}), I64({39})}),
+             "EmbeddingBag: starts [40] and ends [39] must have one length (the bags)");
+  EXPECT_ERR(infer("EmbeddingBag", {F32({50}), I64({80}), I64({40}), I64({40})}),
+             "EmbeddingBag: weight must be [V, D], got [50]");
+  EXPECT_ERR(infer("EmbeddingBag", {w, I64({80}), I64({40}), I64({40})}, Attrs({S("mode", "min")})),
+             "EmbeddingBag: attribute mode must be sum, mean or max, got 'min'");
+  EXPECT_ERR(infer("EmbeddingBag", {w, I64({80}), I64({40}), I64({40}), F32({79})}),
+             "EmbeddingBag: per_sample_weights must be [L] as indices [80], got [79]");
+  EXPECT_ERR(infer("EmbeddingBag", {w, I64({80, 1}), I64({40}), I64({40})}),
+             "EmbeddingBag: input 1 (indices) must be 1-D, got [80,1]");
 }
 
 TEST(Shape, StartEnd) {

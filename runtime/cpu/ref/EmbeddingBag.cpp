@@ -1,0 +1,148 @@
+// EmbeddingBag (tandem domain, version 1): PyTorch's nn.EmbeddingBag as one op. torch.onnx
+// writes it as a Loop over the bags (Slice the indices, Gather the rows, reduce them), which
+// frontend/EmbeddingBagLoop.h recognises at import; this kernel computes what that Loop does,
+// bag by bag, threaded over the bags, reading only the gathered rows.
+#include <algorithm>
+#include <limits>
+
+#include "runtime/cpu/ref/RefCommon.h"
+
+namespace tandem {
+namespace ref {
+namespace {
+
+enum class BagMode { Sum, Mean, Max };
+
+/// A Slice bound on [0, len): negative counts from len, then clamped to [0, len].
+int64_t sliceBound(int64_t v, int64_t len) {
+  if (v < 0) v += len;
+  return std::clamp<int64_t>(v, 0, len);
+}
+
+/// Bags [mBegin, mEnd) of Y [M, D]. Returns the position j of the first index outside
+/// [-V, V), or -1. Sums accumulate in AccOf<T> (f64 for f32), as the reference reductions do;
+/// a per-sample weight multiplies the row in T first, as the Loop's Mul did.
+template <typename T>
+int64_t bagRange(const T* W, int64_t V, int64_t D, const std::vector<int64_t>& idx,
+                 const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                 const T* psw, BagMode mode, T* Y, int64_t mBegin, int64_t mEnd) {
+  using Acc = AccOf<T>;
+  const int64_t L = (int64_t)idx.size();
+  std::vector<Acc> acc((size_t)D);
+  for (int64_t m = mBegin; m < mEnd; ++m) {
+    const int64_t s = sliceBound(starts[m], L), e = sliceBound(ends[m], L);
+    T* y = Y + m * D;
+    if (mode == BagMode::Max) {
+      std::fill(y, y + D, -std::numeric_limits<T>::infinity());
+      for (int64_t j = s; j < e; ++j) {
+        int64_t r = idx[j];
+        if (r < -V || r >= V) return j;
+        if (r < 0) r += V;
+        const T* row = W + r * D;
+        const T w = psw ? psw[j] : T(1);
+        for (int64_t d = 0; d < D; ++d) {
+          const T v = psw ? T(row[d] * w) : row[d];
+          if (!isNaN(y[d]) && (isNaN(v) || v > y[d])) y[d] = v;
+        }
+      }
+      continue;
+    }
+    std::fill(acc.begin(), acc.end(), Acc(0));
+    for (int64_t j = s; j < e; ++j) {
+      int64_t r = idx[j];
+      if (r < -V || r >= V) return j;
+      if (r < 0) r += V;
+      const T* row = W + r * D;
+      if (psw) {
+        const T w = psw[j];
+        for (int64_t d = 0; d < D; ++d) acc[d] += Acc(T(row[d] * w));
+      } else {
+        for (int64_t d = 0; d < D; ++d) acc[d] += Acc(row[d]);
+      }
+    }
+    // The mean of an empty bag is 0 / 0: NaN, as ReduceMean of nothing.
+    const Acc count = Acc(e > s ? e - s : 0);
+    for (int64_t d = 0; d < D; ++d) y[d] = T(mode == BagMode::Mean ? acc[d] / count : acc[d]);
+  }
+  return -1;
+}
+
+Status createEmbeddingBag(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const std::string modeName = ctx.attrs->getString("mode", "sum");
+  BagMode mode;
+  if (modeName == "sum") mode = BagMode::Sum;
+  else if (modeName == "mean") mode = BagMode::Mean;
+  else if (modeName == "max") mode = BagMode::Max;
+  else return opError(ctx, "attribute mode must be sum, mean or max, got '" + modeName + "'");
+  if (ctx.inputTypes.size() < 4)
+    return opError(ctx, "needs weight, indices, starts and ends");
+  const Shape ws = ctx.inputTypes[0].shape;
+  if (ws.size() != 2) return opError(ctx, "weight must be [V, D], got " + shapeToString(ws));
+  for (size_t i = 1; i < 4; ++i)
+    if (ctx.inputTypes[i].shape.size() != 1 || !contains(indexTypes(), ctx.inputTypes[i].dtype))
+      return opError(ctx, "indices, starts and ends must be 1-D i32 or i64");
+  const int64_t L = ctx.inputTypes[1].shape[0], M = ctx.inputTypes[2].shape[0];
+  if (ctx.inputTypes[3].shape[0] != M)
+    return opError(ctx, "starts and ends must have one length");
+  const bool weighted = inputPresent(ctx, 4);
+  if (weighted && (ctx.inputTypes[4].dtype != ctx.inputTypes[0].dtype ||
+                   ctx.inputTypes[4].shape != Shape{L}))
+    return opError(ctx, "per_sample_weights must be [L] of weight's dtype");
+  if (ctx.outputTypes[0].shape != Shape{M, ws[1]})
+    return opError(ctx, "output shape " + shapeToString(ctx.outputTypes[0].shape) + " is not [" +
+                            std::to_string(M) + ", " + std::to_string(ws[1]) + "]");
+  const int64_t V = ws[0], D = ws[1];
+  const OpName name(ctx);
+  const int threads = std::max(1, ctx.threads);
+  // Bags per thread: enough gathered elements (about 32K) to pay for a fork.
+  const int64_t perBag = std::max<int64_t>(1, (M ? L / M : 0) * D);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / perBag);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      std::vector<int64_t> idx, starts, ends;
+      TANDEM_RETURN_IF_ERROR(readInts(name, in[1], "indices", &idx));
+      TANDEM_RETURN_IF_ERROR(readInts(name, in[2], "starts", &starts));
+      TANDEM_RETURN_IF_ERROR(readInts(name, in[3], "ends", &ends));
+      const T* W = in[0]->data<T>();
+      const T* psw = weighted ? inputAt(in, 4)->template data<T>() : nullptr;
+      T* Y = outs[0]->data<T>();
+      // The first bad index of each range; the lowest bag's is reported.
+      const int parts = (int)std::min<int64_t>(threads, std::max<int64_t>(1, M / grain));
+      std::vector<int64_t> bad((size_t)std::max(1, parts), -1);
+      if (parts <= 1) {
+        bad[0] = bagRange<T>(W, V, D, idx, starts, ends, psw, mode, Y, 0, M);
+      } else {
+#pragma omp parallel for num_threads(parts) schedule(static)
+        for (int p = 0; p < parts; ++p)
+          bad[p] = bagRange<T>(W, V, D, idx, starts, ends, psw, mode, Y, M * p / parts,
+                               M * (p + 1) / parts);
+      }
+      for (int64_t j : bad)
+        if (j >= 0)
+          return opError(name, "indices[" + std::to_string(j) + "] = " + std::to_string(idx[j]) +
+                                   " is out of range for a weight of " + std::to_string(V) +
+                                   " rows");
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "weight must be f32 or f64");
+  return makeKernel(out, std::move(fn));
+}
+
+}  // namespace
+
+void registerEmbeddingBagKernels(KernelRegistry& r) {
+  addRef(
+      r, "EmbeddingBag",
+      [](const std::vector<DType>& in) {
+        return in.size() >= 4 && contains(floatTypes(), in[0]) && contains(indexTypes(), in[1]) &&
+               contains(indexTypes(), in[2]) && contains(indexTypes(), in[3]) &&
+               (in.size() < 5 || in[4] == DType::Undefined || in[4] == in[0]);
+      },
+      "weight f32,f64; indices, starts, ends i32,i64; per_sample_weights weight's", createEmbeddingBag);
+}
+
+}  // namespace ref
+}  // namespace tandem
