@@ -33,7 +33,8 @@ const char* const kTuningHelp =
     "CPU kernel choice where a step has several implementations (oneDNN or Winograd for 3x3 "
     "convolutions, oneDNN or Tandem's direct kernel for grouped convolutions, oneDNN or the AVX2 "
     "packed GEMM for 1x1 convolutions and Gemm/MatMul, oneDNN's convolution or its matmul for "
-    "1x1 convolutions between plain values): measure = time them at load "
+    "1x1 convolutions between plain values, oneDNN's deconvolution or one convolution over the "
+    "output phases for ConvTranspose): measure = time them at load "
     "and keep the fastest, cached in $TANDEM_TUNING_CACHE or ~/.cache/tandem/kernel-timings.json "
     "(default); cached = the cache's choice, built-in on a miss, never measure; off = the "
     "built-in choice. Default: $TANDEM_TUNING, else measure";

@@ -297,6 +297,18 @@ struct ConvGeometry {
 /// (DnnlConv.cpp; the int8 kernels of DnnlQuantized.cpp share it).
 bool forwardConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::string* why);
 
+/// The same for a ConvTranspose-11 (inputs X, W [C, M/G, k...], [B]), in oneDNN's
+/// deconvolution terms: weightsDims [M, C, k...] (ungrouped), padL/padR the crop of the
+/// uncropped result at each side (padR negative where output_padding grows it).
+bool transposedConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::string* why);
+
+/// ConvTranspose's variant "subpixel" (DnnlSubpixelDeconv.cpp): a 1-D or 2-D ungrouped,
+/// undilated ConvTranspose whose kernel sizes are multiples of its strides, with constant
+/// weights and bias, between plain values, run as one forward convolution over the s^2 output
+/// phases plus a pixel shuffle. False with *why where it does not apply.
+bool subpixelDeconvApplies(const KernelContext& ctx, std::string* why);
+Status createSubpixelDeconv(const KernelContext& ctx, std::unique_ptr<Kernel>* out);
+
 /// KernelDef::variants of Conv ("dnnl", and "winograd2x2" / "winograd4x4" where Winograd can
 /// run: runtime/cpu/avx2/Winograd.h on nChw8c activations; "winograd-dnnl" where oneDNN has a
 /// Winograd of its own, AVX-512 hosts; "dnnl-plain-src" for a plain source of <= 4 channels;

@@ -780,6 +780,9 @@ KernelFactory convFactory(bool transpose) {
   return [transpose](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return guardDnnl(ctx, [&] {
       if (!transpose && ctx.variant == kPlainMatMul) return createPlainMatMulConv(ctx, nullptr, out);
+      if (transpose && ctx.variant == "subpixel") return createSubpixelDeconv(ctx, out);
+      if (transpose && ctx.variant != "" && ctx.variant != "dnnl")
+        return Status::error("ConvTranspose: unknown variant '" + ctx.variant + "'");
       auto k = std::make_unique<ConvKernel>();
       TANDEM_RETURN_IF_ERROR(k->init(ctx, transpose));
       *out = std::move(k);
@@ -808,6 +811,10 @@ bool dnnlWinogradApplies(const ConvGeometry& g) {
 
 bool forwardConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::string* why) {
   return convGeometry(ctx, /*transpose=*/false, g, why);
+}
+
+bool transposedConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::string* why) {
+  return convGeometry(ctx, /*transpose=*/true, g, why);
 }
 
 std::vector<std::string> convVariants(const KernelContext& ctx, bool avx2Epilogue) {
@@ -879,7 +886,14 @@ void registerDnnlConvKernels(KernelRegistry& r) {
   KernelDef conv = makeDef("Conv", convSupports(false), convFactory(false));
   conv.variants = [](const KernelContext& ctx) { return convVariants(ctx, true); };
   r.add(std::move(conv));
-  r.add(makeDef("ConvTranspose", convSupports(true), convFactory(true)));
+  KernelDef deconv = makeDef("ConvTranspose", convSupports(true), convFactory(true));
+  deconv.variants = [](const KernelContext& ctx) {
+    std::vector<std::string> v = {"dnnl"};
+    std::string why;
+    if (subpixelDeconvApplies(ctx, &why)) v.push_back("subpixel");
+    return v;
+  };
+  r.add(std::move(deconv));
 }
 
 }  // namespace dnnlcpu

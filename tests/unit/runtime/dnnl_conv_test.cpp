@@ -335,7 +335,7 @@ struct DeconvSpec {
   bool bias = false;
 };
 
-void checkDeconv(const DeconvSpec& s, uint32_t seed) {
+OpCase deconvCase(const DeconvSpec& s, uint32_t seed) {
   OpCase c;
   c.op = "ConvTranspose";
   c.attrs.set("group", Attr::ofInt(s.group));
@@ -349,10 +349,28 @@ void checkDeconv(const DeconvSpec& s, uint32_t seed) {
   c.constant = {false, true, true};
   if (s.bias) c.inputs.push_back(randomTensor({s.y[1]}, seed + 2));
   c.outputs = {s.y};
+  return c;
+}
+
+/// Runs the case (with `variant`, "" for the factory's choice) against the naive scatter.
+void checkDeconv(const DeconvSpec& s, uint32_t seed, const std::string& variant = "",
+                 int threads = 1) {
+  OpCase c = deconvCase(s, seed);
+  c.variant = variant;
+  c.threads = threads;
   ASSERT_TRUE(dnnlSupports(c));
-  Tensor y = runOnce(c);
+  std::string impl;
+  Tensor y = runOnce(c, &impl);
+  if (variant == "subpixel") EXPECT_NE(impl.find("(subpixel: "), std::string::npos) << impl;
   Geo g = makeGeo(s.x, s.w, s.y, s.group, s.strides, s.dilations, s.padL);
   expectClose(y, naiveConvTranspose(c.inputs[0], c.inputs[1], s.bias ? &c.inputs[2] : nullptr, g));
+}
+
+/// The variants the ConvTranspose def offers for `c`.
+std::vector<std::string> deconvVariants(const OpCase& c) {
+  for (const KernelDef& d : dnnlRegistry().all())
+    if (d.opType == "ConvTranspose" && d.variants) return d.variants(c.context());
+  return {};
 }
 
 TEST(DnnlConvTranspose, Stride2Pads) {
@@ -415,6 +433,97 @@ TEST(DnnlConvTranspose, OneD) {
   s.padL = {1};
   s.bias = true;
   checkDeconv(s, 36);
+}
+
+// "subpixel": a ConvTranspose whose kernel is a multiple of its stride, as one forward
+// convolution over the s^2 output phases plus a shuffle; offered only there (1-D or 2-D,
+// ungrouped, undilated, constant weights and bias, plain values), and equal to the scatter
+// across pads, output_padding, auto_pad, mixed strides and stride 3.
+TEST(SubpixelDeconv, MatchesTheScatterWhereOffered) {
+  std::vector<DeconvSpec> specs;
+  DeconvSpec vae{{1, 16, 8, 8}, {16, 8, 4, 4}, {1, 8, 16, 16}};  // a VAE decoder's 4x4 / 2
+  vae.strides = {2, 2};
+  vae.pads = {1, 1, 1, 1};
+  vae.padL = {1, 1};
+  vae.bias = true;
+  specs.push_back(vae);
+  DeconvSpec unet{{2, 8, 5, 6}, {8, 4, 2, 2}, {2, 4, 10, 12}};  // U-Net's 2x2 / 2: one tap
+  unet.strides = {2, 2};
+  unet.padL = {0, 0};
+  unet.bias = true;
+  specs.push_back(unet);
+  DeconvSpec outPad{{1, 4, 4, 4}, {4, 6, 4, 4}, {1, 6, 9, 9}};  // 2*3 + 4 - 2 + 1
+  outPad.strides = {2, 2};
+  outPad.pads = {1, 1, 1, 1};
+  outPad.outputPadding = {1, 1};
+  outPad.padL = {1, 1};
+  specs.push_back(outPad);
+  DeconvSpec three{{1, 3, 5, 4}, {3, 5, 6, 6}, {1, 5, 16, 11}};  // stride 3, uneven pads
+  three.strides = {3, 3};
+  three.pads = {2, 1, 0, 3};
+  three.padL = {2, 1};
+  three.bias = true;
+  specs.push_back(three);
+  DeconvSpec mixed{{1, 4, 5, 6}, {4, 3, 4, 3}, {1, 3, 8, 6}};  // strides 2 and 1
+  mixed.strides = {2, 1};
+  mixed.pads = {1, 1, 1, 1};
+  mixed.padL = {1, 1};
+  specs.push_back(mixed);
+  DeconvSpec same{{1, 3, 4, 4}, {3, 5, 4, 4}, {1, 5, 8, 8}};  // SAME_UPPER: total 2, start 1
+  same.strides = {2, 2};
+  same.autoPad = "SAME_UPPER";
+  same.padL = {1, 1};
+  specs.push_back(same);
+  DeconvSpec oneD{{2, 4, 7}, {4, 3, 4}, {2, 3, 14}};
+  oneD.strides = {2};
+  oneD.pads = {1, 1};
+  oneD.padL = {1};
+  oneD.bias = true;
+  specs.push_back(oneD);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    SCOPED_TRACE("spec " + std::to_string(i));
+    std::vector<std::string> v = deconvVariants(deconvCase(specs[i], 40));
+    ASSERT_EQ(v, (std::vector<std::string>{"dnnl", "subpixel"}));
+    checkDeconv(specs[i], 40 + 3 * (uint32_t)i, "subpixel");
+    checkDeconv(specs[i], 40 + 3 * (uint32_t)i, "dnnl");
+  }
+  // Large enough for the shuffle to split its rows over two threads.
+  DeconvSpec big{{1, 8, 32, 32}, {8, 16, 4, 4}, {1, 16, 64, 64}};
+  big.strides = {2, 2};
+  big.pads = {1, 1, 1, 1};
+  big.padL = {1, 1};
+  big.bias = true;
+  checkDeconv(big, 60, "subpixel", 2);
+}
+
+TEST(SubpixelDeconv, NotOfferedElsewhere) {
+  DeconvSpec k3{{2, 8, 5, 5}, {8, 4, 3, 3}, {2, 4, 9, 9}};  // 3 is not a multiple of 2
+  k3.strides = {2, 2};
+  k3.pads = {1, 1, 1, 1};
+  EXPECT_EQ(deconvVariants(deconvCase(k3, 50)), (std::vector<std::string>{"dnnl"}));
+  DeconvSpec grouped{{1, 4, 4, 4}, {4, 2, 4, 4}, {1, 4, 8, 8}};
+  grouped.group = 2;
+  grouped.strides = {2, 2};
+  grouped.pads = {1, 1, 1, 1};
+  EXPECT_EQ(deconvVariants(deconvCase(grouped, 51)), (std::vector<std::string>{"dnnl"}));
+  DeconvSpec dilated{{1, 4, 4, 4}, {4, 2, 2, 2}, {1, 2, 9, 9}};  // 2*3 + 2*1 + 1
+  dilated.strides = {2, 2};
+  dilated.dilations = {2, 2};
+  EXPECT_EQ(deconvVariants(deconvCase(dilated, 52)), (std::vector<std::string>{"dnnl"}));
+  DeconvSpec threeD{{1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}, {1, 2, 6, 6, 6}};
+  threeD.strides = {2, 2, 2};
+  EXPECT_EQ(deconvVariants(deconvCase(threeD, 53)), (std::vector<std::string>{"dnnl"}));
+  DeconvSpec runtime{{1, 4, 4, 4}, {4, 2, 2, 2}, {1, 2, 8, 8}};
+  runtime.strides = {2, 2};
+  OpCase c = deconvCase(runtime, 54);
+  EXPECT_EQ(deconvVariants(c).size(), 2u);
+  c.constant = {false, false};
+  EXPECT_EQ(deconvVariants(c), (std::vector<std::string>{"dnnl"}));
+  c.variant = "subpixel";
+  std::unique_ptr<Kernel> k;
+  Status st = dnnlRegistry().create("cpu", c.context(), &k);
+  EXPECT_NE(st.message().find("variant subpixel does not apply (weights or bias not constant)"),
+            std::string::npos) << st.message();
 }
 
 }  // namespace
