@@ -562,6 +562,15 @@ def Tandem_EmbeddingBagOp : Tandem_DomainOp<"embedding_bag", "EmbeddingBag", "ta
       # "(sum), NaN (mean) or -inf (max), as ReduceSum, ReduceMean and ReduceMax over nothing; "
       # "a NaN row wins the max. compiler/shapes/Indexing.cpp, runtime/cpu/ref/EmbeddingBag.cpp",
     (ins Str:$mode)>;
+def Tandem_EmbeddingBagGradOp : Tandem_DomainOp<"embedding_bag_grad", "EmbeddingBagGrad", "tandem", "1",
+    "d loss / d weight of EmbeddingBag: weight, indices, starts, ends, dY [M, D]"
+      # "[, per_sample_weights] -> [V, D]",
+    "--tandem-autodiff's rule for EmbeddingBag: zeros of weight's shape, and for each bag m and "
+      # "index j of it, dY[m] added into row indices[j], times per_sample_weights[j] when given "
+      # "and divided by the bag's length for mode mean; for max, dY[m, d] goes to the row that "
+      # "gave the max of column d, the one the forward kept (the first of equal maxima, the first "
+      # "NaN; none for an empty bag). compiler/shapes/Indexing.cpp, runtime/cpu/ref/EmbeddingBag.cpp",
+    (ins Str:$mode)>;
 def Tandem_OneHotOp : Tandem_OnnxOp<"one_hot", "OneHot", "11",
     "values[1] at the indices along a new `axis` of size depth, values[0] elsewhere",
     (ins Int:$axis)>;

@@ -663,6 +663,16 @@ Value GraphBuilder::gather(Value x, Value indices, int64_t axis, SourceLoc loc) 
   return build1("Gather", {x, indices}, a, loc);
 }
 
+Value GraphBuilder::embeddingBag(Value weight, Value indices, Value starts, Value ends,
+                                 const std::string& mode, std::optional<Value> perSampleWeights,
+                                 SourceLoc loc) {
+  AttrMap a;
+  a.set("mode", Attr::ofString(mode));
+  std::vector<std::optional<Value>> in = {weight, indices, starts, ends};
+  if (perSampleWeights) in.push_back(perSampleWeights);
+  return build1("EmbeddingBag", in, a, loc);
+}
+
 Value GraphBuilder::shapeOf(Value x, int64_t start, std::optional<int64_t> end, SourceLoc loc) {
   AttrMap a;
   if (start != 0) a.set("start", Attr::ofInt(start));

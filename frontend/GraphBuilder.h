@@ -286,6 +286,13 @@ class GraphBuilder {
               SourceLoc loc = SourceLoc::current());
   /// ONNX Gather-13: entries of x along `axis` at `indices` (i32/i64, negative from the end).
   Value gather(Value x, Value indices, int64_t axis = 0, SourceLoc loc = SourceLoc::current());
+  /// Tandem's EmbeddingBag (PyTorch's nn.EmbeddingBag): per bag m, the sum, mean or max
+  /// (`mode`) of the weight [V, D] rows at indices[starts[m] : ends[m]] (indices [L], starts and
+  /// ends [M], i32/i64; Slice's bounds), each times per_sample_weights[j] [L] when given ->
+  /// [M, D]. An empty bag gives 0 (sum), NaN (mean), -inf (max). compiler/TandemOps.td.
+  Value embeddingBag(Value weight, Value indices, Value starts, Value ends,
+                     const std::string& mode = "sum", std::optional<Value> perSampleWeights = {},
+                     SourceLoc loc = SourceLoc::current());
   /// ONNX Shape-15: the dims [start, end) of x as 1-D i64 (end absent = rank).
   Value shapeOf(Value x, int64_t start = 0, std::optional<int64_t> end = {},
                 SourceLoc loc = SourceLoc::current());

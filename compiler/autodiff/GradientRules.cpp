@@ -820,6 +820,21 @@ mlir::LogicalResult gradGather(GradBuilder& g, mlir::Operation* op, Dy dy, Neede
   return mlir::success();
 }
 
+// EmbeddingBag (tandem): the weight's gradient is Tandem's EmbeddingBagGrad, each bag's dY row
+// added into the rows it read (scaled by the per-sample weights, by 1 / length for mean; for
+// max only into the row that gave each column's max). The per-sample weights' gradient is not
+// written yet: a wrt path through them is reported as not differentiable.
+mlir::LogicalResult gradEmbeddingBag(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need,
+                                     Dx dx) {
+  if (!need[0]) return mlir::success();
+  llvm::SmallVector<Value> in = {op->getOperand(0), op->getOperand(1), op->getOperand(2),
+                                 op->getOperand(3), dy[0]};
+  // createTandemOp drops a trailing absent operand, so a fifth one is the weights.
+  if (op->getNumOperands() > 4) in.push_back(op->getOperand(4));
+  dx[0] = g.op("EmbeddingBagGrad", in, {g.strAttr("mode", strOf(op, "mode", "sum"))});
+  return mlir::success();
+}
+
 // ---- convolution and pooling ----
 
 // Explicit begin/end pads of a Conv or pool: `pads` as given, or computed from auto_pad the
@@ -1070,6 +1085,7 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Exp", gradExp},
       {"Expand", gradExpand},
       {"Flatten", gradReshape},
+      {"EmbeddingBag", gradEmbeddingBag},
       {"Gather", gradGather},
       {"Gelu", gradGelu},
       {"Gemm", gradGemm},

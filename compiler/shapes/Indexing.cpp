@@ -384,6 +384,29 @@ std::string inferEmbeddingBag(const Ctx& c) {
   return "";
 }
 
+std::string inferEmbeddingBagGrad(const Ctx& c) {
+  // weight [V, D], indices [L], starts [M], ends [M], dY [M, D][, per_sample_weights [L]] ->
+  // d weight [V, D].
+  static const std::vector<const char*> names = {"weight", "indices", "starts", "ends", "dY",
+                                                 "per_sample_weights"};
+  if (auto e = checkArity(c, 5, 6, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, {DType::F32, DType::F64}, names); !e.empty()) return e;
+  for (size_t i = 1; i < 4; ++i)
+    if (auto e = checkDTypeIn(c, i, {DType::I32, DType::I64}, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 4, 0, names); !e.empty()) return e;
+  const auto& w = c.in[0].dims;
+  const auto& dy = c.in[4].dims;
+  if (w.size() != 2 || dy.size() != 2 || c.in[1].dims.size() != 1 || c.in[3].dims.size() != 1 ||
+      (dy[1] != kUnknownDim && w[1] != kUnknownDim && dy[1] != w[1]) ||
+      (dy[0] != kUnknownDim && c.in[3].dims[0] != kUnknownDim && dy[0] != c.in[3].dims[0]))
+    return c.fail("dY " + dimsStr(dy) + " must be [M, D] for weight " + dimsStr(w) + " and ends " +
+                  dimsStr(c.in[3].dims));
+  if (c.has(5))
+    if (auto e = checkSameDType(c, 5, 0, names); !e.empty()) return e;
+  c.set(0, c.in[0].dtype, w);
+  return "";
+}
+
 std::string inferCol2Im(const Ctx& c) {
   // Col2Im-18: input [N, C prod(block_shape), L], image_shape and block_shape (i64, one value
   // per spatial dim) -> [N, C, image_shape...]; L must be the count of block positions.

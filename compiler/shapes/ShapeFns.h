@@ -142,6 +142,7 @@ std::string inferScatterElements(const Ctx& c);
 std::string inferScatterND(const Ctx& c);
 std::string inferTensorScatter(const Ctx& c);
 std::string inferEmbeddingBag(const Ctx& c);
+std::string inferEmbeddingBagGrad(const Ctx& c);
 std::string inferOneHot(const Ctx& c);
 std::string inferDepthToSpace(const Ctx& c);
 std::string inferCol2Im(const Ctx& c);

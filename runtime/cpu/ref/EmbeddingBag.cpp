@@ -1,7 +1,8 @@
 // EmbeddingBag (tandem domain, version 1): PyTorch's nn.EmbeddingBag as one op. torch.onnx
 // writes it as a Loop over the bags (Slice the indices, Gather the rows, reduce them), which
 // frontend/EmbeddingBagLoop.h recognises at import; this kernel computes what that Loop does,
-// bag by bag, threaded over the bags, reading only the gathered rows.
+// bag by bag, threaded over the bags, reading only the gathered rows; EmbeddingBagGrad, its
+// gradient in the weight (--tandem-autodiff), adds each bag's dY row into the rows it read.
 #include <algorithm>
 #include <limits>
 
@@ -131,6 +132,90 @@ Status createEmbeddingBag(const KernelContext& ctx, std::unique_ptr<Kernel>* out
   return makeKernel(out, std::move(fn));
 }
 
+/// EmbeddingBagGrad: dW [V, D] from dY [M, D], bag by bag (one thread: bags may share rows).
+/// Returns the position of the first index outside [-V, V), or -1.
+template <typename T>
+int64_t bagGradient(const T* W, int64_t V, int64_t D, const std::vector<int64_t>& idx,
+                    const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                    const T* psw, BagMode mode, const T* dY, T* dW) {
+  const int64_t L = (int64_t)idx.size(), M = (int64_t)starts.size();
+  std::fill(dW, dW + V * D, T(0));
+  std::vector<int64_t> rows;
+  for (int64_t m = 0; m < M; ++m) {
+    const int64_t s = sliceBound(starts[m], L), e = sliceBound(ends[m], L);
+    rows.clear();
+    for (int64_t j = s; j < e; ++j) {
+      int64_t r = idx[j];
+      if (r < -V || r >= V) return j;
+      rows.push_back(r < 0 ? r + V : r);
+    }
+    const T* g = dY + m * D;
+    if (mode == BagMode::Max) {
+      // The row the forward kept per column: the first strictly greater value, the first NaN.
+      for (int64_t d = 0; d < D; ++d) {
+        T best = -std::numeric_limits<T>::infinity();
+        int64_t at = -1;
+        for (int64_t j = s; j < e; ++j) {
+          const T w = W[rows[j - s] * D + d];
+          const T v = psw ? T(w * psw[j]) : w;
+          if (!isNaN(best) && (isNaN(v) || v > best)) {
+            best = v;
+            at = j;
+          }
+        }
+        if (at >= 0) dW[rows[at - s] * D + d] += psw ? T(g[d] * psw[at]) : g[d];
+      }
+      continue;
+    }
+    const T scale = mode == BagMode::Mean ? T(1) / T(std::max<int64_t>(1, e - s)) : T(1);
+    for (int64_t j = s; j < e; ++j) {
+      const T f = psw ? T(scale * psw[j]) : scale;
+      T* row = dW + rows[j - s] * D;
+      for (int64_t d = 0; d < D; ++d) row[d] += f * g[d];
+    }
+  }
+  return -1;
+}
+
+Status createEmbeddingBagGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  const std::string modeName = ctx.attrs->getString("mode", "sum");
+  const BagMode mode = modeName == "mean" ? BagMode::Mean
+                       : modeName == "max" ? BagMode::Max
+                                           : BagMode::Sum;
+  if (modeName != "sum" && modeName != "mean" && modeName != "max")
+    return opError(ctx, "attribute mode must be sum, mean or max, got '" + modeName + "'");
+  if (ctx.inputTypes.size() < 5) return opError(ctx, "needs weight, indices, starts, ends and dY");
+  const Shape ws = ctx.inputTypes[0].shape;
+  const int64_t M = ctx.inputTypes[3].shape.empty() ? -1 : ctx.inputTypes[3].shape[0];
+  if (ws.size() != 2 || ctx.inputTypes[4].shape != Shape{M, ws[1]} ||
+      ctx.inputTypes[2].shape != Shape{M} || ctx.outputTypes[0].shape != ws)
+    return opError(ctx, "weight must be [V, D], starts and ends [M], dY [M, D] and the result [V, D]");
+  const bool weighted = inputPresent(ctx, 5);
+  const int64_t V = ws[0], D = ws[1];
+  const OpName name(ctx);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      std::vector<int64_t> idx, starts, ends;
+      TANDEM_RETURN_IF_ERROR(readInts(name, in[1], "indices", &idx));
+      TANDEM_RETURN_IF_ERROR(readInts(name, in[2], "starts", &starts));
+      TANDEM_RETURN_IF_ERROR(readInts(name, in[3], "ends", &ends));
+      const T* psw = weighted ? inputAt(in, 5)->template data<T>() : nullptr;
+      if (weighted && inputAt(in, 5)->numel() != (int64_t)idx.size())
+        return opError(name, "per_sample_weights must be [L] as indices");
+      const int64_t j = bagGradient<T>(in[0]->data<T>(), V, D, idx, starts, ends, psw, mode,
+                                       in[4]->data<T>(), outs[0]->data<T>());
+      if (j >= 0)
+        return opError(name, "indices[" + std::to_string(j) + "] = " + std::to_string(idx[j]) +
+                                 " is out of range for a weight of " + std::to_string(V) + " rows");
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "weight must be f32 or f64");
+  return makeKernel(out, std::move(fn));
+}
+
 }  // namespace
 
 void registerEmbeddingBagKernels(KernelRegistry& r) {
@@ -142,6 +227,14 @@ void registerEmbeddingBagKernels(KernelRegistry& r) {
                (in.size() < 5 || in[4] == DType::Undefined || in[4] == in[0]);
       },
       "weight f32,f64; indices, starts, ends i32,i64; per_sample_weights weight's", createEmbeddingBag);
+  addRef(
+      r, "EmbeddingBagGrad",
+      [](const std::vector<DType>& in) {
+        return in.size() >= 5 && contains(floatTypes(), in[0]) && contains(indexTypes(), in[1]) &&
+               contains(indexTypes(), in[2]) && contains(indexTypes(), in[3]) && in[4] == in[0] &&
+               (in.size() < 6 || in[5] == DType::Undefined || in[5] == in[0]);
+      },
+      "weight, dY, per_sample_weights f32,f64; indices, starts, ends i32,i64", createEmbeddingBagGrad);
 }
 
 }  // namespace ref

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <random>
 
 #include "compiler/IrConventions.h"
@@ -408,6 +409,26 @@ TEST(AutodiffGrad, GatherEmbedding) {
   checkGradients({{"table", {5, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
     return g.gather(v[0], g.constant(Tensor::fromVector<int64_t>({2, 3}, {1, 4, 1, 0, -1, 2})));
   });
+}
+
+TEST(AutodiffGrad, EmbeddingBag) {
+  // Bags [0, 3), [3, 3) (empty; [3, 4) for mean and max, whose empty bag is NaN or -inf),
+  // [2, 6) overlapping the first, [5, 7): index -1 (row 4) and row 1 twice; per-sample weights
+  // as a constant. Sum, mean and max (random rows: no ties).
+  auto ints = [](GraphBuilder& g, std::vector<int64_t> v) {
+    return g.constant(Tensor::fromVector<int64_t>({(int64_t)v.size()}, v));
+  };
+  for (const char* mode : {"sum", "mean", "max"})
+    for (bool weighted : {false, true}) {
+      SCOPED_TRACE(std::string(mode) + (weighted ? " weighted" : ""));
+      checkGradients({{"table", {5, 3}}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+        std::optional<Value> psw;
+        if (weighted)
+          psw = constOf(g, Tensor::fromVector<double>({7}, {0.5, -2, 1.5, 3, 0.25, -1, 2}));
+        return g.embeddingBag(v[0], ints(g, {1, 3, 0, 1, 2, -1, 1}), ints(g, {0, 3, 2, 5}),
+                              ints(g, {3, std::string(mode) == "sum" ? 3 : 4, 6, 7}), mode, psw);
+      });
+    }
 }
 
 // ---- convolution and pooling ----

@@ -30,8 +30,9 @@ TEST(Registry, KnownOpsIsTheScopeSorted) {
   // QLinearMatMulBias, DynamicQuantizeMatMul and DequantizeMatMul (--tandem-fuse-qdq), then the ops of opsets
   // 18-23 Mish, GroupNormalization and RMSNormalization (frontend/NewerOpsets.h), and of opsets
   // 18-25 BitwiseAnd/Or/Xor/Not, Attention, RotaryEmbedding, DeformConv, Col2Im, TensorScatter,
-  // and EmbeddingBag (torch.onnx's EmbeddingBag Loop, frontend/EmbeddingBagLoop.h).
-  EXPECT_EQ(knownOps().size(), 176u);
+  // and EmbeddingBag (torch.onnx's EmbeddingBag Loop, frontend/EmbeddingBagLoop.h) with its
+  // EmbeddingBagGrad (autodiff).
+  EXPECT_EQ(knownOps().size(), 177u);
   for (const char* op : {"Conv", "Gelu", "Constant", "Sin", "Atanh"}) EXPECT_TRUE(isKnownOp(op)) << op;
   EXPECT_FALSE(isKnownOp("ImageDecoder"));
   EXPECT_FALSE(isKnownOp("conv"));  // ONNX names are case-sensitive
