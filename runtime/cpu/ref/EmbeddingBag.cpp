@@ -20,6 +20,28 @@ int64_t sliceBound(int64_t v, int64_t len) {
   return std::clamp<int64_t>(v, 0, len);
 }
 
+/// The `mode` attribute; an error for another value.
+Status bagMode(const KernelContext& ctx, BagMode* mode) {
+  const std::string name = ctx.attrs->getString("mode", "sum");
+  *mode = name == "mean" ? BagMode::Mean : name == "max" ? BagMode::Max : BagMode::Sum;
+  if (name != "sum" && name != "mean" && name != "max")
+    return opError(ctx, "attribute mode must be sum, mean or max, got '" + name + "'");
+  return Status::ok();
+}
+
+/// A run's indices, starts and ends (inputs 1-3) as int64.
+Status readBags(const OpName& name, const Inputs& in, std::vector<int64_t>* idx,
+                std::vector<int64_t>* starts, std::vector<int64_t>* ends) {
+  TANDEM_RETURN_IF_ERROR(readInts(name, in[1], "indices", idx));
+  TANDEM_RETURN_IF_ERROR(readInts(name, in[2], "starts", starts));
+  return readInts(name, in[3], "ends", ends);
+}
+
+Status badIndex(const OpName& name, const std::vector<int64_t>& idx, int64_t j, int64_t V) {
+  return opError(name, "indices[" + std::to_string(j) + "] = " + std::to_string(idx[j]) +
+                           " is out of range for a weight of " + std::to_string(V) + " rows");
+}
+
 /// Bags [mBegin, mEnd) of Y [M, D]. Returns the position j of the first index outside
 /// [-V, V), or -1. Sums accumulate in AccOf<T> (f64 for f32), as the reference reductions do;
 /// a per-sample weight multiplies the row in T first, as the Loop's Mul did.
@@ -69,12 +91,8 @@ int64_t bagRange(const T* W, int64_t V, int64_t D, const std::vector<int64_t>& i
 }
 
 Status createEmbeddingBag(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  const std::string modeName = ctx.attrs->getString("mode", "sum");
   BagMode mode;
-  if (modeName == "sum") mode = BagMode::Sum;
-  else if (modeName == "mean") mode = BagMode::Mean;
-  else if (modeName == "max") mode = BagMode::Max;
-  else return opError(ctx, "attribute mode must be sum, mean or max, got '" + modeName + "'");
+  TANDEM_RETURN_IF_ERROR(bagMode(ctx, &mode));
   if (ctx.inputTypes.size() < 4)
     return opError(ctx, "needs weight, indices, starts and ends");
   const Shape ws = ctx.inputTypes[0].shape;
@@ -103,9 +121,7 @@ Status createEmbeddingBag(const KernelContext& ctx, std::unique_ptr<Kernel>* out
     using T = decltype(tag);
     fn = [=](const Inputs& in, const Outputs& outs) -> Status {
       std::vector<int64_t> idx, starts, ends;
-      TANDEM_RETURN_IF_ERROR(readInts(name, in[1], "indices", &idx));
-      TANDEM_RETURN_IF_ERROR(readInts(name, in[2], "starts", &starts));
-      TANDEM_RETURN_IF_ERROR(readInts(name, in[3], "ends", &ends));
+      TANDEM_RETURN_IF_ERROR(readBags(name, in, &idx, &starts, &ends));
       const T* W = in[0]->data<T>();
       const T* psw = weighted ? inputAt(in, 4)->template data<T>() : nullptr;
       T* Y = outs[0]->data<T>();
@@ -121,10 +137,7 @@ Status createEmbeddingBag(const KernelContext& ctx, std::unique_ptr<Kernel>* out
                                M * (p + 1) / parts);
       }
       for (int64_t j : bad)
-        if (j >= 0)
-          return opError(name, "indices[" + std::to_string(j) + "] = " + std::to_string(idx[j]) +
-                                   " is out of range for a weight of " + std::to_string(V) +
-                                   " rows");
+        if (j >= 0) return badIndex(name, idx, j, V);
       return Status::ok();
     };
   });
@@ -178,12 +191,8 @@ int64_t bagGradient(const T* W, int64_t V, int64_t D, const std::vector<int64_t>
 }
 
 Status createEmbeddingBagGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  const std::string modeName = ctx.attrs->getString("mode", "sum");
-  const BagMode mode = modeName == "mean" ? BagMode::Mean
-                       : modeName == "max" ? BagMode::Max
-                                           : BagMode::Sum;
-  if (modeName != "sum" && modeName != "mean" && modeName != "max")
-    return opError(ctx, "attribute mode must be sum, mean or max, got '" + modeName + "'");
+  BagMode mode;
+  TANDEM_RETURN_IF_ERROR(bagMode(ctx, &mode));
   if (ctx.inputTypes.size() < 5) return opError(ctx, "needs weight, indices, starts, ends and dY");
   const Shape ws = ctx.inputTypes[0].shape;
   const int64_t M = ctx.inputTypes[3].shape.empty() ? -1 : ctx.inputTypes[3].shape[0];
@@ -198,17 +207,13 @@ Status createEmbeddingBagGrad(const KernelContext& ctx, std::unique_ptr<Kernel>*
     using T = decltype(tag);
     fn = [=](const Inputs& in, const Outputs& outs) -> Status {
       std::vector<int64_t> idx, starts, ends;
-      TANDEM_RETURN_IF_ERROR(readInts(name, in[1], "indices", &idx));
-      TANDEM_RETURN_IF_ERROR(readInts(name, in[2], "starts", &starts));
-      TANDEM_RETURN_IF_ERROR(readInts(name, in[3], "ends", &ends));
+      TANDEM_RETURN_IF_ERROR(readBags(name, in, &idx, &starts, &ends));
       const T* psw = weighted ? inputAt(in, 5)->template data<T>() : nullptr;
       if (weighted && inputAt(in, 5)->numel() != (int64_t)idx.size())
         return opError(name, "per_sample_weights must be [L] as indices");
       const int64_t j = bagGradient<T>(in[0]->data<T>(), V, D, idx, starts, ends, psw, mode,
                                        in[4]->data<T>(), outs[0]->data<T>());
-      if (j >= 0)
-        return opError(name, "indices[" + std::to_string(j) + "] = " + std::to_string(idx[j]) +
-                                 " is out of range for a weight of " + std::to_string(V) + " rows");
+      if (j >= 0) return badIndex(name, idx, j, V);
       return Status::ok();
     };
   });
