@@ -306,6 +306,7 @@ bool transposedConvGeometry(const KernelContext& ctx, ConvGeometry* g, std::stri
 /// undilated ConvTranspose whose kernel sizes are multiples of its strides, with constant
 /// weights and bias, between plain values, run as one forward convolution over the s^2 output
 /// phases plus a pixel shuffle. False with *why where it does not apply.
+constexpr const char* kSubpixelDeconv = "subpixel";
 bool subpixelDeconvApplies(const KernelContext& ctx, std::string* why);
 Status createSubpixelDeconv(const KernelContext& ctx, std::unique_ptr<Kernel>* out);
 

@@ -780,7 +780,7 @@ KernelFactory convFactory(bool transpose) {
   return [transpose](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     return guardDnnl(ctx, [&] {
       if (!transpose && ctx.variant == kPlainMatMul) return createPlainMatMulConv(ctx, nullptr, out);
-      if (transpose && ctx.variant == "subpixel") return createSubpixelDeconv(ctx, out);
+      if (transpose && ctx.variant == kSubpixelDeconv) return createSubpixelDeconv(ctx, out);
       if (transpose && ctx.variant != "" && ctx.variant != "dnnl")
         return Status::error("ConvTranspose: unknown variant '" + ctx.variant + "'");
       auto k = std::make_unique<ConvKernel>();
@@ -890,7 +890,7 @@ void registerDnnlConvKernels(KernelRegistry& r) {
   deconv.variants = [](const KernelContext& ctx) {
     std::vector<std::string> v = {"dnnl"};
     std::string why;
-    if (subpixelDeconvApplies(ctx, &why)) v.push_back("subpixel");
+    if (subpixelDeconvApplies(ctx, &why)) v.push_back(kSubpixelDeconv);
     return v;
   };
   r.add(std::move(deconv));

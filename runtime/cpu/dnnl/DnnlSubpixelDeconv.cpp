@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "runtime/cpu/dnnl/DnnlCommon.h"
+#include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
 namespace dnnlcpu {
@@ -32,11 +33,6 @@ struct SubpixelGeometry {
   int64_t phases() const { return h.s * w.s; }
 };
 
-int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 bool phaseDim(int64_t s, int64_t k, int64_t in, int64_t out, int64_t padL, PhaseDim* d,
               std::string* why) {
   if (k % s != 0) {
@@ -48,8 +44,9 @@ bool phaseDim(int64_t s, int64_t k, int64_t in, int64_t out, int64_t padL, Phase
   d->in = in;
   d->out = out;
   d->padL = padL;
-  d->u0 = floorDiv(padL, s);
-  d->U = floorDiv(padL + out - 1, s) - d->u0 + 1;
+  // padL >= 0 (convGeometry refuses a negative start pad) and out >= 1: plain division floors.
+  d->u0 = padL / s;
+  d->U = (padL + out - 1) / s - d->u0 + 1;
   // Position u reads x[u - (t - 1) + q'] for q' < t: the convolution's left pad is t - 1 - u0,
   // its right pad what makes U outputs.
   d->convPadL = d->t - 1 - d->u0;
@@ -98,7 +95,7 @@ class SubpixelDeconvKernel : public DnnlKernel {
   Status init(const KernelContext& ctx) {
     std::string why;
     if (!subpixelGeometry(ctx, &g_, &why))
-      return Status::error("ConvTranspose: variant subpixel does not apply (" + why + ")");
+      return Status::error(std::string("ConvTranspose: variant ") + kSubpixelDeconv + " does not apply (" + why + ")");
     const int64_t P = g_.phases(), OC = g_.OC, IC = g_.IC;
     const PhaseDim &h = g_.h, &w = g_.w;
     const dims srcDims = {g_.N, IC, h.in, w.in};
@@ -136,8 +133,8 @@ class SubpixelDeconvKernel : public DnnlKernel {
                                       anyDesc(wDims), bMd, anyDesc(zDims), strides, dil, padL, padR);
     dnnl::convolution_forward::primitive_desc pd(d, baseAttr(), eng);
     if (isReferenceImpl(pd))
-      return Status::error(std::string("ConvTranspose: variant subpixel does not apply (oneDNN "
-                                       "would run ") + pd.impl_info_str() + ")");
+      return Status::error(std::string("ConvTranspose: variant ") + kSubpixelDeconv +
+                           " does not apply (oneDNN would run " + pd.impl_info_str() + ")");
     prim_ = dnnl::convolution_forward(pd);
     // The source from the step's plain NCHW (or NCW) buffer; the phases written channels-last
     // into the workspace, where the shuffle reads them.
@@ -201,13 +198,9 @@ class SubpixelDeconvKernel : public DnnlKernel {
         }
       }
     };
-    const int parts = (int)std::min<int64_t>(threads_, std::max<int64_t>(1, rows * OC * w.out / (1 << 15)));
-    if (parts <= 1) {
-      rowsRange(0, rows);
-      return;
-    }
-#pragma omp parallel for num_threads(parts) schedule(static)
-    for (int t = 0; t < parts; ++t) rowsRange(rows * t / parts, rows * (t + 1) / parts);
+    // Rows per thread: about 32K output elements each.
+    ref::parallelRanges(threads_, rows, std::max<int64_t>(1, (int64_t{1} << 15) / (OC * w.out)),
+                        rowsRange);
   }
 
   SubpixelGeometry g_;

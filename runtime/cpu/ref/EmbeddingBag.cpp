@@ -4,6 +4,7 @@
 // bag by bag, threaded over the bags, reading only the gathered rows; EmbeddingBagGrad, its
 // gradient in the weight (--tandem-autodiff), adds each bag's dY row into the rows it read.
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include "runtime/cpu/ref/RefCommon.h"
@@ -37,13 +38,23 @@ Status readBags(const OpName& name, const Inputs& in, std::vector<int64_t>* idx,
   return readInts(name, in[3], "ends", ends);
 }
 
+/// The position of the first index outside [-V, V) that a bag reads, in bag order; -1 if none.
+int64_t firstBadIndex(const std::vector<int64_t>& idx, const std::vector<int64_t>& starts,
+                      const std::vector<int64_t>& ends, int64_t V) {
+  const int64_t L = (int64_t)idx.size();
+  for (size_t m = 0; m < starts.size(); ++m)
+    for (int64_t j = sliceBound(starts[m], L), e = sliceBound(ends[m], L); j < e; ++j)
+      if (idx[j] < -V || idx[j] >= V) return j;
+  return -1;
+}
+
 Status badIndex(const OpName& name, const std::vector<int64_t>& idx, int64_t j, int64_t V) {
   return opError(name, "indices[" + std::to_string(j) + "] = " + std::to_string(idx[j]) +
                            " is out of range for a weight of " + std::to_string(V) + " rows");
 }
 
 /// Bags [mBegin, mEnd) of Y [M, D]. Returns the position j of the first index outside
-/// [-V, V), or -1. Sums accumulate in AccOf<T> (f64 for f32), as the reference reductions do;
+/// [-V, V) it meets (the range stops there), or -1. Sums accumulate in AccOf<T> (f64 for f32), as the reference reductions do;
 /// a per-sample weight multiplies the row in T first, as the Loop's Mul did.
 template <typename T>
 int64_t bagRange(const T* W, int64_t V, int64_t D, const std::vector<int64_t>& idx,
@@ -125,19 +136,12 @@ Status createEmbeddingBag(const KernelContext& ctx, std::unique_ptr<Kernel>* out
       const T* W = in[0]->data<T>();
       const T* psw = weighted ? inputAt(in, 4)->template data<T>() : nullptr;
       T* Y = outs[0]->data<T>();
-      // The first bad index of each range; the lowest bag's is reported.
-      const int parts = (int)std::min<int64_t>(threads, std::max<int64_t>(1, M / grain));
-      std::vector<int64_t> bad((size_t)std::max(1, parts), -1);
-      if (parts <= 1) {
-        bad[0] = bagRange<T>(W, V, D, idx, starts, ends, psw, mode, Y, 0, M);
-      } else {
-#pragma omp parallel for num_threads(parts) schedule(static)
-        for (int p = 0; p < parts; ++p)
-          bad[p] = bagRange<T>(W, V, D, idx, starts, ends, psw, mode, Y, M * p / parts,
-                               M * (p + 1) / parts);
-      }
-      for (int64_t j : bad)
-        if (j >= 0) return badIndex(name, idx, j, V);
+      std::atomic<bool> failed{false};
+      parallelRanges(threads, M, grain, [&](int64_t begin, int64_t end) {
+        if (bagRange<T>(W, V, D, idx, starts, ends, psw, mode, Y, begin, end) >= 0) failed = true;
+      });
+      // The first bad index in bag order, whatever the threads saw first.
+      if (failed) return badIndex(name, idx, firstBadIndex(idx, starts, ends, V), V);
       return Status::ok();
     };
   });
