@@ -1,8 +1,8 @@
 // Composite-op recognition for --tandem-canonicalize: GELU (erf and tanh forms), LayerNorm,
 // GroupNorm and Softmax written out op by op, MatMul + Add as Gemm, two-operand Einsums
-// as batched MatMuls, and a zero Pad into the Conv reading it. Each matcher looks backwards from
-// the last op of its pattern, so a forward walk sees the operands in their final form, and
-// checks the whole pattern (operands, constants, axes, broadcast shapes, readers of every op it
+// as batched MatMuls, and a zero Pad into the Conv or AveragePool reading it. Each matcher
+// looks backwards from the last op of its pattern, so a forward walk sees the operands in their
+// final form, and checks the whole pattern (operands, constants, axes, broadcast shapes, readers of every op it
 // makes dead) before it changes the IR: a near-match is left as it is.
 #include <algorithm>
 #include <cassert>
@@ -615,15 +615,20 @@ bool rewriteEinsum(mlir::IRRewriter& rewriter, mlir::Operation* op) {
   return true;
 }
 
-// Pad(x, pads[, 0]) -> Conv, a constant-mode Pad by zero over the spatial dims only, read by
-// the Conv alone (a causal Conv1d's left pad, nn.ZeroPad2d, TensorFlow exports' explicit
-// "SAME" padding): the Conv with those pads added to its own (explicit pads are zeros around
-// the input at any stride and dilation), so no padded copy is made. ONNX Runtime's PadFusion
-// does the same. Negative pads (crops), pads on N or C, another mode or value, a Pad-18 axes
-// operand and a Conv with auto_pad SAME_* are left as they are.
-bool rewritePadConv(mlir::IRRewriter& rewriter, mlir::Operation* conv) {
-  if (conv->getNumOperands() < 2) return false;
-  mlir::Operation* pad = onlyProducer(conv->getOperand(0), "Pad");
+// Pad(x, pads[, 0]) -> Conv or AveragePool, a constant-mode Pad by zero over the spatial dims
+// only, read by that op alone: the op with those pads added to its own, so no padded copy is
+// made. ONNX Runtime's PadFusion does the same.
+// - Conv (a causal Conv1d's left pad, nn.ZeroPad2d, TensorFlow exports' explicit "SAME"
+//   padding): explicit pads are zeros around the input at any stride and dilation.
+// - AveragePool (torch.onnx writes avg_pool2d(padding=p, count_include_pad=True), the default,
+//   as this Pad and a pool without pads: Inception's pool branches): the pool then counts its
+//   pads (count_include_pad 1), which is what it did with the Pad's zeros in its input. Only
+//   without ceil_mode, and with pads of its own only where it already counted them.
+// Negative pads (crops), pads on N or C, another mode or value, a Pad-18 axes operand and
+// auto_pad SAME_* are left as they are.
+bool rewritePadWindow(mlir::IRRewriter& rewriter, mlir::Operation* op, bool pool) {
+  if (op->getNumOperands() < (pool ? 1u : 2u)) return false;
+  mlir::Operation* pad = onlyProducer(op->getOperand(0), "Pad");
   if (!pad || pad->getNumOperands() < 2 || pad->getNumOperands() > 3) return false;
   if (auto mode = pad->getAttrOfType<mlir::StringAttr>("mode"); mode && mode.getValue() != "constant")
     return false;
@@ -638,28 +643,39 @@ bool rewritePadConv(mlir::IRRewriter& rewriter, mlir::Operation* conv) {
   const int64_t* p = pads.data<int64_t>();
   for (int64_t i = 0; i < 2 * rank; ++i)
     if (p[i] < 0 || ((i % rank) < 2 && p[i] != 0)) return false;
-  auto autoPad = conv->getAttrOfType<mlir::StringAttr>("auto_pad");
+  auto autoPad = op->getAttrOfType<mlir::StringAttr>("auto_pad");
   const bool valid = autoPad && autoPad.getValue() == "VALID";
   if (autoPad && !valid && autoPad.getValue() != "NOTSET") return false;
-  llvm::SmallVector<int64_t> convPads(2 * sp, 0);
-  if (auto a = conv->getAttrOfType<mlir::ArrayAttr>("pads"); a && !valid) {
+  llvm::SmallVector<int64_t> ownPads(2 * sp, 0);
+  if (auto a = op->getAttrOfType<mlir::ArrayAttr>("pads"); a && !valid) {
     if ((int64_t)a.size() != 2 * sp) return false;
     for (int64_t i = 0; i < 2 * sp; ++i) {
       auto v = llvm::dyn_cast<mlir::IntegerAttr>(a[i]);
       if (!v) return false;
-      convPads[i] = v.getInt();
+      ownPads[i] = v.getInt();
     }
   }
-  // ONNX pads: [x1_begin, x2_begin, ..., x1_end, x2_end, ...], over every dim for Pad, over
-  // the spatial dims for Conv.
-  for (int64_t i = 0; i < sp; ++i) {
-    convPads[i] += p[2 + i];
-    convPads[sp + i] += p[rank + 2 + i];
+  if (pool) {
+    auto intAttr = [&](llvm::StringRef name) {
+      auto v = op->getAttrOfType<mlir::IntegerAttr>(name);
+      return v ? v.getInt() : 0;
+    };
+    if (intAttr("ceil_mode") != 0) return false;
+    const bool counted = intAttr("count_include_pad") != 0;
+    for (int64_t v : ownPads)
+      if (v != 0 && !counted) return false;
   }
-  rewriter.modifyOpInPlace(conv, [&] {
-    conv->setOperand(0, pad->getOperand(0));
-    conv->setAttr("pads", rewriter.getI64ArrayAttr(convPads));
-    if (autoPad) conv->setAttr("auto_pad", rewriter.getStringAttr("NOTSET"));
+  // ONNX pads: [x1_begin, x2_begin, ..., x1_end, x2_end, ...], over every dim for Pad, over
+  // the spatial dims for Conv and the pools.
+  for (int64_t i = 0; i < sp; ++i) {
+    ownPads[i] += p[2 + i];
+    ownPads[sp + i] += p[rank + 2 + i];
+  }
+  rewriter.modifyOpInPlace(op, [&] {
+    op->setOperand(0, pad->getOperand(0));
+    op->setAttr("pads", rewriter.getI64ArrayAttr(ownPads));
+    if (autoPad) op->setAttr("auto_pad", rewriter.getStringAttr("NOTSET"));
+    if (pool) op->setAttr("count_include_pad", rewriter.getI64IntegerAttr(1));
   });
   if (pad->use_empty()) rewriter.eraseOp(pad);
   return true;
@@ -678,7 +694,8 @@ bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {
            rewriteMatMulAdd(rewriter, op);
   if (type == "ReduceMean") return rewriteSpatialMean(rewriter, op);
   if (type == "Einsum") return rewriteEinsum(rewriter, op);
-  if (type == "Conv") return rewritePadConv(rewriter, op);
+  if (type == "Conv") return rewritePadWindow(rewriter, op, /*pool=*/false);
+  if (type == "AveragePool") return rewritePadWindow(rewriter, op, /*pool=*/true);
   return false;
 }
 

@@ -251,7 +251,8 @@ def TandemCanonicalize : Pass<"tandem-canonicalize", "mlir::ModuleOp"> {
     shapes whose labels are batch, row, column or contracted ones -> Transpose / Reshape /
     batched MatMul, diagonals and labels summed within one operand left to Einsum's kernel;
     a constant-mode Pad by zero over spatial dims only, read only by a Conv, -> the Conv with
-    those pads added to its own),
+    those pads added to its own; likewise into an AveragePool without ceil_mode, which then
+    counts its pads (count_include_pad = 1; pads of its own only if it already counted them)),
     each only after its whole pattern matched
     (constants, axes, broadcast shapes, no reader outside the pattern of an op it makes dead),
     so a near-match stays as it is; fold any op whose operands are

@@ -315,3 +315,35 @@ func.func @main(%x: tensor<1x4x10xf32>, %w: tensor<6x4x3xf32>, %w6: tensor<6x6x3
   %7 = tandem.conv %6, %w {kernel_shape = [3]} : (tensor<1x4x12xf32>, tensor<6x4x3xf32>) -> tensor<1x6x10xf32>
   return %1, %3, %5, %7, %6 : tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x6x10xf32>, tensor<1x4x12xf32>
 }
+
+// -----
+
+// torch.onnx's avg_pool2d(3, 1, padding=1) (count_include_pad=True): the Pad goes into the
+// pool's pads, and the pool counts them, as it counted the Pad's zeros.
+// CHECK-LABEL: func.func @main
+// CHECK-NOT: tandem.pad
+// CHECK: tandem.average_pool %arg0 {{{.*}}count_include_pad = 1{{.*}}pads = [1, 1, 1, 1]{{.*}}} : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+// CHECK-NOT: tandem.pad
+func.func @main(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %p = tandem.constant dense<[0, 0, 1, 1, 0, 0, 1, 1]> : tensor<8xi64>
+  %0 = tandem.pad %x, %p {mode = "constant"} : (tensor<1x4x8x8xf32>, tensor<8xi64>) -> tensor<1x4x10x10xf32>
+  %1 = tandem.average_pool %0 {kernel_shape = [3, 3], pads = [0, 0, 0, 0], strides = [1, 1]} : (tensor<1x4x10x10xf32>) -> tensor<1x4x8x8xf32>
+  return %1 : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Left as they are: a pool with pads it does not count (its own pads would start counting),
+// one with ceil_mode, and a MaxPool.
+// CHECK-LABEL: func.func @main
+// CHECK-COUNT-3: tandem.pad
+func.func @main(%x: tensor<1x4x8x8xf32>, %y: tensor<1x4x8x8xf32>, %z: tensor<1x4x8x8xf32>) -> (tensor<1x4x10x10xf32>, tensor<1x4x5x5xf32>, tensor<1x4x8x8xf32>) {
+  %p = tandem.constant dense<[0, 0, 1, 1, 0, 0, 1, 1]> : tensor<8xi64>
+  %0 = tandem.pad %x, %p {mode = "constant"} : (tensor<1x4x8x8xf32>, tensor<8xi64>) -> tensor<1x4x10x10xf32>
+  %1 = tandem.average_pool %0 {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]} : (tensor<1x4x10x10xf32>) -> tensor<1x4x10x10xf32>
+  %2 = tandem.pad %y, %p {mode = "constant"} : (tensor<1x4x8x8xf32>, tensor<8xi64>) -> tensor<1x4x10x10xf32>
+  %3 = tandem.average_pool %2 {ceil_mode = 1, kernel_shape = [3, 3], strides = [2, 2]} : (tensor<1x4x10x10xf32>) -> tensor<1x4x5x5xf32>
+  %4 = tandem.pad %z, %p {mode = "constant"} : (tensor<1x4x8x8xf32>, tensor<8xi64>) -> tensor<1x4x10x10xf32>
+  %5 = tandem.max_pool %4 {kernel_shape = [3, 3], strides = [1, 1]} : (tensor<1x4x10x10xf32>) -> tensor<1x4x8x8xf32>
+  return %1, %3, %5 : tensor<1x4x10x10xf32>, tensor<1x4x5x5xf32>, tensor<1x4x8x8xf32>
+}
