@@ -623,7 +623,8 @@ bool rewriteEinsum(mlir::IRRewriter& rewriter, mlir::Operation* op) {
 // - AveragePool (torch.onnx writes avg_pool2d(padding=p, count_include_pad=True), the default,
 //   as this Pad and a pool without pads: Inception's pool branches): the pool then counts its
 //   pads (count_include_pad 1), which is what it did with the Pad's zeros in its input. Only
-//   without ceil_mode, and with pads of its own only where it already counted them.
+//   without ceil_mode, with pads of its own only where it already counted them, and with
+//   every window reaching the input.
 // Negative pads (crops), pads on N or C, another mode or value, a Pad-18 axes operand and
 // auto_pad SAME_* are left as they are.
 bool rewritePadWindow(mlir::IRRewriter& rewriter, mlir::Operation* op, bool pool) {
@@ -670,6 +671,20 @@ bool rewritePadWindow(mlir::IRRewriter& rewriter, mlir::Operation* op, bool pool
   for (int64_t i = 0; i < sp; ++i) {
     ownPads[i] += p[2 + i];
     ownPads[sp + i] += p[rank + 2 + i];
+  }
+  if (pool) {
+    // A window lying wholly in the pads is one oneDNN's pooling does not take (the reference
+    // kernel would run): such a Pad stays.
+    auto ints = [&](llvm::StringRef name) {
+      llvm::SmallVector<int64_t> v(sp, 1);
+      if (auto a = op->getAttrOfType<mlir::ArrayAttr>(name); a && (int64_t)a.size() == sp)
+        for (int64_t i = 0; i < sp; ++i)
+          if (auto e = llvm::dyn_cast<mlir::IntegerAttr>(a[i])) v[i] = e.getInt();
+      return v;
+    };
+    auto k = ints("kernel_shape"), d = ints("dilations");
+    for (int64_t i = 0; i < sp; ++i)
+      if (std::max(ownPads[i], ownPads[sp + i]) >= (k[i] - 1) * d[i] + 1) return false;
   }
   rewriter.modifyOpInPlace(op, [&] {
     op->setOperand(0, pad->getOperand(0));

@@ -153,14 +153,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Inception's pool branch: avg_pool2d(3, 1, padding=1) as torch.onnx writes it.
         Case{"inception", {1, 32, 9, 9}, {0, 0, 1, 1, 0, 0, 1, 1}, {3, 3}, {1, 1}, {}},
-        Case{"stride2_uneven", {2, 3, 7, 8}, {0, 0, 2, 0, 0, 0, 1, 3}, {3, 2}, {2, 2}, {}},
+        Case{"stride2_uneven", {2, 3, 7, 8}, {0, 0, 2, 0, 0, 0, 1, 1}, {3, 2}, {2, 2}, {}},
         Case{"own_counted_pads", {1, 4, 6, 6}, {0, 0, 1, 0, 0, 0, 0, 1}, {3, 3}, {1, 2}, {1, 1, 0, 1}, 1},
         Case{"one_d", {1, 5, 11}, {0, 0, 2, 0, 0, 1}, {4}, {3}, {}},
         Case{"three_d", {1, 2, 4, 5, 5}, {0, 0, 1, 1, 1, 0, 0, 1, 1, 1}, {2, 3, 3}, {1, 1, 2}, {}},
-        // Left as they are: pads the pool does not count, ceil_mode, a Pad of the channels.
+        // Left as they are: pads the pool does not count, ceil_mode, a Pad of the channels, and
+        // a window wholly in the pads (oneDNN's pooling does not take it).
         Case{"own_uncounted_pads", {1, 4, 6, 6}, {0, 0, 1, 1, 0, 0, 1, 1}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 0, 0, false},
         Case{"ceil_mode", {1, 4, 6, 6}, {0, 0, 1, 1, 0, 0, 1, 1}, {3, 3}, {2, 2}, {}, 0, 1, false},
-        Case{"channel_pad", {1, 4, 6, 6}, {0, 1, 1, 1, 0, 0, 1, 1}, {3, 3}, {1, 1}, {}, 0, 0, false}));
+        Case{"channel_pad", {1, 4, 6, 6}, {0, 1, 1, 1, 0, 0, 1, 1}, {3, 3}, {1, 1}, {}, 0, 0, false},
+        Case{"window_in_pads", {1, 2, 5, 5}, {0, 0, 3, 0, 0, 0, 0, 0}, {3, 3}, {1, 1}, {}, 0, 0, false}));
 
 }  // namespace
 }  // namespace tandem
