@@ -222,16 +222,16 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     // 4. Each group of two or more ops becomes one tandem.fused at the root's position; its
     //    operands are the external inputs, its results the values read outside.
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
-    // 5. Layout: a 4-D f32 activation written by a CPU op whose oneDNN kernel can write the
+    // 5. Layout: a 4-D or 5-D f32 activation written by a CPU op whose oneDNN kernel can write the
     //    host's activation layout (Conv, a conv-epilogue, Max/Average pool, inference
     //    BatchNormalization, batchnorm-relu and concat-batchnorm-relu, a channel Concat, a
-    //    per-channel Mul/Add x * s[N, C, 1, 1]) and read only by ops of the
+    //    per-channel Mul/Add x * s[N, C, 1, 1(, 1)]) and read only by ops of the
     //    same device that can read it (a Conv's X, a conv-epilogue's X or residual, a pool's
     //    input, a BatchNormalization's X, any input of a channel Concat, that Mul/Add's x),
     //    stays "blocked" between them (`result_layouts`): reorders happen only
     //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
-    //    nhwc, as oneDNN's convolution prefers on the host) and keeps a value plain where that
-    //    layout would pad its channels.
+    //    nhwc, as oneDNN's convolution prefers on the host; nCdhw8c, nCdhw16c or ndhwc for 5-D)
+    //    and keeps a value plain where that layout would pad its channels.
     // 6. Ops on cuda devices form the CUDA backend's groups (passes/FuseCuda.h: cuBLASLt
     //    epilogues, residual Add + LayerNormalization, element-wise chains), materialised as in 4.
     mlir::ModuleOp module = getOperation();
@@ -401,12 +401,17 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   // A Concat along the channels of f32 [N, C, H, W] values (runtime/cpu/dnnl/DnnlConcat.cpp
   // copies chunks in the host layout, or meets mixed layouts in plain). Also
   // cpuFusesIntoProducer's concat-batchnorm-relu rule.
+  // The activations kept in the host's layout between oneDNN's kernels: 4-D (2-D images) and
+  // 5-D (video, volumes: R3D, S3D). 3-D ones (Conv1d chains) stay plain: blocking them was
+  // measured slower (PointNet 6.2 -> 10.1 ms).
+  static bool isActivationRank(int64_t rank) { return rank == 4 || rank == 5; }
+
   static bool isChannelConcat(mlir::Operation* op) {
     if (onnxOpType(op) != "Concat" || op->getNumResults() != 1 || !isF32(op->getResult(0)))
       return false;
     auto t = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
     int64_t axis = intAttrOr(op, "axis", 0);
-    if (t.getRank() != 4 || (axis != 1 && axis != -3)) return false;
+    if (!isActivationRank(t.getRank()) || (axis != 1 && axis != 1 - t.getRank())) return false;
     return llvm::all_of(op->getOperands(), [](mlir::Value v) { return isF32(v); });
   }
 
@@ -779,7 +784,9 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   static bool ceilPoolFitsOneDnn(mlir::Operation* op, const std::string& t) {
     auto in = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(0).getType());
     auto out = llvm::dyn_cast<mlir::RankedTensorType>(op->getResult(0).getType());
-    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() || in.getRank() != 4) return false;
+    if (!in || !out || !in.hasStaticShape() || !out.hasStaticShape() || !isActivationRank(in.getRank()))
+      return false;
+    const int64_t sp = in.getRank() - 2;
     if (auto ap = op->getAttrOfType<mlir::StringAttr>("auto_pad"); ap && ap.getValue() != "NOTSET")
       return false;
     if (t == "AveragePool")
@@ -793,10 +800,10 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
             if (auto ia = llvm::dyn_cast<mlir::IntegerAttr>(e)) v[i] = ia.getInt();
       return v;
     };
-    auto k = ints("kernel_shape", 2, 1), s = ints("strides", 2, 1), d = ints("dilations", 2, 1);
-    auto pads = ints("pads", 4, 0);
-    for (int i = 0; i < 2; ++i) {
-      int64_t ext = (k[i] - 1) * d[i] + 1, pl = pads[i], pr = pads[2 + i];
+    auto k = ints("kernel_shape", sp, 1), s = ints("strides", sp, 1), d = ints("dilations", sp, 1);
+    auto pads = ints("pads", 2 * sp, 0);
+    for (int64_t i = 0; i < sp; ++i) {
+      int64_t ext = (k[i] - 1) * d[i] + 1, pl = pads[i], pr = pads[sp + i];
       int64_t need = (out.getDimSize(2 + i) - 1) * s[i] + ext - in.getDimSize(2 + i) - pl;
       if (pl >= ext || std::max(pr, need) >= ext || need < 0) return false;
     }
@@ -815,8 +822,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
            isBatchNormInference(op) || isChannelConcat(op) || channelBroadcastOperand(op) >= 0;
   }
 
-  // A per-channel scale or shift of a 4-D f32 activation x, x * s or x + s (either order) with s
-  // [N or 1, C, 1, 1]: squeeze-excitation's rescale between a depthwise and a pointwise
+  // A per-channel scale or shift of a 4-D or 5-D f32 activation x, x * s or x + s (either order)
+  // with s [N or 1, C, 1, 1(, 1)]: squeeze-excitation's rescale between a depthwise and a pointwise
   // convolution (EfficientNet, MobileNetV3, RegNet). oneDNN's binary reads and writes x's layout
   // (runtime/cpu/dnnl/DnnlBinary.cpp). The operand index of x, or -1.
   static int channelBroadcastOperand(mlir::Operation* op) {
@@ -825,15 +832,16 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
         !isF32(op->getResult(0)))
       return -1;
     auto y = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
-    if (!y.hasStaticShape() || y.getRank() != 4) return -1;
+    if (!y.hasStaticShape() || !isActivationRank(y.getRank())) return -1;
     for (int i = 0; i < 2; ++i) {
       auto s = llvm::dyn_cast<mlir::RankedTensorType>(op->getOperand(1 - i).getType());
       if (op->getOperand(i).getType() != y || !isF32(op->getOperand(1 - i)) || !s ||
-          !s.hasStaticShape() || s.getRank() != 4)
+          !s.hasStaticShape() || s.getRank() != y.getRank())
         continue;
-      if ((s.getDimSize(0) == 1 || s.getDimSize(0) == y.getDimSize(0)) &&
-          s.getDimSize(1) == y.getDimSize(1) && s.getDimSize(2) == 1 && s.getDimSize(3) == 1)
-        return i;
+      bool perChannel = (s.getDimSize(0) == 1 || s.getDimSize(0) == y.getDimSize(0)) &&
+                        s.getDimSize(1) == y.getDimSize(1);
+      for (int64_t d = 2; d < s.getRank(); ++d) perChannel &= s.getDimSize(d) == 1;
+      if (perChannel) return i;
     }
     return -1;
   }
@@ -871,7 +879,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     bool any = false;
     for (mlir::Value r : op->getResults()) {
       auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
-      bool blocked = t && t.hasStaticShape() && t.getRank() == 4 && t.getElementType().isF32() &&
+      bool blocked = t && t.hasStaticShape() && isActivationRank(t.getRank()) && t.getElementType().isF32() &&
                      !r.use_empty() &&
                      llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
                        return deviceOfOp(u.getOwner()) == device && readsBlocked(u);

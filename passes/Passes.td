@@ -396,9 +396,9 @@ def TandemFuse : Pass<"tandem-fuse", "mlir::ModuleOp"> {
        ReLU pass; DenseNet's pre-activation, which cannot fold into the Conv after the Relu),
        with the channel Concat it alone reads when there is one (kind
        `concat-batchnorm-relu`: the pass reads the Concat's inputs; the concatenation is never
-       written). Layouts (`result_layouts`): values between ops that read and write the host's
-       activation layout (Conv, conv-epilogue, pools, BatchNormalization, batchnorm-relu,
-       concat-batchnorm-relu, channel Concat) stay in it ("blocked").
+       written). Layouts (`result_layouts`): 4-D and 5-D values between ops that read and write
+       the host's activation layout (Conv, conv-epilogue, pools, BatchNormalization,
+       batchnorm-relu, concat-batchnorm-relu, channel Concat) stay in it ("blocked").
     2. Element-wise chains (kind `elementwise`), visited consumers first: producers of the same
        type (operands of the result's type or scalars) join if the op table marks them kCpuLoop
        (the unary math and activations, Add, Sub, Mul, Div, Max, Min); one also read outside becomes an

@@ -505,3 +505,37 @@ func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}, %t: tensor<1x1x
   %n = tandem.mul %t, %c2 {device = "cpu"} : (tensor<1x1x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
   return %n : tensor<1x16x4x4xf32>
 }
+
+// -----
+
+// Layout: 5-D activations (video, volumes: R3D, S3D) stay in the host's layout between oneDNN's
+// 3-D convs, pools and channel Concat, as 4-D ones do, and so does a per-channel Mul by
+// s[1, C, 1, 1, 1]; a ceil_mode 3-D max pool that oneDNN can express too. 3-D activations
+// (Conv1d chains) stay plain.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[C1:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", pads = [0, 1, 1, 0, 1, 1], result_layouts = ["blocked"]}
+// CHECK: %[[P:.*]] = tandem.max_pool %[[C1]] {ceil_mode = 1 : i64, device = "cpu", kernel_shape = [1, 3, 3], result_layouts = ["blocked"], strides = [1, 2, 2]}
+// CHECK: %[[C2:.*]] = tandem.conv %[[P]], %{{.*}} {device = "cpu", pads = [1, 0, 0, 1, 0, 0], result_layouts = ["blocked"]}
+// CHECK: %[[C3:.*]] = tandem.conv %[[P]], %{{.*}} {device = "cpu", pads = [1, 0, 0, 1, 0, 0], result_layouts = ["blocked"]}
+// CHECK: %[[K:.*]] = tandem.concat %[[C2]], %[[C3]] {axis = 1 : i64, device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[M:.*]] = tandem.mul %[[K]], %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: tandem.conv %[[M]], %{{.*}} {device = "cpu"} :
+// CHECK: tandem.conv %arg1, %{{.*}} {device = "cpu", pads = [1, 1]} :
+// CHECK: tandem.conv %{{.*}}, %{{.*}} {device = "cpu", pads = [1, 1]} :
+func.func @main(%x: tensor<1x8x4x8x8xf32>, %v: tensor<1x8x16xf32>) -> (tensor<1x16x4x4x4xf32>, tensor<1x8x16xf32>) {
+  %w1 = tandem.constant {device = "cpu"} dense<1.0> : tensor<16x8x1x3x3xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x16x3x1x1xf32>
+  %w3 = tandem.constant {device = "cpu"} dense<1.0> : tensor<16x16x1x1x1xf32>
+  %s = tandem.constant {device = "cpu"} dense<2.0> : tensor<1x16x1x1x1xf32>
+  %c1 = tandem.conv %x, %w1 {device = "cpu", pads = [0, 1, 1, 0, 1, 1]} : (tensor<1x8x4x8x8xf32>, tensor<16x8x1x3x3xf32>) -> tensor<1x16x4x8x8xf32>
+  %p = tandem.max_pool %c1 {ceil_mode = 1 : i64, device = "cpu", kernel_shape = [1, 3, 3], strides = [1, 2, 2]} : (tensor<1x16x4x8x8xf32>) -> tensor<1x16x4x4x4xf32>
+  %c2 = tandem.conv %p, %w2 {device = "cpu", pads = [1, 0, 0, 1, 0, 0]} : (tensor<1x16x4x4x4xf32>, tensor<8x16x3x1x1xf32>) -> tensor<1x8x4x4x4xf32>
+  %c3 = tandem.conv %p, %w2 {device = "cpu", pads = [1, 0, 0, 1, 0, 0]} : (tensor<1x16x4x4x4xf32>, tensor<8x16x3x1x1xf32>) -> tensor<1x8x4x4x4xf32>
+  %k = tandem.concat %c2, %c3 {axis = 1 : i64, device = "cpu"} : (tensor<1x8x4x4x4xf32>, tensor<1x8x4x4x4xf32>) -> tensor<1x16x4x4x4xf32>
+  %m = tandem.mul %k, %s {device = "cpu"} : (tensor<1x16x4x4x4xf32>, tensor<1x16x1x1x1xf32>) -> tensor<1x16x4x4x4xf32>
+  %y = tandem.conv %m, %w3 {device = "cpu"} : (tensor<1x16x4x4x4xf32>, tensor<16x16x1x1x1xf32>) -> tensor<1x16x4x4x4xf32>
+  %u1 = tandem.constant {device = "cpu"} dense<1.0> : tensor<8x8x3xf32>
+  %a = tandem.conv %v, %u1 {device = "cpu", pads = [1, 1]} : (tensor<1x8x16xf32>, tensor<8x8x3xf32>) -> tensor<1x8x16xf32>
+  %b = tandem.conv %a, %u1 {device = "cpu", pads = [1, 1]} : (tensor<1x8x16xf32>, tensor<8x8x3xf32>) -> tensor<1x8x16xf32>
+  return %y, %b : tensor<1x16x4x4x4xf32>, tensor<1x8x16xf32>
+}
