@@ -22,8 +22,7 @@ bool shapeOpDims(mlir::Operation* op, std::vector<int64_t>* dims) {
   if (!inType) return false;
   int64_t rank = inType.getRank();
   auto clampAxis = [&](const char* name, int64_t dflt) {
-    auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
-    int64_t v = a ? a.getInt() : dflt;
+    int64_t v = intAttrOr(op, name, dflt);
     if (v < 0) v += rank;
     return std::clamp<int64_t>(v, 0, rank);
   };

@@ -123,4 +123,37 @@ void updateMainResultTypes(mlir::func::FuncOp main) {
       mlir::FunctionType::get(main.getContext(), main.getArgumentTypes(), ret.getOperandTypes()));
 }
 
+int64_t intAttrOr(mlir::Operation* op, llvm::StringRef name, int64_t dflt) {
+  auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
+  return a ? a.getValue().getSExtValue() : dflt;
+}
+
+double floatAttrOr(mlir::Operation* op, llvm::StringRef name, double dflt) {
+  auto a = op->getAttrOfType<mlir::FloatAttr>(name);
+  return a ? a.getValueAsDouble() : dflt;
+}
+
+std::string strAttrOr(mlir::Operation* op, llvm::StringRef name, llvm::StringRef dflt) {
+  auto a = op->getAttrOfType<mlir::StringAttr>(name);
+  return a ? a.str() : dflt.str();
+}
+
+llvm::SmallVector<int64_t> intsAttr(mlir::Operation* op, llvm::StringRef name) {
+  llvm::SmallVector<int64_t> out;
+  if (auto a = op->getAttrOfType<mlir::ArrayAttr>(name))
+    for (mlir::Attribute e : a)
+      if (auto i = llvm::dyn_cast<mlir::IntegerAttr>(e)) out.push_back(i.getValue().getSExtValue());
+  return out;
+}
+
+llvm::SmallVector<int64_t> intsAttrOr(mlir::Operation* op, llvm::StringRef name, int64_t n,
+                                      int64_t dflt) {
+  llvm::SmallVector<int64_t> out(n, dflt);
+  if (auto a = op->getAttrOfType<mlir::ArrayAttr>(name))
+    for (auto [i, e] : llvm::enumerate(a))
+      if (auto v = llvm::dyn_cast<mlir::IntegerAttr>(e); v && (int64_t)i < n)
+        out[i] = v.getValue().getSExtValue();
+  return out;
+}
+
 }  // namespace tandem

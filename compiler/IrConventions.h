@@ -105,6 +105,19 @@ std::string deviceOfValue(mlir::Value v);
 /// them. Non-tandem ops are left alone. Errors are emitted on the op's location.
 mlir::LogicalResult reinferResultTypes(mlir::Operation* op);
 
+/// ONNX attribute readers (the importer keeps ONNX's attributes on the op): the integer, float
+/// or string attribute `name`, or `dflt` when the op has none of that kind.
+int64_t intAttrOr(mlir::Operation* op, llvm::StringRef name, int64_t dflt);
+double floatAttrOr(mlir::Operation* op, llvm::StringRef name, double dflt);
+std::string strAttrOr(mlir::Operation* op, llvm::StringRef name, llvm::StringRef dflt);
+/// The integer entries of array attribute `name` in order (non-integer entries skipped); empty
+/// when absent.
+llvm::SmallVector<int64_t> intsAttr(mlir::Operation* op, llvm::StringRef name);
+/// `n` values: entry i of integer array attribute `name` where it has one, `dflt` elsewhere
+/// (kernel_shape, strides, dilations, pads with their ONNX defaults).
+llvm::SmallVector<int64_t> intsAttrOr(mlir::Operation* op, llvm::StringRef name, int64_t n,
+                                      int64_t dflt);
+
 /// Makes @main's result types equal to the types of the values it returns.
 void updateMainResultTypes(mlir::func::FuncOp main);
 

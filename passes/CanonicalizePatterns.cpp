@@ -648,47 +648,30 @@ bool rewritePadWindow(mlir::IRRewriter& rewriter, mlir::Operation* op, bool pool
   const bool valid = autoPad && autoPad.getValue() == "VALID";
   if (autoPad && !valid && autoPad.getValue() != "NOTSET") return false;
   llvm::SmallVector<int64_t> ownPads(2 * sp, 0);
-  if (auto a = op->getAttrOfType<mlir::ArrayAttr>("pads"); a && !valid) {
-    if ((int64_t)a.size() != 2 * sp) return false;
-    for (int64_t i = 0; i < 2 * sp; ++i) {
-      auto v = llvm::dyn_cast<mlir::IntegerAttr>(a[i]);
-      if (!v) return false;
-      ownPads[i] = v.getInt();
-    }
-  }
-  if (pool) {
-    auto intAttr = [&](llvm::StringRef name) {
-      auto v = op->getAttrOfType<mlir::IntegerAttr>(name);
-      return v ? v.getInt() : 0;
-    };
-    if (intAttr("ceil_mode") != 0) return false;
-    const bool counted = intAttr("count_include_pad") != 0;
-    for (int64_t v : ownPads)
-      if (v != 0 && !counted) return false;
+  if (op->hasAttr("pads") && !valid) {
+    ownPads = intsAttr(op, "pads");
+    if ((int64_t)ownPads.size() != 2 * sp) return false;
   }
   // ONNX pads: [x1_begin, x2_begin, ..., x1_end, x2_end, ...], over every dim for Pad, over
   // the spatial dims for Conv and the pools.
+  llvm::SmallVector<int64_t> merged = ownPads;
   for (int64_t i = 0; i < sp; ++i) {
-    ownPads[i] += p[2 + i];
-    ownPads[sp + i] += p[rank + 2 + i];
+    merged[i] += p[2 + i];
+    merged[sp + i] += p[rank + 2 + i];
   }
   if (pool) {
+    if (intAttrOr(op, "ceil_mode", 0) != 0) return false;
+    const bool counted = intAttrOr(op, "count_include_pad", 0) != 0;
+    if (!counted && llvm::any_of(ownPads, [](int64_t v) { return v != 0; })) return false;
     // A window lying wholly in the pads is one oneDNN's pooling does not take (the reference
     // kernel would run): such a Pad stays.
-    auto ints = [&](llvm::StringRef name) {
-      llvm::SmallVector<int64_t> v(sp, 1);
-      if (auto a = op->getAttrOfType<mlir::ArrayAttr>(name); a && (int64_t)a.size() == sp)
-        for (int64_t i = 0; i < sp; ++i)
-          if (auto e = llvm::dyn_cast<mlir::IntegerAttr>(a[i])) v[i] = e.getInt();
-      return v;
-    };
-    auto k = ints("kernel_shape"), d = ints("dilations");
+    auto k = intsAttrOr(op, "kernel_shape", sp, 1), d = intsAttrOr(op, "dilations", sp, 1);
     for (int64_t i = 0; i < sp; ++i)
-      if (std::max(ownPads[i], ownPads[sp + i]) >= (k[i] - 1) * d[i] + 1) return false;
+      if (std::max(merged[i], merged[sp + i]) >= (k[i] - 1) * d[i] + 1) return false;
   }
   rewriter.modifyOpInPlace(op, [&] {
     op->setOperand(0, pad->getOperand(0));
-    op->setAttr("pads", rewriter.getI64ArrayAttr(ownPads));
+    op->setAttr("pads", rewriter.getI64ArrayAttr(merged));
     if (autoPad) op->setAttr("auto_pad", rewriter.getStringAttr("NOTSET"));
     if (pool) op->setAttr("count_include_pad", rewriter.getI64IntegerAttr(1));
   });

@@ -60,16 +60,6 @@ bool isCheapLoopOp(const std::string& type) { return opHas(type, kCheap); }
 // table's kReductionRoot rows.
 bool isReductionLike(mlir::Operation* op) { return opHas(onnxOpType(op), kReductionRoot); }
 
-int64_t intAttrOr(mlir::Operation* op, const char* name, int64_t dflt) {
-  auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
-  return a ? a.getInt() : dflt;
-}
-
-float floatAttrOr(mlir::Operation* op, const char* name, float dflt) {
-  auto a = op->getAttrOfType<mlir::FloatAttr>(name);
-  return a ? (float)a.getValueAsDouble() : dflt;
-}
-
 // A gated activation Mul(x, gate(x)) on `x` (isSwishGate: SiLU, HardSwish): the gate and the
 // Mul, when they are x's only two readers, the gate's result is read by the Mul alone, both
 // keep x's type and lie on `device`; {nullptr, nullptr} otherwise.
@@ -792,16 +782,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     if (t == "AveragePool")
       if (auto c = op->getAttrOfType<mlir::IntegerAttr>("count_include_pad"); c && c.getInt() != 0)
         return false;
-    auto ints = [&](const char* name, int64_t n, int64_t dflt) {
-      llvm::SmallVector<int64_t> v(n, dflt);
-      if (auto a = op->getAttrOfType<mlir::ArrayAttr>(name))
-        for (auto [i, e] : llvm::enumerate(a))
-          if (i < v.size())
-            if (auto ia = llvm::dyn_cast<mlir::IntegerAttr>(e)) v[i] = ia.getInt();
-      return v;
-    };
-    auto k = ints("kernel_shape", sp, 1), s = ints("strides", sp, 1), d = ints("dilations", sp, 1);
-    auto pads = ints("pads", 2 * sp, 0);
+    auto k = intsAttrOr(op, "kernel_shape", sp, 1), s = intsAttrOr(op, "strides", sp, 1),
+         d = intsAttrOr(op, "dilations", sp, 1), pads = intsAttrOr(op, "pads", 2 * sp, 0);
     for (int64_t i = 0; i < sp; ++i) {
       int64_t ext = (k[i] - 1) * d[i] + 1, pl = pads[i], pr = pads[sp + i];
       int64_t need = (out.getDimSize(2 + i) - 1) * s[i] + ext - in.getDimSize(2 + i) - pl;

@@ -145,26 +145,8 @@ using Dx = llvm::MutableArrayRef<mlir::Value>;
 using Dy = llvm::ArrayRef<mlir::Value>;
 using Needed = llvm::ArrayRef<bool>;
 
-// ---- forward attributes ----
+// ---- forward operands ----
 
-int64_t intOf(mlir::Operation* op, llvm::StringRef name, int64_t dflt) {
-  auto a = op->getAttrOfType<mlir::IntegerAttr>(name);
-  return a ? a.getValue().getSExtValue() : dflt;
-}
-double floatOf(mlir::Operation* op, llvm::StringRef name, double dflt) {
-  auto a = op->getAttrOfType<mlir::FloatAttr>(name);
-  return a ? a.getValueAsDouble() : dflt;
-}
-std::string strOf(mlir::Operation* op, llvm::StringRef name, llvm::StringRef dflt) {
-  auto a = op->getAttrOfType<mlir::StringAttr>(name);
-  return a ? a.str() : dflt.str();
-}
-llvm::SmallVector<int64_t> intsOf(mlir::Operation* op, llvm::StringRef name) {
-  llvm::SmallVector<int64_t> out;
-  if (auto a = op->getAttrOfType<mlir::ArrayAttr>(name))
-    for (mlir::Attribute e : a) out.push_back(llvm::cast<mlir::IntegerAttr>(e).getInt());
-  return out;
-}
 // An optional operand: null when absent or a tandem.none.
 Value operandOr(mlir::Operation* op, unsigned i) {
   if (i >= op->getNumOperands()) return {};
@@ -292,7 +274,7 @@ mlir::LogicalResult gradRelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed,
 // LeakyRelu: dy where x >= 0 (ONNX takes the x branch at 0), else alpha * dy.
 mlir::LogicalResult gradLeakyRelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value x = op->getOperand(0);
-  double alpha = floatOf(op, "alpha", 0.01);
+  double alpha = floatAttrOr(op, "alpha", 0.01);
   dx[0] = g.op("Where", {g.op("Less", {x, g.scalar(0, elementTypeOf(x))}), g.mulS(dy[0], alpha),
                          dy[0]});
   return mlir::success();
@@ -307,7 +289,7 @@ mlir::LogicalResult gradAbs(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, 
 // Elu: dy where x > 0, else dy * (y + alpha) (= dy * alpha * e^x).
 mlir::LogicalResult gradElu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value x = op->getOperand(0), y = op->getResult(0);
-  double alpha = floatOf(op, "alpha", 1.0);
+  double alpha = floatAttrOr(op, "alpha", 1.0);
   dx[0] = g.op("Where", {g.op("Greater", {x, g.scalar(0, elementTypeOf(x))}), dy[0],
                          g.mul(dy[0], g.addS(y, alpha))});
   return mlir::success();
@@ -316,8 +298,8 @@ mlir::LogicalResult gradElu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, 
 // Selu: gamma * dy where x > 0, else dy * (y + gamma * alpha).
 mlir::LogicalResult gradSelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value x = op->getOperand(0), y = op->getResult(0);
-  double alpha = floatOf(op, "alpha", 1.67326319217681884765625),
-         gamma = floatOf(op, "gamma", 1.05070102214813232421875);
+  double alpha = floatAttrOr(op, "alpha", 1.67326319217681884765625),
+         gamma = floatAttrOr(op, "gamma", 1.05070102214813232421875);
   dx[0] = g.op("Where", {g.op("Greater", {x, g.scalar(0, elementTypeOf(x))}),
                          g.mulS(dy[0], gamma), g.mul(dy[0], g.addS(y, gamma * alpha))});
   return mlir::success();
@@ -327,7 +309,7 @@ mlir::LogicalResult gradSelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed,
 mlir::LogicalResult gradHardSigmoid(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value x = op->getOperand(0);
   mlir::Type et = elementTypeOf(x);
-  double alpha = floatOf(op, "alpha", 0.2), beta = floatOf(op, "beta", 0.5);
+  double alpha = floatAttrOr(op, "alpha", 0.2), beta = floatAttrOr(op, "beta", 0.5);
   Value v = g.addS(g.mulS(x, alpha), beta), zero = g.scalar(0, et);
   Value inner = g.op("Where", {g.op("Greater", {v, g.scalar(1, et)}), zero, g.mulS(dy[0], alpha)});
   dx[0] = g.op("Where", {g.op("Less", {v, zero}), zero, inner});
@@ -454,7 +436,7 @@ mlir::LogicalResult gradSoftplus(GradBuilder& g, mlir::Operation* op, Dy dy, Nee
 // t = tanh(u), d/dx 0.5*x*(1 + t) = 0.5*(1 + t) + 0.5*x*(1 - t^2)*k*(1 + 3c*x^2).
 mlir::LogicalResult gradGelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value x = op->getOperand(0), x2 = g.mul(x, x), d;
-  if (strOf(op, "approximate", "none") == "tanh") {
+  if (strAttrOr(op, "approximate", "none") == "tanh") {
     const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
     Value t = g.op("Tanh", {g.mulS(g.mul(x, g.addS(g.mulS(x2, c), 1.0)), k)});
     Value left = g.mulS(g.addS(t, 1.0), 0.5);
@@ -518,8 +500,8 @@ mlir::LogicalResult gradMatMul(GradBuilder& g, mlir::Operation* op, Dy dy, Neede
 //   dC  = beta * dY summed over C's broadcast dims.
 mlir::LogicalResult gradGemm(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
   Value a = op->getOperand(0), b = op->getOperand(1), d = dy[0];
-  const double alpha = floatOf(op, "alpha", 1.0), beta = floatOf(op, "beta", 1.0);
-  const bool ta = intOf(op, "transA", 0) != 0, tb = intOf(op, "transB", 0) != 0;
+  const double alpha = floatAttrOr(op, "alpha", 1.0), beta = floatAttrOr(op, "beta", 1.0);
+  const bool ta = intAttrOr(op, "transA", 0) != 0, tb = intAttrOr(op, "transB", 0) != 0;
   auto gemm = [&](Value l, Value r, bool tl, bool tr) {
     return g.op("Gemm", {l, r}, {g.floatAttr("alpha", alpha), g.intAttr("transA", tl),
                                   g.intAttr("transB", tr)});
@@ -538,7 +520,7 @@ mlir::LogicalResult gradGemm(GradBuilder& g, mlir::Operation* op, Dy dy, Needed 
 // Softmax along `axis`: dx = y * (dy - sum(dy * y, axis)).
 mlir::LogicalResult gradSoftmax(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value y = op->getResult(0);
-  int64_t axis = normAxis(intOf(op, "axis", -1), (int64_t)shapeOf(y).size());
+  int64_t axis = normAxis(intAttrOr(op, "axis", -1), (int64_t)shapeOf(y).size());
   Value s = g.reduceSum(g.mul(dy[0], y), {axis}, true);
   dx[0] = g.mul(y, g.sub(dy[0], s));
   return mlir::success();
@@ -547,7 +529,7 @@ mlir::LogicalResult gradSoftmax(GradBuilder& g, mlir::Operation* op, Dy dy, Need
 // LogSoftmax along `axis`: dx = dy - exp(y) * sum(dy, axis).
 mlir::LogicalResult gradLogSoftmax(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   Value y = op->getResult(0);
-  int64_t axis = normAxis(intOf(op, "axis", -1), (int64_t)shapeOf(y).size());
+  int64_t axis = normAxis(intAttrOr(op, "axis", -1), (int64_t)shapeOf(y).size());
   Value s = g.reduceSum(dy[0], {axis}, true);
   dx[0] = g.sub(dy[0], g.mul(g.op("Exp", {y}), s));
   return mlir::success();
@@ -561,9 +543,9 @@ bool reducedAxes(mlir::Operation* op, int64_t rank, llvm::SmallVector<int64_t>* 
   if (axesOperand) {
     Value a = operandOr(op, 1);
     if (a && !constInts(a, axes)) return false;
-    if (axes->empty() && intOf(op, "noop_with_empty_axes", 0)) return true;
+    if (axes->empty() && intAttrOr(op, "noop_with_empty_axes", 0)) return true;
   } else {
-    *axes = intsOf(op, "axes");
+    *axes = intsAttr(op, "axes");
   }
   if (axes->empty())
     for (int64_t i = 0; i < rank; ++i) axes->push_back(i);
@@ -645,9 +627,9 @@ mlir::LogicalResult gradLayerNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
   Value x = op->getOperand(0), scale = op->getOperand(1), bias = operandOr(op, 2);
   if (!dy[0]) return g.error("LayerNormalization: only the gradient of output 0 is supported");
   llvm::SmallVector<int64_t> xs = shapeOf(x), axes;
-  const int64_t rank = (int64_t)xs.size(), axis = normAxis(intOf(op, "axis", -1), rank);
+  const int64_t rank = (int64_t)xs.size(), axis = normAxis(intAttrOr(op, "axis", -1), rank);
   for (int64_t i = axis; i < rank; ++i) axes.push_back(i);
-  const double eps = floatOf(op, "epsilon", 1e-5);
+  const double eps = floatAttrOr(op, "epsilon", 1e-5);
   Value xc = g.sub(x, g.reduceMean(x, axes, true));
   Value rstd = g.op("Reciprocal",
                     {g.op("Sqrt", {g.addS(g.reduceMean(g.mul(xc, xc), axes, true), eps)})});
@@ -668,7 +650,7 @@ mlir::LogicalResult gradLayerNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
 //   dmean = -dbias * scale * inv;  dvar = -0.5 * sum(dy * (x - mean)) * scale * inv^3.
 mlir::LogicalResult gradBatchNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need,
                                   Dx dx) {
-  if (intOf(op, "training_mode", 0) != 0)
+  if (intAttrOr(op, "training_mode", 0) != 0)
     return g.error("BatchNormalization: no gradient in training mode (only the inference form "
                    "is differentiated)");
   Value x = op->getOperand(0), scale = op->getOperand(1), mean = op->getOperand(3),
@@ -677,7 +659,7 @@ mlir::LogicalResult gradBatchNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
   bshape[1] = xs[1];
   for (int64_t i = 0; i < (int64_t)xs.size(); ++i)
     if (i != 1) other.push_back(i);
-  const double eps = floatOf(op, "epsilon", 1e-5);
+  const double eps = floatAttrOr(op, "epsilon", 1e-5);
   Value inv = g.op("Reciprocal", {g.op("Sqrt", {g.addS(var, eps)})});
   Value si = g.mul(scale, inv);  // [C]
   Value xc = g.sub(x, g.reshape(mean, bshape));
@@ -706,7 +688,7 @@ mlir::LogicalResult gradExpand(GradBuilder& g, mlir::Operation* op, Dy dy, Neede
 
 mlir::LogicalResult gradTranspose(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
   const int64_t rank = (int64_t)shapeOf(op->getOperand(0)).size();
-  llvm::SmallVector<int64_t> perm = intsOf(op, "perm"), inv(rank);
+  llvm::SmallVector<int64_t> perm = intsAttr(op, "perm"), inv(rank);
   if (perm.empty())
     for (int64_t i = 0; i < rank; ++i) perm.push_back(rank - 1 - i);
   for (int64_t i = 0; i < rank; ++i) inv[perm[i]] = i;
@@ -716,7 +698,8 @@ mlir::LogicalResult gradTranspose(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
 
 // Concat: the gradient splits back into the operands' extents along the axis.
 mlir::LogicalResult gradConcat(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
-  const int64_t rank = (int64_t)shapeOf(dy[0]).size(), axis = normAxis(intOf(op, "axis", 0), rank);
+  const int64_t rank = (int64_t)shapeOf(dy[0]).size(),
+                axis = normAxis(intAttrOr(op, "axis", 0), rank);
   llvm::SmallVector<int64_t> sizes;
   for (Value v : op->getOperands()) sizes.push_back(shapeOf(v)[axis]);
   if (sizes.size() == 1) {
@@ -734,7 +717,7 @@ mlir::LogicalResult gradConcat(GradBuilder& g, mlir::Operation* op, Dy dy, Neede
 mlir::LogicalResult gradSplit(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
   if (!need[0]) return mlir::success();
   const int64_t rank = (int64_t)shapeOf(op->getOperand(0)).size(),
-                axis = normAxis(intOf(op, "axis", 0), rank);
+                axis = normAxis(intAttrOr(op, "axis", 0), rank);
   llvm::SmallVector<Value> parts;
   for (unsigned i = 0; i < op->getNumResults(); ++i)
     parts.push_back(dy[i] ? dy[i] : g.zeros(op->getResult(i).getType()));
@@ -772,8 +755,8 @@ mlir::LogicalResult gradPad(GradBuilder& g, mlir::Operation* op, Dy dy, Needed n
   if (!need[0]) return mlir::success();
   llvm::SmallVector<int64_t> xs = shapeOf(op->getOperand(0)), pads, starts, ends, axes;
   const int64_t rank = (int64_t)xs.size();
-  if (strOf(op, "mode", "constant") != "constant")
-    return g.error("Pad: no gradient for mode '" + strOf(op, "mode", "constant") + "' yet");
+  if (strAttrOr(op, "mode", "constant") != "constant")
+    return g.error("Pad: no gradient for mode '" + strAttrOr(op, "mode", "constant") + "' yet");
   if (!constInts(op->getOperand(1), &pads) || (int64_t)pads.size() != 2 * rank ||
       llvm::any_of(pads, [](int64_t p) { return p < 0; }))
     return g.error("Pad: no gradient with non-constant or negative pads");
@@ -807,7 +790,7 @@ mlir::LogicalResult gradGather(GradBuilder& g, mlir::Operation* op, Dy dy, Neede
   if (!need[0]) return mlir::success();
   Value data = op->getOperand(0), idx = op->getOperand(1);
   llvm::SmallVector<int64_t> xs = shapeOf(data), is = shapeOf(idx);
-  if (normAxis(intOf(op, "axis", 0), (int64_t)xs.size()) != 0)
+  if (normAxis(intAttrOr(op, "axis", 0), (int64_t)xs.size()) != 0)
     return g.error("Gather: no gradient along an axis other than 0 yet");
   int64_t n = 1;
   for (int64_t d : is) n *= d;
@@ -831,7 +814,7 @@ mlir::LogicalResult gradEmbeddingBag(GradBuilder& g, mlir::Operation* op, Dy dy,
                                  op->getOperand(3), dy[0]};
   // createTandemOp drops a trailing absent operand, so a fifth one is the weights.
   if (op->getNumOperands() > 4) in.push_back(op->getOperand(4));
-  dx[0] = g.op("EmbeddingBagGrad", in, {g.strAttr("mode", strOf(op, "mode", "sum"))});
+  dx[0] = g.op("EmbeddingBagGrad", in, {g.strAttr("mode", strAttrOr(op, "mode", "sum"))});
   return mlir::success();
 }
 
@@ -843,8 +826,8 @@ llvm::SmallVector<int64_t> explicitPads(mlir::Operation* op, llvm::ArrayRef<int6
                                         llvm::ArrayRef<int64_t> k, llvm::ArrayRef<int64_t> s,
                                         llvm::ArrayRef<int64_t> d) {
   const size_t n = in.size();
-  std::string autoPad = strOf(op, "auto_pad", "NOTSET");
-  llvm::SmallVector<int64_t> pads = intsOf(op, "pads");
+  std::string autoPad = strAttrOr(op, "auto_pad", "NOTSET");
+  llvm::SmallVector<int64_t> pads = intsAttr(op, "pads");
   if (autoPad == "NOTSET" && pads.size() == 2 * n) return pads;
   pads.assign(2 * n, 0);
   if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER") return pads;
@@ -874,12 +857,12 @@ mlir::LogicalResult gradConv(GradBuilder& g, mlir::Operation* op, Dy dy, Needed 
   Value x = op->getOperand(0), w = op->getOperand(1), d = dy[0];
   llvm::SmallVector<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(d);
   const size_t sp = xs.size() - 2;
-  const int64_t N = xs[0], C = xs[1], M = ws[0], G = intOf(op, "group", 1);
+  const int64_t N = xs[0], C = xs[1], M = ws[0], G = intAttrOr(op, "group", 1);
   const int64_t Cg = C / G, Mg = M / G;
   llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end()),
       out(ys.begin() + 2, ys.end());
-  llvm::SmallVector<int64_t> s = orOnes(intsOf(op, "strides"), sp),
-                             dil = orOnes(intsOf(op, "dilations"), sp);
+  llvm::SmallVector<int64_t> s = orOnes(intsAttr(op, "strides"), sp),
+                             dil = orOnes(intsAttr(op, "dilations"), sp);
   llvm::SmallVector<int64_t> pads = explicitPads(op, in, k, s, dil);
   if (Value b = operandOr(op, 2); b && need.size() > 2 && need[2]) {
     llvm::SmallVector<int64_t> axes = {0};
@@ -949,10 +932,11 @@ mlir::LogicalResult gradAveragePool(GradBuilder& g, mlir::Operation* op, Dy dy, 
   llvm::SmallVector<int64_t> xs = shapeOf(x), ys = shapeOf(d);
   const size_t sp = xs.size() - 2;
   llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), out(ys.begin() + 2, ys.end());
-  llvm::SmallVector<int64_t> k = intsOf(op, "kernel_shape"), s = orOnes(intsOf(op, "strides"), sp),
+  llvm::SmallVector<int64_t> k = intsAttr(op, "kernel_shape"),
+                             s = orOnes(intsAttr(op, "strides"), sp),
                              ones(sp, 1);
   llvm::SmallVector<int64_t> pads = explicitPads(op, in, k, s, ones);
-  const bool includePad = intOf(op, "count_include_pad", 0) != 0;
+  const bool includePad = intAttrOr(op, "count_include_pad", 0) != 0;
   // The count map, [1, 1, O..]: per spatial dim the window [o*s - p, o*s - p + k) clipped to
   // the input or padded input, the product over dims.
   int64_t nOut = 1;

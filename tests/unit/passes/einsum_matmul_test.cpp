@@ -8,16 +8,12 @@
 
 #include <cmath>
 #include <ostream>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "compiler/Compiler.h"
-#include "frontend/OnnxImporter.h"
-#include "mlir/IR/MLIRContext.h"
 #include "runtime/Einsum.h"
-#include "runtime/Executable.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/passes/compile_run_util.h"
 
 namespace tandem {
 namespace {
@@ -77,43 +73,25 @@ TEST_P(EinsumMatMul, MatchesTheEquation) {
   stringAttr(m.node("Einsum", {"a", "b"}, {"y"}, "einsum"), "equation", c.equation);
   m.output("y");
 
-  mlir::MLIRContext ctx;
-  loadTandemDialects(&ctx);
-  std::string err;
-  auto module = importOnnxBytes(&ctx, m.bytes(), "einsum.onnx", {}, &err);
-  ASSERT_TRUE(module) << err;
-  CompileResult compiled;
-  ASSERT_TRUE(mlir::succeeded(compileModule(*module, CompileOptions{}, &compiled)));
+  Tensor a = passtest::randomTensor(Shape(c.a), 7), b = passtest::randomTensor(Shape(c.b), 8);
+  auto values = [](const Tensor& t) {
+    return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
+  };
+  std::vector<int64_t> outShape;
+  std::vector<double> want = naiveEinsum(c.equation, {c.a, c.b}, values(a), values(b), &outShape);
+  passtest::CompiledRun run = passtest::compileAndRunOnnx(m.bytes(), "einsum.onnx", {a, b});
   int einsums = 0, matmuls = 0;
-  for (const auto& s : compiled.plan.steps()) {
+  for (const auto& s : run.plan.steps()) {
     einsums += s.op_type() == "Einsum";
     matmuls += s.op_type() == "MatMul";
   }
   EXPECT_EQ(einsums, c.rewritten ? 0 : 1) << c.equation;
   EXPECT_EQ(matmuls, c.rewritten ? 1 : 0) << c.equation;
-
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> u(-1, 1);
-  auto fill = [&](const std::vector<int64_t>& shape) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::vector<float> v(n);
-    for (float& x : v) x = u(rng);
-    return v;
-  };
-  std::vector<float> a = fill(c.a), b = fill(c.b);
-  std::vector<int64_t> outShape;
-  std::vector<double> want = naiveEinsum(c.equation, {c.a, c.b}, a, b, &outShape);
-
-  std::unique_ptr<Executable> exe;
-  Status st = Executable::load(std::move(compiled.plan), LoadOptions{}, &exe);
-  ASSERT_TRUE(st.isOk()) << st.message();
-  std::vector<Tensor> outs;
-  st = exe->run({Tensor::fromVector<float>(Shape(c.a), a), Tensor::fromVector<float>(Shape(c.b), b)}, &outs);
-  ASSERT_TRUE(st.isOk()) << st.message();
-  ASSERT_EQ(outs[0].shape(), Shape(outShape)) << c.equation;
+  ASSERT_EQ(run.outputs.size(), 1u);
+  ASSERT_EQ(run.outputs[0].shape(), Shape(outShape)) << c.equation;
   for (size_t i = 0; i < want.size(); ++i)
-    ASSERT_NEAR(outs[0].data<float>()[i], want[i], 1e-5 * (1 + std::fabs(want[i]))) << c.equation << " at " << i;
+    ASSERT_NEAR(run.outputs[0].data<float>()[i], want[i], 1e-5 * (1 + std::fabs(want[i])))
+        << c.equation << " at " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(

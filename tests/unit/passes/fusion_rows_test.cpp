@@ -3,24 +3,15 @@
 // the row kernel (add-layernorm, reduction, softmax) and copy the cheap shared producer.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <map>
-#include <random>
 
 #include "frontend/GraphBuilder.h"
-#include "tools/driver/Driver.h"
+#include "tests/unit/passes/compile_run_util.h"
 
 using namespace tandem;
+using passtest::randomTensor;
 
 namespace {
-
-Tensor randomTensor(Shape s, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(numElements(s));
-  for (float& x : v) x = u(rng);
-  return Tensor::fromVector<float>(s, v);
-}
 
 // Rows longer than one 512-float chunk and enough elements for the threaded path.
 constexpr int64_t kRows = 16, kCols = 700;
@@ -54,35 +45,14 @@ mlir::OwningOpRef<mlir::ModuleOp> buildModel(GraphBuilder& g) {
   return module;
 }
 
-struct Compiled {
-  plan::Plan plan;
-  std::vector<Tensor> outputs;
-  std::vector<std::string> impls;
-  std::string log;
-};
-
-Compiled compileAndRun(bool fuse) {
+passtest::CompiledRun compileAndRun(bool fuse) {
   GraphBuilder g;
   auto module = buildModel(g);
   CompileOptions co;
-  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
   co.fuse = fuse;
-  Compiled run;
-  CompileResult r;
-  Status st = compileModuleToPlan(*module, co, &r);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  run.plan = r.plan;
-  run.log = r.placementLogText;
-  std::unique_ptr<Executable> exe;
-  st = Executable::load(r.plan, LoadOptions{2}, &exe);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  if (!exe) return run;
   Shape shape = {2, kRows / 2, kCols};
-  st = exe->run({randomTensor(shape, 1), randomTensor(shape, 2), randomTensor(shape, 3)},
-                &run.outputs);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  run.impls = exe->stepImpls();
-  return run;
+  return passtest::compileAndRun(*module, co,
+                                 {randomTensor(shape, 1), randomTensor(shape, 2), randomTensor(shape, 3)});
 }
 
 std::string kindOf(const plan::Step& s) {
@@ -92,19 +62,14 @@ std::string kindOf(const plan::Step& s) {
 }
 
 TEST(FusionRows, SameOutputsAsUnfusedAndRowKernelsRun) {
-  Compiled fused = compileAndRun(true), plain = compileAndRun(false);
+  passtest::CompiledRun fused = compileAndRun(true), plain = compileAndRun(false);
   ASSERT_EQ(fused.outputs.size(), 9u);
   ASSERT_EQ(plain.outputs.size(), fused.outputs.size());
   for (size_t o = 0; o < fused.outputs.size(); ++o) {
     const Tensor& a = fused.outputs[o];
     const Tensor& b = plain.outputs[o];
     ASSERT_EQ(a.shape(), b.shape()) << "output " << o;
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      double x = a.data<float>()[i], y = b.data<float>()[i];
-      worst = std::max(worst, std::fabs(x - y) / (1e-3 + std::fabs(y)));
-    }
-    EXPECT_LT(worst, 1e-4) << "output " << o;
+    EXPECT_LT(passtest::maxRelDiff(a, b), 1e-4) << "output " << o;
   }
 
   // The fused plan: each group kind once or more, every row group on the row kernel.

@@ -11,15 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <ostream>
-#include <random>
 #include <string>
 #include <vector>
 
-#include "compiler/Compiler.h"
-#include "frontend/OnnxImporter.h"
-#include "mlir/IR/MLIRContext.h"
-#include "runtime/Executable.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/passes/compile_run_util.h"
 
 namespace tandem {
 namespace {
@@ -119,33 +115,18 @@ TEST_P(PadPool, MatchesPadThenPool) {
   intAttr(pool, "ceil_mode", c.ceilMode);
   m.output("y");
 
-  mlir::MLIRContext ctx;
-  loadTandemDialects(&ctx);
-  std::string err;
-  auto module = importOnnxBytes(&ctx, m.bytes(), "pad_pool.onnx", {}, &err);
-  ASSERT_TRUE(module) << err;
-  CompileResult compiled;
-  ASSERT_TRUE(mlir::succeeded(compileModule(*module, CompileOptions{}, &compiled)));
-  int padSteps = 0;
-  for (const auto& s : compiled.plan.steps()) padSteps += s.op_type() == "Pad";
-  EXPECT_EQ(padSteps, c.rewritten ? 0 : 1) << c.name;
-
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(product(c.x));
-  for (float& v : x) v = u(rng);
+  Tensor x = passtest::randomTensor(Shape(c.x), 11);
   std::vector<int64_t> outShape;
-  std::vector<double> want = naive(c, x, &outShape);
-
-  std::unique_ptr<Executable> exe;
-  Status st = Executable::load(std::move(compiled.plan), LoadOptions{}, &exe);
-  ASSERT_TRUE(st.isOk()) << st.message();
-  std::vector<Tensor> outs;
-  st = exe->run({Tensor::fromVector<float>(Shape(c.x), x)}, &outs);
-  ASSERT_TRUE(st.isOk()) << st.message();
-  ASSERT_EQ(outs[0].shape(), Shape(outShape)) << c.name;
+  std::vector<double> want =
+      naive(c, std::vector<float>(x.data<float>(), x.data<float>() + x.numel()), &outShape);
+  passtest::CompiledRun run = passtest::compileAndRunOnnx(m.bytes(), "pad_pool.onnx", {x});
+  int padSteps = 0;
+  for (const auto& s : run.plan.steps()) padSteps += s.op_type() == "Pad";
+  EXPECT_EQ(padSteps, c.rewritten ? 0 : 1) << c.name;
+  ASSERT_EQ(run.outputs.size(), 1u);
+  ASSERT_EQ(run.outputs[0].shape(), Shape(outShape)) << c.name;
   for (size_t i = 0; i < want.size(); ++i)
-    ASSERT_NEAR(outs[0].data<float>()[i], want[i], 1e-5) << c.name << " at " << i;
+    ASSERT_NEAR(run.outputs[0].data<float>()[i], want[i], 1e-5) << c.name << " at " << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -8,23 +8,14 @@
 // the test runs under the capped ISA too (scripts/test.sh).
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <random>
 
 #include "frontend/GraphBuilder.h"
-#include "tools/driver/Driver.h"
+#include "tests/unit/passes/compile_run_util.h"
 
 using namespace tandem;
+using passtest::randomTensor;
 
 namespace {
-
-Tensor randomTensor(Shape s, unsigned seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(numElements(s));
-  for (float& x : v) x = u(rng);
-  return Tensor::fromVector<float>(s, v);
-}
 
 const Shape kInput = {2, 8, 4, 10, 10};
 
@@ -58,29 +49,12 @@ mlir::OwningOpRef<mlir::ModuleOp> buildVideoBlock(GraphBuilder& g) {
   return module;
 }
 
-struct Compiled {
-  plan::Plan plan;
-  std::vector<Tensor> outputs;
-};
-
-Compiled compileAndRun(bool fuse) {
+passtest::CompiledRun compileAndRun(bool fuse) {
   GraphBuilder g;
   auto module = buildVideoBlock(g);
   CompileOptions co;
-  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
   co.fuse = fuse;
-  Compiled run;
-  CompileResult r;
-  Status st = compileModuleToPlan(*module, co, &r);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  run.plan = r.plan;
-  std::unique_ptr<Executable> exe;
-  st = Executable::load(r.plan, LoadOptions{2}, &exe);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  if (!exe) return run;
-  st = exe->run({randomTensor(kInput, 1)}, &run.outputs);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return run;
+  return passtest::compileAndRun(*module, co, {randomTensor(kInput, 1)});
 }
 
 // Steps whose first output the plan keeps in the host layout.
@@ -93,18 +67,14 @@ int blockedSteps(const plan::Plan& p) {
 }
 
 TEST(VideoLayout, FiveDimensionalValuesStayInTheHostLayoutAndMatchThePlainPlan) {
-  Compiled fused = compileAndRun(true), plain = compileAndRun(false);
+  passtest::CompiledRun fused = compileAndRun(true), plain = compileAndRun(false);
   ASSERT_EQ(fused.outputs.size(), 2u);
   ASSERT_EQ(plain.outputs.size(), 2u);
   for (size_t o = 0; o < fused.outputs.size(); ++o) {
     const Tensor& a = fused.outputs[o];
     const Tensor& b = plain.outputs[o];
     ASSERT_EQ(a.shape(), b.shape()) << "output " << o;
-    double worst = 0;
-    for (int64_t i = 0; i < a.numel(); ++i)
-      worst = std::max(worst, std::fabs(double(a.data<float>()[i]) - b.data<float>()[i]) /
-                                  (1e-3 + std::fabs(double(b.data<float>()[i]))));
-    EXPECT_LT(worst, 1e-4) << "output " << o;
+    EXPECT_LT(passtest::maxRelDiff(a, b), 1e-4) << "output " << o;
   }
   // The conv-epilogue (Conv + BatchNormalization + Relu), the pool, both branches, the Concat
   // and the scale; the residual conv's result is returned, so it is written plain.
