@@ -18,6 +18,19 @@ gradient), not noise, whose RoIs all look alike and tie; ViT's zero-initialised 
   lraspp              segmentation: MobileNetV3 + LR-ASPP head, bilinear Resize x8 (256x256)
   deeplabv3_mnv3      segmentation: MobileNetV3 + ASPP (dilated convolutions), bilinear Resize
   r3d_18              video: 3-D convolutions over [1, 3, 8, 112, 112]
+  mc3_18, r2plus1d_18 video: mixed 3-D / 2-D convolutions, (2+1)-D factorised convolutions
+  s3d                 video: separable 3-D Inception blocks over [1, 3, 16, 224, 224], 5-D
+                      channel Concats and ceil_mode 3-D pools (opset 17)
+  alexnet, vgg11_bn   plain stacks: large 11x11 / 3x3 convolutions, three big Gemms (opset 17)
+  mobilenet_v2        inverted residuals, depthwise 3x3, Clip(0, 6) (opset 17)
+  resnext50           grouped 3x3 convolutions (32 groups) in a ResNet-50 (opset 17)
+  efficientnet_v2_s   fused-MBConv (full 3x3) then MBConv with squeeze-excitation (opset 17)
+  inception_v3        299x299: 1x7 / 7x1 factorised convolutions, Pad + AveragePool branches
+                      (avg_pool2d counting its padding), four-way Concats (opset 17); its
+                      logits reach ~8 and PyTorch's own f32 output is 2e-4 from float64, Tandem's
+                      3e-4 (any kernel order): compare with --atol 1e-3
+  maxvit_t            multi-axis attention: MBConv, block and grid attention with relative
+                      position bias, Einsum (opset 17)
   swin_t              shifted-window attention (opset 14): 5-D broadcast masks, Roll as Slices
   vit_s16             vision transformer (4 layers, width 384, 6 heads, opset 14): LayerNorm,
                       GELU (Erf), batched attention MatMuls
@@ -520,6 +533,16 @@ FAMILIES = {
         weights=None, weights_backbone=None, aux_loss=False), [image(256)], 13),
     "r3d_18": lambda: (M.video.r3d_18(), [torch.randn(1, 3, 8, 112, 112)], 13),
     "swin_t": lambda: (M.swin_t(), [image()], 14),
+    "mc3_18": lambda: (M.video.mc3_18(), [torch.randn(1, 3, 8, 112, 112)], 17),
+    "r2plus1d_18": lambda: (M.video.r2plus1d_18(), [torch.randn(1, 3, 8, 112, 112)], 17),
+    "s3d": lambda: (M.video.s3d(), [torch.randn(1, 3, 16, 224, 224)], 17),
+    "alexnet": lambda: (M.alexnet(), [image()], 17),
+    "vgg11_bn": lambda: (M.vgg11_bn(), [image()], 17),
+    "mobilenet_v2": lambda: (M.mobilenet_v2(), [image()], 17),
+    "resnext50": lambda: (M.resnext50_32x4d(), [image()], 17),
+    "efficientnet_v2_s": lambda: (M.efficientnet_v2_s(), [image()], 17),
+    "inception_v3": lambda: (M.inception_v3(init_weights=True, aux_logits=False), [image(299)], 17),
+    "maxvit_t": lambda: (M.maxvit_t(), [image()], 17),
     "ssdlite": lambda: (M.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None),
                         [[torch.rand(3, 320, 320)]], 13),
     "fasterrcnn": lambda: (M.detection.fasterrcnn_mobilenet_v3_large_320_fpn(
