@@ -840,11 +840,6 @@ llvm::SmallVector<int64_t> explicitPads(mlir::Operation* op, llvm::ArrayRef<int6
   return pads;
 }
 
-llvm::SmallVector<int64_t> orOnes(llvm::SmallVector<int64_t> v, size_t n) {
-  if (v.empty()) v.assign(n, 1);
-  return v;
-}
-
 // Conv-11 (N-D, groups, strides, pads, dilations), X [N, C, D..], W [M, C/G, k..], Y [N, M, O..]:
 //   dB = dY summed over N and O.
 //   dX = ConvTranspose(dY, W) with the Conv's strides, pads, dilations and groups, and the
@@ -861,8 +856,8 @@ mlir::LogicalResult gradConv(GradBuilder& g, mlir::Operation* op, Dy dy, Needed 
   const int64_t Cg = C / G, Mg = M / G;
   llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end()),
       out(ys.begin() + 2, ys.end());
-  llvm::SmallVector<int64_t> s = orOnes(intsAttr(op, "strides"), sp),
-                             dil = orOnes(intsAttr(op, "dilations"), sp);
+  llvm::SmallVector<int64_t> s = intsAttrOr(op, "strides", sp, 1),
+                             dil = intsAttrOr(op, "dilations", sp, 1);
   llvm::SmallVector<int64_t> pads = explicitPads(op, in, k, s, dil);
   if (Value b = operandOr(op, 2); b && need.size() > 2 && need[2]) {
     llvm::SmallVector<int64_t> axes = {0};
@@ -932,8 +927,7 @@ mlir::LogicalResult gradAveragePool(GradBuilder& g, mlir::Operation* op, Dy dy, 
   llvm::SmallVector<int64_t> xs = shapeOf(x), ys = shapeOf(d);
   const size_t sp = xs.size() - 2;
   llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), out(ys.begin() + 2, ys.end());
-  llvm::SmallVector<int64_t> k = intsAttr(op, "kernel_shape"),
-                             s = orOnes(intsAttr(op, "strides"), sp),
+  llvm::SmallVector<int64_t> k = intsAttr(op, "kernel_shape"), s = intsAttrOr(op, "strides", sp, 1),
                              ones(sp, 1);
   llvm::SmallVector<int64_t> pads = explicitPads(op, in, k, s, ones);
   const bool includePad = intAttrOr(op, "count_include_pad", 0) != 0;
