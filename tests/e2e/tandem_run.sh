@@ -68,6 +68,7 @@ assert j["pass"] is True and j["outputs"][0]["pass"] is True, j
 assert j["outputs"][0]["shape"] == [1, 10] and j["outputs"][0]["max_abs_err"] < 1e-4, j
 assert [d["name"] for d in j["devices"]] == ["cpu"] and j["devices"][0]["peak_bytes"] > 0, j
 assert len(j["steps"]) > 0 and all(s["ms"] >= 0 for s in j["steps"]), j
+assert j["step_runs"] == 5, j  # --step-times: as many profiled runs as --iterations
 assert 0 < j["load_ms"] < 60000, j  # the plan's load, timed apart from the runs
 PY
   then echo "ok: $m --json"; else echo "FAIL: $m --json (exit $code)"; cat "$work/$m.json" | head -30; fails=$((fails+1)); fi

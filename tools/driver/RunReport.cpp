@@ -1,4 +1,4 @@
-// Runs a loaded Executable: warm-up, timed runs, an optional profiled run, output checks, and
+// Runs a loaded Executable: warm-up, timed runs, optional profiled runs, output checks, and
 // the text or JSON report (RunReport.h).
 #include "tools/driver/RunReport.h"
 
@@ -62,8 +62,9 @@ void addRunFlags(CLI::App* cmd, RunFlags& f) {
   cmd->add_option("--threads", f.threads, "Intra-op threads (0 = auto: the cores not busy with other processes)")
       ->check(threadCountCheck())->capture_default_str();
   cmd->add_flag("--step-times", f.stepTimes,
-                "Per-step times (device, kernel) from one extra, untimed, profiled run; a dynamic "
-                "region's eager ops follow its line, summed per op type");
+                "Per-step times (device, kernel): each step's median over as many extra, untimed, "
+                "profiled runs as --iterations; a dynamic region's eager ops (from the run of its "
+                "median) follow its line, summed per op type");
   cmd->add_option("--gpu-memory-fraction", f.gpuMemoryFraction,
                   "Preallocate this fraction of each GPU's memory (0 < F <= 1); default: grow on demand")
       ->check(fractionCheck());
@@ -207,6 +208,25 @@ void printRegionOps(const StepTiming& s) {
 
 }  // namespace
 
+std::vector<StepTiming> medianSteps(const std::vector<RunStats>& runs) {
+  if (runs.empty()) return {};
+  const size_t steps = runs.front().steps.size();
+  for (const RunStats& r : runs)
+    if (r.steps.size() != steps) return runs.front().steps;  // a plan's steps are fixed
+  std::vector<StepTiming> out;
+  out.reserve(steps);
+  std::vector<size_t> order(runs.size());
+  for (size_t i = 0; i < steps; ++i) {
+    for (size_t r = 0; r < runs.size(); ++r) order[r] = r;
+    // The upper middle of an even count, by nearest rank, as quantile(v, 0.5): a run's own
+    // sample, so the step's sub-steps (from that run) add up to its time.
+    std::nth_element(order.begin(), order.begin() + runs.size() / 2, order.end(),
+                     [&](size_t a, size_t b) { return runs[a].steps[i].seconds < runs[b].steps[i].seconds; });
+    out.push_back(runs[order[runs.size() / 2]].steps[i]);
+  }
+  return out;
+}
+
 int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOptions& o) {
   auto fail = [&](const std::string& msg) {
     std::fprintf(stderr, "%s: error: %s\n", o.tool.c_str(), msg.c_str());
@@ -243,12 +263,20 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     if (st.isOk()) st = traceFile.commit();
     if (!st.isOk()) return fail(st.message());
   }
-  // Profiling synchronises after every step; its run is extra so the timed ones stay clean.
-  RunStats profiled;
+  // Profiling synchronises after every step; its runs are extra so the timed ones stay clean.
+  // As many as the timed runs, each step reported at its median over them (one profiled run
+  // is a single sample per step, too noisy to compare steps of a small model).
+  std::vector<StepTiming> profiledSteps;
+  int profiledRuns = 0;
   if (o.stepTimes) {
-    std::vector<Tensor> ignored;
-    Status st = exe.run(inputs, &ignored, &profiled, /*profile=*/true);
-    if (!st.isOk()) return fail(o.label + ": " + st.message());
+    std::vector<RunStats> runs(o.iterations);
+    for (RunStats& r : runs) {
+      std::vector<Tensor> ignored;
+      Status st = exe.run(inputs, &ignored, &r, /*profile=*/true);
+      if (!st.isOk()) return fail(o.label + ": " + st.message());
+    }
+    profiledSteps = medianSteps(runs);
+    profiledRuns = o.iterations;
   }
   std::vector<Tensor> expected;
   if (!o.expectDir.empty()) {
@@ -321,8 +349,9 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
     j["outputs"] = jOutputs;
     j["pass"] = expected.empty() ? nlohmann::json() : nlohmann::json(allPass);
     if (o.stepTimes) {
+      j["step_runs"] = profiledRuns;
       j["steps"] = nlohmann::json::array();
-      for (const StepTiming& s : profiled.steps) {
+      for (const StepTiming& s : profiledSteps) {
         nlohmann::json step = {{"name", s.name}, {"op_type", s.opType}, {"device", s.device},
                                {"impl", s.impl}, {"ms", s.seconds * 1e3}};
         if (!s.subSteps.empty()) {
@@ -349,8 +378,11 @@ int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOpt
       peak += (peak.empty() ? "" : ", ") + dev + " " + std::to_string(bytes) + " bytes";
     std::printf("peak memory: %s\n", peak.c_str());
     if (o.stepTimes) {
-      std::printf("step times (one extra, profiled run):\n");
-      for (const StepTiming& s : profiled.steps) {
+      if (profiledRuns == 1)
+        std::printf("step times (one extra, profiled run):\n");
+      else
+        std::printf("step times (median of %d extra, profiled runs):\n", profiledRuns);
+      for (const StepTiming& s : profiledSteps) {
         std::printf("  %-28s %-20s %-8s %-40s %9.3f ms\n", s.name.c_str(), s.opType.c_str(),
                     s.device.c_str(), s.impl.c_str(), s.seconds * 1e3);
         printRegionOps(s);

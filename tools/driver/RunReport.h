@@ -63,7 +63,7 @@ struct RunReportOptions {
   int iterations = 1;           // timed runs, >= 1
   int warmup = -1;              // untimed runs first; -1: 1 when iterations > 1, else 0
   bool threadsAuto = true;      // LoadOptions::threads was 0 (said in the text report)
-  bool stepTimes = false;       // one extra, untimed, profiled run: per-step times
+  bool stepTimes = false;       // `iterations` extra, untimed, profiled runs: per-step medians
   std::string tracePath;        // "" or a Chrome trace file (runtime/Trace.h) of the timed runs,
                                 // which are then profiled (synchronised after every step)
   bool json = false;            // one JSON object on stdout instead of the text report
@@ -74,21 +74,29 @@ struct RunReportOptions {
 /// Runs `exe` warmup + iterations times on `inputs` (plan order; empty: random inputs of the
 /// declared types, seed 42), compares the last outputs with opts.expectDir if given, and prints
 /// the report to stdout: text (outputs with checksum and errors, latency median/min/p90, peak
-/// memory, step times, PASS/FAIL, the load time when opts.loadSeconds >= 0) or, with opts.json, one object
+/// memory, step times (with opts.stepTimes: after the timed runs, opts.iterations more, profiled
+/// ones, each step at its median over them; medianSteps), PASS/FAIL, the load time when
+/// opts.loadSeconds >= 0) or, with opts.json, one object
 /// (with "trace": path when opts.tracePath is set; the trace file is opened before the first run,
 /// so an unwritable path fails before any run, and committed after the last):
 ///   {"tool", "model", "inputs", "threads", "iterations", "warmup", ["load_ms"],
 ///    "latency_ms": {"median", "min", "p90", "max", "mean"}, "runs_ms": [...],
 ///    "devices": [{"name", "peak_bytes"}], "outputs": [{"name", "dtype", "shape", "checksum",
 ///    ["max_abs_err", "max_rel_err", "pass", "reason"]}], "pass": bool or null,
-///    "steps": [{"name", "op_type", "device", "impl", "ms", ["sub_steps": [{"name", "op_type",
-///    "impl", "ms"}]]}] (with stepTimes; sub_steps: a DynamicRegion's eager ops), "notes": [...]}
+///    "step_runs": N, "steps": [{"name", "op_type", "device", "impl", "ms", ["sub_steps": [{"name",
+///    "op_type", "impl", "ms"}]]}] (with stepTimes; sub_steps: a DynamicRegion's eager ops),
+///    "notes": [...]}
 /// In the text report a DynamicRegion's line is followed by its eager ops summed per op type,
 /// the slowest first.
 /// Errors go to stderr as "<tool>: error: ..." (a failed run, unreadable reference files, a
 /// reference count that differs from the outputs). Returns the exit code: 0 ok (and PASS when
 /// checked), 1 error or FAIL.
 int runAndReport(Executable& exe, std::vector<Tensor> inputs, const RunReportOptions& opts);
+/// Each step of the profiled `runs` (RunStats::steps, one plan's, so the same steps in each) at
+/// its median over them: the step as timed in the run whose time for it is the median (the upper
+/// middle one of an even count, as quantile(v, 0.5)), so its sub-steps are that run's and add up
+/// to it. Empty for no runs; runs whose step counts differ give the first run's steps.
+std::vector<StepTiming> medianSteps(const std::vector<RunStats>& runs);
 /// RunReportOptions from the flags, for `tool` running `label`.
 RunReportOptions reportOptionsFor(const RunFlags& flags, const std::string& tool, const std::string& label);
 

@@ -1,5 +1,6 @@
 // Driver tests: output comparison (the PASS/FAIL of `tandem run --expect`), atomic writes,
-// test-data directories, which given inputs a plan folds (shape operands) and which it keeps.
+// test-data directories, which given inputs a plan folds (shape operands) and which it keeps,
+// per-step medians of profiled runs (`--step-times`).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <set>
 
 #include "tools/driver/Driver.h"
+#include "tools/driver/RunReport.h"
 
 using namespace tandem;
 
@@ -32,6 +34,36 @@ TEST(Compare, ShapeDtypeAndNaN) {
   EXPECT_EQ(c.reason, "shape [2] != expected [1,2]");
   c = compareTensors(Tensor::fromVector<int64_t>({1}, {1}), Tensor::fromVector<float>({1}, {1}), 1, 1);
   EXPECT_EQ(c.reason, "dtype i64 != expected f32");
+}
+
+// Each step at its own median run: step 0's median is run 2's sample, step 1's run 0's; a
+// step's sub-steps come from the run its time does, so they add up to it.
+TEST(MedianSteps, EachStepFromItsMedianRun) {
+  auto run = [](double a, double b, double sub) {
+    RunStats r;
+    r.steps.resize(2);
+    r.steps[0].name = "conv";
+    r.steps[0].seconds = a;
+    r.steps[1].name = "region";
+    r.steps[1].seconds = b;
+    r.steps[1].subSteps.resize(1);
+    r.steps[1].subSteps[0].seconds = sub;
+    return r;
+  };
+  std::vector<RunStats> runs = {run(5, 2, 2), run(1, 9, 9), run(3, 1, 1)};
+  std::vector<StepTiming> m = medianSteps(runs);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[0].name, "conv");
+  EXPECT_EQ(m[0].seconds, 3);
+  EXPECT_EQ(m[1].seconds, 2);
+  ASSERT_EQ(m[1].subSteps.size(), 1u);
+  EXPECT_EQ(m[1].subSteps[0].seconds, 2);
+  // An even count takes the upper middle sample (as quantile(v, 0.5)); one run is itself.
+  runs.push_back(run(4, 3, 3));
+  EXPECT_EQ(medianSteps(runs)[0].seconds, 4);
+  EXPECT_EQ(medianSteps(runs)[1].seconds, 3);
+  EXPECT_EQ(medianSteps({run(7, 8, 8)})[1].seconds, 8);
+  EXPECT_TRUE(medianSteps({}).empty());
 }
 
 TEST(Checksum, SumsEveryDtype) {
