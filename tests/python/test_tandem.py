@@ -39,10 +39,11 @@ def all_dtypes_feeds():
 
 
 def cli_json(*args):
-    """`tandem ARGS --json`: the report object (a "run-time inputs:" line may come first)."""
+    """`tandem ARGS --json`: the report object, the whole of stdout (the "run-time inputs"
+    line goes to stderr then)."""
     out = subprocess.run([CLI, *args, "--json"], check=True, capture_output=True, text=True,
                          env=dict(os.environ)).stdout
-    return json.loads(out[out.index("{"):])
+    return json.loads(out)
 
 
 class Unit(unittest.TestCase):

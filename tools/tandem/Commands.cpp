@@ -344,7 +344,9 @@ int runRun(const RunOptionsCli& options) {
     for (size_t i = 0; i < m.exe->inputNames().size(); ++i)
       in += (i ? ", " : "") + m.exe->inputNames()[i] + " " +
             std::string(dtypeName(m.exe->inputTypes()[i].dtype)) + shapeToString(m.exe->inputTypes()[i].shape);
-    std::printf("run-time inputs: %s\n", in.empty() ? "none" : in.c_str());
+    // With --json, stdout is the one JSON object: the line goes to stderr, as a note.
+    if (f.json) std::fprintf(stderr, "tandem: note: run-time inputs: %s\n", in.empty() ? "none" : in.c_str());
+    else std::printf("run-time inputs: %s\n", in.empty() ? "none" : in.c_str());
   }
   int measured = 0;
   for (const StepTuning& t : m.exe->tuning()) measured += t.source == StepTuning::Source::Measured;
