@@ -16,7 +16,9 @@ namespace tandem {
 /// LoadOptions::tuning.
 ///   Measure: a step with variants takes the fastest of the cache's times; on a miss each
 ///            variant is created and timed (1 warm-up, then the median of >= 3 runs, more while
-///            under 30 ms), and the times are written to the cache.
+///            under 30 ms), and the times are written to the cache. Before each timed run the
+///            caches are left as the rest of a plan larger than L2 would leave them
+///            (setPlanBytes): the step's inputs warm, its weights displaced.
 ///   Cached:  the cache's choice; a miss keeps the built-in heuristic, nothing is measured.
 ///   Off:     the built-in heuristic, no cache read or written.
 ///   Default: $TANDEM_TUNING ("measure", "cached" or "off"), Measure when unset.
@@ -49,6 +51,8 @@ struct StepTuning {
   std::string choice;                      // the variant built; "" = the heuristic's
   Source source = Source::Heuristic;
   std::string impl;                        // implName() of the kernel built
+  bool weightsCold = false;                // measured now, each run after the caches were
+                                           // displaced (KernelTuner::setPlanBytes)
 };
 
 /// The key under which the placer looks up a CPU step's time (compiler/placement/CostModel.h,
@@ -82,6 +86,18 @@ class KernelTuner {
                 const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs,
                 std::unique_ptr<Kernel>* out);
 
+  /// The bytes one run of the plan touches on the host (its host arena and constants). Where
+  /// that exceeds a core's L2 cache, the rest of the plan displaces a step's weights between
+  /// two of its runs, and a kernel that keeps large packed weights (oneDNN's Winograd holds
+  /// 1.8-4x the filter) reads them from L3 or memory. So measuring a step with at least 64 KiB
+  /// of constants then first reads 64 MiB of a buffer of its own (on the plan's OpenMP
+  /// threads, beyond the last-level cache of most CPUs), then the step's non-constant inputs,
+  /// which their producer has just written, before each timed run. Timed with the weights hot
+  /// instead, oneDNN's Winograd ran diffusion_unet's 3x3 convolutions at 0.15-0.20 ms and won,
+  /// then took 0.22-0.45 ms in the plan, slower than the direct kernel (AMD EPYC Zen 5). The
+  /// buffer lives while the tuner does (the plan's load). 0 (the default): nothing is evicted.
+  void setPlanBytes(int64_t bytes) { planBytes_ = bytes; }
+
   /// Writes the cache when this load measured anything; a failure is a note, not an error.
   void finish();
 
@@ -91,7 +107,7 @@ class KernelTuner {
   Status measure(DeviceBackend& backend, const KernelContext& ctx,
                  const std::vector<std::string>& variants, const std::vector<const Tensor*>& ins,
                  const std::vector<Tensor*>& outs, KernelTimings* t,
-                 std::map<std::string, std::unique_ptr<Kernel>>* built);
+                 std::map<std::string, std::unique_ptr<Kernel>>* built, bool* weightsCold);
   /// Keeps the chosen variant's time under the op's key (stepOpTimingKey) for the placer when
   /// it was measured now or the key has no time yet: a time taken in a whole-plan run
   /// (Executable::recordStepTimes, `tandem tune`) is not replaced by a cache hit's.
@@ -105,6 +121,8 @@ class KernelTuner {
   TimingCache cache_;
   bool loaded_ = false;
   std::vector<StepTuning> report_;
+  int64_t planBytes_ = 0;
+  std::vector<char> evictBuffer_;  // allocated at the first eviction, freed with the tuner
 };
 
 }  // namespace tandem

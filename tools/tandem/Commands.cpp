@@ -503,8 +503,9 @@ int runTune(const TuneOptions& o) {
           const char* src = t.source == StepTuning::Source::Measured ? "measured"
                             : t.source == StepTuning::Source::Cache  ? "cached"
                                                                      : "heuristic";
-          std::printf("  %-40s%s  -> %s (%s) %s\n", t.step.c_str(), line.c_str(),
-                      t.choice.empty() ? "heuristic" : t.choice.c_str(), src, t.impl.c_str());
+          std::printf("  %-40s%s  -> %s (%s%s) %s\n", t.step.c_str(), line.c_str(),
+                      t.choice.empty() ? "heuristic" : t.choice.c_str(), src,
+                      t.weightsCold ? ", weights cold" : "", t.impl.c_str());
         }
         // 3. Every CPU step's time in the plan as it runs (caches warm from the step before, the
         //    chosen variants), for the placer: most steps have no variants to measure above.

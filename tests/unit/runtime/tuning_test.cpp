@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include <omp.h>
 
 #include "runtime/Device.h"
@@ -30,26 +32,27 @@ namespace {
 
 constexpr int64_t K = 64, N = 48;
 
-std::vector<float> weights() {
-  std::vector<float> w(K * N);
-  for (int64_t i = 0; i < K * N; ++i) w[i] = (float)((i * 37 % 101) - 50) / 50.f;
+std::vector<float> weights(int64_t k = K, int64_t n = N) {
+  std::vector<float> w(k * n);
+  for (int64_t i = 0; i < k * n; ++i) w[i] = (float)((i * 37 % 101) - 50) / 50.f;
   return w;
 }
 
-// y = x @ w: x f32[M, 64] input, w f32[64, 48] constant (Gemm, so the AVX2 packed GEMM is a
-// candidate next to oneDNN). The heuristic takes AVX2 for M >= 4 and oneDNN below.
-plan::Plan gemmPlan(int64_t M) {
+// y = x @ w: x f32[M, k] input, w f32[k, n] constant (Gemm, so the AVX2 packed GEMM is a
+// candidate next to oneDNN). The heuristic takes AVX2 for M >= 4 and oneDNN below. The arena
+// is `arenaBytes` where that is more than x and y need.
+plan::Plan gemmPlan(int64_t M, int64_t k = K, int64_t n = N, int64_t arenaBytes = 0) {
   plan::Plan p;
   p.set_version(kPlanVersion);
-  addValue(p, "x", plan::Value::INPUT, {M, K}, 0);
-  plan::Value* w = addValue(p, "w", plan::Value::CONSTANT, {K, N});
+  addValue(p, "x", plan::Value::INPUT, {M, k}, 0);
+  plan::Value* w = addValue(p, "w", plan::Value::CONSTANT, {k, n});
   w->mutable_constant()->set_dtype((int)DType::F32);
-  w->mutable_constant()->add_dims(K);
-  w->mutable_constant()->add_dims(N);
-  std::vector<float> wv = weights();
+  w->mutable_constant()->add_dims(k);
+  w->mutable_constant()->add_dims(n);
+  std::vector<float> wv = weights(k, n);
   w->mutable_constant()->set_raw(std::string((const char*)wv.data(), wv.size() * 4));
-  int64_t yOff = (M * K * 4 + 63) / 64 * 64;
-  addValue(p, "y", plan::Value::INTERMEDIATE, {M, N}, yOff);
+  int64_t yOff = (M * k * 4 + 63) / 64 * 64;
+  addValue(p, "y", plan::Value::INTERMEDIATE, {M, n}, yOff);
   plan::Step* s = p.add_steps();
   s->set_op_type("Gemm");
   s->set_name("fc");
@@ -61,7 +64,7 @@ plan::Plan gemmPlan(int64_t M) {
   p.add_outputs(2);
   plan::Arena* a = p.add_arenas();
   a->set_device("cpu");
-  a->set_bytes(yOff + M * N * 4);
+  a->set_bytes(std::max(yOff + M * n * 4, arenaBytes));
   return p;
 }
 
@@ -536,6 +539,50 @@ TEST_F(Tuning, SmallStepsAreAlsoTimedOnOneThread) {
   auto two = force("dnnl");
   EXPECT_EQ(two->tuning()[0].choice, "dnnl");
   EXPECT_EQ(two->stepImpls()[0].find("@1 thread"), std::string::npos) << two->stepImpls()[0];
+}
+
+// A step is timed with its weights cold (the caches displaced before each run) where the plan
+// is larger than a core's L2 cache and the step holds at least 64 KiB of weights: in the plan,
+// the other steps displace them between two of its runs. Otherwise they stay hot.
+TEST_F(Tuning, LargePlansTimeStepsWithTheirWeightsCold) {
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
+  long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const int64_t big = std::max<int64_t>(l2 > 0 ? l2 : 0, int64_t(1) << 20) * 4;  // > L2
+  auto measured = [&](const plan::Plan& p) {
+    fs::remove_all(dir_);
+    LoadOptions lo;
+    lo.threads = 1;
+    lo.tuning = TuningMode::Measure;
+    lo.tuningCache = cache_;
+    std::unique_ptr<Executable> exe;
+    Status st = Executable::load(p, lo, &exe);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    EXPECT_EQ(exe->tuning().size(), 1u);
+    EXPECT_EQ(exe->tuning()[0].source, StepTuning::Source::Measured);
+    return exe;
+  };
+  // 256 x 128 weights are 128 KiB.
+  EXPECT_TRUE(measured(gemmPlan(8, 256, 128, big))->tuning()[0].weightsCold);
+  EXPECT_FALSE(measured(gemmPlan(8, 256, 128))->tuning()[0].weightsCold) << "plan within L2";
+  EXPECT_FALSE(measured(gemmPlan(8, K, N, big))->tuning()[0].weightsCold) << "12 KiB of weights";
+  // Still the fastest candidate of what was measured, and a run computes x @ w.
+  auto exe = measured(gemmPlan(8, K, N, big));
+  const StepTuning& t = exe->tuning()[0];
+  EXPECT_EQ(t.choice, t.timings.fastest(t.candidates));
+  Tensor x = Tensor::alloc(DType::F32, {8, K});
+  for (int64_t i = 0; i < 8 * K; ++i) x.data<float>()[i] = (float)(i % 3) - 1.f;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(exe->run({x}, &out).isOk());
+  expectXTimesW(x, out[0]);
+  // A cache hit measures nothing.
+  LoadOptions lo;
+  lo.threads = 1;
+  lo.tuning = TuningMode::Measure;
+  lo.tuningCache = cache_;
+  std::unique_ptr<Executable> again;
+  ASSERT_TRUE(Executable::load(gemmPlan(8, K, N, big), lo, &again).isOk());
+  EXPECT_EQ(again->tuning()[0].source, StepTuning::Source::Cache);
+  EXPECT_FALSE(again->tuning()[0].weightsCold);
 }
 
 // Measuring fills a step's non-constant inputs with scratch values; a variable read by a
