@@ -2,8 +2,8 @@
 # the CPU kernel sources and the tuner's (SOURCES, a ;-list) and the oneDNN version
 # (DNNL_VERSION). The kernel timing cache puts it in every key (runtime/TimingCache.h), so a
 # kernel whose code (or timing) changes is measured anew instead of being judged by an older
-# build's times. Run at build time
-# (runtime/CMakeLists.txt: add_custom_command), rewriting OUT only when the id changes.
+# build's times. Run at build time (runtime/CMakeLists.txt: add_custom_command), rewriting OUT
+# only when the id changes.
 set(all "onednn=${DNNL_VERSION}")
 list(SORT SOURCES)
 foreach(f IN LISTS SOURCES)

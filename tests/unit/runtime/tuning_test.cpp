@@ -110,16 +110,18 @@ class Tuning : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  std::unique_ptr<Executable> load(int64_t M, TuningMode mode) {
+  // `p` loaded on `threads` with tuning `mode` and this test's cache file.
+  std::unique_ptr<Executable> loadPlan(const plan::Plan& p, int threads, TuningMode mode) {
     LoadOptions lo;
-    lo.threads = 1;
+    lo.threads = threads;
     lo.tuning = mode;
     lo.tuningCache = cache_;
     std::unique_ptr<Executable> exe;
-    Status st = Executable::load(gemmPlan(M), lo, &exe);
+    Status st = Executable::load(p, lo, &exe);
     EXPECT_TRUE(st.isOk()) << st.message();
     return exe;
   }
+  std::unique_ptr<Executable> load(int64_t M, TuningMode mode) { return loadPlan(gemmPlan(M), 1, mode); }
 
   // The step's cache key, as a measuring load computes it.
   std::string keyOf(int64_t M) {
@@ -486,30 +488,20 @@ TEST_F(Tuning, APlanTimeIsNotReplacedByACacheHit) {
 TEST_F(Tuning, SmallStepsAreAlsoTimedOnOneThread) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one hardware thread";
   if (!avx2::available()) GTEST_SKIP() << "no AVX2: oneDNN is the only Gemm variant";
-  auto loadWith = [&](const plan::Plan& p, int threads, TuningMode mode) {
-    LoadOptions lo;
-    lo.threads = threads;
-    lo.tuning = mode;
-    lo.tuningCache = cache_;
-    std::unique_ptr<Executable> exe;
-    Status st = Executable::load(p, lo, &exe);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    return exe;
-  };
-  auto small = loadWith(gemmPlan(8), 2, TuningMode::Measure);
+  auto small = loadPlan(gemmPlan(8), 2, TuningMode::Measure);
   ASSERT_EQ(small->tuning().size(), 1u);
   EXPECT_EQ(small->tuning()[0].candidates,
             (std::vector<std::string>{"dnnl", "avx2", "dnnl@1t", "avx2@1t"}));
   EXPECT_EQ(small->tuning()[0].timings.seconds.size(), 4u);
   // 4096 x 64 inputs alone are 1 MiB: two threads only.
-  auto large = loadWith(gemmPlan(4096), 2, TuningMode::Measure);
+  auto large = loadPlan(gemmPlan(4096), 2, TuningMode::Measure);
   ASSERT_EQ(large->tuning().size(), 1u);
   EXPECT_EQ(large->tuning()[0].candidates, (std::vector<std::string>{"dnnl", "avx2"}));
   // One thread asked for: nothing to add.
-  auto single = loadWith(gemmPlan(8), 1, TuningMode::Measure);
+  auto single = loadPlan(gemmPlan(8), 1, TuningMode::Measure);
   EXPECT_EQ(single->tuning()[0].candidates, (std::vector<std::string>{"dnnl", "avx2"}));
   // A step without variants: the default kernel on two threads or one.
-  auto relu = loadWith(reluThenFusedPlan(), 2, TuningMode::Measure);
+  auto relu = loadPlan(reluThenFusedPlan(), 2, TuningMode::Measure);
   ASSERT_GE(relu->tuning().size(), 1u);
   EXPECT_EQ(relu->tuning()[0].candidates, (std::vector<std::string>{"default", "default@1t"}));
 
@@ -523,7 +515,7 @@ TEST_F(Tuning, SmallStepsAreAlsoTimedOnOneThread) {
                         {"version", 1},
                         {"entries", {{key, {{"seconds", secs}}}}}};
     std::ofstream(cache_) << j.dump();
-    return loadWith(gemmPlan(8), 2, TuningMode::Cached);
+    return loadPlan(gemmPlan(8), 2, TuningMode::Cached);
   };
   auto one = force("avx2@1t");
   EXPECT_EQ(one->tuning()[0].choice, "avx2@1t");
@@ -550,13 +542,7 @@ TEST_F(Tuning, LargePlansTimeStepsWithTheirWeightsCold) {
   const int64_t big = std::max<int64_t>(l2 > 0 ? l2 : 0, int64_t(1) << 20) * 4;  // > L2
   auto measured = [&](const plan::Plan& p) {
     fs::remove_all(dir_);
-    LoadOptions lo;
-    lo.threads = 1;
-    lo.tuning = TuningMode::Measure;
-    lo.tuningCache = cache_;
-    std::unique_ptr<Executable> exe;
-    Status st = Executable::load(p, lo, &exe);
-    EXPECT_TRUE(st.isOk()) << st.message();
+    auto exe = loadPlan(p, 1, TuningMode::Measure);
     EXPECT_EQ(exe->tuning().size(), 1u);
     EXPECT_EQ(exe->tuning()[0].source, StepTuning::Source::Measured);
     return exe;
@@ -575,12 +561,8 @@ TEST_F(Tuning, LargePlansTimeStepsWithTheirWeightsCold) {
   ASSERT_TRUE(exe->run({x}, &out).isOk());
   expectXTimesW(x, out[0]);
   // A cache hit measures nothing.
-  LoadOptions lo;
-  lo.threads = 1;
-  lo.tuning = TuningMode::Measure;
-  lo.tuningCache = cache_;
-  std::unique_ptr<Executable> again;
-  ASSERT_TRUE(Executable::load(gemmPlan(8, K, N, big), lo, &again).isOk());
+  auto again = loadPlan(gemmPlan(8, K, N, big), 1, TuningMode::Measure);
+  ASSERT_EQ(again->tuning().size(), 1u);
   EXPECT_EQ(again->tuning()[0].source, StepTuning::Source::Cache);
   EXPECT_FALSE(again->tuning()[0].weightsCold);
 }
@@ -605,13 +587,8 @@ TEST_F(Tuning, AVariableReadByAMeasuredStepKeepsItsValue) {
   copy->add_inputs(1);
   copy->add_outputs(3);
   p.mutable_arenas(0)->set_bytes(wOff + K * N * 4);
-  LoadOptions lo;
-  lo.threads = 2;
-  lo.tuning = TuningMode::Measure;
-  lo.tuningCache = cache_;
-  std::unique_ptr<Executable> exe;
-  Status st = Executable::load(p, lo, &exe);
-  ASSERT_TRUE(st.isOk()) << st.message();
+  auto exe = loadPlan(p, 2, TuningMode::Measure);
+  ASSERT_TRUE(exe);
   ASSERT_GE(exe->tuning().size(), 1u);
   ASSERT_EQ(exe->tuning()[0].source, StepTuning::Source::Measured);
   Tensor x = Tensor::alloc(DType::F32, {8, K});
