@@ -333,11 +333,9 @@ Status Executable::load(plan::Plan&& planIn, const LoadOptions& options,
   TANDEM_RETURN_IF_ERROR(m.newRunContext(&first));
   // What one run touches on the host, so the tuner times each step with the caches as the rest
   // of the plan leaves them (KernelTuner::setPlanBytes).
-  int64_t hostBytes = 0;
+  int64_t hostBytes = exe->constantBytes();
   for (const Impl::Arena& a : m.arenas)
     if (a.backend->isHost()) hostBytes += a.bytes;
-  for (const Tensor& c : m.constants)
-    if (c.data<char>()) hostBytes += (int64_t)c.bytes();
   tuner.setPlanBytes(hostBytes);
   m.stepAttrs.resize(m.plan.steps_size());
   for (int si = 0; si < m.plan.steps_size(); ++si)

@@ -141,8 +141,11 @@ constexpr int64_t kEvictMinConstBytes = int64_t(64) << 10;
 constexpr size_t kCacheLine = 64;
 
 int64_t l2CacheBytes() {
-  long n = sysconf(_SC_LEVEL2_CACHE_SIZE);  // glibc; 0 or -1 where unknown
-  return n > 0 ? n : int64_t(1) << 20;
+  static const int64_t bytes = [] {
+    long n = sysconf(_SC_LEVEL2_CACHE_SIZE);  // glibc; 0 or -1 where unknown
+    return n > 0 ? int64_t(n) : int64_t(1) << 20;
+  }();
+  return bytes;
 }
 
 // Reads one word per cache line of [p, p + n), on the calling thread's OpenMP team: every
@@ -275,12 +278,13 @@ Status KernelTuner::measure(DeviceBackend& backend, const KernelContext& ctx,
                             bool* weightsCold) {
   // Arena views only (constants are the real weights): nothing lives in the arena yet.
   auto isConst = [&](size_t i) { return i < ctx.constInputs.size() && ctx.constInputs[i]; };
-  for (size_t i = 0; i < ins.size(); ++i)
-    if (ins[i] && !isConst(i)) fillScratch(const_cast<Tensor*>(ins[i]));
-  // The caches as the rest of the plan leaves them (setPlanBytes), before each timed run.
   int64_t constBytes = 0;
-  for (size_t i = 0; i < ins.size(); ++i)
-    if (ins[i] && isConst(i)) constBytes += (int64_t)ins[i]->bytes();
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (!ins[i]) continue;
+    if (isConst(i)) constBytes += (int64_t)ins[i]->bytes();
+    else fillScratch(const_cast<Tensor*>(ins[i]));
+  }
+  // The caches as the rest of the plan leaves them (setPlanBytes), before each timed run.
   const bool evict = planBytes_ > l2CacheBytes() && constBytes >= kEvictMinConstBytes;
   *weightsCold = evict;
   if (evict && evictBuffer_.empty())
