@@ -196,6 +196,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    Then an inference BatchNormalization whose only reader is a Relu: kind
     //    `batchnorm-relu` (one per-channel affine + ReLU pass; DenseNet's pre-activation), or
     //    `concat-batchnorm-relu` with the channel Concat it alone reads (DenseNet's blocks).
+    //    Then a GroupNormalization / InstanceNormalization whose only readers are a SiLU's
+    //    Sigmoid and Mul: kind `groupnorm-silu` (the SiLU in the norm's affine pass).
     // 3. Element-wise groups, consumers first (XLA instruction fusion): a loop-fusible root
     //    absorbs loop-fusible producers of the same type and device. A producer read only
     //    inside the group becomes internal; one also read outside becomes an extra output, if
@@ -214,10 +216,12 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    A producer kept out for a reason worth seeing gets `fusion_refused`.
     // 5. Layout: a 4-D or 5-D f32 activation written by a CPU op whose oneDNN kernel can write the
     //    host's activation layout (Conv, a conv-epilogue, Max/Average pool, inference
-    //    BatchNormalization, batchnorm-relu and concat-batchnorm-relu, a channel Concat, a
-    //    per-channel Mul/Add x * s[N, C, 1, 1(, 1)]) and read only by ops of the
-    //    same device that can read it (a Conv's X, a conv-epilogue's X or residual, a pool's
-    //    input, a BatchNormalization's X, any input of a channel Concat, that Mul/Add's x),
+    //    BatchNormalization, batchnorm-relu and concat-batchnorm-relu, GroupNormalization,
+    //    InstanceNormalization and groupnorm-silu, a nearest Resize of the spatial dims, a
+    //    channel Concat, a per-channel Mul/Add x * s[N, C, 1, 1(, 1)]) and read only by ops of
+    //    the same device that can read it (a Conv's X, a conv-epilogue's X or residual, a
+    //    pool's input, a BatchNormalization's, GroupNormalization's or InstanceNormalization's
+    //    X, that Resize's X, any input of a channel Concat, that Mul/Add's x),
     //    stays "blocked" between them (`result_layouts`): reorders happen only
     //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
     //    nhwc, as oneDNN's convolution prefers on the host; nCdhw8c, nCdhw16c or ndhwc for 5-D)
@@ -238,6 +242,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       if (onCpu(&op)) formEpilogue(&op, &groups);
     for (mlir::Operation& op : body)
       if (onCpu(&op)) formBatchNormRelu(&op, &groups);
+    for (mlir::Operation& op : body)
+      if (onCpu(&op)) formGroupNormSilu(&op, &groups);
     duplicateCheapProducers(body);
     llvm::SmallVector<mlir::Operation*> ops;
     rank_.clear();
@@ -385,6 +391,19 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     groups->push_back(std::move(g));
   }
 
+  // A group norm whose result only its SiLU reads, y * Sigmoid(y): one `groupnorm-silu` group,
+  // the SiLU computed in the norm's affine pass (runtime/cpu/dnnl/DnnlNorm.cpp) instead of a
+  // loop of its own over the whole activation (a diffusion U-Net's every GroupNorm).
+  void formGroupNormSilu(mlir::Operation* norm, std::vector<Group>* groups) {
+    mlir::Operation *sig = nullptr, *mul = nullptr;
+    if (!siluOf(norm, &sig, &mul) || grouped_.count(norm) || grouped_.count(sig) ||
+        grouped_.count(mul))
+      return;
+    Group g{"groupnorm-silu", {norm, sig, mul}};
+    for (mlir::Operation* m : g.members) grouped_.insert(m);
+    groups->push_back(std::move(g));
+  }
+
  public:
   // The BatchNormalization the CPU kernel runs (runtime/cpu/dnnl/DnnlNorm.cpp): inference, f32
   // X, five operands, the parameters [C]. Also cpuFusesIntoProducer's batchnorm-relu rule.
@@ -403,6 +422,51 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     int64_t axis = intAttrOr(op, "axis", 0);
     if (!isActivationRank(t.getRank()) || (axis != 1 && axis != 1 - t.getRank())) return false;
     return llvm::all_of(op->getOperands(), [](mlir::Value v) { return isF32(v); });
+  }
+
+  // A GroupNormalization-21 or InstanceNormalization-6 the CPU kernel runs in any activation
+  // layout (runtime/cpu/dnnl/DnnlNorm.cpp): f32 X [N, C, ...] of static shape, scale and bias
+  // of C elements, num_groups dividing C.
+  static bool isGroupNorm(mlir::Operation* op) {
+    const std::string t = onnxOpType(op);
+    if ((t != "GroupNormalization" && t != "InstanceNormalization") || op->getNumOperands() != 3 ||
+        op->getNumResults() != 1 || !isF32(op->getResult(0)) || !isF32(op->getOperand(0)))
+      return false;
+    auto x = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    if (x.getRank() < 3) return false;
+    const int64_t C = x.getDimSize(1);
+    for (unsigned i = 1; i < 3; ++i)
+      if (!isF32(op->getOperand(i)) || numElementsOf(op->getOperand(i)) != C) return false;
+    if (t == "InstanceNormalization") return true;
+    const int64_t g = intAttrOr(op, "num_groups", 0);
+    return g >= 1 && C % g == 0;
+  }
+
+  // A Resize the CPU kernel runs in any activation layout (runtime/cpu/dnnl/DnnlResize.cpp):
+  // nearest, not tf_crop_and_resize, of a 4-D or 5-D f32 activation, N and C unchanged.
+  static bool isNearestResize(mlir::Operation* op) {
+    if (onnxOpType(op) != "Resize" || op->getNumResults() != 1 || !isF32(op->getResult(0)) ||
+        !isF32(op->getOperand(0)))
+      return false;
+    auto str = [&](const char* name, const char* dflt) {
+      auto a = op->getAttrOfType<mlir::StringAttr>(name);
+      return a ? a.getValue().str() : std::string(dflt);
+    };
+    if (str("mode", "nearest") != "nearest" ||
+        str("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
+      return false;
+    auto x = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    auto y = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    return isActivationRank(x.getRank()) && x.getDimSize(0) == y.getDimSize(0) &&
+           x.getDimSize(1) == y.getDimSize(1);
+  }
+
+  // `norm` (isGroupNorm) read only by a SiLU, Mul(y, Sigmoid(y)) in either order, of its type
+  // and on its device (swishReaders): that Sigmoid and Mul.
+  static bool siluOf(mlir::Operation* norm, mlir::Operation** sig, mlir::Operation** mul) {
+    if (!isGroupNorm(norm)) return false;
+    std::tie(*sig, *mul) = swishReaders(norm->getResult(0), deviceOfOp(norm));
+    return *sig && onnxOpType(*sig) == "Sigmoid";
   }
 
   static bool isBatchNormInference(mlir::Operation* op) {
@@ -795,13 +859,16 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   static bool writesBlocked(mlir::Operation* op) {
     // A conv-epilogue ending in a Transpose writes channels-last, no other layout.
     if (auto f = llvm::dyn_cast<FusedOp>(op)) {
-      if (f.getKind() == "batchnorm-relu" || f.getKind() == "concat-batchnorm-relu") return true;
+      if (f.getKind() == "batchnorm-relu" || f.getKind() == "concat-batchnorm-relu" ||
+          f.getKind() == "groupnorm-silu")
+        return true;
       mlir::Operation* last = f.getBody().front().getTerminator()->getOperand(0).getDefiningOp();
       return f.getKind() == "conv-epilogue" && last && onnxOpType(last) != "Transpose";
     }
     std::string t = onnxOpType(op);
     return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0) ||
-           isBatchNormInference(op) || isChannelConcat(op) || channelBroadcastOperand(op) >= 0;
+           isBatchNormInference(op) || isGroupNorm(op) || isNearestResize(op) ||
+           isChannelConcat(op) || channelBroadcastOperand(op) >= 0;
   }
 
   // A per-channel scale or shift of a 4-D or 5-D f32 activation x, x * s or x + s (either order)
@@ -829,14 +896,53 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
 
+  // Ops that keep their input's layout (a group norm, groupnorm-silu, a nearest Resize): each
+  // reads the host layout only where it writes it and writes it only where it reads it, so a
+  // reorder stays where it was (beside a convolution, or on a Resize's smaller side) instead
+  // of moving into the op, which would run in one layout and reorder into the other.
+  static bool keepsLayout(mlir::Operation* op) {
+    if (auto f = llvm::dyn_cast<FusedOp>(op)) return f.getKind() == "groupnorm-silu";
+    return isGroupNorm(op) || isNearestResize(op);
+  }
+
+  // The input whose layout a keepsLayout op keeps: X (of the group norm, in a groupnorm-silu).
+  static mlir::Value keptLayoutInput(mlir::Operation* op) {
+    if (auto f = llvm::dyn_cast<FusedOp>(op)) {
+      mlir::Block& body = f.getBody().front();
+      for (mlir::Operation& m : body)
+        if (isGroupNorm(&m))
+          if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(m.getOperand(0)))
+            return op->getOperand(arg.getArgNumber());
+      return {};
+    }
+    return op->getOperand(0);
+  }
+
+  // Whether result `r` of a CPU op stays in the host layout: a 4-D or 5-D f32 activation of
+  // static shape whose every reader, on the op's device, reads that layout.
+  static bool resultStaysBlocked(mlir::Value r) {
+    auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
+    std::string device = deviceOfOp(r.getDefiningOp());
+    return t && t.hasStaticShape() && isActivationRank(t.getRank()) && t.getElementType().isF32() &&
+           !r.use_empty() && llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
+             return deviceOfOp(u.getOwner()) == device && readsBlocked(u);
+           });
+  }
+
   static bool readsBlocked(mlir::OpOperand& use) {
     mlir::Operation* op = use.getOwner();
     unsigned i = use.getOperandNumber();
+    // Its X, where its result stays in the host layout (keepsLayout).
+    if (keepsLayout(op) && !resultStaysBlocked(op->getResult(0))) return false;
     if (auto f = llvm::dyn_cast<FusedOp>(op)) {
       mlir::BlockArgument arg = f.getBody().front().getArgument(i);
       if (f.getKind() == "batchnorm-relu")
         return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
           return onnxOpType(u.getOwner()) == "BatchNormalization" && u.getOperandNumber() == 0;
+        });
+      if (f.getKind() == "groupnorm-silu")
+        return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
+          return isGroupNorm(u.getOwner()) && u.getOperandNumber() == 0;
         });
       if (f.getKind() == "concat-batchnorm-relu")
         return llvm::all_of(arg.getUses(), [](mlir::OpOperand& u) {
@@ -851,21 +957,27 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     std::string t = onnxOpType(op);
     if (isChannelConcat(op)) return true;
     if (int x = channelBroadcastOperand(op); x >= 0) return (int)i == x;
-    return i == 0 && (t == "Conv" || isPlainPool(op) || isBatchNormInference(op));
+    return i == 0 && (t == "Conv" || isPlainPool(op) || isBatchNormInference(op) || isGroupNorm(op) ||
+                      isNearestResize(op));
   }
 
+  // The layout `v`'s producer writes it in (markLayouts has run on the producer).
+  static bool markedBlocked(mlir::Value v) {
+    auto r = llvm::dyn_cast_or_null<mlir::OpResult>(v);
+    if (!r) return false;
+    auto layouts = r.getOwner()->getAttrOfType<mlir::ArrayAttr>(kResultLayoutsAttr);
+    if (!layouts || r.getResultNumber() >= layouts.size()) return false;
+    auto s = llvm::dyn_cast<mlir::StringAttr>(layouts[r.getResultNumber()]);
+    return s && s.getValue() == "blocked";
+  }
+
+  // Program order: a producer is marked before its readers.
   void markLayouts(mlir::Operation* op) {
     if (!onCpu(op) || !writesBlocked(op)) return;
-    std::string device = deviceOfOp(op);
     llvm::SmallVector<mlir::Attribute> layouts;
     bool any = false;
     for (mlir::Value r : op->getResults()) {
-      auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
-      bool blocked = t && t.hasStaticShape() && isActivationRank(t.getRank()) && t.getElementType().isF32() &&
-                     !r.use_empty() &&
-                     llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
-                       return deviceOfOp(u.getOwner()) == device && readsBlocked(u);
-                     });
+      bool blocked = resultStaysBlocked(r) && (!keepsLayout(op) || markedBlocked(keptLayoutInput(op)));
       any |= blocked;
       layouts.push_back(mlir::StringAttr::get(op->getContext(), blocked ? "blocked" : ""));
     }

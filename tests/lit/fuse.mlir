@@ -296,6 +296,50 @@ func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}) -> (tensor<1x8x
 
 // -----
 
+// A diffusion U-Net's block: Conv -> per-channel Add (the timestep embedding) -> GroupNorm ->
+// SiLU (Mul(x, Sigmoid(x))) -> Conv, then a nearest Resize x2 -> Conv. The GroupNorm and its
+// SiLU form a `groupnorm-silu` group, and every value between the convolutions stays in the host
+// layout, the Resize's too. A group norm keeps its input's layout: one whose result has a
+// reader of the plain layout (the returned value; an InstanceNormalization's Relu) reads plain,
+// so the Conv before it writes plain.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[C:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[A:.*]] = tandem.add %[[C]], %arg1 {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[F:.*]] = tandem.fused "groupnorm-silu"(%[[A]], %{{.*}}, %{{.*}}) {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: tandem.group_normalization
+// CHECK-NEXT: tandem.sigmoid
+// CHECK-NEXT: tandem.mul
+// CHECK-NEXT: tandem.yield
+// CHECK: %[[C2:.*]] = tandem.conv %[[F]], %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[U:.*]] = tandem.resize %[[C2]], %{{.*}}, %{{.*}} {{{.*}}device = "cpu"{{.*}}result_layouts = ["blocked"]}
+// CHECK: %[[C3:.*]] = tandem.conv %[[U]], %{{.*}} {device = "cpu"} :
+// CHECK: %[[G:.*]] = tandem.group_normalization %[[C3]], %{{.*}}, %{{.*}} {device = "cpu", num_groups = 4 : i64} :
+// CHECK: %[[C4:.*]] = tandem.conv %[[G]], %{{.*}} {device = "cpu"} :
+// CHECK: %[[I:.*]] = tandem.instance_normalization %[[C4]], %{{.*}}, %{{.*}} {device = "cpu", fusion_refused = "{{.*}}"} :
+// CHECK: tandem.relu %[[I]]
+func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}, %t: tensor<1x8x1x1xf32> {tandem.device = "cpu"}) -> (tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>) {
+  %w = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x8x1x1xf32>
+  %s = tandem.constant {device = "cpu"} dense<2.0> : tensor<8xf32>
+  %b = tandem.constant {device = "cpu"} dense<-1.0> : tensor<8xf32>
+  %c = tandem.conv %x, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %a = tandem.add %c, %t {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %n = tandem.group_normalization %a, %s, %b {device = "cpu", num_groups = 4 : i64} : (tensor<1x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x4x4xf32>
+  %g = tandem.sigmoid %n {device = "cpu"} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %m = tandem.mul %n, %g {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %c2 = tandem.conv %m, %w {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %none = tandem.none
+  %sc = tandem.constant {device = "cpu"} dense<[1.0, 1.0, 2.0, 2.0]> : tensor<4xf32>
+  %u = tandem.resize %c2, %none, %sc {device = "cpu", mode = "nearest"} : (tensor<1x8x4x4xf32>, none, tensor<4xf32>) -> tensor<1x8x8x8xf32>
+  %c3 = tandem.conv %u, %w {device = "cpu"} : (tensor<1x8x8x8xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x8x8xf32>
+  %n2 = tandem.group_normalization %c3, %s, %b {device = "cpu", num_groups = 4 : i64} : (tensor<1x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  %c4 = tandem.conv %n2, %w {device = "cpu"} : (tensor<1x8x8x8xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x8x8xf32>
+  %i = tandem.instance_normalization %c4, %s, %b {device = "cpu"} : (tensor<1x8x8x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x8x8xf32>
+  %r = tandem.relu %i {device = "cpu"} : (tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  return %n2, %r : tensor<1x8x8x8xf32>, tensor<1x8x8x8xf32>
+}
+
+// -----
+
 // MatMul over a [B, S, K] activation with one weight matrix, then a constant bias row (the
 // first operand here, as exporters write it), a Mul by a constant row of the last axis, a
 // residual Add and a Relu: one gemm-epilogue (the primitive's bias, binary_mul, sum, eltwise).

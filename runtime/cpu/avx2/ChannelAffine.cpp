@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
+#include "runtime/cpu/avx2/Activation.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 
 #define TANDEM_AVX2 __attribute__((target("avx2,fma")))
@@ -226,6 +228,307 @@ void concatChannelAffine(ChannelLayout layout, int64_t N, int64_t S,
       runVectorAvx2(x, y, S, unit, scale + c, shift + c, relu);
     } else {
       runVector(x, y, S, unit, scale + c, shift + c, relu);
+    }
+  }
+}
+
+namespace {
+
+// groupNorm's moments: f32 sums over at most this many elements, then f64.
+constexpr int64_t kMomentChunk = 4096;
+// Below this many elements groupNorm runs on the calling thread (OpenMP's fork costs more).
+constexpr int64_t kGroupNormParallelMin = 32768;
+
+TANDEM_AVX2 double sumToDouble(__m256 v) {
+  __m256d d = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                            _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+  __m128d h = _mm_add_pd(_mm256_castpd256_pd128(d), _mm256_extractf128_pd(d, 1));
+  return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+}
+
+TANDEM_AVX2 void addToDoubles(double* acc, __m256 v) {
+  _mm256_storeu_pd(acc, _mm256_add_pd(_mm256_loadu_pd(acc), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
+  _mm256_storeu_pd(acc + 4, _mm256_add_pd(_mm256_loadu_pd(acc + 4),
+                                          _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
+}
+
+// One channel's run of n elements (plain layout): *sum += the sum of d = x[i] - k, *sq += the
+// sum of d * d.
+TANDEM_AVX2 void runMomentsAvx2(const float* x, int64_t n, float k, double* sum, double* sq) {
+  const __m256 vk = _mm256_set1_ps(k);
+  double s = 0, q = 0;
+  for (int64_t i0 = 0; i0 < n; i0 += kMomentChunk) {
+    const int64_t e = std::min(n, i0 + kMomentChunk);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
+    int64_t i = i0;
+    for (; i + 16 <= e; i += 16) {
+      __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), vk);
+      __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vk);
+      s0 = _mm256_add_ps(s0, d0);
+      q0 = _mm256_fmadd_ps(d0, d0, q0);
+      s1 = _mm256_add_ps(s1, d1);
+      q1 = _mm256_fmadd_ps(d1, d1, q1);
+    }
+    for (; i + 8 <= e; i += 8) {
+      __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vk);
+      s0 = _mm256_add_ps(s0, d);
+      q0 = _mm256_fmadd_ps(d, d, q0);
+    }
+    float ts = 0, tq = 0;
+    for (; i < e; ++i) {
+      float d = x[i] - k;
+      ts += d;
+      tq += d * d;
+    }
+    s += sumToDouble(_mm256_add_ps(s0, s1)) + ts;
+    q += sumToDouble(_mm256_add_ps(q0, q1)) + tq;
+  }
+  *sum += s;
+  *sq += q;
+}
+
+void runMoments(const float* x, int64_t n, float k, double* sum, double* sq) {
+  double s = 0, q = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double d = double(x[i]) - k;
+    s += d;
+    q += d * d;
+  }
+  *sum += s;
+  *sq += q;
+}
+
+// `count` vectors of `period` lanes, one after another (channels-last pixels, or a blocked
+// plane): lane c's sums of d = x - k[c] and d * d are added to sum[c] and sq[c].
+TANDEM_AVX2 void laneMomentsAvx2(const float* x, int64_t count, int64_t period, const float* k,
+                                 double* sum, double* sq) {
+  const int64_t chunk = std::max<int64_t>(16, kMomentChunk / period);
+  for (int64_t p0 = 0; p0 < count; p0 += chunk) {
+    const int64_t e = std::min(count, p0 + chunk);
+    int64_t c = 0;
+    for (; c + 8 <= period; c += 8) {
+      const __m256 vk = _mm256_loadu_ps(k + c);
+      __m256 s0 = _mm256_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
+      int64_t p = p0;
+      for (; p + 2 <= e; p += 2) {
+        __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + p * period + c), vk);
+        __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + (p + 1) * period + c), vk);
+        s0 = _mm256_add_ps(s0, d0);
+        q0 = _mm256_fmadd_ps(d0, d0, q0);
+        s1 = _mm256_add_ps(s1, d1);
+        q1 = _mm256_fmadd_ps(d1, d1, q1);
+      }
+      if (p < e) {
+        __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + p * period + c), vk);
+        s0 = _mm256_add_ps(s0, d);
+        q0 = _mm256_fmadd_ps(d, d, q0);
+      }
+      addToDoubles(sum + c, _mm256_add_ps(s0, s1));
+      addToDoubles(sq + c, _mm256_add_ps(q0, q1));
+    }
+    for (; c < period; ++c) {
+      float ts = 0, tq = 0;
+      for (int64_t p = p0; p < e; ++p) {
+        float d = x[p * period + c] - k[c];
+        ts += d;
+        tq += d * d;
+      }
+      sum[c] += ts;
+      sq[c] += tq;
+    }
+  }
+}
+
+void laneMoments(const float* x, int64_t count, int64_t period, const float* k, double* sum,
+                 double* sq) {
+  for (int64_t p = 0; p < count; ++p)
+    for (int64_t c = 0; c < period; ++c) {
+      double d = double(x[p * period + c]) - k[c];
+      sum[c] += d;
+      sq[c] += d * d;
+    }
+}
+
+// groupNorm's affine pass: y = (x - k) * a + b over one channel's run (plain layout), k the
+// channel's shift: x - k is exact where x is near k, so a mean far from 0 costs no precision.
+TANDEM_AVX2 void centeredRunAvx2(const float* x, float* y, int64_t n, float k, float a, float b) {
+  const __m256 vk = _mm256_set1_ps(k), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vk), va, vb));
+  for (; i < n; ++i) y[i] = std::fma(x[i] - k, a, b);
+}
+
+void centeredRun(const float* x, float* y, int64_t n, float k, float a, float b) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::fma(x[i] - k, a, b);
+}
+
+// The same over `count` vectors of `period` lanes, lane c with k[c], a[c], b[c].
+TANDEM_AVX2 void centeredLanesAvx2(const float* x, float* y, int64_t count, int64_t period,
+                                   const float* k, const float* a, const float* b) {
+  if (period == 8 || period == 16) {
+    // The parameters stay in registers across the plane.
+    const __m256 k0 = _mm256_loadu_ps(k), a0 = _mm256_loadu_ps(a), b0 = _mm256_loadu_ps(b);
+    const __m256 k1 = period == 16 ? _mm256_loadu_ps(k + 8) : k0;
+    const __m256 a1 = period == 16 ? _mm256_loadu_ps(a + 8) : a0;
+    const __m256 b1 = period == 16 ? _mm256_loadu_ps(b + 8) : b0;
+    for (int64_t i = 0; i < count * period; i += period) {
+      _mm256_storeu_ps(y + i, _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), k0), a0, b0));
+      if (period == 16)
+        _mm256_storeu_ps(y + i + 8,
+                         _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i + 8), k1), a1, b1));
+    }
+    return;
+  }
+  for (int64_t p = 0; p < count; ++p) {
+    const float* xp = x + p * period;
+    float* yp = y + p * period;
+    int64_t c = 0;
+    for (; c + 8 <= period; c += 8)
+      _mm256_storeu_ps(yp + c, _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(xp + c), _mm256_loadu_ps(k + c)),
+                                               _mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c)));
+    for (; c < period; ++c) yp[c] = std::fma(xp[c] - k[c], a[c], b[c]);
+  }
+}
+
+void centeredLanes(const float* x, float* y, int64_t count, int64_t period, const float* k,
+                   const float* a, const float* b) {
+  for (int64_t p = 0; p < count; ++p)
+    for (int64_t c = 0; c < period; ++c)
+      y[p * period + c] = std::fma(x[p * period + c] - k[c], a[c], b[c]);
+}
+
+void siluInPlace(float* y, int64_t n, bool fast) {
+  if (fast) {
+    const ActivationStep swish{Activation::Swish, 1.f};
+    applyActivations(&swish, 1, y, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = y[i] / (1.f + std::exp(-y[i]));
+}
+
+}  // namespace
+
+void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t groups,
+               const float* scale, const float* bias, float eps, bool silu, const float* src,
+               float* dst, int threads) {
+  if (N <= 0 || C <= 0 || S <= 0 || groups <= 0 || C % groups != 0) return;
+  const bool fast = available();
+  const int nt = N * C * S >= kGroupNormParallelMin ? std::max(1, threads) : 1;
+  const int64_t X = layout == ChannelLayout::Blocked8 ? 8 : layout == ChannelLayout::Blocked16 ? 16 : 1;
+  const int64_t CB = C / X;
+  // Where (n, c, s = 0) is stored; consecutive s of a channel are `step` floats apart.
+  auto first = [&](int64_t n, int64_t c) -> int64_t {
+    switch (layout) {
+      case ChannelLayout::Plain: return (n * C + c) * S;
+      case ChannelLayout::ChannelsLast: return n * S * C + c;
+      default: return (n * CB + c / X) * S * X + c % X;
+    }
+  };
+  // Per (n, c): the shift k (the channel's first element) and the sums of x - k, (x - k)^2.
+  std::vector<float> k(N * C);
+  std::vector<double> sum(N * C, 0.0), sq(N * C, 0.0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c) k[n * C + c] = src[first(n, c)];
+  switch (layout) {
+    case ChannelLayout::Plain: {
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t r = 0; r < N * C; ++r) {
+        if (fast) runMomentsAvx2(src + r * S, S, k[r], &sum[r], &sq[r]);
+        else runMoments(src + r * S, S, k[r], &sum[r], &sq[r]);
+      }
+      break;
+    }
+    case ChannelLayout::ChannelsLast: {
+      // Each image's pixels in `parts` ranges, each with its own f64 sums per channel.
+      const int64_t parts = std::min<int64_t>(nt, S);
+      std::vector<double> ps(N * parts * C, 0.0), pq(N * parts * C, 0.0);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t u = 0; u < N * parts; ++u) {
+        const int64_t n = u / parts, j = u % parts, p0 = S * j / parts, p1 = S * (j + 1) / parts;
+        const float* x = src + (n * S + p0) * C;
+        if (fast) laneMomentsAvx2(x, p1 - p0, C, &k[n * C], &ps[u * C], &pq[u * C]);
+        else laneMoments(x, p1 - p0, C, &k[n * C], &ps[u * C], &pq[u * C]);
+      }
+      for (int64_t u = 0; u < N * parts; ++u)
+        for (int64_t c = 0; c < C; ++c) {
+          sum[(u / parts) * C + c] += ps[u * C + c];
+          sq[(u / parts) * C + c] += pq[u * C + c];
+        }
+      break;
+    }
+    case ChannelLayout::Blocked8:
+    case ChannelLayout::Blocked16: {
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t r = 0; r < N * CB; ++r) {
+        const int64_t c = (r / CB) * C + (r % CB) * X;
+        if (fast) laneMomentsAvx2(src + r * S * X, S, X, &k[c], &sum[c], &sq[c]);
+        else laneMoments(src + r * S * X, S, X, &k[c], &sum[c], &sq[c]);
+      }
+      break;
+    }
+  }
+  // Chan et al.'s combination of the group's channels (each S elements), then per (n, c)
+  // y = (x - k) * a + b: b = bias + (k - mean) * a, in f64.
+  const int64_t Cg = C / groups;
+  std::vector<float> a(N * C), b(N * C);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t c0 = n * C + g * Cg;
+      double mean = 0;
+      for (int64_t c = c0; c < c0 + Cg; ++c) mean += k[c] + sum[c] / double(S);
+      mean /= double(Cg);
+      double m2 = 0;
+      for (int64_t c = c0; c < c0 + Cg; ++c) {
+        const double mc = k[c] + sum[c] / double(S);
+        m2 += (sq[c] - sum[c] * sum[c] / double(S)) + double(S) * (mc - mean) * (mc - mean);
+      }
+      const double var = std::max(0.0, m2 / double(Cg * S));
+      const double rstd = 1.0 / std::sqrt(var + double(eps));
+      for (int64_t c = c0; c < c0 + Cg; ++c) {
+        const double ac = double(scale[c - n * C]) * rstd;
+        a[c] = float(ac);
+        b[c] = float(double(bias[c - n * C]) + (double(k[c]) - mean) * ac);
+      }
+    }
+  switch (layout) {
+    case ChannelLayout::Plain: {
+      // Runs of at most kMomentChunk of one channel: SiLU reads each while it is in L1.
+      const int64_t pieces = (S + kMomentChunk - 1) / kMomentChunk;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t u = 0; u < N * C * pieces; ++u) {
+        const int64_t r = u / pieces, s0 = (u % pieces) * kMomentChunk;
+        const int64_t len = std::min(kMomentChunk, S - s0);
+        const float* x = src + r * S + s0;
+        float* y = dst + r * S + s0;
+        if (fast) centeredRunAvx2(x, y, len, k[r], a[r], b[r]);
+        else centeredRun(x, y, len, k[r], a[r], b[r]);
+        if (silu) siluInPlace(y, len, fast);
+      }
+      break;
+    }
+    case ChannelLayout::ChannelsLast:
+    case ChannelLayout::Blocked8:
+    case ChannelLayout::Blocked16: {
+      // Pieces of at most kMomentChunk floats of one image (channels-last: whole pixels) or
+      // of one (image, channel block) plane.
+      const int64_t period = layout == ChannelLayout::ChannelsLast ? C : X;
+      const int64_t planes = layout == ChannelLayout::ChannelsLast ? N : N * CB;
+      const int64_t pixels = std::max<int64_t>(1, kMomentChunk / period);
+      const int64_t pieces = (S + pixels - 1) / pixels;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+      for (int64_t u = 0; u < planes * pieces; ++u) {
+        const int64_t r = u / pieces, p0 = (u % pieces) * pixels;
+        const int64_t cnt = std::min(pixels, S - p0);
+        // The plane's parameters: image n's, from its channel block on.
+        const int64_t c = layout == ChannelLayout::ChannelsLast ? r * C : (r / CB) * C + (r % CB) * X;
+        const float* x = src + (r * S + p0) * period;
+        float* y = dst + (r * S + p0) * period;
+        if (fast) centeredLanesAvx2(x, y, cnt, period, &k[c], &a[c], &b[c]);
+        else centeredLanes(x, y, cnt, period, &k[c], &a[c], &b[c]);
+        if (silu) siluInPlace(y, cnt * period, fast);
+      }
+      break;
     }
   }
 }

@@ -34,6 +34,21 @@ void concatChannelAffine(ChannelLayout layout, int64_t N, int64_t S,
                          const std::vector<int64_t>& channels, const float* scale,
                          const float* shift, bool relu, float* dst, int threads);
 
+/// GroupNormalization-21 (InstanceNormalization-6: groups == C) of an f32 [N, C, S] activation
+/// stored in `layout`, then SiLU y * sigmoid(y) when `silu` (a diffusion U-Net's GroupNorm +
+/// SiLU in one step). Each (n, group) of C / groups channels gets its mean and biased variance
+/// over Cg * S elements: per channel, the sums of d = x - x0 and d * d (x0 the channel's first
+/// element, so a large mean does not cancel), in f32 over chunks of at most 4096 elements and
+/// f64 across chunks, the channels combined by Chan's formula; then channel c of the group
+/// y = (x - x0) * a + (bias[c] + (x0 - mean) * a), a = scale[c] / sqrt(var + eps) (the same
+/// shift, so values around 1000 with a spread of 1 keep f32 precision). scale and bias have C
+/// elements; groups >= 1 divides C; blocked layouts need C a multiple of the block. src == dst
+/// is allowed. Uses AVX2+FMA where available() (SiLU: Activation.h's Swish), scalar code
+/// otherwise; split over `threads` OpenMP threads.
+void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t groups,
+               const float* scale, const float* bias, float eps, bool silu, const float* src,
+               float* dst, int threads);
+
 /// Inference BatchNormalization's parameters as an affine map (ONNX BatchNormalization-15):
 /// y = (x - mean) / sqrt(var + eps) * gamma + beta = x * scale + shift, with
 /// scale = gamma / sqrt(var + eps) and shift = beta - mean * scale (the Conv fold's arithmetic).

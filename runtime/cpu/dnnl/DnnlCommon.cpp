@@ -371,6 +371,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlBinaryKernels(r);
   dnnlcpu::registerDnnlFusedKernels(r);
   dnnlcpu::registerDnnlConcatKernels(r);
+  dnnlcpu::registerDnnlResizeKernels(r);
   dnnlcpu::registerDnnlAttentionKernels(r);
   dnnlcpu::registerDnnlTransposeKernels(r);
   dnnlcpu::registerDnnlQuantizedKernels(r);

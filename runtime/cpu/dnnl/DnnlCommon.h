@@ -273,6 +273,13 @@ Status createMatMulEpilogue(const KernelContext& anchor, const Epilogue& ep,
 /// `relu`; X and Y plain or in the host layout per the step's input/output_layouts (DnnlNorm.cpp).
 Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_ptr<Kernel>* out);
 
+/// GroupNormalization-21 (ctx: X [N, C, ...], scale and bias of C elements; attribute
+/// num_groups dividing C) or InstanceNormalization-6 (groups = C), then SiLU y * sigmoid(y)
+/// when `silu` (a "groupnorm-silu" step); X and Y plain or in the host layout per the step's
+/// input/output_layouts (DnnlNorm.cpp, avx2::groupNorm). Error: shapes or attributes outside
+/// that.
+Status createGroupNormKernel(const KernelContext& ctx, bool silu, std::unique_ptr<Kernel>* out);
+
 /// A "concat-batchnorm-relu" step: a Concat along the channels of f32 [N, C_i, spatial...]
 /// values, the inference BatchNormalization of the result (epsilon `eps`) and its Relu, in one
 /// pass that never writes the concatenation (DnnlNorm.cpp). `catInputs`: the step inputs the
@@ -329,11 +336,12 @@ KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> 
 void registerDnnlConvKernels(KernelRegistry& r);      // DnnlConv.cpp: Conv, ConvTranspose
 void registerDnnlMatMulKernels(KernelRegistry& r);    // DnnlMatMul.cpp: Gemm, MatMul
 void registerDnnlPoolKernels(KernelRegistry& r);      // DnnlPool.cpp: Max/Avg/Global pools
-void registerDnnlNormKernels(KernelRegistry& r);      // DnnlNorm.cpp: BN, LN, (Log)Softmax
+void registerDnnlNormKernels(KernelRegistry& r);      // DnnlNorm.cpp: BN, GN, IN, LN, (Log)Softmax
 void registerDnnlEltwiseKernels(KernelRegistry& r);   // DnnlEltwise.cpp: unary activations
 void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub/Mul/Div/Min/Max
 void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
 void registerDnnlConcatKernels(KernelRegistry& r);    // DnnlConcat.cpp: Concat in host layout
+void registerDnnlResizeKernels(KernelRegistry& r);    // DnnlResize.cpp: nearest Resize in host layout
 void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Transpose (reorder)
 void registerDnnlAttentionKernels(KernelRegistry& r); // DnnlAttention.cpp: Attention-23/-24/-25
 void registerDnnlQuantizedKernels(KernelRegistry& r); // DnnlQuantized.cpp: QLinearConv/MatMul, *Integer

@@ -1,7 +1,8 @@
 // "Fused" conv-epilogue / gemm-epilogue steps as one oneDNN primitive with post-ops (residual
 // Add as `sum`, activations as `eltwise`), or unfused when post-ops would cost the fast kernel;
-// "batchnorm-relu" steps as one per-channel affine + ReLU pass and "concat-batchnorm-relu" as
-// the same pass over the Concat's inputs (DnnlNorm.cpp).
+// "batchnorm-relu" steps as one per-channel affine + ReLU pass, "concat-batchnorm-relu" as
+// the same pass over the Concat's inputs, and "groupnorm-silu" as the group norm's affine pass
+// with SiLU (DnnlNorm.cpp).
 #include <oneapi/dnnl/dnnl_debug.h>
 
 #include <algorithm>
@@ -322,6 +323,38 @@ Status createFusedBatchNormRelu(const KernelContext& ctx, std::unique_ptr<Kernel
   return Status::ok();
 }
 
+bool isGroupNormSiluKind(const KernelContext& ctx) {
+  return ctx.attrs->getString("kind", "") == "groupnorm-silu";
+}
+
+// Body: GroupNormalization or InstanceNormalization of step inputs (op 0), Sigmoid of it (op 1),
+// Mul of the two (op 2), the only output.
+Status createFusedGroupNormSilu(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  fused::Body body;
+  TANDEM_RETURN_IF_ERROR(fused::parseBody(ctx, &body));
+  const bool shape =
+      body.ops.size() == 3 &&
+      (body.ops[0].type == "GroupNormalization" || body.ops[0].type == "InstanceNormalization") &&
+      body.ops[1].type == "Sigmoid" && body.ops[1].refs == std::vector<int64_t>{-2} &&
+      body.ops[2].type == "Mul" &&
+      (body.ops[2].refs == std::vector<int64_t>{-2, -3} || body.ops[2].refs == std::vector<int64_t>{-3, -2}) &&
+      body.outputsFrom == std::vector<int64_t>{2} && body.ops[0].refs.size() == 3 &&
+      std::all_of(body.ops[0].refs.begin(), body.ops[0].refs.end(), [](int64_t r) { return r >= 0; });
+  if (!shape)
+    return Status::error("Fused groupnorm-silu: the body must be GroupNormalization or "
+                         "InstanceNormalization of step inputs, Sigmoid of it, and their Mul");
+  const fused::BodyOp& gn = body.ops[0];
+  KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
+  AttrMap attrs = gn.attrs;
+  attrs.set("input_layouts", Attr::ofStrings({isBlocked(ctx, true, (size_t)gn.refs[0]) ? "blocked" : ""}));
+  attrs.set("output_layouts", Attr::ofStrings({isBlocked(ctx, false, 0) ? "blocked" : ""}));
+  anchor.attrs = &attrs;
+  std::unique_ptr<Kernel> inner;
+  TANDEM_RETURN_IF_ERROR(createGroupNormKernel(anchor, /*silu=*/true, &inner));
+  *out = std::make_unique<EpilogueKernel>(std::move(inner), gn.refs);
+  return Status::ok();
+}
+
 bool isConcatBatchNormReluKind(const KernelContext& ctx) {
   return ctx.attrs->getString("kind", "") == "concat-batchnorm-relu";
 }
@@ -443,6 +476,12 @@ void registerDnnlFusedKernels(KernelRegistry& r) {
                           });
   cbn.dtypesText = "f32 (concat-batchnorm-relu)";
   r.add(std::move(cbn));
+  KernelDef gns = makeDef("Fused", isGroupNormSiluKind,
+                          [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+                            return createFusedGroupNormSilu(ctx, out);
+                          });
+  gns.dtypesText = "f32 (groupnorm-silu)";
+  r.add(std::move(gns));
 }
 
 }  // namespace dnnlcpu

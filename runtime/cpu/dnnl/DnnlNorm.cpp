@@ -1,5 +1,6 @@
-// BatchNormalization (ONNX BatchNormalization-15, inference, Y only; a per-channel affine loop)
-// and oneDNN LayerNormalization (ONNX LayerNormalization-17, with its optional Mean/InvStdDev
+// BatchNormalization (ONNX BatchNormalization-15, inference, Y only; a per-channel affine loop),
+// GroupNormalization-21 and InstanceNormalization-6 (a moments pass and an affine pass, in plain
+// or the host's activation layout) and oneDNN LayerNormalization (ONNX LayerNormalization-17, with its optional Mean/InvStdDev
 // outputs), Softmax and LogSoftmax (ONNX -13, one axis) for f32.
 #include <cmath>
 #include <string>
@@ -378,6 +379,88 @@ std::function<Status(const KernelContext&, NormKernel*)> buildSoftmax(bool log) 
   };
 }
 
+// The groups GroupNormalization / InstanceNormalization normalise over, or 0 where the
+// kernel below cannot run the instance (then the ref kernel does: other dtypes, bad shapes).
+int64_t groupNormGroups(const KernelContext& ctx) {
+  if (ctx.inputTypes.size() != 3 || !sameShapeInOut(ctx) || hasEmptyTensor(ctx)) return 0;
+  const Shape& x = ctx.inputTypes[0].shape;
+  if (x.size() < 2) return 0;
+  for (size_t i = 1; i < 3; ++i)
+    if (numElements(ctx.inputTypes[i].shape) != x[1]) return 0;
+  if (ctx.opType == "InstanceNormalization") return x.size() >= 3 ? x[1] : 0;
+  const int64_t g = ctx.attrs->getInt("num_groups", 0);
+  return g >= 1 && x[1] % g == 0 ? g : 0;
+}
+
+/// GroupNormalization / InstanceNormalization (+ SiLU) as avx2::groupNorm, reading and writing
+/// plain or the host's activation layout, so a diffusion U-Net's GroupNorm -> SiLU -> Conv and
+/// Conv -> Add -> GroupNorm stay in the convolutions' layout. Where input and output layouts
+/// differ, it runs in the input's layout into the thread workspace and a oneDNN reorder writes
+/// the output.
+class GroupNormKernel : public Kernel {
+ public:
+  Status init(const KernelContext& ctx, int64_t groups, bool silu) {
+    const Shape& x = ctx.inputTypes[0].shape;
+    N_ = x[0];
+    C_ = x[1];
+    S_ = 1;
+    for (size_t i = 2; i < x.size(); ++i) S_ *= x[i];
+    groups_ = groups;
+    silu_ = silu;
+    eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
+    threads_ = ctx.threads;
+    const bool inBlocked = isBlocked(ctx, true, 0), outBlocked = isBlocked(ctx, false, 0);
+    layout_ = inBlocked ? hostChannelLayout() : avx2::ChannelLayout::Plain;
+    // "avx2:group-norm+silu:nhwc": the loop, its SiLU, and the layout it runs in.
+    impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "group-norm" +
+            (silu ? "+silu" : "") + ":" + (inBlocked ? activationLayoutName() : "nchw");
+    if (inBlocked != outBlocked) {
+      dims d = toDims(x);
+      dnnl::engine& eng = cpuEngine();
+      dnnl::memory::desc from = inBlocked ? channelBlockedDesc(d) : plainDesc(d);
+      dnnl::memory::desc to = outBlocked ? channelBlockedDesc(d) : plainDesc(d);
+      tmp_ = dnnl::memory(from, eng, DNNL_MEMORY_NONE);
+      dst_ = dnnl::memory(to, eng, DNNL_MEMORY_NONE);
+      reorder_ = dnnl::reorder(tmp_, dst_);
+      reorderArgs_.add(DNNL_ARG_FROM, tmp_);
+      reorderArgs_.add(DNNL_ARG_TO, dst_);
+      tmpBytes_ = from.get_size();
+      impl_ += " reorders[dst]";
+    }
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("GroupNormalization", [&] {
+      float* y = tmpBytes_ ? reinterpret_cast<float*>(threadWorkspace(tmpBytes_))
+                           : out[0]->data<float>();
+      avx2::groupNorm(layout_, N_, C_, S_, groups_, in[1]->data<float>(), in[2]->data<float>(),
+                      eps_, silu_, in[0]->data<float>(), y, threads_);
+      if (tmpBytes_) {
+        tmp_.set_data_handle(y);
+        bind(dst_, out[0]->raw());
+        reorderArgs_.execute(reorder_);
+      }
+      return Status::ok();
+    });
+  }
+  std::string implName() const override { return impl_; }
+
+ private:
+  int64_t N_ = 0, C_ = 0, S_ = 0, groups_ = 1;
+  bool silu_ = false;
+  float eps_ = 1e-5f;
+  int threads_ = 1;
+  avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
+  std::string impl_;
+  size_t tmpBytes_ = 0;
+  dnnl::memory tmp_, dst_;
+  dnnl::reorder reorder_;
+  ExecArgs reorderArgs_;
+  std::mutex mu_;
+};
+
 }  // namespace
 
 Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_ptr<Kernel>* out) {
@@ -386,6 +469,19 @@ Status createBatchNormKernel(const KernelContext& ctx, bool relu, std::unique_pt
   return guardDnnl(ctx, [&] {
     auto k = std::make_unique<BatchNormKernel>();
     TANDEM_RETURN_IF_ERROR(k->init(ctx, relu));
+    *out = std::move(k);
+    return Status::ok();
+  });
+}
+
+Status createGroupNormKernel(const KernelContext& ctx, bool silu, std::unique_ptr<Kernel>* out) {
+  const int64_t groups = groupNormGroups(ctx);
+  if (groups == 0)
+    return Status::error(ctx.opType + ": needs X [N, C, ...] (InstanceNormalization: rank 3 or more), "
+                         "scale and bias of C elements and num_groups dividing C");
+  return guardDnnl(ctx, [&] {
+    auto k = std::make_unique<GroupNormKernel>();
+    TANDEM_RETURN_IF_ERROR(k->init(ctx, groups, silu));
     *out = std::move(k);
     return Status::ok();
   });
@@ -406,6 +502,12 @@ void registerDnnlNormKernels(KernelRegistry& r) {
                 [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
                   return createBatchNormKernel(ctx, /*relu=*/false, out);
                 }));
+  for (const char* op : {"GroupNormalization", "InstanceNormalization"})
+    r.add(makeDef(
+        op, [](const KernelContext& ctx) { return groupNormGroups(ctx) > 0; },
+        [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+          return createGroupNormKernel(ctx, /*silu=*/false, out);
+        }));
   r.add(makeDef(
       "LayerNormalization",
       [](const KernelContext& ctx) {

@@ -633,6 +633,59 @@ TEST(Avx2ChannelAffine, EveryLayoutMatchesNaive) {
       }
 }
 
+// groupNorm in each layout against a two-pass f64 GroupNormalization (+ SiLU) on the plain
+// tensor. Cases: 8 groups of 4 channels in every layout; InstanceNorm's groups == C with
+// C = 5 (plain, channels-last remainders); one group over a large S (several f32 chunks);
+// values around 1000 with a spread of 1 (E[x^2] - E[x]^2, or x * a + b with b = bias - mean * a,
+// in f32 would lose digits there); threads 1 and 2; src == dst.
+TEST(Avx2GroupNorm, EveryLayoutMatchesTwoPassReference) {
+  using L = avx2::ChannelLayout;
+  struct Case { L layout; int64_t N, C, S, G; float offset; };
+  for (const Case& k : {Case{L::Plain, 2, 32, 37, 8, 0.f}, Case{L::ChannelsLast, 2, 32, 37, 8, 0.f},
+                        Case{L::Blocked8, 2, 32, 37, 8, 0.f}, Case{L::Blocked16, 2, 32, 37, 8, 0.f},
+                        Case{L::Plain, 1, 5, 13, 5, 0.f}, Case{L::ChannelsLast, 1, 5, 13, 5, 0.f},
+                        Case{L::ChannelsLast, 1, 16, 9000, 1, 0.f}, Case{L::Plain, 1, 16, 9000, 2, 0.f},
+                        Case{L::Blocked8, 1, 16, 300, 2, 1000.f}, Case{L::ChannelsLast, 1, 24, 300, 3, 1000.f}})
+    for (bool silu : {false, true})
+      for (int threads : {1, 2}) {
+        const int64_t n = k.N * k.C * k.S, Cg = k.C / k.G;
+        std::vector<float> x = randomVec(n, 17, k.offset - 1.f, k.offset + 1.f),
+                           sc = randomVec(k.C, 18, 0.5f, 2.f), bi = randomVec(k.C, 19);
+        auto at = [&](int64_t i, int64_t c, int64_t s) -> int64_t {
+          switch (k.layout) {
+            case L::Plain: return (i * k.C + c) * k.S + s;
+            case L::ChannelsLast: return (i * k.S + s) * k.C + c;
+            case L::Blocked8: return ((i * (k.C / 8) + c / 8) * k.S + s) * 8 + c % 8;
+            case L::Blocked16: return ((i * (k.C / 16) + c / 16) * k.S + s) * 16 + c % 16;
+          }
+          return 0;
+        };
+        std::vector<double> want(n);
+        for (int64_t i = 0; i < k.N; ++i)
+          for (int64_t g = 0; g < k.G; ++g) {
+            double mean = 0, var = 0;
+            for (int64_t c = g * Cg; c < (g + 1) * Cg; ++c)
+              for (int64_t s = 0; s < k.S; ++s) mean += x[at(i, c, s)];
+            mean /= double(Cg * k.S);
+            for (int64_t c = g * Cg; c < (g + 1) * Cg; ++c)
+              for (int64_t s = 0; s < k.S; ++s) var += (x[at(i, c, s)] - mean) * (x[at(i, c, s)] - mean);
+            var /= double(Cg * k.S);
+            for (int64_t c = g * Cg; c < (g + 1) * Cg; ++c)
+              for (int64_t s = 0; s < k.S; ++s) {
+                double v = (x[at(i, c, s)] - mean) / std::sqrt(var + 1e-5) * sc[c] + bi[c];
+                want[at(i, c, s)] = silu ? v / (1 + std::exp(-v)) : v;
+              }
+          }
+        const bool inPlace = threads == 2 && silu;
+        std::vector<float> y = inPlace ? x : std::vector<float>(n, -99.f);
+        avx2::groupNorm(k.layout, k.N, k.C, k.S, k.G, sc.data(), bi.data(), 1e-5f, silu,
+                        inPlace ? y.data() : x.data(), y.data(), threads);
+        expectNear(y, want, 1e-5,
+                   "layout " + std::to_string((int)k.layout) + " C " + std::to_string(k.C) +
+                       " silu " + std::to_string(silu) + " threads " + std::to_string(threads));
+      }
+}
+
 }  // namespace
 }  // namespace dnnltest
 }  // namespace tandem

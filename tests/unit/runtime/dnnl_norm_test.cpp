@@ -1,5 +1,6 @@
 // The BatchNormalization kernel (plain and host layouts, alone, fused with its Relu, and with
-// the channel Concat before it) and the oneDNN LayerNormalization, Softmax and LogSoftmax
+// the channel Concat before it), the GroupNormalization / InstanceNormalization kernel (alone
+// and with its SiLU) and the oneDNN LayerNormalization, Softmax and LogSoftmax
 // kernels against naive loops.
 #include "dnnl_test_util.h"
 #include "fused_attrs_util.h"
@@ -285,6 +286,88 @@ TEST(DnnlSoftmax, AxisOutOfRangeFallsBack) {
   c.attrs.set("axis", Attr::ofInt(2));
   c.inputs = {randomTensor({2, 3}, 1)};
   c.outputs = {{2, 3}};
+  EXPECT_FALSE(dnnlSupports(c));
+}
+
+// ---- GroupNormalization / InstanceNormalization (+ SiLU) ----
+
+// GroupNormalization-21 (8 groups of 4 channels) or InstanceNormalization (groups == C), alone
+// or as a groupnorm-silu step, with the host layout on either side: the same values as a
+// two-pass f64 normalisation of the plain tensor, and the impl says which loop and layout ran.
+void checkGroupNorm(const std::string& op, bool inBlocked, bool outBlocked, bool silu) {
+  const Shape x = {2, 32, 5, 7};
+  const int64_t N = 2, C = 32, S = 35, G = op == "InstanceNormalization" ? C : 8, Cg = C / G;
+  OpCase c;
+  AttrMap member;
+  member.set("epsilon", Attr::ofFloat(1e-3f));
+  if (op == "GroupNormalization") member.set("num_groups", Attr::ofInt(G));
+  if (silu) {
+    FusedStep f = fusedStep("groupnorm-silu", {op, "Sigmoid", "Mul"}, {{0, 1, 2}, {-2}, {-3, -2}}, {2});
+    f.setMemberAttr(0, "epsilon", Attr::ofFloat(1e-3f));
+    if (op == "GroupNormalization") f.setMemberAttr(0, "num_groups", Attr::ofInt(G));
+    c.op = "Fused";
+    c.attrs = f.attrs;
+    c.body = f.body;
+  } else {
+    c.op = op;
+    c.attrs = member;
+  }
+  c.attrs.set("input_layouts", Attr::ofStrings({inBlocked ? "blocked" : "", "", ""}));
+  c.attrs.set("output_layouts", Attr::ofStrings({outBlocked ? "blocked" : ""}));
+  Tensor plainX = randomTensor(x, 41, -2.f, 3.f);
+  c.inputs = {inBlocked ? relayout(plainX, true) : plainX, randomTensor({C}, 42, 0.5f, 2.f),
+              randomTensor({C}, 43)};
+  c.constant = {false, true, false};
+  c.outputs = {x};
+  std::string impl;
+  Tensor y = runOnce(c, &impl);
+  ASSERT_TRUE(y.defined());
+  EXPECT_NE(impl.find(silu ? "group-norm+silu" : "group-norm:"), std::string::npos) << impl;
+  EXPECT_EQ(impl.find("reorders[dst]") != std::string::npos, inBlocked != outBlocked) << impl;
+  if (outBlocked) y = relayout(y, false);
+  const float *X = plainX.data<float>(), *sc = c.inputs[1].data<float>(), *b = c.inputs[2].data<float>();
+  std::vector<double> want(numElements(x));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t base = (n * C + g * Cg) * S, len = Cg * S;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < len; ++i) mean += X[base + i];
+      mean /= double(len);
+      for (int64_t i = 0; i < len; ++i) var += (X[base + i] - mean) * (X[base + i] - mean);
+      var /= double(len);
+      for (int64_t i = 0; i < len; ++i) {
+        const int64_t ch = g * Cg + i / S;
+        double v = (X[base + i] - mean) / std::sqrt(var + 1e-3) * sc[ch] + b[ch];
+        want[base + i] = silu ? v / (1 + std::exp(-v)) : v;
+      }
+    }
+  expectClose(y, want);
+}
+
+TEST(DnnlGroupNorm, Plain) { checkGroupNorm("GroupNormalization", false, false, false); }
+TEST(DnnlGroupNorm, BlockedInAndOut) { checkGroupNorm("GroupNormalization", true, true, false); }
+TEST(DnnlGroupNorm, BlockedInPlainOut) { checkGroupNorm("GroupNormalization", true, false, false); }
+TEST(DnnlGroupNorm, PlainInBlockedOut) { checkGroupNorm("GroupNormalization", false, true, false); }
+TEST(DnnlGroupNorm, FusedSiluBlocked) { checkGroupNorm("GroupNormalization", true, true, true); }
+TEST(DnnlGroupNorm, FusedSiluPlain) { checkGroupNorm("GroupNormalization", false, false, true); }
+TEST(DnnlGroupNorm, InstanceNormBlocked) { checkGroupNorm("InstanceNormalization", true, true, false); }
+TEST(DnnlGroupNorm, InstanceNormFusedSiluPlainInBlockedOut) {
+  checkGroupNorm("InstanceNormalization", false, true, true);
+}
+
+// Scale and bias not of C elements (GroupNormalization-18's [num_groups]) or groups not
+// dividing C: this kernel declines them (the ref kernel then answers, with its error).
+TEST(DnnlGroupNorm, DeclinesWhatItCannotRun) {
+  OpCase c;
+  c.op = "GroupNormalization";
+  c.attrs.set("num_groups", Attr::ofInt(3));
+  c.inputs = {randomTensor({1, 8, 4, 4}, 1), randomTensor({8}, 2), randomTensor({8}, 3)};
+  c.constant = {false, true, true};
+  c.outputs = {{1, 8, 4, 4}};
+  EXPECT_FALSE(dnnlSupports(c));
+  c.attrs.set("num_groups", Attr::ofInt(4));
+  c.inputs[1] = randomTensor({4}, 2);
+  c.inputs[2] = randomTensor({4}, 3);
   EXPECT_FALSE(dnnlSupports(c));
 }
 
