@@ -345,6 +345,31 @@ dnnl::memory prepackConstant(const Tensor& t, const dnnl::memory::desc& from,
   return dst;
 }
 
+bool OutputReorder::init(const dims& d, bool fromBlocked, bool toBlocked) {
+  if (fromBlocked == toBlocked) return false;
+  dnnl::engine& eng = cpuEngine();
+  dnnl::memory::desc from = fromBlocked ? channelBlockedDesc(d) : plainDesc(d);
+  dnnl::memory::desc to = toBlocked ? channelBlockedDesc(d) : plainDesc(d);
+  from_ = dnnl::memory(from, eng, DNNL_MEMORY_NONE);
+  to_ = dnnl::memory(to, eng, DNNL_MEMORY_NONE);
+  reorder_ = dnnl::reorder(from_, to_);
+  args_.add(DNNL_ARG_FROM, from_);
+  args_.add(DNNL_ARG_TO, to_);
+  bytes_ = from.get_size();
+  return true;
+}
+
+float* OutputReorder::target(Tensor* out) const {
+  return bytes_ ? reinterpret_cast<float*>(threadWorkspace(bytes_)) : out->data<float>();
+}
+
+void OutputReorder::finish(float* target, Tensor* out) const {
+  if (!bytes_) return;
+  from_.set_data_handle(target);
+  bind(to_, out->raw());
+  args_.execute(reorder_);
+}
+
 KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> supports,
                   KernelFactory create) {
   KernelDef d;

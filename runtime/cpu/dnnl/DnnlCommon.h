@@ -94,6 +94,27 @@ class ExecArgs {
   std::vector<dnnl_exec_arg_t> args_;
 };
 
+/// A kernel that computes in its input's layout (plain or the host's, isBlocked) for a step
+/// whose output layout differs: the result goes to the calling thread's workspace and a oneDNN
+/// reorder writes the output. Without a difference, target() is the output itself and finish()
+/// does nothing. Used under the kernel's own lock (the memory objects are rebound per run).
+class OutputReorder {
+ public:
+  /// For an f32 value of dims `d` computed in `fromBlocked`'s layout, written in `toBlocked`'s.
+  /// Returns whether a reorder runs (the kernels' impl names add " reorders[dst]").
+  bool init(const dims& d, bool fromBlocked, bool toBlocked);
+  /// Where the kernel writes its result.
+  float* target(Tensor* out) const;
+  /// Reorders target(out) into `out`.
+  void finish(float* target, Tensor* out) const;
+
+ private:
+  size_t bytes_ = 0;  // the workspace the result takes; 0: no reorder
+  dnnl::memory from_, to_;
+  dnnl::reorder reorder_;
+  ExecArgs args_;
+};
+
 /// Sets the data handle of `m` to a caller buffer (oneDNN takes non-const pointers even for
 /// sources it only reads).
 inline void bind(const dnnl::memory& m, const void* p) { m.set_data_handle(const_cast<void*>(p)); }

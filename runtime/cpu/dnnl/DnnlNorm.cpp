@@ -176,19 +176,7 @@ class BatchNormKernel : public Kernel {
     impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "channel-affine" +
             (relu ? "+relu" : "") + ":" +
             (inBlocked ? activationLayoutName() : "nchw");
-    if (inBlocked != outBlocked) {
-      dims d = toDims(x);
-      dnnl::engine& eng = cpuEngine();
-      dnnl::memory::desc from = inBlocked ? channelBlockedDesc(d) : plainDesc(d);
-      dnnl::memory::desc to = outBlocked ? channelBlockedDesc(d) : plainDesc(d);
-      tmp_ = dnnl::memory(from, eng, DNNL_MEMORY_NONE);
-      dst_ = dnnl::memory(to, eng, DNNL_MEMORY_NONE);
-      reorder_ = dnnl::reorder(tmp_, dst_);
-      reorderArgs_.add(DNNL_ARG_FROM, tmp_);
-      reorderArgs_.add(DNNL_ARG_TO, dst_);
-      tmpBytes_ = from.get_size();
-      impl_ += std::string(" reorders[dst]");
-    }
+    if (dst_.init(toDims(x), inBlocked, outBlocked)) impl_ += " reorders[dst]";
     return Status::ok();
   }
 
@@ -198,15 +186,10 @@ class BatchNormKernel : public Kernel {
       if (!constParams_)
         foldParams(in[1]->data<float>(), in[2]->data<float>(), in[3]->data<float>(),
                    in[4]->data<float>());
-      float* y = tmpBytes_ ? reinterpret_cast<float*>(threadWorkspace(tmpBytes_))
-                           : out[0]->data<float>();
+      float* y = dst_.target(out[0]);
       avx2::channelAffine(layout_, N_, C_, S_, scale_.data(), shift_.data(), relu_,
                           in[0]->data<float>(), y, threads_);
-      if (tmpBytes_) {
-        tmp_.set_data_handle(y);
-        bind(dst_, out[0]->raw());
-        reorderArgs_.execute(reorder_);
-      }
+      dst_.finish(y, out[0]);
       return Status::ok();
     });
   }
@@ -224,10 +207,7 @@ class BatchNormKernel : public Kernel {
   avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
   std::vector<float> scale_, shift_;
   std::string impl_;
-  size_t tmpBytes_ = 0;
-  dnnl::memory tmp_, dst_;
-  dnnl::reorder reorder_;
-  ExecArgs reorderArgs_;
+  OutputReorder dst_;
   std::mutex mu_;
 };
 
@@ -414,34 +394,17 @@ class GroupNormKernel : public Kernel {
     // "avx2:group-norm+silu:nhwc": the loop, its SiLU, and the layout it runs in.
     impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "group-norm" +
             (silu ? "+silu" : "") + ":" + (inBlocked ? activationLayoutName() : "nchw");
-    if (inBlocked != outBlocked) {
-      dims d = toDims(x);
-      dnnl::engine& eng = cpuEngine();
-      dnnl::memory::desc from = inBlocked ? channelBlockedDesc(d) : plainDesc(d);
-      dnnl::memory::desc to = outBlocked ? channelBlockedDesc(d) : plainDesc(d);
-      tmp_ = dnnl::memory(from, eng, DNNL_MEMORY_NONE);
-      dst_ = dnnl::memory(to, eng, DNNL_MEMORY_NONE);
-      reorder_ = dnnl::reorder(tmp_, dst_);
-      reorderArgs_.add(DNNL_ARG_FROM, tmp_);
-      reorderArgs_.add(DNNL_ARG_TO, dst_);
-      tmpBytes_ = from.get_size();
-      impl_ += " reorders[dst]";
-    }
+    if (dst_.init(toDims(x), inBlocked, outBlocked)) impl_ += " reorders[dst]";
     return Status::ok();
   }
 
   Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     std::lock_guard<std::mutex> lock(mu_);
     return guardRun("GroupNormalization", [&] {
-      float* y = tmpBytes_ ? reinterpret_cast<float*>(threadWorkspace(tmpBytes_))
-                           : out[0]->data<float>();
+      float* y = dst_.target(out[0]);
       avx2::groupNorm(layout_, N_, C_, S_, groups_, in[1]->data<float>(), in[2]->data<float>(),
                       eps_, silu_, in[0]->data<float>(), y, threads_);
-      if (tmpBytes_) {
-        tmp_.set_data_handle(y);
-        bind(dst_, out[0]->raw());
-        reorderArgs_.execute(reorder_);
-      }
+      dst_.finish(y, out[0]);
       return Status::ok();
     });
   }
@@ -454,10 +417,7 @@ class GroupNormKernel : public Kernel {
   int threads_ = 1;
   avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
   std::string impl_;
-  size_t tmpBytes_ = 0;
-  dnnl::memory tmp_, dst_;
-  dnnl::reorder reorder_;
-  ExecArgs reorderArgs_;
+  OutputReorder dst_;
   std::mutex mu_;
 };
 

@@ -84,32 +84,16 @@ class ResizeNearestKernel : public Kernel {
     runStarts_.push_back(rowsOut);
     threads_ = std::max(1, ctx.threads);
     impl_ = std::string("dnnl:resize-nearest:") + (inBlocked ? host : "nchw");
-    if (inBlocked != outBlocked) {
-      dims d = toDims(y);
-      dnnl::engine& eng = cpuEngine();
-      dnnl::memory::desc from = inBlocked ? channelBlockedDesc(d) : plainDesc(d);
-      dnnl::memory::desc to = outBlocked ? channelBlockedDesc(d) : plainDesc(d);
-      tmp_ = dnnl::memory(from, eng, DNNL_MEMORY_NONE);
-      dst_ = dnnl::memory(to, eng, DNNL_MEMORY_NONE);
-      reorder_ = dnnl::reorder(tmp_, dst_);
-      reorderArgs_.add(DNNL_ARG_FROM, tmp_);
-      reorderArgs_.add(DNNL_ARG_TO, dst_);
-      tmpBytes_ = from.get_size();
-      impl_ += " reorders[dst]";
-    }
+    if (dst_.init(toDims(y), inBlocked, outBlocked)) impl_ += " reorders[dst]";
     return Status::ok();
   }
 
   Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
     std::lock_guard<std::mutex> lock(mu_);
     return guardRun("Resize", [&] {
-      float* y = tmpBytes_ ? reinterpret_cast<float*>(threadWorkspace(tmpBytes_)) : out[0]->data<float>();
+      float* y = dst_.target(out[0]);
       gather(in[0]->data<float>(), y);
-      if (tmpBytes_) {
-        tmp_.set_data_handle(y);
-        bind(dst_, out[0]->raw());
-        reorderArgs_.execute(reorder_);
-      }
+      dst_.finish(y, out[0]);
       return Status::ok();
     });
   }
@@ -147,10 +131,7 @@ class ResizeNearestKernel : public Kernel {
   std::vector<int64_t> runStarts_;  // first output row of each run reading one input row, then the end
   int threads_ = 1;
   std::string impl_;
-  size_t tmpBytes_ = 0;
-  dnnl::memory tmp_, dst_;
-  dnnl::reorder reorder_;
-  ExecArgs reorderArgs_;
+  OutputReorder dst_;
   std::mutex mu_;
 };
 

@@ -590,6 +590,18 @@ namespace tandem {
 namespace dnnltest {
 namespace {
 
+// Where an [N, C, S] activation in `layout` stores logical element (n, c, s).
+int64_t layoutIndex(avx2::ChannelLayout layout, int64_t C, int64_t S, int64_t n, int64_t c, int64_t s) {
+  using L = avx2::ChannelLayout;
+  switch (layout) {
+    case L::Plain: return (n * C + c) * S + s;
+    case L::ChannelsLast: return (n * S + s) * C + c;
+    case L::Blocked8: return ((n * (C / 8) + c / 8) * S + s) * 8 + c % 8;
+    case L::Blocked16: return ((n * (C / 16) + c / 16) * S + s) * 16 + c % 16;
+  }
+  return 0;
+}
+
 // channelAffine in each layout against a naive loop on the plain tensor: the element at
 // (n, c, s) must get channel c's scale and shift wherever the layout stores it. C = 32 fits
 // every layout; C = 5 (plain, channels-last) and threads = 2 exercise the remainders and the
@@ -605,16 +617,7 @@ TEST(Avx2ChannelAffine, EveryLayoutMatchesNaive) {
         const int64_t n = k.N * k.C * k.S;
         std::vector<float> x = randomVec(n, 7), a = randomVec(k.C, 8, 0.5f, 2.f),
                            b = randomVec(k.C, 9);
-        // Index of logical (n, c, s) in the layout.
-        auto at = [&](int64_t i, int64_t c, int64_t s) -> int64_t {
-          switch (k.layout) {
-            case L::Plain: return (i * k.C + c) * k.S + s;
-            case L::ChannelsLast: return (i * k.S + s) * k.C + c;
-            case L::Blocked8: return ((i * (k.C / 8) + c / 8) * k.S + s) * 8 + c % 8;
-            case L::Blocked16: return ((i * (k.C / 16) + c / 16) * k.S + s) * 16 + c % 16;
-          }
-          return 0;
-        };
+        auto at = [&](int64_t i, int64_t c, int64_t s) { return layoutIndex(k.layout, k.C, k.S, i, c, s); };
         std::vector<float> y(n, -99.f);
         avx2::channelAffine(k.layout, k.N, k.C, k.S, a.data(), b.data(), relu, x.data(), y.data(),
                             threads);
@@ -651,15 +654,7 @@ TEST(Avx2GroupNorm, EveryLayoutMatchesTwoPassReference) {
         const int64_t n = k.N * k.C * k.S, Cg = k.C / k.G;
         std::vector<float> x = randomVec(n, 17, k.offset - 1.f, k.offset + 1.f),
                            sc = randomVec(k.C, 18, 0.5f, 2.f), bi = randomVec(k.C, 19);
-        auto at = [&](int64_t i, int64_t c, int64_t s) -> int64_t {
-          switch (k.layout) {
-            case L::Plain: return (i * k.C + c) * k.S + s;
-            case L::ChannelsLast: return (i * k.S + s) * k.C + c;
-            case L::Blocked8: return ((i * (k.C / 8) + c / 8) * k.S + s) * 8 + c % 8;
-            case L::Blocked16: return ((i * (k.C / 16) + c / 16) * k.S + s) * 16 + c % 16;
-          }
-          return 0;
-        };
+        auto at = [&](int64_t i, int64_t c, int64_t s) { return layoutIndex(k.layout, k.C, k.S, i, c, s); };
         std::vector<double> want(n);
         for (int64_t i = 0; i < k.N; ++i)
           for (int64_t g = 0; g < k.G; ++g) {
