@@ -840,30 +840,81 @@ llvm::SmallVector<int64_t> explicitPads(mlir::Operation* op, llvm::ArrayRef<int6
   return pads;
 }
 
+// A convolution's bias gradient: dY [N, M, O..] summed over N and O.
+Value convBiasGrad(GradBuilder& g, Value d) {
+  llvm::SmallVector<int64_t> axes = {0};
+  for (size_t i = 2; i < shapeOf(d).size(); ++i) axes.push_back((int64_t)i);
+  return g.reduceSum(d, axes, false);
+}
+
+// `r` [A, B, K..] sliced to its first `extent` elements along each spatial dim K (a backward
+// Conv's extent can exceed the forward one by the rows the forward op never read).
+Value sliceSpatial(GradBuilder& g, Value r, llvm::ArrayRef<int64_t> extent) {
+  if (!r) return r;
+  llvm::SmallVector<int64_t> rs = shapeOf(r), starts, ends, axes;
+  for (size_t i = 0; i < extent.size(); ++i)
+    if (rs[2 + i] != extent[i]) {
+      starts.push_back(0);
+      ends.push_back(extent[i]);
+      axes.push_back(2 + (int64_t)i);
+    }
+  return axes.empty() ? r : g.op("Slice", {r, g.ints(starts), g.ints(ends), g.ints(axes)});
+}
+
+// The weight gradient of a Conv (groups G, kernel k, strides s, dilations dil, explicit pads)
+// whose input is `src` [N, C, D..] and whose output's gradient is `dst` [N, M, O..]:
+//   dW[m, c, t] = sum_{n, o} dst[n, m, o] * src[n, c, o*s + t*d - p], [M, C/G, k..]:
+// itself a Conv of src (batch and channel swapped) by dst (likewise), strides and dilations
+// exchanged, one group per Conv group; its extent may exceed k (trailing rows the forward Conv
+// skipped), so it is sliced to k.
+Value convWeightGrad(GradBuilder& g, Value src, Value dst, int64_t G, llvm::ArrayRef<int64_t> k,
+                     llvm::ArrayRef<int64_t> s, llvm::ArrayRef<int64_t> dil,
+                     llvm::ArrayRef<int64_t> pads) {
+  llvm::SmallVector<int64_t> xs = shapeOf(src), ys = shapeOf(dst);
+  const size_t sp = xs.size() - 2;
+  const int64_t N = xs[0], C = xs[1], M = ys[1], Cg = C / G, Mg = M / G;
+  llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), out(ys.begin() + 2, ys.end());
+  // src [N, G, Cg, D..] -> [Cg, G, N, D..] -> [Cg, G*N, D..]: batch Cg, G groups of N channels.
+  llvm::SmallVector<int64_t> x5 = {N, G, Cg}, perm = {2, 1, 0}, xr = {Cg, G * N};
+  x5.append(in.begin(), in.end());
+  xr.append(in.begin(), in.end());
+  for (size_t i = 0; i < sp; ++i) perm.push_back(3 + i);
+  Value xt = g.reshape(g.transpose(g.reshape(src, x5), perm), xr);
+  // dst [N, G, Mg, O..] -> [G, Mg, N, O..] -> [G*Mg, N, O..]: M filters over N channels.
+  llvm::SmallVector<int64_t> y5 = {N, G, Mg}, yperm = {1, 2, 0}, yr = {M, N};
+  y5.append(out.begin(), out.end());
+  yr.append(out.begin(), out.end());
+  for (size_t i = 0; i < sp; ++i) yperm.push_back(3 + i);
+  Value yt = g.reshape(g.transpose(g.reshape(dst, y5), yperm), yr);
+  Value r = g.op("Conv", {xt, yt},
+                 {g.intsAttr("strides", dil), g.intsAttr("dilations", s), g.intsAttr("pads", pads),
+                  g.intAttr("group", G)});
+  // r: [Cg, M, K'..] with K' >= k.
+  r = sliceSpatial(g, r, k);
+  // [Cg, G, Mg, k..] -> [G, Mg, Cg, k..] -> [M, Cg, k..].
+  llvm::SmallVector<int64_t> r5 = {Cg, G, Mg}, rperm = {1, 2, 0}, wsh = {M, Cg};
+  r5.append(k.begin(), k.end());
+  wsh.append(k.begin(), k.end());
+  for (size_t i = 0; i < sp; ++i) rperm.push_back(3 + i);
+  return g.reshape(g.transpose(g.reshape(r, r5), rperm), wsh);
+}
+
 // Conv-11 (N-D, groups, strides, pads, dilations), X [N, C, D..], W [M, C/G, k..], Y [N, M, O..]:
 //   dB = dY summed over N and O.
 //   dX = ConvTranspose(dY, W) with the Conv's strides, pads, dilations and groups, and the
 //        output_padding that gives back X's extent (the rows the strided Conv never read).
-//   dW[m, c, t] = sum_{n, o} dY[n, m, o] * X[n, c, o*s + t*d - p]: itself a Conv of X (batch
-//        and channel swapped) by dY (likewise), strides and dilations exchanged, one group per
-//        Conv group; its extent may exceed k (trailing rows the forward Conv skipped), so it is
-//        sliced to k.
+//   dW = convWeightGrad(X, dY).
 mlir::LogicalResult gradConv(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
   Value x = op->getOperand(0), w = op->getOperand(1), d = dy[0];
   llvm::SmallVector<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(d);
   const size_t sp = xs.size() - 2;
-  const int64_t N = xs[0], C = xs[1], M = ws[0], G = intAttrOr(op, "group", 1);
-  const int64_t Cg = C / G, Mg = M / G;
+  const int64_t G = intAttrOr(op, "group", 1);
   llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end()),
       out(ys.begin() + 2, ys.end());
   llvm::SmallVector<int64_t> s = intsAttrOr(op, "strides", sp, 1),
                              dil = intsAttrOr(op, "dilations", sp, 1);
   llvm::SmallVector<int64_t> pads = explicitPads(op, in, k, s, dil);
-  if (Value b = operandOr(op, 2); b && need.size() > 2 && need[2]) {
-    llvm::SmallVector<int64_t> axes = {0};
-    for (size_t i = 0; i < sp; ++i) axes.push_back(2 + i);
-    dx[2] = g.reduceSum(d, axes, false);
-  }
+  if (operandOr(op, 2) && need.size() > 2 && need[2]) dx[2] = convBiasGrad(g, d);
   if (need[0]) {
     llvm::SmallVector<int64_t> outPad(sp);
     for (size_t i = 0; i < sp; ++i)
@@ -872,40 +923,59 @@ mlir::LogicalResult gradConv(GradBuilder& g, mlir::Operation* op, Dy dy, Needed 
                  {g.intsAttr("strides", s), g.intsAttr("pads", pads), g.intsAttr("dilations", dil),
                   g.intAttr("group", G), g.intsAttr("output_padding", outPad)});
   }
-  if (need[1]) {
-    // X [N, G, Cg, D..] -> [Cg, G, N, D..] -> [Cg, G*N, D..]: batch Cg, G groups of N channels.
-    llvm::SmallVector<int64_t> x5 = {N, G, Cg}, perm = {2, 1, 0}, xr = {Cg, G * N};
-    x5.append(in.begin(), in.end());
-    xr.append(in.begin(), in.end());
-    for (size_t i = 0; i < sp; ++i) perm.push_back(3 + i);
-    Value xt = g.reshape(g.transpose(g.reshape(x, x5), perm), xr);
-    // dY [N, G, Mg, O..] -> [G, Mg, N, O..] -> [G*Mg, N, O..]: M filters over N channels.
-    llvm::SmallVector<int64_t> y5 = {N, G, Mg}, yperm = {1, 2, 0}, yr = {M, N};
-    y5.append(out.begin(), out.end());
-    yr.append(out.begin(), out.end());
-    for (size_t i = 0; i < sp; ++i) yperm.push_back(3 + i);
-    Value yt = g.reshape(g.transpose(g.reshape(d, y5), yperm), yr);
-    Value r = g.op("Conv", {xt, yt},
-                   {g.intsAttr("strides", dil), g.intsAttr("dilations", s),
-                    g.intsAttr("pads", pads), g.intAttr("group", G)});
-    // r: [Cg, M, K'..] with K' >= k.
-    if (r) {
-      llvm::SmallVector<int64_t> rs = shapeOf(r), starts, ends, axes;
-      for (size_t i = 0; i < sp; ++i)
-        if (rs[2 + i] != k[i]) {
-          starts.push_back(0);
-          ends.push_back(k[i]);
-          axes.push_back(2 + i);
-        }
-      if (!axes.empty()) r = g.op("Slice", {r, g.ints(starts), g.ints(ends), g.ints(axes)});
+  if (need[1]) dx[1] = convWeightGrad(g, x, d, G, k, s, dil, pads);
+  return mlir::success();
+}
+
+// ConvTranspose-11, X [N, C, I..], W [C, M/G, k..], Y [N, M, O..]: Y is the uncropped result
+// (length full = s*(I-1) + output_padding + (k-1)*d + 1 per dim) from offset pb, where pb is
+// the begin pad as given, or split from output_shape / SAME_* as the kernel does (the odd unit
+// at the end for SAME_UPPER, floor division: runtime/cpu/dnnl/DnnlConv.cpp); pe = full - pb - O.
+//   dB = dY summed over N and O.
+//   dX[n, c, q] = sum_{m, t} W[c, m, t] * dY[n, m, q*s + t*d - pb]: a Conv of dY by W (W read
+//        as [C filters, M/G channels, k..]) with strides s, dilations d, pads (pb, pe), groups
+//        G; its extent is I plus what output_padding >= s adds, sliced to I.
+//   dW[c, m, t] = sum_{n, q} X[n, c, q] * dY[n, m, q*s + t*d - pb] = convWeightGrad(dY, X):
+//        the weight gradient of the Conv above, which is [C, M/G, k..], W's own layout.
+// Negative pads (an output_shape past the uncropped result) have no Conv form: an error.
+mlir::LogicalResult gradConvTranspose(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need,
+                                      Dx dx) {
+  Value x = op->getOperand(0), w = op->getOperand(1), d = dy[0];
+  llvm::SmallVector<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(d);
+  const size_t sp = xs.size() - 2;
+  const int64_t G = intAttrOr(op, "group", 1);
+  llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), k(ws.begin() + 2, ws.end());
+  llvm::SmallVector<int64_t> s = intsAttrOr(op, "strides", sp, 1),
+                             dil = intsAttrOr(op, "dilations", sp, 1),
+                             outPad = intsAttrOr(op, "output_padding", sp, 0),
+                             given = intsAttrOr(op, "pads", 2 * sp, 0), outShape = intsAttr(op, "output_shape");
+  const std::string autoPad = strAttrOr(op, "auto_pad", "NOTSET");
+  llvm::SmallVector<int64_t> pads(2 * sp);
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t full = s[i] * (in[i] - 1) + outPad[i] + (k[i] - 1) * dil[i] + 1;
+    int64_t pb = given[i];
+    if (!outShape.empty() || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      const int64_t want = !outShape.empty() ? outShape[outShape.size() - sp + i] : in[i] * s[i];
+      const int64_t total = full - want;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor(total / 2)
+      pb = autoPad == "SAME_UPPER" ? half : total - half;
+    } else if (autoPad == "VALID") {
+      pb = 0;
     }
-    // [Cg, G, Mg, k..] -> [G, Mg, Cg, k..] -> [M, Cg, k..].
-    llvm::SmallVector<int64_t> r5 = {Cg, G, Mg}, rperm = {1, 2, 0}, wsh = {M, Cg};
-    r5.append(k.begin(), k.end());
-    wsh.append(k.begin(), k.end());
-    for (size_t i = 0; i < sp; ++i) rperm.push_back(3 + i);
-    dx[1] = g.reshape(g.transpose(g.reshape(r, r5), rperm), wsh);
+    pads[i] = pb;
+    pads[sp + i] = full - pb - ys[2 + i];
+    if (pads[i] < 0 || pads[sp + i] < 0)
+      return g.error("ConvTranspose: no gradient where the output extends past the uncropped "
+                     "result (negative pads)");
   }
+  if (operandOr(op, 2) && need.size() > 2 && need[2]) dx[2] = convBiasGrad(g, d);
+  if (need[0]) {
+    dx[0] = sliceSpatial(g, g.op("Conv", {d, w},
+                                 {g.intsAttr("strides", s), g.intsAttr("pads", pads),
+                                  g.intsAttr("dilations", dil), g.intAttr("group", G)}),
+                         in);
+  }
+  if (need[1]) dx[1] = convWeightGrad(g, d, x, G, k, s, dil, pads);
   return mlir::success();
 }
 
@@ -1055,6 +1125,7 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Clip", gradClip},
       {"Concat", gradConcat},
       {"Conv", gradConv},
+      {"ConvTranspose", gradConvTranspose},
       {"Cos", gradCos},
       {"Div", gradDiv},
       {"Dropout", gradDropout},

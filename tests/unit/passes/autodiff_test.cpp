@@ -455,6 +455,46 @@ TEST(AutodiffGrad, Conv) {
   }
 }
 
+// ConvTranspose: dX a Conv of dY by W, dW the weight gradient of that Conv (W's own layout),
+// over strides with output padding, groups, dilations, 1-D, output_shape and SAME_UPPER (the
+// pads split as the kernel splits them) and VALID.
+struct ConvTransposeCase {
+  Shape x, w;
+  ConvTransposeOptions o;
+};
+
+TEST(AutodiffGrad, ConvTranspose) {
+  auto opts = [](std::vector<int64_t> s, std::vector<int64_t> pads, std::vector<int64_t> dil, int64_t group,
+                 std::vector<int64_t> outPad, std::vector<int64_t> outShape = {}, std::string autoPad = "NOTSET") {
+    ConvTransposeOptions o;
+    o.strides = std::move(s);
+    o.pads = std::move(pads);
+    o.dilations = std::move(dil);
+    o.group = group;
+    o.outputPadding = std::move(outPad);
+    o.outputShape = std::move(outShape);
+    o.autoPad = std::move(autoPad);
+    return o;
+  };
+  std::vector<ConvTransposeCase> cases = {
+      {{2, 3, 4, 4}, {3, 2, 3, 3}, {}},
+      {{1, 4, 3, 4}, {4, 3, 3, 3}, opts({2, 2}, {1, 1, 1, 1}, {}, 1, {1, 1})},  // U-Net upsampling
+      {{1, 4, 3, 3}, {4, 2, 2, 3}, opts({2, 1}, {0, 1, 1, 0}, {}, 2, {1, 0})},   // groups 2
+      {{1, 2, 4}, {2, 3, 3}, opts({1}, {1, 0}, {2}, 1, {})},                      // 1-D, dilation 2
+      {{1, 2, 3}, {2, 2, 2}, opts({1}, {}, {3}, 1, {2})},                         // output_padding >= stride
+      {{1, 2, 3, 3}, {2, 2, 3, 3}, opts({2, 2}, {}, {}, 1, {}, {6, 7})},          // output_shape
+      {{1, 2, 3, 2}, {2, 3, 3, 3}, opts({2, 2}, {}, {}, 1, {}, {}, "SAME_UPPER")},
+      {{1, 2, 3, 2}, {2, 3, 2, 2}, opts({2, 2}, {}, {}, 1, {}, {}, "VALID")},
+  };
+  for (const ConvTransposeCase& c : cases) {
+    SCOPED_TRACE(shapeToString(c.x) + " *T " + shapeToString(c.w));
+    checkGradients({{"x", c.x}, {"w", c.w}, {"b", {c.w[1] * c.o.group}}},
+                   [&](GraphBuilder& g, const std::vector<Value>& v) {
+                     return g.convTranspose(v[0], v[1], v[2], c.o);
+                   });
+  }
+}
+
 TEST(AutodiffGrad, Pooling) {
   checkGradients({{"x", {2, 3, 4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
     return g.globalAveragePool(v[0]);
