@@ -13,6 +13,7 @@
 
 #include "compiler/OpBuilding.h"
 #include "mlir/IR/Diagnostics.h"
+#include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem::autodiff {
 
@@ -644,6 +645,42 @@ mlir::LogicalResult gradLayerNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
   return mlir::success();
 }
 
+// GroupNormalization-21 and InstanceNormalization-6 (groups = C), X [N, C, D..], scale and
+// bias [C]: LayerNormalization's rule over each (n, group) of C/G channels, X viewed as
+// [N, G, C/G * D..] (mean and rstd recomputed):
+//   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = dy * scale[c]
+//   dscale = sum over N and D.. of dy * xhat, dbias = sum of dy.
+mlir::LogicalResult gradGroupNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need,
+                                  Dx dx) {
+  Value x = op->getOperand(0), scale = op->getOperand(1), bias = operandOr(op, 2);
+  llvm::SmallVector<int64_t> xs = shapeOf(x), bshape(xs.size(), 1), other;
+  if (xs.size() < 2) return g.error(onnxOpType(op) + ": needs X of rank 2 or more");
+  const int64_t N = xs[0], C = xs[1];
+  const int64_t G = onnxOpType(op) == "InstanceNormalization" ? C : intAttrOr(op, "num_groups", 0);
+  if (G < 1 || C % G != 0 || (int64_t)shapeOf(scale).size() != 1 || shapeOf(scale)[0] != C)
+    return g.error(onnxOpType(op) + ": the gradient needs scale and bias of C elements and "
+                                    "num_groups dividing C");
+  int64_t len = 1;
+  for (int64_t d : xs) len *= d;
+  len /= N * G;
+  bshape[1] = C;
+  for (int64_t i = 0; i < (int64_t)xs.size(); ++i)
+    if (i != 1) other.push_back(i);
+  const double eps = floatAttrOr(op, "epsilon", 1e-5);
+  Value xg = g.reshape(x, {N, G, len});
+  Value xc = g.sub(xg, g.reduceMean(xg, {2}, true));
+  Value rstd = g.op("Reciprocal", {g.op("Sqrt", {g.addS(g.reduceMean(g.mul(xc, xc), {2}, true), eps)})});
+  Value xhat = g.mul(xc, rstd);  // [N, G, len]
+  if (need[0]) {
+    Value dxhat = g.reshape(g.mul(dy[0], g.reshape(scale, bshape)), {N, G, len});
+    Value m1 = g.reduceMean(dxhat, {2}, true), m2 = g.reduceMean(g.mul(dxhat, xhat), {2}, true);
+    dx[0] = g.reshape(g.mul(rstd, g.sub(g.sub(dxhat, m1), g.mul(xhat, m2))), xs);
+  }
+  if (need[1]) dx[1] = g.reduceSum(g.mul(dy[0], g.reshape(xhat, xs)), other, false);
+  if (bias && need[2]) dx[2] = g.reduceSum(dy[0], other, false);
+  return mlir::success();
+}
+
 // BatchNormalization in inference form, per channel c (dim 1), with inv = 1/sqrt(var + eps):
 //   y = (x - mean) * inv * scale + bias
 //   dx = dy * scale * inv;  dscale = sum(dy * (x - mean) * inv);  dbias = sum(dy)
@@ -979,6 +1016,62 @@ mlir::LogicalResult gradConvTranspose(GradBuilder& g, mlir::Operation* op, Dy dy
   return mlir::success();
 }
 
+// ---- image sampling ----
+
+// Resize-13 (every mode, Resize-18's antialias): separable, one weight matrix A [out, in] per
+// axis that changes, from the taps the kernels sample (ref::resizePlan: idx and w per output
+// coordinate; a tf_crop_and_resize point outside the box is the extrapolation value, which has
+// no gradient). dX = dY times A along each such axis: a MatMul by the constant A along the
+// last axis, the others transposed there and back. Scales, sizes and roi must be constants, as
+// the kernels need them.
+mlir::LogicalResult gradResize(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
+  if (!need[0]) return mlir::success();
+  Value x = op->getOperand(0);
+  AttrMap attrs = toAttrMap(op);
+  KernelContext ctx;
+  ctx.opType = "Resize";
+  ctx.attrs = &attrs;
+  std::vector<Tensor> consts(op->getNumOperands());
+  auto typeOf = [](Value v) {
+    TensorType t;
+    if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType())) {
+      t.dtype = mlirToDType(r.getElementType());
+      t.shape.assign(r.getShape().begin(), r.getShape().end());
+    }
+    return t;
+  };
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    ctx.inputTypes.push_back(typeOf(op->getOperand(i)));
+    ctx.constInputs.push_back(i > 0 && getConstantValue(op->getOperand(i), &consts[i]) ? &consts[i] : nullptr);
+  }
+  ctx.outputTypes = {typeOf(op->getResult(0))};
+  std::vector<ref::ResizeAxis> axes;
+  std::vector<size_t> axisDim;
+  if (Status st = ref::resizePlan(ctx, &axes, &axisDim); !st.isOk())
+    return g.error("Resize: no gradient: " + st.message());
+  Value cur = dy[0];
+  const int64_t rank = (int64_t)shapeOf(x).size();
+  const mlir::Type et = elementTypeOf(x);
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const ref::ResizeAxis& a = axes[k];
+    std::vector<double> m(a.out * a.in, 0.0);
+    for (int64_t j = 0; j < a.out; ++j) {
+      if (!a.outside.empty() && a.outside[j]) continue;
+      for (int64_t t = 0; t < a.taps; ++t)
+        m[j * a.in + a.idx[j * a.taps + t]] += a.taps == 1 && a.w.empty() ? 1.0 : a.w[j * a.taps + t];
+    }
+    const int64_t d = (int64_t)axisDim[k];
+    llvm::SmallVector<int64_t> perm;
+    for (int64_t i = 0; i < rank; ++i) perm.push_back(i);
+    std::swap(perm[d], perm[rank - 1]);
+    if (d != rank - 1) cur = g.transpose(cur, perm);
+    cur = g.op("MatMul", {cur, g.constant(m, {a.out, a.in}, et)});
+    if (d != rank - 1) cur = g.transpose(cur, perm);
+  }
+  dx[0] = cur;
+  return mlir::success();
+}
+
 // GlobalAveragePool: dy spread evenly over each channel's extent.
 mlir::LogicalResult gradGlobalAveragePool(GradBuilder& g, mlir::Operation* op, Dy dy, Needed,
                                           Dx dx) {
@@ -1125,6 +1218,9 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"Clip", gradClip},
       {"Concat", gradConcat},
       {"Conv", gradConv},
+      {"GroupNormalization", gradGroupNorm},
+      {"InstanceNormalization", gradGroupNorm},
+      {"Resize", gradResize},
       {"ConvTranspose", gradConvTranspose},
       {"Cos", gradCos},
       {"Div", gradDiv},

@@ -495,6 +495,43 @@ TEST(AutodiffGrad, ConvTranspose) {
   }
 }
 
+// GroupNormalization (groups of 2 channels, 4-D and 3-D) and InstanceNormalization: the
+// LayerNormalization rule per (sample, group), with the scale and bias gradients per channel.
+TEST(AutodiffGrad, GroupAndInstanceNormalization) {
+  for (const Shape& x : {Shape{2, 4, 3, 3}, Shape{1, 6, 5}})
+    for (int64_t groups : {int64_t(2), x[1]}) {
+      SCOPED_TRACE(shapeToString(x) + " groups " + std::to_string(groups));
+      checkGradients({{"x", x}, {"s", {x[1]}, 0.5, 2.0}, {"b", {x[1]}}},
+                     [&](GraphBuilder& g, const std::vector<Value>& v) {
+                       AttrMap a;
+                       a.set("epsilon", Attr::ofFloat(1e-3f));
+                       if (groups != x[1]) a.set("num_groups", Attr::ofInt(groups));
+                       return g.op(groups != x[1] ? "GroupNormalization" : "InstanceNormalization",
+                                   {v[0], v[1], v[2]}, a)[0];
+                     });
+    }
+}
+
+// Resize: nearest x2 (a U-Net's upsampling), linear with align_corners to a non-integer size,
+// cubic shrinking, and a 5-D nearest; the gradient is dY through each axis's tap matrix.
+TEST(AutodiffGrad, Resize) {
+  struct Case { Shape x, y; std::string mode, ctm; };
+  for (const Case& c : {Case{{1, 2, 3, 4}, {1, 2, 6, 8}, "nearest", "half_pixel"},
+                        Case{{1, 2, 3, 4}, {1, 2, 5, 7}, "linear", "align_corners"},
+                        Case{{1, 1, 6, 5}, {1, 1, 4, 3}, "cubic", "half_pixel"},
+                        Case{{1, 1, 2, 3, 2}, {1, 1, 4, 3, 4}, "nearest", "asymmetric"}}) {
+    SCOPED_TRACE(c.mode + " " + shapeToString(c.x) + " -> " + shapeToString(c.y));
+    checkGradients({{"x", c.x}}, [&](GraphBuilder& g, const std::vector<Value>& v) {
+      AttrMap a;
+      a.set("mode", Attr::ofString(c.mode));
+      a.set("coordinate_transformation_mode", Attr::ofString(c.ctm));
+      std::vector<int64_t> sizes(c.y.begin(), c.y.end());
+      Tensor t = Tensor::fromVector<int64_t>({(int64_t)sizes.size()}, sizes);
+      return g.op("Resize", {v[0], Value(), Value(), g.constant(t)}, a)[0];
+    });
+  }
+}
+
 TEST(AutodiffGrad, Pooling) {
   checkGradients({{"x", {2, 3, 4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
     return g.globalAveragePool(v[0]);
