@@ -532,6 +532,30 @@ TEST(AutodiffGrad, Resize) {
   }
 }
 
+// A diffusion U-Net's up block in one graph: Conv -> GroupNorm -> SiLU -> nearest Resize x2 ->
+// Concat with a skip -> ConvTranspose (stride 2): the rules compose, and the f32 plan (oneDNN
+// kernels, fusion and host layouts) agrees with the f64 one.
+TEST(AutodiffGrad, DiffusionUpBlock) {
+  checkGradients({{"x", {1, 4, 3, 3}}, {"w", {4, 4, 3, 3}}, {"s", {4}, 0.5, 2.0}, {"skip", {1, 2, 6, 6}},
+                  {"wt", {6, 2, 2, 2}}},
+                 [](GraphBuilder& g, const std::vector<Value>& v) {
+                   ConvOptions co;
+                   co.pads = {1, 1, 1, 1};
+                   Value c = g.conv(v[0], v[1], std::nullopt, co);
+                   AttrMap gn;
+                   gn.set("num_groups", Attr::ofInt(2));
+                   Value n = g.op("GroupNormalization", {c, v[2], v[2]}, gn)[0];
+                   Value a = g.mul(n, g.sigmoid(n));
+                   AttrMap rz;
+                   rz.set("mode", Attr::ofString("nearest"));
+                   Tensor sizes = Tensor::fromVector<int64_t>({4}, {1, 4, 6, 6});
+                   Value u = g.op("Resize", {a, Value(), Value(), g.constant(sizes)}, rz)[0];
+                   ConvTransposeOptions to;
+                   to.strides = {2, 2};
+                   return g.convTranspose(g.concat({u, v[3]}, 1), v[4], std::nullopt, to);
+                 });
+}
+
 TEST(AutodiffGrad, Pooling) {
   checkGradients({{"x", {2, 3, 4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
     return g.globalAveragePool(v[0]);
