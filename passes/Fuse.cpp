@@ -218,11 +218,13 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     //    host's activation layout (Conv, a conv-epilogue, Max/Average pool, inference
     //    BatchNormalization, batchnorm-relu and concat-batchnorm-relu, GroupNormalization,
     //    InstanceNormalization and groupnorm-silu, a nearest Resize of the spatial dims, a
-    //    channel Concat, a per-channel Mul/Add x * s[N, C, 1, 1(, 1)]) and read only by ops of
-    //    the same device that can read it (a Conv's X, a conv-epilogue's X or residual, a
-    //    pool's input, a BatchNormalization's, GroupNormalization's or InstanceNormalization's
-    //    X, that Resize's X, any input of a channel Concat, that Mul/Add's x),
-    //    stays "blocked" between them (`result_layouts`): reorders happen only
+    //    channel Concat or Split, a same-shape Add, a per-channel Mul/Add x * s[N, C, 1, 1(, 1)])
+    //    and read only by ops of the same device that can read it (a Conv's X, a
+    //    conv-epilogue's X or residual, a pool's input, a BatchNormalization's,
+    //    GroupNormalization's or InstanceNormalization's X, that Resize's or Split's X, any
+    //    input of a channel Concat or a same-shape Add, that Mul/Add's x), stays "blocked"
+    //    between them (`result_layouts`; a fixpoint, markLayouts, since the ops that keep
+    //    layouts need every input and result in it): reorders happen only
     //    where such a region meets other ops. The runtime picks the layout (nChw8c, nChw16c or
     //    nhwc, as oneDNN's convolution prefers on the host; nCdhw8c, nCdhw16c or ndhwc for 5-D)
     //    and keeps a value plain where that layout would pad its channels.
@@ -262,7 +264,7 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       groups.push_back(Group{g.kind, g.members});
 
     for (Group& g : groups) materialize(g);
-    for (mlir::Operation& op : body) markLayouts(&op);
+    markLayouts(body);
   }
 
  private:
@@ -868,7 +870,8 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
     std::string t = onnxOpType(op);
     return t == "Conv" || (isPlainPool(op) && t.rfind("Global", 0) != 0) ||
            isBatchNormInference(op) || isGroupNorm(op) || isNearestResize(op) ||
-           isChannelConcat(op) || channelBroadcastOperand(op) >= 0;
+           isChannelConcat(op) || isChannelSplit(op) || isSameShapeAdd(op) ||
+           channelBroadcastOperand(op) >= 0;
   }
 
   // A per-channel scale or shift of a 4-D or 5-D f32 activation x, x * s or x + s (either order)
@@ -896,44 +899,57 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
 
-  // Ops that keep their input's layout (a group norm, groupnorm-silu, a nearest Resize): each
-  // reads the host layout only where it writes it and writes it only where it reads it, so a
-  // reorder stays where it was (beside a convolution, or on a Resize's smaller side) instead
-  // of moving into the op, which would run in one layout and reorder into the other.
+  // A same-shape Add of two 4-D or 5-D f32 activations (a residual sum outside a conv
+  // epilogue: YOLO's C2f bottlenecks). oneDNN's binary runs it in any layout the two share.
+  static bool isSameShapeAdd(mlir::Operation* op) {
+    if (onnxOpType(op) != "Add" || op->getNumOperands() != 2 || op->getNumResults() != 1 ||
+        !isF32(op->getResult(0)))
+      return false;
+    auto y = llvm::cast<mlir::RankedTensorType>(op->getResult(0).getType());
+    return isActivationRank(y.getRank()) && op->getOperand(0).getType() == y &&
+           op->getOperand(1).getType() == y;
+  }
+
+  // A Split along the channels of a 4-D or 5-D f32 activation (YOLO's C2f, CSP blocks):
+  // runtime/cpu/dnnl/DnnlSplit.cpp copies chunks in the host layout.
+  static bool isChannelSplit(mlir::Operation* op) {
+    if (onnxOpType(op) != "Split" || op->getNumResults() < 1 || !isF32(op->getOperand(0)))
+      return false;
+    auto x = llvm::cast<mlir::RankedTensorType>(op->getOperand(0).getType());
+    int64_t axis = intAttrOr(op, "axis", 0);
+    if (!isActivationRank(x.getRank()) || (axis != 1 && axis != 1 - x.getRank())) return false;
+    return llvm::all_of(op->getResults(), [](mlir::Value r) { return isF32(r); });
+  }
+
+  // Ops that keep their inputs' layout (a group norm, groupnorm-silu, a nearest Resize, a
+  // channel Split, a same-shape Add): each reads the host layout only where every result stays
+  // in it, and writes it only where every input (keptInputs) has it, so a reorder stays where it
+  // was (beside a convolution, or on a Resize's smaller side) instead of moving into the op,
+  // which would run in one layout and reorder into the other, and an Add never meets one
+  // blocked and one plain operand.
   static bool keepsLayout(mlir::Operation* op) {
     if (auto f = llvm::dyn_cast<FusedOp>(op)) return f.getKind() == "groupnorm-silu";
-    return isGroupNorm(op) || isNearestResize(op);
+    return isGroupNorm(op) || isNearestResize(op) || isChannelSplit(op) || isSameShapeAdd(op);
   }
 
-  // The input whose layout a keepsLayout op keeps: X (of the group norm, in a groupnorm-silu).
-  static mlir::Value keptLayoutInput(mlir::Operation* op) {
+  // The inputs whose layout a keepsLayout op keeps: X (of the group norm, in a groupnorm-silu),
+  // both operands of the Add.
+  static llvm::SmallVector<mlir::Value, 2> keptInputs(mlir::Operation* op) {
     if (auto f = llvm::dyn_cast<FusedOp>(op)) {
-      mlir::Block& body = f.getBody().front();
-      for (mlir::Operation& m : body)
+      for (mlir::Operation& m : f.getBody().front())
         if (isGroupNorm(&m))
           if (auto arg = llvm::dyn_cast<mlir::BlockArgument>(m.getOperand(0)))
-            return op->getOperand(arg.getArgNumber());
+            return {op->getOperand(arg.getArgNumber())};
       return {};
     }
-    return op->getOperand(0);
+    if (isSameShapeAdd(op)) return {op->getOperand(0), op->getOperand(1)};
+    return {op->getOperand(0)};
   }
 
-  // Whether result `r` of a CPU op stays in the host layout: a 4-D or 5-D f32 activation of
-  // static shape whose every reader, on the op's device, reads that layout.
-  static bool resultStaysBlocked(mlir::Value r) {
-    auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
-    std::string device = deviceOfOp(r.getDefiningOp());
-    return t && t.hasStaticShape() && isActivationRank(t.getRank()) && t.getElementType().isF32() &&
-           !r.use_empty() && llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
-             return deviceOfOp(u.getOwner()) == device && readsBlocked(u);
-           });
-  }
-
+  // What a reader can take in the host layout, on its own (keepsLayout's conditions aside).
   static bool readsBlocked(mlir::OpOperand& use) {
     mlir::Operation* op = use.getOwner();
     unsigned i = use.getOperandNumber();
-    // Its X, where its result stays in the host layout (keepsLayout).
-    if (keepsLayout(op) && !resultStaysBlocked(op->getResult(0))) return false;
     if (auto f = llvm::dyn_cast<FusedOp>(op)) {
       mlir::BlockArgument arg = f.getBody().front().getArgument(i);
       if (f.getKind() == "batchnorm-relu")
@@ -955,33 +971,56 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
       });
     }
     std::string t = onnxOpType(op);
-    if (isChannelConcat(op)) return true;
+    if (isChannelConcat(op) || isSameShapeAdd(op)) return true;
     if (int x = channelBroadcastOperand(op); x >= 0) return (int)i == x;
     return i == 0 && (t == "Conv" || isPlainPool(op) || isBatchNormInference(op) || isGroupNorm(op) ||
-                      isNearestResize(op));
+                      isNearestResize(op) || isChannelSplit(op));
   }
 
-  // The layout `v`'s producer writes it in (markLayouts has run on the producer).
-  static bool markedBlocked(mlir::Value v) {
-    auto r = llvm::dyn_cast_or_null<mlir::OpResult>(v);
-    if (!r) return false;
-    auto layouts = r.getOwner()->getAttrOfType<mlir::ArrayAttr>(kResultLayoutsAttr);
-    if (!layouts || r.getResultNumber() >= layouts.size()) return false;
-    auto s = llvm::dyn_cast<mlir::StringAttr>(layouts[r.getResultNumber()]);
-    return s && s.getValue() == "blocked";
-  }
-
-  // Program order: a producer is marked before its readers.
-  void markLayouts(mlir::Operation* op) {
-    if (!onCpu(op) || !writesBlocked(op)) return;
-    llvm::SmallVector<mlir::Attribute> layouts;
-    bool any = false;
-    for (mlir::Value r : op->getResults()) {
-      bool blocked = resultStaysBlocked(r) && (!keepsLayout(op) || markedBlocked(keptLayoutInput(op)));
-      any |= blocked;
-      layouts.push_back(mlir::StringAttr::get(op->getContext(), blocked ? "blocked" : ""));
+  // Which values stay in the host layout, as a fixpoint: start from every 4-D / 5-D f32 result
+  // of static shape that its CPU op can write in that layout and that has readers, and drop a
+  // value while one of its readers cannot take it (another device, or readsBlocked says no),
+  // its reader keeps layouts and has a result or kept input that was dropped, or its producer
+  // keeps layouts and has such a kept input or result. Each round only drops, so it ends.
+  void markLayouts(mlir::Block& body) {
+    llvm::SetVector<mlir::Value> blocked;
+    for (mlir::Operation& op : body) {
+      if (!onCpu(&op) || !writesBlocked(&op)) continue;
+      for (mlir::Value r : op.getResults()) {
+        auto t = llvm::dyn_cast<mlir::RankedTensorType>(r.getType());
+        if (t && t.hasStaticShape() && isActivationRank(t.getRank()) && t.getElementType().isF32() &&
+            !r.use_empty())
+          blocked.insert(r);
+      }
     }
-    if (any) op->setAttr(kResultLayoutsAttr, mlir::ArrayAttr::get(op->getContext(), layouts));
+    // A keepsLayout op whose results and kept inputs are all still in the set.
+    auto keeps = [&](mlir::Operation* op) {
+      return llvm::all_of(op->getResults(), [&](mlir::Value r) { return blocked.contains(r); }) &&
+             llvm::all_of(keptInputs(op), [&](mlir::Value v) { return v && blocked.contains(v); });
+    };
+    for (bool changed = true; changed;) {
+      llvm::SmallVector<mlir::Value> drop;
+      for (mlir::Value r : blocked) {
+        mlir::Operation* producer = r.getDefiningOp();
+        const std::string device = deviceOfOp(producer);
+        bool stays = (!keepsLayout(producer) || keeps(producer)) &&
+                     llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
+                       mlir::Operation* reader = u.getOwner();
+                       return deviceOfOp(reader) == device && readsBlocked(u) &&
+                              (!keepsLayout(reader) || keeps(reader));
+                     });
+        if (!stays) drop.push_back(r);
+      }
+      for (mlir::Value r : drop) blocked.remove(r);
+      changed = !drop.empty();
+    }
+    for (mlir::Operation& op : body) {
+      if (!llvm::any_of(op.getResults(), [&](mlir::Value r) { return blocked.contains(r); })) continue;
+      llvm::SmallVector<mlir::Attribute> layouts;
+      for (mlir::Value r : op.getResults())
+        layouts.push_back(mlir::StringAttr::get(op.getContext(), blocked.contains(r) ? "blocked" : ""));
+      op.setAttr(kResultLayoutsAttr, mlir::ArrayAttr::get(op.getContext(), layouts));
+    }
   }
 
   llvm::DenseSet<mlir::Operation*> grouped_;

@@ -340,6 +340,42 @@ func.func @main(%x: tensor<1x8x4x4xf32> {tandem.device = "cpu"}, %t: tensor<1x8x
 
 // -----
 
+// A YOLO C2f block: Conv -> channel Split -> a bottleneck (two Convs, the second with its
+// activation, so the residual Add after it is no post-op) with a residual Add of its input ->
+// Concat of the Split's halves and the sum -> Conv. Every value between the Convs stays
+// in the host layout (the Split and the Add keep it). A same-shape Add with a plain operand (a
+// graph input) reads plain, so the conv-epilogue feeding its other operand writes plain: the
+// two operands of an Add never differ.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[C:.*]] = tandem.conv %arg0, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[S:.*]]:2 = tandem.split %[[C]] {axis = 1 : i64, device = "cpu", result_layouts = ["blocked", "blocked"]}
+// CHECK: %[[M1:.*]] = tandem.conv %[[S]]#1, %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[M2:.*]] = tandem.fused "conv-epilogue"(%[[M1]], %{{.*}}) {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[A:.*]] = tandem.add %[[S]]#1, %[[M2]] {device = "cpu", fusion_refused = "{{.*}}", result_layouts = ["blocked"]}
+// CHECK: %[[K:.*]] = tandem.concat %[[S]]#0, %[[S]]#1, %[[A]] {axis = 1 : i64, device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[O:.*]] = tandem.conv %[[K]], %{{.*}} {device = "cpu", result_layouts = ["blocked"]}
+// CHECK: %[[P:.*]] = tandem.fused "conv-epilogue"(%[[O]], %{{.*}}) {device = "cpu"} :
+// CHECK: tandem.add %[[P]], %arg1 {device = "cpu", fusion_refused = "{{.*}}"} :
+func.func @main(%x: tensor<1x16x4x4xf32> {tandem.device = "cpu"}, %r: tensor<1x16x4x4xf32> {tandem.device = "cpu"}) -> tensor<1x16x4x4xf32> {
+  %w = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x16x1x1xf32>
+  %wh = tandem.constant {device = "cpu"} dense<0.1> : tensor<8x8x1x1xf32>
+  %w2 = tandem.constant {device = "cpu"} dense<0.1> : tensor<16x24x1x1xf32>
+  %c = tandem.conv %x, %w {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %s:2 = tandem.split %c {axis = 1 : i64, device = "cpu"} : (tensor<1x16x4x4xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>)
+  %m1 = tandem.conv %s#1, %wh {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %m2c = tandem.conv %m1, %wh {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %m2 = tandem.relu %m2c {device = "cpu"} : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %a = tandem.add %s#1, %m2 {device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32>
+  %k = tandem.concat %s#0, %s#1, %a {axis = 1 : i64, device = "cpu"} : (tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>, tensor<1x8x4x4xf32>) -> tensor<1x24x4x4xf32>
+  %o = tandem.conv %k, %w2 {device = "cpu"} : (tensor<1x24x4x4xf32>, tensor<16x24x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %pc = tandem.conv %o, %w {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %p = tandem.relu %pc {device = "cpu"} : (tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  %y = tandem.add %p, %r {device = "cpu"} : (tensor<1x16x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32>
+  return %y : tensor<1x16x4x4xf32>
+}
+
+// -----
+
 // MatMul over a [B, S, K] activation with one weight matrix, then a constant bias row (the
 // first operand here, as exporters write it), a Mul by a constant row of the last axis, a
 // residual Add and a Relu: one gemm-epilogue (the primitive's bias, binary_mul, sum, eltwise).

@@ -345,6 +345,29 @@ dnnl::memory prepackConstant(const Tensor& t, const dnnl::memory::desc& from,
   return dst;
 }
 
+void PlainStaging::init(const dims& d, bool input, WorkspaceLayout* ws) {
+  dnnl::engine& eng = cpuEngine();
+  input_ = input;
+  offset_ = ws->add(plainDesc(d).get_size());
+  from_ = dnnl::memory(input ? channelBlockedDesc(d) : plainDesc(d), eng, DNNL_MEMORY_NONE);
+  to_ = dnnl::memory(input ? plainDesc(d) : channelBlockedDesc(d), eng, DNNL_MEMORY_NONE);
+  reorder_ = dnnl::reorder(from_, to_);
+  args_.add(DNNL_ARG_FROM, from_);
+  args_.add(DNNL_ARG_TO, to_);
+  used_ = true;
+}
+
+void PlainStaging::reorder(char* ws, const void* user) const {
+  if (input_) {
+    bind(from_, user);
+    to_.set_data_handle(plain(ws));
+  } else {
+    from_.set_data_handle(plain(ws));
+    bind(to_, user);
+  }
+  args_.execute(reorder_);
+}
+
 bool OutputReorder::init(const dims& d, bool fromBlocked, bool toBlocked) {
   if (fromBlocked == toBlocked) return false;
   dnnl::engine& eng = cpuEngine();
@@ -397,6 +420,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   dnnlcpu::registerDnnlFusedKernels(r);
   dnnlcpu::registerDnnlConcatKernels(r);
   dnnlcpu::registerDnnlResizeKernels(r);
+  dnnlcpu::registerDnnlSplitKernels(r);
   dnnlcpu::registerDnnlAttentionKernels(r);
   dnnlcpu::registerDnnlTransposeKernels(r);
   dnnlcpu::registerDnnlQuantizedKernels(r);

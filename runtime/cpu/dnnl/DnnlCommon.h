@@ -94,6 +94,28 @@ class ExecArgs {
   std::vector<dnnl_exec_arg_t> args_;
 };
 
+/// One value, kept in the host layout by the plan, of a kernel that computes in plain layout
+/// (Concat and Split where their values' layouts differ): a plain copy in the kernel's
+/// workspace and the oneDNN reorder between the two. Used under the kernel's own lock.
+class PlainStaging {
+ public:
+  /// For an f32 value of dims `d`: an input (host layout -> plain copy) or an output (plain
+  /// copy -> host layout); reserves the copy in `ws`.
+  void init(const dims& d, bool input, WorkspaceLayout* ws);
+  bool used() const { return used_; }
+  /// The plain copy inside the workspace `ws` (its base pointer for this run).
+  float* plain(char* ws) const { return reinterpret_cast<float*>(ws + offset_); }
+  /// Input: reorders `user` (host layout) into plain(ws). Output: plain(ws) into `user`.
+  void reorder(char* ws, const void* user) const;
+
+ private:
+  bool used_ = false, input_ = true;
+  size_t offset_ = 0;
+  dnnl::memory from_, to_;
+  dnnl::reorder reorder_;
+  ExecArgs args_;
+};
+
 /// A kernel that computes in its input's layout (plain or the host's, isBlocked) for a step
 /// whose output layout differs: the result goes to the calling thread's workspace and a oneDNN
 /// reorder writes the output. Without a difference, target() is the output itself and finish()
@@ -363,6 +385,7 @@ void registerDnnlBinaryKernels(KernelRegistry& r);    // DnnlBinary.cpp: Add/Sub
 void registerDnnlFusedKernels(KernelRegistry& r);     // DnnlFused.cpp: Fused epilogues
 void registerDnnlConcatKernels(KernelRegistry& r);    // DnnlConcat.cpp: Concat in host layout
 void registerDnnlResizeKernels(KernelRegistry& r);    // DnnlResize.cpp: nearest Resize in host layout
+void registerDnnlSplitKernels(KernelRegistry& r);     // DnnlSplit.cpp: channel Split in host layout
 void registerDnnlTransposeKernels(KernelRegistry& r); // DnnlTranspose.cpp: Transpose (reorder)
 void registerDnnlAttentionKernels(KernelRegistry& r); // DnnlAttention.cpp: Attention-23/-24/-25
 void registerDnnlQuantizedKernels(KernelRegistry& r); // DnnlQuantized.cpp: QLinearConv/MatMul, *Integer

@@ -63,33 +63,13 @@ class ConcatKernel : public DnnlKernel {
     // "dnnl:" as every kernel of this family that reads the plan's layouts; the copy is ours.
     impl_ = std::string("dnnl:concat-copy:") + (uniform && outBlocked ? activationLayoutName() : "nchw");
     if (uniform) return Status::ok();
-    dnnl::engine& eng = cpuEngine();
-    for (size_t i = 0; i < ctx.inputTypes.size(); ++i) {
-      Side s;
-      if (isBlocked(ctx, true, i)) {
-        dims d = toDims(ctx.inputTypes[i].shape);
-        s.offset = ws_.add(plainDesc(d).get_size());
-        s.from = dnnl::memory(channelBlockedDesc(d), eng, DNNL_MEMORY_NONE);
-        s.to = dnnl::memory(plainDesc(d), eng, DNNL_MEMORY_NONE);
-        s.reorder = dnnl::reorder(s.from, s.to);
-        s.args.add(DNNL_ARG_FROM, s.from);
-        s.args.add(DNNL_ARG_TO, s.to);
-        s.used = true;
-      }
-      ins_.push_back(std::move(s));
-    }
-    if (outBlocked) {
-      out_.offset = ws_.add(plainDesc(yd).get_size());
-      out_.from = dnnl::memory(plainDesc(yd), eng, DNNL_MEMORY_NONE);
-      out_.to = dnnl::memory(channelBlockedDesc(yd), eng, DNNL_MEMORY_NONE);
-      out_.reorder = dnnl::reorder(out_.from, out_.to);
-      out_.args.add(DNNL_ARG_FROM, out_.from);
-      out_.args.add(DNNL_ARG_TO, out_.to);
-      out_.used = true;
-    }
+    ins_.resize(ctx.inputTypes.size());
+    for (size_t i = 0; i < ctx.inputTypes.size(); ++i)
+      if (isBlocked(ctx, true, i)) ins_[i].init(toDims(ctx.inputTypes[i].shape), /*input=*/true, &ws_);
+    if (outBlocked) out_.init(yd, /*input=*/false, &ws_);
     std::string moved;
     for (size_t i = 0; i < ins_.size(); ++i)
-      if (ins_[i].used) moved += (moved.empty() ? "src" : ",src") + std::to_string(i);
+      if (ins_[i].used()) moved += (moved.empty() ? "src" : ",src") + std::to_string(i);
     if (outBlocked) moved += moved.empty() ? "dst" : ",dst";
     impl_ += " reorders[" + moved + "]";
     return Status::ok();
@@ -102,32 +82,19 @@ class ConcatKernel : public DnnlKernel {
       std::vector<const float*> src(in.size());
       for (size_t i = 0; i < in.size(); ++i) {
         src[i] = in[i]->data<float>();
-        if (i < ins_.size() && ins_[i].used) {
-          bind(ins_[i].from, in[i]->raw());
-          ins_[i].to.set_data_handle(ws + ins_[i].offset);
-          ins_[i].args.execute(ins_[i].reorder);
-          src[i] = reinterpret_cast<const float*>(ws + ins_[i].offset);
+        if (i < ins_.size() && ins_[i].used()) {
+          ins_[i].reorder(ws, in[i]->raw());
+          src[i] = ins_[i].plain(ws);
         }
       }
-      float* y = out_.used ? reinterpret_cast<float*>(ws + out_.offset) : out[0]->data<float>();
+      float* y = out_.used() ? out_.plain(ws) : out[0]->data<float>();
       copyChunks(src, y);
-      if (out_.used) {
-        out_.from.set_data_handle(ws + out_.offset);
-        bind(out_.to, out[0]->raw());
-        out_.args.execute(out_.reorder);
-      }
+      if (out_.used()) out_.reorder(ws, out[0]->raw());
       return Status::ok();
     });
   }
 
  private:
-  struct Side {
-    bool used = false;
-    size_t offset = 0;
-    dnnl::memory from, to;
-    dnnl::reorder reorder;
-    ExecArgs args;
-  };
   /// y[o][offset_i ..] = src_i[o][..] for every outer index o and input i. The (o, i) copies
   /// are split over the step's threads when there is enough to copy: DenseNet's channel
   /// Concats move 0.4-100 MB at batch 32, in chunks of 32-1024 channels per pixel (nhwc), and
@@ -150,8 +117,8 @@ class ConcatKernel : public DnnlKernel {
   int64_t rowElems_ = 0;               // elements of one output row (the chunks' sum)
   int threads_ = 1;
   WorkspaceLayout ws_;
-  std::vector<Side> ins_;
-  Side out_;
+  std::vector<PlainStaging> ins_;
+  PlainStaging out_;
 };
 
 }  // namespace

@@ -142,6 +142,28 @@ TEST(DnnlBinary, ChannelScaleInTheHostLayout) {
         }
 }
 
+// A residual Add of two same-shape activations both in the host layout (the plan keeps both or
+// neither: passes/Fuse.cpp's markLayouts), result blocked or plain: oneDNN's jit, not its
+// reference, and the naive sum.
+TEST(DnnlBinary, ResidualAddInTheHostLayout) {
+  for (bool outBlocked : {true, false}) {
+    const Shape xs = {1, 32, 6, 5};
+    OpCase c = binaryCase("Add", xs, xs, xs, 12);
+    const Tensor a = c.inputs[0], b = c.inputs[1];
+    c.attrs.set("input_layouts", Attr::ofStrings({"blocked", "blocked"}));
+    c.attrs.set("output_layouts", Attr::ofStrings({outBlocked ? "blocked" : ""}));
+    c.inputs = {relayout(a, true), relayout(b, true)};
+    SCOPED_TRACE(outBlocked ? "out blocked" : "out plain");
+    ASSERT_TRUE(dnnlSupports(c));
+    std::string impl;
+    Tensor y = runOnce(c, &impl);
+    EXPECT_EQ(impl.find("ref"), std::string::npos) << impl;
+    EXPECT_EQ(impl.find("reorders[dst]") != std::string::npos, !outBlocked) << impl;
+    if (outBlocked) y = relayout(y, false);
+    expectClose(y, naiveBinary("Add", a, b, xs));
+  }
+}
+
 TEST(DnnlBinary, HandComputedSubSwapped) {
   OpCase c;
   c.op = "Sub";
