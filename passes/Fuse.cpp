@@ -978,12 +978,13 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
   }
 
   // Which values stay in the host layout, as a fixpoint: start from every 4-D / 5-D f32 result
-  // of static shape that its CPU op can write in that layout and that has readers, and drop a
-  // value while one of its readers cannot take it (another device, or readsBlocked says no),
-  // its reader keeps layouts and has a result or kept input that was dropped, or its producer
-  // keeps layouts and has such a kept input or result. Each round only drops, so it ends.
+  // of static shape that its CPU op can write in that layout and that has readers; drop a value
+  // one of whose readers cannot take it (another device, or readsBlocked says no); and while
+  // values are dropped, an op that keeps layouts and touches a dropped value (as a result or a
+  // kept input) drops all its results and kept inputs. A worklist: each value is dropped once,
+  // so the pass stays linear in the graph.
   void markLayouts(mlir::Block& body) {
-    llvm::SetVector<mlir::Value> blocked;
+    llvm::DenseSet<mlir::Value> blocked;
     for (mlir::Operation& op : body) {
       if (!onCpu(&op) || !writesBlocked(&op)) continue;
       for (mlir::Value r : op.getResults()) {
@@ -993,26 +994,40 @@ class FusePass : public impl::TandemFuseBase<FusePass> {
           blocked.insert(r);
       }
     }
-    // A keepsLayout op whose results and kept inputs are all still in the set.
-    auto keeps = [&](mlir::Operation* op) {
-      return llvm::all_of(op->getResults(), [&](mlir::Value r) { return blocked.contains(r); }) &&
-             llvm::all_of(keptInputs(op), [&](mlir::Value v) { return v && blocked.contains(v); });
+    llvm::SmallVector<mlir::Value> dropped;
+    auto drop = [&](mlir::Value v) {
+      if (v && blocked.erase(v)) dropped.push_back(v);
     };
-    for (bool changed = true; changed;) {
-      llvm::SmallVector<mlir::Value> drop;
-      for (mlir::Value r : blocked) {
-        mlir::Operation* producer = r.getDefiningOp();
-        const std::string device = deviceOfOp(producer);
-        bool stays = (!keepsLayout(producer) || keeps(producer)) &&
-                     llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
-                       mlir::Operation* reader = u.getOwner();
-                       return deviceOfOp(reader) == device && readsBlocked(u) &&
-                              (!keepsLayout(reader) || keeps(reader));
-                     });
-        if (!stays) drop.push_back(r);
+    // A keepsLayout op keeps its results and kept inputs together: all of them or none.
+    auto dropAllOf = [&](mlir::Operation* op) {
+      for (mlir::Value r : op->getResults()) drop(r);
+      for (mlir::Value v : keptInputs(op)) drop(v);
+    };
+    for (mlir::Operation& op : body)
+      for (mlir::Value r : op.getResults()) {
+        if (!blocked.contains(r)) continue;
+        const std::string device = deviceOfOp(&op);
+        if (!llvm::all_of(r.getUses(), [&](mlir::OpOperand& u) {
+              return deviceOfOp(u.getOwner()) == device && readsBlocked(u);
+            }))
+          drop(r);
       }
-      for (mlir::Value r : drop) blocked.remove(r);
-      changed = !drop.empty();
+    // Kept inputs that no op can write blocked (a graph input, a Reshape's result), and results
+    // that were never candidates, count as dropped.
+    for (mlir::Operation& op : body)
+      if (keepsLayout(&op) &&
+          (!llvm::all_of(op.getResults(), [&](mlir::Value r) { return blocked.contains(r); }) ||
+           !llvm::all_of(keptInputs(&op), [&](mlir::Value v) { return v && blocked.contains(v); })))
+        dropAllOf(&op);
+    while (!dropped.empty()) {
+      mlir::Value v = dropped.pop_back_val();
+      if (mlir::Operation* producer = v.getDefiningOp(); producer && keepsLayout(producer))
+        dropAllOf(producer);
+      for (mlir::OpOperand& u : v.getUses())
+        if (keepsLayout(u.getOwner())) {
+          llvm::SmallVector<mlir::Value, 2> kept = keptInputs(u.getOwner());
+          if (llvm::is_contained(kept, v)) dropAllOf(u.getOwner());
+        }
     }
     for (mlir::Operation& op : body) {
       if (!llvm::any_of(op.getResults(), [&](mlir::Value r) { return blocked.contains(r); })) continue;
