@@ -46,6 +46,15 @@ mlir::Type dtypeToMlir(mlir::MLIRContext* ctx, DType t) {
   }
 }
 
+TensorType tensorTypeOf(mlir::Value v) {
+  TensorType t;
+  if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType())) {
+    t.dtype = mlirToDType(r.getElementType());
+    for (int64_t d : r.getShape()) t.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
+  }
+  return t;
+}
+
 DType mlirToDType(mlir::Type t) {
   if (!t) return DType::Undefined;
   if (t.isF32()) return DType::F32;

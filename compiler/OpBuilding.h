@@ -8,6 +8,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Operation.h"
 #include "runtime/Attr.h"
+#include "runtime/Kernel.h"
 #include "runtime/Tensor.h"
 
 namespace tandem {
@@ -42,6 +43,9 @@ Tensor attrToTensor(mlir::DenseElementsAttr a);
 /// dtype <-> MLIR element type (f32, f64, i32, i64, i1 for bool, ui8, i8).
 mlir::Type dtypeToMlir(mlir::MLIRContext* ctx, DType t);
 DType mlirToDType(mlir::Type t);  // Undefined when not representable
+/// A value's dtype and shape as a KernelContext states them (a dynamic dim is -1); a value that
+/// is not a ranked tensor (an absent operand) gives the default, not-present TensorType.
+TensorType tensorTypeOf(mlir::Value v);
 
 /// If `v` is produced by tandem.constant, its value; otherwise nullptr-like empty optional.
 bool getConstantValue(mlir::Value v, Tensor* out);

@@ -115,12 +115,6 @@ DType elementType(mlir::Value v) {
   return t ? mlirToDType(t.getElementType()) : DType::Undefined;
 }
 
-/// A ranked value's dtype and shape, as a kernel context states them.
-TensorType tensorTypeOf(mlir::Value v) {
-  auto t = llvm::cast<mlir::RankedTensorType>(v.getType());
-  return TensorType{mlirToDType(t.getElementType()), Shape(t.getShape().begin(), t.getShape().end())};
-}
-
 /// Whether this CPU runs the op `ctx` describes with a kernel other than the scalar reference
 /// (about 100x slower than the f32 product a fusion would replace): the registry's variants.
 /// `int8Only`: the exact f32 variants ("dnnl-f32", "avx2-f32": runtime/cpu/dnnl/

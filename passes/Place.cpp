@@ -54,15 +54,6 @@ struct Problem {
   std::vector<std::pair<std::string, std::vector<std::string>>> fusibleInto;
 };
 
-TensorType typeOf(mlir::Value v) {
-  TensorType t;
-  if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType())) {
-    t.dtype = mlirToDType(r.getElementType());
-    for (int64_t d : r.getShape()) t.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
-  }
-  return t;
-}
-
 uint64_t bytesOf(mlir::Value v) {
   auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
   if (!r || !r.hasStaticShape()) return 0;
@@ -198,12 +189,12 @@ class PlacePass : public impl::TandemPlaceBase<PlacePass> {
           ins.push_back(TensorType{});
           continue;
         }
-        ins.push_back(typeOf(v));
+        ins.push_back(tensorTypeOf(v));
         dts.push_back(ins.back().dtype);
         if (v.getDefiningOp<ConstantOp>() || isVariableArg(v)) pop.memoryBytes += bytesOf(v);
       }
       for (mlir::Value r : op.getResults()) {
-        outs.push_back(typeOf(r));
+        outs.push_back(tensorTypeOf(r));
         pop.memoryBytes += bytesOf(r);
       }
       AttrMap attrs = toAttrMap(&op);

@@ -1032,19 +1032,11 @@ mlir::LogicalResult gradResize(GradBuilder& g, mlir::Operation* op, Dy dy, Neede
   ctx.opType = "Resize";
   ctx.attrs = &attrs;
   std::vector<Tensor> consts(op->getNumOperands());
-  auto typeOf = [](Value v) {
-    TensorType t;
-    if (auto r = llvm::dyn_cast<mlir::RankedTensorType>(v.getType())) {
-      t.dtype = mlirToDType(r.getElementType());
-      t.shape.assign(r.getShape().begin(), r.getShape().end());
-    }
-    return t;
-  };
   for (unsigned i = 0; i < op->getNumOperands(); ++i) {
-    ctx.inputTypes.push_back(typeOf(op->getOperand(i)));
+    ctx.inputTypes.push_back(tensorTypeOf(op->getOperand(i)));
     ctx.constInputs.push_back(i > 0 && getConstantValue(op->getOperand(i), &consts[i]) ? &consts[i] : nullptr);
   }
-  ctx.outputTypes = {typeOf(op->getResult(0))};
+  ctx.outputTypes = {tensorTypeOf(op->getResult(0))};
   std::vector<ref::ResizeAxis> axes;
   std::vector<size_t> axisDim;
   if (Status st = ref::resizePlan(ctx, &axes, &axisDim); !st.isOk())

@@ -239,14 +239,14 @@ constexpr int64_t kMomentChunk = 4096;
 // Below this many elements groupNorm runs on the calling thread (OpenMP's fork costs more).
 constexpr int64_t kGroupNormParallelMin = 32768;
 
-TANDEM_AVX2 double sumToDouble(__m256 v) {
+TANDEM_AVX2 double horizontalSumF64(__m256 v) {
   __m256d d = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
                             _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
   __m128d h = _mm_add_pd(_mm256_castpd256_pd128(d), _mm256_extractf128_pd(d, 1));
   return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
 }
 
-TANDEM_AVX2 void addToDoubles(double* acc, __m256 v) {
+TANDEM_AVX2 void accumulateF64(double* acc, __m256 v) {
   _mm256_storeu_pd(acc, _mm256_add_pd(_mm256_loadu_pd(acc), _mm256_cvtps_pd(_mm256_castps256_ps128(v))));
   _mm256_storeu_pd(acc + 4, _mm256_add_pd(_mm256_loadu_pd(acc + 4),
                                           _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1))));
@@ -280,8 +280,8 @@ TANDEM_AVX2 void runMomentsAvx2(const float* x, int64_t n, float k, double* sum,
       ts += d;
       tq += d * d;
     }
-    s += sumToDouble(_mm256_add_ps(s0, s1)) + ts;
-    q += sumToDouble(_mm256_add_ps(q0, q1)) + tq;
+    s += horizontalSumF64(_mm256_add_ps(s0, s1)) + ts;
+    q += horizontalSumF64(_mm256_add_ps(q0, q1)) + tq;
   }
   *sum += s;
   *sq += q;
@@ -323,8 +323,8 @@ TANDEM_AVX2 void laneMomentsAvx2(const float* x, int64_t count, int64_t period, 
         s0 = _mm256_add_ps(s0, d);
         q0 = _mm256_fmadd_ps(d, d, q0);
       }
-      addToDoubles(sum + c, _mm256_add_ps(s0, s1));
-      addToDoubles(sq + c, _mm256_add_ps(q0, q1));
+      accumulateF64(sum + c, _mm256_add_ps(s0, s1));
+      accumulateF64(sq + c, _mm256_add_ps(q0, q1));
     }
     for (; c < period; ++c) {
       float ts = 0, tq = 0;
@@ -417,7 +417,7 @@ void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t gr
   const int nt = N * C * S >= kGroupNormParallelMin ? std::max(1, threads) : 1;
   const int64_t X = layout == ChannelLayout::Blocked8 ? 8 : layout == ChannelLayout::Blocked16 ? 16 : 1;
   const int64_t CB = C / X;
-  // Where (n, c, s = 0) is stored; consecutive s of a channel are `step` floats apart.
+  // Where (n, c, s = 0) is stored.
   auto first = [&](int64_t n, int64_t c) -> int64_t {
     switch (layout) {
       case ChannelLayout::Plain: return (n * C + c) * S;

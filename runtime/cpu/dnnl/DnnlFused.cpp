@@ -122,7 +122,8 @@ const char* stepInputLayout(const KernelContext& ctx, int64_t i) {
 }
 
 /// The anchor's attributes with the step's activation layouts as the anchor sees them: X's
-/// (W and B plain) and Y's, "channels-last" when the group ends in a Transpose to it.
+/// (W and B plain) and Y's, "channels-last" when the group ends in a Transpose to it. Also the
+/// BatchNormalization of a batchnorm-relu step and the group norm of a groupnorm-silu one.
 AttrMap anchorLayoutAttrs(const KernelContext& ctx, const fused::BodyOp& anchorOp,
                           bool channelsLastOut) {
   AttrMap a = anchorOp.attrs;
@@ -313,9 +314,7 @@ Status createFusedBatchNormRelu(const KernelContext& ctx, std::unique_ptr<Kernel
   for (int64_t r : bn.refs)
     if (r < 0) return Status::error("Fused batchnorm-relu: BatchNormalization lacks an input");
   KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
-  AttrMap attrs = bn.attrs;
-  attrs.set("input_layouts", Attr::ofStrings({isBlocked(ctx, true, (size_t)bn.refs[0]) ? "blocked" : ""}));
-  attrs.set("output_layouts", Attr::ofStrings({isBlocked(ctx, false, 0) ? "blocked" : ""}));
+  const AttrMap attrs = anchorLayoutAttrs(ctx, bn, /*channelsLastOut=*/false);
   anchor.attrs = &attrs;
   std::unique_ptr<Kernel> inner;
   TANDEM_RETURN_IF_ERROR(createBatchNormKernel(anchor, /*relu=*/true, &inner));
@@ -345,9 +344,7 @@ Status createFusedGroupNormSilu(const KernelContext& ctx, std::unique_ptr<Kernel
                          "InstanceNormalization of step inputs, Sigmoid of it, and their Mul");
   const fused::BodyOp& gn = body.ops[0];
   KernelContext anchor = fused::bodyOpContext(ctx, body, 0);
-  AttrMap attrs = gn.attrs;
-  attrs.set("input_layouts", Attr::ofStrings({isBlocked(ctx, true, (size_t)gn.refs[0]) ? "blocked" : ""}));
-  attrs.set("output_layouts", Attr::ofStrings({isBlocked(ctx, false, 0) ? "blocked" : ""}));
+  const AttrMap attrs = anchorLayoutAttrs(ctx, gn, /*channelsLastOut=*/false);
   anchor.attrs = &attrs;
   std::unique_ptr<Kernel> inner;
   TANDEM_RETURN_IF_ERROR(createGroupNormKernel(anchor, /*silu=*/true, &inner));

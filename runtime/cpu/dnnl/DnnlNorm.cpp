@@ -152,7 +152,7 @@ avx2::ChannelLayout hostChannelLayout() {
 /// layout. oneDNN's batch norm on plain NCHW is its generic ncsp_bnorm, 10x slower than this
 /// loop. Where input and output layouts differ, the affine map runs in the input's layout into
 /// the thread workspace and a oneDNN reorder writes the output.
-class BatchNormKernel : public Kernel {
+class BatchNormKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx, bool relu) {
     const Shape& x = ctx.inputTypes[0].shape;
@@ -193,7 +193,6 @@ class BatchNormKernel : public Kernel {
       return Status::ok();
     });
   }
-  std::string implName() const override { return impl_; }
 
  private:
   void foldParams(const float* scale, const float* b, const float* mean, const float* var) {
@@ -206,16 +205,14 @@ class BatchNormKernel : public Kernel {
   int threads_ = 1;
   avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
   std::vector<float> scale_, shift_;
-  std::string impl_;
   OutputReorder dst_;
-  std::mutex mu_;
 };
 
 /// Concat (channels) -> BatchNormalization -> Relu as avx2::concatChannelAffine: each input is
 /// read once and the output written once, where a Concat then a batchnorm-relu step read and
 /// write the concatenation twice (DenseNet concatenates every earlier feature map of its block
 /// before each layer's pre-activation: ~12% of densenet121's time at batch 32 was that copy).
-class ConcatBatchNormReluKernel : public Kernel {
+class ConcatBatchNormReluKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx, std::vector<int64_t> catInputs,
               std::vector<int64_t> params, float eps, bool plain) {
@@ -265,7 +262,6 @@ class ConcatBatchNormReluKernel : public Kernel {
       return Status::ok();
     });
   }
-  std::string implName() const override { return impl_; }
 
  private:
   void fold(const std::vector<const Tensor*>& t) {
@@ -281,8 +277,6 @@ class ConcatBatchNormReluKernel : public Kernel {
   int threads_ = 1;
   avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
   std::vector<float> scale_, shift_;
-  std::string impl_;
-  std::mutex mu_;
 };
 
 // ---- LayerNormalization ----
@@ -377,7 +371,7 @@ int64_t groupNormGroups(const KernelContext& ctx) {
 /// Conv -> Add -> GroupNorm stay in the convolutions' layout. Where input and output layouts
 /// differ, it runs in the input's layout into the thread workspace and a oneDNN reorder writes
 /// the output.
-class GroupNormKernel : public Kernel {
+class GroupNormKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx, int64_t groups, bool silu) {
     const Shape& x = ctx.inputTypes[0].shape;
@@ -408,7 +402,6 @@ class GroupNormKernel : public Kernel {
       return Status::ok();
     });
   }
-  std::string implName() const override { return impl_; }
 
  private:
   int64_t N_ = 0, C_ = 0, S_ = 0, groups_ = 1;
@@ -416,9 +409,7 @@ class GroupNormKernel : public Kernel {
   float eps_ = 1e-5f;
   int threads_ = 1;
   avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
-  std::string impl_;
   OutputReorder dst_;
-  std::mutex mu_;
 };
 
 }  // namespace

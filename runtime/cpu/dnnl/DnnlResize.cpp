@@ -31,7 +31,7 @@ bool resizeSupported(const KernelContext& ctx) {
 /// Output rows (every spatial dim but the last) that read the same input row are copied from
 /// the first of them. Where the output's layout differs, a oneDNN reorder writes it from the
 /// thread workspace.
-class ResizeNearestKernel : public Kernel {
+class ResizeNearestKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx) {
     std::vector<ref::ResizeAxis> axes;
@@ -97,7 +97,6 @@ class ResizeNearestKernel : public Kernel {
       return Status::ok();
     });
   }
-  std::string implName() const override { return impl_; }
 
  private:
   void gather(const float* x, float* y) const {
@@ -130,9 +129,7 @@ class ResizeNearestKernel : public Kernel {
   std::vector<int64_t> rows_;       // output row -> input row (outer spatial dims flattened)
   std::vector<int64_t> runStarts_;  // first output row of each run reading one input row, then the end
   int threads_ = 1;
-  std::string impl_;
   OutputReorder dst_;
-  std::mutex mu_;
 };
 
 }  // namespace

@@ -5,8 +5,6 @@
 #include <cmath>
 #include <memory>
 
-#include "runtime/cpu/avx2/Rows.h"
-#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -560,17 +558,17 @@ Status createLRN(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 }
 
 /// InstanceNormalization-6 and GroupNormalization-21: each (n, group) of C / groups channels is
-/// one contiguous block; its mean and variance in double (two passes), then each channel's
-/// k = scale / sqrt(var + eps), b = bias - mean * k and y = x * k + b. InstanceNormalization is
-/// the case groups = C. Blocks in parallel; f32 on AVX2 rows (avx2::meanAndSquares, affineRow),
-/// else sums over 8 independent f64 lanes, which vectorise.
+/// one contiguous block; its mean and variance in double (two passes, sums over 8 independent
+/// f64 lanes, which vectorise), then each channel's k = scale / sqrt(var + eps),
+/// b = bias - mean * k and y = x * k + b. InstanceNormalization is the case groups = C. Blocks
+/// in parallel. f32 plans run the oneDNN-side kernel instead (runtime/cpu/dnnl/DnnlNorm.cpp,
+/// avx2::groupNorm, any activation layout); this one serves the other float types.
 Status createGroupedNorm(const KernelContext& ctx, int64_t groups, std::unique_ptr<Kernel>* out) {
   const Shape xs = ctx.inputTypes[0].shape;
   const int64_t N = xs[0], C = xs[1], S = product(xs, 2, xs.size()), G = groups, Cg = C / G;
   const int64_t block = Cg * S;
   const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
   const int threads = std::max(1, ctx.threads);
-  const bool vector = block > 0 && avx2::available();
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -579,43 +577,27 @@ Status createGroupedNorm(const KernelContext& ctx, int64_t groups, std::unique_p
       const T* scale = in[1]->data<T>();
       const T* bias = in[2]->data<T>();
       T* y = outs[0]->data<T>();
-      // The vector rows take about 0.25 ns an element: a quarter of the stream grain a thread.
-      const int64_t grain = vector ? kStreamGrain / 4 : kStreamGrain;
-      parallelRanges(threads, N * G, std::max<int64_t>(1, grain / std::max<int64_t>(1, block)),
+      parallelRanges(threads, N * G, std::max<int64_t>(1, kStreamGrain / std::max<int64_t>(1, block)),
                      [&](int64_t b0, int64_t e0) {
         for (int64_t ng = b0; ng < e0; ++ng) {
           const T* p = x + ng * block;
           T* q = y + ng * block;
           const int64_t c0 = (ng % G) * Cg;
           if (block == 0) continue;
-          double mean = 0, var = 0;
-          bool vectorRows = false;
-          if constexpr (std::is_same_v<T, float>) vectorRows = vector;
-          if (vectorRows) {
-            if constexpr (std::is_same_v<T, float>) avx2::meanAndSquares(p, block, &mean, &var);
-          } else {
-            auto sum8 = [&](auto&& f) {
-              double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-              int64_t i = 0;
-              for (; i + 8 <= block; i += 8)
-                for (int j = 0; j < 8; ++j) acc[j] += f(double(p[i + j]));
-              double total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-              for (; i < block; ++i) total += f(double(p[i]));
-              return total;
-            };
-            mean = sum8([](double v) { return v; }) / double(block);
-            var = sum8([mean](double v) { return (v - mean) * (v - mean); });
-          }
-          var /= double(block);
+          auto sum8 = [&](auto&& f) {
+            double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int64_t i = 0;
+            for (; i + 8 <= block; i += 8)
+              for (int j = 0; j < 8; ++j) acc[j] += f(double(p[i + j]));
+            double total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+            for (; i < block; ++i) total += f(double(p[i]));
+            return total;
+          };
+          const double mean = sum8([](double v) { return v; }) / double(block);
+          const double var = sum8([mean](double v) { return (v - mean) * (v - mean); }) / double(block);
           for (int64_t j = 0; j < Cg; ++j) {
             const double k = double(scale[c0 + j]) / std::sqrt(var + eps);
             const double b = double(bias[c0 + j]) - mean * k;
-            if constexpr (std::is_same_v<T, float>) {
-              if (vectorRows) {
-                avx2::affineRow(p + j * S, q + j * S, S, k, b);
-                continue;
-              }
-            }
             for (int64_t s = 0; s < S; ++s) q[j * S + s] = T(double(p[j * S + s]) * k + b);
           }
         }
