@@ -3,7 +3,10 @@
 // an axes input as in opset 18 is also read), ArgMax/ArgMin-13, Hardmax-13. f32 Sum, Mean, Max,
 // Min, SumSquare and L2 over one contiguous block of dims fold 8 lanes at a time on AVX2 hosts
 // (avx2::foldAxis; the same double sums): the strided scalar loop took 0.78 ms for PointNet's
-// ReduceMax over [2, 512, 1024]'s last axis.
+// ReduceMax over [2, 512, 1024]'s last axis. The same over a leading and a trailing block
+// around a kept one (keptMiddleBlock: per-channel sums over N and the spatial dims, which a
+// training step's BatchNorm and bias gradients take): ReduceMean over [128, 16, 28, 28]'s
+// axes {0, 2, 3} went from 3.5 to 0.4 ms.
 #include <algorithm>
 
 #include "runtime/cpu/avx2/Rows.h"
@@ -70,6 +73,27 @@ bool oneReducedBlock(const Shape& xs, const std::vector<bool>& reduced, int64_t*
   return true;
 }
 
+// Whether the reduced dims of `xs` (unit dims aside) are a leading block and a trailing block
+// around one kept block: x is then [lead, kept, trail] row-major with lead and trail reduced,
+// the pattern of a per-channel reduction over N and the spatial dims (BatchNorm's statistics and
+// gradients, a convolution's bias gradient: axes {0, 2, 3} of NCHW). Both blocks non-empty.
+bool keptMiddleBlock(const Shape& xs, const std::vector<bool>& reduced, int64_t* lead,
+                     int64_t* kept, int64_t* trail) {
+  // Each non-unit dim's role in order: reduced, kept, reduced; exactly three runs.
+  int runs = 0;
+  bool prev = false;
+  *lead = *kept = *trail = 1;
+  for (int64_t d = 0; d < (int64_t)xs.size(); ++d) {
+    if (xs[d] == 1) continue;
+    const bool r = reduced[d];
+    if (runs == 0 || r != prev) ++runs;
+    prev = r;
+    if (runs == 1 && !r) return false;  // must start reduced
+    (runs == 1 ? *lead : runs == 2 ? *kept : *trail) *= xs[d];
+  }
+  return runs == 3;
+}
+
 template <typename T>
 Status runReduce(const OpName& ctx, RedOp op, const std::vector<int64_t>& axes, bool noop,
                  const Tensor& x, Tensor& y) {
@@ -98,21 +122,36 @@ Status runReduce(const OpName& ctx, RedOp op, const std::vector<int64_t>& axes, 
     return Status::ok();
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (foldsOnAvx2(op, count)) {
-      int64_t outer, inner;
-      if (oneReducedBlock(xs, reduced, &outer, &inner)) {
-        std::vector<double> acc(nOut);
-        const avx2::Fold fold = op == RedOp::Max   ? avx2::Fold::Max
-                                : op == RedOp::Min ? avx2::Fold::Min
-                                : op == RedOp::Sum || op == RedOp::Mean ? avx2::Fold::Sum
-                                                                        : avx2::Fold::SumSquare;
+    int64_t outer, inner, lead, mid, trail;
+    const bool oneBlock = oneReducedBlock(xs, reduced, &outer, &inner);
+    if (foldsOnAvx2(op, count) && (oneBlock || keptMiddleBlock(xs, reduced, &lead, &mid, &trail))) {
+      const avx2::Fold fold = op == RedOp::Max   ? avx2::Fold::Max
+                              : op == RedOp::Min ? avx2::Fold::Min
+                              : op == RedOp::Sum || op == RedOp::Mean ? avx2::Fold::Sum
+                                                                      : avx2::Fold::SumSquare;
+      std::vector<double> acc(nOut);
+      if (oneBlock) {
         avx2::foldAxis(X, outer, count, inner, fold, acc.data());
-        for (int64_t j = 0; j < nOut; ++j)
-          Y[j] = op == RedOp::Mean ? float(acc[j] / double(count))
-                 : op == RedOp::L2 ? float(std::sqrt(acc[j]))
-                                   : float(acc[j]);
-        return Status::ok();
+      } else {
+        // Each of the lead slices [mid, trail] folds its rows, then the slices combine (sums
+        // in double, as the scalar loop; Max and Min exact, NaN sticking).
+        std::vector<double> part(nOut);
+        avx2::foldAxis(X, mid, trail, 1, fold, acc.data());
+        for (int64_t a = 1; a < lead; ++a) {
+          avx2::foldAxis(X + a * mid * trail, mid, trail, 1, fold, part.data());
+          for (int64_t j = 0; j < nOut; ++j) {
+            const double p = part[j];
+            if (fold == avx2::Fold::Max) acc[j] = std::isnan(p) || p > acc[j] ? p : acc[j];
+            else if (fold == avx2::Fold::Min) acc[j] = std::isnan(p) || p < acc[j] ? p : acc[j];
+            else acc[j] += p;
+          }
+        }
       }
+      for (int64_t j = 0; j < nOut; ++j)
+        Y[j] = op == RedOp::Mean ? float(acc[j] / double(count))
+               : op == RedOp::L2 ? float(std::sqrt(acc[j]))
+                                 : float(acc[j]);
+      return Status::ok();
     }
   }
   std::vector<int64_t> st = rowMajorStrides(kept);

@@ -113,15 +113,16 @@ TEST(RefReduce, EmptyReductions) {
   expectValues<float>(run1("ReduceSum", {}, {x, i64({1}, {0})}, DType::F32, {1, 0}), {1, 0}, {});
 }
 
-// f32 Sum, Mean, Max, Min, SumSquare and L2 over every axis set of [3, 5, 1, 19] and of
-// [2, 37, 9] (rows with and without an 8-lane tail, columns of inner 9 and 19, a unit dim
-// inside the block, and split blocks such as {0, 3} that take the strided loop), with a NaN
+// f32 Sum, Mean, Max, Min, SumSquare and L2 over every axis set of [3, 5, 1, 19], [2, 37, 9]
+// and [3, 4, 5, 11] (rows with and without an 8-lane tail, columns of inner 9 and 19, a unit
+// dim inside the block, split blocks around a kept one such as {0, 2, 3} that fold per lead
+// slice, and other split blocks such as {1, 3} that take the strided loop), with a NaN
 // in one run, against a naive fold in double: the vector fold (avx2::foldAxis, where the host
 // has AVX2) must give the scalar reduction's results, sums to within the double-to-f32 rounding.
 TEST(RefReduce, EveryAxisSetMatchesANaiveFold) {
   const std::vector<std::string> ops = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
                                         "ReduceSumSquare", "ReduceL2"};
-  for (const Shape& xs : {Shape{3, 5, 1, 19}, Shape{2, 37, 9}}) {
+  for (const Shape& xs : {Shape{3, 5, 1, 19}, Shape{2, 37, 9}, Shape{3, 4, 5, 11}}) {
     const int64_t rank = (int64_t)xs.size(), n = numElements(xs);
     for (bool withNaN : {false, true}) {
       std::vector<float> v(n);
