@@ -1,14 +1,15 @@
 // RUN: tandem-opt %s -split-input-file -verify-diagnostics --tandem-autodiff | FileCheck %s
 
 // A value read by two ops gets the sum of both contributions: x feeds Relu and Add, so dx is one
-// Add of the Relu path's Where and the direct path's gradient. The gradient is returned as a
-// named result.
+// Add of the Relu path's dy * Sign(relu) and the direct path's gradient. The gradient is
+// returned as a named result.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: -> (tensor<f32>, tensor<2x4xf32> {tandem.gradient_of = "x", tandem.name = "x_grad"})
+// CHECK: %[[RELU:.*]] = tandem.relu %arg0
 // CHECK: %[[R:.*]] = tandem.reduce_sum
 // CHECK: %[[ONES:.*]] = tandem.expand
-// CHECK: %[[MASK:.*]] = tandem.greater %arg0
-// CHECK: %[[W:.*]] = tandem.where %[[MASK]], %[[ONES]]
+// CHECK: %[[MASK:.*]] = tandem.sign %[[RELU]]
+// CHECK: %[[W:.*]] = tandem.mul %[[ONES]], %[[MASK]]
 // CHECK: %[[DX:.*]] = tandem.add %[[ONES]], %[[W]]
 // CHECK-NEXT: return %[[R]], %[[DX]]
 func.func @main(%x: tensor<2x4xf32> {tandem.name = "x", tandem.trainable}) -> tensor<f32> {
