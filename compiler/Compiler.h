@@ -102,6 +102,14 @@ struct CompileOptions {
     /// The model's inference Dropouts run in training mode in the step (Keras's fit); the
     /// forward plan (forwardOnly) keeps them as they are.
     bool dropoutInTraining = true;
+    /// The model's inference BatchNormalizations whose input_mean / input_var are initializers
+    /// train as PyTorch's model.train() does: batch statistics in the step, and the
+    /// initializers become buffers (state updated each step: running_mean / running_var with
+    /// the model's momentum and the unbiased batch variance), which the forward plan
+    /// (forwardOnly) reads as inputs and `tandem train` writes back. Off: they stay frozen
+    /// (inference form, the initializers' statistics). Their scale and B are parameters either
+    /// way (TrainingGraph.h).
+    bool batchNormInTraining = true;
     /// Training metrics accumulated in the step itself, as state after `step`: `metric.loss_sum`
     /// (the sum of the step losses) and `metric.correct` (how many samples' argmax over the
     /// logits is their label), f32 [] each (TrainingGraph.h). With residentState they are

@@ -254,6 +254,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
   if (!o.showProgress) po.write = [](const std::string&) {};
   ProgressBar bar(po);
   const Shape imageShape = step_plan_->inputTypes()[0].shape;
+  int64_t traced = 0;  // steps profiled into o.trace
   for (int64_t epoch = startEpoch; epoch < o.epochs; ++epoch) {
     // 2. This epoch's order, from where a resumed run stopped; full batches only.
     std::vector<int64_t> order;
@@ -305,8 +306,16 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       in[0] = Tensor::view(DType::F32, imageShape, b.samples.raw());
       in[1] = b.labels;
       const std::string what = "training step " + std::to_string(step_ + 1);
-      if (hasMetrics_) TANDEM_RETURN_IF_ERROR(step_plan_->enqueue(in).withContext(what));
-      else TANDEM_RETURN_IF_ERROR(step_plan_->run(in, &out).withContext(what));
+      if (o.trace && traced < o.traceSteps) {
+        RunStats stats;
+        TANDEM_RETURN_IF_ERROR(step_plan_->run(in, &out, &stats, /*profile=*/true).withContext(what));
+        o.trace->addRun(stats, what);
+        ++traced;
+      } else if (hasMetrics_) {
+        TANDEM_RETURN_IF_ERROR(step_plan_->enqueue(in).withContext(what));
+      } else {
+        TANDEM_RETURN_IF_ERROR(step_plan_->run(in, &out).withContext(what));
+      }
       ++step_;
       ++ran;
       if (!hasMetrics_) {

@@ -13,6 +13,7 @@
 #include "runtime/Executable.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
+#include "runtime/Trace.h"
 #include "runtime/training/Prefetcher.h"
 #include "runtime/training/Progress.h"
 
@@ -66,6 +67,12 @@ struct TrainerOptions {
   std::FILE* log = nullptr;
   /// Called after each epoch (after evaluation and the checkpoint); false stops training.
   std::function<bool(const EpochReport&)> onEpochEnd;
+  /// With a trace: the first `traceSteps` steps of this fit run profiled (Executable::run with
+  /// profile, each step of the plan waited for, so they are not overlapped with the next
+  /// batch's upload) and are added to it as runs "training step N" (runtime/Trace.h). Null:
+  /// none.
+  Trace* trace = nullptr;
+  int64_t traceSteps = 20;
 };
 
 /// Keras-style training on a step plan and a forward plan.

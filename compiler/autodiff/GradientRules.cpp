@@ -682,15 +682,66 @@ mlir::LogicalResult gradGroupNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
   return mlir::success();
 }
 
+// BatchNormalization in training mode (training_mode=1: batch statistics over N and the
+// spatial dims, M elements per channel, population variance; running_mean' = m * mean + (1 - m)
+// * bmean and running_var' = m * var + (1 - m) * bvar for momentum m), with xc = x - bmean,
+// rstd = 1/sqrt(bvar + eps) and xhat = xc * rstd: LayerNormalization's rule per channel over
+// N and the spatial dims,
+//   dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
+//        + (1 - m) / M * drunning_mean + 2 (1 - m) / M * xc * drunning_var
+//   dscale = sum(dy * xhat), dbias = sum(dy), dmean = m * drunning_mean, dvar = m * drunning_var
+// (batch statistics recomputed; BatchNormalization-15 has no saved-statistics outputs).
+mlir::LogicalResult gradBatchNormTraining(GradBuilder& g, mlir::Operation* op, Dy dy,
+                                          Needed need, Dx dx) {
+  Value x = op->getOperand(0), scale = op->getOperand(1);
+  llvm::SmallVector<int64_t> xs = shapeOf(x), bshape(xs.size(), 1), other;
+  if (xs.size() < 2) return g.error("BatchNormalization: needs X of rank 2 or more");
+  bshape[1] = xs[1];
+  int64_t count = 1;
+  for (int64_t i = 0; i < (int64_t)xs.size(); ++i)
+    if (i != 1) {
+      other.push_back(i);
+      count *= xs[i];
+    }
+  const double eps = floatAttrOr(op, "epsilon", 1e-5), m = floatAttrOr(op, "momentum", 0.9);
+  const Value dyRunMean = dy.size() > 1 ? dy[1] : Value(), dyRunVar = dy.size() > 2 ? dy[2] : Value();
+  Value xc = g.sub(x, g.reduceMean(x, other, true));
+  if (need[0] || need[1] || need[2]) {
+    if (dy[0]) {
+      Value rstd = g.op("Reciprocal",
+                        {g.op("Sqrt", {g.addS(g.reduceMean(g.mul(xc, xc), other, true), eps)})});
+      Value xhat = g.mul(xc, rstd);
+      Value sumDy = g.reduceSum(dy[0], other, true), sumDyXhat = g.reduceSum(g.mul(dy[0], xhat), other, true);
+      if (need[0]) {
+        Value centred = g.sub(g.sub(dy[0], g.mulS(sumDy, 1.0 / (double)count)),
+                              g.mul(xhat, g.mulS(sumDyXhat, 1.0 / (double)count)));
+        dx[0] = g.mul(centred, g.mul(g.reshape(scale, bshape), rstd));
+      }
+      if (need[1]) dx[1] = g.reshape(sumDyXhat, shapeOf(scale));
+      if (need[2]) dx[2] = g.reshape(sumDy, shapeOf(scale));
+    } else {
+      // Only the running statistics reach the loss: Y's parameters get zeros.
+      if (need[1]) dx[1] = g.zeros(scale.getType());
+      if (need[2]) dx[2] = g.zeros(op->getOperand(2).getType());
+      if (need[0]) dx[0] = g.zeros(x.getType());
+    }
+    if (need[0] && dyRunMean)
+      dx[0] = g.add(dx[0], g.reshape(g.mulS(dyRunMean, (1 - m) / (double)count), bshape));
+    if (need[0] && dyRunVar)
+      dx[0] = g.add(dx[0], g.mul(xc, g.reshape(g.mulS(dyRunVar, 2 * (1 - m) / (double)count), bshape)));
+  }
+  if (need[3]) dx[3] = dyRunMean ? g.mulS(dyRunMean, m) : g.zeros(op->getOperand(3).getType());
+  if (need[4]) dx[4] = dyRunVar ? g.mulS(dyRunVar, m) : g.zeros(op->getOperand(4).getType());
+  return mlir::success();
+}
+
 // BatchNormalization in inference form, per channel c (dim 1), with inv = 1/sqrt(var + eps):
 //   y = (x - mean) * inv * scale + bias
 //   dx = dy * scale * inv;  dscale = sum(dy * (x - mean) * inv);  dbias = sum(dy)
 //   dmean = -dbias * scale * inv;  dvar = -0.5 * sum(dy * (x - mean)) * scale * inv^3.
 mlir::LogicalResult gradBatchNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need,
                                   Dx dx) {
-  if (intAttrOr(op, "training_mode", 0) != 0)
-    return g.error("BatchNormalization: no gradient in training mode (only the inference form "
-                   "is differentiated)");
+  if (intAttrOr(op, "training_mode", 0) != 0) return gradBatchNormTraining(g, op, dy, need, dx);
   Value x = op->getOperand(0), scale = op->getOperand(1), mean = op->getOperand(3),
         var = op->getOperand(4);
   llvm::SmallVector<int64_t> xs = shapeOf(x), bshape(xs.size(), 1), other;

@@ -11,6 +11,7 @@
 #include "compiler/TandemDialect.h"
 #include "compiler/autodiff/GradientRules.h"
 #include "compiler/training/Variables.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringSet.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -18,6 +19,7 @@ namespace tandem::training {
 namespace {
 
 constexpr const char* kTrainableAttr = "tandem.trainable";
+constexpr const char* kBufferAttr = "tandem.buffer";
 
 mlir::DictionaryAttr argAttrs(mlir::Builder& b, const std::string& name, bool trainable) {
   llvm::SmallVector<mlir::NamedAttribute> a = {b.getNamedAttr(kNameAttr, b.getStringAttr(name))};
@@ -37,15 +39,43 @@ bool isF32(mlir::Value v) {
   return t && t.getElementType().isF32();
 }
 
-// A weight or bias: operand 1 or 2 of Conv, Gemm or MatMul (directly; a Transpose or Reshape
-// between is not looked through).
+// A weight or bias: operand 1 or 2 of Conv, Gemm or MatMul, or a BatchNormalization's scale
+// or B (operands 1, 2: PyTorch's BatchNorm weight and bias, nn.Parameters), directly (a
+// Transpose or Reshape between is not looked through).
 bool isWeightOrBias(ConstantOp c) {
   for (mlir::OpOperand& use : c.getResult().getUses()) {
     std::string t = onnxOpType(use.getOwner());
     if ((t == "Conv" || t == "Gemm" || t == "MatMul") && use.getOperandNumber() >= 1)
       return true;
+    if (t == "BatchNormalization" && (use.getOperandNumber() == 1 || use.getOperandNumber() == 2))
+      return true;
   }
   return false;
+}
+
+// Whether BatchNormalization `op`'s statistics train (buildLoss 1b): in inference form
+// (training_mode absent or 0), or in training mode with its running_mean / running_var
+// results unused (PyTorch's export with TrainingMode.TRAINING), and input_mean and input_var
+// f32 initializers of its own. A training-mode one whose running results the graph uses is
+// left as it is (false). Failure (an error on the op): statistics that are not initializers
+// of its own, which could not be written back.
+mlir::FailureOr<bool> trainsStatistics(mlir::Operation* op) {
+  if (onnxOpType(op) != "BatchNormalization" || op->getNumOperands() != 5) return false;
+  if (intAttrOr(op, "training_mode", 0) != 0)
+    for (unsigned i = 1; i < op->getNumResults(); ++i)
+      if (!op->getResult(i).use_empty()) return false;
+  for (unsigned i : {3u, 4u}) {
+    auto c = op->getOperand(i).getDefiningOp<ConstantOp>();
+    if (!c || !isF32(c.getResult()) || !c.getResult().hasOneUse())
+      return op->emitError()
+             << "training: BatchNormalization '" << nodeName(op->getLoc()) << "': its "
+             << (i == 3 ? "input_mean" : "input_var")
+             << " is not an f32 initializer of its own, so its running statistics cannot be "
+                "trained and written back (PyTorch shares equal initializers unless exported "
+                "with training=torch.onnx.TrainingMode.TRAINING); --freeze-batchnorm keeps them "
+                "as they are";
+  }
+  return true;
 }
 
 void setResults(mlir::func::FuncOp main, mlir::func::ReturnOp ret,
@@ -78,10 +108,28 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
                             << ", f32 [N, C] with static dims (bind the batch dim), got "
                             << logits.getType();
 
+  // The BatchNormalizations whose statistics train (1b): those are buffers, not parameters,
+  // even with allFloatConstants.
+  llvm::SmallVector<mlir::Operation*> batchNorms;
+  llvm::SmallPtrSet<mlir::Operation*, 16> statistics;
+  if (options.batchNormInTraining) {
+    bool bad = false;
+    body.walk([&](mlir::Operation* op) {
+      mlir::FailureOr<bool> trains = trainsStatistics(op);
+      bad |= mlir::failed(trains);
+      if (mlir::failed(trains) || !*trains) return;
+      batchNorms.push_back(op);
+      statistics.insert(op->getOperand(3).getDefiningOp());
+      statistics.insert(op->getOperand(4).getDefiningOp());
+    });
+    if (bad) return mlir::failure();
+  }
+
   // 1. Parameters: constants become trainable arguments, in the order they appear.
   llvm::SmallVector<ConstantOp> params;
   for (ConstantOp c : body.getOps<ConstantOp>())
-    if (isF32(c.getResult()) && (options.allFloatConstants || isWeightOrBias(c)))
+    if (isF32(c.getResult()) && !statistics.count(c) &&
+        (options.allFloatConstants || isWeightOrBias(c)))
       params.push_back(c);
   if (params.empty())
     return main.emitError("training: the model has no f32 weight or bias of a Conv, Gemm or "
@@ -101,7 +149,63 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
     c.erase();
   }
 
+  // 1b. Buffers (PyTorch's name for state that is not a parameter): with batchNormInTraining,
+  //     each BatchNormalization's input_mean and input_var become arguments after the
+  //     parameters, tandem.buffer, their initializer their initial value.
+  llvm::SmallVector<mlir::BlockArgument> buffers;
+  for (mlir::Operation* bn : batchNorms)
+    for (unsigned i : {3u, 4u}) {
+      auto c = bn->getOperand(i).getDefiningOp<ConstantOp>();
+      std::string name = nodeName(c.getLoc());
+      if (name.empty() || !seen.insert(name).second)
+        return c.emitError() << "training: running statistics '" << name
+                             << "' need a unique initializer name (they are written back by name)";
+      mlir::BlockArgument a =
+          addArg(main, main.getNumArguments(), c.getType(), argAttrs(b, name, false), c.getLoc());
+      main.setArgAttr(a.getArgNumber(), kBufferAttr, b.getUnitAttr());
+      main.setArgAttr(a.getArgNumber(), kInitialValueAttr, c.getValue());
+      bn->setOperand(i, a);
+      c.erase();
+      buffers.push_back(a);
+    }
+
   if (options.forwardOnly) return mlir::success();
+
+  // 1c. Those BatchNormalizations train (PyTorch's model.train()): batch statistics, and the
+  //     running statistics updated with the model's momentum m (ONNX's: PyTorch's momentum is
+  //     1 - m) and, as PyTorch, the unbiased batch variance: ONNX's running_var' = m * var +
+  //     (1 - m) * bvar uses the population variance, so var' = running_var' * k + m * var *
+  //     (1 - k) with k = M / (M - 1), M the elements per channel (N times the spatial size).
+  llvm::SmallVector<mlir::Value> bufferUpdates;
+  for (size_t k = 0; k < batchNorms.size(); ++k) {
+    mlir::Operation* bn = batchNorms[k];
+    llvm::SmallVector<int64_t> xs = autodiff::shapeOf(bn->getOperand(0));
+    int64_t count = 1;
+    for (size_t i = 0; i < xs.size(); ++i)
+      if (i != 1) count *= xs[i];
+    if (count < 2)
+      return bn->emitError() << "training: BatchNormalization '" << nodeName(bn->getLoc())
+                             << "' has " << count
+                             << " value per channel in a batch; training mode needs more than 1 "
+                                "(as PyTorch: use a larger batch)";
+    mlir::OpBuilder ob(bn);
+    llvm::SmallVector<mlir::NamedAttribute> attrs(bn->getAttrs().begin(), bn->getAttrs().end());
+    llvm::erase_if(attrs, [](const mlir::NamedAttribute& a) { return a.getName() == "training_mode"; });
+    attrs.push_back(ob.getNamedAttr("training_mode", ob.getI64IntegerAttr(1)));
+    mlir::FailureOr<mlir::Operation*> trained = createTandemOp(
+        ob, bn->getLoc(), "BatchNormalization", llvm::to_vector(bn->getOperands()), attrs, 3);
+    if (mlir::failed(trained)) return mlir::failure();
+    bn->getResult(0).replaceAllUsesWith((*trained)->getResult(0));
+    const double m = floatAttrOr(*trained, "momentum", 0.9);
+    const double unbias = (double)count / (double)(count - 1);
+    autodiff::GradBuilder u(b, mlir::NameLoc::get(b.getStringAttr(valueName(buffers[2 * k + 1]) + "/update")));
+    mlir::Value runVar = u.add(u.mulS((*trained)->getResult(2), unbias),
+                               u.mulS(buffers[2 * k + 1], m * (1 - unbias)));
+    if (u.failed()) return mlir::failure();
+    bufferUpdates.push_back((*trained)->getResult(1));
+    bufferUpdates.push_back(runVar);
+    bn->erase();
+  }
 
   // 2. Dropouts train (Keras's fit, PyTorch's model.train()): an inference Dropout (no
   //    training_mode, or a constant false) gets training_mode true, and its ratio made explicit
@@ -140,7 +244,13 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
                            : "SoftmaxCrossEntropyLoss";
   mlir::Value loss = g.op(lossOp, {logits, labels}, {g.strAttr("reduction", "mean")});
   if (g.failed()) return mlir::failure();
-  setResults(main, ret, {loss}, {"loss"});
+  llvm::SmallVector<mlir::Value> results = {loss};
+  llvm::SmallVector<std::string> names = {"loss"};
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    results.push_back(bufferUpdates[i]);
+    names.push_back(valueName(buffers[i]) + "_new");
+  }
+  setResults(main, ret, results, names);
   return mlir::success();
 }
 
@@ -250,12 +360,17 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     return main.emitError() << "training: " << bad;
   auto ret = llvm::cast<mlir::func::ReturnOp>(main.getBody().front().getTerminator());
   // The trainable arguments, in order: their gradients are results 1...
+  // The buffers' updates are results 1..K (buildLoss), the gradients follow.
   llvm::SmallVector<mlir::BlockArgument> params;
-  for (mlir::BlockArgument a : main.getArguments())
+  size_t numBuffers = 0;
+  for (mlir::BlockArgument a : main.getArguments()) {
     if (main.getArgAttr(a.getArgNumber(), kTrainableAttr)) params.push_back(a);
-  if (ret.getNumOperands() != 1 + params.size())
-    return main.emitError() << "training: expected the loss and " << params.size()
-                            << " gradients, got " << ret.getNumOperands() << " results";
+    if (main.getArgAttr(a.getArgNumber(), kBufferAttr)) ++numBuffers;
+  }
+  if (ret.getNumOperands() != 1 + numBuffers + params.size())
+    return main.emitError() << "training: expected the loss, " << numBuffers
+                            << " buffer updates and " << params.size() << " gradients, got "
+                            << ret.getNumOperands() << " results";
   for (mlir::BlockArgument p : params)
     for (const char* state : {"step", "metric.loss_sum", "metric.correct"})
       if (valueName(p) == state)
@@ -288,7 +403,7 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
 
   // 2. The gradients, clipped to the global norm.
   llvm::SmallVector<mlir::Value> grads;
-  for (size_t i = 0; i < params.size(); ++i) grads.push_back(ret.getOperand(1 + i));
+  for (size_t i = 0; i < params.size(); ++i) grads.push_back(ret.getOperand(1 + numBuffers + i));
   if (options.clipNorm > 0) {
     autodiff::GradBuilder c(b, mlir::NameLoc::get(b.getStringAttr("optimizer/clip_grad_norm")));
     mlir::Value sumSq;
@@ -371,6 +486,10 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     }
     names.push_back(name + "_new");
     if (g.failed()) return mlir::failure();
+  }
+  for (size_t i = 0; i < numBuffers; ++i) {
+    results.push_back(ret.getOperand(1 + i));
+    names.push_back(main.getResultAttrOfType<mlir::StringAttr>(1 + i, kNameAttr).str());
   }
   for (const Slot& slot : slots)
     for (size_t i = 0; i < params.size(); ++i) {

@@ -1,7 +1,7 @@
 // The training step graph: an inference @main (x -> logits, or log-probabilities for the nll
 // loss) becomes one optimizer step,
-// @main(x, labels, params..., slots..., [step], [metrics]) -> (loss, params_new..., slots_new...,
-// [step_new], [metrics_new]).
+// @main(x, labels, params..., buffers..., slots..., [step], [metrics]) -> (loss, params_new...,
+// buffers_new..., slots_new..., [step_new], [metrics_new]).
 #pragma once
 #include <string>
 
@@ -25,33 +25,54 @@ bool usesStepCounter(const CompileOptions::Training& o);
 /// Before autodiff. Turns @main's parameters into arguments and its first result (logits
 /// [N, C], f32; log-probabilities for Loss::Nll) into the loss:
 ///  - parameters: the f32 constants (initializers) that are operand 1 or 2 (weight, bias) of a
-///    Conv, Gemm or MatMul, or every f32 constant with `allFloatConstants`; each becomes a
-///    tandem.trainable argument named after its initializer (tandem.name), in the order the
-///    constants appear, inserted after the existing arguments;
-///  - (stops here with `forwardOnly`: @main(x, params...) keeps its results)
+///    Conv, Gemm or MatMul or (scale, B) of a BatchNormalization, or every f32 constant with
+///    `allFloatConstants` but the buffers below; each becomes a tandem.trainable argument
+///    named after its initializer (tandem.name), in the order the constants appear, inserted
+///    after the existing arguments;
+///  - buffers (batchNormInTraining): the input_mean and input_var of every BatchNormalization
+///    in inference form, or in training mode with its running results unused (PyTorch's export
+///    with TrainingMode.TRAINING), become arguments after the parameters (tandem.buffer, not
+///    trainable; named after their initializers, initial value = the initializer), mean then
+///    var per BatchNormalization in program order. Each must be an f32 initializer read by that
+///    op alone (else an error: it could not be written back; PyTorch's other export modes
+///    share equal initializers through Identity). A training-mode one whose running results
+///    the graph reads is left as it is;
+///  - (stops here with `forwardOnly`: @main(x, params..., buffers...) keeps its results; the
+///    BatchNormalizations keep their mode, the inference ones normalising with the buffers)
+///  - those BatchNormalizations get training_mode=1 (batch statistics, PyTorch's
+///    model.train()) and the buffers' next values become results `<buffer>_new` after the loss:
+///    running_mean' = m * running_mean + (1 - m) * mean(x), running_var' = m * running_var +
+///    (1 - m) * var_unbiased(x) over N and the spatial dims (M values per channel, M > 1, else
+///    an error naming the op), m the model's momentum (ONNX's; PyTorch's momentum is 1 - m)
+///    and the unbiased variance PyTorch keeps (ONNX's training mode keeps the population
+///    variance: the step rescales it by M / (M - 1));
 ///  - a `labels` argument, i64 [N], inserted right after x (argument 0);
 ///  - the only result: `loss`, f32 [], reduction "mean" over the batch:
 ///    cross-entropy: SoftmaxCrossEntropyLoss(logits, labels) = mean(logsumexp(z) - z[label]);
 ///    nll: NegativeLogLikelihoodLoss(logp, labels) = mean(-logp[label]) (no softmax: the model's
 ///    LogSoftmax is differentiated like any other op).
 /// Shapes must be static (bind the batch dim first). Errors (diagnostics on @main): no @main,
-/// result 0 not f32 [N, C], no parameter found, an unnamed parameter.
+/// result 0 not f32 [N, C], no parameter found, an unnamed parameter or buffer, statistics
+/// that cannot be buffers, one BatchNormalization value per channel in the batch.
 mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Training& options);
 
-/// After autodiff (results: loss, then one `<param>_grad` per trainable argument). Replaces the
-/// gradients with the updated parameters and appends the optimizer state. Every formula is
+/// After autodiff (results: loss, the buffers' updates, then one `<param>_grad` per trainable
+/// argument). Replaces the gradients with the updated parameters and appends the optimizer
+/// state. Every formula is
 /// PyTorch's (torch.optim.SGD / Adam / AdamW, torch.nn.utils.clip_grad_norm_, StepLR) unless
 /// it says Keras; all are element-wise tandem ops in the graph, placed and fused like the rest.
 ///
 /// State convention (the contract with the host loop and device-resident variables):
-///   @main(x, labels, params..., slots..., [step], [metric.loss_sum, metric.correct]) ->
-///   (loss, params_new..., slots_new..., [step_new], [metric.loss_sum_new, metric.correct_new]).
+///   @main(x, labels, params..., buffers..., slots..., [step], [metric.loss_sum,
+///   metric.correct]) -> (loss, params_new..., buffers_new..., slots_new..., [step_new],
+///   [metric.loss_sum_new, metric.correct_new]).
 ///   The state arguments are the parameters (tandem.trainable, initial value = the
-///   initializer), then the optimizer slots (slot-major: every parameter's first slot, then
+///   initializer), then buildLoss's buffers (initial value = the initializer; updated by the
+///   forward pass, not the optimizer), then the optimizer slots (slot-major: every parameter's first slot, then
 ///   every parameter's second slot), then `step` when used, then with `metrics`
 ///   `metric.loss_sum` and `metric.correct`. A state argument named N (tandem.
 ///   name) has the result named `N_new`, and result 1 + i is the next value of argument 2 + i.
-///   Every non-parameter state starts at zeros. Slots: sgd with momentum > 0:
+///   Every other state starts at zeros. Slots: sgd with momentum > 0:
 ///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v` (f32, the parameter's
 ///   shape). `step` is f32 [] (counts completed steps, 0 at the start); it is state when
 ///   anything depends on t (adam, adamw, sgd momentum, a schedule other than constant, a

@@ -45,3 +45,30 @@ echo "ok: resumed run is byte-identical to the uninterrupted one"
 out=$(run --epochs 2 --optimizer sgd --checkpoint-dir "$work/ckpt" --resume)
 [ $? = 1 ] && grep -q "fingerprint" <<<"$out" || { echo "FAIL: foreign checkpoint accepted: $out"; exit 1; }
 echo "ok: a checkpoint of other variables is refused"
+
+# BatchNorm trains as PyTorch's model.train() (models/fmnist_bncnn.onnx, from
+# make_fmnist_models.py bncnn): 150 Adam steps reach >= 80% test accuracy (measured 83%) with
+# the evaluation normalising by the running statistics the steps updated; --trace writes the
+# first 20 steps, each a run event, with the training-mode BatchNormalization among their ops.
+out=$("$tandem" train "$models/fmnist_bncnn.onnx" --data "fashion-mnist:$data" --optimizer adam \
+      --lr 1e-3 --batch 128 --max-steps 150 --seed 1 --threads 2 --no-progress \
+      --trace "$work/train_trace.json" -o "$work/bncnn.onnx" 2>&1)
+code=$?
+echo "$out" | tail -2
+[ "$code" = 0 ] || { echo "FAIL: tandem train (bncnn) exit $code"; exit 1; }
+acc=$(grep -oE 'test accuracy [0-9.]+' <<<"$out" | awk '{print $3}')
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.80) }' || { echo "FAIL: bncnn test accuracy $acc < 0.80"; exit 1; }
+echo "ok: bncnn test accuracy $acc >= 0.80"
+python3 - "$work/train_trace.json" <<'PY' || { echo "FAIL: the training trace"; exit 1; }
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+runs = [e["name"] for e in ev if e["ph"] == "X" and e.get("cat") == "run"]
+assert runs == [f"training step {i}" for i in range(1, 21)], runs
+ops = {e["args"]["op_type"] for e in ev if e["ph"] == "X" and e.get("cat") == "op"}
+assert {"BatchNormalization", "Conv", "ConvTranspose", "MaxPoolGrad"} <= ops, ops
+print(f"ok: the trace has training steps 1-20 and {len(ops)} op types")
+PY
+out=$("$tandem" train "$models/fmnist_bncnn.onnx" --data "fashion-mnist:$data" --batch 64 \
+      --max-steps 5 --threads 2 --no-progress --freeze-batchnorm 2>&1) ||
+  { echo "FAIL: --freeze-batchnorm: $out"; exit 1; }
+echo "ok: --freeze-batchnorm trains"

@@ -146,8 +146,20 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
     if (log) std::fflush(log);
     return true;
   };
+  AtomicFile traceFile;
+  Trace trace;
+  if (!o.trace.empty()) {
+    TANDEM_RETURN_IF_ERROR(traceFile.open(o.trace));
+    to.trace = &trace;
+    to.traceSteps = kTrainTracedSteps;
+  }
   const SampleSource trainSrc = sourceOf(train, sample), testSrc = sourceOf(test, sample);
   TANDEM_RETURN_IF_ERROR(trainer->fit(trainSrc, test.count ? &testSrc : nullptr, to, reports));
+  if (!o.trace.empty()) {
+    const std::string text = trace.json();
+    TANDEM_RETURN_IF_ERROR(traceFile.write(text.data(), text.size()));
+    TANDEM_RETURN_IF_ERROR(traceFile.commit());
+  }
 
   // 4. The trained parameters back into the initializers (raw f32 data).
   if (o.output.empty()) return Status::ok();

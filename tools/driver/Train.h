@@ -35,7 +35,13 @@ struct TrainOptions {
   bool resume = false;               // from checkpointDir's newest checkpoint
   bool progress = true;              // the progress bar (a terminal) or one line per epoch
   std::string placementLog;          // write the step plan's placement log (text) here
+  /// Write a Chrome trace (runtime/Trace.h) of the first kTrainTracedSteps steps here; the
+  /// file is created before training starts (an unwritable path fails first). "" = none.
+  std::string trace;
 };
+
+/// Steps `TrainOptions::trace` records (each profiled step waits for its devices).
+constexpr int kTrainTracedSteps = 20;
 
 /// Trains `o.model`: compiles the training step (CompileOptions::Training with resident state,
 /// batch dim bound to o.batch) and a forward plan taking the parameters as inputs, runs the

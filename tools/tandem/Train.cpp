@@ -159,7 +159,12 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_option("--threads", o.threads, "Intra-op threads (0: the idle cores)")
       ->capture_default_str();
   cmd->add_flag("--all-params", o.allParams,
-                "Train every f32 initializer, not only Conv/Gemm/MatMul weights and biases");
+                "Train every f32 initializer, not only Conv/Gemm/MatMul weights and biases and "
+                "BatchNorm scales and biases (BatchNorm statistics stay buffers)");
+  cmd->add_flag("--freeze-batchnorm", o.freezeBatchNorm,
+                "BatchNormalizations normalise with the model's running statistics, which stay "
+                "as they are (PyTorch's eval-mode BatchNorm, FrozenBatchNorm2d), instead of batch "
+                "statistics with the running mean and variance updated each step");
   cmd->add_flag("--copy-back-updates", o.copyBackUpdates,
                 "Compute every variable's update into the arena and copy it back after each step "
                 "instead of writing it in place (same results; for comparison)");
@@ -184,6 +189,11 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
       ->capture_default_str();
   cmd->add_option("--placement-log", o.placementLog,
                   "Write the training step's placement log (text) to this file");
+  cmd->add_option("--trace", o.trace,
+                  "Write a Chrome trace (FILE.json, for ui.perfetto.dev or chrome://tracing) of "
+                  "the first " + std::to_string(kTrainTracedSteps) +
+                      " training steps, every op and copy of each (those steps wait for their "
+                      "devices)");
   cmd->add_option("-o,--output", o.output,
                   "Write the model with the trained initializers here (runs with 'tandem run')");
 }
@@ -214,6 +224,7 @@ int runTrain(const TrainOptionsCli& o) {
   t.resume = o.resume;
   t.progress = !o.noProgress;
   t.placementLog = o.placementLog;
+  t.trace = o.trace;
   t.output = o.output;
   if (std::string bad = trainingOptions(o, &t.training); !bad.empty()) {
     std::fprintf(stderr, "tandem: usage error: %s\n", bad.c_str());
@@ -221,6 +232,7 @@ int runTrain(const TrainOptionsCli& o) {
   }
   t.training.allFloatConstants = o.allParams;
   t.training.updatesInPlace = !o.copyBackUpdates;
+  t.training.batchNormInTraining = !o.freezeBatchNorm;
   t.epochs = o.epochs;
   t.batch = o.batch;
   t.maxSteps = o.maxSteps;

@@ -21,7 +21,8 @@ struct TrainOptionsCli {
   uint64_t seed = 0;
   bool allParams = false;
   bool copyBackUpdates = false;  // --copy-back-updates: no update planned in place
-  std::string target = "cpu", checkpointDir, placementLog;
+  bool freezeBatchNorm = false;  // --freeze-batchnorm: BatchNorm statistics stay the model's
+  std::string target = "cpu", checkpointDir, placementLog, trace;
   int64_t checkpointEvery = 0;
   int64_t metricsEvery = 0;
   bool resume = false, noProgress = false;

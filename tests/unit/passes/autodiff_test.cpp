@@ -360,6 +360,33 @@ TEST(AutodiffGrad, BatchNormalization) {
                  });
 }
 
+// Training mode: batch statistics, so every x element moves every output of its channel. The
+// loss also reads the running statistics (their own weights), which brings in the rule's
+// running-mean and running-variance terms, and the input statistics get their momentum share.
+TEST(AutodiffGrad, BatchNormalizationTraining) {
+  for (const Shape& x : {Shape{3, 2, 2, 3}, Shape{4, 3}}) {
+    SCOPED_TRACE(shapeToString(x));
+    const int64_t C = x[1];
+    for (bool readStats : {false, true})
+      checkGradients({{"x", x, -1.0, 2.0}, {"scale", {C}, 0.5, 2.0}, {"bias", {C}},
+                      {"mean", {C}}, {"var", {C}, 0.5, 2.0}},
+                     [&](GraphBuilder& g, const std::vector<Value>& v) {
+                       AttrMap a;
+                       a.set("epsilon", Attr::ofFloat(1e-3f));
+                       a.set("momentum", Attr::ofFloat(0.8f));
+                       a.set("training_mode", Attr::ofInt(1));
+                       std::vector<Value> r = g.op("BatchNormalization", v, a, 3);
+                       if (!readStats) return r[0];
+                       // y + 3 * running_mean + 5 * running_var, broadcast over y.
+                       Shape b(x.size(), 1);
+                       b[1] = C;
+                       Value stats = g.add(g.mul(r[1], constOf(g, Tensor::fromVector<double>({}, {3.0}))),
+                                           g.mul(r[2], constOf(g, Tensor::fromVector<double>({}, {5.0}))));
+                       return g.add(r[0], g.reshape(stats, std::vector<int64_t>(b.begin(), b.end())));
+                     });
+  }
+}
+
 // ---- shape and data movement ----
 
 TEST(AutodiffGrad, Reshaping) {
