@@ -409,12 +409,18 @@ void siluInPlace(float* y, int64_t n, bool fast) {
 
 }  // namespace
 
-void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t groups,
-               const float* scale, const float* bias, float eps, bool silu, const float* src,
-               float* dst, int threads) {
-  if (N <= 0 || C <= 0 || S <= 0 || groups <= 0 || C % groups != 0) return;
-  const bool fast = available();
-  const int nt = N * C * S >= kGroupNormParallelMin ? std::max(1, threads) : 1;
+namespace {
+
+// The per-(image, channel) moments groupNorm and batchNormTraining combine: k[n * C + c] is
+// the channel's first element in image n, sum and sq the sums of x - k and (x - k)^2 over its
+// S elements (f32 within kMomentChunk, f64 across), for `layout`'s storage.
+struct ChannelMoments {
+  std::vector<float> k;
+  std::vector<double> sum, sq;
+};
+
+ChannelMoments channelMoments(ChannelLayout layout, int64_t N, int64_t C, int64_t S,
+                              const float* src, int nt, bool fast) {
   const int64_t X = layout == ChannelLayout::Blocked8 ? 8 : layout == ChannelLayout::Blocked16 ? 16 : 1;
   const int64_t CB = C / X;
   // Where (n, c, s = 0) is stored.
@@ -425,9 +431,13 @@ void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t gr
       default: return (n * CB + c / X) * S * X + c % X;
     }
   };
-  // Per (n, c): the shift k (the channel's first element) and the sums of x - k, (x - k)^2.
-  std::vector<float> k(N * C);
-  std::vector<double> sum(N * C, 0.0), sq(N * C, 0.0);
+  ChannelMoments m;
+  std::vector<float>& k = m.k;
+  std::vector<double>& sum = m.sum;
+  std::vector<double>& sq = m.sq;
+  k.resize(N * C);
+  sum.assign(N * C, 0.0);
+  sq.assign(N * C, 0.0);
   for (int64_t n = 0; n < N; ++n)
     for (int64_t c = 0; c < C; ++c) k[n * C + c] = src[first(n, c)];
   switch (layout) {
@@ -468,29 +478,15 @@ void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t gr
       break;
     }
   }
-  // Chan et al.'s combination of the group's channels (each S elements), then per (n, c)
-  // y = (x - k) * a + b: b = bias + (k - mean) * a, in f64.
-  const int64_t Cg = C / groups;
-  std::vector<float> a(N * C), b(N * C);
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t c0 = n * C + g * Cg;
-      double mean = 0;
-      for (int64_t c = c0; c < c0 + Cg; ++c) mean += k[c] + sum[c] / double(S);
-      mean /= double(Cg);
-      double m2 = 0;
-      for (int64_t c = c0; c < c0 + Cg; ++c) {
-        const double mc = k[c] + sum[c] / double(S);
-        m2 += (sq[c] - sum[c] * sum[c] / double(S)) + double(S) * (mc - mean) * (mc - mean);
-      }
-      const double var = std::max(0.0, m2 / double(Cg * S));
-      const double rstd = 1.0 / std::sqrt(var + double(eps));
-      for (int64_t c = c0; c < c0 + Cg; ++c) {
-        const double ac = double(scale[c - n * C]) * rstd;
-        a[c] = float(ac);
-        b[c] = float(double(bias[c - n * C]) + (double(k[c]) - mean) * ac);
-      }
-    }
+  return m;
+}
+
+// y = (x - k) * a + b per (image, channel), the parameters indexed n * C + c, then SiLU.
+void centeredAffine(ChannelLayout layout, int64_t N, int64_t C, int64_t S, const float* src,
+                    float* dst, const float* k, const float* a, const float* b, bool silu, int nt,
+                    bool fast) {
+  const int64_t X = layout == ChannelLayout::Blocked8 ? 8 : layout == ChannelLayout::Blocked16 ? 16 : 1;
+  const int64_t CB = C / X;
   switch (layout) {
     case ChannelLayout::Plain: {
       // Runs of at most kMomentChunk of one channel: SiLU reads each while it is in L1.
@@ -531,6 +527,72 @@ void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t gr
       break;
     }
   }
+}
+
+}  // namespace
+
+void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t groups,
+               const float* scale, const float* bias, float eps, bool silu, const float* src,
+               float* dst, int threads) {
+  if (N <= 0 || C <= 0 || S <= 0 || groups <= 0 || C % groups != 0) return;
+  const bool fast = available();
+  const int nt = N * C * S >= kGroupNormParallelMin ? std::max(1, threads) : 1;
+  const ChannelMoments m = channelMoments(layout, N, C, S, src, nt, fast);
+  // Chan et al.'s combination of the group's channels (each S elements), then per (n, c)
+  // y = (x - k) * a + b: b = bias + (k - mean) * a, in f64.
+  const int64_t Cg = C / groups;
+  std::vector<float> a(N * C), b(N * C);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t c0 = n * C + g * Cg;
+      double mean = 0;
+      for (int64_t c = c0; c < c0 + Cg; ++c) mean += m.k[c] + m.sum[c] / double(S);
+      mean /= double(Cg);
+      double m2 = 0;
+      for (int64_t c = c0; c < c0 + Cg; ++c) {
+        const double mc = m.k[c] + m.sum[c] / double(S);
+        m2 += (m.sq[c] - m.sum[c] * m.sum[c] / double(S)) + double(S) * (mc - mean) * (mc - mean);
+      }
+      const double var = std::max(0.0, m2 / double(Cg * S));
+      const double rstd = 1.0 / std::sqrt(var + double(eps));
+      for (int64_t c = c0; c < c0 + Cg; ++c) {
+        const double ac = double(scale[c - n * C]) * rstd;
+        a[c] = float(ac);
+        b[c] = float(double(bias[c - n * C]) + (double(m.k[c]) - mean) * ac);
+      }
+    }
+  centeredAffine(layout, N, C, S, src, dst, m.k.data(), a.data(), b.data(), silu, nt, fast);
+}
+
+void batchNormTraining(ChannelLayout layout, int64_t N, int64_t C, int64_t S, const float* scale,
+                       const float* bias, float eps, const float* src, float* dst, double* mean,
+                       double* var, int threads) {
+  if (N <= 0 || C <= 0 || S <= 0) return;
+  const bool fast = available();
+  const int nt = N * C * S >= kGroupNormParallelMin ? std::max(1, threads) : 1;
+  const ChannelMoments m = channelMoments(layout, N, C, S, src, nt, fast);
+  // Per channel, Chan's combination of its N images (each S elements).
+  std::vector<float> a(N * C), b(N * C);
+  for (int64_t c = 0; c < C; ++c) {
+    double mu = 0;
+    for (int64_t n = 0; n < N; ++n) mu += m.k[n * C + c] + m.sum[n * C + c] / double(S);
+    mu /= double(N);
+    double m2 = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t r = n * C + c;
+      const double mc = m.k[r] + m.sum[r] / double(S);
+      m2 += (m.sq[r] - m.sum[r] * m.sum[r] / double(S)) + double(S) * (mc - mu) * (mc - mu);
+    }
+    const double v = std::max(0.0, m2 / double(N * S));
+    const double ac = double(scale[c]) / std::sqrt(v + double(eps));
+    for (int64_t n = 0; n < N; ++n) {
+      a[n * C + c] = float(ac);
+      b[n * C + c] = float(double(bias[c]) + (double(m.k[n * C + c]) - mu) * ac);
+    }
+    mean[c] = mu;
+    var[c] = v;
+  }
+  centeredAffine(layout, N, C, S, src, dst, m.k.data(), a.data(), b.data(), false, nt, fast);
 }
 
 void foldBatchNorm(int64_t C, const float* gamma, const float* beta, const float* mean,

@@ -49,6 +49,18 @@ void groupNorm(ChannelLayout layout, int64_t N, int64_t C, int64_t S, int64_t gr
                const float* scale, const float* bias, float eps, bool silu, const float* src,
                float* dst, int threads);
 
+/// Training-mode BatchNormalization-15's Y of an f32 [N, C, S] activation stored in `layout`:
+/// each channel's mean and biased (population) variance over its N * S elements, by
+/// groupNorm's shifted sums (per image and channel; Chan's formula across the images), then
+/// y = (x - x0) * a + (bias[c] + (x0 - mean) * a), a = scale[c] / sqrt(var + eps), x0 the
+/// channel's first element in each image. Writes the statistics to mean[c] and var[c] (C
+/// doubles each: the running statistics are the caller's). scale and bias have C elements;
+/// blocked layouts need C a multiple of the block; src == dst is allowed. AVX2+FMA where
+/// available(), scalar otherwise; `threads` OpenMP threads.
+void batchNormTraining(ChannelLayout layout, int64_t N, int64_t C, int64_t S, const float* scale,
+                       const float* bias, float eps, const float* src, float* dst, double* mean,
+                       double* var, int threads);
+
 /// Inference BatchNormalization's parameters as an affine map (ONNX BatchNormalization-15):
 /// y = (x - mean) / sqrt(var + eps) * gamma + beta = x * scale + shift, with
 /// scale = gamma / sqrt(var + eps) and shift = beta - mean * scale (the Conv fold's arithmetic).

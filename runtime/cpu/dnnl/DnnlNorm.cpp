@@ -1,4 +1,5 @@
-// BatchNormalization (ONNX BatchNormalization-15, inference, Y only; a per-channel affine loop),
+// BatchNormalization (ONNX BatchNormalization-15: inference, Y only, a per-channel affine loop;
+// training mode, batch statistics and the running ones),
 // GroupNormalization-21 and InstanceNormalization-6 (a moments pass and an affine pass, in plain
 // or the host's activation layout) and oneDNN LayerNormalization (ONNX LayerNormalization-17, with its optional Mean/InvStdDev
 // outputs), Softmax and LogSoftmax (ONNX -13, one axis) for f32.
@@ -137,6 +138,22 @@ bool batchNormSupported(const KernelContext& ctx) {
   if (x.size() < 2 || x.size() > 5) return false;
   for (size_t i = 1; i < 5; ++i)
     if (ctx.inputTypes[i].shape != Shape{x[1]}) return false;
+  return true;
+}
+
+// Training mode (batch statistics; the running statistics as outputs 1 and 2 when asked for):
+// f32 throughout, the parameters and the running outputs [C].
+bool batchNormTrainingSupported(const KernelContext& ctx) {
+  if (ctx.inputTypes.size() != 5 || !sameShapeInOut(ctx) || hasEmptyTensor(ctx)) return false;
+  if (ctx.attrs->getInt("training_mode", 0) == 0) return false;
+  const Shape& x = ctx.inputTypes[0].shape;
+  if (x.size() < 2 || x.size() > 5 || ctx.inputTypes[0].dtype != DType::F32) return false;
+  for (size_t i = 1; i < 5; ++i)
+    if (ctx.inputTypes[i].shape != Shape{x[1]} || ctx.inputTypes[i].dtype != DType::F32) return false;
+  for (size_t i = 1; i < 3; ++i)
+    if (outputRequested(ctx, i) &&
+        (ctx.outputTypes[i].shape != Shape{x[1]} || ctx.outputTypes[i].dtype != DType::F32))
+      return false;
   return true;
 }
 
@@ -366,6 +383,58 @@ int64_t groupNormGroups(const KernelContext& ctx) {
   return g >= 1 && x[1] % g == 0 ? g : 0;
 }
 
+
+/// Training-mode BatchNormalization as avx2::batchNormTraining (batch mean and population
+/// variance per channel over N and the spatial dims, then one affine pass), reading and writing
+/// plain or the host's activation layout, and, when asked for, running_mean' = m * mean + (1 -
+/// m) * batch mean and running_var' = m * var + (1 - m) * batch variance (ONNX's formulas, m
+/// the momentum). The reference kernel runs the same in f64, three scalar passes.
+class BatchNormTrainingKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx) {
+    const Shape& x = ctx.inputTypes[0].shape;
+    N_ = x[0];
+    C_ = x[1];
+    S_ = 1;
+    for (size_t i = 2; i < x.size(); ++i) S_ *= x[i];
+    eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
+    momentum_ = ctx.attrs->getFloat("momentum", 0.9f);
+    threads_ = ctx.threads;
+    const bool inBlocked = isBlocked(ctx, true, 0), outBlocked = isBlocked(ctx, false, 0);
+    layout_ = inBlocked ? hostChannelLayout() : avx2::ChannelLayout::Plain;
+    impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "batch-norm-training:" +
+            (inBlocked ? activationLayoutName() : "nchw");
+    if (dst_.init(toDims(x), inBlocked, outBlocked)) impl_ += " reorders[dst]";
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("BatchNormalization", [&] {
+      float* y = dst_.target(out[0]);
+      std::vector<double> mean(C_), var(C_);
+      avx2::batchNormTraining(layout_, N_, C_, S_, in[1]->data<float>(), in[2]->data<float>(),
+                              eps_, in[0]->data<float>(), y, mean.data(), var.data(), threads_);
+      dst_.finish(y, out[0]);
+      const double m = momentum_;
+      for (size_t i = 1; i < 3; ++i) {
+        if (out.size() <= i || !out[i]) continue;
+        const float* prior = in[2 + i]->data<float>();
+        const std::vector<double>& batch = i == 1 ? mean : var;
+        float* r = out[i]->data<float>();
+        for (int64_t c = 0; c < C_; ++c) r[c] = float(double(prior[c]) * m + batch[c] * (1 - m));
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  int64_t N_ = 0, C_ = 0, S_ = 0;
+  float eps_ = 1e-5f, momentum_ = 0.9f;
+  int threads_ = 1;
+  avx2::ChannelLayout layout_ = avx2::ChannelLayout::Plain;
+  OutputReorder dst_;
+};
 /// GroupNormalization / InstanceNormalization (+ SiLU) as avx2::groupNorm, reading and writing
 /// plain or the host's activation layout, so a diffusion U-Net's GroupNorm -> SiLU -> Conv and
 /// Conv -> Add -> GroupNorm stay in the convolutions' layout. Where input and output layouts
@@ -449,10 +518,18 @@ Status createConcatBatchNormReluKernel(const KernelContext& step,
 }
 
 void registerDnnlNormKernels(KernelRegistry& r) {
-  r.add(makeDef("BatchNormalization", batchNormSupported,
-                [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-                  return createBatchNormKernel(ctx, /*relu=*/false, out);
-                }));
+  r.add(makeDef(
+      "BatchNormalization",
+      [](const KernelContext& ctx) { return batchNormSupported(ctx) || batchNormTrainingSupported(ctx); },
+      [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+        if (!batchNormTrainingSupported(ctx)) return createBatchNormKernel(ctx, /*relu=*/false, out);
+        return guardDnnl(ctx, [&] {
+          auto k = std::make_unique<BatchNormTrainingKernel>();
+          TANDEM_RETURN_IF_ERROR(k->init(ctx));
+          *out = std::move(k);
+          return Status::ok();
+        });
+      }));
   for (const char* op : {"GroupNormalization", "InstanceNormalization"})
     r.add(makeDef(
         op, [](const KernelContext& ctx) { return groupNormGroups(ctx) > 0; },

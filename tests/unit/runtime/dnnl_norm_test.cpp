@@ -159,13 +159,17 @@ TEST(DnnlConcatBatchNormRelu, RuntimeParams) { checkConcatBatchNormRelu({true, t
 TEST(DnnlConcatBatchNormRelu, MixedLayouts) { checkConcatBatchNormRelu({false, true, true}, true, true); }
 TEST(DnnlConcatBatchNormRelu, BlockedInPlainOut) { checkConcatBatchNormRelu({true, true, true}, false, true); }
 
-TEST(DnnlBatchNorm, TrainingModeFallsBack) {
+// Training mode runs here in f32 (DnnlBatchNormTraining below); f64 falls back to the reference.
+TEST(DnnlBatchNorm, TrainingModeF64FallsBack) {
   OpCase c;
   c.op = "BatchNormalization";
   c.attrs.set("training_mode", Attr::ofInt(1));
   c.inputs = {randomTensor({2, 3, 4}, 1), randomTensor({3}, 2), randomTensor({3}, 3),
               randomTensor({3}, 4), randomTensor({3}, 5, 0.1f, 1.f)};
   c.outputs = {{2, 3, 4}};
+  EXPECT_TRUE(dnnlSupports(c));
+  std::vector<double> v(24, 0.5);
+  c.inputs[0] = Tensor::fromVector<double>({2, 3, 4}, v);
   EXPECT_FALSE(dnnlSupports(c));
 }
 
@@ -357,6 +361,73 @@ TEST(DnnlGroupNorm, InstanceNormFusedSiluPlainInBlockedOut) {
 
 // Scale and bias not of C elements (GroupNormalization-18's [num_groups]) or groups not
 // dividing C: this kernel declines them (the ref kernel then answers, with its error).
+// ---- BatchNormalization in training mode ----
+
+// Batch statistics per channel over N and the spatial dims (population variance), Y and the
+// running outputs (ONNX: m * input + (1 - m) * batch), against a two-pass f64 computation of
+// the plain tensor. Values around 500 with a spread of 1: the shifted moments keep the
+// variance (a one-pass sum of squares in f32 would lose it entirely). Rank 4 in every layout
+// mix, and rank 2 (BatchNorm1d), plain, with the running outputs absent or present.
+void checkBatchNormTraining(const Shape& x, bool inBlocked, bool outBlocked, bool running) {
+  const int64_t N = x[0], C = x[1], S = numElements(x) / (N * C);
+  OpCase c;
+  c.op = "BatchNormalization";
+  c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+  c.attrs.set("momentum", Attr::ofFloat(0.8f));
+  c.attrs.set("training_mode", Attr::ofInt(1));
+  c.attrs.set("input_layouts", Attr::ofStrings({inBlocked ? "blocked" : "", "", "", "", ""}));
+  c.attrs.set("output_layouts", Attr::ofStrings({outBlocked ? "blocked" : "", "", ""}));
+  Tensor plainX = randomTensor(x, 51, 499.f, 501.f);
+  c.inputs = {inBlocked ? relayout(plainX, true) : plainX, randomTensor({C}, 52, 0.5f, 2.f),
+              randomTensor({C}, 53), randomTensor({C}, 54), randomTensor({C}, 55, 0.5f, 2.f)};
+  c.outputs = {x, {C}, {C}};
+  if (!running) c.outputAbsent = {false, true, true};
+  ASSERT_TRUE(dnnlSupports(c));
+  std::unique_ptr<Kernel> k = createKernel(c);
+  ASSERT_TRUE(k);
+  EXPECT_NE(k->implName().find("batch-norm-training"), std::string::npos) << k->implName();
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : c.inputs) in.push_back(&t);
+  std::vector<Tensor> outs = {Tensor::alloc(DType::F32, x), Tensor::alloc(DType::F32, {C}),
+                              Tensor::alloc(DType::F32, {C})};
+  std::vector<Tensor*> outPtrs = {&outs[0], running ? &outs[1] : nullptr, running ? &outs[2] : nullptr};
+  Status st = k->run(in, outPtrs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  Tensor y = outBlocked ? relayout(outs[0], false) : outs[0];
+  const float* X = plainX.data<float>();
+  std::vector<double> want(numElements(x)), wantMean(C), wantVar(C);
+  for (int64_t ch = 0; ch < C; ++ch) {
+    double mean = 0, var = 0;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t s = 0; s < S; ++s) mean += X[(n * C + ch) * S + s];
+    mean /= double(N * S);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t s = 0; s < S; ++s) var += std::pow(X[(n * C + ch) * S + s] - mean, 2);
+    var /= double(N * S);
+    const double a = c.inputs[1].data<float>()[ch] / std::sqrt(var + 1e-3);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t s = 0; s < S; ++s)
+        want[(n * C + ch) * S + s] = (X[(n * C + ch) * S + s] - mean) * a + c.inputs[2].data<float>()[ch];
+    wantMean[ch] = 0.8 * c.inputs[3].data<float>()[ch] + 0.2 * mean;
+    wantVar[ch] = 0.8 * c.inputs[4].data<float>()[ch] + 0.2 * var;
+  }
+  expectClose(y, want);
+  if (!running) return;
+  for (int64_t ch = 0; ch < C; ++ch) {
+    EXPECT_NEAR(outs[1].data<float>()[ch], wantMean[ch], 1e-4) << ch;
+    EXPECT_NEAR(outs[2].data<float>()[ch], wantVar[ch], 1e-5) << ch;
+  }
+}
+
+TEST(DnnlBatchNormTraining, Plain) {
+  checkBatchNormTraining({3, 16, 5, 7}, false, false, true);
+  checkBatchNormTraining({3, 16, 5, 7}, false, false, false);
+}
+TEST(DnnlBatchNormTraining, BlockedInAndOut) { checkBatchNormTraining({3, 16, 5, 7}, true, true, true); }
+TEST(DnnlBatchNormTraining, BlockedInPlainOut) { checkBatchNormTraining({3, 16, 5, 7}, true, false, true); }
+TEST(DnnlBatchNormTraining, PlainInBlockedOut) { checkBatchNormTraining({3, 16, 5, 7}, false, true, true); }
+TEST(DnnlBatchNormTraining, Rank2) { checkBatchNormTraining({6, 8}, false, false, true); }
+
 TEST(DnnlGroupNorm, DeclinesWhatItCannotRun) {
   OpCase c;
   c.op = "GroupNormalization";
