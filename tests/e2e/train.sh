@@ -72,3 +72,12 @@ out=$("$tandem" train "$models/fmnist_bncnn.onnx" --data "fashion-mnist:$data" -
       --max-steps 5 --threads 2 --no-progress --freeze-batchnorm 2>&1) ||
   { echo "FAIL: --freeze-batchnorm: $out"; exit 1; }
 echo "ok: --freeze-batchnorm trains"
+# The running statistics are checkpointed with the rest: a resumed run writes the same model.
+bn() { "$tandem" train "$models/fmnist_bncnn.onnx" --data "fashion-mnist:$data" --batch 64 \
+         --max-steps 20 --seed 3 --threads 2 --no-progress "$@" 2>&1; }
+bn --epochs 2 -o "$work/bn_straight.onnx" > /dev/null || { echo "FAIL: bncnn straight run"; exit 1; }
+bn --epochs 1 --checkpoint-dir "$work/bnckpt" > /dev/null || { echo "FAIL: bncnn first epoch"; exit 1; }
+bn --epochs 2 --checkpoint-dir "$work/bnckpt" --resume -o "$work/bn_resumed.onnx" > /dev/null ||
+  { echo "FAIL: bncnn resumed run"; exit 1; }
+cmp -s "$work/bn_straight.onnx" "$work/bn_resumed.onnx" || { echo "FAIL: resumed bncnn differs"; exit 1; }
+echo "ok: a resumed bncnn run (running statistics in the checkpoint) is byte-identical"
