@@ -301,6 +301,22 @@ def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNor
     "15", "batch normalisation with the running statistics, or (training_mode = 1) the batch's, "
     "also giving the updated running mean and variance",
     (ins Float:$epsilon, Float:$momentum, Int:$training_mode)>;
+// Not an ONNX operator: the gradient of a training-mode BatchNormalization, made by
+// --tandem-autodiff.
+def Tandem_BatchNormalizationGradOp : Tandem_OnnxOp<"batch_normalization_grad",
+    "BatchNormalizationGrad", "1", "d loss / d (X, scale, B) of a training-mode "
+    "BatchNormalization-15", (ins Float:$epsilon)> {
+  let summary = "Tandem BatchNormalizationGrad (autodiff): d loss / d (X, scale, B) of a "
+                "training-mode BatchNormalization-15";
+  let description = [{
+    Not an ONNX operator. Operands X [N, C, D...], dY (d loss / d Y, X's shape) and scale [C];
+    attribute epsilon, that of the BatchNormalization it differentiates. With the batch
+    statistics of X per channel over N and D... (M values each: mean, population variance
+    var, rstd = 1 / sqrt(var + epsilon), xhat = (x - mean) * rstd), the results are
+    dX = scale * rstd * (dY - mean(dY) - xhat * mean(dY * xhat)) (X's type), dscale =
+    sum(dY * xhat) and dB = sum(dY) ([C], scale's type).
+  }];
+}
 def Tandem_InstanceNormalizationOp : Tandem_OnnxOp<"instance_normalization",
     "InstanceNormalization", "6",
     "normalise each (n, c) over the spatial dims, then per-channel scale and bias",

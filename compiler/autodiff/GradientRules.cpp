@@ -690,7 +690,8 @@ mlir::LogicalResult gradGroupNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
 //   dx = scale * rstd * (dy - mean(dy) - xhat * mean(dy * xhat))
 //        + (1 - m) / M * drunning_mean + 2 (1 - m) / M * xc * drunning_var
 //   dscale = sum(dy * xhat), dbias = sum(dy), dmean = m * drunning_mean, dvar = m * drunning_var
-// (batch statistics recomputed; BatchNormalization-15 has no saved-statistics outputs).
+// (batch statistics recomputed, BatchNormalization-15 having no saved-statistics outputs): dX,
+// dscale and dB from Y's gradient are one BatchNormalizationGrad op (TandemOps.td).
 mlir::LogicalResult gradBatchNormTraining(GradBuilder& g, mlir::Operation* op, Dy dy,
                                           Needed need, Dx dx) {
   Value x = op->getOperand(0), scale = op->getOperand(1);
@@ -705,20 +706,15 @@ mlir::LogicalResult gradBatchNormTraining(GradBuilder& g, mlir::Operation* op, D
     }
   const double eps = floatAttrOr(op, "epsilon", 1e-5), m = floatAttrOr(op, "momentum", 0.9);
   const Value dyRunMean = dy.size() > 1 ? dy[1] : Value(), dyRunVar = dy.size() > 2 ? dy[2] : Value();
-  Value xc = g.sub(x, g.reduceMean(x, other, true));
   if (need[0] || need[1] || need[2]) {
     if (dy[0]) {
-      Value rstd = g.op("Reciprocal",
-                        {g.op("Sqrt", {g.addS(g.reduceMean(g.mul(xc, xc), other, true), eps)})});
-      Value xhat = g.mul(xc, rstd);
-      Value sumDy = g.reduceSum(dy[0], other, true), sumDyXhat = g.reduceSum(g.mul(dy[0], xhat), other, true);
-      if (need[0]) {
-        Value centred = g.sub(g.sub(dy[0], g.mulS(sumDy, 1.0 / (double)count)),
-                              g.mul(xhat, g.mulS(sumDyXhat, 1.0 / (double)count)));
-        dx[0] = g.mul(centred, g.mul(g.reshape(scale, bshape), rstd));
-      }
-      if (need[1]) dx[1] = g.reshape(sumDyXhat, shapeOf(scale));
-      if (need[2]) dx[2] = g.reshape(sumDy, shapeOf(scale));
+      // One BatchNormalizationGrad (three passes over X and dY) for dX, dscale and dB.
+      llvm::SmallVector<Value> r = g.opN("BatchNormalizationGrad", {x, dy[0], scale},
+                                         {g.floatAttr("epsilon", eps)}, 3);
+      if (r.empty()) return mlir::failure();
+      if (need[0]) dx[0] = r[0];
+      if (need[1]) dx[1] = r[1];
+      if (need[2]) dx[2] = r[2];
     } else {
       // Only the running statistics reach the loss: Y's parameters get zeros.
       if (need[1]) dx[1] = g.zeros(scale.getType());
@@ -727,8 +723,10 @@ mlir::LogicalResult gradBatchNormTraining(GradBuilder& g, mlir::Operation* op, D
     }
     if (need[0] && dyRunMean)
       dx[0] = g.add(dx[0], g.reshape(g.mulS(dyRunMean, (1 - m) / (double)count), bshape));
-    if (need[0] && dyRunVar)
+    if (need[0] && dyRunVar) {
+      Value xc = g.sub(x, g.reduceMean(x, other, true));
       dx[0] = g.add(dx[0], g.mul(xc, g.reshape(g.mulS(dyRunVar, 2 * (1 - m) / (double)count), bshape)));
+    }
   }
   if (need[3]) dx[3] = dyRunMean ? g.mulS(dyRunMean, m) : g.zeros(op->getOperand(3).getType());
   if (need[4]) dx[4] = dyRunVar ? g.mulS(dyRunVar, m) : g.zeros(op->getOperand(4).getType());

@@ -392,6 +392,27 @@ std::string inferBatchNorm(const Ctx& c) {
   return "";
 }
 
+std::string inferBatchNormGrad(const Ctx& c) {
+  // X (N, C, ...), dY like X, scale (C) -> dX like X, dscale and dB like scale.
+  static const std::vector<const char*> names = {"X", "dY", "scale"};
+  if (auto e = checkArity(c, 3, 3, 3, 3, names); !e.empty()) return e;
+  for (size_t i = 0; i < 3; ++i)
+    if (auto e = checkDTypeIn(c, i, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  if (x.size() < 2)
+    return c.fail("input 0 (X) must have rank >= 2 (N, C, ...), got shape " + dimsStr(x));
+  if (c.in[1].dims != x)
+    return c.fail("input 1 (dY) must have X's shape " + dimsStr(x) + ", got " + dimsStr(c.in[1].dims));
+  const auto& s = c.in[2].dims;
+  if (s.size() != 1 || (s[0] != kUnknownDim && x[1] != kUnknownDim && s[0] != x[1]))
+    return c.fail("input 2 (scale) must have shape [C] (one per channel of X), got " + dimsStr(s));
+  c.set(0, c.in[0].dtype, x);
+  c.set(1, c.in[2].dtype, s);
+  c.set(2, c.in[2].dtype, s);
+  return "";
+}
+
 std::string inferLayerNorm(const Ctx& c) {
   // Normalises over axes [axis, rank). Scale and B broadcast to X.shape[axis:]. Optional Mean
   // and InvStdDev have X's shape with the normalised axes set to 1, dtype stash_type (f32).

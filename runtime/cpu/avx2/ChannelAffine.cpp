@@ -398,6 +398,68 @@ void centeredLanes(const float* x, float* y, int64_t count, int64_t period, cons
       y[p * period + c] = std::fma(x[p * period + c] - k[c], a[c], b[c]);
 }
 
+// batchNormTrainingGrad's sums over one channel's run of n elements (plain layout): *sdy +=
+// the sum of dy, *sdyx += the sum of dy * (x - k).
+TANDEM_AVX2 void runGradSumsAvx2(const float* x, const float* dy, int64_t n, float k, double* sdy,
+                                 double* sdyx) {
+  const __m256 vk = _mm256_set1_ps(k);
+  double s = 0, q = 0;
+  for (int64_t i0 = 0; i0 < n; i0 += kMomentChunk) {
+    const int64_t e = std::min(n, i0 + kMomentChunk);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, q0 = s0, q1 = s0;
+    int64_t i = i0;
+    for (; i + 16 <= e; i += 16) {
+      const __m256 g0 = _mm256_loadu_ps(dy + i), g1 = _mm256_loadu_ps(dy + i + 8);
+      s0 = _mm256_add_ps(s0, g0);
+      q0 = _mm256_fmadd_ps(g0, _mm256_sub_ps(_mm256_loadu_ps(x + i), vk), q0);
+      s1 = _mm256_add_ps(s1, g1);
+      q1 = _mm256_fmadd_ps(g1, _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), vk), q1);
+    }
+    for (; i + 8 <= e; i += 8) {
+      const __m256 g = _mm256_loadu_ps(dy + i);
+      s0 = _mm256_add_ps(s0, g);
+      q0 = _mm256_fmadd_ps(g, _mm256_sub_ps(_mm256_loadu_ps(x + i), vk), q0);
+    }
+    float ts = 0, tq = 0;
+    for (; i < e; ++i) {
+      ts += dy[i];
+      tq += dy[i] * (x[i] - k);
+    }
+    s += horizontalSumF64(_mm256_add_ps(s0, s1)) + ts;
+    q += horizontalSumF64(_mm256_add_ps(q0, q1)) + tq;
+  }
+  *sdy += s;
+  *sdyx += q;
+}
+
+void runGradSums(const float* x, const float* dy, int64_t n, float k, double* sdy, double* sdyx) {
+  double s = 0, q = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    s += dy[i];
+    q += double(dy[i]) * (double(x[i]) - k);
+  }
+  *sdy += s;
+  *sdyx += q;
+}
+
+// dx = a * dy + b * (x - k) + e over one channel's run (plain layout).
+TANDEM_AVX2 void runGradOutAvx2(const float* x, const float* dy, float* dx, int64_t n, float k,
+                                float a, float b, float e) {
+  const __m256 vk = _mm256_set1_ps(k), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b),
+               ve = _mm256_set1_ps(e);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 t = _mm256_fmadd_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), vk), vb, ve);
+    _mm256_storeu_ps(dx + i, _mm256_fmadd_ps(_mm256_loadu_ps(dy + i), va, t));
+  }
+  for (; i < n; ++i) dx[i] = std::fma(dy[i], a, std::fma(x[i] - k, b, e));
+}
+
+void runGradOut(const float* x, const float* dy, float* dx, int64_t n, float k, float a, float b,
+                float e) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = std::fma(dy[i], a, std::fma(x[i] - k, b, e));
+}
+
 void siluInPlace(float* y, int64_t n, bool fast) {
   if (fast) {
     const ActivationStep swish{Activation::Swish, 1.f};
@@ -593,6 +655,63 @@ void batchNormTraining(ChannelLayout layout, int64_t N, int64_t C, int64_t S, co
     var[c] = v;
   }
   centeredAffine(layout, N, C, S, src, dst, m.k.data(), a.data(), b.data(), false, nt, fast);
+}
+
+void batchNormTrainingGrad(int64_t N, int64_t C, int64_t S, const float* x, const float* dy,
+                           const float* scale, float eps, float* dx, double* dscale,
+                           double* dbias, int threads) {
+  if (N <= 0 || C <= 0 || S <= 0) return;
+  const bool fast = available();
+  const int nt = N * C * S >= kGroupNormParallelMin ? std::max(1, threads) : 1;
+  // 1. The batch statistics (batchNormTraining's).
+  const ChannelMoments m = channelMoments(ChannelLayout::Plain, N, C, S, x, nt, fast);
+  std::vector<double> mean(C), rstd(C);
+  for (int64_t c = 0; c < C; ++c) {
+    double mu = 0;
+    for (int64_t n = 0; n < N; ++n) mu += m.k[n * C + c] + m.sum[n * C + c] / double(S);
+    mu /= double(N);
+    double m2 = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t r = n * C + c;
+      const double mc = m.k[r] + m.sum[r] / double(S);
+      m2 += (m.sq[r] - m.sum[r] * m.sum[r] / double(S)) + double(S) * (mc - mu) * (mc - mu);
+    }
+    mean[c] = mu;
+    rstd[c] = 1.0 / std::sqrt(std::max(0.0, m2 / double(N * S)) + double(eps));
+  }
+  // 2. Per (n, c): the sums of dy and of dy * (x - k).
+  std::vector<double> sdy(N * C, 0.0), sdyx(N * C, 0.0);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t r = 0; r < N * C; ++r) {
+    if (fast) runGradSumsAvx2(x + r * S, dy + r * S, S, m.k[r], &sdy[r], &sdyx[r]);
+    else runGradSums(x + r * S, dy + r * S, S, m.k[r], &sdy[r], &sdyx[r]);
+  }
+  // 3. Per channel dbias = sum dy, dscale = rstd * sum dy * (x - mean); then per (n, c)
+  //    dx = a dy + b (x - k) + e with a = scale rstd, b = -a rstd dscale / M and
+  //    e = -a dbias / M + b (k - mean), which is a (dy - mean(dy) - xhat mean(dy xhat)).
+  const double M = double(N * S);
+  std::vector<float> a(C), b(C), e(N * C);
+  for (int64_t c = 0; c < C; ++c) {
+    double sumDy = 0, sumDyXc = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t r = n * C + c;
+      sumDy += sdy[r];
+      sumDyXc += sdyx[r] + (double(m.k[r]) - mean[c]) * sdy[r];
+    }
+    dbias[c] = sumDy;
+    dscale[c] = sumDyXc * rstd[c];
+    const double ac = double(scale[c]) * rstd[c], bc = -ac * rstd[c] * dscale[c] / M;
+    a[c] = float(ac);
+    b[c] = float(bc);
+    for (int64_t n = 0; n < N; ++n)
+      e[n * C + c] = float(-ac * sumDy / M + bc * (double(m.k[n * C + c]) - mean[c]));
+  }
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+  for (int64_t r = 0; r < N * C; ++r) {
+    const int64_t c = r % C;
+    if (fast) runGradOutAvx2(x + r * S, dy + r * S, dx + r * S, S, m.k[r], a[c], b[c], e[r]);
+    else runGradOut(x + r * S, dy + r * S, dx + r * S, S, m.k[r], a[c], b[c], e[r]);
+  }
 }
 
 void foldBatchNorm(int64_t C, const float* gamma, const float* beta, const float* mean,

@@ -61,6 +61,17 @@ void batchNormTraining(ChannelLayout layout, int64_t N, int64_t C, int64_t S, co
                        const float* bias, float eps, const float* src, float* dst, double* mean,
                        double* var, int threads);
 
+/// BatchNormalizationGrad (Tandem, autodiff) of an f32 plain [N, C, S] activation x with
+/// incoming gradient dy: the batch statistics as batchNormTraining computes them, then per
+/// channel dbias = sum(dy), dscale = sum(dy * xhat) (C doubles each) and dx = scale * rstd *
+/// (dy - mean(dy) - xhat * mean(dy * xhat)), xhat = (x - mean) * rstd, in three passes (the
+/// moments; the sums of dy and dy * (x - x0) per image and channel, f32 within 4096-element
+/// chunks, f64 across; dx as one fused multiply-add per operand). dx may alias dy. AVX2+FMA
+/// where available(), scalar otherwise; `threads` OpenMP threads.
+void batchNormTrainingGrad(int64_t N, int64_t C, int64_t S, const float* x, const float* dy,
+                           const float* scale, float eps, float* dx, double* dscale,
+                           double* dbias, int threads);
+
 /// Inference BatchNormalization's parameters as an affine map (ONNX BatchNormalization-15):
 /// y = (x - mean) / sqrt(var + eps) * gamma + beta = x * scale + shift, with
 /// scale = gamma / sqrt(var + eps) and shift = beta - mean * scale (the Conv fold's arithmetic).

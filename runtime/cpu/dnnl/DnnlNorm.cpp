@@ -1,5 +1,5 @@
 // BatchNormalization (ONNX BatchNormalization-15: inference, Y only, a per-channel affine loop;
-// training mode, batch statistics and the running ones),
+// training mode, batch statistics and the running ones; Tandem's BatchNormalizationGrad),
 // GroupNormalization-21 and InstanceNormalization-6 (a moments pass and an affine pass, in plain
 // or the host's activation layout) and oneDNN LayerNormalization (ONNX LayerNormalization-17, with its optional Mean/InvStdDev
 // outputs), Softmax and LogSoftmax (ONNX -13, one axis) for f32.
@@ -155,6 +155,17 @@ bool batchNormTrainingSupported(const KernelContext& ctx) {
         (ctx.outputTypes[i].shape != Shape{x[1]} || ctx.outputTypes[i].dtype != DType::F32))
       return false;
   return true;
+}
+
+// BatchNormalizationGrad (autodiff): f32 X, dY and scale, plain (the step's operands are).
+bool batchNormGradSupported(const KernelContext& ctx) {
+  if (ctx.inputTypes.size() != 3 || ctx.outputTypes.size() != 3 || hasEmptyTensor(ctx)) return false;
+  const Shape& x = ctx.inputTypes[0].shape;
+  if (x.size() < 2 || ctx.inputTypes[1].shape != x || ctx.inputTypes[2].shape != Shape{x[1]})
+    return false;
+  for (size_t i = 0; i < 3; ++i)
+    if (ctx.inputTypes[i].dtype != DType::F32 || ctx.outputTypes[i].dtype != DType::F32) return false;
+  return !isBlocked(ctx, true, 0) && !isBlocked(ctx, true, 1) && !isBlocked(ctx, false, 0);
 }
 
 avx2::ChannelLayout hostChannelLayout() {
@@ -384,6 +395,44 @@ int64_t groupNormGroups(const KernelContext& ctx) {
 }
 
 
+/// BatchNormalizationGrad as avx2::batchNormTrainingGrad: three passes over plain X and dY
+/// where the composition of forward ops it replaces took about ten (reductions, broadcast
+/// Sub and Mul).
+class BatchNormGradKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx) {
+    const Shape& x = ctx.inputTypes[0].shape;
+    N_ = x[0];
+    C_ = x[1];
+    S_ = 1;
+    for (size_t i = 2; i < x.size(); ++i) S_ *= x[i];
+    eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
+    threads_ = ctx.threads;
+    impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "batch-norm-grad:nchw";
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("BatchNormalizationGrad", [&] {
+      std::vector<double> dscale(C_), dbias(C_);
+      avx2::batchNormTrainingGrad(N_, C_, S_, in[0]->data<float>(), in[1]->data<float>(),
+                                  in[2]->data<float>(), eps_, out[0]->data<float>(),
+                                  dscale.data(), dbias.data(), threads_);
+      for (int64_t c = 0; c < C_; ++c) {
+        out[1]->data<float>()[c] = float(dscale[c]);
+        out[2]->data<float>()[c] = float(dbias[c]);
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  int64_t N_ = 0, C_ = 0, S_ = 0;
+  float eps_ = 1e-5f;
+  int threads_ = 1;
+};
+
 /// Training-mode BatchNormalization as avx2::batchNormTraining (batch mean and population
 /// variance per channel over N and the spatial dims, then one affine pass), reading and writing
 /// plain or the host's activation layout, and, when asked for, running_mean' = m * mean + (1 -
@@ -530,6 +579,15 @@ void registerDnnlNormKernels(KernelRegistry& r) {
           return Status::ok();
         });
       }));
+  r.add(makeDef("BatchNormalizationGrad", batchNormGradSupported,
+                [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+                  return guardDnnl(ctx, [&] {
+                    auto k = std::make_unique<BatchNormGradKernel>();
+                    TANDEM_RETURN_IF_ERROR(k->init(ctx));
+                    *out = std::move(k);
+                    return Status::ok();
+                  });
+                }));
   for (const char* op : {"GroupNormalization", "InstanceNormalization"})
     r.add(makeDef(
         op, [](const KernelContext& ctx) { return groupNormGroups(ctx) > 0; },

@@ -1,5 +1,5 @@
 // Reference normalisation kernels: BatchNormalization-15 (inference, and training mode for
-// completeness), LayerNormalization-17, RMSNormalization-23, MeanVarianceNormalization-13,
+// completeness) and Tandem's BatchNormalizationGrad (autodiff), LayerNormalization-17, RMSNormalization-23, MeanVarianceNormalization-13,
 // Softmax-13 and LogSoftmax-13 (single axis).
 #include <algorithm>
 
@@ -95,6 +95,65 @@ Status createBatchNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
           for (int64_t p = 0; p < P; ++p) y[p] = T(double(x[p]) * a + b);
         }
       }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- BatchNormalizationGrad (autodiff) -------------------------------------------------------
+
+// X [N, C, ...], dY like X, scale [C] -> dX, dscale, dB (TandemOps.td): the batch statistics
+// recomputed, every sum in f64.
+Status createBatchNormGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 3 || ctx.outputTypes.size() != 3)
+    return opError(ctx, "expects 3 inputs (X, dY, scale) and 3 outputs (dX, dscale, dB)");
+  const Shape& xs = ctx.inputTypes[0].shape;
+  if (xs.size() < 2 || ctx.inputTypes[1].shape != xs || ctx.inputTypes[2].shape != Shape{xs[1]})
+    return opError(ctx, "needs X [N, C, ...], dY of X's shape and scale [C]");
+  for (size_t i = 0; i < 3; ++i)
+    if (!isFloat(ctx.inputTypes[i].dtype) || isHalfFloat(ctx.inputTypes[i].dtype))
+      return opError(ctx, "input " + std::to_string(i) + " must be f32 or f64");
+  const int64_t N = xs[0], C = xs[1], P = product(xs, 2, xs.size());
+  const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      const T* dY = in[1]->data<T>();
+      const std::vector<double> scale = toDoubles(*in[2]);
+      T* dX = outs[0]->data<T>();
+      std::vector<double> dScale(C), dB(C);
+      const double cnt = double(N * P);
+      auto at = [&](int64_t n, int64_t c, int64_t p) { return (n * C + c) * P + p; };
+      for (int64_t c = 0; c < C; ++c) {
+        double mean = 0, var = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t p = 0; p < P; ++p) mean += double(X[at(n, c, p)]);
+        mean /= cnt;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t p = 0; p < P; ++p) var += std::pow(double(X[at(n, c, p)]) - mean, 2);
+        const double rstd = 1 / std::sqrt(var / cnt + eps);
+        double sumDy = 0, sumDyXhat = 0;
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t p = 0; p < P; ++p) {
+            const double dy = double(dY[at(n, c, p)]);
+            sumDy += dy;
+            sumDyXhat += dy * (double(X[at(n, c, p)]) - mean) * rstd;
+          }
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t p = 0; p < P; ++p) {
+            const double xhat = (double(X[at(n, c, p)]) - mean) * rstd;
+            dX[at(n, c, p)] = T(scale[c] * rstd *
+                                (double(dY[at(n, c, p)]) - sumDy / cnt - xhat * sumDyXhat / cnt));
+          }
+        dScale[c] = sumDyXhat;
+        dB[c] = sumDy;
+      }
+      storeDoubles(dScale, outs[1]);
+      storeDoubles(dB, outs[2]);
       return Status::ok();
     };
   });
@@ -327,6 +386,7 @@ Status createMvn(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 
 void registerNormKernels(KernelRegistry& r) {
   addRef(r, "BatchNormalization", floatTypes(), createBatchNorm);
+  addRef(r, "BatchNormalizationGrad", floatTypes(), createBatchNormGrad);
   addRef(r, "LayerNormalization", floatTypes(), createLayerNorm);
   addRef(r, "RMSNormalization", floatTypes(), createRmsNorm);
   addRef(r, "MeanVarianceNormalization", floatTypes(), createMvn);

@@ -428,6 +428,53 @@ TEST(DnnlBatchNormTraining, BlockedInPlainOut) { checkBatchNormTraining({3, 16, 
 TEST(DnnlBatchNormTraining, PlainInBlockedOut) { checkBatchNormTraining({3, 16, 5, 7}, false, true, true); }
 TEST(DnnlBatchNormTraining, Rank2) { checkBatchNormTraining({6, 8}, false, false, true); }
 
+// BatchNormalizationGrad (autodiff) against the reference kernel (f64 sums of the same f32
+// inputs): X around 300 with a spread of 1 per channel plus a per-image offset, so the per-image
+// shifts differ from the batch mean (the rule's (x0 - mean) terms matter), threads 1 and 2,
+// rank 4 and rank 2; the impl is the AVX2 (or scalar) loop.
+void checkBatchNormGrad(const Shape& x, int threads) {
+  const int64_t C = x[1];
+  OpCase c;
+  c.op = "BatchNormalizationGrad";
+  c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+  Tensor X = randomTensor(x, 61, 299.f, 301.f);
+  const int64_t perImage = numElements(x) / x[0];
+  for (int64_t i = 0; i < X.numel(); ++i) X.data<float>()[i] += 0.5f * float(i / perImage);
+  c.inputs = {X, randomTensor(x, 62), randomTensor({C}, 63, 0.5f, 2.f)};
+  c.outputs = {x, {C}, {C}};
+  c.threads = threads;
+  ASSERT_TRUE(dnnlSupports(c));
+  auto runWith = [&](const KernelRegistry& reg, std::string* impl) {
+    std::unique_ptr<Kernel> k;
+    Status st = reg.create("cpu", c.context(), &k);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    std::vector<Tensor> outs = {Tensor::alloc(DType::F32, x), Tensor::alloc(DType::F32, {C}),
+                                Tensor::alloc(DType::F32, {C})};
+    if (!k) return outs;
+    *impl = k->implName();
+    std::vector<const Tensor*> in;
+    for (const Tensor& t : c.inputs) in.push_back(&t);
+    std::vector<Tensor*> outPtrs = {&outs[0], &outs[1], &outs[2]};
+    st = k->run(in, outPtrs);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return outs;
+  };
+  std::string impl, refImpl;
+  std::vector<Tensor> got = runWith(dnnlRegistry(), &impl), want = runWith(refRegistry(), &refImpl);
+  EXPECT_NE(impl.find("batch-norm-grad"), std::string::npos) << impl;
+  for (size_t o = 0; o < 3; ++o) {
+    SCOPED_TRACE("output " + std::to_string(o));
+    std::vector<double> w(want[o].data<float>(), want[o].data<float>() + want[o].numel());
+    expectClose(got[o], w, 2e-4);
+  }
+}
+
+TEST(DnnlBatchNormGrad, MatchesTheReference) {
+  checkBatchNormGrad({4, 16, 9, 11}, 1);
+  checkBatchNormGrad({4, 16, 9, 11}, 2);
+  checkBatchNormGrad({6, 8}, 1);
+}
+
 TEST(DnnlGroupNorm, DeclinesWhatItCannotRun) {
   OpCase c;
   c.op = "GroupNormalization";

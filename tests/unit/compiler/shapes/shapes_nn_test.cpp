@@ -213,6 +213,21 @@ TEST(BatchNormalization, TrainingModeGivesRunningStatistics) {
              "BatchNormalization expects 1 to 3 results, got 4");
 }
 
+// BatchNormalizationGrad (autodiff): dX like X, dscale and dB like scale.
+TEST(BatchNormalizationGrad, ShapesAndErrors) {
+  auto r = infer("BatchNormalizationGrad", {F32({U, 3, 4, 4}), F32({U, 3, 4, 4}), F32({3})}, Attrs(), 3);
+  ASSERT_EQ(r.err, "");
+  EXPECT_EQ(r.dims(0), (Dims{U, 3, 4, 4}));
+  EXPECT_EQ(r.dims(1), (Dims{3}));
+  EXPECT_EQ(r.dims(2), (Dims{3}));
+  EXPECT_ERR_HAS(infer("BatchNormalizationGrad", {F32({2, 3, 4}), F32({2, 3, 5}), F32({3})}, Attrs(), 3),
+                 "input 1 (dY) must have X's shape");
+  EXPECT_ERR_HAS(infer("BatchNormalizationGrad", {F32({2, 3, 4}), F32({2, 3, 4}), F32({4})}, Attrs(), 3),
+                 "input 2 (scale) must have shape [C]");
+  EXPECT_ERR_HAS(infer("BatchNormalizationGrad", {F32({2, 3, 4}), F64({2, 3, 4}), F32({3})}, Attrs(), 3),
+                 "dY");
+}
+
 TEST(IntegerConv, ConvIntegerAndQLinearConv) {
   const OperandInfo x = T(DType::U8, {1, 2, 5, 5}), w = T(DType::I8, {4, 1, 3, 3});
   EXPECT_SHAPE(infer("ConvInteger", {x, w}, Attrs({I("group", 2), Is("pads", {1, 1, 1, 1})})),
