@@ -136,18 +136,23 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
                           "MatMul to train");
   mlir::OpBuilder b(ret);
   llvm::StringSet<> seen;
-  for (ConstantOp c : params) {
+  // Constant c as a new last argument named after its initializer, which it replaces: its value
+  // stays with it, the initial value of the variable it becomes (Variables.h).
+  auto toArgument = [&](ConstantOp c, bool trainable,
+                        const char* what) -> mlir::FailureOr<mlir::BlockArgument> {
     std::string name = nodeName(c.getLoc());
     if (name.empty() || !seen.insert(name).second)
-      return c.emitError() << "training: parameter '" << name
+      return c.emitError() << "training: " << what << " '" << name
                            << "' needs a unique initializer name (it is written back by name)";
     mlir::BlockArgument a =
-        addArg(main, main.getNumArguments(), c.getType(), argAttrs(b, name, true), c.getLoc());
-    // Its value stays with it: the initial value of the variable it becomes (Variables.h).
+        addArg(main, main.getNumArguments(), c.getType(), argAttrs(b, name, trainable), c.getLoc());
     main.setArgAttr(a.getArgNumber(), kInitialValueAttr, c.getValue());
     c.getResult().replaceAllUsesWith(a);
     c.erase();
-  }
+    return a;
+  };
+  for (ConstantOp c : params)
+    if (mlir::failed(toArgument(c, /*trainable=*/true, "parameter"))) return mlir::failure();
 
   // 1b. Buffers (PyTorch's name for state that is not a parameter): with batchNormInTraining,
   //     each BatchNormalization's input_mean and input_var become arguments after the
@@ -155,18 +160,11 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   llvm::SmallVector<mlir::BlockArgument> buffers;
   for (mlir::Operation* bn : batchNorms)
     for (unsigned i : {3u, 4u}) {
-      auto c = bn->getOperand(i).getDefiningOp<ConstantOp>();
-      std::string name = nodeName(c.getLoc());
-      if (name.empty() || !seen.insert(name).second)
-        return c.emitError() << "training: running statistics '" << name
-                             << "' need a unique initializer name (they are written back by name)";
-      mlir::BlockArgument a =
-          addArg(main, main.getNumArguments(), c.getType(), argAttrs(b, name, false), c.getLoc());
-      main.setArgAttr(a.getArgNumber(), kBufferAttr, b.getUnitAttr());
-      main.setArgAttr(a.getArgNumber(), kInitialValueAttr, c.getValue());
-      bn->setOperand(i, a);
-      c.erase();
-      buffers.push_back(a);
+      mlir::FailureOr<mlir::BlockArgument> a = toArgument(
+          bn->getOperand(i).getDefiningOp<ConstantOp>(), /*trainable=*/false, "running statistic");
+      if (mlir::failed(a)) return mlir::failure();
+      main.setArgAttr(a->getArgNumber(), kBufferAttr, b.getUnitAttr());
+      buffers.push_back(*a);
     }
 
   if (options.forwardOnly) return mlir::success();

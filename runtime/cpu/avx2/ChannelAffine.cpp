@@ -543,6 +543,25 @@ ChannelMoments channelMoments(ChannelLayout layout, int64_t N, int64_t C, int64_
   return m;
 }
 
+// Per channel, its mean and population variance over the N images' moments (S elements each)
+// by Chan et al.'s combination, in f64.
+void batchStatistics(const ChannelMoments& m, int64_t N, int64_t C, int64_t S, double* mean,
+                     double* var) {
+  for (int64_t c = 0; c < C; ++c) {
+    double mu = 0;
+    for (int64_t n = 0; n < N; ++n) mu += m.k[n * C + c] + m.sum[n * C + c] / double(S);
+    mu /= double(N);
+    double m2 = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const int64_t r = n * C + c;
+      const double mc = m.k[r] + m.sum[r] / double(S);
+      m2 += (m.sq[r] - m.sum[r] * m.sum[r] / double(S)) + double(S) * (mc - mu) * (mc - mu);
+    }
+    mean[c] = mu;
+    var[c] = std::max(0.0, m2 / double(N * S));
+  }
+}
+
 // y = (x - k) * a + b per (image, channel), the parameters indexed n * C + c, then SiLU.
 void centeredAffine(ChannelLayout layout, int64_t N, int64_t C, int64_t S, const float* src,
                     float* dst, const float* k, const float* a, const float* b, bool silu, int nt,
@@ -633,26 +652,14 @@ void batchNormTraining(ChannelLayout layout, int64_t N, int64_t C, int64_t S, co
   const bool fast = available();
   const int nt = N * C * S >= kGroupNormParallelMin ? std::max(1, threads) : 1;
   const ChannelMoments m = channelMoments(layout, N, C, S, src, nt, fast);
-  // Per channel, Chan's combination of its N images (each S elements).
+  batchStatistics(m, N, C, S, mean, var);
   std::vector<float> a(N * C), b(N * C);
   for (int64_t c = 0; c < C; ++c) {
-    double mu = 0;
-    for (int64_t n = 0; n < N; ++n) mu += m.k[n * C + c] + m.sum[n * C + c] / double(S);
-    mu /= double(N);
-    double m2 = 0;
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t r = n * C + c;
-      const double mc = m.k[r] + m.sum[r] / double(S);
-      m2 += (m.sq[r] - m.sum[r] * m.sum[r] / double(S)) + double(S) * (mc - mu) * (mc - mu);
-    }
-    const double v = std::max(0.0, m2 / double(N * S));
-    const double ac = double(scale[c]) / std::sqrt(v + double(eps));
+    const double ac = double(scale[c]) / std::sqrt(var[c] + double(eps));
     for (int64_t n = 0; n < N; ++n) {
       a[n * C + c] = float(ac);
-      b[n * C + c] = float(double(bias[c]) + (double(m.k[n * C + c]) - mu) * ac);
+      b[n * C + c] = float(double(bias[c]) + (double(m.k[n * C + c]) - mean[c]) * ac);
     }
-    mean[c] = mu;
-    var[c] = v;
   }
   centeredAffine(layout, N, C, S, src, dst, m.k.data(), a.data(), b.data(), false, nt, fast);
 }
@@ -666,19 +673,8 @@ void batchNormTrainingGrad(int64_t N, int64_t C, int64_t S, const float* x, cons
   // 1. The batch statistics (batchNormTraining's).
   const ChannelMoments m = channelMoments(ChannelLayout::Plain, N, C, S, x, nt, fast);
   std::vector<double> mean(C), rstd(C);
-  for (int64_t c = 0; c < C; ++c) {
-    double mu = 0;
-    for (int64_t n = 0; n < N; ++n) mu += m.k[n * C + c] + m.sum[n * C + c] / double(S);
-    mu /= double(N);
-    double m2 = 0;
-    for (int64_t n = 0; n < N; ++n) {
-      const int64_t r = n * C + c;
-      const double mc = m.k[r] + m.sum[r] / double(S);
-      m2 += (m.sq[r] - m.sum[r] * m.sum[r] / double(S)) + double(S) * (mc - mu) * (mc - mu);
-    }
-    mean[c] = mu;
-    rstd[c] = 1.0 / std::sqrt(std::max(0.0, m2 / double(N * S)) + double(eps));
-  }
+  batchStatistics(m, N, C, S, mean.data(), rstd.data());
+  for (double& r : rstd) r = 1.0 / std::sqrt(r + double(eps));
   // 2. Per (n, c): the sums of dy and of dy * (x - k).
   std::vector<double> sdy(N * C, 0.0), sdyx(N * C, 0.0);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)

@@ -168,6 +168,25 @@ bool batchNormGradSupported(const KernelContext& ctx) {
   return !isBlocked(ctx, true, 0) && !isBlocked(ctx, true, 1) && !isBlocked(ctx, false, 0);
 }
 
+// X [N, C, D...] as [N, C, S], S the product of D... (1 for rank 2).
+void channelDims(const Shape& x, int64_t* N, int64_t* C, int64_t* S) {
+  *N = x[0];
+  *C = x[1];
+  *S = 1;
+  for (size_t i = 2; i < x.size(); ++i) *S *= x[i];
+}
+
+// A kernel K whose init(ctx) sets it up, created under guardDnnl.
+template <typename K>
+Status createInitialized(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  return guardDnnl(ctx, [&] {
+    auto k = std::make_unique<K>();
+    TANDEM_RETURN_IF_ERROR(k->init(ctx));
+    *out = std::move(k);
+    return Status::ok();
+  });
+}
+
 avx2::ChannelLayout hostChannelLayout() {
   std::string name = activationLayoutName();
   if (name == "nhwc") return avx2::ChannelLayout::ChannelsLast;
@@ -184,10 +203,7 @@ class BatchNormKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx, bool relu) {
     const Shape& x = ctx.inputTypes[0].shape;
-    N_ = x[0];
-    C_ = x[1];
-    S_ = 1;
-    for (size_t i = 2; i < x.size(); ++i) S_ *= x[i];
+    channelDims(x, &N_, &C_, &S_);
     relu_ = relu;
     eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
     const bool inBlocked = isBlocked(ctx, true, 0), outBlocked = isBlocked(ctx, false, 0);
@@ -394,7 +410,6 @@ int64_t groupNormGroups(const KernelContext& ctx) {
   return g >= 1 && x[1] % g == 0 ? g : 0;
 }
 
-
 /// BatchNormalizationGrad as avx2::batchNormTrainingGrad: three passes over plain X and dY
 /// where the composition of forward ops it replaces took about ten (reductions, broadcast
 /// Sub and Mul).
@@ -402,10 +417,7 @@ class BatchNormGradKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx) {
     const Shape& x = ctx.inputTypes[0].shape;
-    N_ = x[0];
-    C_ = x[1];
-    S_ = 1;
-    for (size_t i = 2; i < x.size(); ++i) S_ *= x[i];
+    channelDims(x, &N_, &C_, &S_);
     eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
     threads_ = ctx.threads;
     impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "batch-norm-grad:nchw";
@@ -442,10 +454,7 @@ class BatchNormTrainingKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx) {
     const Shape& x = ctx.inputTypes[0].shape;
-    N_ = x[0];
-    C_ = x[1];
-    S_ = 1;
-    for (size_t i = 2; i < x.size(); ++i) S_ *= x[i];
+    channelDims(x, &N_, &C_, &S_);
     eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
     momentum_ = ctx.attrs->getFloat("momentum", 0.9f);
     threads_ = ctx.threads;
@@ -493,10 +502,7 @@ class GroupNormKernel : public DnnlKernel {
  public:
   Status init(const KernelContext& ctx, int64_t groups, bool silu) {
     const Shape& x = ctx.inputTypes[0].shape;
-    N_ = x[0];
-    C_ = x[1];
-    S_ = 1;
-    for (size_t i = 2; i < x.size(); ++i) S_ *= x[i];
+    channelDims(x, &N_, &C_, &S_);
     groups_ = groups;
     silu_ = silu;
     eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
@@ -572,22 +578,10 @@ void registerDnnlNormKernels(KernelRegistry& r) {
       [](const KernelContext& ctx) { return batchNormSupported(ctx) || batchNormTrainingSupported(ctx); },
       [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
         if (!batchNormTrainingSupported(ctx)) return createBatchNormKernel(ctx, /*relu=*/false, out);
-        return guardDnnl(ctx, [&] {
-          auto k = std::make_unique<BatchNormTrainingKernel>();
-          TANDEM_RETURN_IF_ERROR(k->init(ctx));
-          *out = std::move(k);
-          return Status::ok();
-        });
+        return createInitialized<BatchNormTrainingKernel>(ctx, out);
       }));
   r.add(makeDef("BatchNormalizationGrad", batchNormGradSupported,
-                [](const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-                  return guardDnnl(ctx, [&] {
-                    auto k = std::make_unique<BatchNormGradKernel>();
-                    TANDEM_RETURN_IF_ERROR(k->init(ctx));
-                    *out = std::move(k);
-                    return Status::ok();
-                  });
-                }));
+                createInitialized<BatchNormGradKernel>));
   for (const char* op : {"GroupNormalization", "InstanceNormalization"})
     r.add(makeDef(
         op, [](const KernelContext& ctx) { return groupNormGroups(ctx) > 0; },
