@@ -74,6 +74,9 @@ struct CompileOptions {
     /// tf.keras's sqrt(v) + eps with the bias corrections folded into the step size.
     enum class EpsilonMode { PyTorch, Keras };
     EpsilonMode epsilonMode = EpsilonMode::PyTorch;
+    /// Adam, AdamW: the AMSGrad variant (torch.optim.Adam(amsgrad=True)): the denominator
+    /// uses the running maximum of v (slot `<param>.v_max`) instead of v.
+    bool amsgrad = false;
     /// The learning rate of step t (1-based), computed in the graph from the `step` state.
     enum class LrSchedule { Constant, Step, Cosine };
     LrSchedule lrSchedule = LrSchedule::Constant;

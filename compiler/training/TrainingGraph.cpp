@@ -270,6 +270,7 @@ std::string checkOptions(const CompileOptions::Training& o) {
       return "--nesterov requires a momentum > 0 and zero dampening (as torch.optim.SGD)";
     if (o.epsilonMode != T::EpsilonMode::PyTorch)
       return "--epsilon-mode keras applies to adam and adamw, not sgd";
+    if (o.amsgrad) return "--amsgrad applies to adam and adamw, not sgd";
   } else {
     if (o.momentum != 0 || o.dampening != 0 || o.nesterov)
       return "--momentum, --dampening and --nesterov apply to sgd only";
@@ -426,6 +427,7 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   if (!sgd) {
     slots.push_back({".m", {}, {}});
     slots.push_back({".v", {}, {}});
+    if (options.amsgrad) slots.push_back({".v_max", {}, {}});
   }
   for (Slot& slot : slots)
     for (mlir::BlockArgument p : params)
@@ -474,13 +476,16 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
         p = g.mul(p, g.rsubS(1.0, g.mulS(lr, wd)));
       mlir::Value m1 = g.add(g.mulS(slots[0].args[i], b1), g.mulS(grad, 1 - b1));
       mlir::Value v1 = g.add(g.mulS(slots[1].args[i], b2), g.mulS(g.mul(grad, grad), 1 - b2));
-      mlir::Value sqrtV = g.op("Sqrt", {v1});
+      // AMSGrad: the running maximum of v' in the denominator (torch.maximum, then sqrt).
+      mlir::Value vMax = options.amsgrad ? g.op("Max", {slots[2].args[i], v1}) : v1;
+      mlir::Value sqrtV = g.op("Sqrt", {vMax});
       mlir::Value denom = options.epsilonMode == T::EpsilonMode::Keras
                               ? g.addS(sqrtV, eps)
                               : g.addS(g.div(sqrtV, sqrtBc2), eps);
       results.push_back(g.sub(p, g.mul(g.div(m1, denom), stepSize)));
       slots[0].next.push_back(m1);
       slots[1].next.push_back(v1);
+      if (options.amsgrad) slots[2].next.push_back(vMax);
     }
     names.push_back(name + "_new");
     if (g.failed()) return mlir::failure();

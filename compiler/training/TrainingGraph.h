@@ -73,10 +73,11 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///   `metric.loss_sum` and `metric.correct`. A state argument named N (tandem.
 ///   name) has the result named `N_new`, and result 1 + i is the next value of argument 2 + i.
 ///   Every other state starts at zeros. Slots: sgd with momentum > 0:
-///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v` (f32, the parameter's
-///   shape). `step` is f32 [] (counts completed steps, 0 at the start); it is state when
-///   anything depends on t (adam, adamw, sgd momentum, a schedule other than constant, a
-///   training-mode Dropout), and `step_new` = t. Below t = step + 1 is the 1-based step.
+///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v`, and with amsgrad
+///   `<param>.v_max` (f32, the parameter's shape). `step` is f32 [] (counts completed steps,
+///   0 at the start); it is state when anything depends on t (adam, adamw, sgd momentum, a
+///   schedule other than constant, a training-mode Dropout), and `step_new` = t. Below
+///   t = step + 1 is the 1-based step.
 ///
 /// Dropout: every training-mode Dropout (training_mode not a constant false) without a counter
 /// operand, forward and backward (autodiff's, which redraws the forward mask), gets `step`
@@ -103,6 +104,8 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///       m' = b1 m + (1 - b1) g,  v' = b2 v + (1 - b2) g^2,  bc1 = 1 - b1^t,  bc2 = 1 - b2^t
 ///       PyTorch eps (default): p' = p - lr_t / bc1 * m' / (sqrt(v') / sqrt(bc2) + eps)
 ///       Keras eps:             p' = p - lr_t * sqrt(bc2) / bc1 * m' / (sqrt(v') + eps)
+///     amsgrad (torch.optim.Adam(amsgrad=True)): v_max' = max(v_max, v'), which takes v''s
+///     place in both denominators.
 ///     ONNX's Adam-1 places eps like Keras; the two differ while v' is small.
 ///  5. metrics (options.metrics), f32 [] each, starting at 0:
 ///       metric.loss_sum' = metric.loss_sum + loss

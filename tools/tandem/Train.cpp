@@ -24,7 +24,7 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
   };
   for (const std::string& bad :
        {onlyFor({"--momentum", "--dampening", "--nesterov"}, sgd, "--optimizer sgd"),
-        onlyFor({"--beta1", "--beta2", "--eps", "--epsilon-mode"}, !sgd,
+        onlyFor({"--beta1", "--beta2", "--eps", "--epsilon-mode", "--amsgrad"}, !sgd,
                 "--optimizer adam and adamw"),
         onlyFor({"--lr-step-size", "--lr-gamma"}, o.lrSchedule == "step", "--lr-schedule step"),
         onlyFor({"--warmup-steps", "--lr-min", "--lr-total-steps"}, o.lrSchedule == "cosine",
@@ -45,6 +45,7 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
   t->beta2 = o.beta2;
   t->epsilon = o.epsilon;
   t->epsilonMode = o.epsilonMode == "keras" ? T::EpsilonMode::Keras : T::EpsilonMode::PyTorch;
+  t->amsgrad = o.amsgrad;
   t->lrSchedule = o.lrSchedule == "step"     ? T::LrSchedule::Step
                   : o.lrSchedule == "cosine" ? T::LrSchedule::Cosine
                                              : T::LrSchedule::Constant;
@@ -122,6 +123,10 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
         "--epsilon-mode")
       ->check(CLI::IsMember({"pytorch", "keras"}))
       ->capture_default_str();
+  track(cmd->add_flag("--amsgrad", o.amsgrad,
+                      "adam, adamw: AMSGrad (torch.optim.Adam(amsgrad=True)): divide by the "
+                      "running maximum of the second moment"),
+        "--amsgrad");
   cmd->add_option("--lr-schedule", o.lrSchedule,
                   "constant, step (lr * gamma^floor((t-1)/S), torch StepLR per optimizer step) "
                   "or cosine (linear warm-up to lr over W steps, then cosine to --lr-min at "

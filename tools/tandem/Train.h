@@ -14,6 +14,7 @@ struct TrainOptionsCli {
   double momentum = 0, dampening = 0, weightDecay = 0, beta1 = 0.9, beta2 = 0.999;
   bool nesterov = false;
   std::string epsilonMode = "pytorch", lrSchedule = "constant";
+  bool amsgrad = false;
   int64_t lrStepSize = 0, warmupSteps = 0, lrTotalSteps = 0;
   double lrGamma = 0.1, lrMin = 0, clipNorm = 0;
   int epochs = 1, threads = 0;

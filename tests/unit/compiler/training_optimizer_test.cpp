@@ -137,7 +137,7 @@ double lossAndGrads(const Params& p, Params* grads) {
 struct Reference {
   Training o;
   bool keras = false;
-  Params p, buf, m, v;
+  Params p, buf, m, v, vmax;
   int64_t t = 0;  // steps taken
   double lastClipCoef = 1;
 
@@ -155,6 +155,7 @@ struct Reference {
     if (slot == ".momentum_buffer") return &buf[param];
     if (slot == ".m") return &m[param];
     if (slot == ".v") return &v[param];
+    if (slot == ".v_max") return &vmax[param];
     ADD_FAILURE() << "unknown state '" << name << "'";
     return nullptr;
   }
@@ -210,8 +211,10 @@ struct Reference {
       }
       std::vector<double>& ma = m[name];
       std::vector<double>& va = v[name];
+      std::vector<double>& vm = vmax[name];
       ma.resize(param.size(), 0.0);
       va.resize(param.size(), 0.0);
+      vm.resize(param.size(), 0.0);
       const double bc1 = 1 - std::pow(o.beta1, (double)t), bc2 = 1 - std::pow(o.beta2, (double)t);
       for (size_t i = 0; i < param.size(); ++i) {
         double gi = grad[i];
@@ -222,11 +225,14 @@ struct Reference {
         }
         ma[i] = o.beta1 * ma[i] + (1 - o.beta1) * gi;   // exp_avg.lerp_(grad, 1 - beta1)
         va[i] = o.beta2 * va[i] + (1 - o.beta2) * gi * gi;
+        // amsgrad: torch.maximum(max_exp_avg_sq, exp_avg_sq) in the denominator.
+        vm[i] = std::max(vm[i], va[i]);
+        const double vd = o.amsgrad ? vm[i] : va[i];
         if (keras) {  // tf.keras Adam: alpha = lr * sqrt(1 - b2^t) / (1 - b1^t)
           const double alpha = lrT * std::sqrt(bc2) / bc1;
-          param[i] -= alpha * ma[i] / (std::sqrt(va[i]) + o.epsilon);
+          param[i] -= alpha * ma[i] / (std::sqrt(vd) + o.epsilon);
         } else {      // torch: denom = sqrt(v) / sqrt(bc2) + eps; p -= lr / bc1 * m / denom
-          param[i] -= lrT / bc1 * ma[i] / (std::sqrt(va[i]) / std::sqrt(bc2) + o.epsilon);
+          param[i] -= lrT / bc1 * ma[i] / (std::sqrt(vd) / std::sqrt(bc2) + o.epsilon);
         }
       }
     }
@@ -393,6 +399,36 @@ TEST(Optimizer, SgdWeightDecay) {
 
 TEST(Optimizer, Adam) { runAgainstReference(adam(), kSteps); }
 
+// AMSGrad divides by the running maximum of v: with beta2 0.5 v falls quickly after the large
+// first gradients, so v_max and v part, and the test must tell the two apart.
+TEST(Optimizer, AdamAmsgrad) {
+  Training t = adam();
+  t.amsgrad = true;
+  t.beta2 = 0.5;
+  auto exe = compileStep(t);
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->inputNames(),
+            (std::vector<std::string>{"x", "labels", "W1", "b1", "W2", "W1.m", "b1.m", "W2.m",
+                                      "W1.v", "b1.v", "W2.v", "W1.v_max", "b1.v_max", "W2.v_max",
+                                      "step"}));
+  runAgainstReference(t, kSteps);
+  Reference ams(t), plain(t);
+  plain.o.amsgrad = false;
+  for (int i = 0; i < kSteps; ++i) {
+    ams.step();
+    plain.step();
+  }
+  double differ = 0;
+  for (const auto& [name, v] : ams.p)
+    for (size_t j = 0; j < v.size(); ++j) differ = std::max(differ, std::abs(v[j] - plain.p[name][j]));
+  EXPECT_GT(differ, 1e-4) << "the test cannot tell AMSGrad from Adam";
+  t.optimizer = Training::Optimizer::AdamW;
+  t.weightDecay = 0.1;
+  runAgainstReference(t, kSteps);
+  t.epsilonMode = Training::EpsilonMode::Keras;
+  runAgainstReference(t, kSteps);
+}
+
 TEST(Optimizer, AdamL2WeightDecay) {
   Training t = adam();
   t.weightDecay = 0.5;
@@ -516,6 +552,9 @@ TEST(Optimizer, OptionsAreChecked) {
   t = adam();
   t.beta2 = 1;
   EXPECT_NE(training::checkOptions(t).find("--beta2"), std::string::npos);
+  t = sgd(0.1);
+  t.amsgrad = true;
+  EXPECT_EQ(training::checkOptions(t), "--amsgrad applies to adam and adamw, not sgd");
   t = adam();
   t.lrSchedule = Training::LrSchedule::Cosine;
   t.warmupSteps = 10;
