@@ -78,10 +78,11 @@ struct TrainerOptions {
 /// Keras-style training on a step plan and a forward plan.
 ///
 /// The step plan (CompileOptions::Training with residentState): inputs (images f32 [B, ...],
-/// labels i64 [B]), output 0 the loss f32 [] (none with metrics); parameters and optimizer state are variables
+/// labels i64 [B]), output 0 the loss f32 [] (none with metrics); parameters, buffers
+/// (BatchNorm running statistics) and optimizer state are variables
 /// resident on their device (Executable::variableNames). The forward plan
-/// (CompileOptions::Training::forwardOnly): inputs (images f32 [E, ...], then parameters by
-/// name, each one of the step plan's variables), output 0 the logits f32 [E, C]. Step plans
+/// (CompileOptions::Training::forwardOnly): inputs (images f32 [E, ...], then parameters and
+/// buffers by name, each one of the step plan's variables), output 0 the logits f32 [E, C]. Step plans
 /// compiled with CompileOptions::Training::metrics have the f32 [] variables metric.loss_sum
 /// and metric.correct, which the Trainer zeroes at each epoch's start and reads every
 /// TrainerOptions::metricsEverySteps steps. The batches are assembled into the step plan's own
@@ -112,7 +113,8 @@ class Trainer {
   /// Logits [n, C] of images [n, sample...] with the current parameters.
   Status predict(const Tensor& images, Tensor* logits);
 
-  /// The current value of every variable (parameters, optimizer state), copied to the host.
+  /// The current value of every variable (parameters, buffers, optimizer state), copied to the
+  /// host.
   Status variables(std::map<std::string, Tensor>* out);
   /// Optimizer steps taken (restored from a checkpoint on resume).
   int64_t step() const { return step_; }
