@@ -119,6 +119,21 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   TANDEM_RETURN_IF_ERROR(setTargetDevices(&co, "cpu"));
   co.inputShapes[input] = imageShape(std::min<int64_t>(test.count > 0 ? test.count : 1, 500));
   TANDEM_RETURN_IF_ERROR(compileAndLoad(o.model, co, o.threads, &forward, &forwardResult));
+  // What trains is written back by initializer name: each of the forward plan's parameters and
+  // buffers (its inputs after the images) must be one, or its trained value would be lost.
+  if (!o.output.empty()) {
+    std::set<std::string> inits;
+    for (const auto& t : model.graph().initializer()) inits.insert(t.name());
+    for (size_t i = 1; i < forward->inputNames().size(); ++i)
+      if (!inits.count(forward->inputNames()[i]))
+        return Status::error(
+            o.model + ": '" + forward->inputNames()[i] +
+            "' would train but is not one of the model's initializers, so -o could not write "
+            "it back (a constant computed from one at import, e.g. an Identity of an "
+            "initializer: PyTorch's TrainingMode.PRESERVE export shares a BatchNorm's equal "
+            "statistics that way; export with training=torch.onnx.TrainingMode.TRAINING, or "
+            "--freeze-batchnorm)");
+  }
   std::unique_ptr<Trainer> trainer;
   TANDEM_RETURN_IF_ERROR(Trainer::create(std::move(step), std::move(forward), &trainer));
 

@@ -47,9 +47,11 @@ constexpr int kTrainTracedSteps = 20;
 /// batch dim bound to o.batch) and a forward plan taking the parameters as inputs, runs the
 /// Trainer's fit over the training set with the test set as validation (one line per epoch on
 /// `log`, the progress bar on stderr), and writes the trained parameters back into the model's
-/// initializers (o.output, atomically). Errors: unreadable model or data, a label outside the
-/// model's classes, a model the training graph refuses (TrainingGraph.h), a failed step, a NaN
-/// loss, a checkpoint that cannot be written or belongs to another model.
+/// initializers (o.output, atomically), the buffers (BatchNorm running statistics) with them.
+/// Errors: unreadable model or data, a label outside the model's classes, a model the training
+/// graph refuses (TrainingGraph.h), with o.output a parameter or buffer that is not an
+/// initializer of the model (checked before training: it could not be written back), a failed
+/// step, a NaN loss, a checkpoint that cannot be written or belongs to another model.
 Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport>* reports);
 
 }  // namespace tandem

@@ -302,6 +302,19 @@ TEST(TrainingBatchNorm, FrozenStatisticsAreNotState) {
     EXPECT_NE(std::find(vars.begin(), vars.end(), n), vars.end()) << n;
 }
 
+// With --all-params every f32 initializer trains, but the statistics stay buffers (updated by
+// the step, not by the optimizer).
+TEST(TrainingBatchNorm, AllParamsKeepsTheStatisticsBuffers) {
+  Training t = sgd(0.1);
+  t.allFloatConstants = true;
+  std::string error;
+  auto exe = compile(t, &error);
+  ASSERT_TRUE(exe) << error;
+  const std::vector<std::string> want = {"x",  "labels", "W1", "b1", "gamma", "beta",
+                                         "W2", "bn.running_mean", "bn.running_var"};
+  EXPECT_EQ(exe->inputNames(), want);
+}
+
 // PyTorch refuses training-mode batch norm with one value per channel; so does the step.
 TEST(TrainingBatchNorm, OneValuePerChannelIsAnError) {
   testing_onnx::Model m;

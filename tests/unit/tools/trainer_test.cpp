@@ -21,6 +21,7 @@
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/runtime/fake_gpu.h"
 #include "tools/driver/Driver.h"
+#include "tools/driver/Train.h"
 
 using namespace tandem;
 namespace fs = std::filesystem;
@@ -721,6 +722,63 @@ TEST(TrainingStepKitPlan, WritesKitPlans) {
   ASSERT_TRUE(writeTensorFile(d + "/data/input_0.pb", in[0], "x").isOk());
   ASSERT_TRUE(writeTensorFile(d + "/data/input_1.pb", in[1], "labels").isOk());
   ASSERT_TRUE(writeTensorFile(d + "/data/output_0.pb", out[0], "loss").isOk());
+}
+
+// `tandem train -o` writes what trained back by initializer name. PyTorch's PRESERVE export
+// shares a BatchNorm's equal statistics with its scale and bias through Identity, which the
+// importer folds into constants of their own: trained, they could not be written back, so
+// trainModel refuses before training (naming the value and the export to use); without -o it
+// trains, and --freeze-batchnorm's form (the statistics left constant) writes.
+TEST(TrainModel, AValueThatIsNoInitializerIsRefusedBeforeTraining) {
+  constexpr int64_t F = 4, C = 3, n = 16;
+  testing_onnx::Model m;
+  m.input("x", {-1, F}, onnx::TensorProto::FLOAT, {"N"});
+  m.floatInit("bn.weight", {F}, std::vector<float>(F, 1.f));
+  m.floatInit("bn.bias", {F}, std::vector<float>(F, 0.f));
+  m.floatInit("fc.weight", {F, C}, std::vector<float>(F * C, 0.25f));
+  m.node("Identity", {"bn.weight"}, {"bn.running_var"}, "id_var");
+  m.node("Identity", {"bn.bias"}, {"bn.running_mean"}, "id_mean");
+  m.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"},
+         {"a"}, "bn");
+  m.node("MatMul", {"a", "fc.weight"}, {"logits"}, "fc");
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_shared_bn")};
+  const std::string dir = std::filesystem::temp_directory_path() / ("tandem_shared_bn_" + std::to_string(getpid()));
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> xs(n * F);
+  for (float& v : xs) v = u(rng);
+  std::vector<int64_t> labels(n);
+  for (int64_t i = 0; i < n; ++i) labels[i] = i % C;
+  for (const char* split : {"train", "test"}) {
+    const std::string ds = dir + "/" + split + "/test_data_set_0";
+    std::filesystem::create_directories(ds);
+    ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", Tensor::fromVector<float>({n, F}, xs), "x").isOk());
+    ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", Tensor::fromVector<int64_t>({n}, labels), "y").isOk());
+  }
+  TrainOptions o;
+  o.model = model.path;
+  o.dataFormat = "onnx";
+  o.dataDir = dir;
+  o.batch = 8;
+  o.maxSteps = 2;
+  o.threads = 1;
+  o.progress = false;
+  o.output = dir + "/trained.onnx";
+  Status st = trainModel(o, nullptr, nullptr);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("is not one of the model's initializers"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("TrainingMode.TRAINING"), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(o.output));
+  o.output.clear();
+  st = trainModel(o, nullptr, nullptr);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  o.output = dir + "/trained.onnx";
+  o.training.batchNormInTraining = false;
+  st = trainModel(o, nullptr, nullptr);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  EXPECT_TRUE(std::filesystem::exists(o.output));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
