@@ -53,6 +53,14 @@ bool isWeightOrBias(ConstantOp c) {
   return false;
 }
 
+// A Dropout's ratio (operand 1) and nothing else: a hyperparameter, never a parameter (with
+// allFloatConstants it would be one, and Dropout has no gradient in its ratio).
+bool onlyDropoutRatio(ConstantOp c) {
+  return llvm::all_of(c.getResult().getUses(), [](mlir::OpOperand& use) {
+    return onnxOpType(use.getOwner()) == "Dropout" && use.getOperandNumber() == 1;
+  });
+}
+
 // Whether BatchNormalization `op`'s statistics train (buildLoss 1b): in inference form
 // (training_mode absent or 0), or in training mode with its running_mean / running_var
 // results unused (PyTorch's export with TrainingMode.TRAINING), and input_mean and input_var
@@ -129,7 +137,7 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   llvm::SmallVector<ConstantOp> params;
   for (ConstantOp c : body.getOps<ConstantOp>())
     if (isF32(c.getResult()) && !statistics.count(c) &&
-        (options.allFloatConstants || isWeightOrBias(c)))
+        (options.allFloatConstants ? !onlyDropoutRatio(c) : isWeightOrBias(c)))
       params.push_back(c);
   if (params.empty())
     return main.emitError("training: the model has no f32 weight or bias of a Conv, Gemm or "

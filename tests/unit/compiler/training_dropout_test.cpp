@@ -221,6 +221,24 @@ TEST(TrainingDropout, StepFeedsTheCounterNewMaskEachStepSameMaskOnRerun) {
 // Cross-compiled for cpu,cuda:0=h100, the training-mode Dropouts (forward, and the backward
 // one that redraws the mask) are CUDA candidates like their neighbours: the CUDA Dropout draws
 // the same Philox mask (runtime/cuda/Tensor.cpp), so nothing pins them to the CPU.
+// With every f32 initializer a parameter (--all-params), the Dropout's ratio initializer stays a
+// hyperparameter: it has no gradient, and the step compiles with W1, b1, W2 alone.
+TEST(TrainingDropout, AllParamsLeavesTheRatio) {
+  Training t;
+  t.optimizer = Training::Optimizer::Sgd;
+  t.learningRate = 0.5;
+  t.allFloatConstants = true;
+  CompileOptions co;
+  ASSERT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  co.training = t;
+  CompileResult r;
+  Status st = compileOnnxFile(modelPath(), ImportOptions{}, co, &r);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::unique_ptr<Executable> exe;
+  ASSERT_TRUE(Executable::load(r.plan, LoadOptions{1}, &exe).isOk());
+  EXPECT_EQ(exe->inputNames(), (std::vector<std::string>{"x", "labels", "W1", "b1", "W2", "step"}));
+}
+
 TEST(TrainingDropout, CrossCompiledDropoutsMayRunOnCuda) {
   Training t;
   t.optimizer = Training::Optimizer::Sgd;
