@@ -9,7 +9,7 @@ namespace tandem {
 namespace ref {
 namespace {
 
-std::vector<double> toDoubles(const Tensor& t) {
+std::vector<double> asDoubles(const Tensor& t) {
   std::vector<double> v(t.numel());
   for (int64_t i = 0; i < t.numel(); ++i) v[i] = elementAsDouble(t, i);
   return v;
@@ -56,8 +56,8 @@ Status createBatchNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     fn = [=](const Inputs& in, const Outputs& outs) -> Status {
       const T* X = in[0]->data<T>();
       T* Y = outs[0]->data<T>();
-      std::vector<double> scale = toDoubles(*in[1]), bias = toDoubles(*in[2]);
-      std::vector<double> mean = toDoubles(*in[3]), var = toDoubles(*in[4]);
+      std::vector<double> scale = asDoubles(*in[1]), bias = asDoubles(*in[2]);
+      std::vector<double> mean = asDoubles(*in[3]), var = asDoubles(*in[4]);
       if (training) {
         // Batch statistics over N and the spatial dims; population variance (ONNX reference).
         std::vector<double> bm(C, 0.0), bv(C, 0.0);
@@ -123,7 +123,7 @@ Status createBatchNormGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
     fn = [=](const Inputs& in, const Outputs& outs) -> Status {
       const T* X = in[0]->data<T>();
       const T* dY = in[1]->data<T>();
-      const std::vector<double> scale = toDoubles(*in[2]);
+      const std::vector<double> scale = asDoubles(*in[2]);
       T* dX = outs[0]->data<T>();
       std::vector<double> dScale(C), dB(C);
       const double cnt = double(N * P);

@@ -136,21 +136,33 @@ std::vector<float> values(const Tensor& t) {
   return std::vector<float>(t.data<float>(), t.data<float>() + t.numel());
 }
 
-TEST(TrainingDropout, StepFeedsTheCounterNewMaskEachStepSameMaskOnRerun) {
+// The model's SGD step (lr 0.5) for the CPU, loaded with the plan seed kSeed; null on failure.
+std::unique_ptr<Executable> compileSgdStep(bool allParams) {
   Training t;
   t.optimizer = Training::Optimizer::Sgd;
   t.learningRate = 0.5;
-  ASSERT_FALSE(training::usesStepCounter(t));  // the Dropout alone must bring `step`
+  t.allFloatConstants = allParams;
   CompileOptions co;
-  ASSERT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
   co.training = t;
   CompileResult r;
   Status st = compileOnnxFile(modelPath(), ImportOptions{}, co, &r);
-  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (!st.isOk()) return nullptr;
   LoadOptions lo{1};
   lo.seed = kSeed;
   std::unique_ptr<Executable> exe;
-  ASSERT_TRUE(Executable::load(r.plan, lo, &exe).isOk());
+  EXPECT_TRUE(Executable::load(r.plan, lo, &exe).isOk());
+  return exe;
+}
+
+TEST(TrainingDropout, StepFeedsTheCounterNewMaskEachStepSameMaskOnRerun) {
+  Training t;
+  t.optimizer = Training::Optimizer::Sgd;
+  t.learningRate = 0.5;  // compileSgdStep's
+  ASSERT_FALSE(training::usesStepCounter(t));  // the Dropout alone must bring `step`
+  std::unique_ptr<Executable> exe = compileSgdStep(/*allParams=*/false);
+  ASSERT_TRUE(exe);
 
   // The state convention: step last, f32 [], and step_new last.
   const std::vector<std::string> wantIn = {"x", "labels", "W1", "b1", "W2", "step"};
@@ -224,18 +236,8 @@ TEST(TrainingDropout, StepFeedsTheCounterNewMaskEachStepSameMaskOnRerun) {
 // With every f32 initializer a parameter (--all-params), the Dropout's ratio initializer stays a
 // hyperparameter: it has no gradient, and the step compiles with W1, b1, W2 alone.
 TEST(TrainingDropout, AllParamsLeavesTheRatio) {
-  Training t;
-  t.optimizer = Training::Optimizer::Sgd;
-  t.learningRate = 0.5;
-  t.allFloatConstants = true;
-  CompileOptions co;
-  ASSERT_TRUE(setTargetDevices(&co, "cpu").isOk());
-  co.training = t;
-  CompileResult r;
-  Status st = compileOnnxFile(modelPath(), ImportOptions{}, co, &r);
-  ASSERT_TRUE(st.isOk()) << st.message();
-  std::unique_ptr<Executable> exe;
-  ASSERT_TRUE(Executable::load(r.plan, LoadOptions{1}, &exe).isOk());
+  std::unique_ptr<Executable> exe = compileSgdStep(/*allParams=*/true);
+  ASSERT_TRUE(exe);
   EXPECT_EQ(exe->inputNames(), (std::vector<std::string>{"x", "labels", "W1", "b1", "W2", "step"}));
 }
 
