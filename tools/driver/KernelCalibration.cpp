@@ -88,7 +88,7 @@ Status benchContext(const std::string& opType, const std::vector<Operand>& opera
 }
 
 double netSeconds(double measured, double dispatch) {
-  return std::max(measured - dispatch, 0.1 * measured);
+  return std::max(measured - dispatch, 0.5 * measured);
 }
 
 std::string utcNow() {

@@ -48,8 +48,10 @@ Status benchContext(const std::string& opType, const std::vector<Operand>& opera
                     KernelContext* ctx);
 
 /// The compute part of a run: the measured time minus the dispatch overhead the cost model adds
-/// on its own, floored at 10% of the measurement so noise at tiny sizes cannot make a rate
-/// unbounded. Seconds.
+/// on its own, floored at half the measurement. The overhead is measured with cold caches
+/// (tiny kernels between sweeps of 4 MB) and the kernels warm, so on a host where dispatch
+/// is slow a 64^3 GEMM (3 us warm, against 3.3 us of cold dispatch on a 2-vCPU Xeon VM) would
+/// otherwise come out at several times the machine's peak. Seconds.
 double netSeconds(double measured, double dispatch);
 
 /// "   12.34 GFLOP/s" (G or M prefix), "64 MB" / "16 KB", "0.123 ms".
