@@ -488,7 +488,15 @@ mlir::LogicalResult gradMatMul(GradBuilder& g, mlir::Operation* op, Dy dy, Neede
     Value d = g.op("MatMul", {dY, g.transpose(b2, swapLast(bp.size()))});
     dx[0] = g.reshape(g.reduceToShape(d, ap), as);
   }
-  if (need[1]) {
+  if (need[1] && bp.size() == 2 && ap.size() > 2) {
+    // A weight applied to a batch of matrices (a transformer's Linear, x [N, T, K] . W [K, M]):
+    // the batch folds into one product over N * T rows, A^T . dY with transA, instead of a
+    // batched product into [N, K, M] summed over N (N times the weight's size in memory).
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < ap.size(); ++i) rows *= ap[i];
+    Value af = g.reshape(a2, {rows, ap.back()}), yf = g.reshape(dY, {rows, bp.back()});
+    dx[1] = g.reshape(g.op("Gemm", {af, yf}, {g.intAttr("transA", 1)}), bs);
+  } else if (need[1]) {
     Value d = g.op("MatMul", {g.transpose(a2, swapLast(ap.size())), dY});
     dx[1] = g.reshape(g.reduceToShape(d, bp), bs);
   }
@@ -872,21 +880,37 @@ mlir::LogicalResult gradTile(GradBuilder& g, mlir::Operation* op, Dy dy, Needed 
 }
 
 // Gather along axis 0 (embedding lookups): the rows of dy are added into a zero table at their
-// indices (ScatterND with reduction "add", so repeated indices accumulate).
+// indices (ScatterND with reduction "add", so repeated indices accumulate). Along axis a > 0
+// (a transformer's last position, x[:, -1]) the same with axis a moved to the front: the data
+// as [x_a, x_0..x_a-1, x_a+1..], dy's index dims moved first to match, the sum moved back.
 mlir::LogicalResult gradGather(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
   if (!need[0]) return mlir::success();
   Value data = op->getOperand(0), idx = op->getOperand(1);
   llvm::SmallVector<int64_t> xs = shapeOf(data), is = shapeOf(idx);
-  if (normAxis(intAttrOr(op, "axis", 0), (int64_t)xs.size()) != 0)
-    return g.error("Gather: no gradient along an axis other than 0 yet");
+  const int64_t rank = (int64_t)xs.size(), r = (int64_t)is.size();
+  const int64_t axis = normAxis(intAttrOr(op, "axis", 0), rank);
   int64_t n = 1;
   for (int64_t d : is) n *= d;
-  llvm::SmallVector<int64_t> updates = {n};
-  updates.append(xs.begin() + 1, xs.end());
+  // permX: the data's dims with `axis` first; permDy: dy's [x_0..x_a-1, idx.., rest] as
+  // [idx.., x_0..x_a-1, rest].
+  llvm::SmallVector<int64_t> permX = {axis}, permDy, table = {xs[axis]}, updates = {n};
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != axis) {
+      permX.push_back(i);
+      table.push_back(xs[i]);
+      updates.push_back(xs[i]);
+    }
+  for (int64_t i = 0; i < r; ++i) permDy.push_back(axis + i);
+  for (int64_t i = 0; i < axis; ++i) permDy.push_back(i);
+  for (int64_t i = axis + r; i < rank - 1 + r; ++i) permDy.push_back(i);
+  llvm::SmallVector<int64_t> inverse(rank);
+  for (int64_t i = 0; i < rank; ++i) inverse[permX[i]] = i;
   if (!elementTypeOf(idx).isInteger(64)) idx = g.op("Cast", {idx}, {g.intAttr("to", 7)});
-  dx[0] = g.op("ScatterND",
-               {g.zeros(data.getType()), g.reshape(idx, {n, 1}), g.reshape(dy[0], updates)},
-               {g.strAttr("reduction", "add")});
+  Value sum = g.op("ScatterND",
+                   {g.zeros(mlir::RankedTensorType::get(table, elementTypeOf(data))),
+                    g.reshape(idx, {n, 1}), g.reshape(g.transpose(dy[0], permDy), updates)},
+                   {g.strAttr("reduction", "add")});
+  dx[0] = g.transpose(sum, inverse);
   return mlir::success();
 }
 

@@ -275,6 +275,9 @@ TEST(AutodiffGrad, MatMul) {
   checkGradients({{"a", {2, 1, 2, 3}}, {"b", {3, 3, 2}}}, f);  // both broadcast
   checkGradients({{"a", {3}}, {"b", {3, 4}}}, f);              // 1-D A
   checkGradients({{"a", {2, 3}}, {"b", {3}}}, f);              // 1-D B
+  // A weight over a batch of matrices: B's gradient is one product over every row.
+  checkGradients({{"a", {2, 3, 2, 3}}, {"b", {3, 4}}}, f);
+  checkGradients({{"a", {2, 2, 3}}, {"b", {3}}}, f);           // 1-D B over a batch
 }
 
 TEST(AutodiffGrad, Gemm) {
@@ -435,6 +438,23 @@ TEST(AutodiffGrad, GatherEmbedding) {
   // Repeated and negative indices: their rows' gradients add up.
   checkGradients({{"table", {5, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
     return g.gather(v[0], g.constant(Tensor::fromVector<int64_t>({2, 3}, {1, 4, 1, 0, -1, 2})));
+  });
+}
+
+TEST(AutodiffGrad, GatherOtherAxes) {
+  // A transformer's last position (x[:, -1]: a scalar index on axis 1), index matrices on the
+  // middle and last axes (repeated and negative), and i32 indices.
+  checkGradients({{"x", {2, 4, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.gather(v[0], g.constant(Tensor::fromVector<int64_t>({}, {-1})), 1);
+  });
+  checkGradients({{"x", {2, 4, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.gather(v[0], g.constant(Tensor::fromVector<int64_t>({2, 3}, {1, 3, 1, 0, -1, 2})), 1);
+  });
+  checkGradients({{"x", {2, 4, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.gather(v[0], g.constant(Tensor::fromVector<int32_t>({4}, {2, 0, 2, -2})), 2);
+  });
+  checkGradients({{"x", {3, 2, 2, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.gather(v[0], g.constant(Tensor::fromVector<int64_t>({2, 1}, {4, 1})), -1);
   });
 }
 
