@@ -89,6 +89,13 @@ struct CompileOptions {
     double clipNorm = 0;
     /// Every f32 constant is a parameter, not only Conv/Gemm/MatMul weights and biases.
     bool allFloatConstants = false;
+    /// When not empty, instead of either rule above: exactly the f32 constants with these
+    /// names (ONNX initializer names, which the importer gives the constants) are parameters,
+    /// BatchNorm statistics staying buffers and a Dropout's ratio never one; a name that no f32
+    /// constant has (an initializer folded at import, or unused) is skipped. `tandem train
+    /// --all-params` passes every f32 initializer: PyTorch's parameters, not the Constant nodes
+    /// an export writes (a causal mask of -inf, LayerNorm's epsilon, Pow's exponent).
+    std::vector<std::string> parameterNames;
     /// Only the parameters become arguments, @main(x, params...) -> (logits, ...): the forward
     /// plan that evaluates the parameters being trained.
     bool forwardOnly = false;

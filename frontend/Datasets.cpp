@@ -156,9 +156,12 @@ Status appendAsFloat(const Tensor& t, const std::string& what, std::vector<float
   return Status::ok();
 }
 
-Status appendLabels(const Tensor& t, const std::string& what, std::vector<int64_t>* out) {
+// Integer values of t appended to out as i64; `role` ("labels", "samples") names them in the error.
+Status appendIntegers(const Tensor& t, const std::string& what, const char* role,
+                      std::vector<int64_t>* out) {
   if (!isInteger(t.dtype()))
-    return Status::error(what + ": labels must have an integer dtype, not " + dtypeName(t.dtype()));
+    return Status::error(what + ": " + role + " must have an integer dtype, not " +
+                         dtypeName(t.dtype()));
   const int64_t n = t.numel();
   dispatchDType(t.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -189,9 +192,13 @@ bool dataSetLess(const std::string& a, const std::string& b) {
 Status validateDataset(const LabelledDataset& d, const DatasetOptions& o,
                        const std::string& source) {
   const int64_t per = d.sampleSize();
+  const size_t values = d.dtype == DType::I64 ? d.integerSamples.size() : d.samples.size();
+  const size_t other = d.dtype == DType::I64 ? d.samples.size() : d.integerSamples.size();
   if (d.count < 0 || per < 0 || (int64_t)d.labels.size() != d.count ||
-      (int64_t)d.samples.size() != d.count * per)
-    return Status::error(source + ": " + std::to_string(d.samples.size()) + " sample values and " +
+      (int64_t)values != d.count * per || other != 0 ||
+      (d.dtype != DType::F32 && d.dtype != DType::I64))
+    return Status::error(source + ": " + std::to_string(values) + " " + dtypeName(d.dtype) +
+                         " sample values and " +
                          std::to_string(d.labels.size()) + " labels for " +
                          std::to_string(d.count) + " samples of shape " +
                          shapeToString(d.sampleShape));
@@ -261,7 +268,10 @@ Status loadOnnxDataSets(const std::string& dir, LabelledDataset* out, const Data
   closedir(dp);
   if (sets.empty()) return Status::error(dir + ": no test_data_set_* directory");
   std::sort(sets.begin(), sets.end(), dataSetLess);
+  if (o.sampleDtype != DType::F32 && o.sampleDtype != DType::I64)
+    return Status::error(dir + ": samples can be kept as f32 or i64, not " + dtypeName(o.sampleDtype));
   LabelledDataset d;
+  d.dtype = o.sampleDtype;
   std::string firstSet;
   for (const auto& s : sets) {
     const std::string base = dir + "/" + s;
@@ -285,8 +295,12 @@ Status loadOnnxDataSets(const std::string& dir, LabelledDataset* out, const Data
       return Status::error(base + "/input_0.pb: samples of shape " + shapeToString(sampleShape) +
                            ", but " + firstSet + "'s are " + shapeToString(d.sampleShape));
     }
-    TANDEM_RETURN_IF_ERROR(appendAsFloat(x, base + "/input_0.pb", &d.samples));
-    TANDEM_RETURN_IF_ERROR(appendLabels(y, base + "/input_1.pb", &d.labels));
+    if (o.sampleDtype == DType::I64)
+      TANDEM_RETURN_IF_ERROR(appendIntegers(x, base + "/input_0.pb", "samples (the model takes integers)",
+                                            &d.integerSamples));
+    else
+      TANDEM_RETURN_IF_ERROR(appendAsFloat(x, base + "/input_0.pb", &d.samples));
+    TANDEM_RETURN_IF_ERROR(appendIntegers(y, base + "/input_1.pb", "labels", &d.labels));
     d.count += x.dim(0);
   }
   TANDEM_RETURN_IF_ERROR(validateDataset(d, o, dir));

@@ -10,24 +10,36 @@
 
 namespace tandem {
 
-/// `count` samples of f32 shape `sampleShape` and their i64 labels, row-major and contiguous:
-/// samples is [count, sampleShape...], labels is [count].
+/// `count` samples of shape `sampleShape` and their i64 labels, row-major and contiguous: the
+/// samples are [count, sampleShape...] (`samples` for dtype F32, `integerSamples` for I64, e.g.
+/// token ids; the other vector is empty), labels is [count].
 struct LabelledDataset {
   int64_t count = 0;
   Shape sampleShape;            // one sample's dims, e.g. [28, 28] (IDX) or [1, 28, 28]
-  std::vector<float> samples;   // count * sampleSize() values
+  DType dtype = DType::F32;     // F32 or I64
+  std::vector<float> samples;   // count * sampleSize() values (F32)
+  std::vector<int64_t> integerSamples;  // count * sampleSize() values (I64)
   std::vector<int64_t> labels;  // count values
   /// Elements per sample (the product of sampleShape; 1 for a scalar sample).
   int64_t sampleSize() const { return numElements(sampleShape); }
   const float* sample(int64_t i) const { return samples.data() + i * sampleSize(); }
+  /// The samples' first byte, of whichever dtype.
+  const void* data() const {
+    return dtype == DType::I64 ? static_cast<const void*>(integerSamples.data())
+                               : static_cast<const void*>(samples.data());
+  }
 };
 
 struct DatasetOptions {
   /// When > 0, every label must lie in [0, numClasses); 0 accepts any label.
   int64_t numClasses = 0;
+  /// The dtype the samples are kept in: F32 (any numeric samples, converted) or I64 (integer
+  /// samples kept exactly, e.g. token ids for an Embedding / Gather; float or bool samples are
+  /// an error). loadOnnxDataSets only; IDX images are always F32.
+  DType sampleDtype = DType::F32;
 };
 
-/// Checks `d`: sizes consistent with count and sampleShape, every sample value finite, every
+/// Checks `d`: sizes consistent with count and sampleShape, every f32 sample value finite, every
 /// label in [0, numClasses) when numClasses > 0. Errors start with `source` and name the first
 /// offender: "SOURCE: label 5 is 12, outside [0, 10)", "SOURCE: sample 3 element 17 is nan".
 Status validateDataset(const LabelledDataset& d, const DatasetOptions& o,
@@ -49,10 +61,12 @@ Status loadIdxDataset(const std::string& dir, const std::string& prefix, Labelle
                       const DatasetOptions& o = {});
 
 /// Reads ONNX backend-test data sets: every DIR/test_data_set_<k>/ with input_0.pb the samples
-/// [n, ...] (f32, f64, f16 or an integer type, converted to f32 unscaled) and input_1.pb the
+/// [n, ...] (f32, f64, f16 or an integer type, converted to f32 unscaled; with
+/// o.sampleDtype I64 an integer type, kept as i64) and input_1.pb the
 /// labels [n] or [n, 1] (any integer type, converted to i64), concatenated in order of k
 /// (numerically when k is a number, so _2 precedes _10; by name otherwise). Then validateDataset.
 /// Errors: DIR with no test_data_set_* directory, a missing or unreadable .pb, float labels,
+/// non-integer samples for I64,
 /// sample and label counts that differ within a set, sample dims that differ between sets
 /// (both sets named).
 Status loadOnnxDataSets(const std::string& dir, LabelledDataset* out, const DatasetOptions& o = {});

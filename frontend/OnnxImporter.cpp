@@ -776,6 +776,16 @@ void OnnxImporter::foldEarly(mlir::Operation* op, const std::string& type,
   if (op->getNumOperands() == 0 || type == "DequantizeLinear") return;
   for (mlir::Value v : op->getOperands())
     if (!v.getDefiningOp<ConstantOp>() && !v.getDefiningOp<NoneOp>()) return;
+  // Nor an op reading a float tensor larger than any shape function reads: a weight, such as
+  // a position embedding gathered by constant ids (PyTorch's pos(arange(T))). Folded here, the
+  // initializer would vanish from the graph and not train (compiler/training); canonicalize
+  // folds it for inference.
+  for (mlir::Value v : op->getOperands()) {
+    auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+    if (t && llvm::isa<mlir::FloatType>(t.getElementType()) && t.hasStaticShape() &&
+        t.getNumElements() > kFoldLimit)
+      return;
+  }
   if (mlir::failed(foldWithCpuKernel(rewriter, op, type, kFoldLimit, "import", results)))
     takeDiagnostic();
 }

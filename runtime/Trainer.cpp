@@ -30,10 +30,10 @@ std::string lossNotFinite(float loss, int64_t firstStep, int64_t lastStep, const
 }
 
 // A sample of `s` into `out` (its bytes), with its label.
-Status fetchSample(const SampleSource& s, int64_t i, float* out, int64_t* label) {
-  const int64_t n = numElements(s.sampleShape);
+Status fetchSample(const SampleSource& s, int64_t i, void* out, int64_t* label) {
+  const size_t bytes = (size_t)numElements(s.sampleShape) * dtypeSize(s.dtype);
   if (s.samples) {
-    std::memcpy(out, static_cast<const float*>(s.samples) + i * n, (size_t)n * sizeof(float));
+    std::memcpy(out, static_cast<const char*>(s.samples) + (size_t)i * bytes, bytes);
     *label = s.labels[i];
     return Status::ok();
   }
@@ -49,10 +49,10 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
     return Status::error("Trainer: the step plan has no variables (compile it with "
                          "CompileOptions::Training::residentState)");
   const auto& in = step->inputTypes();
-  if (in.size() != 2 || in[0].dtype != DType::F32 || in[0].shape.empty() || in[1].dtype != DType::I64 ||
-      in[1].shape != Shape{in[0].shape[0]})
-    return Status::error("Trainer: the step plan must take (images f32 [B, ...], labels i64 [B]), "
-                         "it takes " + std::to_string(in.size()) + " inputs");
+  if (in.size() != 2 || dtypeSize(in[0].dtype) == 0 || in[0].dtype == DType::Bool ||
+      in[0].shape.empty() || in[1].dtype != DType::I64 || in[1].shape != Shape{in[0].shape[0]})
+    return Status::error("Trainer: the step plan must take (samples [B, ...] of a numeric dtype, "
+                         "labels i64 [B]), it takes " + std::to_string(in.size()) + " inputs");
   // With the metric variables the step returns nothing (the loss is summed into one).
   bool metricVars[2] = {false, false};
   for (size_t k = 0; k < step->variableNames().size(); ++k) {
@@ -72,10 +72,11 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
   const auto& fout = forward->outputTypes();
   if (fin.empty() || fout.empty() || fout[0].dtype != DType::F32 || fout[0].shape.size() != 2 ||
       fin[0].shape.empty() || fout[0].shape[0] != fin[0].shape[0])
-    return Status::error("Trainer: the forward plan must map images [E, ...] to logits f32 [E, C]");
-  if (withoutBatch(fin[0].shape) != withoutBatch(in[0].shape))
-    return Status::error("Trainer: the forward plan's images are " + shapeToString(fin[0].shape) +
-                         ", the step's " + shapeToString(in[0].shape));
+    return Status::error("Trainer: the forward plan must map samples [E, ...] to logits f32 [E, C]");
+  if (withoutBatch(fin[0].shape) != withoutBatch(in[0].shape) || fin[0].dtype != in[0].dtype)
+    return Status::error(std::string("Trainer: the forward plan's samples are ") + dtypeName(fin[0].dtype) +
+                         shapeToString(fin[0].shape) + ", the step's " + dtypeName(in[0].dtype) +
+                         shapeToString(in[0].shape));
   std::unique_ptr<Trainer> t(new Trainer());
   const auto& vars = step->variableNames();
   for (size_t j = 1; j < fin.size(); ++j) {
@@ -91,6 +92,7 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
   t->fingerprint_ = checkpointFingerprint(specs);
   t->hasMetrics_ = metrics;
   t->sampleShape_ = withoutBatch(in[0].shape);
+  t->sampleDtype_ = in[0].dtype;
   t->batch_ = in[0].shape[0];
   t->evalBatch_ = fin[0].shape[0];
   t->classes_ = fout[0].shape[1];
@@ -108,8 +110,9 @@ Status Trainer::variables(std::map<std::string, Tensor>* out) {
 }
 
 Status Trainer::checkLabels(const SampleSource& s, const std::string& what) const {
-  if (s.dtype != DType::F32)
-    return Status::error(what + ": samples must be f32, got " + dtypeName(s.dtype));
+  if (s.dtype != sampleDtype_)
+    return Status::error(what + ": samples must be " + dtypeName(sampleDtype_) + " (the model's input), got " +
+                         dtypeName(s.dtype));
   if (numElements(s.sampleShape) != numElements(sampleShape_))
     return Status::error(what + ": samples are " + shapeToString(s.sampleShape) + ", the model takes " +
                          shapeToString(sampleShape_));
@@ -129,19 +132,20 @@ Status Trainer::forwardParameters(std::vector<Tensor>* params) {
   return Status::ok();
 }
 
-Status Trainer::forwardBatch(const std::vector<Tensor>& params, const float* images, int64_t n,
+Status Trainer::forwardBatch(const std::vector<Tensor>& params, const void* samples, int64_t n,
                              std::vector<float>* logits) {
   // Full batches of E; the last one padded with its first sample and its extra rows dropped.
   Shape shape = forward_->inputTypes()[0].shape;
-  const int64_t px = numElements(sampleShape_);
+  const size_t px = (size_t)numElements(sampleShape_) * dtypeSize(sampleDtype_);  // bytes a sample
+  const char* src = static_cast<const char*>(samples);
   logits->assign((size_t)(n * classes_), 0.f);
   std::vector<Tensor> in, out;
   for (int64_t b = 0; b < n; b += evalBatch_) {
     const int64_t m = std::min(evalBatch_, n - b);
-    Tensor x = Tensor::alloc(DType::F32, shape);
-    std::memcpy(x.data<float>(), images + b * px, (size_t)(m * px) * sizeof(float));
-    for (int64_t i = m; i < evalBatch_; ++i)
-      std::memcpy(x.data<float>() + i * px, images + b * px, (size_t)px * sizeof(float));
+    Tensor x = Tensor::alloc(sampleDtype_, shape);
+    char* dst = static_cast<char*>(x.raw());
+    std::memcpy(dst, src + b * px, m * px);
+    for (int64_t i = m; i < evalBatch_; ++i) std::memcpy(dst + i * px, src + b * px, px);
     in.clear();
     in.push_back(std::move(x));
     for (const Tensor& p : params) in.push_back(p);
@@ -152,36 +156,38 @@ Status Trainer::forwardBatch(const std::vector<Tensor>& params, const float* ima
 }
 
 Status Trainer::predict(const Tensor& images, Tensor* logits) {
-  if (images.dtype() != DType::F32 || withoutBatch(images.shape()) != sampleShape_)
-    return Status::error("predict: images must be f32 [n, " + shapeToString(sampleShape_) + "...], got " +
-                         dtypeName(images.dtype()) + shapeToString(images.shape()));
+  if (images.dtype() != sampleDtype_ || images.rank() < 1 || withoutBatch(images.shape()) != sampleShape_)
+    return Status::error(std::string("predict: samples must be ") + dtypeName(sampleDtype_) + " [n, " +
+                         shapeToString(sampleShape_) + "...], got " + dtypeName(images.dtype()) +
+                         shapeToString(images.shape()));
   const int64_t n = images.shape()[0];
   std::vector<Tensor> params;
   TANDEM_RETURN_IF_ERROR(forwardParameters(&params));
   std::vector<float> l;
-  TANDEM_RETURN_IF_ERROR(forwardBatch(params, images.data<float>(), n, &l));
+  TANDEM_RETURN_IF_ERROR(forwardBatch(params, images.raw(), n, &l));
   *logits = Tensor::fromVector<float>({n, classes_}, l);
   return Status::ok();
 }
 
 Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* meanLoss) {
   TANDEM_RETURN_IF_ERROR(checkLabels(data, "evaluation data"));
-  const int64_t px = numElements(sampleShape_);
+  const size_t px = (size_t)numElements(sampleShape_) * dtypeSize(sampleDtype_);  // bytes a sample
   const int64_t chunk = evalBatch_ * std::max<int64_t>(1, 8192 / std::max<int64_t>(1, evalBatch_));
   // The parameters once (a copy from the step plan's variables), then the data in chunks.
   std::vector<Tensor> params;
   TANDEM_RETURN_IF_ERROR(forwardParameters(&params));
-  std::vector<float> images, logits;
+  std::vector<char> samples;
+  std::vector<float> logits;
   std::vector<int64_t> labels;
   int64_t correct = 0;
   double lossSum = 0;
   for (int64_t b = 0; b < data.count; b += chunk) {
     const int64_t n = std::min(chunk, data.count - b);
-    images.resize((size_t)(n * px));
+    samples.resize(n * px);
     labels.resize((size_t)n);
     for (int64_t i = 0; i < n; ++i)
-      TANDEM_RETURN_IF_ERROR(fetchSample(data, b + i, images.data() + i * px, &labels[i]));
-    TANDEM_RETURN_IF_ERROR(forwardBatch(params, images.data(), n, &logits));
+      TANDEM_RETURN_IF_ERROR(fetchSample(data, b + i, samples.data() + i * px, &labels[i]));
+    TANDEM_RETURN_IF_ERROR(forwardBatch(params, samples.data(), n, &logits));
     for (int64_t i = 0; i < n; ++i) {
       if (labels[i] < 0 || labels[i] >= classes_)
         return Status::error("evaluation data: sample " + std::to_string(b + i) + " has label " +
@@ -303,7 +309,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
         if (b.labels.data<int64_t>()[i] < 0 || b.labels.data<int64_t>()[i] >= classes_)
           return Status::error("training data: label " + std::to_string(b.labels.data<int64_t>()[i]) +
                                " outside [0, " + std::to_string(classes_) + ")");
-      in[0] = Tensor::view(DType::F32, imageShape, b.samples.raw());
+      in[0] = Tensor::view(sampleDtype_, imageShape, b.samples.raw());
       in[1] = b.labels;
       const std::string what = "training step " + std::to_string(step_ + 1);
       if (o.trace && traced < o.traceSteps) {

@@ -77,11 +77,12 @@ struct TrainerOptions {
 
 /// Keras-style training on a step plan and a forward plan.
 ///
-/// The step plan (CompileOptions::Training with residentState): inputs (images f32 [B, ...],
+/// The step plan (CompileOptions::Training with residentState): inputs (samples [B, ...] of any
+/// numeric dtype but bool: f32 images, i64 token ids, ...,
 /// labels i64 [B]), output 0 the loss f32 [] (none with metrics); parameters, buffers
 /// (BatchNorm running statistics) and optimizer state are variables
 /// resident on their device (Executable::variableNames). The forward plan
-/// (CompileOptions::Training::forwardOnly): inputs (images f32 [E, ...], then parameters and
+/// (CompileOptions::Training::forwardOnly): inputs (samples [E, ...] of the step's dtype, then parameters and
 /// buffers by name, each one of the step plan's variables), output 0 the logits f32 [E, C]. Step plans
 /// compiled with CompileOptions::Training::metrics have the f32 [] variables metric.loss_sum
 /// and metric.correct, which the Trainer zeroes at each epoch's start and reads every
@@ -89,15 +90,15 @@ struct TrainerOptions {
 /// input buffers (Executable::allocateInput: pinned memory when the step runs on a GPU).
 class Trainer {
  public:
-  /// Errors: the step plan has no variables, not exactly the two inputs (f32 images, i64 [B]
+  /// Errors: the step plan has no variables, not exactly the two inputs (numeric samples, i64 [B]
   /// labels), or (without the metric variables) a loss that is not f32 [] ("the loss is not a
   /// scalar"); the forward plan's
-  /// output is not [E, C] f32, its images' sample shape differs from the step's, or it takes an
+  /// output is not [E, C] f32, its samples' dtype or sample shape differs from the step's, or it takes an
   /// input that is not a variable of the step plan.
   static Status create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
                        std::unique_ptr<Trainer>* out);
 
-  /// Trains for options.epochs epochs over `train` (samples of the step's image sample shape,
+  /// Trains for options.epochs epochs over `train` (samples of the step's dtype and sample shape,
   /// labels in [0, C)), evaluating on `validation` (may be null) after each. Appends one
   /// report per epoch run. Errors (training stops; the last checkpoint written stays intact):
   /// a label outside [0, C) (naming the sample and value), a sample shape that differs from
@@ -110,7 +111,7 @@ class Trainer {
   /// Accuracy (argmax of the logits) and mean cross-entropy of the current parameters over
   /// `data`, in batches of the forward plan's E (the last one padded).
   Status evaluate(const SampleSource& data, double* accuracy, double* meanLoss);
-  /// Logits [n, C] of images [n, sample...] with the current parameters.
+  /// Logits [n, C] of samples [n, sample...] (the step's dtype) with the current parameters.
   Status predict(const Tensor& images, Tensor* logits);
 
   /// The current value of every variable (parameters, buffers, optimizer state), copied to the
@@ -126,7 +127,7 @@ class Trainer {
   Trainer() = default;
   // The forward plan's parameter inputs, read from the step plan's variables.
   Status forwardParameters(std::vector<Tensor>* params);
-  Status forwardBatch(const std::vector<Tensor>& params, const float* images, int64_t n,
+  Status forwardBatch(const std::vector<Tensor>& params, const void* samples, int64_t n,
                       std::vector<float>* logits);
   Status checkLabels(const SampleSource& s, const std::string& what) const;
   Status saveCheckpoint(const TrainerOptions& o, int64_t epoch, int64_t position);
@@ -134,6 +135,7 @@ class Trainer {
   std::unique_ptr<Executable> step_plan_, forward_;
   std::vector<std::string> forwardParamNames_;  // forward input 1 + k is this variable
   Shape sampleShape_;
+  DType sampleDtype_ = DType::F32;  // the step's input 0: f32 images, i64 token ids, ...
   int64_t batch_ = 0, evalBatch_ = 0, classes_ = 0;
   int64_t step_ = 0;
   std::string fingerprint_;

@@ -33,6 +33,14 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 hw=$(grep -qw avx512f /proc/cpuinfo && echo avx512f || (grep -qw avx2 /proc/cpuinfo && echo avx2 || echo sse))
 used=$("$build"/tools/tandem devices | awk '$1 == "isa" {print $2; exit}')
 echo "host: $cpu; hardware ISA $hw; Tandem/oneDNN ISA $used; $(nproc) cores; $(python3 -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || /usr/bin/python3 -c 'import torch; print("torch", torch.__version__)')"
+# Debian's PyTorch does its matrix products (nn.Linear, the Dense layers) through the system
+# BLAS: with only libblas3 installed that is the reference BLAS, several times slower than
+# OpenBLAS, which would flatter Tandem.
+blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)
+echo "PyTorch's BLAS: $blas"
+case $blas in
+  */blas/libblas.so.3*) echo "warning: that is the reference BLAS; for a fair comparison: apt-get install libopenblas0-pthread" >&2 ;;
+esac
 echo "model: Keras MNIST CNN (make_fmnist_models.py), Adam lr 1e-3 eps 1e-7, batch 128, $steps steps per run"
 for t in $threads; do
   ratios=()

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "compiler/ConstantFold.h"
 #include "compiler/IrConventions.h"
 #include "compiler/OpBuilding.h"
 #include "compiler/TandemDialect.h"
@@ -97,12 +98,43 @@ void setResults(mlir::func::FuncOp main, mlir::func::ReturnOp ret,
   main.setAllResultAttrs(attrs);
 }
 
+// Folds the shape computations an exporter writes (Shape -> Gather -> Unsqueeze -> Concat ->
+// Reshape, PyTorch's view(B, T, heads, -1)) now that the batch dim is bound, re-inferring each
+// op's types from its folded operands: autodiff needs static shapes, and canonicalize, which
+// would fold them later, runs after it. Only Shape, a Gather of a Shape and ops of constant
+// operands with integer or bool results fold here, so no float constant (a parameter to be)
+// is touched.
+mlir::LogicalResult foldShapeComputations(mlir::Block& body) {
+  mlir::IRRewriter rewriter(body.getParentOp()->getContext());
+  auto constant = [](mlir::Value v) { return v.getDefiningOp<ConstantOp>() || v.getDefiningOp<NoneOp>(); };
+  auto integerResults = [](mlir::Operation* op) {
+    return llvm::all_of(op->getResultTypes(), [](mlir::Type t) {
+      auto rt = llvm::dyn_cast<mlir::RankedTensorType>(t);
+      return rt && rt.getElementType().isInteger();
+    });
+  };
+  for (mlir::Operation& op : llvm::make_early_inc_range(body)) {
+    if (!llvm::isa_and_present<TandemDialect>(op.getDialect()) || llvm::isa<ConstantOp, NoneOp, CopyOp>(op))
+      continue;
+    if (mlir::failed(reinferResultTypes(&op))) return mlir::failure();
+    const std::string type = onnxOpType(&op);
+    if (type == "Shape" && foldShapeOp(rewriter, &op)) continue;
+    if (type == "Gather" && foldGatherOfShape(rewriter, &op)) continue;
+    if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), constant) && integerResults(&op) &&
+        type != "Dropout" && mlir::failed(foldWithCpuKernel(rewriter, &op, type, 1 << 16, "training")))
+      return mlir::failure();
+  }
+  return mlir::success();
+}
+
 }  // namespace
 
 mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Training& options) {
   mlir::func::FuncOp main = getMainFunc(module);
   if (!main) return module.emitError("training: module has no func.func @main");
   mlir::Block& body = main.getBody().front();
+  if (mlir::failed(foldShapeComputations(body))) return mlir::failure();
+  updateMainResultTypes(main);
   auto ret = llvm::cast<mlir::func::ReturnOp>(body.getTerminator());
   if (main.getNumArguments() < 1 || ret.getNumOperands() < 1)
     return main.emitError("training: @main must take the images and return the logits first");
@@ -135,10 +167,14 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 
   // 1. Parameters: constants become trainable arguments, in the order they appear.
   llvm::SmallVector<ConstantOp> params;
+  llvm::StringSet<> named;
+  for (const std::string& n : options.parameterNames) named.insert(n);
+  auto isParameter = [&](ConstantOp c) {
+    if (!named.empty()) return named.contains(nodeName(c.getLoc())) && !onlyDropoutRatio(c);
+    return options.allFloatConstants ? !onlyDropoutRatio(c) : isWeightOrBias(c);
+  };
   for (ConstantOp c : body.getOps<ConstantOp>())
-    if (isF32(c.getResult()) && !statistics.count(c) &&
-        (options.allFloatConstants ? !onlyDropoutRatio(c) : isWeightOrBias(c)))
-      params.push_back(c);
+    if (isF32(c.getResult()) && !statistics.count(c) && isParameter(c)) params.push_back(c);
   if (params.empty())
     return main.emitError("training: the model has no f32 weight or bias of a Conv, Gemm or "
                           "MatMul to train");

@@ -26,7 +26,8 @@ bool usesStepCounter(const CompileOptions::Training& o);
 /// [N, C], f32; log-probabilities for Loss::Nll) into the loss:
 ///  - parameters: the f32 constants (initializers) that are operand 1 or 2 (weight, bias) of a
 ///    Conv, Gemm or MatMul or (scale, B) of a BatchNormalization, or every f32 constant with
-///    `allFloatConstants` but the buffers below and a Dropout's ratio; each becomes a tandem.trainable argument
+///    `allFloatConstants` but the buffers below and a Dropout's ratio, or with `parameterNames`
+///    the f32 constants of those names (but the buffers and a Dropout's ratio); each becomes a tandem.trainable argument
 ///    named after its initializer (tandem.name), in the order the constants appear, inserted
 ///    after the existing arguments;
 ///  - buffers (batchNormInTraining): the input_mean and input_var of every BatchNormalization

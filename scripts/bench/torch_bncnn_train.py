@@ -29,6 +29,16 @@ def read_idx(path):
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+def blas():
+    """The BLAS Debian's PyTorch runs its matrix products on (warned about when it is the
+    reference one: several times slower than OpenBLAS, which would flatter Tandem)."""
+    path = os.path.realpath("/etc/alternatives/libblas.so.3-x86_64-linux-gnu")
+    if "/blas/libblas.so" in path:
+        print("warning: PyTorch uses the reference BLAS; for a fair comparison: "
+              "apt-get install libopenblas0-pthread", file=sys.stderr)
+    return path
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -58,7 +68,7 @@ def main():
     for i in range(5, 5 + a.steps):
         step(i)
     dt = time.perf_counter() - t
-    print(f"torch {torch.__version__} threads {a.threads}: {dt / a.steps * 1000:.2f} ms/step, "
+    print(f"torch {torch.__version__} (BLAS {blas()}) threads {a.threads}: {dt / a.steps * 1000:.2f} ms/step, "
           f"{a.steps * 128 / dt:.0f} images/s")
 
 

@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 
@@ -16,8 +17,10 @@
 namespace tandem {
 namespace {
 
-// The model's image input: its name and per-sample shape ([1, H, W] or [H * W]).
-Status imageInput(const onnx::ModelProto& m, const std::string& path, std::string* name, int* rank) {
+// The model's sample input (the first graph input that is no initializer): its name, rank and
+// dtype, f32 (images, features) or an integer type (i64 / i32: token ids).
+Status sampleInput(const onnx::ModelProto& m, const std::string& path, std::string* name, int* rank,
+                   DType* dtype) {
   std::set<std::string> inits;
   for (const auto& t : m.graph().initializer()) inits.insert(t.name());
   for (const auto& i : m.graph().input()) {
@@ -26,9 +29,31 @@ Status imageInput(const onnx::ModelProto& m, const std::string& path, std::strin
     *rank = i.type().tensor_type().shape().dim_size();
     if (*rank < 2)
       return Status::error(path + ": input '" + *name + "' must be [N, ...], has rank " + std::to_string(*rank));
+    switch (i.type().tensor_type().elem_type()) {
+      case onnx::TensorProto::FLOAT: *dtype = DType::F32; break;
+      case onnx::TensorProto::INT64: *dtype = DType::I64; break;
+      case onnx::TensorProto::INT32: *dtype = DType::I32; break;
+      default:
+        return Status::error(path + ": input '" + *name + "' has ONNX element type " +
+                             std::to_string(i.type().tensor_type().elem_type()) +
+                             "; tandem train feeds float (images, features), int64 or int32 (token ids)");
+    }
     return Status::ok();
   }
-  return Status::error(path + ": the model has no graph input for the images");
+  return Status::error(path + ": the model has no graph input for the samples");
+}
+
+// i64 samples as the i32 a model takes (token ids), each checked to fit.
+Status narrowToInt32(const LabelledDataset& d, const std::string& what, std::vector<int32_t>* out) {
+  out->resize(d.integerSamples.size());
+  for (size_t i = 0; i < d.integerSamples.size(); ++i) {
+    const int64_t v = d.integerSamples[i];
+    if (v < INT32_MIN || v > INT32_MAX)
+      return Status::error(what + ": sample " + std::to_string(i / std::max<int64_t>(1, d.sampleSize())) +
+                           " holds " + std::to_string(v) + ", outside int32 (the model's input type)");
+    (*out)[i] = (int32_t)v;
+  }
+  return Status::ok();
 }
 
 Status compileAndLoad(const std::string& path, const CompileOptions& co, int threads,
@@ -51,12 +76,13 @@ Shape sampleShapeFor(int rank, const Shape& data) {
   return data;
 }
 
-SampleSource sourceOf(const LabelledDataset& d, const Shape& sampleShape) {
+// `int32` (when not empty) holds d's samples narrowed to the model's i32.
+SampleSource sourceOf(const LabelledDataset& d, const Shape& sampleShape, const std::vector<int32_t>& int32) {
   SampleSource s;
   s.count = d.count;
-  s.dtype = DType::F32;
+  s.dtype = int32.empty() ? d.dtype : DType::I32;
   s.sampleShape = sampleShape;
-  s.samples = d.samples.data();
+  s.samples = int32.empty() ? d.data() : int32.data();
   s.labels = d.labels.data();
   return s;
 }
@@ -75,14 +101,20 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   TANDEM_RETURN_IF_ERROR(loadExternalData(&model, o.model).withContext(o.model));
   std::string input;
   int rank = 0;
-  TANDEM_RETURN_IF_ERROR(imageInput(model, o.model, &input, &rank));
+  DType inputDtype = DType::F32;
+  TANDEM_RETURN_IF_ERROR(sampleInput(model, o.model, &input, &rank, &inputDtype));
   LabelledDataset train, test;
+  DatasetOptions dataOptions;
+  dataOptions.sampleDtype = inputDtype == DType::F32 ? DType::F32 : DType::I64;
   if (o.dataFormat == "fashion-mnist") {
+    if (inputDtype != DType::F32)
+      return Status::error(o.model + ": input '" + input + "' is " + dtypeName(inputDtype) +
+                           " (token ids?), Fashion-MNIST's images are f32: use --data onnx:DIR");
     TANDEM_RETURN_IF_ERROR(loadIdxDataset(o.dataDir, "train", &train));
     TANDEM_RETURN_IF_ERROR(loadIdxDataset(o.dataDir, "t10k", &test));
   } else if (o.dataFormat == "onnx") {
-    TANDEM_RETURN_IF_ERROR(loadOnnxDataSets(o.dataDir + "/train", &train));
-    TANDEM_RETURN_IF_ERROR(loadOnnxDataSets(o.dataDir + "/test", &test));
+    TANDEM_RETURN_IF_ERROR(loadOnnxDataSets(o.dataDir + "/train", &train, dataOptions));
+    TANDEM_RETURN_IF_ERROR(loadOnnxDataSets(o.dataDir + "/test", &test, dataOptions));
   } else {
     return Status::error("unknown data format '" + o.dataFormat + "' (fashion-mnist or onnx)");
   }
@@ -100,6 +132,14 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   CompileOptions co;
   TANDEM_RETURN_IF_ERROR(setTargetDevices(&co, o.targets));
   co.training = o.training;
+  if (o.training.allFloatConstants && o.training.parameterNames.empty()) {
+    // --all-params: every f32 initializer (PyTorch's parameters), not the Constant nodes.
+    co.training->allFloatConstants = false;
+    for (const auto& t : model.graph().initializer())
+      if (t.data_type() == onnx::TensorProto::FLOAT) co.training->parameterNames.push_back(t.name());
+    if (co.training->parameterNames.empty())
+      return Status::error(o.model + ": --all-params: the model has no f32 initializer to train");
+  }
   co.training->residentState = true;
   co.training->metrics = true;  // loss and accuracy summed in the step (Trainer)
   if (o.training.lrSchedule == CompileOptions::Training::LrSchedule::Cosine &&
@@ -114,6 +154,17 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
     TANDEM_RETURN_IF_ERROR(writeFileAtomic(o.placementLog, stepResult.placementLogText));
   for (const std::string& n : step->notes())
     if (log) std::fprintf(log, "note: %s\n", n.c_str());
+  if (o.training.allFloatConstants && log) {
+    // An f32 initializer that is not among the step's state did not become a parameter.
+    const std::set<std::string> state(step->variableNames().begin(), step->variableNames().end());
+    std::string untrained;
+    int count = 0;
+    for (const std::string& n : co.training->parameterNames)
+      if (!state.count(n)) untrained += (count++ ? ", " : "") + n;
+    if (count)
+      std::fprintf(log, "note: --all-params: %d f32 initializer(s) do not train (not read by the graph, "
+                        "or folded into constants at import): %s\n", count, untrained.c_str());
+  }
   co.training->forwardOnly = true;
   co.devices = DeviceSet();
   TANDEM_RETURN_IF_ERROR(setTargetDevices(&co, "cpu"));
@@ -168,7 +219,12 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
     to.trace = &trace;
     to.traceSteps = kTrainTracedSteps;
   }
-  const SampleSource trainSrc = sourceOf(train, sample), testSrc = sourceOf(test, sample);
+  std::vector<int32_t> train32, test32;  // the samples of an i32 model input
+  if (inputDtype == DType::I32) {
+    TANDEM_RETURN_IF_ERROR(narrowToInt32(train, o.dataDir + "/train", &train32));
+    TANDEM_RETURN_IF_ERROR(narrowToInt32(test, o.dataDir + "/test", &test32));
+  }
+  const SampleSource trainSrc = sourceOf(train, sample, train32), testSrc = sourceOf(test, sample, test32);
   TANDEM_RETURN_IF_ERROR(trainer->fit(trainSrc, test.count ? &testSrc : nullptr, to, reports));
   if (!o.trace.empty()) {
     const std::string text = trace.json();

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
 
   TrainOptionsCli train;
   CLI::App* trainCmd = app.add_subcommand(
-      "train", "Train an ONNX classifier on Fashion-MNIST (CPU) and write the trained model");
+      "train", "Train an ONNX classifier (Fashion-MNIST or ONNX data sets) and write the trained model");
   addTrainFlags(trainCmd, train);
 
   CalibrateOptions calibrate;

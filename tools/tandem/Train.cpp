@@ -66,15 +66,18 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
 
 void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_option("model", o.model,
-                  "Inference ONNX model: images in ([N,1,28,28] or [N,784]), logits [N,10] out "
-                  "(log-probabilities with --loss nll); its f32 Conv/Gemm/MatMul weights and "
-                  "biases are trained")
+                  "Inference ONNX classifier: samples in (its first input [N, ...]: f32 images, "
+                  "[N,1,28,28] or [N,784] for Fashion-MNIST, or features; int64/int32 token "
+                  "ids), logits [N,C] out (log-probabilities with --loss nll); its f32 "
+                  "Conv/Gemm/MatMul weights and biases are trained (every f32 initializer with "
+                  "--all-params)")
       ->required();
   cmd->add_option("--data", o.data,
                   "fashion-mnist[:DIR] (IDX .gz files; DIR defaults to " +
                       std::string(kDefaultFashionMnist) +
                       "), or onnx:DIR (DIR/train and DIR/test hold test_data_set_*/input_0.pb "
-                      "images and input_1.pb labels)")
+                      "samples [n, ...] (integers for an int64/int32 input) and input_1.pb "
+                      "labels [n])")
       ->capture_default_str();
   // The optimizer and schedule flags record that they were given: a flag that does not apply
   // to the chosen optimizer or schedule is a usage error, not silently ignored.
@@ -164,8 +167,10 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_option("--threads", o.threads, "Intra-op threads (0: the idle cores)")
       ->capture_default_str();
   cmd->add_flag("--all-params", o.allParams,
-                "Train every f32 initializer, not only Conv/Gemm/MatMul weights and biases and "
-                "BatchNorm scales and biases (BatchNorm statistics stay buffers)");
+                "Train every f32 initializer (PyTorch's parameters: embeddings, LayerNorm scales "
+                "and biases, ...), not only Conv/Gemm/MatMul weights and biases and BatchNorm "
+                "scales and biases (BatchNorm statistics stay buffers; Constant nodes, e.g. a "
+                "causal mask or an epsilon, stay constants)");
   cmd->add_flag("--freeze-batchnorm", o.freezeBatchNorm,
                 "BatchNormalizations normalise with the model's running statistics, which stay "
                 "as they are (PyTorch's eval-mode BatchNorm, FrozenBatchNorm2d), instead of batch "

@@ -781,4 +781,202 @@ TEST(TrainModel, AValueThatIsNoInitializerIsRefusedBeforeTraining) {
   std::filesystem::remove_all(dir);
 }
 
+// A Constant node holding `t` (its output named `name`).
+void constantNode(testing_onnx::Model& m, const std::string& name, const Tensor& t) {
+  onnx::NodeProto* n = m.node("Constant", {}, {name}, name);
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto* p = a->mutable_t();
+  p->set_data_type(static_cast<int32_t>(t.dtype()));  // DType is ONNX's data type code
+  for (int64_t d : t.shape()) p->add_dims(d);
+  p->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.bytes()));
+}
+
+// A token classifier as a transformer export writes one: ids [N, 4] (int64, or int32) ->
+// Gather(tok.weight [9, 2]) -> the last position (Gather axis 1, index -1) -> a Reshape to
+// [Shape(h)[0], -1] (shape arithmetic that folds only once N is bound) -> Mul by a Constant
+// node -> Gemm(head) [N, 3]. The label is the last id mod 3, which a linear head cannot read
+// off the two random embedding dims: the embedding must train.
+std::string writeTokenModel(int32_t idType, const std::string& tag) {
+  testing_onnx::Model m;
+  m.input("ids", {-1, 4}, idType, {"N"});
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) {
+    std::vector<float> v((size_t)numElements(Shape(dims.begin(), dims.end())));
+    for (float& e : v) e = u(rng);
+    m.floatInit(name, dims, v);
+  };
+  init("tok.weight", {9, 2});
+  init("head.weight", {3, 2});
+  init("head.bias", {3});
+  constantNode(m, "last", Tensor::fromVector<int64_t>({}, {-1}));
+  constantNode(m, "zero", Tensor::fromVector<int64_t>({}, {0}));
+  constantNode(m, "axes0", Tensor::fromVector<int64_t>({1}, {0}));
+  constantNode(m, "minus_one", Tensor::fromVector<int64_t>({1}, {-1}));
+  constantNode(m, "scale", Tensor::fromVector<float>({}, {2.f}));
+  m.node("Gather", {"tok.weight", "ids"}, {"e"}, "tok");
+  testing_onnx::intAttr(m.node("Gather", {"e", "last"}, {"h"}, "last_position"), "axis", 1);
+  m.node("Shape", {"h"}, {"hs"}, "shape");
+  m.node("Gather", {"hs", "zero"}, {"n"}, "batch_dim");
+  m.node("Unsqueeze", {"n", "axes0"}, {"n1"}, "unsqueeze");
+  testing_onnx::intAttr(m.node("Concat", {"n1", "minus_one"}, {"target"}, "target"), "axis", 0);
+  m.node("Reshape", {"h", "target"}, {"h2"}, "view");
+  m.node("Mul", {"h2", "scale"}, {"h3"}, "scaled");
+  testing_onnx::intAttr(m.node("Gemm", {"h3", "head.weight", "head.bias"}, {"logits"}, "head"), "transB", 1);
+  m.output("logits");
+  return testing_onnx::writeTemp(m, "trainer_tokens_" + tag);
+}
+
+// DIR/{train,test}/test_data_set_0 of n random ids [n, 4] in [0, 9) (as `dtype`: the .pb's
+// type, which need not be the model's) and labels ids[:, 3] mod 3.
+void writeTokenData(const std::string& dir, int64_t n, DType dtype) {
+  std::mt19937 rng(3);
+  for (const char* split : {"train", "test"}) {
+    std::vector<int64_t> ids((size_t)(n * 4)), labels((size_t)n);
+    for (int64_t& v : ids) v = (int64_t)(rng() % 9);
+    for (int64_t i = 0; i < n; ++i) labels[i] = ids[i * 4 + 3] % 3;
+    const std::string ds = dir + "/" + split + "/test_data_set_0";
+    std::filesystem::create_directories(ds);
+    Tensor x = Tensor::fromVector<int64_t>({n, 4}, ids);
+    if (dtype == DType::F32) {
+      std::vector<float> f(ids.begin(), ids.end());
+      x = Tensor::fromVector<float>({n, 4}, f);
+    }
+    ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", x, "ids").isOk());
+    ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", Tensor::fromVector<int64_t>({n}, labels), "y").isOk());
+  }
+}
+
+TEST(TrainModel, TokenIdsTrainTheEmbeddingWithAllParams) {
+  const std::string dir = fs::temp_directory_path() / ("tandem_tokens_" + std::to_string(getpid()));
+  writeTokenData(dir, 512, DType::I64);
+  for (int32_t idType : {(int32_t)onnx::TensorProto::INT64, (int32_t)onnx::TensorProto::INT32}) {
+    SCOPED_TRACE(idType == onnx::TensorProto::INT64 ? "int64 ids" : "int32 ids");
+    const testing_onnx::RemovedAtExit model{writeTokenModel(idType, std::to_string(idType))};
+    TrainOptions o;
+    o.model = model.path;
+    o.dataFormat = "onnx";
+    o.dataDir = dir;
+    o.batch = 32;
+    o.epochs = 6;
+    o.threads = 1;
+    o.progress = false;
+    o.training.optimizer = CompileOptions::Training::Optimizer::Adam;
+    o.training.learningRate = 0.05;
+    o.training.allFloatConstants = true;  // --all-params: every f32 initializer
+    o.output = dir + "/trained.onnx";
+    std::vector<EpochReport> reports;
+    Status st = trainModel(o, nullptr, &reports);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(reports.size(), 6u);
+    // The Constant node 'scale' did not train (-o would have refused it: no initializer).
+    EXPECT_GE(reports.back().validationAccuracy, 0.97);
+    // The written embedding differs from the initial one and runs.
+    std::string bytes;
+    ASSERT_TRUE(readInputFile(o.output, &bytes).isOk());
+    onnx::ModelProto trained, initial;
+    ASSERT_TRUE(trained.ParseFromString(bytes));
+    ASSERT_TRUE(readInputFile(model.path, &bytes).isOk());
+    ASSERT_TRUE(initial.ParseFromString(bytes));
+    Tensor before, after;
+    for (int k = 0; k < initial.graph().initializer_size(); ++k)
+      if (initial.graph().initializer(k).name() == "tok.weight") {
+        ASSERT_TRUE(tensorFromProto(initial.graph().initializer(k), &before).isOk());
+        ASSERT_TRUE(tensorFromProto(trained.graph().initializer(k), &after).isOk());
+      }
+    ASSERT_EQ(before.numel(), 18);
+    EXPECT_FALSE(sameBits(before, after));
+    std::filesystem::remove(o.output);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// PyTorch's GPT export (../shared/models/gpt_like, skipped when absent): with --all-params
+// every one of its 53 f32 initializers trains, the position table gathered by constant ids
+// included (folded at import it had vanished from the graph), and the written model differs
+// from the initial one in each.
+TEST(TrainModel, SharedGptTrainsEveryInitializer) {
+  const std::string gpt = std::string(TANDEM_SOURCE_DIR) + "/../shared/models/gpt_like/model.onnx";
+  if (!fs::exists(gpt)) GTEST_SKIP() << gpt << " not found";
+  const std::string dir = fs::temp_directory_path() / ("tandem_gpt_" + std::to_string(getpid()));
+  std::mt19937 rng(9);
+  for (const char* split : {"train", "test"}) {
+    const int64_t n = 32;
+    std::vector<int64_t> ids((size_t)(n * 64)), labels((size_t)n);
+    for (int64_t& v : ids) v = (int64_t)(rng() % 1000);
+    for (int64_t i = 0; i < n; ++i) labels[i] = ids[i * 64 + 63] % 10;
+    const std::string ds = dir + "/" + split + "/test_data_set_0";
+    fs::create_directories(ds);
+    ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", Tensor::fromVector<int64_t>({n, 64}, ids), "input").isOk());
+    ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", Tensor::fromVector<int64_t>({n}, labels), "y").isOk());
+  }
+  TrainOptions o;
+  o.model = gpt;
+  o.dataFormat = "onnx";
+  o.dataDir = dir;
+  o.batch = 16;
+  o.maxSteps = 2;
+  o.threads = 2;
+  o.progress = false;
+  o.training.optimizer = CompileOptions::Training::Optimizer::Sgd;
+  o.training.learningRate = 0.05;
+  o.training.allFloatConstants = true;
+  o.output = dir + "/trained.onnx";
+  const std::string logPath = dir + "/log.txt";
+  std::FILE* log = std::fopen(logPath.c_str(), "w");
+  ASSERT_NE(log, nullptr);
+  Status st = trainModel(o, log, nullptr);
+  std::fclose(log);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::string text;
+  ASSERT_TRUE(readInputFile(logPath, &text).isOk());
+  EXPECT_EQ(text.find("do not train"), std::string::npos) << text;
+  onnx::ModelProto initial, trained;
+  std::string bytes;
+  ASSERT_TRUE(readInputFile(gpt, &bytes).isOk());
+  ASSERT_TRUE(initial.ParseFromString(bytes));
+  ASSERT_TRUE(readInputFile(o.output, &bytes).isOk());
+  ASSERT_TRUE(trained.ParseFromString(bytes));
+  ASSERT_EQ(initial.graph().initializer_size(), trained.graph().initializer_size());
+  int moved = 0, floats = 0;
+  for (int k = 0; k < initial.graph().initializer_size(); ++k) {
+    if (initial.graph().initializer(k).data_type() != onnx::TensorProto::FLOAT) continue;
+    ++floats;
+    Tensor a, b;
+    ASSERT_TRUE(tensorFromProto(initial.graph().initializer(k), &a).isOk());
+    ASSERT_TRUE(tensorFromProto(trained.graph().initializer(k), &b).isOk());
+    if (!sameBits(a, b)) ++moved;
+    else ADD_FAILURE() << initial.graph().initializer(k).name() << " did not train";
+  }
+  EXPECT_EQ(floats, 53);
+  EXPECT_EQ(moved, floats);
+  fs::remove_all(dir);
+}
+
+TEST(TrainModel, TokenModelsRefuseDataThatIsNoIds) {
+  const std::string dir = fs::temp_directory_path() / ("tandem_float_ids_" + std::to_string(getpid()));
+  writeTokenData(dir, 64, DType::F32);
+  const testing_onnx::RemovedAtExit model{writeTokenModel(onnx::TensorProto::INT64, "float_data")};
+  TrainOptions o;
+  o.model = model.path;
+  o.dataFormat = "onnx";
+  o.dataDir = dir;
+  o.batch = 32;
+  o.maxSteps = 1;
+  o.threads = 1;
+  o.progress = false;
+  Status st = trainModel(o, nullptr, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("must have an integer dtype"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("input_0.pb"), std::string::npos) << st.message();
+  o.dataFormat = "fashion-mnist";
+  o.dataDir = "/nonexistent";
+  st = trainModel(o, nullptr, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("use --data onnx:DIR"), std::string::npos) << st.message();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
