@@ -18,6 +18,9 @@ import time
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_blas import blas  # noqa: E402
+
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 import make_fmnist_models  # noqa: E402
 
@@ -27,16 +30,6 @@ def read_idx(path):
     ndim = data[3]
     dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim)]
     return np.frombuffer(data, np.uint8, offset=4 + 4 * ndim).reshape(dims)
-
-
-def blas():
-    """The BLAS Debian's PyTorch runs its matrix products on (warned about when it is the
-    reference one: several times slower than OpenBLAS, which would flatter Tandem)."""
-    path = os.path.realpath("/etc/alternatives/libblas.so.3-x86_64-linux-gnu")
-    if "/blas/libblas.so" in path:
-        print("warning: PyTorch uses the reference BLAS; for a fair comparison: "
-              "apt-get install libopenblas0-pthread", file=sys.stderr)
-    return path
 
 
 def main():

@@ -21,6 +21,9 @@ import time
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_blas import blas  # noqa: E402
+
 here = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -36,16 +39,6 @@ def write_data(out, count):
             f.write(numpy_helper.from_array(x, "input").SerializeToString())
         with open(os.path.join(d, "input_1.pb"), "wb") as f:
             f.write(numpy_helper.from_array(x[:, -1] % 10, "labels").SerializeToString())
-
-
-def blas():
-    """The BLAS Debian's PyTorch runs its matrix products on (warned about when it is the
-    reference one: several times slower than OpenBLAS, which would flatter Tandem)."""
-    path = os.path.realpath("/etc/alternatives/libblas.so.3-x86_64-linux-gnu")
-    if "/blas/libblas.so" in path:
-        print("warning: PyTorch uses the reference BLAS; for a fair comparison: "
-              "apt-get install libopenblas0-pthread", file=sys.stderr)
-    return path
 
 
 def main():

@@ -729,6 +729,18 @@ TEST(TrainingStepKitPlan, WritesKitPlans) {
 // importer folds into constants of their own: trained, they could not be written back, so
 // trainModel refuses before training (naming the value and the export to use); without -o it
 // trains, and --freeze-batchnorm's form (the statistics left constant) writes.
+// `tandem train MODEL --data onnx:DIR --batch B --no-progress --threads 1`.
+TrainOptions onnxDataOptions(const std::string& model, const std::string& dir, int64_t batch) {
+  TrainOptions o;
+  o.model = model;
+  o.dataFormat = "onnx";
+  o.dataDir = dir;
+  o.batch = batch;
+  o.threads = 1;
+  o.progress = false;
+  return o;
+}
+
 TEST(TrainModel, AValueThatIsNoInitializerIsRefusedBeforeTraining) {
   constexpr int64_t F = 4, C = 3, n = 16;
   testing_onnx::Model m;
@@ -756,14 +768,8 @@ TEST(TrainModel, AValueThatIsNoInitializerIsRefusedBeforeTraining) {
     ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", Tensor::fromVector<float>({n, F}, xs), "x").isOk());
     ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", Tensor::fromVector<int64_t>({n}, labels), "y").isOk());
   }
-  TrainOptions o;
-  o.model = model.path;
-  o.dataFormat = "onnx";
-  o.dataDir = dir;
-  o.batch = 8;
+  TrainOptions o = onnxDataOptions(model.path, dir, 8);
   o.maxSteps = 2;
-  o.threads = 1;
-  o.progress = false;
   o.output = dir + "/trained.onnx";
   Status st = trainModel(o, nullptr, nullptr);
   EXPECT_FALSE(st.isOk());
@@ -855,14 +861,8 @@ TEST(TrainModel, TokenIdsTrainTheEmbeddingWithAllParams) {
   for (int32_t idType : {(int32_t)onnx::TensorProto::INT64, (int32_t)onnx::TensorProto::INT32}) {
     SCOPED_TRACE(idType == onnx::TensorProto::INT64 ? "int64 ids" : "int32 ids");
     const testing_onnx::RemovedAtExit model{writeTokenModel(idType, std::to_string(idType))};
-    TrainOptions o;
-    o.model = model.path;
-    o.dataFormat = "onnx";
-    o.dataDir = dir;
-    o.batch = 32;
+    TrainOptions o = onnxDataOptions(model.path, dir, 32);
     o.epochs = 6;
-    o.threads = 1;
-    o.progress = false;
     o.training.optimizer = CompileOptions::Training::Optimizer::Adam;
     o.training.learningRate = 0.05;
     o.training.allFloatConstants = true;  // --all-params: every f32 initializer
@@ -912,14 +912,9 @@ TEST(TrainModel, SharedGptTrainsEveryInitializer) {
     ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", Tensor::fromVector<int64_t>({n, 64}, ids), "input").isOk());
     ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", Tensor::fromVector<int64_t>({n}, labels), "y").isOk());
   }
-  TrainOptions o;
-  o.model = gpt;
-  o.dataFormat = "onnx";
-  o.dataDir = dir;
-  o.batch = 16;
+  TrainOptions o = onnxDataOptions(gpt, dir, 16);
   o.maxSteps = 2;
   o.threads = 2;
-  o.progress = false;
   o.training.optimizer = CompileOptions::Training::Optimizer::Sgd;
   o.training.learningRate = 0.05;
   o.training.allFloatConstants = true;
@@ -959,14 +954,8 @@ TEST(TrainModel, TokenModelsRefuseDataThatIsNoIds) {
   const std::string dir = fs::temp_directory_path() / ("tandem_float_ids_" + std::to_string(getpid()));
   writeTokenData(dir, 64, DType::F32);
   const testing_onnx::RemovedAtExit model{writeTokenModel(onnx::TensorProto::INT64, "float_data")};
-  TrainOptions o;
-  o.model = model.path;
-  o.dataFormat = "onnx";
-  o.dataDir = dir;
-  o.batch = 32;
+  TrainOptions o = onnxDataOptions(model.path, dir, 32);
   o.maxSteps = 1;
-  o.threads = 1;
-  o.progress = false;
   Status st = trainModel(o, nullptr, nullptr);
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("must have an integer dtype"), std::string::npos) << st.message();
