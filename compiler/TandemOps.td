@@ -301,6 +301,21 @@ def Tandem_BatchNormalizationOp : Tandem_OnnxOp<"batch_normalization", "BatchNor
     "15", "batch normalisation with the running statistics, or (training_mode = 1) the batch's, "
     "also giving the updated running mean and variance",
     (ins Float:$epsilon, Float:$momentum, Int:$training_mode)>;
+// Not an ONNX operator: a Conv's weight gradient, made by --tandem-autodiff.
+def Tandem_ConvWeightGradOp : Tandem_OnnxOp<"conv_weight_grad", "ConvWeightGrad", "1",
+    "d loss / d W of a Conv-11 from its input X and its output's gradient dY",
+    (ins Ints:$dilations, Int:$group, Ints:$kernel_shape, Ints:$pads, Ints:$strides)> {
+  let summary = "Tandem ConvWeightGrad (autodiff): d loss / d W of a Conv-11";
+  let description = [{
+    Not an ONNX operator. Operands X [N, C, D...] (the Conv's input) and dY [N, M, O...]
+    (d loss / d Y); attributes those of the Conv with explicit pads (begins, then ends) and
+    kernel_shape k. Result dW [M, C/group, k...] (X's type): dW[m, c, t] = sum over n and o of
+    dY[n, m, o] * X[n, g * C/group + c, o * strides + t * dilations - pads], g = m's group,
+    taps in the padding contributing nothing. O is at most the Conv's output extent for D
+    (ConvTranspose's weight gradient keeps fewer rows than its equivalent Conv gives). oneDNN's convolution backward-weights primitive
+    runs it on the CPU (f32), a reference kernel otherwise.
+  }];
+}
 // Not an ONNX operator: the gradient of a training-mode BatchNormalization, made by
 // --tandem-autodiff.
 def Tandem_BatchNormalizationGradOp : Tandem_OnnxOp<"batch_normalization_grad",

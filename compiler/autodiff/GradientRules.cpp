@@ -975,39 +975,15 @@ Value sliceSpatial(GradBuilder& g, Value r, llvm::ArrayRef<int64_t> extent) {
 // The weight gradient of a Conv (groups G, kernel k, strides s, dilations dil, explicit pads)
 // whose input is `src` [N, C, D..] and whose output's gradient is `dst` [N, M, O..]:
 //   dW[m, c, t] = sum_{n, o} dst[n, m, o] * src[n, c, o*s + t*d - p], [M, C/G, k..]:
-// itself a Conv of src (batch and channel swapped) by dst (likewise), strides and dilations
-// exchanged, one group per Conv group; its extent may exceed k (trailing rows the forward Conv
-// skipped), so it is sliced to k.
+// Tandem's ConvWeightGrad (oneDNN's convolution backward-weights primitive on the CPU). Written
+// as a forward Conv of src by dst (batch and channels swapped) it was one op too, but with a
+// kernel the size of the output: the Keras MNIST CNN's ran at about 2 GFLOP/s.
 Value convWeightGrad(GradBuilder& g, Value src, Value dst, int64_t G, llvm::ArrayRef<int64_t> k,
                      llvm::ArrayRef<int64_t> s, llvm::ArrayRef<int64_t> dil,
                      llvm::ArrayRef<int64_t> pads) {
-  llvm::SmallVector<int64_t> xs = shapeOf(src), ys = shapeOf(dst);
-  const size_t sp = xs.size() - 2;
-  const int64_t N = xs[0], C = xs[1], M = ys[1], Cg = C / G, Mg = M / G;
-  llvm::SmallVector<int64_t> in(xs.begin() + 2, xs.end()), out(ys.begin() + 2, ys.end());
-  // src [N, G, Cg, D..] -> [Cg, G, N, D..] -> [Cg, G*N, D..]: batch Cg, G groups of N channels.
-  llvm::SmallVector<int64_t> x5 = {N, G, Cg}, perm = {2, 1, 0}, xr = {Cg, G * N};
-  x5.append(in.begin(), in.end());
-  xr.append(in.begin(), in.end());
-  for (size_t i = 0; i < sp; ++i) perm.push_back(3 + i);
-  Value xt = g.reshape(g.transpose(g.reshape(src, x5), perm), xr);
-  // dst [N, G, Mg, O..] -> [G, Mg, N, O..] -> [G*Mg, N, O..]: M filters over N channels.
-  llvm::SmallVector<int64_t> y5 = {N, G, Mg}, yperm = {1, 2, 0}, yr = {M, N};
-  y5.append(out.begin(), out.end());
-  yr.append(out.begin(), out.end());
-  for (size_t i = 0; i < sp; ++i) yperm.push_back(3 + i);
-  Value yt = g.reshape(g.transpose(g.reshape(dst, y5), yperm), yr);
-  Value r = g.op("Conv", {xt, yt},
-                 {g.intsAttr("strides", dil), g.intsAttr("dilations", s), g.intsAttr("pads", pads),
-                  g.intAttr("group", G)});
-  // r: [Cg, M, K'..] with K' >= k.
-  r = sliceSpatial(g, r, k);
-  // [Cg, G, Mg, k..] -> [G, Mg, Cg, k..] -> [M, Cg, k..].
-  llvm::SmallVector<int64_t> r5 = {Cg, G, Mg}, rperm = {1, 2, 0}, wsh = {M, Cg};
-  r5.append(k.begin(), k.end());
-  wsh.append(k.begin(), k.end());
-  for (size_t i = 0; i < sp; ++i) rperm.push_back(3 + i);
-  return g.reshape(g.transpose(g.reshape(r, r5), rperm), wsh);
+  return g.op("ConvWeightGrad", {src, dst},
+              {g.intsAttr("kernel_shape", k), g.intsAttr("strides", s), g.intsAttr("dilations", dil),
+               g.intsAttr("pads", pads), g.intAttr("group", G)});
 }
 
 // Conv-11 (N-D, groups, strides, pads, dilations), X [N, C, D..], W [M, C/G, k..], Y [N, M, O..]:

@@ -113,6 +113,13 @@ OpWork estimateOpWork(const std::string& op, const std::vector<TensorType>& in,
     }
     if (op == "Conv" && operand(in, 2)) w.flops += y;
     if (op == "QLinearConv") w.flops += 3 * y;  // scale, round, zero point
+  } else if (op == "ConvWeightGrad") {
+    w.cls = OpClass::Conv;
+    const TensorType* dY = operand(in, 1);
+    if (dY && !out.empty()) {
+      // dW: [Cout, Cin/group, k...]; each dY element meets (Cin/group)·prod(k) taps, one FMA each.
+      w.flops = 2 * c.numel(*dY) * c.dim(out[0], 1) * c.tailProduct(out[0], 2);
+    }
   } else if (op == "ConvTranspose") {
     w.cls = OpClass::Conv;
     const TensorType* X = operand(in, 0);

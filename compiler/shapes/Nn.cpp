@@ -236,6 +236,48 @@ std::string inferConv(const Ctx& c) {
   return "";
 }
 
+std::string inferConvWeightGrad(const Ctx& c) {
+  // X (N, C, D...) and dY (N, M, O...) of a Conv with kernel_shape k -> dW (M, C/group, k...),
+  // the Conv's W shape. O is at most the extent the Conv's window gives for D (less for
+  // ConvTranspose's weight gradient, whose equivalent Conv may run past the output it keeps).
+  static const std::vector<const char*> names = {"X", "dY"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 0, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  if (auto e = checkImage(c, 0, "X"); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  const auto& dy = c.in[1].dims;
+  if (dy.size() != x.size())
+    return c.fail("input 1 (dY) has rank " + std::to_string(dy.size()) + " but X has rank " +
+                  std::to_string(x.size()));
+  const int64_t group = c.attrs.getInt("group", 1);
+  if (group < 1) return c.fail("attribute group=" + std::to_string(group) + " must be >= 1");
+  if (x[0] != kUnknownDim && dy[0] != kUnknownDim && x[0] != dy[0])
+    return c.fail("X and dY differ in batch: " + dimsStr(x) + " and " + dimsStr(dy));
+  for (int64_t ch : {x[1], dy[1]})
+    if (ch != kUnknownDim && ch % group != 0)
+      return c.fail("channels " + std::to_string(ch) + " are not a multiple of group " +
+                    std::to_string(group));
+  const size_t n = x.size() - 2;
+  Window w;
+  w.kernel = c.attrs.getInts("kernel_shape");
+  if (w.kernel.size() != n)
+    return c.fail("attribute kernel_shape " + ints(w.kernel) + " must have one value per spatial dim (" +
+                  std::to_string(n) + ")");
+  if (auto e = readWindow(c, n, &w); !e.empty()) return e;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t o;
+    if (auto e = slidingOut(c, w, i, x[i + 2], false, &o); !e.empty()) return e;
+    if (o != kUnknownDim && dy[i + 2] != kUnknownDim && (dy[i + 2] > o || dy[i + 2] < 1))
+      return c.fail("dY " + dimsStr(dy) + " does not fit the Conv output of X " + dimsStr(x) +
+                    " (spatial dim " + std::to_string(i) + ": at most " + std::to_string(o) + ")");
+  }
+  std::vector<int64_t> wd = {dy[1], x[1] == kUnknownDim ? kUnknownDim : x[1] / group};
+  wd.insert(wd.end(), w.kernel.begin(), w.kernel.end());
+  c.set(0, c.in[0].dtype, wd);
+  return "";
+}
+
 std::string inferConvTranspose(const Ctx& c) {
   // W is (C, M/group, k...); out = stride*(in-1) + output_padding + (k-1)*dilation + 1 - pads,
   // or attribute output_shape, or in*stride under SAME_*.

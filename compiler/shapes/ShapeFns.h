@@ -125,6 +125,7 @@ std::string inferQLinearConv(const Ctx& c);
 std::string inferPool(const Ctx& c);          // MaxPool AveragePool MaxPoolGrad
 std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
+std::string inferConvWeightGrad(const Ctx& c);  // ConvWeightGrad (autodiff)
 std::string inferBatchNormGrad(const Ctx& c);  // BatchNormalizationGrad (autodiff)
 std::string inferLayerNorm(const Ctx& c);
 std::string inferRmsNorm(const Ctx& c);

@@ -51,7 +51,7 @@ const std::map<std::string, Entry>& table() {
     for (const char* op : {"Pow", "PRelu", "Softmax", "LogSoftmax", "LayerNormalization",
                            "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
                            "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
-                           "MaxPoolGrad"})
+                           "MaxPoolGrad", "ConvWeightGrad"})
       m[op] = {Rule::AllF32, f32()};
     // Scores, labels[, weight]; the gradient's dY, log_prob, labels[, weight].
     m["SoftmaxCrossEntropyLoss"] = {Rule::Labels, f32(), 1};

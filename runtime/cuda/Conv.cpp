@@ -1,4 +1,4 @@
-// Conv-11 and ConvTranspose-11 through cuDNN (legacy convolution API, NCHW FP32, FMA math so
+// Conv-11, ConvTranspose-11 and Tandem's ConvWeightGrad (autodiff) through cuDNN (legacy convolution API, NCHW FP32, FMA math so
 // results match the CPU within FP32 rounding): 1-D (as 2-D with a unit dim), 2-D and 3-D, groups,
 // strides, dilations. cuDNN pads symmetrically: a Conv whose begin and end pads differ
 // (SAME_UPPER with stride 2, explicit asymmetric pads) first zero-pads X into a plan-lifetime
@@ -6,7 +6,8 @@
 // must fit cuDNN's symmetric form (else an error naming the pads). Algorithm and workspace are
 // chosen once at load: cuDNN's best ranked algorithm whose workspace fits cudnnWorkspaceCap
 // (runtime/cuda/Choices.h), so a fast algorithm's hundreds of MB cannot break
-// --gpu-memory-fraction; bias by cudnnAddTensor.
+// --gpu-memory-fraction; bias by cudnnAddTensor. ConvWeightGrad is cuDNN's backward-filter
+// convolution of X and dY (X zero-padded first for asymmetric pads, as a Conv's).
 #include "runtime/cpu/ref/RefCommon.h"
 #include "runtime/cuda/Choices.h"
 #include "runtime/cuda/Generated.h"
@@ -18,16 +19,23 @@ namespace {
 
 std::vector<int> toInts(const Shape& s) { return std::vector<int>(s.begin(), s.end()); }
 
+// Forward: Conv; BackwardData: ConvTranspose; BackwardFilter: ConvWeightGrad.
+enum class ConvMode { Forward, BackwardData, BackwardFilter };
+
 class CudnnConvKernel : public GeneratedKernel {
  public:
-  CudnnConvKernel(DeviceContext* dc, bool transpose) : GeneratedKernel(dc), transpose_(transpose) {}
+  CudnnConvKernel(DeviceContext* dc, ConvMode mode)
+      : GeneratedKernel(dc), mode_(mode), transpose_(mode == ConvMode::BackwardData) {}
   ~CudnnConvKernel() override {
     for (auto d : {x_, y_, b_}) if (d) cudnnDestroyTensorDescriptor(d);
     if (w_) cudnnDestroyFilterDescriptor(w_);
     if (conv_) cudnnDestroyConvolutionDescriptor(conv_);
   }
   std::string implName() const override {
-    return transpose_ ? "cudnn:bwd-data" : prepad_ ? "nvrtc-pad+cudnn" : "cudnn";
+    const char* base = mode_ == ConvMode::BackwardData     ? "cudnn:bwd-data"
+                       : mode_ == ConvMode::BackwardFilter ? "cudnn:bwd-filter"
+                                                           : "cudnn";
+    return prepad_ ? std::string("nvrtc-pad+") + base : std::string(base);
   }
 
   // Zero-pads X (shape xs, begin pads pb, end pads pe per spatial dim) into a buffer of this
@@ -115,6 +123,14 @@ class CudnnConvKernel : public GeneratedKernel {
         return check(cudnnGetConvolutionForwardWorkspaceSize(dc_->dnn, x_, w_, conv_, y_, a, bytes),
                      "cudnnGetConvolutionForwardWorkspaceSize");
       }, &fwd_));
+    } else if (mode_ == ConvMode::BackwardFilter) {
+      cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      TANDEM_CUDA_RETURN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+          dc_->dnn, x_, y_, conv_, w_, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &found, perf));
+      TANDEM_RETURN_IF_ERROR(choose(perf, [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+        return check(cudnnGetConvolutionBackwardFilterWorkspaceSize(dc_->dnn, x_, y_, conv_, w_, a, bytes),
+                     "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+      }, &bwdFilter_));
     } else {
       cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
       TANDEM_CUDA_RETURN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dc_->dnn, w_, x_, conv_, y_,
@@ -147,7 +163,11 @@ class CudnnConvKernel : public GeneratedKernel {
       TANDEM_RETURN_IF_ERROR(launchGridStride(*dc_, fn(padFn_), padGeo_.n, args));
       x = padded_;
     }
-    if (!transpose_)
+    if (mode_ == ConvMode::BackwardFilter)
+      TANDEM_CUDA_RETURN(cudnnConvolutionBackwardFilter(dc_->dnn, &one, x_, x, y_, ins[1]->raw(), conv_,
+                                                        bwdFilter_, dc_->workspace, wsBytes_, &zero, w_,
+                                                        outs[0]->raw()));
+    else if (!transpose_)
       TANDEM_CUDA_RETURN(cudnnConvolutionForward(dc_->dnn, &one, x_, x, w_, ins[1]->raw(), conv_, fwd_,
                                                  dc_->workspace, wsBytes_, &zero, y_, outs[0]->raw()));
     else
@@ -159,6 +179,7 @@ class CudnnConvKernel : public GeneratedKernel {
   }
 
  private:
+  ConvMode mode_;
   bool transpose_;
   bool prepad_ = false;
   TdGeo padGeo_;
@@ -170,16 +191,20 @@ class CudnnConvKernel : public GeneratedKernel {
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnConvolutionFwdAlgo_t fwd_{};
   cudnnConvolutionBwdDataAlgo_t bwd_{};
+  cudnnConvolutionBwdFilterAlgo_t bwdFilter_{};
   bool chosen_ = false;
   size_t wsBytes_ = 0;  // this call's need; the shared workspace is at least this large
 };
 
 Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  bool transpose = ctx.opType == "ConvTranspose";
-  if (ctx.inputTypes.size() < 2) return Status::error(opLabel(ctx) + ": expects inputs X, W and optional B");
+  const bool filter = ctx.opType == "ConvWeightGrad";
+  const bool transpose = ctx.opType == "ConvTranspose";
+  if (ctx.inputTypes.size() < 2)
+    return Status::error(opLabel(ctx) + (filter ? ": expects inputs X and dY" : ": expects inputs X, W and optional B"));
+  // ConvWeightGrad: X, dY in, dW out, which take the places of a Conv's X, Y and W.
   const Shape& xs = ctx.inputTypes[0].shape;
-  const Shape& ws = ctx.inputTypes[1].shape;
-  const Shape& ys = ctx.outputTypes[0].shape;
+  const Shape& ws = filter ? ctx.outputTypes[0].shape : ctx.inputTypes[1].shape;
+  const Shape& ys = filter ? ctx.inputTypes[1].shape : ctx.outputTypes[0].shape;
   // X, W, Y of one rank, 3-5: cudaKernelRejects (KernelLimits.cpp) refused the rest.
   size_t ns = xs.size() - 2;
   int64_t group = ctx.attrs->getInt("group", 1);
@@ -210,8 +235,9 @@ Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
       for (size_t i = 0; i < ns; ++i) pb[i] = pads[i];
     }
   }
-  bool bias = ctx.inputTypes.size() > 2 && ctx.inputTypes[2].present();
-  auto k = std::make_unique<CudnnConvKernel>(ctx.cuda, transpose);
+  bool bias = !filter && ctx.inputTypes.size() > 2 && ctx.inputTypes[2].present();
+  auto k = std::make_unique<CudnnConvKernel>(
+      ctx.cuda, filter ? ConvMode::BackwardFilter : transpose ? ConvMode::BackwardData : ConvMode::Forward);
   Shape convIn = xs;
   if (!transpose && pb != pe) {
     TANDEM_RETURN_IF_ERROR(k->usePrepad(ctx, xs, pb, pe, &convIn));
@@ -227,6 +253,7 @@ Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
 void registerConvKernels(KernelRegistry& r) {
   addCuda(r, "Conv", "cudnn", createConv);
   addCuda(r, "ConvTranspose", "cudnn", createConv);
+  addCuda(r, "ConvWeightGrad", "cudnn", createConv);
 }
 
 }  // namespace cuda

@@ -85,6 +85,22 @@ DNN_STUB(cudnnConvolutionBackwardData,
           cudnnConvolutionBwdDataAlgo_t algo, void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
           const cudnnTensorDescriptor_t dxDesc, void* dx),
          (handle, alpha, wDesc, w, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dxDesc, dx))
+DNN_STUB(cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+         (cudnnHandle_t handle, const cudnnTensorDescriptor_t srcDesc, const cudnnTensorDescriptor_t diffDesc,
+          const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc,
+          const int requestedAlgoCount, int* returnedAlgoCount, cudnnConvolutionBwdFilterAlgoPerf_t* perfResults),
+         (handle, srcDesc, diffDesc, convDesc, gradDesc, requestedAlgoCount, returnedAlgoCount, perfResults))
+DNN_STUB(cudnnGetConvolutionBackwardFilterWorkspaceSize,
+         (cudnnHandle_t handle, const cudnnTensorDescriptor_t xDesc, const cudnnTensorDescriptor_t dyDesc,
+          const cudnnConvolutionDescriptor_t convDesc, const cudnnFilterDescriptor_t gradDesc,
+          cudnnConvolutionBwdFilterAlgo_t algo, size_t* sizeInBytes),
+         (handle, xDesc, dyDesc, convDesc, gradDesc, algo, sizeInBytes))
+DNN_STUB(cudnnConvolutionBackwardFilter,
+         (cudnnHandle_t handle, const void* alpha, const cudnnTensorDescriptor_t xDesc, const void* x,
+          const cudnnTensorDescriptor_t dyDesc, const void* dy, const cudnnConvolutionDescriptor_t convDesc,
+          cudnnConvolutionBwdFilterAlgo_t algo, void* workSpace, size_t workSpaceSizeInBytes, const void* beta,
+          const cudnnFilterDescriptor_t dwDesc, void* dw),
+         (handle, alpha, xDesc, x, dyDesc, dy, convDesc, algo, workSpace, workSpaceSizeInBytes, beta, dwDesc, dw))
 
 // Pooling.
 DNN_STUB(cudnnCreatePoolingDescriptor, (cudnnPoolingDescriptor_t* poolingDesc), (poolingDesc))

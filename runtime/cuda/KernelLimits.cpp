@@ -135,6 +135,25 @@ std::string cudaKernelRejects(const KernelContext& ctx) {
       return "the CUDA kernel takes 1-D to 3-D convolutions with X, W, Y of one rank";
     return "";
   }
+  if (op == "ConvWeightGrad" && ctx.inputTypes.size() == 2 && !ctx.outputTypes.empty()) {
+    // cuDNN derives dY's extent from X and the window: a shorter dY (ConvTranspose's weight
+    // gradient with output_padding >= strides) has no cuDNN form.
+    const Shape& x = ctx.inputTypes[0].shape;
+    const Shape& y = ctx.inputTypes[1].shape;
+    const size_t r = x.size(), sp = r - 2;
+    if (r < 3 || r > 5 || y.size() != r || ctx.outputTypes[0].shape.size() != r)
+      return "the CUDA kernel takes 1-D to 3-D convolutions";
+    const std::vector<int64_t> k = ctx.attrs->getInts("kernel_shape");
+    const std::vector<int64_t> s = ctx.attrs->getInts("strides", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> d = ctx.attrs->getInts("dilations", std::vector<int64_t>(sp, 1));
+    const std::vector<int64_t> p = ctx.attrs->getInts("pads", std::vector<int64_t>(2 * sp, 0));
+    if (k.size() != sp || s.size() != sp || d.size() != sp || p.size() != 2 * sp)
+      return "the CUDA kernel needs kernel_shape, strides, dilations and pads per spatial dim";
+    for (size_t i = 0; i < sp; ++i)
+      if ((x[2 + i] + p[i] + p[sp + i] - ((k[i] - 1) * d[i] + 1)) / s[i] + 1 != y[2 + i])
+        return "dY is shorter than the Conv output of X (cuDNN derives it)";
+    return "";
+  }
   if (op == "BatchNormalization" && ctx.attrs->getInt("training_mode", 0) != 0)
     return "the CUDA kernel is inference-only (training_mode=1)";
   // The CUDA Dropout draws the CPU kernel's Philox mask (runtime/cuda/Tensor.cpp); like the CPU

@@ -413,6 +413,7 @@ void registerCpuDnnlKernels(KernelRegistry& r) {
   r.setBlockedLayoutRule(dnnlcpu::isBlocked);
   dnnlcpu::registerDnnlConvKernels(r);
   dnnlcpu::registerDnnlMatMulKernels(r);
+  dnnlcpu::registerDnnlConvGradKernels(r);
   dnnlcpu::registerDnnlPoolKernels(r);
   dnnlcpu::registerDnnlNormKernels(r);
   dnnlcpu::registerDnnlEltwiseKernels(r);

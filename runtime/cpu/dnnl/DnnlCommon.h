@@ -377,6 +377,7 @@ KernelDef makeDef(std::string opType, std::function<bool(const KernelContext&)> 
 
 // Registration per op-category file; registerCpuDnnlKernels calls each.
 void registerDnnlConvKernels(KernelRegistry& r);      // DnnlConv.cpp: Conv, ConvTranspose
+void registerDnnlConvGradKernels(KernelRegistry& r);  // DnnlConvGrad.cpp: ConvWeightGrad (autodiff)
 void registerDnnlMatMulKernels(KernelRegistry& r);    // DnnlMatMul.cpp: Gemm, MatMul
 void registerDnnlPoolKernels(KernelRegistry& r);      // DnnlPool.cpp: Max/Avg/Global pools
 void registerDnnlNormKernels(KernelRegistry& r);      // DnnlNorm.cpp: BN, GN, IN, LN, (Log)Softmax

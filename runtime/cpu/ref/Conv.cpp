@@ -1,6 +1,6 @@
 // Reference convolution kernels: Conv-11 and ConvTranspose-11, N-D (any number of spatial dims),
 // groups, strides, dilations, explicit pads and auto_pad; ConvTranspose also output_padding and
-// output_shape. Col2Im-18 (N-D) and DeformConv-19 (2-D; the
+// output_shape. ConvWeightGrad (autodiff: a Conv's weight gradient). Col2Im-18 (N-D) and DeformConv-19 (2-D; the
 // columns' product through the AVX2 GEMM for f32 where it runs).
 #include <algorithm>
 
@@ -420,9 +420,85 @@ Status createDeformConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) 
   return makeKernel(out, std::move(fn));
 }
 
+// ---- ConvWeightGrad (autodiff) ----------------------------------------------------------------
+
+// dW[m, c, t] = sum_{n, p} dY[n, m, p] * X[n, g*Cg + c, tap(t, p)] over the Conv's tap table
+// (outputs iterated, bounded by the input): one job per (m, c), K accumulators.
+Status createConvWeightGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 2 || ctx.inputTypes[1].dtype != ctx.inputTypes[0].dtype)
+    return opError(ctx, "expects X and dY of one dtype");
+  const Shape& xs = ctx.inputTypes[0].shape;
+  const Shape& ys = ctx.inputTypes[1].shape;
+  const Shape& ws = ctx.outputTypes[0].shape;
+  if (xs.size() < 3 || ys.size() != xs.size() || ws.size() != xs.size() || ys[0] != xs[0])
+    return opError(ctx, "X " + shapeToString(xs) + ", dY " + shapeToString(ys) + " and dW " +
+                            shapeToString(ws) + " do not fit a Conv");
+  const size_t ns = xs.size() - 2;
+  ConvGeometry g;
+  g.group = ctx.attrs->getInt("group", 1);
+  g.N = xs[0];
+  g.C = xs[1];
+  g.M = ys[1];
+  g.inSpatial.assign(xs.begin() + 2, xs.end());
+  g.outSpatial.assign(ys.begin() + 2, ys.end());
+  TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "kernel_shape", ns, 1, &g.kernel));
+  TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "strides", ns, 1, &g.strides));
+  TANDEM_RETURN_IF_ERROR(intsAttr(ctx, "dilations", ns, 1, &g.dilations));
+  if (g.group < 1 || g.C % g.group || g.M % g.group || ws[0] != g.M || ws[1] * g.group != g.C ||
+      Shape(ws.begin() + 2, ws.end()) != Shape(g.kernel.begin(), g.kernel.end()))
+    return opError(ctx, "dW " + shapeToString(ws) + " is not [M, C/group, kernel_shape...]");
+  std::vector<int64_t> pb, pe;
+  TANDEM_RETURN_IF_ERROR(
+      windowBeginPads(ctx, g.inSpatial, g.outSpatial, g.kernel, g.strides, g.dilations, &pb, &pe));
+  auto table = std::make_shared<WindowTable>();
+  TANDEM_RETURN_IF_ERROR(windowTable(ctx, g.outSpatial, g.inSpatial, g.kernel, g.strides,
+                                     g.dilations, pb, table.get()));
+  const int threads = std::max(1, ctx.threads);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [g, table, threads](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      const T* dY = in[1]->data<T>();
+      T* dW = outs[0]->data<T>();
+      const int64_t Pin = numElements(g.inSpatial), Pout = numElements(g.outSpatial);
+      const int64_t K = numElements(g.kernel);
+      const int64_t Cg = g.C / g.group, Mg = g.M / g.group;
+      const int32_t* tab = table->data();
+      const int64_t jobs = g.M * Cg;
+#pragma omp parallel num_threads(threads) if (jobs * g.N * Pout * K > 32768)
+      {
+        std::vector<AccOf<T>> acc(K);
+#pragma omp for schedule(static)
+        for (int64_t job = 0; job < jobs; ++job) {
+          const int64_t m = job / Cg, c = job % Cg, grp = m / Mg;
+          std::fill(acc.begin(), acc.end(), AccOf<T>(0));
+          for (int64_t n = 0; n < g.N; ++n) {
+            const T* x = X + (n * g.C + grp * Cg + c) * Pin;
+            const T* dy = dY + (n * g.M + m) * Pout;
+            for (int64_t kk = 0; kk < K; ++kk) {
+              const int32_t* t = tab + kk * Pout;
+              AccOf<T> sum = 0;
+              for (int64_t p = 0; p < Pout; ++p)
+                if (t[p] >= 0) sum += AccOf<T>(dy[p]) * AccOf<T>(x[t[p]]);
+              acc[kk] += sum;
+            }
+          }
+          T* w = dW + (m * Cg + c) * K;
+          for (int64_t kk = 0; kk < K; ++kk) w[kk] = T(acc[kk]);
+        }
+      }
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
 }  // namespace
 
 void registerConvKernels(KernelRegistry& r) {
+  addRef(r, "ConvWeightGrad", acceptsAllSame(floatTypes()), "f32,f64", createConvWeightGrad);
   addRef(r, "Conv", acceptsFloatConv(), "f32,f64", createConv);
   addRef(r, "ConvTranspose", acceptsFloatConv(), "f32,f64", createConvTranspose);
   addRef(r, "DeformConv", acceptsAllSame(floatTypes()), "f32,f64", createDeformConv);

@@ -1335,6 +1335,42 @@ const std::map<std::string, OpEntry>& opTable() {
                  }
                }};
     }
+    // ConvWeightGrad (autodiff; cuDNN's backward filter): X and dY of a Conv with explicit,
+    // possibly asymmetric pads (X zero-padded first, as the Conv's kernel does).
+    m["ConvWeightGrad"] = {Tol{0, 1e-5}, "N * output products per weight summed in another order: atol per case",
+                           [](Gen& g, const Tol&, std::vector<OpCase>* out) {
+                             for (int k = 0; k < 12; ++k) {
+                               int64_t ns = g.uniform(1, 3);
+                               int64_t group = g.pick<int64_t>({1, 1, 2, 3});
+                               int64_t cin = group * g.pick<int64_t>({1, 2, 3}), cout = group * g.pick<int64_t>({1, 2, 4});
+                               Shape xs = {g.pick<int64_t>({1, 2, 4}), cin}, ys = {xs[0], cout};
+                               Shape ws = {cout, cin / group};
+                               std::vector<int64_t> kernel, strides, dil, pb, pe;
+                               int64_t red = xs[0];
+                               for (int64_t d = 0; d < ns; ++d) {
+                                 int64_t kk = g.pick<int64_t>({1, 2, 3, 5}), st = g.pick<int64_t>({1, 1, 2, 3}),
+                                         dl = g.pick<int64_t>({1, 1, 2});
+                                 int64_t in = g.pick<int64_t>({5, 8, 17, 31});
+                                 if (ns == 3) in = std::min<int64_t>(in, 8);
+                                 int64_t b = g.uniform(0, kk - 1), e = g.coin(0.7) ? b : g.uniform(0, kk - 1);
+                                 if (in + b + e < (kk - 1) * dl + 1) in = (kk - 1) * dl + 1;
+                                 const int64_t o = (in + b + e - ((kk - 1) * dl + 1)) / st + 1;
+                                 xs.push_back(in), ys.push_back(o), ws.push_back(kk), red *= o;
+                                 kernel.push_back(kk), strides.push_back(st), dil.push_back(dl), pb.push_back(b), pe.push_back(e);
+                               }
+                               std::vector<int64_t> pads = pb;
+                               pads.insert(pads.end(), pe.begin(), pe.end());
+                               OpCase c{shapeToString(xs) + ", dY " + shapeToString(ys) + " -> " + shapeToString(ws),
+                                        "ConvWeightGrad", {}, {g.f32(xs, -1, 1), g.f32(ys, -1, 1)}, {}, {f32t(ws)},
+                                        accumulation(red, 1.0, 1e-5)};
+                               c.attrs.set("kernel_shape", Attr::ofInts(kernel));
+                               c.attrs.set("strides", Attr::ofInts(strides));
+                               c.attrs.set("dilations", Attr::ofInts(dil));
+                               c.attrs.set("pads", Attr::ofInts(pads));
+                               c.attrs.set("group", Attr::ofInt(group));
+                               out->push_back(std::move(c));
+                             }
+                           }};
     for (const char* op : {"MaxPool", "AveragePool"}) {
       std::string name = op;
       bool isMax = name == "MaxPool";

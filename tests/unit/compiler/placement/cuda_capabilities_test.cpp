@@ -83,6 +83,7 @@ TEST(CudaCapabilities, HostOnlyOpsStayOnTheCpu) {
 TEST(CudaCapabilities, TrainingLossAndPoolGradientRunOnCuda) {
   EXPECT_TRUE(deviceKindSupports("cuda", "MaxPoolGrad", {DType::F32, DType::F32}));
   EXPECT_FALSE(deviceKindSupports("cuda", "MaxPoolGrad", {DType::F64, DType::F64}));
+  EXPECT_TRUE(deviceKindSupports("cuda", "ConvWeightGrad", {DType::F32, DType::F32}));
   for (DType l : {DType::I64, DType::I32}) {
     EXPECT_TRUE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLoss", {DType::F32, l}));
     EXPECT_TRUE(deviceKindSupports("cuda", "SoftmaxCrossEntropyLoss", {DType::F32, l, DType::F32}));

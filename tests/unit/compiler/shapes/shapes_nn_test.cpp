@@ -228,6 +228,32 @@ TEST(BatchNormalizationGrad, ShapesAndErrors) {
                  "dY");
 }
 
+// ConvWeightGrad (autodiff): dW [M, C/group, kernel_shape...] from X and dY; dY at most the
+// Conv's output extent (ConvTranspose's weight gradient keeps fewer rows).
+TEST(ConvWeightGrad, ShapesAndErrors) {
+  auto attrs = [](std::vector<int64_t> k, std::vector<int64_t> s, std::vector<int64_t> p, int64_t g) {
+    return Attrs({Is("kernel_shape", k), Is("strides", s), Is("pads", p), I("group", g)});
+  };
+  auto r = infer("ConvWeightGrad", {F32({8, 32, 26, 26}), F32({8, 64, 24, 24})}, attrs({3, 3}, {1, 1}, {0, 0, 0, 0}, 1));
+  ASSERT_EQ(r.err, "");
+  EXPECT_EQ(r.dims(0), (Dims{64, 32, 3, 3}));
+  EXPECT_EQ(r.dtype(0), DType::F32);
+  r = infer("ConvWeightGrad", {F64({U, 4, 9, 8}), F64({U, 6, 5, 4})}, attrs({3, 2}, {2, 2}, {1, 0, 1, 1}, 2));
+  ASSERT_EQ(r.err, "");
+  EXPECT_EQ(r.dims(0), (Dims{6, 2, 3, 2}));
+  EXPECT_EQ(r.dtype(0), DType::F64);
+  EXPECT_EQ(infer("ConvWeightGrad", {F32({1, 2, 7}), F32({1, 3, 2})}, attrs({3}, {2}, {0, 0}, 1)).err, "");
+  EXPECT_ERR_HAS(infer("ConvWeightGrad", {F32({1, 2, 7}), F32({1, 3, 4})}, attrs({3}, {2}, {0, 0}, 1)),
+                 "does not fit the Conv output of X");
+  EXPECT_ERR_HAS(infer("ConvWeightGrad", {F32({1, 3, 7}), F32({1, 4, 5})}, attrs({3}, {1}, {0, 0}, 2)),
+                 "not a multiple of group 2");
+  EXPECT_ERR_HAS(infer("ConvWeightGrad", {F32({1, 2, 7}), F32({2, 3, 5})}, attrs({3}, {1}, {0, 0}, 1)),
+                 "differ in batch");
+  EXPECT_ERR_HAS(infer("ConvWeightGrad", {F32({1, 2, 7, 7}), F32({1, 3, 5, 5})}, attrs({3}, {1}, {0, 0}, 1)),
+                 "kernel_shape");
+  EXPECT_ERR_HAS(infer("ConvWeightGrad", {F32({1, 2, 7}), F64({1, 3, 5})}, attrs({3}, {1}, {0, 0}, 1)), "dY");
+}
+
 TEST(IntegerConv, ConvIntegerAndQLinearConv) {
   const OperandInfo x = T(DType::U8, {1, 2, 5, 5}), w = T(DType::I8, {4, 1, 3, 3});
   EXPECT_SHAPE(infer("ConvInteger", {x, w}, Attrs({I("group", 2), Is("pads", {1, 1, 1, 1})})),
