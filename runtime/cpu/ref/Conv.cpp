@@ -70,15 +70,21 @@ Status readGeometry(const KernelContext& ctx, bool transpose, ConvGeometry* g) {
 
 // ---- Conv ----------------------------------------------------------------------------------
 
-Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
-  ConvGeometry g;
-  TANDEM_RETURN_IF_ERROR(readGeometry(ctx, false, &g));
+// The Conv's taps (outputs iterated, bounded by the input), with its begin pads from pads or
+// auto_pad: shared by Conv and ConvWeightGrad.
+Status convTapTable(const KernelContext& ctx, const ConvGeometry& g, std::shared_ptr<WindowTable>* table) {
   std::vector<int64_t> pb, pe;
   TANDEM_RETURN_IF_ERROR(
       windowBeginPads(ctx, g.inSpatial, g.outSpatial, g.kernel, g.strides, g.dilations, &pb, &pe));
-  auto table = std::make_shared<WindowTable>();
-  TANDEM_RETURN_IF_ERROR(windowTable(ctx, g.outSpatial, g.inSpatial, g.kernel, g.strides,
-                                     g.dilations, pb, table.get()));
+  *table = std::make_shared<WindowTable>();
+  return windowTable(ctx, g.outSpatial, g.inSpatial, g.kernel, g.strides, g.dilations, pb, table->get());
+}
+
+Status createConv(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  ConvGeometry g;
+  TANDEM_RETURN_IF_ERROR(readGeometry(ctx, false, &g));
+  std::shared_ptr<WindowTable> table;
+  TANDEM_RETURN_IF_ERROR(convTapTable(ctx, g, &table));
   const int threads = std::max(1, ctx.threads);
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
@@ -447,12 +453,8 @@ Status createConvWeightGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* o
   if (g.group < 1 || g.C % g.group || g.M % g.group || ws[0] != g.M || ws[1] * g.group != g.C ||
       Shape(ws.begin() + 2, ws.end()) != Shape(g.kernel.begin(), g.kernel.end()))
     return opError(ctx, "dW " + shapeToString(ws) + " is not [M, C/group, kernel_shape...]");
-  std::vector<int64_t> pb, pe;
-  TANDEM_RETURN_IF_ERROR(
-      windowBeginPads(ctx, g.inSpatial, g.outSpatial, g.kernel, g.strides, g.dilations, &pb, &pe));
-  auto table = std::make_shared<WindowTable>();
-  TANDEM_RETURN_IF_ERROR(windowTable(ctx, g.outSpatial, g.inSpatial, g.kernel, g.strides,
-                                     g.dilations, pb, table.get()));
+  std::shared_ptr<WindowTable> table;
+  TANDEM_RETURN_IF_ERROR(convTapTable(ctx, g, &table));
   const int threads = std::max(1, ctx.threads);
   RunFn fn;
   dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
