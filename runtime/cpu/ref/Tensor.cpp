@@ -6,6 +6,8 @@
 #include "runtime/Half.h"
 #include "runtime/cpu/avx2/HalfConvert.h"
 #include "runtime/Philox.h"
+#include "runtime/cpu/avx2/Dropout.h"
+#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -50,6 +52,9 @@ template <typename T>
 void dropoutTraining(const DropoutMask& m, double ratio, int64_t n, int threads, const T* x, T* y,
                      bool* mask) {
   const T scale = T(1.0 / (1.0 - ratio));
+  if constexpr (std::is_same_v<T, float>) {
+    if (avx2::available()) return avx2::dropoutF32(m, scale, n, threads, x, y, mask);
+  }
   const int64_t blocks = (n + 3) / 4;
 #pragma omp parallel for num_threads(threads) if (n > 65536) schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {

@@ -1,8 +1,12 @@
 // Tests of Philox4x32-10 (runtime/Philox.h) against Random123's known-answer vectors, and of the
-// dropout mask drawn from it: thresholds, independence of the blocks' order.
+// dropout mask drawn from it: thresholds, independence of the blocks' order, the AVX2 kernel.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "runtime/Philox.h"
+#include "runtime/cpu/avx2/Dropout.h"
+#include "runtime/cpu/avx2/Sgemm.h"
 
 namespace tandem {
 namespace {
@@ -55,6 +59,36 @@ TEST(DropoutMask, FractionKeptIsOneMinusRatio) {
   for (int64_t i = 0; i < n; ++i) kept += m.keep(i);
   // 280000 expected; the standard deviation is sqrt(n * 0.3 * 0.7) ~ 290.
   EXPECT_NEAR((double)kept, 0.7 * n, 5 * 290.0);
+}
+
+// The AVX2 kernel draws DropoutMask::keep bit for bit and scales the kept elements: sizes with
+// and without a tail, one and two threads (the threaded split above 65536 elements), in place.
+TEST(DropoutMask, Avx2KernelIsTheScalarMask) {
+  if (!avx2::available()) GTEST_SKIP() << "no AVX2 (or TANDEM_MAX_CPU_ISA caps below it)";
+  DropoutMask m;
+  m.seed = 0x0123456789abcdefull;
+  m.stream = 99;
+  m.step = 3;
+  m.threshold = DropoutMask::thresholdFor(0.3);
+  for (int64_t n : {int64_t(1), int64_t(31), int64_t(32), int64_t(1000), int64_t(70001)})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("n " + std::to_string(n) + ", threads " + std::to_string(threads));
+      std::vector<float> x((size_t)n), y((size_t)n);
+      for (int64_t i = 0; i < n; ++i) x[i] = 1.f + (float)(i % 7);
+      std::vector<char> mask((size_t)n, 2);
+      avx2::dropoutF32(m, 2.f, n, threads, x.data(), y.data(), reinterpret_cast<bool*>(mask.data()));
+      int64_t wrong = 0, kept = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const bool keep = m.keep((uint64_t)i);
+        kept += keep;
+        wrong += mask[i] != (keep ? 1 : 0) || y[i] != (keep ? 2.f * x[i] : 0.f);
+      }
+      EXPECT_EQ(wrong, 0);
+      if (n > 1000) EXPECT_NEAR((double)kept / (double)n, 0.7, 0.01);
+      std::vector<float> z = x;  // in place, no mask
+      avx2::dropoutF32(m, 2.f, n, threads, z.data(), z.data(), nullptr);
+      EXPECT_EQ(z, y);
+    }
 }
 
 }  // namespace
