@@ -43,6 +43,10 @@ void replaceByConstant(mlir::RewriterBase& rewriter, mlir::Operation* op, const 
 
 }  // namespace
 
+bool isConstantOrNone(mlir::Value v) {
+  return v.getDefiningOp<ConstantOp>() || v.getDefiningOp<NoneOp>();
+}
+
 bool foldShapeOp(mlir::RewriterBase& rewriter, mlir::Operation* op,
                  llvm::SmallVectorImpl<mlir::Value>* replacement) {
   std::vector<int64_t> dims;

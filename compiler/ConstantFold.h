@@ -13,6 +13,10 @@
 
 namespace tandem {
 
+/// Whether `v` is made by a tandem.constant or tandem.none: an operand folding may read (an
+/// absent optional operand counts).
+bool isConstantOrNone(mlir::Value v);
+
 /// Replaces ONNX Shape-15 `op` (start/end attributes clamped as the spec says) by an i64
 /// tandem.constant when its input's shape is static; `replacement` (optional) gets the new
 /// value. Returns false, IR untouched, when the shape is not static.

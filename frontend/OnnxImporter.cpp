@@ -774,8 +774,7 @@ void OnnxImporter::foldEarly(mlir::Operation* op, const std::string& type,
   // the quantized weights of a QDQ convolution from --tandem-fuse-qdq (canonicalize, after it,
   // folds the DequantizeLinears it leaves).
   if (op->getNumOperands() == 0 || type == "DequantizeLinear") return;
-  for (mlir::Value v : op->getOperands())
-    if (!v.getDefiningOp<ConstantOp>() && !v.getDefiningOp<NoneOp>()) return;
+  if (!llvm::all_of(op->getOperands(), isConstantOrNone)) return;
   // Nor an op reading a float tensor larger than any shape function reads: a weight, such as
   // a position embedding gathered by constant ids (PyTorch's pos(arange(T))). Folded here, the
   // initializer would vanish from the graph and not train (compiler/training); canonicalize

@@ -24,10 +24,6 @@ namespace tandem {
 namespace tandem {
 namespace {
 
-bool isConstantOrNone(mlir::Value v) {
-  return v.getDefiningOp<ConstantOp>() || v.getDefiningOp<NoneOp>();
-}
-
 // Dropout is an identity at inference: training_mode absent or a constant false.
 bool isInferenceDropout(mlir::Operation* op) {
   if (op->getNumOperands() < 3 || op->getOperand(2).getDefiningOp<NoneOp>()) return true;

@@ -106,7 +106,6 @@ void setResults(mlir::func::FuncOp main, mlir::func::ReturnOp ret,
 // is touched.
 mlir::LogicalResult foldShapeComputations(mlir::Block& body) {
   mlir::IRRewriter rewriter(body.getParentOp()->getContext());
-  auto constant = [](mlir::Value v) { return v.getDefiningOp<ConstantOp>() || v.getDefiningOp<NoneOp>(); };
   auto integerResults = [](mlir::Operation* op) {
     return llvm::all_of(op->getResultTypes(), [](mlir::Type t) {
       auto rt = llvm::dyn_cast<mlir::RankedTensorType>(t);
@@ -120,7 +119,7 @@ mlir::LogicalResult foldShapeComputations(mlir::Block& body) {
     const std::string type = onnxOpType(&op);
     if (type == "Shape" && foldShapeOp(rewriter, &op)) continue;
     if (type == "Gather" && foldGatherOfShape(rewriter, &op)) continue;
-    if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), constant) && integerResults(&op) &&
+    if (op.getNumOperands() > 0 && llvm::all_of(op.getOperands(), isConstantOrNone) && integerResults(&op) &&
         type != "Dropout" && mlir::failed(foldWithCpuKernel(rewriter, &op, type, 1 << 16, "training")))
       return mlir::failure();
   }
