@@ -303,7 +303,15 @@ Status KernelTuner::measure(DeviceBackend& backend, const KernelContext& ctx,
     std::unique_ptr<Kernel> k;
     Status st = createCandidate(backend, ctx, v, &k);
     if (st.isOk()) st = k->prepare();
-    if (st.isOk()) st = backend.launch(*k, ins, outs);  // warm-up: caches, pages, OpenMP pool
+    // Each launch is waited for: a host device with a worker queue of its own (a second "cpu:1")
+    // runs it asynchronously, so the time is the run's, and no queued run outlives the
+    // candidates create() drops.
+    auto launchAndWait = [&] {
+      Status s = backend.launch(*k, ins, outs);
+      Status done = backend.synchronize();
+      return s.isOk() ? done : s;
+    };
+    if (st.isOk()) st = launchAndWait();  // warm-up: caches, pages, OpenMP pool
     std::vector<double> times;
     auto start = Clock::now();
     while (st.isOk() && ((int)times.size() < kMinRuns ||
@@ -311,7 +319,7 @@ Status KernelTuner::measure(DeviceBackend& backend, const KernelContext& ctx,
                           std::chrono::duration<double>(Clock::now() - start).count() < kBudgetSeconds))) {
       settleCaches();
       auto t0 = Clock::now();
-      st = backend.launch(*k, ins, outs);
+      st = launchAndWait();
       times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     }
     if (!st.isOk()) {
