@@ -150,8 +150,9 @@ for m in $models; do
   # The PyTorch peers' map from ONNX initializers to this weights file (torch has no onnx there).
   if [ "$m" = resnet18 ] || [ "$m" = mnist_cnn ]; then
     py=python3
-    python3 -c 'import onnx' 2>/dev/null || py=/usr/bin/python3  # Debian's python3-onnx
-    if "$py" -c 'import onnx' 2>/dev/null; then
+    # libonnx-testdata's test data alone makes 'onnx' a namespace package: ask for what is used.
+    python3 -c 'import onnx.numpy_helper' 2>/dev/null || py=/usr/bin/python3  # Debian's python3-onnx
+    if "$py" -c 'import onnx.numpy_helper' 2>/dev/null; then
       "$py" scripts/kit/torch_peers.py index "$dir" "$stage/plans/$m/$m.weights" "$stage/plans/$m/torch.json" >/dev/null ||
         { echo "gpu-kit.sh: torch_peers.py index $m failed" >&2; exit 1; }
     else
