@@ -60,6 +60,14 @@ struct CompileOptions {
     /// PyTorch) but is not a cross-entropy: -mean(logit of the label), unbounded below.
     enum class Loss { CrossEntropy, Nll };
     Loss loss = Loss::CrossEntropy;
+    /// The axis of result 0 that holds the classes. Result 0 is [N, C] (one label per sample,
+    /// labels i64 [N]) or of rank r > 2 with the classes on this axis and the labels the
+    /// other dims: -1 (the default, the last axis) for a language model's [N, T, V] (one
+    /// label per position, labels [N, T]: PyTorch's cross_entropy(logits.view(-1, V),
+    /// targets.view(-1))), 1 for an image segmenter's [N, C, H, W] (labels [N, H, W]: PyTorch's
+    /// CrossEntropyLoss on [N, C, d...]). The loss is the mean over every label. Negative
+    /// values count from the end; it must name an axis in [1, r) (buildLoss's error otherwise).
+    int classAxis = -1;
     /// torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW.
     enum class Optimizer { Sgd, Adam, AdamW };
     Optimizer optimizer = Optimizer::Adam;
@@ -121,8 +129,8 @@ struct CompileOptions {
     /// way (TrainingGraph.h).
     bool batchNormInTraining = true;
     /// Training metrics accumulated in the step itself, as state after `step`: `metric.loss_sum`
-    /// (the sum of the step losses) and `metric.correct` (how many samples' argmax over the
-    /// logits is their label), f32 [] each (TrainingGraph.h). With residentState they are
+    /// (the sum of the step losses) and `metric.correct` (how many labels the argmax over the
+    /// logits' class axis hits: one per sample, or one per position for classAxis), f32 [] each (TrainingGraph.h). With residentState they are
     /// variables on the loss's device that the Trainer reads every N steps and zeroes at an
     /// epoch's start, so no step has to send anything back (Keras's compiled metrics).
     bool metrics = false;

@@ -191,17 +191,17 @@ bool dataSetLess(const std::string& a, const std::string& b) {
 
 Status validateDataset(const LabelledDataset& d, const DatasetOptions& o,
                        const std::string& source) {
-  const int64_t per = d.sampleSize();
+  const int64_t per = d.sampleSize(), perLabel = d.labelSize();
   const size_t values = d.dtype == DType::I64 ? d.integerSamples.size() : d.samples.size();
   const size_t other = d.dtype == DType::I64 ? d.samples.size() : d.integerSamples.size();
-  if (d.count < 0 || per < 0 || (int64_t)d.labels.size() != d.count ||
+  if (d.count < 0 || per < 0 || perLabel < 1 || (int64_t)d.labels.size() != d.count * perLabel ||
       (int64_t)values != d.count * per || other != 0 ||
       (d.dtype != DType::F32 && d.dtype != DType::I64))
     return Status::error(source + ": " + std::to_string(values) + " " + dtypeName(d.dtype) +
                          " sample values and " +
                          std::to_string(d.labels.size()) + " labels for " +
                          std::to_string(d.count) + " samples of shape " +
-                         shapeToString(d.sampleShape));
+                         shapeToString(d.sampleShape) + " with labels " + shapeToString(d.labelShape));
   for (int64_t i = 0; i < (int64_t)d.samples.size(); ++i)
     if (!std::isfinite(d.samples[i]))
       return Status::error(source + ": sample " + std::to_string(i / per) + " element " +
@@ -210,7 +210,7 @@ Status validateDataset(const LabelledDataset& d, const DatasetOptions& o,
                             : d.samples[i] > 0       ? "inf"
                                                      : "-inf"));
   if (o.numClasses > 0)
-    for (int64_t i = 0; i < d.count; ++i)
+    for (int64_t i = 0; i < (int64_t)d.labels.size(); ++i)
       if (d.labels[i] < 0 || d.labels[i] >= o.numClasses)
         return Status::error(source + ": label " + std::to_string(i) + " is " +
                              std::to_string(d.labels[i]) + ", outside [0, " +
@@ -280,20 +280,24 @@ Status loadOnnxDataSets(const std::string& dir, LabelledDataset* out, const Data
     TANDEM_RETURN_IF_ERROR(readTensorFile(base + "/input_1.pb", &y));
     if (x.rank() < 1)
       return Status::error(base + "/input_0.pb: samples must be [n, ...], are a scalar");
-    const bool labelShapeOk =
-        (y.rank() == 1 || (y.rank() == 2 && y.dim(1) == 1)) && y.dim(0) == x.dim(0);
-    if (!labelShapeOk)
+    if (y.rank() < 1 || y.dim(0) != x.dim(0))
       return Status::error(base + "/input_1.pb: labels " + shapeToString(y.shape()) +
                            " for samples " + shapeToString(x.shape()) + " (want [" +
-                           std::to_string(x.dim(0)) + "] or [" + std::to_string(x.dim(0)) +
-                           ", 1])");
+                           std::to_string(x.dim(0)) + "], [" + std::to_string(x.dim(0)) +
+                           ", 1] or [" + std::to_string(x.dim(0)) + ", d...])");
     Shape sampleShape(x.shape().begin() + 1, x.shape().end());
+    // [n, 1] is one label a sample, as [n] (a column of class ids).
+    Shape labelShape = y.rank() == 2 && y.dim(1) == 1 ? Shape{} : Shape(y.shape().begin() + 1, y.shape().end());
     if (firstSet.empty()) {
       firstSet = s;
       d.sampleShape = sampleShape;
+      d.labelShape = labelShape;
     } else if (sampleShape != d.sampleShape) {
       return Status::error(base + "/input_0.pb: samples of shape " + shapeToString(sampleShape) +
                            ", but " + firstSet + "'s are " + shapeToString(d.sampleShape));
+    } else if (labelShape != d.labelShape) {
+      return Status::error(base + "/input_1.pb: labels of shape " + shapeToString(labelShape) +
+                           " a sample, but " + firstSet + "'s are " + shapeToString(d.labelShape));
     }
     if (o.sampleDtype == DType::I64)
       TANDEM_RETURN_IF_ERROR(appendIntegers(x, base + "/input_0.pb", "samples (the model takes integers)",

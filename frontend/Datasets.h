@@ -12,16 +12,19 @@ namespace tandem {
 
 /// `count` samples of shape `sampleShape` and their i64 labels, row-major and contiguous: the
 /// samples are [count, sampleShape...] (`samples` for dtype F32, `integerSamples` for I64, e.g.
-/// token ids; the other vector is empty), labels is [count].
+/// token ids; the other vector is empty), labels is [count, labelShape...] (labelShape [] : one
+/// class a sample; [T]: one a position, e.g. a language model's next tokens).
 struct LabelledDataset {
   int64_t count = 0;
   Shape sampleShape;            // one sample's dims, e.g. [28, 28] (IDX) or [1, 28, 28]
   DType dtype = DType::F32;     // F32 or I64
   std::vector<float> samples;   // count * sampleSize() values (F32)
   std::vector<int64_t> integerSamples;  // count * sampleSize() values (I64)
-  std::vector<int64_t> labels;  // count values
+  Shape labelShape;             // one sample's labels; [] = one label
+  std::vector<int64_t> labels;  // count * labelSize() values
   /// Elements per sample (the product of sampleShape; 1 for a scalar sample).
   int64_t sampleSize() const { return numElements(sampleShape); }
+  int64_t labelSize() const { return numElements(labelShape); }
   const float* sample(int64_t i) const { return samples.data() + i * sampleSize(); }
   /// The samples' first byte, of whichever dtype.
   const void* data() const {
@@ -63,12 +66,13 @@ Status loadIdxDataset(const std::string& dir, const std::string& prefix, Labelle
 /// Reads ONNX backend-test data sets: every DIR/test_data_set_<k>/ with input_0.pb the samples
 /// [n, ...] (f32, f64, f16 or an integer type, converted to f32 unscaled; with
 /// o.sampleDtype I64 an integer type, kept as i64) and input_1.pb the
-/// labels [n] or [n, 1] (any integer type, converted to i64), concatenated in order of k
+/// labels [n] or [n, 1] (one a sample) or [n, d...] (one a position: labelShape [d...]; any
+/// integer type, converted to i64), concatenated in order of k
 /// (numerically when k is a number, so _2 precedes _10; by name otherwise). Then validateDataset.
 /// Errors: DIR with no test_data_set_* directory, a missing or unreadable .pb, float labels,
 /// non-integer samples for I64,
-/// sample and label counts that differ within a set, sample dims that differ between sets
-/// (both sets named).
+/// sample and label counts that differ within a set, sample or label dims that differ between
+/// sets (both sets named).
 Status loadOnnxDataSets(const std::string& dir, LabelledDataset* out, const DatasetOptions& o = {});
 
 /// The sample order of `epoch` (0-based): a permutation of [0, count) that depends only on

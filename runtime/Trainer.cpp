@@ -29,30 +29,40 @@ std::string lossNotFinite(float loss, int64_t firstStep, int64_t lastStep, const
          (checkpointDir.empty() ? "" : "; the last checkpoint in " + checkpointDir + " is intact");
 }
 
-// A sample of `s` into `out` (its bytes), with its label.
+// A sample of `s` into `out` (its bytes), with its labels (numElements(s.labelShape) of them).
 Status fetchSample(const SampleSource& s, int64_t i, void* out, int64_t* label) {
   const size_t bytes = (size_t)numElements(s.sampleShape) * dtypeSize(s.dtype);
   if (s.samples) {
+    const int64_t l = numElements(s.labelShape);
     std::memcpy(out, static_cast<const char*>(s.samples) + (size_t)i * bytes, bytes);
-    *label = s.labels[i];
+    std::memcpy(label, s.labels + i * l, (size_t)l * sizeof(int64_t));
     return Status::ok();
   }
   return s.fetch(i, out, label);
 }
 
+std::string labelOutside(const std::string& what, int64_t sample, int64_t perSample, int64_t at, int64_t label,
+                         int64_t classes) {
+  return what + ": sample " + std::to_string(sample) +
+         (perSample > 1 ? " label " + std::to_string(at) + " is " : std::string(" has label ")) +
+         std::to_string(label) + ", outside [0, " + std::to_string(classes) + ") (the model has " + std::to_string(classes) +
+         " classes)";
+}
+
 }  // namespace
 
 Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
-                       std::unique_ptr<Trainer>* out) {
+                       std::unique_ptr<Trainer>* out, int classAxis) {
   if (!step || !forward) return Status::error("Trainer: a step plan and a forward plan are needed");
   if (step->variableNames().empty())
     return Status::error("Trainer: the step plan has no variables (compile it with "
                          "CompileOptions::Training::residentState)");
   const auto& in = step->inputTypes();
   if (in.size() != 2 || dtypeSize(in[0].dtype) == 0 || in[0].dtype == DType::Bool ||
-      in[0].shape.empty() || in[1].dtype != DType::I64 || in[1].shape != Shape{in[0].shape[0]})
+      in[0].shape.empty() || in[1].dtype != DType::I64 || in[1].shape.empty() ||
+      in[1].shape[0] != in[0].shape[0])
     return Status::error("Trainer: the step plan must take (samples [B, ...] of a numeric dtype, "
-                         "labels i64 [B]), it takes " + std::to_string(in.size()) + " inputs");
+                         "labels i64 [B, ...]), it takes " + std::to_string(in.size()) + " inputs");
   // With the metric variables the step returns nothing (the loss is summed into one).
   bool metricVars[2] = {false, false};
   for (size_t k = 0; k < step->variableNames().size(); ++k) {
@@ -70,9 +80,26 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
                                                             shapeToString(step->outputTypes()[0].shape)));
   const auto& fin = forward->inputTypes();
   const auto& fout = forward->outputTypes();
-  if (fin.empty() || fout.empty() || fout[0].dtype != DType::F32 || fout[0].shape.size() != 2 ||
+  if (fin.empty() || fout.empty() || fout[0].dtype != DType::F32 || fout[0].shape.size() < 2 ||
       fin[0].shape.empty() || fout[0].shape[0] != fin[0].shape[0])
-    return Status::error("Trainer: the forward plan must map samples [E, ...] to logits f32 [E, C]");
+    return Status::error("Trainer: the forward plan must map samples [E, ...] to logits f32 [E, C] "
+                         "(or [E, d..., C] with labels [E, d...])");
+  // The logits without the class axis must be the step's labels: [E, d...] against [B, d...].
+  const int rank = (int)fout[0].shape.size();
+  const int axis = classAxis < 0 ? rank + classAxis : classAxis;
+  if (axis < 1 || axis >= rank)
+    return Status::error("Trainer: class axis " + std::to_string(classAxis) + " is not an axis of the logits " +
+                         shapeToString(fout[0].shape) + " after the batch");
+  Shape labelShape;
+  int64_t outer = 1, inner = 1;
+  for (int d = 1; d < rank; ++d) {
+    if (d == axis) continue;
+    labelShape.push_back(fout[0].shape[d]);
+    (d < axis ? outer : inner) *= fout[0].shape[d];
+  }
+  if (labelShape != withoutBatch(in[1].shape))
+    return Status::error("Trainer: the forward plan's logits " + shapeToString(fout[0].shape) + " (class axis " +
+                         std::to_string(axis) + ") do not match the step's labels " + shapeToString(in[1].shape));
   if (withoutBatch(fin[0].shape) != withoutBatch(in[0].shape) || fin[0].dtype != in[0].dtype)
     return Status::error(std::string("Trainer: the forward plan's samples are ") + dtypeName(fin[0].dtype) +
                          shapeToString(fin[0].shape) + ", the step's " + dtypeName(in[0].dtype) +
@@ -95,7 +122,11 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
   t->sampleDtype_ = in[0].dtype;
   t->batch_ = in[0].shape[0];
   t->evalBatch_ = fin[0].shape[0];
-  t->classes_ = fout[0].shape[1];
+  t->classes_ = fout[0].shape[axis];
+  t->labelShape_ = labelShape;
+  t->labelsPerSample_ = outer * inner;
+  t->outer_ = outer;
+  t->inner_ = inner;
   t->step_plan_ = std::move(step);
   t->forward_ = std::move(forward);
   *out = std::move(t);
@@ -116,12 +147,15 @@ Status Trainer::checkLabels(const SampleSource& s, const std::string& what) cons
   if (numElements(s.sampleShape) != numElements(sampleShape_))
     return Status::error(what + ": samples are " + shapeToString(s.sampleShape) + ", the model takes " +
                          shapeToString(sampleShape_));
+  if (s.labelShape != labelShape_)
+    return Status::error(what + ": a sample's labels are " + shapeToString(s.labelShape) +
+                         ", the model's logits take " + shapeToString(labelShape_) +
+                         (labelShape_.empty() ? " (one label a sample)" : " (one label a position)"));
   if (!s.labels) return Status::ok();  // a fetch source: checked per sample as it is read
-  for (int64_t i = 0; i < s.count; ++i)
+  const int64_t l = labelsPerSample_;
+  for (int64_t i = 0; i < s.count * l; ++i)
     if (s.labels[i] < 0 || s.labels[i] >= classes_)
-      return Status::error(what + ": sample " + std::to_string(i) + " has label " +
-                           std::to_string(s.labels[i]) + ", outside [0, " + std::to_string(classes_) +
-                           ") (the model has " + std::to_string(classes_) + " classes)");
+      return Status::error(labelOutside(what, i / l, l, i % l, s.labels[i], classes_));
   return Status::ok();
 }
 
@@ -138,7 +172,8 @@ Status Trainer::forwardBatch(const std::vector<Tensor>& params, const void* samp
   Shape shape = forward_->inputTypes()[0].shape;
   const size_t px = (size_t)numElements(sampleShape_) * dtypeSize(sampleDtype_);  // bytes a sample
   const char* src = static_cast<const char*>(samples);
-  logits->assign((size_t)(n * classes_), 0.f);
+  const int64_t per = classes_ * labelsPerSample_;  // logits a sample
+  logits->assign((size_t)(n * per), 0.f);
   std::vector<Tensor> in, out;
   for (int64_t b = 0; b < n; b += evalBatch_) {
     const int64_t m = std::min(evalBatch_, n - b);
@@ -150,7 +185,7 @@ Status Trainer::forwardBatch(const std::vector<Tensor>& params, const void* samp
     in.push_back(std::move(x));
     for (const Tensor& p : params) in.push_back(p);
     TANDEM_RETURN_IF_ERROR(forward_->run(in, &out).withContext("forward plan"));
-    std::memcpy(logits->data() + b * classes_, out[0].data<float>(), (size_t)(m * classes_) * sizeof(float));
+    std::memcpy(logits->data() + b * per, out[0].data<float>(), (size_t)(m * per) * sizeof(float));
   }
   return Status::ok();
 }
@@ -165,7 +200,9 @@ Status Trainer::predict(const Tensor& images, Tensor* logits) {
   TANDEM_RETURN_IF_ERROR(forwardParameters(&params));
   std::vector<float> l;
   TANDEM_RETURN_IF_ERROR(forwardBatch(params, images.raw(), n, &l));
-  *logits = Tensor::fromVector<float>({n, classes_}, l);
+  Shape shape = forward_->outputTypes()[0].shape;
+  shape[0] = n;
+  *logits = Tensor::fromVector<float>(shape, l);
   return Status::ok();
 }
 
@@ -181,27 +218,37 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
   std::vector<int64_t> labels;
   int64_t correct = 0;
   double lossSum = 0;
+  const int64_t per = labelsPerSample_, C = classes_;
+  std::vector<double> z;
   for (int64_t b = 0; b < data.count; b += chunk) {
     const int64_t n = std::min(chunk, data.count - b);
     samples.resize(n * px);
-    labels.resize((size_t)n);
+    labels.resize((size_t)(n * per));
     for (int64_t i = 0; i < n; ++i)
-      TANDEM_RETURN_IF_ERROR(fetchSample(data, b + i, samples.data() + i * px, &labels[i]));
+      TANDEM_RETURN_IF_ERROR(fetchSample(data, b + i, samples.data() + i * px, &labels[i * per]));
     TANDEM_RETURN_IF_ERROR(forwardBatch(params, samples.data(), n, &logits));
-    for (int64_t i = 0; i < n; ++i) {
-      if (labels[i] < 0 || labels[i] >= classes_)
-        return Status::error("evaluation data: sample " + std::to_string(b + i) + " has label " +
-                             std::to_string(labels[i]) + ", outside [0, " + std::to_string(classes_) + ")");
-      const float* l = logits.data() + i * classes_;
-      const float mx = *std::max_element(l, l + classes_);
-      double z = 0;
-      for (int64_t c = 0; c < classes_; ++c) z += std::exp((double)l[c] - mx);
-      lossSum += std::log(z) + mx - l[labels[i]];
-      correct += (std::max_element(l, l + classes_) - l) == labels[i];
+    // A sample's logits are [outer, C, inner] (the class axis between), its labels [outer, inner].
+    for (int64_t i = 0; i < n * per; ++i)
+      if (labels[i] < 0 || labels[i] >= C)
+        return Status::error(labelOutside("evaluation data", b + i / per, per, i % per, labels[i], C));
+    for (int64_t io = 0; io < n * outer_; ++io) {
+      const float* l = logits.data() + io * C * inner_;
+      for (int64_t k = 0; k < inner_; ++k) {
+        const int64_t label = labels[io * inner_ + k];
+        float mx = l[k];
+        int64_t arg = 0;
+        for (int64_t c = 1; c < C; ++c)
+          if (l[c * inner_ + k] > mx) mx = l[c * inner_ + k], arg = c;
+        double sum = 0;
+        for (int64_t c = 0; c < C; ++c) sum += std::exp((double)l[c * inner_ + k] - mx);
+        lossSum += std::log(sum) + mx - l[label * inner_ + k];
+        correct += arg == label;
+      }
     }
   }
-  *accuracy = data.count ? (double)correct / (double)data.count : 0;
-  if (meanLoss) *meanLoss = data.count ? lossSum / (double)data.count : 0;
+  const double total = (double)(data.count * per);
+  *accuracy = total > 0 ? (double)correct / total : 0;
+  if (meanLoss) *meanLoss = total > 0 ? lossSum / total : 0;
   return Status::ok();
 }
 
@@ -277,6 +324,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     std::vector<int64_t> rest(order.begin() + begin, order.begin() + std::min<int64_t>((int64_t)order.size(), begin + steps * batch_));
     SampleSource src = train;
     src.sampleShape = sampleShape_;
+    src.labelShape = labelShape_;
     PrefetchOptions pf;
     pf.batchSize = batch_;
     pf.dropLast = true;
@@ -305,10 +353,11 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       bool end = false;
       TANDEM_RETURN_IF_ERROR(prefetch->next(&b, &end));
       if (end) break;
-      for (int64_t i = 0; i < batch_; ++i)
-        if (b.labels.data<int64_t>()[i] < 0 || b.labels.data<int64_t>()[i] >= classes_)
-          return Status::error("training data: label " + std::to_string(b.labels.data<int64_t>()[i]) +
-                               " outside [0, " + std::to_string(classes_) + ")");
+      const int64_t* bl = b.labels.data<int64_t>();
+      for (int64_t i = 0; i < batch_ * labelsPerSample_; ++i)
+        if (bl[i] < 0 || bl[i] >= classes_)
+          return Status::error(labelOutside("training data", rest[(size_t)(s * batch_ + i / labelsPerSample_)],
+                                            labelsPerSample_, i % labelsPerSample_, bl[i], classes_));
       in[0] = Tensor::view(sampleDtype_, imageShape, b.samples.raw());
       in[1] = b.labels;
       const std::string what = "training step " + std::to_string(step_ + 1);
@@ -345,7 +394,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       if (fetch) {
         const int64_t epochSteps = hasMetrics_ ? done + s + 1 : s + 1;
         std::vector<ProgressMetric> shown = {{"loss", lossSum / (double)epochSteps}};
-        if (hasMetrics_) shown.push_back({"accuracy", correct / (double)(epochSteps * batch_)});
+        if (hasMetrics_) shown.push_back({"accuracy", correct / (double)(epochSteps * batch_ * labelsPerSample_)});
         bar.update(done + s + 1, (s + 1) * batch_, shown);
       }
       if (o.checkpointEverySteps > 0 && step_ % o.checkpointEverySteps == 0 && s + 1 < steps)
@@ -358,8 +407,8 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     r.trainSeconds = secondsSince(start);
     const int64_t epochSteps = hasMetrics_ ? done + ran : ran;
     r.meanLoss = epochSteps ? lossSum / (double)epochSteps : 0;
-    if (hasMetrics_) r.trainAccuracy = epochSteps ? correct / (double)(epochSteps * batch_) : 0;
-    r.imagesPerSecond = r.trainSeconds > 0 ? (double)(steps * batch_) / r.trainSeconds : 0;
+    if (hasMetrics_) r.trainAccuracy = epochSteps ? correct / (double)(epochSteps * batch_ * labelsPerSample_) : 0;
+    r.samplesPerSecond = r.trainSeconds > 0 ? (double)(steps * batch_) / r.trainSeconds : 0;
     prefetch.reset();
     std::vector<ProgressMetric> metrics = {{"loss", r.meanLoss}};
     if (hasMetrics_) metrics.push_back({"accuracy", r.trainAccuracy});

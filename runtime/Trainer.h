@@ -27,11 +27,11 @@ struct EpochReport {
   /// step of the epoch (those before a resume included: the checkpoint keeps the sums);
   /// without, the steps of this session.
   double meanLoss = 0;
-  double trainAccuracy = -1;  // fraction of the epoch's training samples right; -1 without metrics
+  double trainAccuracy = -1;  // fraction of the epoch's training labels right; -1 without metrics
   double trainSeconds = 0;   // wall time of the steps only (not the evaluation)
-  double imagesPerSecond = 0;
+  double samplesPerSecond = 0;  // training samples (images, sequences) a second
   double validationAccuracy = -1;  // fraction; -1 without a validation set
-  double validationLoss = -1;      // mean cross-entropy of the forward plan's logits; -1 without
+  double validationLoss = -1;      // mean cross-entropy over the labels of the forward plan's logits; -1 without
 };
 
 struct TrainerOptions {
@@ -79,39 +79,44 @@ struct TrainerOptions {
 ///
 /// The step plan (CompileOptions::Training with residentState): inputs (samples [B, ...] of any
 /// numeric dtype but bool: f32 images, i64 token ids, ...,
-/// labels i64 [B]), output 0 the loss f32 [] (none with metrics); parameters, buffers
+/// labels i64 [B] or [B, d...]), output 0 the loss f32 [] (none with metrics); parameters, buffers
 /// (BatchNorm running statistics) and optimizer state are variables
 /// resident on their device (Executable::variableNames). The forward plan
 /// (CompileOptions::Training::forwardOnly): inputs (samples [E, ...] of the step's dtype, then parameters and
-/// buffers by name, each one of the step plan's variables), output 0 the logits f32 [E, C]. Step plans
+/// buffers by name, each one of the step plan's variables), output 0 the logits f32 [E, C], or
+/// with a label per position [E, d..., C] (the class axis anywhere after the batch: the
+/// labels' dims are the logits' without it, CompileOptions::Training::classAxis). Step plans
 /// compiled with CompileOptions::Training::metrics have the f32 [] variables metric.loss_sum
 /// and metric.correct, which the Trainer zeroes at each epoch's start and reads every
 /// TrainerOptions::metricsEverySteps steps. The batches are assembled into the step plan's own
 /// input buffers (Executable::allocateInput: pinned memory when the step runs on a GPU).
 class Trainer {
  public:
-  /// Errors: the step plan has no variables, not exactly the two inputs (numeric samples, i64 [B]
+  /// `classAxis`: the logits' class axis, as the plans were compiled with (-1: the last).
+  /// Errors: the step plan has no variables, not exactly the two inputs (numeric samples, i64 [B, ...]
   /// labels), or (without the metric variables) a loss that is not f32 [] ("the loss is not a
   /// scalar"); the forward plan's
-  /// output is not [E, C] f32, its samples' dtype or sample shape differs from the step's, or it takes an
+  /// output is not f32 [E, ...] of rank >= 2, a class axis outside 1.., logits without it that
+  /// are not the step's labels, its samples' dtype or sample shape differs from the step's, or it takes an
   /// input that is not a variable of the step plan.
   static Status create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
-                       std::unique_ptr<Trainer>* out);
+                       std::unique_ptr<Trainer>* out, int classAxis = -1);
 
   /// Trains for options.epochs epochs over `train` (samples of the step's dtype and sample shape,
-  /// labels in [0, C)), evaluating on `validation` (may be null) after each. Appends one
+  /// labels of the step's label shape, each in [0, C)), evaluating on `validation` (may be null) after each. Appends one
   /// report per epoch run. Errors (training stops; the last checkpoint written stays intact):
-  /// a label outside [0, C) (naming the sample and value), a sample shape that differs from
+  /// a label outside [0, C) (naming the sample and value), a sample or label shape that differs from
   /// the plan's, a loss that is not finite ("step N: the loss is nan", or with metrics fetched
   /// every N > 1 steps "steps A to B: the loss is nan": the step is among them), a failed step, a
   /// checkpoint that cannot be written or, with resume, one of another model.
   Status fit(const SampleSource& train, const SampleSource* validation, const TrainerOptions& options,
              std::vector<EpochReport>* reports);
 
-  /// Accuracy (argmax of the logits) and mean cross-entropy of the current parameters over
-  /// `data`, in batches of the forward plan's E (the last one padded).
+  /// Accuracy (argmax of the logits over the class axis) and mean cross-entropy of the current
+  /// parameters over every label of `data`, in batches of the forward plan's E (the last one padded).
   Status evaluate(const SampleSource& data, double* accuracy, double* meanLoss);
-  /// Logits [n, C] of samples [n, sample...] (the step's dtype) with the current parameters.
+  /// Logits [n, C] (the forward plan's output shape with n) of samples [n, sample...] (the
+  /// step's dtype) with the current parameters.
   Status predict(const Tensor& images, Tensor* logits);
 
   /// The current value of every variable (parameters, buffers, optimizer state), copied to the
@@ -137,6 +142,9 @@ class Trainer {
   Shape sampleShape_;
   DType sampleDtype_ = DType::F32;  // the step's input 0: f32 images, i64 token ids, ...
   int64_t batch_ = 0, evalBatch_ = 0, classes_ = 0;
+  Shape labelShape_;  // one sample's labels: the logits' dims after the batch without the class axis
+  int64_t labelsPerSample_ = 1;
+  int64_t outer_ = 1, inner_ = 1;  // a sample's logits are [outer_, C, inner_]
   int64_t step_ = 0;
   std::string fingerprint_;
   bool hasMetrics_ = false;  // the step plan has metric.loss_sum and metric.correct

@@ -47,7 +47,7 @@ for t in $threads; do
   for r in $(seq "$rounds"); do
     tan=$("$build"/tools/tandem train "$work/fmnist_cnn.onnx" --data fashion-mnist --optimizer adam \
             --lr 1e-3 --eps 1e-7 --epochs 1 --batch 128 --max-steps "$steps" --seed "$r" \
-            --threads "$t" --no-progress 2>&1 | grep -oE '[0-9.]+ images/s' | awk '{print $1}')
+            --threads "$t" --no-progress 2>&1 | grep -oE "[0-9.]+ (images|samples)/s" | awk '{print $1}')
     tor=$(/usr/bin/python3 "$peers/torch_train_fmnist.py" --epochs 1 --threads "$t" --batch 128 \
             --max-steps "$steps" | grep -oE '"images_per_s": [0-9.]+' | awk '{print $2}')
     ratio=$(awk -v a="$tan" -v b="$tor" 'BEGIN { printf "%.3f", b / a }')

@@ -10,8 +10,14 @@ mean loss). Prints the loss of each step in both and, per parameter, how far Tan
 value is from PyTorch's relative to how far PyTorch moved it; exits 1 when the worst exceeds
 --tolerance (default 1e-3 for SGD, 5e-2 for Adam: see the option). Needs Debian's python3-torch and python3-onnx.
 
+With --lm the same GPT is a language model: it returns every position's logits [N, 64, 1000]
+(scripts/bench/gpt_lm.py: make_zoo's GptLike with that forward, exported as make_zoo exports), the
+labels are the next token at every position [N, 64] (the last position's: the first id), and
+the loss is PyTorch's cross_entropy(logits.view(-1, V), labels.view(-1)), the mean over every
+position (tandem train's default --class-axis -1).
+
 Usage: scripts/check-gpt-train-torch.py [--shared ../shared] [--steps 3] [--optimizer sgd|adam]
-                                        [--lr 0.05] [--batch 32] [--tandem build/tools/tandem]
+                                        [--lr 0.05] [--batch 32] [--lm] [--tandem build/tools/tandem]
 """
 import argparse
 import os
@@ -70,6 +76,8 @@ def main():
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lm", action="store_true",
+                    help="a language model: every position's logits, the next token as its label")
     # Adam divides each gradient by its own running RMS, so an element whose gradient is
     # rounding-sized still moves by about lr, in whichever direction its rounding says: the
     # worst element of a trained matrix differs by a few percent of its update there.
@@ -83,10 +91,18 @@ def main():
 
     torch.manual_seed(7)
     ids = torch.randint(0, 1000, (a.batch, 64), dtype=torch.int64)
-    labels = ids[:, -1] % 10
+    labels = torch.roll(ids, -1, dims=1) if a.lm else ids[:, -1] % 10
+
+    sys.path.insert(0, os.path.join(here, "bench"))
+    from gpt_lm import GptLm, export_lm  # noqa: E402
+
+    tmp_dir = tempfile.TemporaryDirectory()
+    if a.lm:
+        onnx_path = os.path.join(tmp_dir.name, "gpt_lm.onnx")
+        export_lm(onnx_path)
     inits = {t.name: numpy_helper.to_array(t).copy() for t in onnx.load(onnx_path).graph.initializer}
 
-    model = make_zoo.GptLike()
+    model = GptLm() if a.lm else make_zoo.GptLike()
     which = load_initializers(model, inits)
     model.train()
     params = list(model.parameters())
@@ -95,7 +111,8 @@ def main():
     torch_losses = []
     for _ in range(a.steps):
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids), labels)
+        logits = model(ids)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         loss.backward()
         opt.step()
         torch_losses.append(loss.item())
@@ -114,22 +131,31 @@ def main():
         tandem_losses = [float(x) for x in re.findall(r"epoch \d+: 1 steps, loss ([0-9.]+)", r.stdout + r.stderr)]
         trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
 
-    print(f"{a.optimizer} lr {a.lr}, batch {a.batch}, {a.steps} steps")
+    tmp_dir.cleanup()
+    print(f"{'language model, ' if a.lm else ''}{a.optimizer} lr {a.lr}, batch {a.batch}, {a.steps} steps")
     for k, (t, p) in enumerate(zip(tandem_losses, torch_losses)):
         print(f"  step {k + 1}: loss tandem {t:.6f}  torch {p:.6f}")
     if len(tandem_losses) != a.steps:
         sys.exit(f"expected {a.steps} epoch lines from tandem train, got {len(tandem_losses)}")
-    worst, worst_name = 0.0, ""
+    worst, worst_name = 0.0, "none"
+    worst_raw, worst_raw_name = 0.0, ""
     for onnx_name, torch_name in which.items():
         ref = named[torch_name].detach().numpy()
         if onnx_name.startswith("onnx::MatMul_"):
             ref = ref.T
         moved = np.abs(ref - inits[onnx_name]).max()
         diff = np.abs(trained[onnx_name] - ref).max()
-        rel = diff / max(moved, 1e-12)
+        # Rounding apart (4 ulps of the largest value) is no difference, however small the
+        # update: the language model's SGD moves the embedding by about 150 ulps.
+        ulps = 4 * float(np.spacing(np.float32(np.abs(ref).max())))
+        rel = max(0.0, diff - ulps) / max(moved, 1e-12)
+        if diff / max(moved, 1e-12) > worst_raw:
+            worst_raw = diff / max(moved, 1e-12)
+            worst_raw_name = f"{onnx_name} (moved {moved:.3g}, apart {diff:.3g}, 4 ulps {ulps:.3g})"
         if rel > worst:
             worst, worst_name = rel, f"{onnx_name} ({torch_name}: moved {moved:.3g}, apart {diff:.3g})"
-    print(f"  parameters: {len(which)}; worst |tandem - torch| / |torch update|: {worst:.2e} at {worst_name}")
+    print(f"  parameters: {len(which)}; worst |tandem - torch| / |torch update|: {worst_raw:.2e} at {worst_raw_name}")
+    print(f"  less 4 ulps of the parameter's largest value: {worst:.2e} at {worst_name}")
     loss_gap = max(abs(t - p) / max(abs(p), 1e-12) for t, p in zip(tandem_losses, torch_losses))
     print(f"  worst relative loss gap: {loss_gap:.2e}")
     if worst > a.tolerance or loss_gap > a.tolerance:

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <string>
 
 #include "compiler/ConstantFold.h"
@@ -139,13 +140,20 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
     return main.emitError("training: @main must take the images and return the logits first");
   mlir::Value logits = ret.getOperand(0);
   auto lt = llvm::dyn_cast<mlir::RankedTensorType>(logits.getType());
-  if (!isF32(logits) || lt.getRank() != 2 || !lt.hasStaticShape())
+  if (!isF32(logits) || !lt || lt.getRank() < 2 || !lt.hasStaticShape())
     return main.emitError() << "training: result 0 must be the "
                             << (options.loss == CompileOptions::Training::Loss::Nll
                                     ? "log-probabilities"
                                     : "logits")
-                            << ", f32 [N, C] with static dims (bind the batch dim), got "
+                            << ", f32 [N, C] (or [N, d..., C] with a label per position) with static "
+                               "dims (bind the batch dim), got "
                             << logits.getType();
+  const int64_t rank = lt.getRank();
+  const int64_t classAxis = options.classAxis < 0 ? rank + options.classAxis : options.classAxis;
+  if (classAxis < 1 || classAxis >= rank)
+    return main.emitError() << "training: the class axis " << options.classAxis
+                            << " is not an axis of result 0 after the batch (" << logits.getType()
+                            << ": 1 to " << rank - 1 << ", or -1 to " << 1 - rank << ")";
 
   // The BatchNormalizations whose statistics train (1b): those are buffers, not parameters,
   // even with allFloatConstants.
@@ -276,14 +284,31 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   }
 
   // 3. Labels after x; the loss as the only result.
-  auto labelsType = mlir::RankedTensorType::get({lt.getDimSize(0)}, b.getI64Type());
+  //    The labels are result 0's dims without the class axis. The loss op takes [N, C, d...]
+  //    (ONNX's layout): classes last are flattened to [N * d..., C] (a view; the mean over
+  //    every label is the same), classes elsewhere moved to axis 1.
+  llvm::SmallVector<int64_t> labelDims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != classAxis) labelDims.push_back(lt.getDimSize(d));
+  auto labelsType = mlir::RankedTensorType::get(labelDims, b.getI64Type());
   mlir::BlockArgument labels =
       addArg(main, 1, labelsType, argAttrs(b, "labels", false), main.getLoc());
   autodiff::GradBuilder g(b, mlir::NameLoc::get(b.getStringAttr("loss")));
+  mlir::Value lossLogits = logits, lossLabels = labels;
+  if (rank > 2 && classAxis == rank - 1) {
+    const int64_t positions = lt.getNumElements() / lt.getDimSize(classAxis);
+    lossLogits = g.reshape(logits, {positions, lt.getDimSize(classAxis)});
+    lossLabels = g.reshape(labels, {positions});
+  } else if (classAxis != 1) {
+    llvm::SmallVector<int64_t> perm = {0, classAxis};
+    for (int64_t d = 1; d < rank; ++d)
+      if (d != classAxis) perm.push_back(d);
+    lossLogits = g.transpose(logits, perm);
+  }
   const char* lossOp = options.loss == CompileOptions::Training::Loss::Nll
                            ? "NegativeLogLikelihoodLoss"
                            : "SoftmaxCrossEntropyLoss";
-  mlir::Value loss = g.op(lossOp, {logits, labels}, {g.strAttr("reduction", "mean")});
+  mlir::Value loss = g.op(lossOp, {lossLogits, lossLabels}, {g.strAttr("reduction", "mean")});
   if (g.failed()) return mlir::failure();
   llvm::SmallVector<mlir::Value> results = {loss};
   llvm::SmallVector<std::string> names = {"loss"};
@@ -561,11 +586,14 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     mlir::Value correct = addArg(main, main.getNumArguments(), scalarType,
                                  argAttrs(b, "metric.correct", false), main.getLoc());
     autodiff::GradBuilder m(b, mlir::NameLoc::get(b.getStringAttr("metrics")));
+    // The loss op's operands are [N, C, d...] and [N, d...]: every label position counts.
     mlir::Value predicted = m.op("ArgMax", {logits}, {m.intAttr("axis", 1), m.intAttr("keepdims", 0)});
     mlir::Value hits = m.op("Cast", {m.op("Equal", {predicted, labels})}, {m.intAttr("to", 1)});
     results.push_back(m.add(lossSum, ret.getOperand(0)));
     names.push_back("metric.loss_sum_new");
-    results.push_back(m.add(correct, m.reduceSum(hits, {0}, /*keepdims=*/false)));
+    llvm::SmallVector<int64_t> allAxes(autodiff::shapeOf(labels).size());
+    std::iota(allAxes.begin(), allAxes.end(), 0);
+    results.push_back(m.add(correct, m.reduceSum(hits, allAxes, /*keepdims=*/false)));
     names.push_back("metric.correct_new");
     if (m.failed()) return mlir::failure();
     // With the loss, wherever the placer puts it: metrics that the loss's device sums need no

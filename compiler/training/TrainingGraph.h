@@ -47,13 +47,18 @@ bool usesStepCounter(const CompileOptions::Training& o);
 ///    an error naming the op), m the model's momentum (ONNX's; PyTorch's momentum is 1 - m)
 ///    and the unbiased variance PyTorch keeps (ONNX's training mode keeps the population
 ///    variance: the step rescales it by M / (M - 1));
-///  - a `labels` argument, i64 [N], inserted right after x (argument 0);
-///  - the only result: `loss`, f32 [], reduction "mean" over the batch:
+///  - a `labels` argument, i64, inserted right after x (argument 0): result 0's dims without
+///    options.classAxis, [N] for logits [N, C], [N, T] for [N, T, V] (class axis -1), [N, H, W]
+///    for [N, C, H, W] (class axis 1);
+///  - the only result: `loss`, f32 [], reduction "mean" over every label (the batch, and the
+///    positions):
 ///    cross-entropy: SoftmaxCrossEntropyLoss(logits, labels) = mean(logsumexp(z) - z[label]);
 ///    nll: NegativeLogLikelihoodLoss(logp, labels) = mean(-logp[label]) (no softmax: the model's
-///    LogSoftmax is differentiated like any other op).
+///    LogSoftmax is differentiated like any other op). Classes on the last axis of a rank > 2
+///    result are reshaped to [N * d..., C] for the loss op (labels to [N * d...]), classes on
+///    another axis but 1 transposed to axis 1 (the loss op's [N, C, d...]).
 /// Shapes must be static (bind the batch dim first). Errors (diagnostics on @main): no @main,
-/// result 0 not f32 [N, C], no parameter found, an unnamed parameter or buffer, statistics
+/// result 0 not f32 of rank >= 2, a class axis that is not one of its axes 1.., no parameter found, an unnamed parameter or buffer, statistics
 /// that cannot be buffers, one BatchNormalization value per channel in the batch.
 mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Training& options);
 
@@ -110,7 +115,8 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///     ONNX's Adam-1 places eps like Keras; the two differ while v' is small.
 ///  5. metrics (options.metrics), f32 [] each, starting at 0:
 ///       metric.loss_sum' = metric.loss_sum + loss
-///       metric.correct'  = metric.correct + sum over the batch of (ArgMax(logits, axis 1) == label)
+///       metric.correct'  = metric.correct + sum over every label of (ArgMax(logits over the
+///                          class axis) == label)   (the batch's samples, or its positions)
 ///     (for nll the ArgMax of the log-probabilities). Nothing depends on them: they are read
 ///     between steps (Trainer) and zeroed by the caller. The ops computing them share the
 ///     loss's colocation group ("metrics") and carry tandem.metric: the placer prices them at

@@ -35,6 +35,9 @@ Status Prefetcher::create(SampleSource source, std::vector<int64_t> order, Prefe
   const int64_t per = numElements(source.sampleShape);
   if (per < 0)
     return Status::error("prefetcher: bad sample shape " + shapeToString(source.sampleShape));
+  const int64_t perLabel = numElements(source.labelShape);
+  if (perLabel < 1)
+    return Status::error("prefetcher: bad label shape " + shapeToString(source.labelShape));
   for (size_t i = 0; i < order.size(); ++i)
     if (order[i] < 0 || order[i] >= source.count)
       return Status::error("prefetcher: order[" + std::to_string(i) + "] is " +
@@ -44,12 +47,14 @@ Status Prefetcher::create(SampleSource source, std::vector<int64_t> order, Prefe
   const int64_t n = (int64_t)order.size(), b = options.batchSize;
   p->numBatches_ = options.dropLast ? n / b : (n + b - 1) / b;
   p->sampleBytes_ = (size_t)per * dtypeSize(source.dtype);
-  Shape batchShape = {b};
+  p->labelsPerSample_ = perLabel;
+  Shape batchShape = {b}, labelShape = {b};
   batchShape.insert(batchShape.end(), source.sampleShape.begin(), source.sampleShape.end());
+  labelShape.insert(labelShape.end(), source.labelShape.begin(), source.labelShape.end());
   for (Slot& s : p->slots_) {
     TANDEM_RETURN_IF_ERROR(allocBuffer(options.allocateSamples, source.dtype, batchShape,
                                        "prefetch buffer for samples", &s.samples));
-    TANDEM_RETURN_IF_ERROR(allocBuffer(options.allocateLabels, DType::I64, {b},
+    TANDEM_RETURN_IF_ERROR(allocBuffer(options.allocateLabels, DType::I64, labelShape,
                                        "prefetch buffer for labels", &s.labels));
   }
   p->src_ = std::move(source);
@@ -75,15 +80,16 @@ Status Prefetcher::fill(Slot* slot, int64_t batch) {
   auto* dst = static_cast<char*>(slot->samples.raw());
   int64_t* labels = slot->labels.data<int64_t>();
   const auto* src = static_cast<const char*>(src_.samples);
+  const int64_t l = labelsPerSample_;
   for (int64_t i = 0; i < n; ++i) {
     if (stop_.load(std::memory_order_relaxed)) return Status::ok();  // nobody will read it
     const int64_t idx = order_[begin + i];
     if (src) {
       std::memcpy(dst + i * sampleBytes_, src + idx * sampleBytes_, sampleBytes_);
-      labels[i] = src_.labels[idx];
+      std::memcpy(labels + i * l, src_.labels + idx * l, (size_t)l * sizeof(int64_t));
     } else {
       TANDEM_RETURN_IF_ERROR(
-          src_.fetch(idx, dst + i * sampleBytes_, &labels[i])
+          src_.fetch(idx, dst + i * sampleBytes_, labels + i * l)
               .withContext("batch " + std::to_string(batch) + ", sample " + std::to_string(idx)));
     }
   }
@@ -142,7 +148,9 @@ Status Prefetcher::next(Batch* out, bool* done) {
     Shape s = slot.samples.shape();
     s[0] = n;
     out->samples = Tensor::view(src_.dtype, s, slot.samples.raw());
-    out->labels = Tensor::view(DType::I64, {n}, slot.labels.raw());
+    Shape ls = slot.labels.shape();
+    ls[0] = n;
+    out->labels = Tensor::view(DType::I64, ls, slot.labels.raw());
   }
   return Status::ok();
 }

@@ -16,16 +16,19 @@
 namespace tandem {
 
 /// Where samples come from: `count` samples of dtype `dtype` and shape `sampleShape`, each with
-/// an i64 label. Either `samples` + `labels` (contiguous host arrays [count, sampleShape...] and
-/// [count], e.g. a LabelledDataset's, which must outlive the Prefetcher) or `fetch`.
+/// i64 labels of shape `labelShape` ([] : one label a sample; [T]: one a position, a language
+/// model's next tokens). Either `samples` + `labels` (contiguous host arrays [count,
+/// sampleShape...] and [count, labelShape...], e.g. a LabelledDataset's, which must outlive the
+/// Prefetcher) or `fetch`.
 struct SampleSource {
   int64_t count = 0;
   DType dtype = DType::F32;
   Shape sampleShape;
+  Shape labelShape;  // one sample's labels; [] = one label
   const void* samples = nullptr;
   const int64_t* labels = nullptr;
   /// Used when `samples` is null: writes sample `index` (in [0, count)) into `out` (one
-  /// sample's bytes) and its label into *label. Called on the worker thread, in batch order; an
+  /// sample's bytes) and its numElements(labelShape) labels into label[0..]. Called on the worker thread, in batch order; an
   /// error ends the epoch and is returned by next().
   std::function<Status(int64_t index, void* out, int64_t* label)> fetch;
 };
@@ -44,7 +47,7 @@ struct PrefetchOptions {
   BatchAllocator allocateLabels;   // null: Tensor::tryAlloc
 };
 
-/// One batch: samples [n, sampleShape...] of the source's dtype, labels i64 [n], n = batchSize
+/// One batch: samples [n, sampleShape...] of the source's dtype, labels i64 [n, labelShape...], n = batchSize
 /// except a kept last batch. The tensors view a buffer the Prefetcher reuses: they are valid
 /// until the next call of next() or the Prefetcher's destruction, whichever comes first.
 struct Batch {
@@ -91,6 +94,7 @@ class Prefetcher {
   PrefetchOptions opts_;
   int64_t numBatches_ = 0;
   size_t sampleBytes_ = 0;
+  int64_t labelsPerSample_ = 1;
   Slot slots_[2];
   std::mutex mu_;
   std::condition_variable cv_;

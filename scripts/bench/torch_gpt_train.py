@@ -10,7 +10,12 @@ with
 (DIR from `--write-data DIR`: the same kind of ids and labels), run alternately on the same
 machine (a ratio from the same run, never across days).
 
-Usage: torch_gpt_train.py [--threads 2] [--steps 20] [--batch 32] [--shared ../shared]
+With --lm the GPT is a language model (scripts/bench/gpt_lm.py: every position's logits, the
+next token as every position's label, the mean cross-entropy over all of them); `--write-data
+DIR --lm` writes next-token labels [n, 64] and the model to train, DIR/gpt_lm.onnx:
+  tandem train DIR/gpt_lm.onnx --data onnx:DIR --all-params --batch B --max-steps N --threads T
+
+Usage: torch_gpt_train.py [--threads 2] [--steps 20] [--batch 32] [--shared ../shared] [--lm]
                           [--write-data DIR [--count 2048]]
 """
 import argparse
@@ -27,8 +32,13 @@ from torch_blas import blas  # noqa: E402
 here = os.path.dirname(os.path.abspath(__file__))
 
 
-def write_data(out, count):
-    """DIR/{train,test}/test_data_set_0: random ids [n, 64] in [0, 1000), labels ids[:, -1] % 10."""
+def labels_of(x, lm):
+    """ids[:, -1] % 10, or with lm the next id at every position (the first id after the last)."""
+    return np.roll(x, -1, axis=1) if lm else x[:, -1] % 10
+
+
+def write_data(out, count, lm):
+    """DIR/{train,test}/test_data_set_0: random ids [n, 64] in [0, 1000), labels_of(ids, lm)."""
     from onnx import numpy_helper
     rng = np.random.default_rng(0)
     for split, n in (("train", count), ("test", max(256, count // 8))):
@@ -38,7 +48,7 @@ def write_data(out, count):
         with open(os.path.join(d, "input_0.pb"), "wb") as f:
             f.write(numpy_helper.from_array(x, "input").SerializeToString())
         with open(os.path.join(d, "input_1.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(x[:, -1] % 10, "labels").SerializeToString())
+            f.write(numpy_helper.from_array(labels_of(x, lm), "labels").SerializeToString())
 
 
 def main():
@@ -49,16 +59,20 @@ def main():
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "..", "shared"))
     ap.add_argument("--write-data", metavar="DIR")
     ap.add_argument("--count", type=int, default=2048)
+    ap.add_argument("--lm", action="store_true", help="a language model (scripts/bench/gpt_lm.py)")
     a = ap.parse_args()
-    if a.write_data:
-        write_data(a.write_data, a.count)
-        return
     sys.path.insert(0, os.path.join(a.shared, "zoo"))
     import make_zoo  # noqa: E402
+    from gpt_lm import GptLm, export_lm  # noqa: E402
 
+    if a.write_data:
+        write_data(a.write_data, a.count, a.lm)
+        if a.lm:
+            export_lm(os.path.join(a.write_data, "gpt_lm.onnx"))
+        return
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    model = make_zoo.GptLike()
+    model = GptLm() if a.lm else make_zoo.GptLike()
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     g = torch.Generator().manual_seed(1)
@@ -66,7 +80,9 @@ def main():
     def step():
         ids = torch.randint(0, 1000, (a.batch, 64), generator=g)
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(ids), ids[:, -1] % 10)
+        logits = model(ids)
+        labels = torch.roll(ids, -1, dims=1) if a.lm else ids[:, -1] % 10
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         loss.backward()
         opt.step()
 
@@ -76,7 +92,8 @@ def main():
     for _ in range(a.steps):
         step()
     dt = time.perf_counter() - t
-    print(f"torch {torch.__version__} (BLAS {blas()}) threads {a.threads}: {dt / a.steps * 1000:.1f} ms/step, "
+    print(f"torch {torch.__version__} (BLAS {blas()}){' language model' if a.lm else ''} threads {a.threads}: "
+          f"{dt / a.steps * 1000:.1f} ms/step, "
           f"{a.steps * a.batch / dt:.0f} samples/s")
 
 

@@ -82,6 +82,7 @@ SampleSource sourceOf(const LabelledDataset& d, const Shape& sampleShape, const 
   s.count = d.count;
   s.dtype = int32.empty() ? d.dtype : DType::I32;
   s.sampleShape = sampleShape;
+  s.labelShape = d.labelShape;
   s.samples = int32.empty() ? d.data() : int32.data();
   s.labels = d.labels.data();
   return s;
@@ -186,7 +187,7 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
             "--freeze-batchnorm)");
   }
   std::unique_ptr<Trainer> trainer;
-  TANDEM_RETURN_IF_ERROR(Trainer::create(std::move(step), std::move(forward), &trainer));
+  TANDEM_RETURN_IF_ERROR(Trainer::create(std::move(step), std::move(forward), &trainer, o.training.classAxis));
 
   // 3. fit: shuffled epochs, the test set as validation, checkpoints.
   TrainerOptions to;
@@ -205,10 +206,10 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   to.onEpochEnd = [log](const EpochReport& r) {
     if (log)
       std::fprintf(log,
-                   "epoch %d: %lld steps, loss %.4f, accuracy %.4f, test accuracy %.4f, %.0f images/s, "
+                   "epoch %d: %lld steps, loss %.4f, accuracy %.4f, test accuracy %.4f, %.0f samples/s, "
                    "%.2f s\n",
                    r.epoch, (long long)r.steps, r.meanLoss, r.trainAccuracy, r.validationAccuracy,
-                   r.imagesPerSecond, r.trainSeconds);
+                   r.samplesPerSecond, r.trainSeconds);
     if (log) std::fflush(log);
     return true;
   };

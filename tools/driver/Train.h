@@ -14,8 +14,8 @@
 namespace tandem {
 
 struct TrainOptions {
-  std::string model;      // inference ONNX model: input images, output 0 = logits [N, C]
-                          // (log-probabilities with training.loss Nll)
+  std::string model;      // inference ONNX model: input images, output 0 = logits [N, C] or
+                          // [N, d..., C] (training.classAxis; log-probabilities with training.loss Nll)
   /// The data: "fashion-mnist" IDX files in dataDir (train-*, t10k-* as the validation set), or
   /// "onnx": dataDir/train and dataDir/test, each a directory of TensorProto data sets
   /// (frontend/Datasets.h, loadOnnxDataSets).

@@ -33,6 +33,7 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
   if (o.lrSchedule == "step" && !o.given.count("--lr-step-size"))
     return "--lr-schedule step needs --lr-step-size";
   t->loss = o.loss == "nll" ? T::Loss::Nll : T::Loss::CrossEntropy;
+  t->classAxis = o.classAxis;
   t->optimizer = sgd ? T::Optimizer::Sgd
                      : o.optimizer == "adamw" ? T::Optimizer::AdamW : T::Optimizer::Adam;
   t->learningRate = o.lr;
@@ -68,7 +69,8 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_option("model", o.model,
                   "Inference ONNX classifier: samples in (its first input [N, ...]: f32 images, "
                   "[N,1,28,28] or [N,784] for Fashion-MNIST, or features; int64/int32 token "
-                  "ids), logits [N,C] out (log-probabilities with --loss nll); its f32 "
+                  "ids), logits [N,C] out (or [N,T,C] with a label per position, see "
+                  "--class-axis; log-probabilities with --loss nll); its f32 "
                   "Conv/Gemm/MatMul weights and biases are trained (every f32 initializer with "
                   "--all-params)")
       ->required();
@@ -77,7 +79,8 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                       std::string(kDefaultFashionMnist) +
                       "), or onnx:DIR (DIR/train and DIR/test hold test_data_set_*/input_0.pb "
                       "samples [n, ...] (integers for an int64/int32 input) and input_1.pb "
-                      "labels [n])")
+                      "labels [n], or [n, T...] with a label per position (a language model's "
+                      "next tokens))")
       ->capture_default_str();
   // The optimizer and schedule flags record that they were given: a flag that does not apply
   // to the chosen optimizer or schedule is a usage error, not silently ignored.
@@ -89,8 +92,14 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "cross-entropy (softmax cross-entropy: the model outputs logits; "
                   "torch nn.CrossEntropyLoss) or nll (negative log-likelihood: the model "
                   "outputs log-probabilities, i.e. ends in LogSoftmax over the classes; "
-                  "torch nn.NLLLoss); mean over the batch")
+                  "torch nn.NLLLoss); mean over the batch (and the positions)")
       ->check(CLI::IsMember({"cross-entropy", "nll"}))
+      ->capture_default_str();
+  cmd->add_option("--class-axis", o.classAxis,
+                  "The model output's axis of the classes; the labels are its other dims: "
+                  "-1 (the last) for a language model's logits [N,T,V] with labels [N,T] (the "
+                  "next token at every position), 1 for a segmenter's [N,C,H,W] with labels "
+                  "[N,H,W]. An output [N,C] has one label a sample either way")
       ->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer,
                   "sgd (torch.optim.SGD), adam (torch.optim.Adam: bias-corrected, L2 weight "

@@ -169,6 +169,38 @@ TEST(OnnxDataSets, RefusesMismatchesAndBadLabels) {
             std::string::npos);
 }
 
+// A label per position ([n, T], a language model's next tokens): labelShape [T], the labels
+// concatenated row-major; [n, 1] stays one label a sample; sets whose label dims differ, and a
+// label outside the classes (counted over every position), are refused.
+TEST(OnnxDataSets, LabelsPerPosition) {
+  TempDir t;
+  writeSet(t.path, "test_data_set_0", Tensor::fromVector<int64_t>({2, 3}, {0, 1, 2, 3, 4, 5}),
+           Tensor::fromVector<int32_t>({2, 3}, {1, 2, 3, 4, 5, 0}));
+  writeSet(t.path, "test_data_set_1", Tensor::fromVector<int64_t>({1, 3}, {6, 7, 8}),
+           Tensor::fromVector<int64_t>({1, 3}, {7, 8, 0}));
+  LabelledDataset d;
+  DatasetOptions o;
+  o.sampleDtype = DType::I64;
+  o.numClasses = 9;
+  Status st = loadOnnxDataSets(t.path, &d, o);
+  ASSERT_TRUE(st) << st.message();
+  EXPECT_EQ(d.count, 3);
+  EXPECT_EQ(d.labelShape, (Shape{3}));
+  EXPECT_EQ(d.labelSize(), 3);
+  EXPECT_EQ(d.labels, (std::vector<int64_t>{1, 2, 3, 4, 5, 0, 7, 8, 0}));
+  o.numClasses = 8;
+  EXPECT_EQ(loadOnnxDataSets(t.path, &d, o).message(), t.path + ": label 7 is 8, outside [0, 8)");
+  o.numClasses = 0;
+  writeSet(t.path, "test_data_set_1", Tensor::fromVector<int64_t>({1, 3}, {6, 7, 8}),
+           Tensor::fromVector<int64_t>({1, 1}, {7}));
+  EXPECT_EQ(loadOnnxDataSets(t.path, &d, o).message(),
+            t.path + "/test_data_set_1/input_1.pb: labels of shape [] a sample, but test_data_set_0's are [3]");
+  fs::remove_all(t.path + "/test_data_set_0");
+  ASSERT_TRUE(loadOnnxDataSets(t.path, &d, o));
+  EXPECT_EQ(d.labelShape, Shape{});  // [n, 1]: a class id a sample
+  EXPECT_EQ(d.labels, (std::vector<int64_t>{7}));
+}
+
 TEST(ShuffledOrder, IsAPermutationFixedBySeedAndEpoch) {
   const auto a = shuffledOrder(1000, 42, 3);
   std::vector<int64_t> sorted = a;

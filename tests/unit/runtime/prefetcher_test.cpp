@@ -74,6 +74,38 @@ TEST(Prefetcher, BatchesEqualSerialAssemblyDroppingOrKeepingTheLast) {
   }
 }
 
+// Labels of shape [2] a sample (one a position) travel with their sample, row-major; a
+// kept last batch's labels are [n, 2].
+TEST(Prefetcher, LabelsPerPositionTravelWithTheirSample) {
+  Data d;
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < d.count; ++i) labels.insert(labels.end(), {100 * i, 100 * i + 1});
+  SampleSource s = d.source();
+  s.labels = labels.data();
+  s.labelShape = {2};
+  PrefetchOptions o;
+  o.batchSize = 8;
+  o.dropLast = false;
+  std::unique_ptr<Prefetcher> p;
+  ASSERT_TRUE(Prefetcher::create(s, d.order, o, &p));
+  Batch b;
+  bool done = false;
+  for (int64_t k = 0; k < 5; ++k) {
+    ASSERT_TRUE(p->next(&b, &done));
+    ASSERT_FALSE(done);
+    const int64_t n = k == 4 ? 5 : 8;
+    ASSERT_EQ(b.labels.shape(), (Shape{n, 2}));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t idx = d.order[k * 8 + i];
+      EXPECT_EQ(b.labels.data<int64_t>()[2 * i], 100 * idx);
+      EXPECT_EQ(b.labels.data<int64_t>()[2 * i + 1], 100 * idx + 1);
+      EXPECT_EQ(b.samples.data<float>()[i * 6], d.samples[idx * 6]);
+    }
+  }
+  s.labelShape = {0};
+  EXPECT_EQ(Prefetcher::create(s, d.order, o, &p).message(), "prefetcher: bad label shape [0]");
+}
+
 TEST(Prefetcher, FetchCallbackSourceOfAnotherDType) {
   SampleSource s;
   s.count = 10;

@@ -950,6 +950,140 @@ TEST(TrainModel, SharedGptTrainsEveryInitializer) {
   fs::remove_all(dir);
 }
 
+// DIR/{train,test}/test_data_set_0: `x` and `labels` in both (the test set is the training set).
+void writeSplitData(const std::string& dir, const Tensor& x, const Tensor& labels) {
+  for (const char* split : {"train", "test"}) {
+    const std::string ds = dir + "/" + split + "/test_data_set_0";
+    fs::create_directories(ds);
+    ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", x, "x").isOk());
+    ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", labels, "y").isOk());
+  }
+}
+
+// A language model's loss: logits [N, T, V] and a label per position ([N, T], the next token).
+// A bigram model, ids [N, 6] in [0, 7) -> Gather(tok.weight [7, 8]) -> MatMul(head.weight
+// [8, 7]) + head.bias, learns next = (3 * id + 1) mod 7 at every position (1/7 at the start);
+// data with one label a sample is refused, naming both shapes.
+TEST(TrainModel, PerPositionLabelsTrainALanguageModel) {
+  constexpr int64_t V = 7, T = 6, D = 8, n = 256;
+  testing_onnx::Model m;
+  m.input("ids", {-1, T}, onnx::TensorProto::INT64, {"N"});
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) {
+    std::vector<float> v((size_t)numElements(Shape(dims.begin(), dims.end())));
+    for (float& e : v) e = u(rng);
+    m.floatInit(name, dims, v);
+  };
+  init("tok.weight", {V, D});
+  init("head.weight", {D, V});
+  init("head.bias", {V});
+  m.node("Gather", {"tok.weight", "ids"}, {"e"}, "tok");
+  m.node("MatMul", {"e", "head.weight"}, {"z"}, "head");
+  m.node("Add", {"z", "head.bias"}, {"logits"}, "bias");
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_bigram")};
+  std::vector<int64_t> ids((size_t)(n * T)), next((size_t)(n * T));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ids[i] = (int64_t)(rng() % V);
+    next[i] = (3 * ids[i] + 1) % V;
+  }
+  const std::string dir = fs::temp_directory_path() / ("tandem_bigram_" + std::to_string(getpid()));
+  writeSplitData(dir, Tensor::fromVector<int64_t>({n, T}, ids), Tensor::fromVector<int64_t>({n, T}, next));
+  TrainOptions o = onnxDataOptions(model.path, dir, 32);
+  o.epochs = 4;
+  o.training.learningRate = 0.05;
+  o.training.allFloatConstants = true;
+  std::vector<EpochReport> reports;
+  Status st = trainModel(o, nullptr, &reports);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_LT(reports.front().trainAccuracy, 0.9);
+  EXPECT_GE(reports.back().validationAccuracy, 0.99);
+  EXPECT_LT(reports.back().validationLoss, 0.5 * reports.front().meanLoss);
+  // One label a sample for logits [N, 6, 7]: the Trainer names what the model takes.
+  fs::remove_all(dir);
+  std::vector<int64_t> one(next.begin(), next.begin() + n);
+  writeSplitData(dir, Tensor::fromVector<int64_t>({n, T}, ids), Tensor::fromVector<int64_t>({n}, one));
+  st = trainModel(o, nullptr, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("a sample's labels are [], the model's logits take [6]"), std::string::npos)
+      << st.message();
+  // A label outside the vocabulary names its sample and position.
+  fs::remove_all(dir);
+  next[2 * T + 4] = V;
+  writeSplitData(dir, Tensor::fromVector<int64_t>({n, T}, ids), Tensor::fromVector<int64_t>({n, T}, next));
+  st = trainModel(o, nullptr, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("sample 2 label 4 is 7, outside [0, 7)"), std::string::npos) << st.message();
+  fs::remove_all(dir);
+}
+
+// The class axis anywhere: x [N, 3, 2, 5] -> Conv 1x1 to 4 channels -> Transpose(perm) gives
+// logits with the 4 classes on axis 1 ([N, C, H, W], a segmenter), 2 ([N, H, C, W]) or 3
+// ([N, H, W, C]), labels the other dims. With lr 0 one step's loss (the graph's
+// SoftmaxCrossEntropyLoss on the reshaped or transposed logits) is the evaluation's mean
+// cross-entropy (the Trainer's host loop over [outer, C, inner]) on the same samples, and the
+// step's right answers (ArgMax in the graph) are the evaluation's.
+TEST(TrainModel, TheLossIsTheMeanOverEveryLabelOnAnyClassAxis) {
+  constexpr int64_t n = 16, C = 4;
+  std::mt19937 rng(8);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> xs(n * 3 * 2 * 5), w(C * 3);
+  for (float& v : xs) v = u(rng);
+  for (float& v : w) v = u(rng);
+  struct Case {
+    int classAxis;
+    std::vector<int64_t> perm, labelDims;
+  };
+  for (const Case& c : {Case{1, {0, 1, 2, 3}, {n, 2, 5}}, Case{2, {0, 2, 1, 3}, {n, 2, 5}},
+                        Case{-1, {0, 2, 3, 1}, {n, 2, 5}}, Case{-2, {0, 2, 1, 3}, {n, 2, 5}}}) {
+    SCOPED_TRACE("class axis " + std::to_string(c.classAxis));
+    testing_onnx::Model m;
+    m.input("x", {-1, 3, 2, 5}, onnx::TensorProto::FLOAT, {"N"});
+    m.floatInit("conv.weight", {C, 3, 1, 1}, w);
+    m.node("Conv", {"x", "conv.weight"}, {"y"}, "conv");
+    testing_onnx::intsAttr(m.node("Transpose", {"y"}, {"logits"}, "perm"), "perm", c.perm);
+    m.output("logits");
+    const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_class_axis")};
+    std::vector<int64_t> labels((size_t)(n * 10));
+    for (int64_t& v : labels) v = (int64_t)(rng() % C);
+    const std::string dir = fs::temp_directory_path() / ("tandem_class_axis_" + std::to_string(getpid()));
+    writeSplitData(dir, Tensor::fromVector<float>({n, 3, 2, 5}, xs),
+                   Tensor::fromVector<int64_t>(Shape(c.labelDims.begin(), c.labelDims.end()), labels));
+    TrainOptions o = onnxDataOptions(model.path, dir, n);
+    o.maxSteps = 1;
+    o.training.optimizer = CompileOptions::Training::Optimizer::Sgd;
+    o.training.learningRate = 0;
+    o.training.classAxis = c.classAxis;
+    std::vector<EpochReport> reports;
+    Status st = trainModel(o, nullptr, &reports);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_GT(reports[0].meanLoss, 0.5);
+    EXPECT_NEAR(reports[0].meanLoss, reports[0].validationLoss, 1e-5);
+    EXPECT_EQ(reports[0].trainAccuracy, reports[0].validationAccuracy);
+    fs::remove_all(dir);
+  }
+  // An axis the logits do not have.
+  testing_onnx::Model m;
+  m.input("x", {-1, 3}, onnx::TensorProto::FLOAT, {"N"});
+  m.floatInit("fc.weight", {3, C}, std::vector<float>(3 * C, 0.1f));
+  m.node("MatMul", {"x", "fc.weight"}, {"logits"}, "fc");
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_bad_axis")};
+  const std::string dir = fs::temp_directory_path() / ("tandem_bad_axis_" + std::to_string(getpid()));
+  writeSplitData(dir, Tensor::fromVector<float>({4, 3}, std::vector<float>(12, 0.5f)),
+                 Tensor::fromVector<int64_t>({4}, {0, 1, 2, 3}));
+  TrainOptions o = onnxDataOptions(model.path, dir, 4);
+  o.training.classAxis = 2;
+  Status st = trainModel(o, nullptr, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("the class axis 2 is not an axis of result 0 after the batch"), std::string::npos)
+      << st.message();
+  fs::remove_all(dir);
+}
+
 TEST(TrainModel, TokenModelsRefuseDataThatIsNoIds) {
   const std::string dir = fs::temp_directory_path() / ("tandem_float_ids_" + std::to_string(getpid()));
   writeTokenData(dir, 64, DType::F32);
