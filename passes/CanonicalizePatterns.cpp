@@ -13,6 +13,7 @@
 #include "compiler/IrConventions.h"
 #include "passes/Passes.h"
 #include "runtime/Einsum.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace tandem {
 namespace {
@@ -680,6 +681,23 @@ bool rewritePadWindow(mlir::IRRewriter& rewriter, mlir::Operation* op, bool pool
 }
 
 }  // namespace
+
+int rewriteWrittenOutGelu(mlir::func::FuncOp main) {
+  mlir::IRRewriter rewriter(main.getContext());
+  mlir::Block& body = main.getBody().front();
+  int rewritten = 0;
+  // rewriteGelu replaces only the Mul it is given; the pattern's other ops stay (dead) until
+  // the sweep below, so every pointer collected here stays valid until its turn.
+  llvm::SmallVector<mlir::Operation*> muls;
+  for (mlir::Operation& op : body)
+    if (onnxOpType(&op) == "Mul" && op.getNumResults() == 1) muls.push_back(&op);
+  for (mlir::Operation* op : muls)
+    if (rewriteGelu(rewriter, op)) ++rewritten;
+  if (rewritten)
+    for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (mlir::isOpTriviallyDead(&op)) rewriter.eraseOp(&op);
+  return rewritten;
+}
 
 bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {
   std::string type = onnxOpType(op);

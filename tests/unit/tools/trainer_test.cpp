@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 #include "frontend/OnnxTensor.h"
 #include "runtime/FileIO.h"
@@ -1081,6 +1082,83 @@ TEST(TrainModel, TheLossIsTheMeanOverEveryLabelOnAnyClassAxis) {
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("the class axis 2 is not an axis of result 0 after the batch"), std::string::npos)
       << st.message();
+  fs::remove_all(dir);
+}
+
+// x [N, 16] -> MatMul [16, 8] -> GELU (tanh) -> MatMul [8, 4]: the GELU as one Gelu-20 node
+// or written out as torch.onnx writes nn.GELU(approximate="tanh") at opset 13 (x * x, x *
+// that, 0.044715 *, x +, 0.7978845608 *, Tanh, 1 +, x *, 0.5 *).
+std::string writeGeluModel(bool writtenOut) {
+  testing_onnx::Model m(writtenOut ? 13 : 20);
+  m.input("x", {-1, kD}, onnx::TensorProto::FLOAT, {"N"});
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> u(-0.6f, 0.6f);
+  std::vector<float> w1(kD * 8), w2(8 * kC);
+  for (float& v : w1) v = u(rng);
+  for (float& v : w2) v = u(rng);
+  m.floatInit("fc1.weight", {kD, 8}, w1);
+  m.floatInit("fc2.weight", {8, kC}, w2);
+  m.node("MatMul", {"x", "fc1.weight"}, {"h"}, "fc1");
+  if (writtenOut) {
+    constantNode(m, "c", Tensor::fromVector<float>({}, {0.044715f}));
+    constantNode(m, "k", Tensor::fromVector<float>({}, {0.7978845834732056f}));
+    constantNode(m, "one", Tensor::fromVector<float>({}, {1.f}));
+    constantNode(m, "half", Tensor::fromVector<float>({}, {0.5f}));
+    m.node("Mul", {"h", "h"}, {"h2"}, "act/Mul");
+    m.node("Mul", {"h", "h2"}, {"h3"}, "act/Mul_1");
+    m.node("Mul", {"c", "h3"}, {"ch3"}, "act/Mul_2");
+    m.node("Add", {"h", "ch3"}, {"s"}, "act/Add");
+    m.node("Mul", {"k", "s"}, {"u"}, "act/Mul_3");
+    m.node("Tanh", {"u"}, {"t"}, "act/Tanh");
+    m.node("Add", {"one", "t"}, {"p"}, "act/Add_1");
+    m.node("Mul", {"h", "p"}, {"hp"}, "act/Mul_4");
+    m.node("Mul", {"hp", "half"}, {"a"}, "act/Mul_5");
+  } else {
+    onnx::NodeProto* g = m.node("Gelu", {"h"}, {"a"}, "act");
+    onnx::AttributeProto* at = g->add_attribute();
+    at->set_name("approximate");
+    at->set_type(onnx::AttributeProto::STRING);
+    at->set_s("tanh");
+  }
+  m.node("MatMul", {"a", "fc2.weight"}, {"logits"}, "fc2");
+  m.output("logits");
+  return testing_onnx::writeTemp(m, writtenOut ? "trainer_gelu_written" : "trainer_gelu_op");
+}
+
+// A GELU written out op by op trains as one Gelu (passes/Passes.h, rewriteWrittenOutGelu,
+// before the loss): the step plan has the Gelu model's steps, op for op, and the same losses
+// (its backward is Gelu's rule, not the 25-op derivative of the written-out form).
+TEST(TrainModel, AWrittenOutGeluTrainsAsOneGelu) {
+  const testing_onnx::RemovedAtExit written{writeGeluModel(true)}, op{writeGeluModel(false)};
+  auto stepOps = [](const std::string& model) {
+    CompileOptions co;
+    co.training = adam();
+    co.inputShapes["x"] = {8, kD};
+    CompileResult r;
+    Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    std::multiset<std::string> ops;
+    for (const plan::Step& s : r.plan.steps()) ops.insert(s.op_type());
+    return ops;
+  };
+  const std::multiset<std::string> a = stepOps(written.path), b = stepOps(op.path);
+  EXPECT_FALSE(b.empty());
+  EXPECT_EQ(a, b);
+  Data d = makeData(64, 5);
+  const std::string dir = fs::temp_directory_path() / ("tandem_gelu_" + std::to_string(getpid()));
+  writeSplitData(dir, Tensor::fromVector<float>({64, kD}, d.x), Tensor::fromVector<int64_t>({64}, d.labels));
+  std::vector<double> losses[2];
+  for (int k = 0; k < 2; ++k) {
+    TrainOptions o = onnxDataOptions(k == 0 ? written.path : op.path, dir, 16);
+    o.epochs = 3;
+    o.training.learningRate = 0.05;
+    std::vector<EpochReport> reports;
+    Status st = trainModel(o, nullptr, &reports);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    for (const EpochReport& r : reports) losses[k].push_back(r.meanLoss);
+  }
+  ASSERT_EQ(losses[0].size(), 3u);
+  for (size_t e = 0; e < 3; ++e) EXPECT_NEAR(losses[0][e], losses[1][e], 1e-6) << "epoch " << e + 1;
   fs::remove_all(dir);
 }
 
