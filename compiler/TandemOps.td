@@ -192,6 +192,12 @@ def Tandem_TanhOp : Tandem_OnnxOp<"tanh", "Tanh", "13", "elementwise hyperbolic 
 def Tandem_GeluOp : Tandem_OnnxOp<"gelu", "Gelu", "20",
     "0.5 x (1 + erf(x / sqrt 2)); approximate = \"tanh\": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
     (ins Str:$approximate)>;
+def Tandem_GeluGradOp : Tandem_DomainOp<"gelu_grad", "GeluGrad", "tandem", "1",
+    "d X of Gelu from dY: dY, X -> dY * Gelu'(X), approximate as Gelu's (none: erf; tanh)",
+    "ONNX Runtime's training ops GeluGrad and FastGeluGrad (com.microsoft-1), the derivative "
+      # "of ONNX Gelu-20: none: Phi(x) + x phi(x); tanh, with t = tanh(sqrt(2/pi) (x + "
+      # "0.044715 x^3)): 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)",
+    (ins Str:$approximate)>;
 def Tandem_SoftplusOp : Tandem_OnnxOp<"softplus", "Softplus", "1", "elementwise ln(e^x + 1)">;
 def Tandem_MishOp : Tandem_OnnxOp<"mish", "Mish", "18", "elementwise x * tanh(ln(e^x + 1))">;
 def Tandem_SoftsignOp : Tandem_OnnxOp<"softsign", "Softsign", "1", "elementwise x / (1 + |x|)">;

@@ -37,7 +37,7 @@ echo "host: $cpu; hardware ISA $hw; Tandem/oneDNN ISA $used; $(nproc) cores; $(p
 # BLAS: with only libblas3 installed that is the reference BLAS, several times slower than
 # OpenBLAS, which would flatter Tandem.
 blas=$(readlink -f /etc/alternatives/libblas.so.3-x86_64-linux-gnu 2>/dev/null || echo unknown)
-echo "PyTorch's BLAS: $blas"
+echo "PyTorch's BLAS: $blas (OPENBLAS_NUM_THREADS = the thread count)"
 case $blas in
   */blas/libblas.so.3*) echo "warning: that is the reference BLAS; for a fair comparison: apt-get install libopenblas0-pthread" >&2 ;;
 esac
@@ -48,7 +48,9 @@ for t in $threads; do
     tan=$("$build"/tools/tandem train "$work/fmnist_cnn.onnx" --data fashion-mnist --optimizer adam \
             --lr 1e-3 --eps 1e-7 --epochs 1 --batch 128 --max-steps "$steps" --seed "$r" \
             --threads "$t" --no-progress 2>&1 | grep -oE "[0-9.]+ (images|samples)/s" | awk '{print $1}')
-    tor=$(/usr/bin/python3 "$peers/torch_train_fmnist.py" --epochs 1 --threads "$t" --batch 128 \
+    # torch.set_num_threads does not reach OpenBLAS's own pool (as large as the machine):
+    # without this a "1 thread" PyTorch run multiplies on every core.
+    tor=$(OPENBLAS_NUM_THREADS=$t /usr/bin/python3 "$peers/torch_train_fmnist.py" --epochs 1 --threads "$t" --batch 128 \
             --max-steps "$steps" | grep -oE '"images_per_s": [0-9.]+' | awk '{print $2}')
     ratio=$(awk -v a="$tan" -v b="$tor" 'BEGIN { printf "%.3f", b / a }')
     ratios+=("$ratio")

@@ -434,23 +434,13 @@ mlir::LogicalResult gradSoftplus(GradBuilder& g, mlir::Operation* op, Dy dy, Nee
   return mlir::success();
 }
 
-// Gelu-20. "none": d/dx x*Phi(x) = Phi(x) + x*phi(x). "tanh": with u = k*(x + c*x^3),
-// t = tanh(u), d/dx 0.5*x*(1 + t) = 0.5*(1 + t) + 0.5*x*(1 - t^2)*k*(1 + 3c*x^2).
+// Gelu-20: dx = GeluGrad(dy, x) (Tandem's op: "none": Phi(x) + x*phi(x); "tanh": with t =
+// tanh(k*(x + c*x^3)), 0.5*(1 + t) + 0.5*x*(1 - t^2)*k*(1 + 3c*x^2); times dy), one pass
+// where the chain rule wrote 17 ops.
 mlir::LogicalResult gradGelu(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
-  Value x = op->getOperand(0), x2 = g.mul(x, x), d;
-  if (strAttrOr(op, "approximate", "none") == "tanh") {
-    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
-    Value t = g.op("Tanh", {g.mulS(g.mul(x, g.addS(g.mulS(x2, c), 1.0)), k)});
-    Value left = g.mulS(g.addS(t, 1.0), 0.5);
-    Value right = g.mul(g.mulS(x, 0.5 * k),
-                        g.mul(g.rsubS(1.0, g.mul(t, t)), g.addS(g.mulS(x2, 3 * c), 1.0)));
-    d = g.add(left, right);
-  } else {
-    Value cdf = g.mulS(g.addS(g.op("Erf", {g.mulS(x, M_SQRT1_2)}), 1.0), 0.5);
-    Value pdf = g.mulS(g.op("Exp", {g.mulS(x2, -0.5)}), 1.0 / std::sqrt(2 * M_PI));
-    d = g.add(cdf, g.mul(x, pdf));
-  }
-  dx[0] = g.mul(dy[0], d);
+  llvm::SmallVector<mlir::NamedAttribute> attrs;
+  if (strAttrOr(op, "approximate", "none") == "tanh") attrs.push_back(g.strAttr("approximate", "tanh"));
+  dx[0] = g.op("GeluGrad", {dy[0], op->getOperand(0)}, attrs);
   return mlir::success();
 }
 

@@ -173,6 +173,7 @@ std::string inferReduce(const Ctx& c);  // ReduceMean ReduceSum ReduceMax Reduce
 std::string inferArgMax(const Ctx& c);  // ArgMax ArgMin
 // Training.cpp
 std::string inferLoss(const Ctx& c);          // NegativeLogLikelihoodLoss SoftmaxCrossEntropyLoss
+std::string inferGeluGrad(const Ctx& c);      // GeluGrad (tandem): dY, X -> dX
 std::string inferLossGrad(const Ctx& c);      // NegativeLogLikelihoodLossGrad
                                               // SoftmaxCrossEntropyLossGrad
 std::string inferOptimizer(const Ctx& c);     // Adagrad Adam Momentum

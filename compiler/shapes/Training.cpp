@@ -80,6 +80,24 @@ std::string inferLossGrad(const Ctx& c) {
   return "";
 }
 
+std::string inferGeluGrad(const Ctx& c) {
+  // dY and X of one float type and shape (Gelu's input and its output's gradient) -> dX, X's type.
+  static const std::vector<const char*> names = {"dY", "X"};
+  if (auto e = checkArity(c, 2, 2, 1, 1, names); !e.empty()) return e;
+  if (auto e = checkDTypeIn(c, 1, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 0, 1, names); !e.empty()) return e;
+  const std::string approximate = c.attrs.getString("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return c.fail("attribute approximate='" + approximate + "' is not none or tanh");
+  const auto& dy = c.in[0].dims;
+  const auto& x = c.in[1].dims;
+  bool ok = dy.size() == x.size();
+  for (size_t d = 0; ok && d < x.size(); ++d) ok = dimsAgree(dy[d], x[d]);
+  if (!ok) return c.fail("input 0 (dY) shape " + dimsStr(dy) + " is not input 1 (X) shape " + dimsStr(x));
+  c.set(0, c.in[1].dtype, x);
+  return "";
+}
+
 std::string inferOptimizer(const Ctx& c) {
   // R (float scalar), T (i64 scalar), then N of each of X, G and the per-tensor state (Adagrad:
   // H; Momentum: V; Adam: V, H), all Xi's shape and dtype. Results: X_new and the new state,

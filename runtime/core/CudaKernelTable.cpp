@@ -48,7 +48,7 @@ const std::map<std::string, Entry>& table() {
     const OpInfo* rows = allOps(&n);
     for (size_t i = 0; i < n; ++i)
       if (rows[i].has(kUnary | kCudaExpr)) m[rows[i].name] = {Rule::AllF32, f32()};
-    for (const char* op : {"Pow", "PRelu", "Softmax", "LogSoftmax", "LayerNormalization",
+    for (const char* op : {"Pow", "PRelu", "GeluGrad", "Softmax", "LogSoftmax", "LayerNormalization",
                            "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
                            "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                            "MaxPoolGrad", "ConvWeightGrad"})

@@ -49,6 +49,14 @@ const std::map<std::string, std::string>& binaryExprs() {
       {"Min", "(a != a ? a : b != b ? b : b < a ? b : a)"},
       {"Max", "(a != a ? a : b != b ? b : b > a ? b : a)"},
       {"Pow", "powf(a, b)"},    {"PRelu", "a >= 0.f ? a : a * b"},
+      // GeluGrad (tandem): a = dY, b = X; g.alpha = 1 selects Gelu's tanh approximation.
+      {"GeluGrad",
+       "a * (g.alpha != 0.f"
+       " ? 0.5f * (1.f + tanhf(0.7978845608028654f * b * (1.f + 0.044715f * b * b)))"
+       " + 0.5f * b * (1.f - tanhf(0.7978845608028654f * b * (1.f + 0.044715f * b * b))"
+       " * tanhf(0.7978845608028654f * b * (1.f + 0.044715f * b * b)))"
+       " * 0.7978845608028654f * (1.f + 0.134145f * b * b)"
+       " : 0.5f * (1.f + erff(b * 0.7071067811865476f)) + b * expf(-0.5f * b * b) * 0.3989422804014327f)"},
       {"Less", "a < b"},        {"Greater", "a > b"},      {"Equal", "a == b"},
   };
   return m;
@@ -219,6 +227,7 @@ Status createElementwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out)
     // Binary ops, and variadic ones as a chain: out = f(in0, in1), then out = f(out, in_k).
     TANDEM_RETURN_IF_ERROR(k->init(ctx, op, {dts[0], dts[1]}, odt));
     TANDEM_RETURN_IF_ERROR(broadcastLaunch(ctx, oshape, {shapes[0], shapes[1]}, {present[0], present[1]}, &l));
+    if (op == "GeluGrad") l.geo.alpha = ctx.attrs->getString("approximate", "none") == "tanh" ? 1.f : 0.f;
     k->launches.push_back(l);
     for (size_t i = 2; i < dts.size(); ++i) {
       Launch more;
@@ -239,7 +248,8 @@ const std::vector<const char*>& elementwiseOps() {
     const OpInfo* rows = allOps(&n);
     for (size_t i = 0; i < n; ++i)
       if (rows[i].has(kCudaExpr)) v.push_back(rows[i].name);
-    for (const char* op : {"Sum", "Pow", "PRelu", "Less", "Greater", "Equal", "Where", "Cast"}) v.push_back(op);
+    for (const char* op : {"Sum", "Pow", "PRelu", "GeluGrad", "Less", "Greater", "Equal", "Where", "Cast"})
+      v.push_back(op);
     return v;
   }();
   return ops;

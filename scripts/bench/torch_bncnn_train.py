@@ -7,7 +7,7 @@ line: ms/step and images/s. Compare with
   tandem train tests/e2e/models/fmnist_bncnn.onnx --max-steps N --threads T
 run alternately on the same machine (a ratio from the same run, never across days).
 
-Usage: torch_bncnn_train.py [--threads 2] [--steps 100] [--data DIR]
+Usage: torch_bncnn_train.py [--threads 2] [--blas-threads T] [--steps 100] [--data DIR]
 """
 import argparse
 import gzip
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_blas import blas  # noqa: E402
+from torch_blas import blas, set_threads  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 import make_fmnist_models  # noqa: E402
@@ -35,10 +35,12 @@ def read_idx(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--blas-threads", type=int,
+                    help="OpenBLAS's pool (default: --threads; torch.set_num_threads does not set it)")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
+    threads = set_threads(torch, a.threads, a.blas_threads)
     x = read_idx(f"{a.data}/train-images-idx3-ubyte.gz").astype(np.float32) / 255.0
     x = torch.from_numpy(x.reshape(-1, 1, 28, 28))
     y = torch.from_numpy(read_idx(f"{a.data}/train-labels-idx1-ubyte.gz").astype(np.int64))
@@ -61,7 +63,7 @@ def main():
     for i in range(5, 5 + a.steps):
         step(i)
     dt = time.perf_counter() - t
-    print(f"torch {torch.__version__} (BLAS {blas()}) threads {a.threads}: {dt / a.steps * 1000:.2f} ms/step, "
+    print(f"torch {torch.__version__} (BLAS {blas()}), {threads}: {dt / a.steps * 1000:.2f} ms/step, "
           f"{a.steps * 128 / dt:.0f} images/s")
 
 

@@ -15,7 +15,7 @@ next token as every position's label, the mean cross-entropy over all of them); 
 DIR --lm` writes next-token labels [n, 64] and the model to train, DIR/gpt_lm.onnx:
   tandem train DIR/gpt_lm.onnx --data onnx:DIR --all-params --batch B --max-steps N --threads T
 
-Usage: torch_gpt_train.py [--threads 2] [--steps 20] [--batch 32] [--shared ../shared] [--lm]
+Usage: torch_gpt_train.py [--threads 2] [--blas-threads T] [--steps 20] [--batch 32] [--shared ../shared] [--lm]
                           [--write-data DIR [--count 2048]]
 """
 import argparse
@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_blas import blas  # noqa: E402
+from torch_blas import blas, set_threads  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 
@@ -54,6 +54,8 @@ def write_data(out, count, lm):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--blas-threads", type=int,
+                    help="OpenBLAS's pool (default: --threads; torch.set_num_threads does not set it)")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--shared", default=os.path.join(here, "..", "..", "..", "shared"))
@@ -70,7 +72,7 @@ def main():
         if a.lm:
             export_lm(os.path.join(a.write_data, "gpt_lm.onnx"))
         return
-    torch.set_num_threads(a.threads)
+    threads = set_threads(torch, a.threads, a.blas_threads)
     torch.manual_seed(0)
     model = GptLm() if a.lm else make_zoo.GptLike()
     model.train()
@@ -92,7 +94,7 @@ def main():
     for _ in range(a.steps):
         step()
     dt = time.perf_counter() - t
-    print(f"torch {torch.__version__} (BLAS {blas()}){' language model' if a.lm else ''} threads {a.threads}: "
+    print(f"torch {torch.__version__} (BLAS {blas()}){' language model' if a.lm else ''}, {threads}: "
           f"{dt / a.steps * 1000:.1f} ms/step, "
           f"{a.steps * a.batch / dt:.0f} samples/s")
 

@@ -1,6 +1,6 @@
 // oneDNN unary element-wise ops for f32 (ONNX opset 17 semantics): Relu, LeakyRelu, Elu, Selu,
 // Sigmoid, HardSigmoid, HardSwish, Tanh, Clip (constant bounds), Exp, Sqrt, Abs, Neg, Reciprocal, Gelu, and Pow
-// with a constant scalar exponent. Erf has no oneDNN algorithm. Log and Softplus are left to
+// with a constant scalar exponent, and GeluGrad (eltwise backward). Erf has no oneDNN algorithm. Log and Softplus are left to
 // the reference kernels on purpose: oneDNN 2.6's JIT log has an absolute error of ~3e-6 around
 // 1 (Log(1) = -1.4e-6, failing ONNX's test_log_example at atol 1e-7), and soft_relu inherits it
 // (relative errors of several percent for x < -10).
@@ -153,9 +153,72 @@ Status createEltwise(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
   });
 }
 
+// GeluGrad: oneDNN's eltwise backward (gelu_tanh / gelu_erf, from the source), dX = dY *
+// Gelu'(X) in one pass over f32 dY and X of one shape.
+bool geluGradSupported(const KernelContext& ctx) {
+  return ctx.inputTypes.size() == 2 && ctx.outputTypes.size() == 1 && !hasEmptyTensor(ctx) &&
+         ctx.inputTypes[0].shape == ctx.inputTypes[1].shape &&
+         ctx.outputTypes[0].shape == ctx.inputTypes[1].shape;
+}
+
+class GeluGradKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx) {
+    if (!geluGradSupported(ctx)) return Status::error("GeluGrad: unsupported configuration for the oneDNN kernel");
+    dnnl::engine& eng = cpuEngine();
+    const alg a = ctx.attrs->getString("approximate", "none") == "tanh" ? alg::eltwise_gelu_tanh
+                                                                       : alg::eltwise_gelu_erf;
+    dnnl::memory::desc md = plainDesc({numElements(ctx.inputTypes[1].shape)});
+    dnnl::eltwise_forward::primitive_desc fwd(
+        dnnl::eltwise_forward::desc(dnnl::prop_kind::forward_training, a, md, 0.f, 0.f), eng);
+    dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(a, md, md, 0.f, 0.f), baseAttr(),
+                                              eng, fwd);
+    prim_ = dnnl::eltwise_backward(pd);
+    x_ = dnnl::memory(md, eng, DNNL_MEMORY_NONE);
+    dy_ = dnnl::memory(md, eng, DNNL_MEMORY_NONE);
+    dx_ = dnnl::memory(md, eng, DNNL_MEMORY_NONE);
+    scratch_.init(pd, &ws_, &args_);
+    args_.add(DNNL_ARG_SRC, x_);
+    args_.add(DNNL_ARG_DIFF_DST, dy_);
+    args_.add(DNNL_ARG_DIFF_SRC, dx_);
+    impl_ = "dnnl:" + std::string(pd.impl_info_str());
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("GeluGrad", [&] {
+      char* ws = ws_.total() ? threadWorkspace(ws_.total()) : nullptr;
+      bind(dy_, in[0]->raw());
+      bind(x_, in[1]->raw());
+      bind(dx_, out[0]->raw());
+      scratch_.bindBuffers(ws);
+      args_.execute(prim_);
+      return Status::ok();
+    });
+  }
+
+ private:
+  dnnl::primitive prim_;
+  WorkspaceLayout ws_;
+  Scratchpad scratch_;
+  ExecArgs args_;
+  dnnl::memory x_, dy_, dx_;
+};
+
+Status createGeluGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  return guardDnnl(ctx, [&] {
+    auto k = std::make_unique<GeluGradKernel>();
+    TANDEM_RETURN_IF_ERROR(k->init(ctx));
+    *out = std::move(k);
+    return Status::ok();
+  });
+}
+
 }  // namespace
 
 void registerDnnlEltwiseKernels(KernelRegistry& r) {
+  r.add(makeDef("GeluGrad", geluGradSupported, createGeluGrad));
   // The ops are the table's (runtime/core/OpTable.def, flag kDnnlEltwise); algorithmOf above
   // maps each to its oneDNN algorithm.
   size_t n = 0;

@@ -178,6 +178,38 @@ auto geluMake = [](const AttrMap& a) {
     return T(T(0.5) * x * (T(1) + std::erf(x * T(0.7071067811865476))));
   };
 };
+// Gelu-20's derivative at x (the tanh approximation or the exact erf form), in T's precision.
+template <typename T>
+T geluDerivative(T x, bool tanhForm) {
+  if (tanhForm) {
+    const T k = T(0.7978845608028654), c = T(0.044715), x2 = x * x;
+    const T t = std::tanh(k * x * (T(1) + c * x2));
+    return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x2);
+  }
+  const T cdf = T(0.5) * (T(1) + std::erf(x * T(0.7071067811865476)));
+  return cdf + x * std::exp(T(-0.5) * x * x) * T(0.3989422804014327);  // + x * phi(x)
+}
+
+// GeluGrad (tandem): dX = dY * Gelu'(X), dY and X of one shape.
+Status createGeluGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 2 || ctx.inputTypes[0].shape != ctx.inputTypes[1].shape)
+    return opError(ctx, "dY and X must have one shape");
+  const bool tanhForm = ctx.attrs->getString("approximate", "none") == "tanh";
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[1].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [tanhForm](const Inputs& in, const Outputs& outs) -> Status {
+      const T* dy = in[0]->data<T>();
+      const T* x = in[1]->data<T>();
+      T* dx = outs[0]->data<T>();
+      for (int64_t i = 0, n = in[1]->numel(); i < n; ++i) dx[i] = dy[i] * geluDerivative(x[i], tanhForm);
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
 auto hardSigmoidMake = [](const AttrMap& a) {
   double alpha = a.getFloat("alpha", 0.2f);
   double beta = a.getFloat("beta", 0.5f);
@@ -762,6 +794,7 @@ void registerElementwiseKernels(KernelRegistry& r) {
   addRef(r, "Selu", F, unaryFactory(seluMake));
   addRef(r, "HardSigmoid", F, unaryFactory(hardSigmoidMake));
   addRef(r, "Gelu", F, unaryFactory(geluMake));
+  addRef(r, "GeluGrad", F, createGeluGrad);
   addRef(r, "Neg", signedTypes(), unaryFactory(simple(negOp)));
   addRef(r, "Abs", numericTypes(), unaryFactory(simple(absOp)));
   addRef(r, "Relu", signedTypes(), unaryFactory(simple(reluOp)));

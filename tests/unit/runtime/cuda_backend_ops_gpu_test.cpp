@@ -854,6 +854,15 @@ const std::map<std::string, OpEntry>& opTable() {
     m["Gelu"] = {kTranscendental, kWhyTrans, unary(-5, 5, [](Gen& g, AttrMap& a) {
                    if (g.coin()) a.set("approximate", Attr::ofString(g.coin() ? "tanh" : "none"));
                  })};
+    m["GeluGrad"] = {kTranscendental, kWhyTrans, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+                       for (int k = 0; k < 8; ++k) {
+                         Shape s = k == 0 ? Shape{0} : g.shape(g.uniform(0, 4));
+                         OpCase c{"shape " + shapeToString(s), "GeluGrad", {}, {g.f32(s, -2, 2), g.f32(s, -5, 5)}, {},
+                                  {f32t(s)}, tol};
+                         if (k % 2) c.attrs.set("approximate", Attr::ofString("tanh"));
+                         out->push_back(std::move(c));
+                       }
+                     }};
     m["Clip"] = {kExact, kWhyExact, [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
                    for (int k = 0; k < 8; ++k) {
                      Shape s = k == 0 ? Shape{0} : g.shape(g.uniform(0, 5));

@@ -59,6 +59,43 @@ TEST(DnnlEltwise, Activations) {
   checkUnary("Tanh", [](double x) { return std::tanh(x); });
 }
 
+// GeluGrad (autodiff's Gelu backward) on oneDNN's eltwise backward against Gelu's derivative
+// in double, both forms, times dY; the reference kernel must agree as well.
+TEST(DnnlEltwise, GeluGradIsTheDerivativeTimesDy) {
+  for (const char* approx : {"none", "tanh"}) {
+    SCOPED_TRACE(approx);
+    const bool tanhForm = std::string(approx) == "tanh";
+    OpCase c;
+    c.op = "GeluGrad";
+    c.attrs.set("approximate", Attr::ofString(approx));
+    c.inputs = {randomTensor({3, 5, 71}, 7, -2.f, 2.f), randomTensor({3, 5, 71}, 8, -6.f, 6.f)};
+    c.outputs = {{3, 5, 71}};
+    ASSERT_TRUE(dnnlSupports(c));
+    std::string impl;
+    Tensor dx = runOnce(c, &impl);
+    EXPECT_EQ(impl.rfind("dnnl:", 0), 0u) << impl;
+    std::vector<double> want;
+    for (int64_t i = 0; i < dx.numel(); ++i) {
+      const double x = c.inputs[1].data<float>()[i], dy = c.inputs[0].data<float>()[i];
+      double d;
+      if (tanhForm) {
+        const double k = std::sqrt(2 / M_PI), t = std::tanh(k * (x + 0.044715 * x * x * x));
+        d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x);
+      } else {
+        d = 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-0.5 * x * x) / std::sqrt(2 * M_PI);
+      }
+      want.push_back(dy * d);
+    }
+    expectClose(dx, want);
+    // The reference kernel in f32 (autodiff_test checks it in f64 against finite differences).
+    std::unique_ptr<Kernel> ref;
+    ASSERT_TRUE(refRegistry().create("cpu", c.context(), &ref).isOk());
+    Tensor refDx = Tensor::alloc(DType::F32, {3, 5, 71});
+    ASSERT_TRUE(ref->run({&c.inputs[0], &c.inputs[1]}, {&refDx}).isOk());
+    expectClose(refDx, want);
+  }
+}
+
 TEST(DnnlEltwise, Math) {
   checkUnary("Exp", [](double x) { return std::exp(x); });
   checkUnary("Sqrt", [](double x) { return std::sqrt(x); }, 0.f, 100.f);
