@@ -219,7 +219,6 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
   int64_t correct = 0;
   double lossSum = 0;
   const int64_t per = labelsPerSample_, C = classes_;
-  std::vector<double> z;
   for (int64_t b = 0; b < data.count; b += chunk) {
     const int64_t n = std::min(chunk, data.count - b);
     samples.resize(n * px);

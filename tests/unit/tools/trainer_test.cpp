@@ -800,6 +800,14 @@ void constantNode(testing_onnx::Model& m, const std::string& name, const Tensor&
   p->set_raw_data(std::string(static_cast<const char*>(t.raw()), t.bytes()));
 }
 
+// An f32 initializer `name` of shape `dims`, uniform in [-0.5, 0.5) from `rng`.
+void uniformInit(testing_onnx::Model& m, std::mt19937& rng, const std::string& name, std::vector<int64_t> dims) {
+  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
+  std::vector<float> v((size_t)numElements(Shape(dims.begin(), dims.end())));
+  for (float& e : v) e = u(rng);
+  m.floatInit(name, dims, v);
+}
+
 // A token classifier as a transformer export writes one: ids [N, 4] (int64, or int32) ->
 // Gather(tok.weight [9, 2]) -> the last position (Gather axis 1, index -1) -> a Reshape to
 // [Shape(h)[0], -1] (shape arithmetic that folds only once N is bound) -> Mul by a Constant
@@ -809,12 +817,7 @@ std::string writeTokenModel(int32_t idType, const std::string& tag) {
   testing_onnx::Model m;
   m.input("ids", {-1, 4}, idType, {"N"});
   std::mt19937 rng(11);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  auto init = [&](const std::string& name, std::vector<int64_t> dims) {
-    std::vector<float> v((size_t)numElements(Shape(dims.begin(), dims.end())));
-    for (float& e : v) e = u(rng);
-    m.floatInit(name, dims, v);
-  };
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) { uniformInit(m, rng, name, dims); };
   init("tok.weight", {9, 2});
   init("head.weight", {3, 2});
   init("head.bias", {3});
@@ -970,12 +973,7 @@ TEST(TrainModel, PerPositionLabelsTrainALanguageModel) {
   testing_onnx::Model m;
   m.input("ids", {-1, T}, onnx::TensorProto::INT64, {"N"});
   std::mt19937 rng(5);
-  std::uniform_real_distribution<float> u(-0.5f, 0.5f);
-  auto init = [&](const std::string& name, std::vector<int64_t> dims) {
-    std::vector<float> v((size_t)numElements(Shape(dims.begin(), dims.end())));
-    for (float& e : v) e = u(rng);
-    m.floatInit(name, dims, v);
-  };
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) { uniformInit(m, rng, name, dims); };
   init("tok.weight", {V, D});
   init("head.weight", {D, V});
   init("head.bias", {V});
