@@ -131,6 +131,7 @@ ProgressBar::ProgressBar(ProgressOptions o) : o_(std::move(o)) {
 void ProgressBar::beginEpoch(int64_t epoch, int64_t numEpochs, int64_t totalSteps) {
   epochLabel_ = "Epoch " + std::to_string(epoch + 1) + "/" + std::to_string(numEpochs);
   state_ = ProgressState{};
+  state_.rateUnit = o_.rateUnit;
   state_.total = std::max<int64_t>(totalSteps, 0);
   start_ = o_.now();
   lastDraw_ = -1e300;

@@ -58,6 +58,8 @@ struct ProgressOptions {
   double minRedrawSeconds = 0.1;
   /// Terminal width; 0: the terminal's (TIOCGWINSZ), else $COLUMNS, else 80.
   int columns = 0;
+  /// The rate's unit (ProgressState::rateUnit): "img/s" for images, "samples/s" for others.
+  std::string rateUnit = "img/s";
 };
 
 /// Prints an epoch's progress. On a terminal: "Epoch 2/10\n", then the line of

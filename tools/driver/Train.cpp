@@ -202,6 +202,8 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   to.metricsEverySteps = o.metricsEverySteps;
   to.resume = o.resume;
   to.showProgress = o.progress;
+  // Images ([N, C, H, W] floats) are counted as Keras counts them; token ids and features as samples.
+  to.progress.rateUnit = inputDtype == DType::F32 && rank == 4 ? "img/s" : "samples/s";
   to.log = log;
   to.onEpochEnd = [log](const EpochReport& r) {
     if (log)

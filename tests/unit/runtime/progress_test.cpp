@@ -166,6 +166,16 @@ TEST(ProgressBar, LogGetsOnePlainLinePerEpoch) {
             (std::vector<std::string>{
                 "Epoch 1/2 - 4/4 - 0s 65ms/step - loss: 0.2500 - accuracy: 0.9000 - 492 img/s\n",
                 "Epoch 2/2 - 4/4 - 0s 65ms/step - loss: 0.2500 - accuracy: 0.9000 - 492 img/s\n"}));
+  // Token ids and features: the rate in samples (tandem train sets it from the model's input).
+  Captured t;
+  ProgressOptions o = t.options(false);
+  o.rateUnit = "samples/s";
+  ProgressBar tokens(o);
+  tokens.beginEpoch(0, 1, 1);
+  t.t = 0.5;
+  tokens.update(1, 32, {{"loss", 2.0}});
+  tokens.endEpoch({{"loss", 2.0}});
+  EXPECT_EQ(t.writes, (std::vector<std::string>{"Epoch 1/1 - 1/1 - 0s 500ms/step - loss: 2.0000 - 64 samples/s\n"}));
 }
 
 }  // namespace
