@@ -92,6 +92,17 @@ TANDEM_AVX2 bool softmaxRow(const float* x, float* y, int64_t n, bool log) {
   return true;
 }
 
+TANDEM_AVX2 void scaledExpRow(const float* x, float* y, int64_t n, float scale) {
+  const __m256 k = _mm256_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 e = _mm256_mul_ps(expOrZero(v), k);
+    _mm256_storeu_ps(y + i, _mm256_blendv_ps(e, v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));  // NaN stays
+  }
+  for (; i < n; ++i) y[i] = std::isnan(x[i]) ? x[i] : x[i] < -87.3f ? 0.f : scale * std::exp(x[i]);
+}
+
 /// The squared deviations of the 8 lanes of v from vmean, added to acc (double).
 TANDEM_AVX2 inline __m256d addSquares(__m256d acc, __m256 v, __m256d vmean) {
   const __m256d lo = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), vmean);

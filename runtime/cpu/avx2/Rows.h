@@ -21,6 +21,11 @@ namespace avx2 {
 /// Requires available() (Sgemm.h) and n >= 1; x and y must not overlap.
 bool softmaxRow(const float* x, float* y, int64_t n, bool log);
 
+/// y[i] = scale * exp(x[i]) for i < n (y may be x): the shared vector exp; an argument below
+/// -87.3 (-inf included) gives exactly 0, a NaN stays NaN. The softmax cross-entropy's gradient
+/// from the log-probabilities (runtime/cpu/ref/Loss.cpp). Requires available().
+void scaledExpRow(const float* x, float* y, int64_t n, float scale);
+
 /// LayerNormalization of the row x[0, n) into y[0, n) (may be x): mean and variance in double,
 /// then y = (x - mean) * (1 / sqrt(var + epsilon)) * scale + bias in f32 (bias may be null).
 /// Requires available() and n >= 1.

@@ -9,6 +9,13 @@
 //   none: loss[n, d] = -w * logp[n, label, d]
 //   sum:  loss = sum of those          mean: loss = sum / sum(w)   (0/0 = NaN, as ONNX's reference)
 // Sums accumulate in f64 (AccOf). The log-softmax is stable: max subtracted before exp.
+// SoftmaxCrossEntropyLoss and its gradient over f32 rows of C (D = 1: [N, C] scores, a language
+// model's [N * T, V]) run the AVX2 row kernels where the CPU has them (runtime/cpu/avx2/Rows.h:
+// the log-softmax row, exp(logp) scaled): a [2048, 1000] step took 15 + 8 ms in the scalar loops.
+#include <type_traits>
+
+#include "runtime/cpu/avx2/Rows.h"
+#include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/ref/RefCommon.h"
 
 namespace tandem {
@@ -110,10 +117,21 @@ Status lossForward(const OpName& op, const LossSpec& s, bool softmax, const T* x
   thread_local std::vector<double> scratch;
   if (softmax) scratch.resize(2 * s.D);
   double total = 0, totalWeight = 0;
+  bool rows = false;  // the f32 row kernel, into log_prob or a row of its own
+  if constexpr (std::is_same_v<T, float>) rows = softmax && s.D == 1 && avx2::available();
+  thread_local std::vector<float> row;
+  if (rows && !logProb) row.resize((size_t)s.C);
   for (int64_t n = 0; n < s.N; ++n) {
     const T* xn = x + n * s.C * s.D;
     double* lse = softmax ? scratch.data() + s.D : nullptr;
-    if (softmax) {
+    // A row with a NaN or an infinite maximum takes the scalar path (ONNX's NaNs there).
+    bool vec = false;
+    T* lpRow = nullptr;  // the row's log-probabilities when vec
+    if constexpr (std::is_same_v<T, float>) {
+      lpRow = logProb ? logProb + n * s.C : row.data();
+      vec = rows && avx2::softmaxRow(xn, lpRow, s.C, true);
+    }
+    if (softmax && !vec) {
       logSumExp(s, xn, scratch.data(), lse);
       if (logProb)
         for (int64_t c = 0; c < s.C; ++c)
@@ -126,7 +144,8 @@ Status lossForward(const OpName& op, const LossSpec& s, bool softmax, const T* x
       if (!labelWeight(s, label[at], weight, &w)) return badLabel(op, s, (int64_t)label[at], at);
       double l = 0;
       if (w != 0) {
-        const double lp = (double)xn[(int64_t)label[at] * s.D + d] - (softmax ? lse[d] : 0.0);
+        const double lp = vec ? (double)lpRow[(int64_t)label[at]]
+                              : (double)xn[(int64_t)label[at] * s.D + d] - (softmax ? lse[d] : 0.0);
         l = -w * lp;
       }
       if (s.reduction == Reduction::None) loss[at] = T(l);
@@ -186,6 +205,8 @@ Status lossBackward(const OpName& op, const LossSpec& s, bool softmax, const T* 
     }
     scale = 1 / totalWeight;
   }
+  bool rows = false;  // f32 rows of C: g * exp(logp) by the vector kernel, then the label's -g
+  if constexpr (std::is_same_v<T, float>) rows = softmax && s.D == 1 && avx2::available();
   for (int64_t n = 0; n < s.N; ++n) {
     for (int64_t d = 0; d < s.D; ++d) {
       const int64_t at = n * s.D + d;
@@ -195,6 +216,14 @@ Status lossBackward(const OpName& op, const LossSpec& s, bool softmax, const T* 
       const double g =
           w == 0 ? 0.0 : w * scale * (double)(s.reduction == Reduction::None ? dY[at] : dY[0]);
       const int64_t t = w != 0 ? (int64_t)label[at] : -1;
+      if constexpr (std::is_same_v<T, float>) {
+        if (rows && g != 0 && std::isfinite(g)) {
+          float* row = dx + n * s.C;
+          avx2::scaledExpRow(logp + n * s.C, row, s.C, (float)g);
+          row[t] = T(g * ((double)std::exp((double)logp[n * s.C + t]) - 1.0));
+          continue;
+        }
+      }
       for (int64_t c = 0; c < s.C; ++c) {
         const int64_t i = (n * s.C + c) * s.D + d;
         const double p = softmax ? std::exp((double)logp[i]) : 0.0;

@@ -195,6 +195,67 @@ TEST(RefNegativeLogLikelihoodLossGrad, MatchesCentralDifferences) {
   for (const GradCase& gc : gradCases()) checkGradient("NegativeLogLikelihoodLoss", gc);
 }
 
+// f32 [N, C] rows take the AVX2 row kernels (log-softmax row; exp(logp) scaled) where the CPU
+// has AVX2: the loss, log_prob and gradient agree with the f64 kernel on the same values (C of
+// 1000 and 13, a tail; a row with -inf scores; a row with a NaN, which keeps ONNX's NaN through
+// the scalar path; an ignored label), for every reduction.
+TEST(RefSoftmaxCrossEntropyLoss, F32RowsAgreeWithF64) {
+  for (int64_t C : {1000, 13}) {
+    const int64_t N = 6;
+    std::vector<double> xs = pseudoRandom(N * C, 5, -8, 8);
+    xs[1 * C + 3] = -std::numeric_limits<double>::infinity();
+    xs[2 * C + 1] = std::numeric_limits<double>::quiet_NaN();
+    std::vector<float> xf(xs.begin(), xs.end());
+    std::vector<int64_t> labels = {0, C - 1, 4, 7 % C, -1, 5};
+    const int64_t ignore = -1;
+    for (const char* reduction : {"mean", "sum", "none"}) {
+      SCOPED_TRACE(std::string(reduction) + " C " + std::to_string(C));
+      const Shape lossShape = std::string(reduction) == "none" ? Shape{N} : Shape{};
+      std::vector<Tensor> out32, out64, g32, g64;
+      const Tensor y = i64({N}, labels);
+      OpCall f32c{"SoftmaxCrossEntropyLoss", lossAttrs(reduction, &ignore), {f32({N, C}, xf), y},
+                  {{DType::F32, lossShape}, {DType::F32, {N, C}}}};
+      OpCall f64c{"SoftmaxCrossEntropyLoss", lossAttrs(reduction, &ignore), {f64({N, C}, xs), y},
+                  {{DType::F64, lossShape}, {DType::F64, {N, C}}}};
+      ASSERT_TRUE(f32c.run(&out32).isOk());
+      ASSERT_TRUE(f64c.run(&out64).isOk());
+      // The loss alone (no log_prob output) computes the same rows.
+      std::vector<Tensor> lossOnly;
+      OpCall f32l{"SoftmaxCrossEntropyLoss", lossAttrs(reduction, &ignore), {f32({N, C}, xf), y},
+                  {{DType::F32, lossShape}}};
+      ASSERT_TRUE(f32l.run(&lossOnly).isOk());
+      for (int64_t i = 0; i < lossOnly[0].numel(); ++i) {
+        const float a = lossOnly[0].data<float>()[i], b = out32[0].data<float>()[i];
+        EXPECT_TRUE(a == b || (std::isnan(a) && std::isnan(b))) << "loss without log_prob " << i;
+      }
+      for (int64_t i = 0; i < out64[1].numel(); ++i) {
+        const double want = out64[1].data<double>()[i], got = out32[1].data<float>()[i];
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << "log_prob " << i;
+        else if (std::isinf(want)) EXPECT_EQ(got, want) << "log_prob " << i;
+        else EXPECT_NEAR(got, want, 2e-6 * std::max(1.0, std::fabs(want))) << "log_prob " << i;
+      }
+      for (int64_t i = 0; i < out64[0].numel(); ++i) {
+        const double want = out64[0].data<double>()[i], got = out32[0].data<float>()[i];
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << "loss " << i;
+        else EXPECT_NEAR(got, want, 2e-6 * std::max(1.0, std::fabs(want))) << "loss " << i;
+      }
+      std::vector<double> dys = pseudoRandom(lossShape.empty() ? 1 : N, 9, 0.5, 2);
+      std::vector<float> dyf(dys.begin(), dys.end());
+      OpCall g32c{"SoftmaxCrossEntropyLossGrad", lossAttrs(reduction, &ignore),
+                  {f32(lossShape, dyf), out32[1], y}, {{DType::F32, {N, C}}}};
+      OpCall g64c{"SoftmaxCrossEntropyLossGrad", lossAttrs(reduction, &ignore),
+                  {f64(lossShape, dys), out64[1], y}, {{DType::F64, {N, C}}}};
+      ASSERT_TRUE(g32c.run(&g32).isOk());
+      ASSERT_TRUE(g64c.run(&g64).isOk());
+      for (int64_t i = 0; i < g64[0].numel(); ++i) {
+        const double want = g64[0].data<double>()[i], got = g32[0].data<float>()[i];
+        if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << "dx " << i;
+        else EXPECT_NEAR(got, want, 1e-6) << "dx " << i;
+      }
+    }
+  }
+}
+
 TEST(RefSoftmaxCrossEntropyLossGrad, HandValuesF32) {
   // mean over 2 rows, dY = 1: row n's gradient is (softmax - onehot) / 2.
   const Tensor lp = f32({2, 2}, {std::log(0.25f), std::log(0.75f), std::log(0.5f), std::log(0.5f)});
