@@ -64,7 +64,10 @@ gradient), not noise, whose RoIs all look alike and tie; ViT's zero-initialised 
                       few hundred of the 1000 logits (float order decides near-ties; --atol 0.1)
   qdq_bert            a BERT-style encoder (4 layers, width 256, sequence 128) whose 25 Linear
                       layers are quantized the QDQ way: MatMul of transposed per-channel int8
-                      weights, f32 bias Add, QuantizeLinear (the attention products stay float)
+                      weights, f32 bias Add, QuantizeLinear (the attention products stay float);
+                      PyTorch's own fake-quantized reference moves by a quantization step with
+                      its BLAS (OpenBLAS against netlib's: 0.041 apart on the [1, 2] logits,
+                      AMD EPYC): compare with --atol 0.1
   dynq_bert           the same encoder in float, then quantized as ONNX Runtime's quantize_dynamic
                       writes it: DynamicQuantizeLinear -> MatMulInteger (per-tensor int8 weights)
                       -> Cast -> Mul by the scales, for every MatMul of a weight matrix; the
