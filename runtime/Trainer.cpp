@@ -124,7 +124,6 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
   t->evalBatch_ = fin[0].shape[0];
   t->classes_ = fout[0].shape[axis];
   t->labelShape_ = labelShape;
-  t->labelsPerSample_ = outer * inner;
   t->outer_ = outer;
   t->inner_ = inner;
   t->step_plan_ = std::move(step);
@@ -152,7 +151,7 @@ Status Trainer::checkLabels(const SampleSource& s, const std::string& what) cons
                          ", the model's logits take " + shapeToString(labelShape_) +
                          (labelShape_.empty() ? " (one label a sample)" : " (one label a position)"));
   if (!s.labels) return Status::ok();  // a fetch source: checked per sample as it is read
-  const int64_t l = labelsPerSample_;
+  const int64_t l = labelsPerSample();
   for (int64_t i = 0; i < s.count * l; ++i)
     if (s.labels[i] < 0 || s.labels[i] >= classes_)
       return Status::error(labelOutside(what, i / l, l, i % l, s.labels[i], classes_));
@@ -172,7 +171,7 @@ Status Trainer::forwardBatch(const std::vector<Tensor>& params, const void* samp
   Shape shape = forward_->inputTypes()[0].shape;
   const size_t px = (size_t)numElements(sampleShape_) * dtypeSize(sampleDtype_);  // bytes a sample
   const char* src = static_cast<const char*>(samples);
-  const int64_t per = classes_ * labelsPerSample_;  // logits a sample
+  const int64_t per = classes_ * labelsPerSample();  // logits a sample
   logits->assign((size_t)(n * per), 0.f);
   std::vector<Tensor> in, out;
   for (int64_t b = 0; b < n; b += evalBatch_) {
@@ -218,7 +217,7 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
   std::vector<int64_t> labels;
   int64_t correct = 0;
   double lossSum = 0;
-  const int64_t per = labelsPerSample_, C = classes_;
+  const int64_t per = labelsPerSample(), C = classes_;
   for (int64_t b = 0; b < data.count; b += chunk) {
     const int64_t n = std::min(chunk, data.count - b);
     samples.resize(n * px);
@@ -352,11 +351,14 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       bool end = false;
       TANDEM_RETURN_IF_ERROR(prefetch->next(&b, &end));
       if (end) break;
+      // Host arrays were checked whole before the first epoch (checkLabels); a fetch source's
+      // labels are seen here first.
       const int64_t* bl = b.labels.data<int64_t>();
-      for (int64_t i = 0; i < batch_ * labelsPerSample_; ++i)
+      const int64_t per = labelsPerSample();
+      for (int64_t i = 0; !train.labels && i < batch_ * per; ++i)
         if (bl[i] < 0 || bl[i] >= classes_)
-          return Status::error(labelOutside("training data", rest[(size_t)(s * batch_ + i / labelsPerSample_)],
-                                            labelsPerSample_, i % labelsPerSample_, bl[i], classes_));
+          return Status::error(labelOutside("training data", rest[(size_t)(s * batch_ + i / per)], per, i % per,
+                                            bl[i], classes_));
       in[0] = Tensor::view(sampleDtype_, imageShape, b.samples.raw());
       in[1] = b.labels;
       const std::string what = "training step " + std::to_string(step_ + 1);
@@ -393,7 +395,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       if (fetch) {
         const int64_t epochSteps = hasMetrics_ ? done + s + 1 : s + 1;
         std::vector<ProgressMetric> shown = {{"loss", lossSum / (double)epochSteps}};
-        if (hasMetrics_) shown.push_back({"accuracy", correct / (double)(epochSteps * batch_ * labelsPerSample_)});
+        if (hasMetrics_) shown.push_back({"accuracy", correct / (double)(epochSteps * batch_ * labelsPerSample())});
         bar.update(done + s + 1, (s + 1) * batch_, shown);
       }
       if (o.checkpointEverySteps > 0 && step_ % o.checkpointEverySteps == 0 && s + 1 < steps)
@@ -406,7 +408,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     r.trainSeconds = secondsSince(start);
     const int64_t epochSteps = hasMetrics_ ? done + ran : ran;
     r.meanLoss = epochSteps ? lossSum / (double)epochSteps : 0;
-    if (hasMetrics_) r.trainAccuracy = epochSteps ? correct / (double)(epochSteps * batch_ * labelsPerSample_) : 0;
+    if (hasMetrics_) r.trainAccuracy = epochSteps ? correct / (double)(epochSteps * batch_ * labelsPerSample()) : 0;
     r.samplesPerSecond = r.trainSeconds > 0 ? (double)(steps * batch_) / r.trainSeconds : 0;
     prefetch.reset();
     std::vector<ProgressMetric> metrics = {{"loss", r.meanLoss}};

@@ -143,8 +143,8 @@ class Trainer {
   DType sampleDtype_ = DType::F32;  // the step's input 0: f32 images, i64 token ids, ...
   int64_t batch_ = 0, evalBatch_ = 0, classes_ = 0;
   Shape labelShape_;  // one sample's labels: the logits' dims after the batch without the class axis
-  int64_t labelsPerSample_ = 1;
   int64_t outer_ = 1, inner_ = 1;  // a sample's logits are [outer_, C, inner_]
+  int64_t labelsPerSample() const { return outer_ * inner_; }  // numElements(labelShape_)
   int64_t step_ = 0;
   std::string fingerprint_;
   bool hasMetrics_ = false;  // the step plan has metric.loss_sum and metric.correct

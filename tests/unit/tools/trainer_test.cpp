@@ -517,6 +517,19 @@ TEST(Trainer, BadDataIsAClearError) {
   Status st = t->fit(d.source(), nullptr, quiet(1), nullptr);
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("sample 13 has label 9, outside [0, 4)"), std::string::npos) << st.message();
+  // A fetch source's labels are checked as its batches arrive.
+  SampleSource fetched = d.source();
+  fetched.samples = nullptr;
+  fetched.labels = nullptr;
+  fetched.fetch = [&d](int64_t i, void* out, int64_t* label) {
+    std::memcpy(out, d.x.data() + i * kD, kD * sizeof(float));
+    *label = d.labels[(size_t)i];
+    return Status::ok();
+  };
+  st = t->fit(fetched, nullptr, quiet(1), nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("training data: sample 13 has label 9, outside [0, 4)"), std::string::npos)
+      << st.message();
   d = makeData(64, 1);
   for (int64_t k = 0; k < kD; ++k) d.x[(size_t)k] = 3e38f;  // logits overflow: inf - inf
   st = t->fit(d.source(), nullptr, quiet(1), nullptr);
@@ -730,6 +743,16 @@ TEST(TrainingStepKitPlan, WritesKitPlans) {
 // importer folds into constants of their own: trained, they could not be written back, so
 // trainModel refuses before training (naming the value and the export to use); without -o it
 // trains, and --freeze-batchnorm's form (the statistics left constant) writes.
+// DIR/{train,test}/test_data_set_0: `x` and `labels` in both (the test set is the training set).
+void writeSplitData(const std::string& dir, const Tensor& x, const Tensor& labels) {
+  for (const char* split : {"train", "test"}) {
+    const std::string ds = dir + "/" + split + "/test_data_set_0";
+    fs::create_directories(ds);
+    ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", x, "x").isOk());
+    ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", labels, "y").isOk());
+  }
+}
+
 // `tandem train MODEL --data onnx:DIR --batch B --no-progress --threads 1`.
 TrainOptions onnxDataOptions(const std::string& model, const std::string& dir, int64_t batch) {
   TrainOptions o;
@@ -763,12 +786,7 @@ TEST(TrainModel, AValueThatIsNoInitializerIsRefusedBeforeTraining) {
   for (float& v : xs) v = u(rng);
   std::vector<int64_t> labels(n);
   for (int64_t i = 0; i < n; ++i) labels[i] = i % C;
-  for (const char* split : {"train", "test"}) {
-    const std::string ds = dir + "/" + split + "/test_data_set_0";
-    std::filesystem::create_directories(ds);
-    ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", Tensor::fromVector<float>({n, F}, xs), "x").isOk());
-    ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", Tensor::fromVector<int64_t>({n}, labels), "y").isOk());
-  }
+  writeSplitData(dir, Tensor::fromVector<float>({n, F}, xs), Tensor::fromVector<int64_t>({n}, labels));
   TrainOptions o = onnxDataOptions(model.path, dir, 8);
   o.maxSteps = 2;
   o.output = dir + "/trained.onnx";
@@ -954,15 +972,6 @@ TEST(TrainModel, SharedGptTrainsEveryInitializer) {
   fs::remove_all(dir);
 }
 
-// DIR/{train,test}/test_data_set_0: `x` and `labels` in both (the test set is the training set).
-void writeSplitData(const std::string& dir, const Tensor& x, const Tensor& labels) {
-  for (const char* split : {"train", "test"}) {
-    const std::string ds = dir + "/" + split + "/test_data_set_0";
-    fs::create_directories(ds);
-    ASSERT_TRUE(writeTensorFile(ds + "/input_0.pb", x, "x").isOk());
-    ASSERT_TRUE(writeTensorFile(ds + "/input_1.pb", labels, "y").isOk());
-  }
-}
 
 // A language model's loss: logits [N, T, V] and a label per position ([N, T], the next token).
 // A bigram model, ids [N, 6] in [0, 7) -> Gather(tok.weight [7, 8]) -> MatMul(head.weight
