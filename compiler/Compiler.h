@@ -68,6 +68,13 @@ struct CompileOptions {
     /// CrossEntropyLoss on [N, C, d...]). The loss is the mean over every label. Negative
     /// values count from the end; it must name an axis in [1, r) (buildLoss's error otherwise).
     int classAxis = -1;
+    /// Set: a label equal to it counts for nothing (PyTorch's cross_entropy ignore_index, ONNX's
+    /// ignore_index: a padded position of a language model's batch, usually -100): the step's
+    /// loss is the mean over the other labels (NaN when a step has none, as PyTorch's; its
+    /// gradient is then 0) and, with metrics, the metric `metric.counted` counts them so that
+    /// accuracy and mean loss are over the labels counted. It may lie inside [0, C) (a pad
+    /// token that is also a class). Unset: every label counts and must be in [0, C).
+    std::optional<int64_t> ignoreIndex;
     /// torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW.
     enum class Optimizer { Sgd, Adam, AdamW };
     Optimizer optimizer = Optimizer::Adam;
@@ -132,7 +139,9 @@ struct CompileOptions {
     /// (the sum of the step losses) and `metric.correct` (how many labels the argmax over the
     /// logits' class axis hits: one per sample, or one per position for classAxis), f32 [] each (TrainingGraph.h). With residentState they are
     /// variables on the loss's device that the Trainer reads every N steps and zeroes at an
-    /// epoch's start, so no step has to send anything back (Keras's compiled metrics).
+    /// epoch's start, so no step has to send anything back (Keras's compiled metrics). With
+    /// ignoreIndex a third, `metric.counted` (the labels not ignored), and loss_sum sums each
+    /// step's loss times its count (the sum over every label counted; 0 for a step with none).
     bool metrics = false;
   };
   std::optional<Training> training;

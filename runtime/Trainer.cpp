@@ -21,6 +21,7 @@ Shape withoutBatch(const Shape& s) { return Shape(s.begin() + (s.empty() ? 0 : 1
 // The step plan's metric variables (CompileOptions::Training::metrics).
 const char* const kLossSum = "metric.loss_sum";
 const char* const kCorrect = "metric.correct";
+const char* const kCounted = "metric.counted";  // with an ignore index
 
 std::string lossNotFinite(float loss, int64_t firstStep, int64_t lastStep, const std::string& checkpointDir) {
   std::string where = firstStep == lastStep ? "step " + std::to_string(lastStep)
@@ -42,17 +43,17 @@ Status fetchSample(const SampleSource& s, int64_t i, void* out, int64_t* label) 
 }
 
 std::string labelOutside(const std::string& what, int64_t sample, int64_t perSample, int64_t at, int64_t label,
-                         int64_t classes) {
+                         int64_t classes, std::optional<int64_t> ignoreIndex) {
   return what + ": sample " + std::to_string(sample) +
          (perSample > 1 ? " label " + std::to_string(at) + " is " : std::string(" has label ")) +
          std::to_string(label) + ", outside [0, " + std::to_string(classes) + ") (the model has " + std::to_string(classes) +
-         " classes)";
+         " classes" + (ignoreIndex ? "; the ignore index is " + std::to_string(*ignoreIndex) : std::string()) + ")";
 }
 
 }  // namespace
 
 Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
-                       std::unique_ptr<Trainer>* out, int classAxis) {
+                       std::unique_ptr<Trainer>* out, int classAxis, std::optional<int64_t> ignoreIndex) {
   if (!step || !forward) return Status::error("Trainer: a step plan and a forward plan are needed");
   if (step->variableNames().empty())
     return Status::error("Trainer: the step plan has no variables (compile it with "
@@ -64,14 +65,20 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
     return Status::error("Trainer: the step plan must take (samples [B, ...] of a numeric dtype, "
                          "labels i64 [B, ...]), it takes " + std::to_string(in.size()) + " inputs");
   // With the metric variables the step returns nothing (the loss is summed into one).
-  bool metricVars[2] = {false, false};
+  bool metricVars[3] = {false, false, false};
   for (size_t k = 0; k < step->variableNames().size(); ++k) {
     const TensorType& tt = step->variableTypes()[k];
     const bool scalar = tt.dtype == DType::F32 && tt.shape.empty();
     metricVars[0] = metricVars[0] || (scalar && step->variableNames()[k] == kLossSum);
     metricVars[1] = metricVars[1] || (scalar && step->variableNames()[k] == kCorrect);
+    metricVars[2] = metricVars[2] || (scalar && step->variableNames()[k] == kCounted);
   }
   const bool metrics = metricVars[0] && metricVars[1];
+  if (metrics && metricVars[2] != ignoreIndex.has_value())
+    return Status::error(std::string("Trainer: the step plan's metrics were compiled ") +
+                         (metricVars[2] ? "with" : "without") + " an ignore index, the Trainer is given " +
+                         (ignoreIndex ? "ignore index " + std::to_string(*ignoreIndex) : std::string("none")) +
+                         " (CompileOptions::Training::ignoreIndex must be the same)");
   if (!metrics && (step->outputTypes().empty() || step->outputTypes()[0].dtype != DType::F32 ||
                    !step->outputTypes()[0].shape.empty()))
     return Status::error("Trainer: the loss (the step plan's output 0) is not a scalar: " +
@@ -118,6 +125,7 @@ Status Trainer::create(std::unique_ptr<Executable> step, std::unique_ptr<Executa
     specs.push_back({vars[k], step->variableTypes()[k].dtype, step->variableTypes()[k].shape});
   t->fingerprint_ = checkpointFingerprint(specs);
   t->hasMetrics_ = metrics;
+  t->ignoreIndex_ = ignoreIndex;
   t->sampleShape_ = withoutBatch(in[0].shape);
   t->sampleDtype_ = in[0].dtype;
   t->batch_ = in[0].shape[0];
@@ -153,8 +161,8 @@ Status Trainer::checkLabels(const SampleSource& s, const std::string& what) cons
   if (!s.labels) return Status::ok();  // a fetch source: checked per sample as it is read
   const int64_t l = labelsPerSample();
   for (int64_t i = 0; i < s.count * l; ++i)
-    if (s.labels[i] < 0 || s.labels[i] >= classes_)
-      return Status::error(labelOutside(what, i / l, l, i % l, s.labels[i], classes_));
+    if (!ignored(s.labels[i]) && (s.labels[i] < 0 || s.labels[i] >= classes_))
+      return Status::error(labelOutside(what, i / l, l, i % l, s.labels[i], classes_, ignoreIndex_));
   return Status::ok();
 }
 
@@ -215,7 +223,7 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
   std::vector<char> samples;
   std::vector<float> logits;
   std::vector<int64_t> labels;
-  int64_t correct = 0;
+  int64_t correct = 0, counted = 0;
   double lossSum = 0;
   const int64_t per = labelsPerSample(), C = classes_;
   for (int64_t b = 0; b < data.count; b += chunk) {
@@ -227,12 +235,14 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
     TANDEM_RETURN_IF_ERROR(forwardBatch(params, samples.data(), n, &logits));
     // A sample's logits are [outer, C, inner] (the class axis between), its labels [outer, inner].
     for (int64_t i = 0; i < n * per; ++i)
-      if (labels[i] < 0 || labels[i] >= C)
-        return Status::error(labelOutside("evaluation data", b + i / per, per, i % per, labels[i], C));
+      if (!ignored(labels[i]) && (labels[i] < 0 || labels[i] >= C))
+        return Status::error(labelOutside("evaluation data", b + i / per, per, i % per, labels[i], C, ignoreIndex_));
     for (int64_t io = 0; io < n * outer_; ++io) {
       const float* l = logits.data() + io * C * inner_;
       for (int64_t k = 0; k < inner_; ++k) {
         const int64_t label = labels[io * inner_ + k];
+        if (ignored(label)) continue;
+        ++counted;
         float mx = l[k];
         int64_t arg = 0;
         for (int64_t c = 1; c < C; ++c)
@@ -244,7 +254,7 @@ Status Trainer::evaluate(const SampleSource& data, double* accuracy, double* mea
       }
     }
   }
-  const double total = (double)(data.count * per);
+  const double total = (double)counted;
   *accuracy = total > 0 ? (double)correct / total : 0;
   if (meanLoss) *meanLoss = total > 0 ? lossSum / total : 0;
   return Status::ok();
@@ -338,10 +348,18 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     const int64_t every = o.metricsEverySteps > 0 ? o.metricsEverySteps
                                                   : (hasMetrics_ && step_plan_->isAsynchronous() ? 25 : 1);
     if (hasMetrics_ && begin == 0)
-      for (const char* m : {kLossSum, kCorrect})
-        TANDEM_RETURN_IF_ERROR(step_plan_->writeVariable(m, Tensor::alloc(DType::F32, {})));
+      for (const char* m : {kLossSum, kCorrect, kCounted})
+        if (m != kCounted || ignoreIndex_)
+          TANDEM_RETURN_IF_ERROR(step_plan_->writeVariable(m, Tensor::alloc(DType::F32, {})));
     bar.beginEpoch(epoch, o.epochs, fullSteps);
-    double lossSum = 0, correct = 0;
+    // counted: with an ignore index, the labels not ignored (metric.counted, or counted here
+    // from the batches without metrics), the denominator of both means.
+    double lossSum = 0, correct = 0, counted = 0;
+    auto means = [&](int64_t epochSteps) {
+      const double labelsSeen = ignoreIndex_ ? counted : (double)(epochSteps * batch_ * labelsPerSample());
+      const double lossOver = ignoreIndex_ ? counted : (double)epochSteps;
+      return std::make_pair(lossOver > 0 ? lossSum / lossOver : 0, labelsSeen > 0 ? correct / labelsSeen : 0);
+    };
     int64_t lastFetch = step_;  // the step of the last fetch
     const auto start = Clock::now();
     std::vector<Tensor> in(2), out;
@@ -352,13 +370,21 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       TANDEM_RETURN_IF_ERROR(prefetch->next(&b, &end));
       if (end) break;
       // Host arrays were checked whole before the first epoch (checkLabels); a fetch source's
-      // labels are seen here first.
+      // labels are seen here first. Without metrics, the labels an ignore index leaves are
+      // counted here.
       const int64_t* bl = b.labels.data<int64_t>();
       const int64_t per = labelsPerSample();
-      for (int64_t i = 0; !train.labels && i < batch_ * per; ++i)
+      int64_t stepCounted = batch_ * per;
+      const bool scan = !train.labels || (ignoreIndex_ && !hasMetrics_);
+      for (int64_t i = 0; scan && i < batch_ * per; ++i) {
+        if (ignored(bl[i])) {
+          --stepCounted;
+          continue;
+        }
         if (bl[i] < 0 || bl[i] >= classes_)
           return Status::error(labelOutside("training data", rest[(size_t)(s * batch_ + i / per)], per, i % per,
-                                            bl[i], classes_));
+                                            bl[i], classes_, ignoreIndex_));
+      }
       in[0] = Tensor::view(sampleDtype_, imageShape, b.samples.raw());
       in[1] = b.labels;
       const std::string what = "training step " + std::to_string(step_ + 1);
@@ -374,28 +400,31 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       }
       ++step_;
       ++ran;
-      if (!hasMetrics_) {
+      if (!hasMetrics_ && stepCounted > 0) {  // a step whose labels are all ignored has the loss 0/0
         const float loss = out[0].data<float>()[0];
         if (!std::isfinite(loss)) return Status::error(lossNotFinite(loss, step_, step_, o.checkpointDir));
-        lossSum += loss;
+        lossSum += ignoreIndex_ ? loss * (double)stepCounted : loss;
+        counted += (double)stepCounted;
       }
       const int64_t position = begin + (s + 1) * batch_;
       const bool fetch = (s + 1) % every == 0 || s + 1 == steps;
       if (fetch && hasMetrics_) {
         // The epoch's sums so far, read from the device (this waits for the steps issued).
-        Tensor l, c;
+        Tensor l, c, k;
         TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(kLossSum, &l).withContext(what));
         TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(kCorrect, &c).withContext(what));
+        if (ignoreIndex_) TANDEM_RETURN_IF_ERROR(step_plan_->readVariable(kCounted, &k).withContext(what));
         const float sum = l.data<float>()[0];
         if (!std::isfinite(sum)) return Status::error(lossNotFinite(sum, lastFetch + 1, step_, o.checkpointDir));
         lossSum = sum;
         correct = c.data<float>()[0];
+        if (ignoreIndex_) counted = k.data<float>()[0];
         lastFetch = step_;
       }
       if (fetch) {
-        const int64_t epochSteps = hasMetrics_ ? done + s + 1 : s + 1;
-        std::vector<ProgressMetric> shown = {{"loss", lossSum / (double)epochSteps}};
-        if (hasMetrics_) shown.push_back({"accuracy", correct / (double)(epochSteps * batch_ * labelsPerSample())});
+        const auto [loss, accuracy] = means(hasMetrics_ ? done + s + 1 : s + 1);
+        std::vector<ProgressMetric> shown = {{"loss", loss}};
+        if (hasMetrics_) shown.push_back({"accuracy", accuracy});
         bar.update(done + s + 1, (s + 1) * batch_, shown);
       }
       if (o.checkpointEverySteps > 0 && step_ % o.checkpointEverySteps == 0 && s + 1 < steps)
@@ -406,9 +435,9 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     r.epoch = (int)epoch + 1;
     r.steps = ran;
     r.trainSeconds = secondsSince(start);
-    const int64_t epochSteps = hasMetrics_ ? done + ran : ran;
-    r.meanLoss = epochSteps ? lossSum / (double)epochSteps : 0;
-    if (hasMetrics_) r.trainAccuracy = epochSteps ? correct / (double)(epochSteps * batch_ * labelsPerSample()) : 0;
+    const auto [meanLoss, accuracy] = means(hasMetrics_ ? done + ran : ran);
+    r.meanLoss = meanLoss;
+    if (hasMetrics_) r.trainAccuracy = accuracy;
     r.samplesPerSecond = r.trainSeconds > 0 ? (double)(steps * batch_) / r.trainSeconds : 0;
     prefetch.reset();
     std::vector<ProgressMetric> metrics = {{"loss", r.meanLoss}};

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,12 +88,15 @@ struct TrainerOptions {
 /// with a label per position [E, d..., C] (the class axis anywhere after the batch: the
 /// labels' dims are the logits' without it, CompileOptions::Training::classAxis). Step plans
 /// compiled with CompileOptions::Training::metrics have the f32 [] variables metric.loss_sum
-/// and metric.correct, which the Trainer zeroes at each epoch's start and reads every
-/// TrainerOptions::metricsEverySteps steps. The batches are assembled into the step plan's own
+/// and metric.correct (and metric.counted with an ignore index), which the Trainer zeroes at
+/// each epoch's start and reads every TrainerOptions::metricsEverySteps steps. The batches are assembled into the step plan's own
 /// input buffers (Executable::allocateInput: pinned memory when the step runs on a GPU).
 class Trainer {
  public:
-  /// `classAxis`: the logits' class axis, as the plans were compiled with (-1: the last).
+  /// `classAxis`: the logits' class axis, as the plans were compiled with (-1: the last);
+  /// `ignoreIndex`: CompileOptions::Training::ignoreIndex, as the step plan was compiled with
+  /// (a label equal to it counts for nothing: not checked against [0, C), not in accuracy or
+  /// loss; with metrics the step plan then has metric.counted, an error otherwise).
   /// Errors: the step plan has no variables, not exactly the two inputs (numeric samples, i64 [B, ...]
   /// labels), or (without the metric variables) a loss that is not f32 [] ("the loss is not a
   /// scalar"); the forward plan's
@@ -100,12 +104,15 @@ class Trainer {
   /// are not the step's labels, its samples' dtype or sample shape differs from the step's, or it takes an
   /// input that is not a variable of the step plan.
   static Status create(std::unique_ptr<Executable> step, std::unique_ptr<Executable> forward,
-                       std::unique_ptr<Trainer>* out, int classAxis = -1);
+                       std::unique_ptr<Trainer>* out, int classAxis = -1,
+                       std::optional<int64_t> ignoreIndex = std::nullopt);
 
-  /// Trains for options.epochs epochs over `train` (samples of the step's dtype and sample shape,
-  /// labels of the step's label shape, each in [0, C)), evaluating on `validation` (may be null) after each. Appends one
-  /// report per epoch run. Errors (training stops; the last checkpoint written stays intact):
-  /// a label outside [0, C) (naming the sample and value), a sample or label shape that differs from
+  /// Trains for options.epochs epochs over `train` (samples of the step's dtype and sample
+  /// shape, labels of the step's label shape, each in [0, C) or the ignore index), evaluating on
+  /// `validation` (may be null) after each. Appends one report per epoch run; with an ignore
+  /// index its loss and accuracy are over the labels counted (the steps' losses weighted by
+  /// their counts). Errors (training stops; the last checkpoint written stays intact): a label
+  /// outside [0, C) (naming the sample and value), a sample or label shape that differs from
   /// the plan's, a loss that is not finite ("step N: the loss is nan", or with metrics fetched
   /// every N > 1 steps "steps A to B: the loss is nan": the step is among them), a failed step, a
   /// checkpoint that cannot be written or, with resume, one of another model.
@@ -113,7 +120,7 @@ class Trainer {
              std::vector<EpochReport>* reports);
 
   /// Accuracy (argmax of the logits over the class axis) and mean cross-entropy of the current
-  /// parameters over every label of `data`, in batches of the forward plan's E (the last one padded).
+  /// parameters over every label of `data` (every one not ignored; 0 and 0 when none is), in batches of the forward plan's E (the last one padded).
   Status evaluate(const SampleSource& data, double* accuracy, double* meanLoss);
   /// Logits [n, C] (the forward plan's output shape with n) of samples [n, sample...] (the
   /// step's dtype) with the current parameters.
@@ -148,6 +155,8 @@ class Trainer {
   int64_t step_ = 0;
   std::string fingerprint_;
   bool hasMetrics_ = false;  // the step plan has metric.loss_sum and metric.correct
+  std::optional<int64_t> ignoreIndex_;  // with metrics, metric.counted too
+  bool ignored(int64_t label) const { return ignoreIndex_ && label == *ignoreIndex_; }
 };
 
 }  // namespace tandem

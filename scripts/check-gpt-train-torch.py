@@ -14,10 +14,15 @@ With --lm the same GPT is a language model: it returns every position's logits [
 (scripts/bench/gpt_lm.py: make_zoo's GptLike with that forward, exported as make_zoo exports), the
 labels are the next token at every position [N, 64] (the last position's: the first id), and
 the loss is PyTorch's cross_entropy(logits.view(-1, V), labels.view(-1)), the mean over every
-position (tandem train's default --class-axis -1).
+position (tandem train's default --class-axis -1). --lm --pad pads the batch as a language
+model's batch of sequences of different lengths is padded: sequence i keeps a random length in
+[16, 64], the ids after it are 0 and their labels -100 (PyTorch's ignore_index; `tandem train
+--ignore-index -100`), the loss the mean over the labels kept (the causal mask keeps the pads
+out of every kept position).
 
 Usage: scripts/check-gpt-train-torch.py [--shared ../shared] [--steps 3] [--optimizer sgd|adam]
-                                        [--lr 0.05] [--batch 32] [--lm] [--tandem build/tools/tandem]
+                                        [--lr 0.05] [--batch 32] [--lm [--pad]]
+                                        [--tandem build/tools/tandem]
 """
 import argparse
 import os
@@ -78,11 +83,15 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lm", action="store_true",
                     help="a language model: every position's logits, the next token as its label")
+    ap.add_argument("--pad", action="store_true",
+                    help="with --lm: sequences of random lengths, padded; labels -100 after each")
     # Adam divides each gradient by its own running RMS, so an element whose gradient is
     # rounding-sized still moves by about lr, in whichever direction its rounding says: the
     # worst element of a trained matrix differs by a few percent of its update there.
     ap.add_argument("--tolerance", type=float, help="default 1e-3 for sgd, 5e-2 for adam")
     a = ap.parse_args()
+    if a.pad and not a.lm:
+        ap.error("--pad needs --lm")
     if a.tolerance is None:
         a.tolerance = 1e-3 if a.optimizer == "sgd" else 5e-2
     onnx_path = os.path.join(a.shared, "models", "gpt_like", "model.onnx")
@@ -92,6 +101,12 @@ def main():
     torch.manual_seed(7)
     ids = torch.randint(0, 1000, (a.batch, 64), dtype=torch.int64)
     labels = torch.roll(ids, -1, dims=1) if a.lm else ids[:, -1] % 10
+    if a.pad:
+        lengths = torch.randint(16, 65, (a.batch,))
+        after = torch.arange(64)[None, :] >= lengths[:, None]
+        ids[after] = 0
+        labels = torch.roll(ids, -1, dims=1)
+        labels[torch.arange(64)[None, :] >= lengths[:, None] - 1] = -100
 
     sys.path.insert(0, os.path.join(here, "bench"))
     from gpt_lm import GptLm, export_lm  # noqa: E402
@@ -112,7 +127,8 @@ def main():
     for _ in range(a.steps):
         opt.zero_grad()
         logits = model(ids)
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                                 ignore_index=-100)
         loss.backward()
         opt.step()
         torch_losses.append(loss.item())
@@ -125,6 +141,8 @@ def main():
         cmd = [a.tandem, "train", onnx_path, "--data", "onnx:" + tmp, "--batch", str(a.batch),
                "--epochs", str(a.steps), "--optimizer", a.optimizer, "--lr", str(a.lr),
                "--all-params", "--threads", str(a.threads), "--no-progress", "-o", out]
+        if a.pad:
+            cmd += ["--ignore-index", "-100"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             sys.exit(f"tandem train failed ({r.returncode}):\n{r.stdout}{r.stderr}")
@@ -132,7 +150,7 @@ def main():
         trained = {t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
 
     tmp_dir.cleanup()
-    print(f"{'language model, ' if a.lm else ''}{a.optimizer} lr {a.lr}, batch {a.batch}, {a.steps} steps")
+    print(f"{'language model, ' if a.lm else ''}{'padded (' + str(int((labels != -100).sum())) + ' labels kept of ' + str(labels.numel()) + '), ' if a.pad else ''}{a.optimizer} lr {a.lr}, batch {a.batch}, {a.steps} steps")
     for k, (t, p) in enumerate(zip(tandem_losses, torch_losses)):
         print(f"  step {k + 1}: loss tandem {t:.6f}  torch {p:.6f}")
     if len(tandem_losses) != a.steps:

@@ -308,7 +308,9 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   const char* lossOp = options.loss == CompileOptions::Training::Loss::Nll
                            ? "NegativeLogLikelihoodLoss"
                            : "SoftmaxCrossEntropyLoss";
-  mlir::Value loss = g.op(lossOp, {lossLogits, lossLabels}, {g.strAttr("reduction", "mean")});
+  llvm::SmallVector<mlir::NamedAttribute> lossAttrs = {g.strAttr("reduction", "mean")};
+  if (options.ignoreIndex) lossAttrs.push_back(g.intAttr("ignore_index", *options.ignoreIndex));
+  mlir::Value loss = g.op(lossOp, {lossLogits, lossLabels}, lossAttrs);
   if (g.failed()) return mlir::failure();
   llvm::SmallVector<mlir::Value> results = {loss};
   llvm::SmallVector<std::string> names = {"loss"};
@@ -439,7 +441,7 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
                             << " buffer updates and " << params.size() << " gradients, got "
                             << ret.getNumOperands() << " results";
   for (mlir::BlockArgument p : params)
-    for (const char* state : {"step", "metric.loss_sum", "metric.correct"})
+    for (const char* state : {"step", "metric.loss_sum", "metric.correct", "metric.counted"})
       if (valueName(p) == state)
         return main.emitError() << "training: a parameter is named '" << state
                                 << "', the name of a training state; rename the initializer";
@@ -572,7 +574,8 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     names.push_back("step_new");
   }
 
-  // 5. Metrics: the loss summed, and the samples whose argmax is their label counted.
+  // 5. Metrics: the loss summed, and the samples whose argmax is their label counted; with an
+  //    ignore index, the labels counted too, and the loss summed weighted by them.
   if (options.metrics) {
     mlir::Operation* lossOp = ret.getOperand(0).getDefiningOp();
     const std::string type = lossOp ? onnxOpType(lossOp) : "";
@@ -586,15 +589,34 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     mlir::Value correct = addArg(main, main.getNumArguments(), scalarType,
                                  argAttrs(b, "metric.correct", false), main.getLoc());
     autodiff::GradBuilder m(b, mlir::NameLoc::get(b.getStringAttr("metrics")));
-    // The loss op's operands are [N, C, d...] and [N, d...]: every label position counts.
-    mlir::Value predicted = m.op("ArgMax", {logits}, {m.intAttr("axis", 1), m.intAttr("keepdims", 0)});
-    mlir::Value hits = m.op("Cast", {m.op("Equal", {predicted, labels})}, {m.intAttr("to", 1)});
-    results.push_back(m.add(lossSum, ret.getOperand(0)));
-    names.push_back("metric.loss_sum_new");
+    // The loss op's operands are [N, C, d...] and [N, d...]: every label position counts
+    // (every one not ignored).
     llvm::SmallVector<int64_t> allAxes(autodiff::shapeOf(labels).size());
     std::iota(allAxes.begin(), allAxes.end(), 0);
+    auto f32Of = [&](mlir::Value v) { return m.op("Cast", {v}, {m.intAttr("to", 1)}); };
+    mlir::Value predicted = m.op("ArgMax", {logits}, {m.intAttr("axis", 1), m.intAttr("keepdims", 0)});
+    mlir::Value hits = f32Of(m.op("Equal", {predicted, labels}));
+    mlir::Value stepLoss = ret.getOperand(0), counted, countedNew;
+    if (options.ignoreIndex) {
+      counted = addArg(main, main.getNumArguments(), scalarType, argAttrs(b, "metric.counted", false),
+                       main.getLoc());
+      // 1 - (label == k) in f32: the elementwise ops every device has (no And / Not).
+      mlir::Value ignore = createConstant(b, m.loc(), Tensor::fromVector<int64_t>({}, {*options.ignoreIndex}));
+      mlir::Value kept = m.rsubS(1.0, f32Of(m.op("Equal", {labels, ignore})));
+      hits = m.mul(hits, kept);
+      mlir::Value n = m.reduceSum(kept, allAxes, /*keepdims=*/false);
+      countedNew = m.add(counted, n);
+      // loss * n, 0 for a step with no label counted (its mean loss is 0/0).
+      stepLoss = m.op("Where", {m.op("Greater", {n, m.scalar(0, f32)}), m.mul(stepLoss, n), m.scalar(0, f32)});
+    }
+    results.push_back(m.add(lossSum, stepLoss));
+    names.push_back("metric.loss_sum_new");
     results.push_back(m.add(correct, m.reduceSum(hits, allAxes, /*keepdims=*/false)));
     names.push_back("metric.correct_new");
+    if (countedNew) {
+      results.push_back(countedNew);
+      names.push_back("metric.counted_new");
+    }
     if (m.failed()) return mlir::failure();
     // With the loss, wherever the placer puts it: metrics that the loss's device sums need no
     // per-step copy of the logits, and a step whose loss is on a GPU stays wholly there. The

@@ -56,7 +56,9 @@ bool usesStepCounter(const CompileOptions::Training& o);
 ///    nll: NegativeLogLikelihoodLoss(logp, labels) = mean(-logp[label]) (no softmax: the model's
 ///    LogSoftmax is differentiated like any other op). Classes on the last axis of a rank > 2
 ///    result are reshaped to [N * d..., C] for the loss op (labels to [N * d...]), classes on
-///    another axis but 1 transposed to axis 1 (the loss op's [N, C, d...]).
+///    another axis but 1 transposed to axis 1 (the loss op's [N, C, d...]). With
+///    options.ignoreIndex the loss op has it as ignore_index: the mean is over the labels that
+///    are not it.
 /// Shapes must be static (bind the batch dim first). Errors (diagnostics on @main): no @main,
 /// result 0 not f32 of rank >= 2, a class axis that is not one of its axes 1.., no parameter found, an unnamed parameter or buffer, statistics
 /// that cannot be buffers, one BatchNormalization value per channel in the batch.
@@ -70,15 +72,15 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///
 /// State convention (the contract with the host loop and device-resident variables):
 ///   @main(x, labels, params..., buffers..., slots..., [step], [metric.loss_sum,
-///   metric.correct]) -> (loss, params_new..., buffers_new..., slots_new..., [step_new],
-///   [metric.loss_sum_new, metric.correct_new]).
+///   metric.correct, [metric.counted]]) -> (loss, params_new..., buffers_new..., slots_new...,
+///   [step_new], [metric.loss_sum_new, metric.correct_new, [metric.counted_new]]).
 ///   The state arguments are the parameters (tandem.trainable, initial value = the
 ///   initializer), then buildLoss's buffers (initial value = the initializer; updated by the
 ///   forward pass, not the optimizer), then the optimizer slots (slot-major: every parameter's first slot, then
 ///   every parameter's second slot), then `step` when used, then with `metrics`
-///   `metric.loss_sum` and `metric.correct`. A state argument named N (tandem.
-///   name) has the result named `N_new`, and result 1 + i is the next value of argument 2 + i.
-///   Every other state starts at zeros. Slots: sgd with momentum > 0:
+///   `metric.loss_sum` and `metric.correct` (and `metric.counted` with an ignore index). A
+///   state argument named N (tandem.name) has the result named `N_new`, and result 1 + i is
+///   the next value of argument 2 + i. Every other state starts at zeros. Slots: sgd with momentum > 0:
 ///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v`, and with amsgrad
 ///   `<param>.v_max` (f32, the parameter's shape). `step` is f32 [] (counts completed steps,
 ///   0 at the start); it is state when anything depends on t (adam, adamw, sgd momentum, a
@@ -117,7 +119,12 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///       metric.loss_sum' = metric.loss_sum + loss
 ///       metric.correct'  = metric.correct + sum over every label of (ArgMax(logits over the
 ///                          class axis) == label)   (the batch's samples, or its positions)
-///     (for nll the ArgMax of the log-probabilities). Nothing depends on them: they are read
+///     (for nll the ArgMax of the log-probabilities). With options.ignoreIndex = k the labels
+///     equal to k count for nothing, and a third, after metric.correct:
+///       n                = sum over every label of (label != k)
+///       metric.counted'  = metric.counted + n
+///       metric.loss_sum' = metric.loss_sum + (n > 0 ? loss * n : 0)   (loss: the mean over n)
+///       metric.correct'  = metric.correct + sum of (ArgMax == label and label != k). Nothing depends on them: they are read
 ///     between steps (Trainer) and zeroed by the caller. The ops computing them share the
 ///     loss's colocation group ("metrics") and carry tandem.metric: the placer prices them at
 ///     0, so they go where the loss goes and do not decide where that is.

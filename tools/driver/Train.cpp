@@ -187,7 +187,8 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
             "--freeze-batchnorm)");
   }
   std::unique_ptr<Trainer> trainer;
-  TANDEM_RETURN_IF_ERROR(Trainer::create(std::move(step), std::move(forward), &trainer, o.training.classAxis));
+  TANDEM_RETURN_IF_ERROR(Trainer::create(std::move(step), std::move(forward), &trainer, o.training.classAxis,
+                                         o.training.ignoreIndex));
 
   // 3. fit: shuffled epochs, the test set as validation, checkpoints.
   TrainerOptions to;

@@ -34,6 +34,7 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
     return "--lr-schedule step needs --lr-step-size";
   t->loss = o.loss == "nll" ? T::Loss::Nll : T::Loss::CrossEntropy;
   t->classAxis = o.classAxis;
+  if (o.given.count("--ignore-index")) t->ignoreIndex = o.ignoreIndex;
   t->optimizer = sgd ? T::Optimizer::Sgd
                      : o.optimizer == "adamw" ? T::Optimizer::AdamW : T::Optimizer::Adam;
   t->learningRate = o.lr;
@@ -101,6 +102,13 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "next token at every position), 1 for a segmenter's [N,C,H,W] with labels "
                   "[N,H,W]. An output [N,C] has one label a sample either way")
       ->capture_default_str();
+  track(cmd->add_option("--ignore-index", o.ignoreIndex,
+                        "A label value that counts for nothing (padding: PyTorch's "
+                        "cross_entropy ignore_index, usually -100): the loss is the mean over "
+                        "the other labels, and accuracy and the epoch's loss count only them. "
+                        "It may be a class (a pad token). Not given: every label must be a "
+                        "class in [0, C)"),
+        "--ignore-index");
   cmd->add_option("--optimizer", o.optimizer,
                   "sgd (torch.optim.SGD), adam (torch.optim.Adam: bias-corrected, L2 weight "
                   "decay) or adamw (torch.optim.AdamW: decoupled weight decay)")

@@ -19,6 +19,7 @@ struct TrainOptionsCli {
   double lrGamma = 0.1, lrMin = 0, clipNorm = 0;
   int epochs = 1, threads = 0;
   int classAxis = -1;  // --class-axis
+  int64_t ignoreIndex = -100;  // --ignore-index, when given
   int64_t batch = 128, maxSteps = 0;
   uint64_t seed = 0;
   bool allParams = false;

@@ -1024,6 +1024,15 @@ TEST(TrainModel, PerPositionLabelsTrainALanguageModel) {
   st = trainModel(o, nullptr, nullptr);
   ASSERT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("sample 2 label 4 is 7, outside [0, 7)"), std::string::npos) << st.message();
+  // Padding: -100 there counts for nothing with the ignore index (the driver passes it to the
+  // step plan and the Trainer, which must agree).
+  fs::remove_all(dir);
+  next[2 * T + 4] = -100;
+  writeSplitData(dir, Tensor::fromVector<int64_t>({n, T}, ids), Tensor::fromVector<int64_t>({n, T}, next));
+  o.epochs = 1;
+  o.training.ignoreIndex = -100;
+  st = trainModel(o, nullptr, &reports);
+  EXPECT_TRUE(st.isOk()) << st.message();
   fs::remove_all(dir);
 }
 
@@ -1090,6 +1099,121 @@ TEST(TrainModel, TheLossIsTheMeanOverEveryLabelOnAnyClassAxis) {
   EXPECT_NE(st.message().find("the class axis 2 is not an axis of result 0 after the batch"), std::string::npos)
       << st.message();
   fs::remove_all(dir);
+}
+
+// A label equal to the ignore index counts for nothing (padding): x [N, 5, 3] -> MatMul [3, 4]
+// gives logits [N, 5, 4], labels [N, 5] random classes with every position of samples 0-3 and
+// about a third of the rest set to the ignore index (-100, outside the classes, or 0, a class).
+// With lr 0 the epoch's mean loss and accuracy (from the step's metrics, or without metrics from
+// the step losses weighted by the labels counted on the host) and the evaluation's are the mean
+// cross-entropy and the hits over the labels kept, computed here in double. The first batch
+// (samples 0-3) has no label kept: its loss is 0/0, which is no error and moves nothing.
+TEST(Trainer, IgnoredLabelsCountForNothing) {
+  constexpr int64_t n = 16, T = 5, F = 3, C = 4, B = 4;
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> xs(n * T * F), w(F * C);
+  for (float& v : xs) v = u(rng);
+  for (float& v : w) v = u(rng);
+  testing_onnx::Model m;
+  m.input("x", {-1, T, F}, onnx::TensorProto::FLOAT, {"N"});
+  m.floatInit("fc.weight", {F, C}, w);
+  m.node("MatMul", {"x", "fc.weight"}, {"logits"}, "fc");
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_ignore")};
+  auto compile = [&](int64_t batch, bool forwardOnly, bool metrics, std::optional<int64_t> ignore) {
+    CompileOptions co;
+    EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
+    co.training.emplace();
+    co.training->optimizer = CompileOptions::Training::Optimizer::Sgd;
+    co.training->learningRate = 0;
+    co.training->residentState = !forwardOnly;
+    co.training->forwardOnly = forwardOnly;
+    co.training->metrics = metrics;
+    co.training->ignoreIndex = ignore;
+    co.inputShapes["x"] = {batch, T, F};
+    CompileResult r;
+    Status st = compileOnnxFile(model.path, ImportOptions{}, co, &r);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    std::unique_ptr<Executable> exe;
+    LoadOptions lo;
+    lo.threads = 1;
+    st = Executable::load(r.plan, lo, &exe);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return exe;
+  };
+  for (int64_t ignore : {int64_t{-100}, int64_t{0}}) {
+    std::vector<int64_t> labels((size_t)(n * T));
+    for (size_t i = 0; i < labels.size(); ++i) {
+      labels[i] = (int64_t)(rng() % C);
+      if (i < (size_t)(B * T) || rng() % 3 == 0) labels[i] = ignore;
+    }
+    double lossSum = 0;
+    int64_t kept = 0, hits = 0;
+    for (int64_t i = 0; i < n * T; ++i) {
+      if (labels[i] == ignore) continue;
+      double z[C], mx = -1e30;
+      int64_t arg = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        z[c] = 0;
+        for (int64_t f = 0; f < F; ++f) z[c] += (double)xs[i * F + f] * w[f * C + c];
+        if (z[c] > mx) mx = z[c], arg = c;
+      }
+      double sum = 0;
+      for (double v : z) sum += std::exp(v - mx);
+      lossSum += std::log(sum) + mx - z[labels[i]];
+      ++kept;
+      hits += arg == labels[i];
+    }
+    ASSERT_GT(kept, 20);
+    ASSERT_LT(kept, (n - B) * T);
+    SampleSource data;
+    data.count = n;
+    data.sampleShape = {T, F};
+    data.labelShape = {T};
+    data.samples = xs.data();
+    data.labels = labels.data();
+    for (bool metrics : {true, false}) {
+      SCOPED_TRACE("ignore index " + std::to_string(ignore) + (metrics ? ", metrics" : ", no metrics"));
+      std::unique_ptr<Trainer> t;
+      Status st = Trainer::create(compile(B, false, metrics, ignore), compile(8, true, false, std::nullopt), &t, -1,
+                                  ignore);
+      ASSERT_TRUE(st.isOk()) << st.message();
+      TrainerOptions o;
+      o.epochs = 1;
+      o.showProgress = false;
+      std::vector<EpochReport> reports;
+      st = t->fit(data, &data, o, &reports);
+      ASSERT_TRUE(st.isOk()) << st.message();
+      ASSERT_EQ(reports.size(), 1u);
+      EXPECT_EQ(reports[0].steps, n / B);
+      EXPECT_NEAR(reports[0].meanLoss, lossSum / kept, 1e-5);
+      EXPECT_NEAR(reports[0].validationLoss, lossSum / kept, 1e-5);
+      EXPECT_DOUBLE_EQ(reports[0].validationAccuracy, (double)hits / kept);
+      if (metrics) EXPECT_DOUBLE_EQ(reports[0].trainAccuracy, (double)hits / kept);
+    }
+  }
+  // Step plan and Trainer must agree on it; without one the padding is a label outside.
+  std::unique_ptr<Trainer> t;
+  Status st = Trainer::create(compile(B, false, true, int64_t{-100}), compile(8, true, false, std::nullopt), &t);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("compiled with an ignore index, the Trainer is given none"), std::string::npos)
+      << st.message();
+  std::vector<int64_t> padded((size_t)(n * T), 1);
+  padded[7] = -100;
+  SampleSource data;
+  data.count = n;
+  data.sampleShape = {T, F};
+  data.labelShape = {T};
+  data.samples = xs.data();
+  data.labels = padded.data();
+  st = Trainer::create(compile(B, false, true, std::nullopt), compile(8, true, false, std::nullopt), &t);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  TrainerOptions o;
+  o.showProgress = false;
+  st = t->fit(data, nullptr, o, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("sample 1 label 2 is -100, outside [0, 4)"), std::string::npos) << st.message();
 }
 
 // x [N, 16] -> MatMul [16, 8] -> GELU (tanh) -> MatMul [8, 4]: the GELU as one Gelu-20 node
