@@ -350,6 +350,23 @@ def Tandem_GroupNormalizationOp : Tandem_OnnxOp<"group_normalization",
 def Tandem_LRNOp : Tandem_OnnxOp<"lrn", "LRN", "13",
     "local response normalisation across `size` neighbouring channels",
     (ins Float:$alpha, Float:$beta, Float:$bias, Int:$size)>;
+// Not an ONNX operator: the gradient of LayerNormalization, made by --tandem-autodiff.
+def Tandem_LayerNormalizationGradOp : Tandem_OnnxOp<"layer_normalization_grad",
+    "LayerNormalizationGrad", "1", "d loss / d (X, Scale, B) of a LayerNormalization-17",
+    (ins Int:$axis, Float:$epsilon)> {
+  let summary = "Tandem LayerNormalizationGrad (autodiff): d loss / d (X, Scale, B) of a "
+                "LayerNormalization-17";
+  let description = [{
+    Not an ONNX operator (ONNX Runtime's training op LayerNormalizationGrad, which takes the
+    forward's mean and inverse std; these are recomputed here). Operands X, dY (d loss / d Y,
+    X's shape) and Scale (X's shape from `axis` on: one value per normalised element);
+    attributes axis and epsilon, those of the LayerNormalization it differentiates. Per row
+    of the dims from axis on (n elements: mean, population variance var, rstd = 1 / sqrt(var
+    + epsilon), xhat = (x - mean) * rstd, g = dY * Scale), the results are dX = rstd * (g -
+    mean(g) - xhat * mean(g * xhat)) (X's type), dScale = sum over the rows of dY * xhat and
+    dB = sum of dY (Scale's shape and type).
+  }];
+}
 def Tandem_LayerNormalizationOp : Tandem_OnnxOp<"layer_normalization", "LayerNormalization",
     "17", "normalise over the dims from `axis` on, then scale and bias",
     (ins Int:$axis, Float:$epsilon, Int:$stash_type)>;

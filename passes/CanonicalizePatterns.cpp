@@ -167,6 +167,7 @@ struct LayerNormMatch {
   mlir::Value x;
   double eps = 0;
   Tensor gamma, beta;  // [C] f32 each; undefined when the pattern has none
+  mlir::Value gammaValue, betaValue;  // the constants they were read from (null when none)
 };
 
 /// The per-channel values of `v` for a LayerNorm over the last axis of size `c`: an f32
@@ -254,6 +255,7 @@ bool matchLayerNorm(mlir::Operation* root, LayerNormMatch* m) {
       if (mul->getResult(0).getType() != c.x.getType() ||
           !channelValues(mul->getOperand(1 - i), ch, rankOf(c.x), &c.gamma))
         continue;
+      c.gammaValue = mul->getOperand(1 - i);
       *mm = c;
       return true;
     }
@@ -277,6 +279,7 @@ bool matchLayerNorm(mlir::Operation* root, LayerNormMatch* m) {
       if (root->getResult(0).getType() != c.x.getType() ||
           !channelValues(root->getOperand(1 - i), ch, rankOf(c.x), &c.beta))
         continue;
+      c.betaValue = root->getOperand(1 - i);
       *m = c;
       found = true;
     }
@@ -290,8 +293,10 @@ bool matchLayerNorm(mlir::Operation* root, LayerNormMatch* m) {
 
 // LayerNormalization(x, gamma, beta, axis = -1, epsilon = eps) for the whole written-out
 // pattern ending at `root`. A Div or Mul whose only reader extends the pattern is left for that
-// reader, so the largest match wins.
-bool rewriteLayerNorm(mlir::IRRewriter& rewriter, mlir::Operation* root) {
+// reader, so the largest match wins. `keepParameters` (training): only a pattern whose scale,
+// and bias if any, are f32 [C] constants, which become the op's operands as they are (the
+// initializers stay, to be trained and written back); otherwise new [C] constants.
+bool rewriteLayerNorm(mlir::IRRewriter& rewriter, mlir::Operation* root, bool keepParameters = false) {
   LayerNormMatch m;
   if (!matchLayerNorm(root, &m)) return false;
   mlir::Value r = root->getResult(0);
@@ -300,13 +305,24 @@ bool rewriteLayerNorm(mlir::IRRewriter& rewriter, mlir::Operation* root) {
     if (matchLayerNorm(*r.getUsers().begin(), &larger) && larger.div == m.div) return false;
   }
   int64_t c = rankedType(m.x).getShape().back();
+  auto vectorOfC = [&](mlir::Value v) {
+    mlir::RankedTensorType t = v ? rankedType(v) : mlir::RankedTensorType();
+    return t && t.getRank() == 1 && t.getShape()[0] == c;
+  };
+  if (keepParameters && (!vectorOfC(m.gammaValue) || (m.betaValue && !vectorOfC(m.betaValue)))) return false;
   if (!m.gamma.defined()) {
     m.gamma = Tensor::alloc(DType::F32, {c});
     std::fill_n(m.gamma.data<float>(), c, 1.f);
   }
   rewriter.setInsertionPoint(root);
-  llvm::SmallVector<mlir::Value> operands = {m.x, createConstant(rewriter, root->getLoc(), m.gamma)};
-  if (m.beta.defined()) operands.push_back(createConstant(rewriter, root->getLoc(), m.beta));
+  llvm::SmallVector<mlir::Value> operands = {m.x};
+  if (keepParameters) {
+    operands.push_back(m.gammaValue);
+    if (m.betaValue) operands.push_back(m.betaValue);
+  } else {
+    operands.push_back(createConstant(rewriter, root->getLoc(), m.gamma));
+    if (m.beta.defined()) operands.push_back(createConstant(rewriter, root->getLoc(), m.beta));
+  }
   llvm::SmallVector<mlir::NamedAttribute> attrs = {
       rewriter.getNamedAttr("axis", rewriter.getI64IntegerAttr(-1)),
       rewriter.getNamedAttr("epsilon", rewriter.getF32FloatAttr((float)m.eps))};
@@ -693,6 +709,23 @@ int rewriteWrittenOutGelu(mlir::func::FuncOp main) {
     if (onnxOpType(&op) == "Mul" && op.getNumResults() == 1) muls.push_back(&op);
   for (mlir::Operation* op : muls)
     if (rewriteGelu(rewriter, op)) ++rewritten;
+  if (rewritten)
+    for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body)))
+      if (mlir::isOpTriviallyDead(&op)) rewriter.eraseOp(&op);
+  return rewritten;
+}
+
+int rewriteWrittenOutLayerNorm(mlir::func::FuncOp main) {
+  mlir::IRRewriter rewriter(main.getContext());
+  mlir::Block& body = main.getBody().front();
+  int rewritten = 0;
+  // As rewriteWrittenOutGelu: a pattern's root comes after its ops (program order), which stay
+  // (dead) until the sweep.
+  llvm::SmallVector<mlir::Operation*> roots;
+  for (mlir::Operation& op : body)
+    if (llvm::is_contained({"Mul", "Add"}, onnxOpType(&op)) && op.getNumResults() == 1) roots.push_back(&op);
+  for (mlir::Operation* op : roots)
+    if (rewriteLayerNorm(rewriter, op, /*keepParameters=*/true)) ++rewritten;
   if (rewritten)
     for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body)))
       if (mlir::isOpTriviallyDead(&op)) rewriter.eraseOp(&op);

@@ -114,4 +114,13 @@ bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op);
 /// written-out form differentiated op by op, 25 ops in a GPT's backward). Returns how many.
 int rewriteWrittenOutGelu(mlir::func::FuncOp main);
 
+/// Every LayerNorm written out op by op in `main` (rewriteCompositeOp's pattern: ReduceMean,
+/// Sub, Pow or Mul, ReduceMean, Add eps, Sqrt, Div over the last axis) whose scale, and bias if
+/// any, are f32 [C] constants becomes one LayerNormalization(x, scale, bias) reading those
+/// constants themselves, and the ops the rewrites left dead are erased. No constant is folded
+/// or made (the training graph runs this before buildLoss: the initializers stay parameters,
+/// and LayerNormalization's gradient is one LayerNormalizationGrad op where the written-out
+/// form differentiated op by op took about 20). Returns how many.
+int rewriteWrittenOutLayerNorm(mlir::func::FuncOp main);
+
 }  // namespace tandem

@@ -621,7 +621,9 @@ mlir::LogicalResult gradReduceL2(GradBuilder& g, mlir::Operation* op, Dy dy, Nee
 // LayerNormalization over the dims from `axis` on, with xhat = (x - mean) * rstd:
 //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = dy * scale
 //   dscale = sum(dy * xhat), dbias = sum(dy), summed over the dims scale/bias broadcast along.
-// Mean and rstd are recomputed (the forward op's optional outputs are not relied on).
+// Mean and rstd are recomputed (the forward op's optional outputs are not relied on). With
+// f32/f64 X and scale and bias of the normalised shape (a model's usual LayerNorm) that is one
+// LayerNormalizationGrad op (TandemOps.td); otherwise the ops below.
 mlir::LogicalResult gradLayerNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need,
                                   Dx dx) {
   Value x = op->getOperand(0), scale = op->getOperand(1), bias = operandOr(op, 2);
@@ -630,6 +632,17 @@ mlir::LogicalResult gradLayerNorm(GradBuilder& g, mlir::Operation* op, Dy dy, Ne
   const int64_t rank = (int64_t)xs.size(), axis = normAxis(intAttrOr(op, "axis", -1), rank);
   for (int64_t i = axis; i < rank; ++i) axes.push_back(i);
   const double eps = floatAttrOr(op, "epsilon", 1e-5);
+  const llvm::SmallVector<int64_t> norm(xs.begin() + axis, xs.end());
+  mlir::Type et = elementTypeOf(x);
+  if ((et.isF32() || et.isF64()) && shapeOf(scale) == norm && (!bias || shapeOf(bias) == norm)) {
+    llvm::SmallVector<Value> r = g.opN("LayerNormalizationGrad", {x, dy[0], scale},
+                                       {g.intAttr("axis", axis), g.floatAttr("epsilon", eps)}, 3);
+    if (r.empty()) return mlir::failure();
+    if (need[0]) dx[0] = r[0];
+    if (need[1]) dx[1] = r[1];
+    if (bias && need[2]) dx[2] = r[2];
+    return mlir::success();
+  }
   Value xc = g.sub(x, g.reduceMean(x, axes, true));
   Value rstd = g.op("Reciprocal",
                     {g.op("Sqrt", {g.addS(g.reduceMean(g.mul(xc, xc), axes, true), eps)})});

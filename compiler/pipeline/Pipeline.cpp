@@ -164,7 +164,10 @@ mlir::LogicalResult compileModule(mlir::ModuleOp module, const CompileOptions& o
     // Loss and parameter arguments, their gradients, then the optimizer's updates in place of
     // the gradients: canonicalize and everything after see one ordinary graph.
     const CompileOptions::Training& t = *options.training;
-    if (mlir::func::FuncOp main = getMainFunc(module)) rewriteWrittenOutGelu(main);
+    if (mlir::func::FuncOp main = getMainFunc(module)) {
+      rewriteWrittenOutGelu(main);
+      rewriteWrittenOutLayerNorm(main);
+    }
     if (mlir::failed(training::buildLoss(module, t))) return mlir::failure();
     printIr(module, options, "training-loss");
     if (!t.forwardOnly) {

@@ -455,6 +455,32 @@ std::string inferBatchNormGrad(const Ctx& c) {
   return "";
 }
 
+std::string inferLayerNormGrad(const Ctx& c) {
+  // X, dY like X, Scale (X's dims from axis on) -> dX like X, dScale and dB like Scale.
+  static const std::vector<const char*> names = {"X", "dY", "Scale"};
+  if (auto e = checkArity(c, 3, 3, 3, 3, names); !e.empty()) return e;
+  for (size_t i = 0; i < 3; ++i)
+    if (auto e = checkDTypeIn(c, i, kFloatTypes, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 1, 0, names); !e.empty()) return e;
+  if (auto e = checkSameDType(c, 2, 0, names); !e.empty()) return e;
+  const auto& x = c.in[0].dims;
+  int64_t axis = 0;
+  if (auto e = normAxis(c, c.attrs.getInt("axis", -1), x.size(), "attribute axis", &axis); !e.empty())
+    return e;
+  bool same = c.in[1].dims.size() == x.size();
+  for (size_t d = 0; same && d < x.size(); ++d) same = dimsAgree(c.in[1].dims[d], x[d]);
+  if (!same) return c.fail("input 1 (dY) must have X's shape " + dimsStr(x) + ", got " + dimsStr(c.in[1].dims));
+  const auto& s = c.in[2].dims;
+  bool normalised = (int64_t)s.size() == (int64_t)x.size() - axis;
+  for (size_t d = 0; normalised && d < s.size(); ++d) normalised = dimsAgree(s[d], x[axis + d]);
+  if (!normalised)
+    return c.fail("input 2 (Scale) must have X's dims from axis " + std::to_string(axis) + " on, got " + dimsStr(s));
+  c.set(0, c.in[0].dtype, x);
+  c.set(1, c.in[2].dtype, s);
+  c.set(2, c.in[2].dtype, s);
+  return "";
+}
+
 std::string inferLayerNorm(const Ctx& c) {
   // Normalises over axes [axis, rank). Scale and B broadcast to X.shape[axis:]. Optional Mean
   // and InvStdDev have X's shape with the normalised axes set to 1, dtype stash_type (f32).

@@ -127,6 +127,7 @@ std::string inferGlobalPool(const Ctx& c);    // GlobalAveragePool GlobalMaxPool
 std::string inferBatchNorm(const Ctx& c);
 std::string inferConvWeightGrad(const Ctx& c);  // ConvWeightGrad (autodiff)
 std::string inferBatchNormGrad(const Ctx& c);  // BatchNormalizationGrad (autodiff)
+std::string inferLayerNormGrad(const Ctx& c);  // LayerNormalizationGrad (autodiff)
 std::string inferLayerNorm(const Ctx& c);
 std::string inferRmsNorm(const Ctx& c);
 // Image.cpp

@@ -49,7 +49,7 @@ const std::map<std::string, Entry>& table() {
     for (size_t i = 0; i < n; ++i)
       if (rows[i].has(kUnary | kCudaExpr)) m[rows[i].name] = {Rule::AllF32, f32()};
     for (const char* op : {"Pow", "PRelu", "GeluGrad", "Softmax", "LogSoftmax", "LayerNormalization",
-                           "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
+                           "LayerNormalizationGrad", "BatchNormalization", "MatMul", "Gemm", "Conv", "ConvTranspose",
                            "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
                            "MaxPoolGrad", "ConvWeightGrad"})
       m[op] = {Rule::AllF32, f32()};

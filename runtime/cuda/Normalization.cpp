@@ -1,4 +1,5 @@
-// Normalisations: Softmax-13/LogSoftmax-13, LayerNormalization-17, RMSNormalization-23,
+// Normalisations: Softmax-13/LogSoftmax-13, LayerNormalization-17 and Tandem's
+// LayerNormalizationGrad (autodiff: a block per row, then a block per 32 columns), RMSNormalization-23,
 // InstanceNormalization-6 and GroupNormalization-21 as generated kernels (one block per row or
 // group, block-wide reductions), RotaryEmbedding-23 (one thread
 // per rotated pair), BatchNormalization (inference) through cuDNN for 4-D
@@ -147,6 +148,120 @@ Status createLayerNorm(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
     if (ctx.outputTypes[i].present() &&
         (ctx.outputTypes[i].dtype != DType::F32 || numElements(ctx.outputTypes[i].shape) != k->rows))
       return Status::error(opLabel(ctx) + ": Mean/InvStdDev outputs must be f32 with " + std::to_string(k->rows) + " elements");
+  *out = std::move(k);
+  return Status::ok();
+}
+
+// LayerNormalizationGrad (TandemOps.td), f32: td_layernorm_grad_f32, one block per row, writes
+// dX and the row's mean and rstd into the workspace (2 floats a row); td_layernorm_grad_cols_f32,
+// one block of 256 threads (8 rows of 32 columns) per 32 columns, sums dScale and dB over the rows
+// from them (a fixed order: the same bits every run, no atomics).
+const char* kLayerNormGradName = "td_layernorm_grad_f32";
+const char* kLayerNormGradColsName = "td_layernorm_grad_cols_f32";
+
+std::string layerNormGradSource() {
+  return std::string("extern \"C\" __global__ void ") + kLayerNormGradName +
+         "(i64 rows, i64 cols, float eps, float* __restrict__ dx, float* __restrict__ stats, "
+         "const float* __restrict__ x, const float* __restrict__ dy, const float* __restrict__ scale) {\n" +
+         R"(  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* xr = x + row * cols;
+    const float* gr = dy + row * cols;
+    float s = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) s += xr[k];
+    float mu = td_block_sum(s) / (float)cols;
+    float v = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) { float d = xr[k] - mu; v += d * d; }
+    float inv = 1.f / sqrtf(td_block_sum(v) / (float)cols + eps);
+    float a = 0.f, b = 0.f;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x) {
+      float g = gr[k] * scale[k];
+      a += g;
+      b += g * (xr[k] - mu) * inv;
+    }
+    a = td_block_sum(a) / (float)cols;
+    b = td_block_sum(b) / (float)cols;
+    for (i64 k = threadIdx.x; k < cols; k += blockDim.x)
+      dx[row * cols + k] = inv * (gr[k] * scale[k] - a - (xr[k] - mu) * inv * b);
+    if (threadIdx.x == 0) {
+      stats[2 * row] = mu;
+      stats[2 * row + 1] = inv;
+    }
+  }
+}
+)";
+}
+
+std::string layerNormGradColsSource() {
+  return std::string("extern \"C\" __global__ void ") + kLayerNormGradColsName +
+         "(i64 rows, i64 cols, float* __restrict__ dscale, float* __restrict__ dbias, "
+         "const float* __restrict__ stats, const float* __restrict__ x, const float* __restrict__ dy) {\n" +
+         R"(  __shared__ float sh[2][8][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  for (i64 tile = blockIdx.x; tile < (cols + 31) / 32; tile += gridDim.x) {
+    const i64 c = tile * 32 + tx;
+    float ps = 0.f, pb = 0.f;
+    if (c < cols)
+      for (i64 r = ty; r < rows; r += 8) {
+        const float d = dy[r * cols + c];
+        ps += d * (x[r * cols + c] - stats[2 * r]) * stats[2 * r + 1];
+        pb += d;
+      }
+    sh[0][ty][tx] = ps;
+    sh[1][ty][tx] = pb;
+    __syncthreads();
+    if (ty == 0 && c < cols) {
+      float s = 0.f, b = 0.f;
+      for (int k = 0; k < 8; ++k) { s += sh[0][k][tx]; b += sh[1][k][tx]; }
+      dscale[c] = s;
+      dbias[c] = b;
+    }
+    __syncthreads();
+  }
+}
+)";
+}
+
+class LayerNormGradKernel : public GeneratedKernel {
+ public:
+  using GeneratedKernel::GeneratedKernel;
+  Status init() {
+    TANDEM_RETURN_IF_ERROR(use(kLayerNormGradName, layerNormGradSource(), &rowsFn_));
+    return use(kLayerNormGradColsName, layerNormGradColsSource(), &colsFn_);
+  }
+  int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+  Status run(const std::vector<const Tensor*>& ins, const std::vector<Tensor*>& outs) override {
+    void* dx = outs[0]->raw();
+    void* ds = outs[1]->raw();
+    void* db = outs[2]->raw();
+    void* stats = dc_->workspace;
+    const void* x = ins[0]->raw();
+    const void* dy = ins[1]->raw();
+    const void* s = ins[2]->raw();
+    void* rowArgs[] = {&rows, &cols, &eps, &dx, &stats, &x, &dy, &s};
+    TANDEM_RETURN_IF_ERROR(launchBlocks(*dc_, fn(rowsFn_), rows, cols >= 256 ? 256 : 64, rowArgs));
+    void* colArgs[] = {&rows, &cols, &ds, &db, &stats, &x, &dy};
+    return launchBlocks(*dc_, fn(colsFn_), (cols + 31) / 32, 256, colArgs);
+  }
+
+ private:
+  size_t rowsFn_ = 0, colsFn_ = 0;
+};
+
+Status createLayerNormGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 3 || ctx.outputTypes.size() != 3)
+    return Status::error(opLabel(ctx) + ": expects X, dY, Scale and dX, dScale, dB");
+  auto k = std::make_unique<LayerNormGradKernel>(ctx.cuda);
+  TANDEM_RETURN_IF_ERROR(k->init());
+  TANDEM_RETURN_IF_ERROR(normalizedRows(ctx, &k->rows, &k->cols));
+  k->eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  if (ctx.inputTypes[1].shape != ctx.inputTypes[0].shape || numElements(ctx.inputTypes[2].shape) != k->cols)
+    return Status::error(opLabel(ctx) + ": needs dY of X's shape and Scale of " + std::to_string(k->cols) +
+                         " elements, got " + shapeToString(ctx.inputTypes[2].shape));
+  for (size_t i = 0; i < 3; ++i)
+    if (ctx.inputTypes[i].dtype != DType::F32 || ctx.outputTypes[i].dtype != DType::F32)
+      return Status::error(opLabel(ctx) + ": the CUDA kernel is f32 only");
+  ctx.cuda->reserveWorkspace((size_t)(2 * k->rows) * sizeof(float));
   *out = std::move(k);
   return Status::ok();
 }
@@ -433,6 +548,8 @@ std::vector<std::pair<std::string, std::string>> normSources() {
   return {{softmaxName(false), softmaxSource(false)},
           {softmaxName(true), softmaxSource(true)},
           {kLayerNormName, layerNormSource()},
+          {kLayerNormGradName, layerNormGradSource()},
+          {kLayerNormGradColsName, layerNormGradColsSource()},
           {kBatchNormName, batchNormSource()},
           {kRmsNormName, rmsNormSource()},
           {kRotaryName, rotarySource()},
@@ -443,6 +560,7 @@ void registerNormKernels(KernelRegistry& r) {
   addCuda(r, "Softmax", "nvrtc", createSoftmax);
   addCuda(r, "LogSoftmax", "nvrtc", createSoftmax);
   addCuda(r, "LayerNormalization", "nvrtc", createLayerNorm);
+  addCuda(r, "LayerNormalizationGrad", "nvrtc", createLayerNormGrad);
   addCuda(r, "BatchNormalization", "cudnn", createBatchNorm);
   addCuda(r, "RMSNormalization", "nvrtc", createRmsNorm);
   addCuda(r, "RotaryEmbedding", "nvrtc", createRotary);

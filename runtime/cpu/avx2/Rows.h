@@ -36,6 +36,16 @@ void layerNormRow(const float* x, float* y, int64_t n, const float* scale, const
 /// (no cancellation). Requires available() and n >= 1.
 void meanAndSquares(const float* x, int64_t n, double* mean, double* squares);
 
+/// LayerNormalizationGrad (TandemOps.td) over `rows` rows of n: per row mean and rstd = 1 /
+/// sqrt(var + eps) (in double, two passes), g = dy * scale, xhat = (x - mean) * rstd, then
+/// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) (row sums f32 lanes, f64 totals);
+/// dscale[i] = sum over rows of dy * xhat, dbias[i] = sum of dy (f32 within blocks of 32
+/// rows, f64 across in block order: the same for any thread count). x, dy, dx [rows, n]
+/// (dx may not alias x), scale, dscale, dbias [n]. AVX2 + FMA where available(), scalar
+/// otherwise; `threads` OpenMP threads. runtime/cpu/avx2/LayerNormGrad.cpp.
+void layerNormGrad(int64_t rows, int64_t n, const float* x, const float* dy, const float* scale, double eps,
+                   float* dx, double* dscale, double* dbias, int threads);
+
 /// y[i] = f32(double(x[i]) * k + b) for i < n (y may be x). Requires available().
 void affineRow(const float* x, float* y, int64_t n, double k, double b);
 

@@ -1,5 +1,6 @@
 // BatchNormalization (ONNX BatchNormalization-15: inference, Y only, a per-channel affine loop;
-// training mode, batch statistics and the running ones; Tandem's BatchNormalizationGrad),
+// training mode, batch statistics and the running ones; Tandem's BatchNormalizationGrad and
+// LayerNormalizationGrad),
 // GroupNormalization-21 and InstanceNormalization-6 (a moments pass and an affine pass, in plain
 // or the host's activation layout) and oneDNN LayerNormalization (ONNX LayerNormalization-17, with its optional Mean/InvStdDev
 // outputs), Softmax and LogSoftmax (ONNX -13, one axis) for f32.
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "runtime/cpu/avx2/ChannelAffine.h"
+#include "runtime/cpu/avx2/Rows.h"
 #include "runtime/cpu/avx2/Sgemm.h"
 #include "runtime/cpu/dnnl/DnnlCommon.h"
 
@@ -162,6 +164,20 @@ bool batchNormGradSupported(const KernelContext& ctx) {
   if (ctx.inputTypes.size() != 3 || ctx.outputTypes.size() != 3 || hasEmptyTensor(ctx)) return false;
   const Shape& x = ctx.inputTypes[0].shape;
   if (x.size() < 2 || ctx.inputTypes[1].shape != x || ctx.inputTypes[2].shape != Shape{x[1]})
+    return false;
+  for (size_t i = 0; i < 3; ++i)
+    if (ctx.inputTypes[i].dtype != DType::F32 || ctx.outputTypes[i].dtype != DType::F32) return false;
+  return !isBlocked(ctx, true, 0) && !isBlocked(ctx, true, 1) && !isBlocked(ctx, false, 0);
+}
+
+// LayerNormalizationGrad (autodiff): f32 X, dY and Scale of X's dims from axis on, plain.
+bool layerNormGradSupported(const KernelContext& ctx) {
+  if (ctx.inputTypes.size() != 3 || ctx.outputTypes.size() != 3 || hasEmptyTensor(ctx)) return false;
+  const Shape& x = ctx.inputTypes[0].shape;
+  const int64_t rank = (int64_t)x.size(), a = ctx.attrs->getInt("axis", -1);
+  const int64_t axis = a < 0 ? a + rank : a;
+  if (axis < 0 || axis >= rank || ctx.inputTypes[1].shape != x ||
+      ctx.inputTypes[2].shape != Shape(x.begin() + axis, x.end()))
     return false;
   for (size_t i = 0; i < 3; ++i)
     if (ctx.inputTypes[i].dtype != DType::F32 || ctx.outputTypes[i].dtype != DType::F32) return false;
@@ -445,6 +461,43 @@ class BatchNormGradKernel : public DnnlKernel {
   int threads_ = 1;
 };
 
+/// LayerNormalizationGrad as avx2::layerNormGrad: three passes over each row of X and dY (the
+/// statistics, the two sums, dX with the column sums) where the LayerNormalization rule's
+/// composition took about fifteen ops (reductions, broadcast Sub and Mul, a Reciprocal, Sqrt).
+class LayerNormGradKernel : public DnnlKernel {
+ public:
+  Status init(const KernelContext& ctx) {
+    const Shape& x = ctx.inputTypes[0].shape;
+    n_ = numElements(ctx.inputTypes[2].shape);
+    rows_ = n_ ? numElements(x) / n_ : 0;
+    eps_ = ctx.attrs->getFloat("epsilon", 1e-5f);
+    threads_ = ctx.threads;
+    impl_ = std::string(avx2::available() ? "avx2:" : "scalar:") + "layer-norm-grad";
+    return Status::ok();
+  }
+
+  Status run(const std::vector<const Tensor*>& in, const std::vector<Tensor*>& out) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return guardRun("LayerNormalizationGrad", [&] {
+      dscale_.resize(n_);
+      dbias_.resize(n_);
+      avx2::layerNormGrad(rows_, n_, in[0]->data<float>(), in[1]->data<float>(), in[2]->data<float>(), eps_,
+                          out[0]->data<float>(), dscale_.data(), dbias_.data(), threads_);
+      for (int64_t i = 0; i < n_; ++i) {
+        out[1]->data<float>()[i] = float(dscale_[i]);
+        out[2]->data<float>()[i] = float(dbias_[i]);
+      }
+      return Status::ok();
+    });
+  }
+
+ private:
+  int64_t rows_ = 0, n_ = 0;
+  double eps_ = 1e-5;
+  int threads_ = 1;
+  std::vector<double> dscale_, dbias_;
+};
+
 /// Training-mode BatchNormalization as avx2::batchNormTraining (batch mean and population
 /// variance per channel over N and the spatial dims, then one affine pass), reading and writing
 /// plain or the host's activation layout, and, when asked for, running_mean' = m * mean + (1 -
@@ -582,6 +635,8 @@ void registerDnnlNormKernels(KernelRegistry& r) {
       }));
   r.add(makeDef("BatchNormalizationGrad", batchNormGradSupported,
                 createInitialized<BatchNormGradKernel>));
+  r.add(makeDef("LayerNormalizationGrad", layerNormGradSupported,
+                createInitialized<LayerNormGradKernel>));
   for (const char* op : {"GroupNormalization", "InstanceNormalization"})
     r.add(makeDef(
         op, [](const KernelContext& ctx) { return groupNormGroups(ctx) > 0; },

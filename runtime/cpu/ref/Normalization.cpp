@@ -1,5 +1,6 @@
 // Reference normalisation kernels: BatchNormalization-15 (inference, and training mode for
-// completeness) and Tandem's BatchNormalizationGrad (autodiff), LayerNormalization-17, RMSNormalization-23, MeanVarianceNormalization-13,
+// completeness) and Tandem's BatchNormalizationGrad (autodiff), LayerNormalization-17 and
+// Tandem's LayerNormalizationGrad (autodiff), RMSNormalization-23, MeanVarianceNormalization-13,
 // Softmax-13 and LogSoftmax-13 (single axis).
 #include <algorithm>
 
@@ -151,6 +152,64 @@ Status createBatchNormGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* ou
           }
         dScale[c] = sumDyXhat;
         dB[c] = sumDy;
+      }
+      storeDoubles(dScale, outs[1]);
+      storeDoubles(dB, outs[2]);
+      return Status::ok();
+    };
+  });
+  if (!fn) return opError(ctx, "unsupported dtype");
+  return makeKernel(out, std::move(fn));
+}
+
+// ---- LayerNormalizationGrad (autodiff) -----------------------------------------------------
+
+// X, dY like X, Scale (X's dims from axis on) -> dX, dScale, dB (TandemOps.td): the row
+// statistics recomputed, every sum in f64.
+Status createLayerNormGrad(const KernelContext& ctx, std::unique_ptr<Kernel>* out) {
+  if (ctx.inputTypes.size() != 3 || ctx.outputTypes.size() != 3)
+    return opError(ctx, "expects 3 inputs (X, dY, Scale) and 3 outputs (dX, dScale, dB)");
+  const Shape& xs = ctx.inputTypes[0].shape;
+  int64_t axis;
+  if (!normalizeAxis(ctx.attrs->getInt("axis", -1), (int64_t)xs.size(), &axis))
+    return opError(ctx, "axis out of range for rank " + std::to_string(xs.size()));
+  const Shape norm(xs.begin() + axis, xs.end());
+  if (ctx.inputTypes[1].shape != xs || ctx.inputTypes[2].shape != norm)
+    return opError(ctx, "needs dY of X's shape and Scale of X's dims from axis on " + shapeToString(norm));
+  for (size_t i = 0; i < 3; ++i)
+    if (!isFloat(ctx.inputTypes[i].dtype) || isHalfFloat(ctx.inputTypes[i].dtype))
+      return opError(ctx, "input " + std::to_string(i) + " must be f32 or f64");
+  const int64_t rows = product(xs, 0, axis), n = numElements(norm);
+  const double eps = ctx.attrs->getFloat("epsilon", 1e-5f);
+  RunFn fn;
+  dispatchFloat(ctx.inputTypes[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    fn = [=](const Inputs& in, const Outputs& outs) -> Status {
+      const T* X = in[0]->data<T>();
+      const T* dY = in[1]->data<T>();
+      const std::vector<double> scale = asDoubles(*in[2]);
+      T* dX = outs[0]->data<T>();
+      std::vector<double> dScale(n), dB(n);
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* x = X + r * n;
+        const T* dy = dY + r * n;
+        double mean = 0, var = 0;
+        for (int64_t j = 0; j < n; ++j) mean += double(x[j]);
+        mean /= double(n);
+        for (int64_t j = 0; j < n; ++j) var += std::pow(double(x[j]) - mean, 2);
+        const double rstd = 1 / std::sqrt(var / double(n) + eps);
+        double sumG = 0, sumGXhat = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          const double g = double(dy[j]) * scale[j], xhat = (double(x[j]) - mean) * rstd;
+          sumG += g;
+          sumGXhat += g * xhat;
+          dScale[j] += double(dy[j]) * xhat;
+          dB[j] += double(dy[j]);
+        }
+        for (int64_t j = 0; j < n; ++j) {
+          const double xhat = (double(x[j]) - mean) * rstd;
+          dX[r * n + j] = T(rstd * (double(dy[j]) * scale[j] - sumG / double(n) - xhat * sumGXhat / double(n)));
+        }
       }
       storeDoubles(dScale, outs[1]);
       storeDoubles(dB, outs[2]);
@@ -388,6 +447,7 @@ void registerNormKernels(KernelRegistry& r) {
   addRef(r, "BatchNormalization", floatTypes(), createBatchNorm);
   addRef(r, "BatchNormalizationGrad", floatTypes(), createBatchNormGrad);
   addRef(r, "LayerNormalization", floatTypes(), createLayerNorm);
+  addRef(r, "LayerNormalizationGrad", floatTypes(), createLayerNormGrad);
   addRef(r, "RMSNormalization", floatTypes(), createRmsNorm);
   addRef(r, "MeanVarianceNormalization", floatTypes(), createMvn);
   addRef(r, "Softmax", floatTypes(), softmaxFactory(false));

@@ -1172,6 +1172,21 @@ const std::map<std::string, OpEntry>& opTable() {
                                    out->push_back(std::move(c));
                                  }
                                }};
+    m["LayerNormalizationGrad"] = {
+        Tol{1e-3, 1e-3}, "float block and column sums (dScale, dB over every row) vs the CPU's double",
+        [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
+          std::vector<Shape> shapes = {{1023}, {3, 1}, {2, 3, 257}, {300, 40}};
+          for (int64_t r = 1; r <= 4; ++r) shapes.push_back(g.shape(r));
+          for (const Shape& s : shapes) {
+            int64_t axis = g.uniform(0, (int64_t)s.size() - 1);
+            Shape norm(s.begin() + axis, s.end());
+            OpCase c{shapeToString(s) + " axis " + std::to_string(axis), "LayerNormalizationGrad", {},
+                     {g.f32(s), g.f32(s), g.f32(norm)}, {}, {f32t(s), f32t(norm), f32t(norm)}, tol};
+            c.attrs.set("axis", Attr::ofInt(axis - (g.coin() ? (int64_t)s.size() : 0)));
+            if (g.coin()) c.attrs.set("epsilon", Attr::ofFloat(1e-3f));
+            out->push_back(std::move(c));
+          }
+        }};
     m["RMSNormalization"] = {Tol{1e-4, 1e-4}, "a float block sum of squares vs the CPU's double; 1/sqrt amplifies",
                              [](Gen& g, const Tol& tol, std::vector<OpCase>* out) {
                                std::vector<Shape> shapes = {{1023}, {3, 1}, {2, 3, 257}};

@@ -1,7 +1,10 @@
 // The BatchNormalization kernel (plain and host layouts, alone, fused with its Relu, and with
 // the channel Concat before it), the GroupNormalization / InstanceNormalization kernel (alone
-// and with its SiLU) and the oneDNN LayerNormalization, Softmax and LogSoftmax
-// kernels against naive loops.
+// and with its SiLU), the oneDNN LayerNormalization, Softmax and LogSoftmax kernels against naive
+// loops, and the autodiff BatchNormalizationGrad and LayerNormalizationGrad kernels against the
+// reference (and the LayerNormalizationGrad reference against finite differences).
+#include <cstring>
+
 #include "dnnl_test_util.h"
 #include "fused_attrs_util.h"
 
@@ -473,6 +476,130 @@ TEST(DnnlBatchNormGrad, MatchesTheReference) {
   checkBatchNormGrad({4, 16, 9, 11}, 1);
   checkBatchNormGrad({4, 16, 9, 11}, 2);
   checkBatchNormGrad({6, 8}, 1);
+}
+
+// LayerNormalizationGrad (autodiff) against the reference kernel (f64 sums of the same f32
+// inputs): rows off zero (mean 5, spread 2) so the mean terms matter, a row length with an AVX2
+// tail (37) and more rows than one 32-row block (70), threads 1 and 2, and a middle axis.
+void checkLayerNormGrad(const Shape& x, int64_t axis, int threads) {
+  const int64_t a = axis < 0 ? axis + (int64_t)x.size() : axis;
+  const Shape norm(x.begin() + a, x.end());
+  OpCase c;
+  c.op = "LayerNormalizationGrad";
+  c.attrs.set("axis", Attr::ofInt(axis));
+  c.attrs.set("epsilon", Attr::ofFloat(1e-5f));
+  c.inputs = {randomTensor(x, 71, 3.f, 7.f), randomTensor(x, 72), randomTensor(norm, 73, 0.5f, 2.f)};
+  c.outputs = {x, norm, norm};
+  c.threads = threads;
+  ASSERT_TRUE(dnnlSupports(c));
+  auto runWith = [&](const KernelRegistry& reg, std::string* impl) {
+    std::unique_ptr<Kernel> k;
+    Status st = reg.create("cpu", c.context(), &k);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    std::vector<Tensor> outs = {Tensor::alloc(DType::F32, x), Tensor::alloc(DType::F32, norm),
+                                Tensor::alloc(DType::F32, norm)};
+    if (!k) return outs;
+    *impl = k->implName();
+    std::vector<Tensor*> outPtrs = {&outs[0], &outs[1], &outs[2]};
+    st = k->run({&c.inputs[0], &c.inputs[1], &c.inputs[2]}, outPtrs);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return outs;
+  };
+  std::string impl, refImpl;
+  std::vector<Tensor> got = runWith(dnnlRegistry(), &impl), want = runWith(refRegistry(), &refImpl);
+  EXPECT_NE(impl.find("layer-norm-grad"), std::string::npos) << impl;
+  for (size_t o = 0; o < 3; ++o) {
+    SCOPED_TRACE("output " + std::to_string(o));
+    std::vector<double> w(want[o].data<float>(), want[o].data<float>() + want[o].numel());
+    expectClose(got[o], w, 2e-4);
+  }
+  // A second run of the same kernel gives the same bits (the column sums are reset, the block
+  // order is fixed).
+  std::vector<Tensor> again = runWith(dnnlRegistry(), &impl);
+  for (size_t o = 0; o < 3; ++o)
+    EXPECT_EQ(0, std::memcmp(again[o].data<float>(), got[o].data<float>(), got[o].numel() * sizeof(float)))
+        << "output " << o;
+}
+
+TEST(DnnlLayerNormGrad, MatchesTheReference) {
+  checkLayerNormGrad({70, 37}, -1, 1);
+  checkLayerNormGrad({70, 37}, -1, 2);
+  checkLayerNormGrad({4, 5, 7}, 1, 2);
+  checkLayerNormGrad({3, 64}, -1, 1);
+}
+
+TEST(DnnlLayerNormGrad, DeclinesWhatItCannotRun) {
+  OpCase c;
+  c.op = "LayerNormalizationGrad";
+  c.attrs.set("axis", Attr::ofInt(-1));
+  c.inputs = {randomTensor({4, 6}, 1), randomTensor({4, 6}, 2), randomTensor({6}, 3)};
+  c.outputs = {{4, 6}, {6}, {6}};
+  EXPECT_TRUE(dnnlSupports(c));
+  c.inputs[2] = randomTensor({1, 6}, 3);  // a Scale of another shape than X's normalized dims
+  EXPECT_FALSE(dnnlSupports(c));
+  c.inputs[2] = randomTensor({6}, 3);
+  c.attrs.set("axis", Attr::ofInt(2));
+  EXPECT_FALSE(dnnlSupports(c));
+}
+
+// The f64 reference against central differences of L = sum(dY * LayerNorm(X; Scale, B)) in
+// double: dX, dScale and dB, axis 1 of a [3, 2, 5] X (normalized over 10 values).
+TEST(RefLayerNormGrad, MatchesFiniteDifferences) {
+  const Shape x = {3, 2, 5}, norm = {2, 5};
+  const int64_t rows = 3, n = 10;
+  std::vector<double> X, dY, S, B;
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<double> u(-2, 2);
+  for (int64_t i = 0; i < rows * n; ++i) X.push_back(u(gen) + 1.5);
+  for (int64_t i = 0; i < rows * n; ++i) dY.push_back(u(gen));
+  for (int64_t i = 0; i < n; ++i) S.push_back(0.5 + 0.25 * u(gen));
+  for (int64_t i = 0; i < n; ++i) B.push_back(u(gen));
+  const double eps = double(1e-3f);  // the kernel's epsilon attribute is an f32
+  auto loss = [&](const std::vector<double>& xv, const std::vector<double>& sv, const std::vector<double>& bv) {
+    double L = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t j = 0; j < n; ++j) mean += xv[r * n + j];
+      mean /= n;
+      for (int64_t j = 0; j < n; ++j) var += (xv[r * n + j] - mean) * (xv[r * n + j] - mean);
+      const double rstd = 1 / std::sqrt(var / n + eps);
+      for (int64_t j = 0; j < n; ++j) L += dY[r * n + j] * ((xv[r * n + j] - mean) * rstd * sv[j] + bv[j]);
+    }
+    return L;
+  };
+  KernelContext ctx;
+  ctx.opType = "LayerNormalizationGrad";
+  ctx.nodeName = "test_LayerNormalizationGrad";
+  AttrMap attrs;
+  attrs.set("axis", Attr::ofInt(1));
+  attrs.set("epsilon", Attr::ofFloat(float(eps)));
+  ctx.attrs = &attrs;
+  ctx.inputTypes = {{DType::F64, x}, {DType::F64, x}, {DType::F64, norm}};
+  ctx.constInputs = {nullptr, nullptr, nullptr};
+  ctx.outputTypes = {{DType::F64, x}, {DType::F64, norm}, {DType::F64, norm}};
+  std::unique_ptr<Kernel> k;
+  Status st = refRegistry().create("cpu", ctx, &k);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  Tensor tX = Tensor::fromVector<double>(x, X), tdY = Tensor::fromVector<double>(x, dY),
+         tS = Tensor::fromVector<double>(norm, S);
+  Tensor dX = Tensor::alloc(DType::F64, x), dS = Tensor::alloc(DType::F64, norm), dB = Tensor::alloc(DType::F64, norm);
+  ASSERT_TRUE(k->run({&tX, &tdY, &tS}, {&dX, &dS, &dB}).isOk());
+  const double h = 1e-5;
+  auto fd = [&](std::vector<double>* v, int64_t i, auto&& f) {
+    const double keep = (*v)[i];
+    (*v)[i] = keep + h;
+    const double up = f();
+    (*v)[i] = keep - h;
+    const double down = f();
+    (*v)[i] = keep;
+    return (up - down) / (2 * h);
+  };
+  for (int64_t i = 0; i < rows * n; ++i)
+    EXPECT_NEAR(dX.data<double>()[i], fd(&X, i, [&] { return loss(X, S, B); }), 1e-6) << "dX " << i;
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(dS.data<double>()[i], fd(&S, i, [&] { return loss(X, S, B); }), 1e-6) << "dScale " << i;
+    EXPECT_NEAR(dB.data<double>()[i], fd(&B, i, [&] { return loss(X, S, B); }), 1e-6) << "dB " << i;
+  }
 }
 
 TEST(DnnlGroupNorm, DeclinesWhatItCannotRun) {

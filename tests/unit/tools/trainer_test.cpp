@@ -1190,7 +1190,9 @@ TEST(Trainer, IgnoredLabelsCountForNothing) {
       EXPECT_NEAR(reports[0].meanLoss, lossSum / kept, 1e-5);
       EXPECT_NEAR(reports[0].validationLoss, lossSum / kept, 1e-5);
       EXPECT_DOUBLE_EQ(reports[0].validationAccuracy, (double)hits / kept);
-      if (metrics) EXPECT_DOUBLE_EQ(reports[0].trainAccuracy, (double)hits / kept);
+      if (metrics) {
+        EXPECT_DOUBLE_EQ(reports[0].trainAccuracy, (double)hits / kept);
+      }
     }
   }
   // Step plan and Trainer must agree on it; without one the padding is a label outside.
@@ -1290,6 +1292,114 @@ TEST(TrainModel, AWrittenOutGeluTrainsAsOneGelu) {
   }
   ASSERT_EQ(losses[0].size(), 3u);
   for (size_t e = 0; e < 3; ++e) EXPECT_NEAR(losses[0][e], losses[1][e], 1e-6) << "epoch " << e + 1;
+  fs::remove_all(dir);
+}
+
+// x [N, 16] -> MatMul [16, 8] -> LayerNorm (ln.weight, ln.bias [8]) -> MatMul [8, 4]: the
+// LayerNorm as one LayerNormalization-17 node or written out as torch.onnx writes nn.LayerNorm
+// at opset 13 (ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul weight, Add bias).
+std::string writeLayerNormModel(bool writtenOut) {
+  testing_onnx::Model m(writtenOut ? 13 : 17);
+  m.input("x", {-1, kD}, onnx::TensorProto::FLOAT, {"N"});
+  std::mt19937 rng(22);
+  std::uniform_real_distribution<float> u(-0.6f, 0.6f);
+  std::vector<float> w1(kD * 8), w2(8 * kC), g(8), b(8);
+  for (float& v : w1) v = u(rng);
+  for (float& v : w2) v = u(rng);
+  for (float& v : g) v = 1.f + u(rng);
+  for (float& v : b) v = u(rng);
+  m.floatInit("fc1.weight", {kD, 8}, w1);
+  m.floatInit("ln.weight", {8}, g);
+  m.floatInit("ln.bias", {8}, b);
+  m.floatInit("fc2.weight", {8, kC}, w2);
+  m.node("MatMul", {"x", "fc1.weight"}, {"h"}, "fc1");
+  if (writtenOut) {
+    constantNode(m, "two", Tensor::fromVector<float>({}, {2.f}));
+    constantNode(m, "eps", Tensor::fromVector<float>({}, {1e-5f}));
+    testing_onnx::intsAttr(m.node("ReduceMean", {"h"}, {"mean"}, "ln/ReduceMean"), "axes", {-1});
+    m.node("Sub", {"h", "mean"}, {"d"}, "ln/Sub");
+    m.node("Pow", {"d", "two"}, {"d2"}, "ln/Pow");
+    testing_onnx::intsAttr(m.node("ReduceMean", {"d2"}, {"var"}, "ln/ReduceMean_1"), "axes", {-1});
+    m.node("Add", {"var", "eps"}, {"ve"}, "ln/Add");
+    m.node("Sqrt", {"ve"}, {"sd"}, "ln/Sqrt");
+    m.node("Div", {"d", "sd"}, {"xhat"}, "ln/Div");
+    m.node("Mul", {"xhat", "ln.weight"}, {"sx"}, "ln/Mul");
+    m.node("Add", {"sx", "ln.bias"}, {"a"}, "ln/Add_1");
+  } else {
+    testing_onnx::floatAttr(m.node("LayerNormalization", {"h", "ln.weight", "ln.bias"}, {"a"}, "ln"),
+                            "epsilon", 1e-5f);
+  }
+  m.node("MatMul", {"a", "fc2.weight"}, {"logits"}, "fc2");
+  m.output("logits");
+  return testing_onnx::writeTemp(m, writtenOut ? "trainer_ln_written" : "trainer_ln_op");
+}
+
+// A LayerNorm written out op by op trains as one LayerNormalization (passes/Passes.h,
+// rewriteWrittenOutLayerNorm, before the loss) reading the model's own scale and bias: the step
+// plan has the LayerNormalization model's steps, op for op, among them one
+// LayerNormalizationGrad; the losses agree, and with --all-params ln.weight and ln.bias train
+// and are written back as the LayerNormalization model's are.
+TEST(TrainModel, AWrittenOutLayerNormTrainsAsOneLayerNormalization) {
+  const testing_onnx::RemovedAtExit written{writeLayerNormModel(true)}, op{writeLayerNormModel(false)};
+  auto stepOps = [](const std::string& model) {
+    CompileOptions co;
+    co.training = adam();
+    co.inputShapes["x"] = {8, kD};
+    CompileResult r;
+    Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    std::multiset<std::string> ops;
+    for (const plan::Step& s : r.plan.steps()) ops.insert(s.op_type());
+    return ops;
+  };
+  const std::multiset<std::string> a = stepOps(written.path), b = stepOps(op.path);
+  EXPECT_EQ(b.count("LayerNormalizationGrad"), 1u);
+  EXPECT_EQ(a, b);
+  Data d = makeData(64, 6);
+  const std::string dir = fs::temp_directory_path() / ("tandem_ln_" + std::to_string(getpid()));
+  writeSplitData(dir, Tensor::fromVector<float>({64, kD}, d.x), Tensor::fromVector<int64_t>({64}, d.labels));
+  std::vector<double> losses[2];
+  std::map<std::string, Tensor> trainedParams[2];
+  for (int k = 0; k < 2; ++k) {
+    TrainOptions o = onnxDataOptions(k == 0 ? written.path : op.path, dir, 16);
+    o.epochs = 3;
+    o.training.learningRate = 0.05;
+    o.training.allFloatConstants = true;  // --all-params: LayerNorm scales and biases train
+    o.output = dir + "/trained" + std::to_string(k) + ".onnx";
+    std::vector<EpochReport> reports;
+    Status st = trainModel(o, nullptr, &reports);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    for (const EpochReport& r : reports) losses[k].push_back(r.meanLoss);
+    onnx::ModelProto trained;
+    std::string bytes;
+    ASSERT_TRUE(readInputFile(o.output, &bytes).isOk());
+    ASSERT_TRUE(trained.ParseFromString(bytes));
+    for (const onnx::TensorProto& init : trained.graph().initializer())
+      ASSERT_TRUE(tensorFromProto(init, &trainedParams[k][init.name()]).isOk());
+  }
+  ASSERT_EQ(losses[0].size(), 3u);
+  for (size_t e = 0; e < 3; ++e) EXPECT_NEAR(losses[0][e], losses[1][e], 1e-5) << "epoch " << e + 1;
+  onnx::ModelProto initial;  // the values before training, to see that they moved
+  std::string bytes;
+  ASSERT_TRUE(readInputFile(op.path, &bytes).isOk());
+  ASSERT_TRUE(initial.ParseFromString(bytes));
+  std::map<std::string, Tensor> initialParams;
+  for (const onnx::TensorProto& init : initial.graph().initializer())
+    ASSERT_TRUE(tensorFromProto(init, &initialParams[init.name()]).isOk());
+  for (const char* name : {"ln.weight", "ln.bias"}) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(trainedParams[0].count(name) && trainedParams[1].count(name));
+    const Tensor& w = trainedParams[0][name];
+    const Tensor& o = trainedParams[1][name];
+    ASSERT_EQ(w.numel(), 8);
+    const Tensor& init = initialParams[name];
+    double moved = 0;
+    for (int64_t i = 0; i < 8; ++i) {
+      EXPECT_NEAR(w.data<float>()[i], o.data<float>()[i], 1e-4) << i;
+      moved = std::max(moved, (double)std::fabs(w.data<float>()[i] - init.data<float>()[i]));
+    }
+    EXPECT_GT(moved, 1e-3);
+  }
   fs::remove_all(dir);
 }
 
