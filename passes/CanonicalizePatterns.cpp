@@ -698,38 +698,41 @@ bool rewritePadWindow(mlir::IRRewriter& rewriter, mlir::Operation* op, bool pool
 
 }  // namespace
 
-int rewriteWrittenOutGelu(mlir::func::FuncOp main) {
+namespace {
+
+// `rewrite` on every single-result op of `main` whose type is one of `types`, in program order,
+// then the ops the rewrites left dead are erased. A rewrite replaces only the root it is given
+// (a pattern's root comes after its ops, which stay, dead, until the sweep), so every pointer
+// collected first stays valid until its turn. Returns how many rewrote.
+template <typename Rewrite>
+int rewriteRootsThenSweep(mlir::func::FuncOp main, std::initializer_list<llvm::StringRef> types,
+                          Rewrite rewrite) {
   mlir::IRRewriter rewriter(main.getContext());
   mlir::Block& body = main.getBody().front();
-  int rewritten = 0;
-  // rewriteGelu replaces only the Mul it is given; the pattern's other ops stay (dead) until
-  // the sweep below, so every pointer collected here stays valid until its turn.
-  llvm::SmallVector<mlir::Operation*> muls;
+  llvm::SmallVector<mlir::Operation*> roots;
   for (mlir::Operation& op : body)
-    if (onnxOpType(&op) == "Mul" && op.getNumResults() == 1) muls.push_back(&op);
-  for (mlir::Operation* op : muls)
-    if (rewriteGelu(rewriter, op)) ++rewritten;
+    if (op.getNumResults() == 1 && llvm::is_contained(types, onnxOpType(&op))) roots.push_back(&op);
+  int rewritten = 0;
+  for (mlir::Operation* op : roots)
+    if (rewrite(rewriter, op)) ++rewritten;
   if (rewritten)
     for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body)))
       if (mlir::isOpTriviallyDead(&op)) rewriter.eraseOp(&op);
   return rewritten;
 }
 
+}  // namespace
+
+int rewriteWrittenOutGelu(mlir::func::FuncOp main) {
+  return rewriteRootsThenSweep(main, {"Mul"}, [](mlir::IRRewriter& r, mlir::Operation* op) {
+    return rewriteGelu(r, op);
+  });
+}
+
 int rewriteWrittenOutLayerNorm(mlir::func::FuncOp main) {
-  mlir::IRRewriter rewriter(main.getContext());
-  mlir::Block& body = main.getBody().front();
-  int rewritten = 0;
-  // As rewriteWrittenOutGelu: a pattern's root comes after its ops (program order), which stay
-  // (dead) until the sweep.
-  llvm::SmallVector<mlir::Operation*> roots;
-  for (mlir::Operation& op : body)
-    if (llvm::is_contained({"Mul", "Add"}, onnxOpType(&op)) && op.getNumResults() == 1) roots.push_back(&op);
-  for (mlir::Operation* op : roots)
-    if (rewriteLayerNorm(rewriter, op, /*keepParameters=*/true)) ++rewritten;
-  if (rewritten)
-    for (mlir::Operation& op : llvm::make_early_inc_range(llvm::reverse(body)))
-      if (mlir::isOpTriviallyDead(&op)) rewriter.eraseOp(&op);
-  return rewritten;
+  return rewriteRootsThenSweep(main, {"Mul", "Add"}, [](mlir::IRRewriter& r, mlir::Operation* op) {
+    return rewriteLayerNorm(r, op, /*keepParameters=*/true);
+  });
 }
 
 bool rewriteCompositeOp(mlir::IRRewriter& rewriter, mlir::Operation* op) {

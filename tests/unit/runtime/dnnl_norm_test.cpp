@@ -431,6 +431,43 @@ TEST(DnnlBatchNormTraining, BlockedInPlainOut) { checkBatchNormTraining({3, 16, 
 TEST(DnnlBatchNormTraining, PlainInBlockedOut) { checkBatchNormTraining({3, 16, 5, 7}, false, true, true); }
 TEST(DnnlBatchNormTraining, Rank2) { checkBatchNormTraining({6, 8}, false, false, true); }
 
+// c's kernel from `reg` (its name into `impl`), run `runs` times on c's inputs: every output of
+// the last run, f32 of c.outputs' shapes.
+std::vector<Tensor> runAllOutputs(const KernelRegistry& reg, const OpCase& c, std::string* impl,
+                                  int runs = 1) {
+  std::vector<Tensor> outs;
+  for (const Shape& s : c.outputs) outs.push_back(Tensor::alloc(DType::F32, s));
+  std::unique_ptr<Kernel> k;
+  Status st = reg.create("cpu", c.context(), &k);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (!k) return outs;
+  *impl = k->implName();
+  std::vector<const Tensor*> in;
+  for (const Tensor& t : c.inputs) in.push_back(&t);
+  std::vector<Tensor*> outPtrs;
+  for (Tensor& t : outs) outPtrs.push_back(&t);
+  for (int r = 0; r < runs; ++r) {
+    st = k->run(in, outPtrs);
+    EXPECT_TRUE(st.isOk()) << st.message();
+  }
+  return outs;
+}
+
+// The dnnl registry's kernel for c (its impl naming `implPart`) against the reference kernel,
+// every output within `tol`; returns the dnnl kernel's outputs.
+std::vector<Tensor> expectMatchesReference(const OpCase& c, const std::string& implPart, double tol) {
+  std::string impl, refImpl;
+  std::vector<Tensor> got = runAllOutputs(dnnlRegistry(), c, &impl);
+  const std::vector<Tensor> want = runAllOutputs(refRegistry(), c, &refImpl);
+  EXPECT_NE(impl.find(implPart), std::string::npos) << impl;
+  for (size_t o = 0; o < got.size(); ++o) {
+    SCOPED_TRACE("output " + std::to_string(o));
+    std::vector<double> w(want[o].data<float>(), want[o].data<float>() + want[o].numel());
+    expectClose(got[o], w, tol);
+  }
+  return got;
+}
+
 // BatchNormalizationGrad (autodiff) against the reference kernel (f64 sums of the same f32
 // inputs): X around 300 with a spread of 1 per channel plus a per-image offset, so the per-image
 // shifts differ from the batch mean (the rule's (x0 - mean) terms matter), threads 1 and 2,
@@ -447,29 +484,7 @@ void checkBatchNormGrad(const Shape& x, int threads) {
   c.outputs = {x, {C}, {C}};
   c.threads = threads;
   ASSERT_TRUE(dnnlSupports(c));
-  auto runWith = [&](const KernelRegistry& reg, std::string* impl) {
-    std::unique_ptr<Kernel> k;
-    Status st = reg.create("cpu", c.context(), &k);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    std::vector<Tensor> outs = {Tensor::alloc(DType::F32, x), Tensor::alloc(DType::F32, {C}),
-                                Tensor::alloc(DType::F32, {C})};
-    if (!k) return outs;
-    *impl = k->implName();
-    std::vector<const Tensor*> in;
-    for (const Tensor& t : c.inputs) in.push_back(&t);
-    std::vector<Tensor*> outPtrs = {&outs[0], &outs[1], &outs[2]};
-    st = k->run(in, outPtrs);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    return outs;
-  };
-  std::string impl, refImpl;
-  std::vector<Tensor> got = runWith(dnnlRegistry(), &impl), want = runWith(refRegistry(), &refImpl);
-  EXPECT_NE(impl.find("batch-norm-grad"), std::string::npos) << impl;
-  for (size_t o = 0; o < 3; ++o) {
-    SCOPED_TRACE("output " + std::to_string(o));
-    std::vector<double> w(want[o].data<float>(), want[o].data<float>() + want[o].numel());
-    expectClose(got[o], w, 2e-4);
-  }
+  expectMatchesReference(c, "batch-norm-grad", 2e-4);
 }
 
 TEST(DnnlBatchNormGrad, MatchesTheReference) {
@@ -480,7 +495,8 @@ TEST(DnnlBatchNormGrad, MatchesTheReference) {
 
 // LayerNormalizationGrad (autodiff) against the reference kernel (f64 sums of the same f32
 // inputs): rows off zero (mean 5, spread 2) so the mean terms matter, a row length with an AVX2
-// tail (37) and more rows than one 32-row block (70), threads 1 and 2, and a middle axis.
+// tail (37), more rows than one 32-row block (70, 130), threads 1 and 2 (the same bits on
+// either), and a middle axis.
 void checkLayerNormGrad(const Shape& x, int64_t axis, int threads) {
   const int64_t a = axis < 0 ? axis + (int64_t)x.size() : axis;
   const Shape norm(x.begin() + a, x.end());
@@ -492,30 +508,13 @@ void checkLayerNormGrad(const Shape& x, int64_t axis, int threads) {
   c.outputs = {x, norm, norm};
   c.threads = threads;
   ASSERT_TRUE(dnnlSupports(c));
-  auto runWith = [&](const KernelRegistry& reg, std::string* impl) {
-    std::unique_ptr<Kernel> k;
-    Status st = reg.create("cpu", c.context(), &k);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    std::vector<Tensor> outs = {Tensor::alloc(DType::F32, x), Tensor::alloc(DType::F32, norm),
-                                Tensor::alloc(DType::F32, norm)};
-    if (!k) return outs;
-    *impl = k->implName();
-    std::vector<Tensor*> outPtrs = {&outs[0], &outs[1], &outs[2]};
-    st = k->run({&c.inputs[0], &c.inputs[1], &c.inputs[2]}, outPtrs);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    return outs;
-  };
-  std::string impl, refImpl;
-  std::vector<Tensor> got = runWith(dnnlRegistry(), &impl), want = runWith(refRegistry(), &refImpl);
-  EXPECT_NE(impl.find("layer-norm-grad"), std::string::npos) << impl;
-  for (size_t o = 0; o < 3; ++o) {
-    SCOPED_TRACE("output " + std::to_string(o));
-    std::vector<double> w(want[o].data<float>(), want[o].data<float>() + want[o].numel());
-    expectClose(got[o], w, 2e-4);
-  }
-  // A second run of the same kernel gives the same bits (the column sums are reset, the block
-  // order is fixed).
-  std::vector<Tensor> again = runWith(dnnlRegistry(), &impl);
+  const std::vector<Tensor> got = expectMatchesReference(c, "layer-norm-grad", 2e-4);
+  // The same bits on the other thread count, from a kernel's second run (the column sums start
+  // over, the blocks combine in a fixed order).
+  OpCase other = c;
+  other.threads = 3 - threads;
+  std::string impl;
+  const std::vector<Tensor> again = runAllOutputs(dnnlRegistry(), other, &impl, 2);
   for (size_t o = 0; o < 3; ++o)
     EXPECT_EQ(0, std::memcmp(again[o].data<float>(), got[o].data<float>(), got[o].numel() * sizeof(float)))
         << "output " << o;
@@ -524,6 +523,7 @@ void checkLayerNormGrad(const Shape& x, int64_t axis, int threads) {
 TEST(DnnlLayerNormGrad, MatchesTheReference) {
   checkLayerNormGrad({70, 37}, -1, 1);
   checkLayerNormGrad({70, 37}, -1, 2);
+  checkLayerNormGrad({130, 16}, -1, 2);
   checkLayerNormGrad({4, 5, 7}, 1, 2);
   checkLayerNormGrad({3, 64}, -1, 1);
 }

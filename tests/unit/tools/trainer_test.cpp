@@ -1258,23 +1258,25 @@ std::string writeGeluModel(bool writtenOut) {
   return testing_onnx::writeTemp(m, writtenOut ? "trainer_gelu_written" : "trainer_gelu_op");
 }
 
+// The op type of every step of `model`'s training step plan (Adam, x [8, kD]), once a step.
+std::multiset<std::string> stepOpTypes(const std::string& model) {
+  CompileOptions co;
+  co.training = adam();
+  co.inputShapes["x"] = {8, kD};
+  CompileResult r;
+  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  std::multiset<std::string> ops;
+  for (const plan::Step& s : r.plan.steps()) ops.insert(s.op_type());
+  return ops;
+}
+
 // A GELU written out op by op trains as one Gelu (passes/Passes.h, rewriteWrittenOutGelu,
 // before the loss): the step plan has the Gelu model's steps, op for op, and the same losses
 // (its backward is Gelu's rule, not the 25-op derivative of the written-out form).
 TEST(TrainModel, AWrittenOutGeluTrainsAsOneGelu) {
   const testing_onnx::RemovedAtExit written{writeGeluModel(true)}, op{writeGeluModel(false)};
-  auto stepOps = [](const std::string& model) {
-    CompileOptions co;
-    co.training = adam();
-    co.inputShapes["x"] = {8, kD};
-    CompileResult r;
-    Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    std::multiset<std::string> ops;
-    for (const plan::Step& s : r.plan.steps()) ops.insert(s.op_type());
-    return ops;
-  };
-  const std::multiset<std::string> a = stepOps(written.path), b = stepOps(op.path);
+  const std::multiset<std::string> a = stepOpTypes(written.path), b = stepOpTypes(op.path);
   EXPECT_FALSE(b.empty());
   EXPECT_EQ(a, b);
   Data d = makeData(64, 5);
@@ -1341,18 +1343,7 @@ std::string writeLayerNormModel(bool writtenOut) {
 // and are written back as the LayerNormalization model's are.
 TEST(TrainModel, AWrittenOutLayerNormTrainsAsOneLayerNormalization) {
   const testing_onnx::RemovedAtExit written{writeLayerNormModel(true)}, op{writeLayerNormModel(false)};
-  auto stepOps = [](const std::string& model) {
-    CompileOptions co;
-    co.training = adam();
-    co.inputShapes["x"] = {8, kD};
-    CompileResult r;
-    Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    std::multiset<std::string> ops;
-    for (const plan::Step& s : r.plan.steps()) ops.insert(s.op_type());
-    return ops;
-  };
-  const std::multiset<std::string> a = stepOps(written.path), b = stepOps(op.path);
+  const std::multiset<std::string> a = stepOpTypes(written.path), b = stepOpTypes(op.path);
   EXPECT_EQ(b.count("LayerNormalizationGrad"), 1u);
   EXPECT_EQ(a, b);
   Data d = makeData(64, 6);
