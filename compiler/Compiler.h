@@ -102,7 +102,9 @@ struct CompileOptions {
     double lrMin = 0;         // cosine: the floor (0 <= lrMin <= learningRate)
     /// > 0: clip the gradients to this global L2 norm first (torch clip_grad_norm_); 0: off.
     double clipNorm = 0;
-    /// Every f32 constant is a parameter, not only Conv/Gemm/MatMul weights and biases.
+    /// Every f32 constant is a parameter, not only the weights and biases of Conv, Gemm and
+    /// MatMul (a MatMul's bias: the row an Add adds to it), normalization scales and biases and
+    /// embedding tables (TrainingGraph.h).
     bool allFloatConstants = false;
     /// When not empty, instead of either rule above: exactly the f32 constants with these
     /// names (ONNX initializer names, which the importer gives the constants) are parameters,

@@ -41,15 +41,39 @@ bool isF32(mlir::Value v) {
   return t && t.getElementType().isF32();
 }
 
-// A weight or bias: operand 1 or 2 of Conv, Gemm or MatMul, or a BatchNormalization's scale
-// or B (operands 1, 2: PyTorch's BatchNorm weight and bias, nn.Parameters), directly (a
-// Transpose or Reshape between is not looked through).
+// A row of the last axis added to a MatMul's or Gemm's result: a Linear's bias as exporters
+// write it for inputs of rank above 2 (MatMul, then Add of an [N] initializer).
+bool isProductBias(mlir::OpOperand& use) {
+  mlir::Operation* add = use.getOwner();
+  if (onnxOpType(add) != "Add" || add->getNumOperands() != 2) return false;
+  mlir::Value product = add->getOperand(1 - use.getOperandNumber());
+  mlir::Operation* p = product.getDefiningOp();
+  if (!p || (onnxOpType(p) != "MatMul" && onnxOpType(p) != "Gemm")) return false;
+  auto bt = llvm::dyn_cast<mlir::RankedTensorType>(use.get().getType());
+  auto yt = llvm::dyn_cast<mlir::RankedTensorType>(product.getType());
+  return bt && yt && bt.hasStaticShape() && yt.hasStaticShape() && bt.getRank() >= 1 &&
+         yt.getRank() >= 1 && bt.getShape().back() == yt.getShape().back() &&
+         bt.getNumElements() == yt.getShape().back();
+}
+
+// What PyTorch's nn.Linear, nn.Conv*, nn.*Norm and nn.Embedding hold as parameters, read
+// directly (a Transpose or Reshape between is not looked through): operand 1 or 2 (weight,
+// bias) of Conv, Gemm or MatMul; the bias row an Add adds to a MatMul's or Gemm's result; the
+// scale and B (operands 1, 2) of BatchNormalization, LayerNormalization, GroupNormalization
+// and InstanceNormalization; the table (operand 0) a Gather or EmbeddingBag reads at ids that
+// are no constant (an embedding; a position table gathered at constant ids is not one).
 bool isWeightOrBias(ConstantOp c) {
   for (mlir::OpOperand& use : c.getResult().getUses()) {
     std::string t = onnxOpType(use.getOwner());
-    if ((t == "Conv" || t == "Gemm" || t == "MatMul") && use.getOperandNumber() >= 1)
+    const unsigned i = use.getOperandNumber();
+    if ((t == "Conv" || t == "Gemm" || t == "MatMul") && i >= 1) return true;
+    if (t == "Add" && isProductBias(use)) return true;
+    if ((t == "BatchNormalization" || t == "LayerNormalization" || t == "GroupNormalization" ||
+         t == "InstanceNormalization") &&
+        (i == 1 || i == 2))
       return true;
-    if (t == "BatchNormalization" && (use.getOperandNumber() == 1 || use.getOperandNumber() == 2))
+    if ((t == "Gather" || t == "EmbeddingBag") && i == 0 && use.getOwner()->getNumOperands() > 1 &&
+        !use.getOwner()->getOperand(1).getDefiningOp<ConstantOp>())
       return true;
   }
   return false;
@@ -184,7 +208,7 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
     if (isF32(c.getResult()) && !statistics.count(c) && isParameter(c)) params.push_back(c);
   if (params.empty())
     return main.emitError("training: the model has no f32 weight or bias of a Conv, Gemm or "
-                          "MatMul to train");
+                          "MatMul, normalization scale or bias or embedding table to train");
   mlir::OpBuilder b(ret);
   llvm::StringSet<> seen;
   // Constant c as a new last argument named after its initializer, which it replaces: its value

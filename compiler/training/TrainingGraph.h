@@ -25,7 +25,10 @@ bool usesStepCounter(const CompileOptions::Training& o);
 /// Before autodiff. Turns @main's parameters into arguments and its first result (logits
 /// [N, C], f32; log-probabilities for Loss::Nll) into the loss:
 ///  - parameters: the f32 constants (initializers) that are operand 1 or 2 (weight, bias) of a
-///    Conv, Gemm or MatMul or (scale, B) of a BatchNormalization, or every f32 constant with
+///    Conv, Gemm or MatMul, the bias row an Add adds to a MatMul's or Gemm's result, (scale, B)
+///    of a BatchNormalization, LayerNormalization, GroupNormalization or InstanceNormalization,
+///    or the table a Gather or EmbeddingBag reads at ids that are no constant (PyTorch's
+///    nn.Linear, nn.Conv*, nn.*Norm and nn.Embedding parameters), or every f32 constant with
 ///    `allFloatConstants` but the buffers below and a Dropout's ratio, or with `parameterNames`
 ///    the f32 constants of those names (but the buffers and a Dropout's ratio); each becomes a tandem.trainable argument
 ///    named after its initializer (tandem.name), in the order the constants appear, inserted

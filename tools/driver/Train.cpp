@@ -155,16 +155,25 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
     TANDEM_RETURN_IF_ERROR(writeFileAtomic(o.placementLog, stepResult.placementLogText));
   for (const std::string& n : step->notes())
     if (log) std::fprintf(log, "note: %s\n", n.c_str());
-  if (o.training.allFloatConstants && log) {
-    // An f32 initializer that is not among the step's state did not become a parameter.
+  if (log && o.training.parameterNames.empty()) {
+    // An f32 initializer that is not among the step's state did not become a parameter: with
+    // --all-params one the graph does not read; by default also one that is no weight, bias,
+    // normalization scale or embedding (TrainingGraph.h), which PyTorch might train.
     const std::set<std::string> state(step->variableNames().begin(), step->variableNames().end());
     std::string untrained;
     int count = 0;
-    for (const std::string& n : co.training->parameterNames)
-      if (!state.count(n)) untrained += (count++ ? ", " : "") + n;
-    if (count)
+    for (const auto& t : model.graph().initializer())
+      if (t.data_type() == onnx::TensorProto::FLOAT && !state.count(t.name()) && count++ < 8)
+        untrained += (count > 1 ? ", " : "") + t.name();
+    if (count > 8) untrained += ", and " + std::to_string(count - 8) + " more";
+    if (count && o.training.allFloatConstants)
       std::fprintf(log, "note: --all-params: %d f32 initializer(s) do not train (not read by the graph, "
                         "or folded into constants at import): %s\n", count, untrained.c_str());
+    else if (count)
+      std::fprintf(log, "note: %d f32 initializer(s) do not train (no weight or bias of a Conv, Gemm or "
+                        "MatMul, normalization scale or bias or embedding table, or not read by the "
+                        "graph; --all-params trains every one the graph reads): %s\n",
+                   count, untrained.c_str());
   }
   co.training->forwardOnly = true;
   co.devices = DeviceSet();

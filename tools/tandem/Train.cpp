@@ -72,8 +72,8 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "[N,1,28,28] or [N,784] for Fashion-MNIST, or features; int64/int32 token "
                   "ids), logits [N,C] out (or [N,T,C] with a label per position, see "
                   "--class-axis; log-probabilities with --loss nll); its f32 "
-                  "Conv/Gemm/MatMul weights and biases are trained (every f32 initializer with "
-                  "--all-params)")
+                  "Conv/Gemm/MatMul weights and biases, normalization scales and biases and "
+                  "embedding tables are trained (every f32 initializer with --all-params)")
       ->required();
   cmd->add_option("--data", o.data,
                   "fashion-mnist[:DIR] (IDX .gz files; DIR defaults to " +
@@ -184,10 +184,12 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   cmd->add_option("--threads", o.threads, "Intra-op threads (0: the idle cores)")
       ->capture_default_str();
   cmd->add_flag("--all-params", o.allParams,
-                "Train every f32 initializer (PyTorch's parameters: embeddings, LayerNorm scales "
-                "and biases, ...), not only Conv/Gemm/MatMul weights and biases and BatchNorm "
-                "scales and biases (BatchNorm statistics stay buffers; Constant nodes, e.g. a "
-                "causal mask or an epsilon, stay constants)");
+                "Train every f32 initializer (PyTorch's parameters and any others: position "
+                "tables, ...), not only Conv/Gemm/MatMul weights and biases (a MatMul's bias: the "
+                "row an Add adds to it), scales and biases of BatchNorm, LayerNorm, GroupNorm and "
+                "InstanceNorm, and embedding tables (Gather at ids that are no constant); "
+                "BatchNorm statistics stay buffers; Constant nodes, e.g. a causal mask or an "
+                "epsilon, stay constants");
   cmd->add_flag("--freeze-batchnorm", o.freezeBatchNorm,
                 "BatchNormalizations normalise with the model's running statistics, which stay "
                 "as they are (PyTorch's eval-mode BatchNorm, FrozenBatchNorm2d), instead of batch "

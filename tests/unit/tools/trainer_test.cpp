@@ -1394,6 +1394,76 @@ TEST(TrainModel, AWrittenOutLayerNormTrainsAsOneLayerNormalization) {
   fs::remove_all(dir);
 }
 
+// What trains by default is what PyTorch holds as parameters in nn.Embedding, nn.Linear and
+// nn.LayerNorm: ids [N, 4] -> Gather(tok.weight [9, 8]) + pos.weight [4, 8] -> MatMul(fc.weight
+// [8, 8]) + fc.bias [8] -> LayerNormalization(ln.weight, ln.bias) -> the last position -> Gemm
+// (head.weight, head.bias). pos.weight (added to no product) trains only with --all-params, and
+// the note names it; with --all-params no note.
+TEST(TrainModel, TheDefaultTrainsEmbeddingsLinearBiasesAndNormScales) {
+  testing_onnx::Model m(17);
+  m.input("ids", {-1, 4}, onnx::TensorProto::INT64, {"N"});
+  std::mt19937 rng(12);
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) { uniformInit(m, rng, name, dims); };
+  init("tok.weight", {9, 8});
+  init("pos.weight", {4, 8});
+  init("fc.weight", {8, 8});
+  init("fc.bias", {8});
+  init("ln.weight", {8});
+  init("ln.bias", {8});
+  init("head.weight", {3, 8});
+  init("head.bias", {3});
+  constantNode(m, "last", Tensor::fromVector<int64_t>({}, {-1}));
+  m.node("Gather", {"tok.weight", "ids"}, {"e"}, "tok");
+  m.node("Add", {"e", "pos.weight"}, {"ep"}, "pos");
+  m.node("MatMul", {"ep", "fc.weight"}, {"h"}, "fc/MatMul");
+  m.node("Add", {"fc.bias", "h"}, {"hb"}, "fc/Add");
+  m.node("LayerNormalization", {"hb", "ln.weight", "ln.bias"}, {"n"}, "ln");
+  testing_onnx::intAttr(m.node("Gather", {"n", "last"}, {"l"}, "last_position"), "axis", 1);
+  testing_onnx::intAttr(m.node("Gemm", {"l", "head.weight", "head.bias"}, {"logits"}, "head"), "transB", 1);
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_default_params")};
+  const std::string dir = fs::temp_directory_path() / ("tandem_default_params_" + std::to_string(getpid()));
+  writeTokenData(dir, 32, DType::I64);
+  onnx::ModelProto initial;
+  std::string bytes;
+  ASSERT_TRUE(readInputFile(model.path, &bytes).isOk());
+  ASSERT_TRUE(initial.ParseFromString(bytes));
+  for (bool allParams : {false, true}) {
+    SCOPED_TRACE(allParams ? "--all-params" : "default");
+    TrainOptions o = onnxDataOptions(model.path, dir, 16);
+    o.maxSteps = 2;
+    o.training.learningRate = 0.05;
+    o.training.allFloatConstants = allParams;
+    o.output = dir + "/trained.onnx";
+    const std::string logPath = dir + "/log.txt";
+    std::FILE* log = std::fopen(logPath.c_str(), "w");
+    ASSERT_NE(log, nullptr);
+    Status st = trainModel(o, log, nullptr);
+    std::fclose(log);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    std::string text;
+    ASSERT_TRUE(readInputFile(logPath, &text).isOk());
+    if (allParams) {
+      EXPECT_EQ(text.find("do not train"), std::string::npos) << text;
+    } else {
+      EXPECT_NE(text.find("note: 1 f32 initializer(s) do not train"), std::string::npos) << text;
+      EXPECT_NE(text.find("--all-params trains every one the graph reads): pos.weight\n"), std::string::npos) << text;
+    }
+    onnx::ModelProto trained;
+    ASSERT_TRUE(readInputFile(o.output, &bytes).isOk());
+    ASSERT_TRUE(trained.ParseFromString(bytes));
+    ASSERT_EQ(initial.graph().initializer_size(), trained.graph().initializer_size());
+    for (int k = 0; k < initial.graph().initializer_size(); ++k) {
+      const std::string& name = initial.graph().initializer(k).name();
+      Tensor a, b;
+      ASSERT_TRUE(tensorFromProto(initial.graph().initializer(k), &a).isOk());
+      ASSERT_TRUE(tensorFromProto(trained.graph().initializer(k), &b).isOk());
+      EXPECT_EQ(sameBits(a, b), !allParams && name == "pos.weight") << name;
+    }
+  }
+  fs::remove_all(dir);
+}
+
 TEST(TrainModel, TokenModelsRefuseDataThatIsNoIds) {
   const std::string dir = fs::temp_directory_path() / ("tandem_float_ids_" + std::to_string(getpid()));
   writeTokenData(dir, 64, DType::F32);
