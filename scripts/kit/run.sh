@@ -2,9 +2,15 @@
 # Runs a GPU kit (made by scripts/gpu-kit.sh) on a machine with an NVIDIA GPU and no build tools:
 # every gpu test, compute-sanitizer memcheck and racecheck over them, the GPU examples, every plan
 # with tandem-run (--expect at batch 1; a median-latency table model x batch x policy), and
-# tandem-run calibrate. Logs and one summary.json go to $OUT (default ./kit-out). Exits 1 when
-# any check fails (a gpu test that skips for want of a GPU fails too).
-#   bash kit/run.sh [--no-sanitizers] [--no-tests] [--no-plans] [--no-calibrate]
+# tandem-run calibrate. Logs and one summary.json go to $OUT (default ./kit-out).
+#   bash kit/run.sh [--budget S] [--no-sanitizers] [--no-tests] [--no-plans] [--no-calibrate] [--no-bench]
+# --budget S (or KIT_BUDGET): start no check once S seconds have passed (nor one with under
+# KIT_MIN_CHECK, default 5, seconds left; a running one is cut at the budget, a timeout); the
+# checks run in priority order (libraries, gpu tests, the plans checked against references made
+# where the kit was built, the batch-1 model plans, memcheck, examples, timing plans, PyTorch
+# peers, NVRTC loads, racecheck, calibrate), and those not started are listed as skipped.
+# Exit status: 0 every check passed, 1 one failed or timed out (a gpu test that skips for want
+# of a GPU fails too), 3 none failed but the budget skipped some.
 # Env: KIT_WORK (where kit.tar.xz unpacks, default /tmp/tandem-kit), KIT_TIMEOUT (seconds per
 # command, default 240), KIT_ITERATIONS (timed runs per plan, default 20 at batch 1, 10 above).
 set -uo pipefail
@@ -12,14 +18,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-$PWD/kit-out}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-sanitizers=1 tests=1 plans=1 calibrate=1 bench=1
-for a in "$@"; do
+sanitizers=1 tests=1 plans=1 calibrate=1 bench=1 budget=${KIT_BUDGET:-0}
+while [ $# -gt 0 ]; do
+  a=$1
   case $a in
+    --budget) [ $# -ge 2 ] && [[ $2 =~ ^[0-9]+$ ]] ||
+                { echo "run.sh: --budget needs a whole number of seconds" >&2; exit 2; }
+              budget=$2; shift ;;
     --no-sanitizers) sanitizers=0 ;; --no-tests) tests=0; sanitizers=0 ;;
     --no-plans) plans=0 ;; --no-calibrate) calibrate=0 ;; --no-bench) bench=0 ;;
     *) echo "run.sh: unknown option $a" >&2; exit 2 ;;
   esac
+  shift
 done
+[[ $budget =~ ^[0-9]+$ ]] || { echo "run.sh: KIT_BUDGET must be a whole number of seconds" >&2; exit 2; }
 timeout_s=${KIT_TIMEOUT:-240}
 
 # 1. The payload: packed (kit.tar.xz, to stay under the carry limit) or already unpacked.
@@ -50,12 +62,27 @@ nvidia-smi >> "$OUT/env.log" 2>&1
 
 results="$OUT/checks.tsv"
 : > "$results"
-failed=0
-# check NAME LOG -- cmd...: runs with the timeout, records pass/fail/timeout and the seconds.
+failed=0 skipped=0 t_start=0  # the budget counts from the start, unpacking included
+# The time a command may take: KIT_TIMEOUT, or what is left of --budget if less; empty once the
+# budget has under KIT_MIN_CHECK seconds (default 5) left, and the check is skipped.
+command_timeout() {
+  [ "$budget" -gt 0 ] || { echo "$timeout_s"; return; }
+  local left=$((budget - (SECONDS - t_start)))
+  [ $left -ge "${KIT_MIN_CHECK:-5}" ] || return 0
+  [ $left -lt "$timeout_s" ] && echo $left || echo "$timeout_s"
+}
+# check NAME LOG -- cmd...: runs with the timeout, records pass/fail/timeout (or skipped, past
+# the budget) and the seconds.
 check() {
   local name=$1 log=$2; shift 3
-  local t0=$SECONDS status
-  timeout "$timeout_s" "$@" > "$log" 2>&1
+  local t0=$SECONDS status t
+  t=$(command_timeout)
+  if [ -z "$t" ]; then
+    skipped=$((skipped + 1))
+    printf '%s\tskipped\t0\t\n' "$name" >> "$results"
+    return 0
+  fi
+  timeout "$t" "$@" > "$log" 2>&1
   local code=$?
   if [ $code = 0 ]; then status=pass; elif [ $code = 124 ]; then status=timeout; else status=fail; fi
   # A gpu test that found no GPU skipped every case: on a kit machine that is a failure.
@@ -69,36 +96,46 @@ measures="$OUT/measures.tsv"
 : > "$measures"
 measure() {
   local name=$1 log=$2; shift 3
-  local t0=$SECONDS status
-  timeout "$timeout_s" "$@" > "$log" 2>&1
+  local t0=$SECONDS status t
+  t=$(command_timeout)
+  if [ -z "$t" ]; then
+    skipped=$((skipped + 1))
+    printf '%s\tskipped\t0\t\n' "$name" >> "$measures"
+    return 0
+  fi
+  timeout "$t" "$@" > "$log" 2>&1
   local code=$?
   if [ $code = 0 ]; then status=ok; elif [ $code = 124 ]; then status=timeout; else status=error; fi
   printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - t0))" "${log#$OUT/}" >> "$measures"
   printf '%-60s %s (%ss, measurement)\n' "$name" "$status" "$((SECONDS - t0))"
 }
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+mkdir -p "$OUT/ldd" "$OUT/tests" "$OUT/bench" "$OUT/plans" "$OUT/nvrtc" "$OUT/peers"
 
 # 3. Every binary resolves its libraries (the kit's, glibc, this machine's CUDA).
-mkdir -p "$OUT/ldd"
-for b in "$root"/bin/* "$root"/bin/tests/* "$root"/bin/examples/*; do
-  [ -f "$b" ] || continue
-  check "ldd $(basename "$b")" "$OUT/ldd/$(basename "$b").log" -- \
-    bash -c 'ldd "$1"; ! ldd "$1" | grep -q "not found"' _ "$b"
-done
+ldd_checks() {
+  for b in "$root"/bin/* "$root"/bin/tests/* "$root"/bin/examples/*; do
+    [ -f "$b" ] || continue
+    check "ldd $(basename "$b")" "$OUT/ldd/$(basename "$b").log" -- \
+      bash -c 'ldd "$1"; ! ldd "$1" | grep -q "not found"' _ "$b"
+  done
+}
 
-# 4. gpu tests, then under compute-sanitizer (memcheck: out-of-bounds and misaligned accesses;
-# racecheck: shared-memory hazards), then the examples.
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ $tests = 1 ]; then
-  mkdir -p "$OUT/tests"
+# 4. The gpu tests; under compute-sanitizer TOOL (memcheck: out-of-bounds and misaligned
+# accesses; racecheck: shared-memory hazards) when given one.
+gpu_tests() {
+  local tool=${1:-}
   for t in "$root"/bin/tests/*; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
-    check "test $n" "$OUT/tests/$n.log" -- "$t"
-    if [ $sanitizers = 1 ]; then
-      check "memcheck $n" "$OUT/tests/$n.memcheck.log" -- "$sanitizer" --tool memcheck --error-exitcode 99 "$t"
-      check "racecheck $n" "$OUT/tests/$n.racecheck.log" -- "$sanitizer" --tool racecheck --error-exitcode 99 "$t"
+    if [ -z "$tool" ]; then check "test $n" "$OUT/tests/$n.log" -- "$t"
+    else check "$tool $n" "$OUT/tests/$n.$tool.log" -- "$sanitizer" --tool "$tool" --error-exitcode 99 "$t"
     fi
   done
+}
+
+# 4b. Plans compiled and checked where the kit was made.
+kit_plan_tests() {
   # The CUDA fusion test (its compile half ran where the kit was made): the cuda:0 plan against
   # the CPU-only plan's output computed there, twice, and no step may fall back to the CPU.
   f=$root/bench/cuda_fusion
@@ -117,8 +154,10 @@ if [ $tests = 1 ]; then
              --iterations 3 --warmup 0 --json) || { echo "$out"; exit 1; }
        echo "$out"; ! grep -q "is not available" <<<"$out"' _ "$root/bin/tandem-run" "$f"
   fi
-  # Examples; a benchmark's runtime-only build (NAME_run) times the plans in bench/NAME.
-  mkdir -p "$OUT/bench"
+}
+
+# 4c. Examples; a benchmark's runtime-only build (NAME_run) times the plans in bench/NAME.
+examples() {
   for e in "$root"/bin/examples/*; do
     [ -x "$e" ] || continue
     n=$(basename "$e")
@@ -129,33 +168,34 @@ if [ $tests = 1 ]; then
       check "example $n" "$OUT/tests/$n.log" -- "$e"
     fi
   done
-fi
+}
 
-# 5. Every plan: batch 1 against the model's reference outputs, larger batches on random inputs
-# for timing. Plans are plans/MODEL/bBATCH-POLICY.tplan; MODEL/data holds test_data_set_0.
-if [ $plans = 1 ]; then
-  mkdir -p "$OUT/plans"
+# 5. Plans (plans/MODEL/bBATCH-POLICY.tplan; MODEL/data holds test_data_set_0): WHICH=1, the
+# batch-1 plans against the model's reference outputs; WHICH=rest, larger batches on random
+# inputs, for timing.
+model_plans() {
   for p in "$root"/plans/*/*.tplan; do
     [ -f "$p" ] || continue
     m=$(basename "$(dirname "$p")") f=$(basename "$p" .tplan)
     b=${f%%-*}; b=${b#b}
     if [ "$b" = 1 ] && [ -d "$(dirname "$p")/data" ]; then
+      [ "$1" = 1 ] || continue
       args=(--inputs "$(dirname "$p")/data" --expect "$(dirname "$p")/data" --iterations "${KIT_ITERATIONS:-20}")
     else
+      [ "$1" = rest ] || continue
       args=(--random --iterations "${KIT_ITERATIONS:-10}")
     fi
     # stdout is the JSON report; notes and errors go to a .stderr beside it.
     check "plan $m/$f" "$OUT/plans/$m.$f.json" -- bash -c 'e=$1; shift; "$@" 2> "$e"' _ \
       "$OUT/plans/$m.$f.stderr" "$root/bin/tandem-run" run "$p" "${args[@]}" --json
   done
-fi
+}
 
 # 5b. NVRTC: each model's all-GPU batch-1 plan loaded with an empty kernel cache (cold: NVRTC
 # compiles the plan's generated kernels) and again with the cache that load filled (cached: the
 # image is read back), 3 times each; tandem-run's load_ms (CUDA context, weights upload and
 # cuBLASLt/cuDNN setup are in both, so cold - cached is the compile). CPU kernel tuning is off.
-if [ $bench = 1 ]; then
-  mkdir -p "$OUT/nvrtc"
+nvrtc_loads() {
   for p in "$root"/plans/*/b1-gpu.tplan "$root"/bench/cuda_fusion/gpu.tplan; do
     [ -f "$p" ] || continue
     m=$(basename "$(dirname "$p")")
@@ -169,15 +209,14 @@ if [ $bench = 1 ]; then
       rm -rf "$cache"
     done
   done
-fi
+}
 
 # 5c. PyTorch eager peers (FP32, TF32 off; torch_peers.py says what is timed on each side), with
 # the same ONNX weights read from the kit's weights files, and Tandem's cost and gpu plans timed
 # with as many runs right after.
 py=${KIT_TORCH_PYTHON:-/opt/torch/.venv/bin/python}
-if [ $bench = 1 ]; then
-  mkdir -p "$OUT/peers"
-  runs=${KIT_PEER_RUNS:-30}
+torch_peers() {
+  local runs=${KIT_PEER_RUNS:-30}
   for mb in resnet18:32 mnist_cnn:128; do
     m=${mb%:*} b=${mb#*:} d=$root/plans/${mb%:*}
     [ -f "$d/torch.json" ] || continue
@@ -192,15 +231,24 @@ if [ $bench = 1 ]; then
         --iterations "$runs" --warmup 10 --json
     done
   done
-fi
+}
 
-# 6. The GPU half of calibration.
-if [ $calibrate = 1 ]; then
-  check "calibrate" "$OUT/calibrate.log" -- "$root/bin/tandem-run" calibrate -o "$OUT/gpu-profile.json" --seconds 10
-fi
+# In priority order, so that a --budget keeps what matters most: libraries, the gpu tests, the
+# plans checked against references made here, memcheck, the examples and benchmarks, the timing
+# plans, the PyTorch peers, NVRTC loads, racecheck, and the GPU half of calibration last.
+ldd_checks
+if [ $tests = 1 ]; then gpu_tests; kit_plan_tests; fi
+[ $plans = 1 ] && model_plans 1
+[ $sanitizers = 1 ] && gpu_tests memcheck
+[ $tests = 1 ] && examples
+[ $plans = 1 ] && model_plans rest
+[ $bench = 1 ] && torch_peers
+[ $bench = 1 ] && nvrtc_loads
+[ $sanitizers = 1 ] && gpu_tests racecheck
+[ $calibrate = 1 ] && check "calibrate" "$OUT/calibrate.log" -- "$root/bin/tandem-run" calibrate -o "$OUT/gpu-profile.json" --seconds 10
 
 # 7. One summary: every check, and the latency table (median ms) model x batch x policy.
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$budget" "$SECONDS" <<'PY'
 import json, os, sys
 out = sys.argv[1]
 checks, latency = [], {}
@@ -217,7 +265,8 @@ for line in open(os.path.join(out, "checks.tsv")):
         latency.setdefault(model, {}).setdefault(batch[1:], {})[policy] = {
             "median_ms": j["latency_ms"]["median"], "p90_ms": j["latency_ms"]["p90"],
             "pass": j.get("pass"), "devices": {d["name"]: d["peak_bytes"] for d in j["devices"]}}
-failed = [c["name"] for c in checks if c["status"] != "pass"]
+failed = [c["name"] for c in checks if c["status"] not in ("pass", "skipped")]
+skipped = [c["name"] for c in checks if c["status"] == "skipped"]
 
 def load(rel):
     try:
@@ -230,7 +279,8 @@ def median(v):
     return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2 if v else None
 
 # Measurements against the GPU issue's bars: reported, never failing the kit.
-targets, summary = [], {"checks": checks, "failed": failed, "latency": latency}
+targets, summary = [], {"checks": checks, "failed": failed, "skipped": skipped,
+                        "budget_s": int(sys.argv[2]), "seconds": int(sys.argv[3]), "latency": latency}
 def target(name, value, bar, higher_is_better):
     ok = value is not None and (value >= bar if higher_is_better else value <= bar)
     targets.append({"name": name, "value": value, "bar": ("≥ " if higher_is_better else "≤ ") + str(bar),
@@ -298,6 +348,11 @@ for t in targets:
     print("target %-70s %8.3f %s  %s" % (t["name"], t["value"] if t["value"] is not None else float("nan"), t["bar"], t["status"]))
 for m, v in summary["nvrtc"].items():
     print("nvrtc %-12s load cold %s ms, cached %s ms (%d cached images)" % (m, v["cold_ms"], v["cached_ms"], v["cache_files"]))
+skipped_measures = [m["name"] for m in summary["measures"] if m["status"] == "skipped"]
 print("%d checks, %d not passed%s" % (len(checks), len(failed), (": " + ", ".join(failed)) if failed else ""))
+if skipped or skipped_measures:
+    print("budget %d s spent: %d checks and %d measurements not started: %s" % (
+        summary["budget_s"], len(skipped), len(skipped_measures), ", ".join(skipped + skipped_measures)))
 PY
-[ $failed = 0 ]
+[ $failed = 0 ] || exit 1
+[ $skipped = 0 ] || exit 3

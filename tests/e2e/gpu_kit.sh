@@ -53,5 +53,21 @@ done
 out=$(env -i PATH=/usr/bin:/bin "$kit/bin/tandem-run" run "$kit/plans/mnist_cnn/b1-cpu.tplan" \
       --inputs "$kit/plans/mnist_cnn/data" --expect "$kit/plans/mnist_cnn/data" 2>&1)
 grep -q "^PASS$" <<<"$out" && echo "ok: kit tandem-run PASS" || { echo "FAIL: kit tandem-run:"; echo "$out"; fails=$((fails+1)); }
+# run.sh --budget: past it no check starts; the skipped ones are listed in priority order (gpu
+# tests, then the batch-1 plans, memcheck, examples, racecheck, calibrate last) and the exit
+# status is 3 (none failed, some skipped).
+OUT=$work/budget bash "$kit/run.sh" --budget 1 > "$work/budget.log" 2>&1
+code=$?
+order=$(cut -f1,2 "$work/budget/checks.tsv" 2>/dev/null | awk -F'\t' '$2 == "skipped" {split($1, w, " "); print w[1]}' | uniq | tr '\n' ' ')
+if [ $code = 3 ] && [ "$order" = "ldd test plan memcheck example racecheck calibrate " ] &&
+   python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); sys.exit(not (s["skipped"] and not s["failed"] and s["budget_s"] == 1))' \
+     "$work/budget/summary.json"; then
+  echo "ok: run.sh --budget 1 skips every check, in priority order ($order), exit 3"
+else
+  echo "FAIL: run.sh --budget 1: exit $code, order '$order'"; cat "$work/budget.log"; fails=$((fails+1))
+fi
+out=$(bash "$kit/run.sh" --budget soon 2>&1)
+[ $? = 2 ] && grep -q "whole number of seconds" <<<"$out" && echo "ok: run.sh --budget soon is refused" ||
+  { echo "FAIL: run.sh --budget soon: $out"; fails=$((fails+1)); }
 echo "$fails failed"
 [ "$fails" = 0 ]
