@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -314,6 +315,19 @@ mlir::LogicalResult gradHardSigmoid(GradBuilder& g, mlir::Operation* op, Dy dy, 
   double alpha = floatAttrOr(op, "alpha", 0.2), beta = floatAttrOr(op, "beta", 0.5);
   Value v = g.addS(g.mulS(x, alpha), beta), zero = g.scalar(0, et);
   Value inner = g.op("Where", {g.op("Greater", {v, g.scalar(1, et)}), zero, g.mulS(dy[0], alpha)});
+  dx[0] = g.op("Where", {g.op("Less", {v, zero}), zero, inner});
+  return mlir::success();
+}
+
+// HardSwish-14, y = x * HardSigmoid(x) with alpha 1/6, beta 1/2 and v = x / 6 + 1/2:
+// dx = 0 where v < 0 (x < -3), dy where v > 1 (x > 3), else dy * (x / 3 + 1/2) (PyTorch's
+// hardswish_backward, the same at both ends: -dy / 2 at x = -3, 3 dy / 2 at x = 3).
+mlir::LogicalResult gradHardSwish(GradBuilder& g, mlir::Operation* op, Dy dy, Needed, Dx dx) {
+  Value x = op->getOperand(0);
+  mlir::Type et = elementTypeOf(x);
+  Value v = g.addS(g.mulS(x, 1.0 / 6.0), 0.5), zero = g.scalar(0, et);
+  Value inner = g.op("Where", {g.op("Greater", {v, g.scalar(1, et)}), dy[0],
+                               g.mul(dy[0], g.addS(g.mulS(x, 1.0 / 3.0), 0.5))});
   dx[0] = g.op("Where", {g.op("Less", {v, zero}), zero, inner});
   return mlir::success();
 }
@@ -823,7 +837,12 @@ mlir::LogicalResult gradSplit(GradBuilder& g, mlir::Operation* op, Dy dy, Needed
   return mlir::success();
 }
 
-// Slice with unit steps: the gradient is dy padded with zeros back to the data's extent.
+// Slice with constant starts, ends, axes and steps: dy placed back where the slice read it,
+// zeros elsewhere. A unit-step axis is a Pad. An axis of step k != 1 that read m elements,
+// the lowest at lo (for k < 0 dy is first reversed along it, so its elements ascend), is
+// spread out: Unsqueeze after the axis, Pad that new axis to |k| (each element then |k| - 1
+// zeros), Reshape back ([.., m * |k|, ..], element j at j * |k|), Slice its first
+// (m - 1) |k| + 1, then Pad lo before and the rest of the axis after.
 mlir::LogicalResult gradSlice(GradBuilder& g, mlir::Operation* op, Dy dy, Needed need, Dx dx) {
   if (!need[0]) return mlir::success();
   llvm::SmallVector<int64_t> xs = shapeOf(op->getOperand(0)), starts, ends, axes, steps;
@@ -835,16 +854,53 @@ mlir::LogicalResult gradSlice(GradBuilder& g, mlir::Operation* op, Dy dy, Needed
   if (axes.empty())
     for (int64_t i = 0; i < (int64_t)starts.size(); ++i) axes.push_back(i);
   llvm::SmallVector<int64_t> pads(2 * rank, 0);
+  Value d = dy[0];
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (!steps.empty() && steps[i] != 1)
-      return g.error("Slice: no gradient for steps other than 1 yet");
-    const int64_t a = normAxis(axes[i], rank), n = xs[a];
-    auto clampIdx = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
-    const int64_t s = clampIdx(starts[i]), e = std::max(s, clampIdx(ends[i]));
-    pads[a] = s;
-    pads[rank + a] = n - e;
+    const int64_t a = normAxis(axes[i], rank), n = xs[a], k = steps.empty() ? 1 : steps[i];
+    if (k == 0) return g.error("Slice: a step of 0");
+    if (k == 1) {
+      auto clampIdx = [n](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + n : v, 0, n); };
+      const int64_t s = clampIdx(starts[i]), e = std::max(s, clampIdx(ends[i]));
+      pads[a] = s;
+      pads[rank + a] = n - e;
+      continue;
+    }
+    // ONNX Slice-13's clamping: [0, n] for a positive step, [0, n - 1] (start) and [-1, n - 1]
+    // (end) for a negative one.
+    int64_t s = starts[i] < 0 ? starts[i] + n : starts[i], e = ends[i] < 0 ? ends[i] + n : ends[i];
+    int64_t m = 0, lo = 0;
+    if (k > 0) {
+      s = std::clamp<int64_t>(s, 0, n);
+      e = std::clamp<int64_t>(e, 0, n);
+      m = e > s ? (e - s + k - 1) / k : 0;
+      lo = s;
+    } else {
+      s = std::clamp<int64_t>(s, 0, n - 1);
+      e = std::clamp<int64_t>(e, -1, n - 1);
+      m = s > e ? (s - e - k - 1) / -k : 0;
+      lo = s + k * (m - 1);
+    }
+    if (m == 0) {
+      dx[0] = g.zeros(op->getOperand(0).getType());
+      return mlir::success();
+    }
+    const int64_t step = std::abs(k);
+    if (k < 0)
+      d = g.op("Slice", {d, g.ints({-1}), g.ints({std::numeric_limits<int64_t>::min()}), g.ints({a}),
+                         g.ints({-1})});
+    llvm::SmallVector<int64_t> shape = shapeOf(d), spreadPads(2 * (rank + 1), 0);
+    d = g.op("Unsqueeze", {d, g.ints({a + 1})});
+    spreadPads[rank + 1 + a + 1] = step - 1;
+    d = g.op("Pad", {d, g.ints(spreadPads)});
+    shape[a] = m * step;
+    d = g.reshape(d, shape);
+    d = g.op("Slice", {d, g.ints({0}), g.ints({(m - 1) * step + 1}), g.ints({a})});
+    llvm::SmallVector<int64_t> place(2 * rank, 0);
+    place[a] = lo;
+    place[rank + a] = n - (lo + (m - 1) * step + 1);
+    d = g.op("Pad", {d, g.ints(place)});
   }
-  dx[0] = g.op("Pad", {dy[0], g.ints(pads)});
+  dx[0] = g.op("Pad", {d, g.ints(pads)});
   return mlir::success();
 }
 
@@ -1282,6 +1338,7 @@ const std::map<std::string, GradientRule, std::less<>>& rules() {
       {"GlobalAveragePool", gradGlobalAveragePool},
       {"GlobalMaxPool", gradGlobalMaxPool},
       {"HardSigmoid", gradHardSigmoid},
+      {"HardSwish", gradHardSwish},
       {"Identity", gradIdentity},
       {"LayerNormalization", gradLayerNorm},
       {"LeakyRelu", gradLeakyRelu},

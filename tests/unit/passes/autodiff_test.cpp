@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -249,6 +250,7 @@ TEST(AutodiffGrad, Unary) {
   checkUnary("Elu", [](GraphBuilder& g, Value x) { return g.elu(x, 0.7f); });
   checkUnary("Selu", [](GraphBuilder& g, Value x) { return g.selu(x); });
   checkUnary("HardSigmoid", [](GraphBuilder& g, Value x) { return g.hardSigmoid(x); }, -4, 4);
+  checkUnary("HardSwish", [](GraphBuilder& g, Value x) { return g.op("HardSwish", {x})[0]; }, -5, 5);
   checkUnary("Sin", [](GraphBuilder& g, Value x) { return g.op("Sin", {x})[0]; });
   checkUnary("Cos", [](GraphBuilder& g, Value x) { return g.op("Cos", {x})[0]; });
   checkUnary("Clip", [](GraphBuilder& g, Value x) {
@@ -422,6 +424,20 @@ TEST(AutodiffGrad, ConcatSplitSlice) {
   });
   checkGradients({{"x", {4, 5}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
     return g.slice(v[0], {1, -4}, {3, 100}, {0, 1});
+  });
+  // Steps other than 1 (Swin's PatchMerging x[..., 0::2, 1::2, :]; a reversal; a step of 3
+  // that stops short of the end; a negative step from a clamped start to the beginning).
+  checkGradients({{"x", {2, 6, 7, 3}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.slice(v[0], {0, 1}, {100, 100}, {1, 2}, {2, 2});
+  });
+  checkGradients({{"x", {3, 8}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.slice(v[0], {-1, 1}, {std::numeric_limits<int64_t>::min(), 7}, {0, 1}, {-1, 3});
+  });
+  checkGradients({{"x", {9, 2}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.slice(v[0], {100}, {-100}, {0}, {-2});
+  });
+  checkGradients({{"x", {5, 4}}}, [](GraphBuilder& g, const std::vector<Value>& v) {
+    return g.slice(v[0], {-2}, {0}, {1}, {-3});  // one element: column 2
   });
 }
 
