@@ -240,6 +240,8 @@ class OnnxImporter {
   std::unordered_map<std::string, int> producer_;  // value name → index of the node making it
   std::unordered_set<std::string> graphInputs_;    // declared graph inputs (incl. initializers)
   std::unordered_map<std::string, mlir::Value> values_;
+  // The constants of f32/f64/f16/bf16 initializers (valueFor): weights, which foldEarly keeps.
+  llvm::DenseSet<mlir::Value> floatInitializers_;
 
   std::string error_;
   std::string diagnostic_;
@@ -639,6 +641,9 @@ mlir::Value OnnxImporter::valueFor(const std::string& name) {
   }
   mlir::Value v = createConstant(b_, mlir::NameLoc::get(b_.getStringAttr(name), fileLoc_), t);
   values_[name] = v;
+  if (auto type = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
+      type && llvm::isa<mlir::FloatType>(type.getElementType()))
+    floatInitializers_.insert(v);
   return v;
 }
 
@@ -785,6 +790,16 @@ void OnnxImporter::foldEarly(mlir::Operation* op, const std::string& type,
         t.getNumElements() > kFoldLimit)
       return;
   }
+  // Nor one reading a float initializer of more elements than a float shape operand has (a
+  // 4-D Resize's scales): that is a weight, whatever its size (ViT's class_token, Expand to
+  // [N, 1, D] once the batch is fixed; a small Linear's weight behind its Transpose). An
+  // Identity still folds: an initializer under a second name imports as a constant of its own
+  // (PyTorch's PRESERVE export shares a BatchNorm's equal statistics that way).
+  if (type != "Identity")
+    for (mlir::Value v : op->getOperands())
+      if (floatInitializers_.count(v) &&
+          llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements() > 4)
+        return;
   if (mlir::failed(foldWithCpuKernel(rewriter, op, type, kFoldLimit, "import", results)))
     takeDiagnostic();
 }

@@ -56,28 +56,39 @@ bool isProductBias(mlir::OpOperand& use) {
          bt.getNumElements() == yt.getShape().back();
 }
 
-// What PyTorch's nn.Linear, nn.Conv*, nn.*Norm and nn.Embedding hold as parameters, read
-// directly (a Transpose or Reshape between is not looked through): operand 1 or 2 (weight,
-// bias) of Conv, Gemm or MatMul; the bias row an Add adds to a MatMul's or Gemm's result; the
-// scale and B (operands 1, 2) of BatchNormalization, LayerNormalization, GroupNormalization
-// and InstanceNormalization; the table (operand 0) a Gather or EmbeddingBag reads at ids that
-// are no constant (an embedding; a position table gathered at constant ids is not one).
-bool isWeightOrBias(ConstantOp c) {
-  for (mlir::OpOperand& use : c.getResult().getUses()) {
-    std::string t = onnxOpType(use.getOwner());
+// What PyTorch's nn.Linear, nn.Conv*, nn.ConvTranspose*, nn.*Norm and nn.Embedding hold as
+// parameters: operand 1 or 2 (weight, bias) of Conv, ConvTranspose, Gemm or MatMul; the bias
+// row an Add adds to a MatMul's or Gemm's result; the scale and B (operands 1, 2) of
+// BatchNormalization, LayerNormalization, GroupNormalization and InstanceNormalization; the
+// table (operand 0) a Gather or EmbeddingBag reads at ids that are no constant (an embedding; a
+// position table gathered at constant ids is not one). Read directly or through up to four
+// layout ops (Transpose, Reshape, Flatten, Squeeze, Unsqueeze, Identity) as operand 0:
+// torch.onnx without constant folding writes a Linear's weight as Transpose -> MatMul
+// (nn.MultiheadAttention's in_proj_weight, a Linear over channels-last activations).
+bool feedsWeightOrBias(mlir::Value v, int depth) {
+  for (mlir::OpOperand& use : v.getUses()) {
+    mlir::Operation* owner = use.getOwner();
+    std::string t = onnxOpType(owner);
     const unsigned i = use.getOperandNumber();
-    if ((t == "Conv" || t == "Gemm" || t == "MatMul") && i >= 1) return true;
+    if ((t == "Conv" || t == "ConvTranspose" || t == "Gemm" || t == "MatMul") && i >= 1) return true;
     if (t == "Add" && isProductBias(use)) return true;
     if ((t == "BatchNormalization" || t == "LayerNormalization" || t == "GroupNormalization" ||
          t == "InstanceNormalization") &&
         (i == 1 || i == 2))
       return true;
-    if ((t == "Gather" || t == "EmbeddingBag") && i == 0 && use.getOwner()->getNumOperands() > 1 &&
-        !use.getOwner()->getOperand(1).getDefiningOp<ConstantOp>())
+    if ((t == "Gather" || t == "EmbeddingBag") && i == 0 && owner->getNumOperands() > 1 &&
+        !owner->getOperand(1).getDefiningOp<ConstantOp>())
+      return true;
+    const bool layout = t == "Transpose" || t == "Reshape" || t == "Flatten" || t == "Squeeze" ||
+                        t == "Unsqueeze" || t == "Identity";
+    if (layout && i == 0 && depth < 4 && owner->getNumResults() == 1 &&
+        feedsWeightOrBias(owner->getResult(0), depth + 1))
       return true;
   }
   return false;
 }
+
+bool isWeightOrBias(ConstantOp c) { return feedsWeightOrBias(c.getResult(), 0); }
 
 // A Dropout's ratio (operand 1) and nothing else: a hyperparameter, never a parameter (with
 // allFloatConstants it would be one, and Dropout has no gradient in its ratio).
@@ -207,7 +218,7 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   for (ConstantOp c : body.getOps<ConstantOp>())
     if (isF32(c.getResult()) && !statistics.count(c) && isParameter(c)) params.push_back(c);
   if (params.empty())
-    return main.emitError("training: the model has no f32 weight or bias of a Conv, Gemm or "
+    return main.emitError("training: the model has no f32 weight or bias of a Conv, ConvTranspose, Gemm or "
                           "MatMul, normalization scale or bias or embedding table to train");
   mlir::OpBuilder b(ret);
   llvm::StringSet<> seen;

@@ -25,7 +25,9 @@ bool usesStepCounter(const CompileOptions::Training& o);
 /// Before autodiff. Turns @main's parameters into arguments and its first result (logits
 /// [N, C], f32; log-probabilities for Loss::Nll) into the loss:
 ///  - parameters: the f32 constants (initializers) that are operand 1 or 2 (weight, bias) of a
-///    Conv, Gemm or MatMul, the bias row an Add adds to a MatMul's or Gemm's result, (scale, B)
+///    Conv, ConvTranspose, Gemm or MatMul (directly or through up to four Transpose, Reshape,
+///    Flatten, Squeeze, Unsqueeze or Identity ops, as torch.onnx writes a Linear's weight
+///    without constant folding), the bias row an Add adds to a MatMul's or Gemm's result, (scale, B)
 ///    of a BatchNormalization, LayerNormalization, GroupNormalization or InstanceNormalization,
 ///    or the table a Gather or EmbeddingBag reads at ids that are no constant (PyTorch's
 ///    nn.Linear, nn.Conv*, nn.*Norm and nn.Embedding parameters), or every f32 constant with

@@ -18,9 +18,10 @@ namespace tandem {
 namespace {
 
 // The model's sample input (the first graph input that is no initializer): its name, rank and
-// dtype, f32 (images, features) or an integer type (i64 / i32: token ids).
+// dtype, f32 (images, features) or an integer type (i64 / i32: token ids), and its batch dim when
+// the model fixes it (exported without a dynamic batch: torch.onnx's default), else 0.
 Status sampleInput(const onnx::ModelProto& m, const std::string& path, std::string* name, int* rank,
-                   DType* dtype) {
+                   DType* dtype, int64_t* fixedBatch) {
   std::set<std::string> inits;
   for (const auto& t : m.graph().initializer()) inits.insert(t.name());
   for (const auto& i : m.graph().input()) {
@@ -29,6 +30,8 @@ Status sampleInput(const onnx::ModelProto& m, const std::string& path, std::stri
     *rank = i.type().tensor_type().shape().dim_size();
     if (*rank < 2)
       return Status::error(path + ": input '" + *name + "' must be [N, ...], has rank " + std::to_string(*rank));
+    const auto& d0 = i.type().tensor_type().shape().dim(0);
+    *fixedBatch = d0.has_dim_value() && d0.dim_value() > 0 ? d0.dim_value() : 0;
     switch (i.type().tensor_type().elem_type()) {
       case onnx::TensorProto::FLOAT: *dtype = DType::F32; break;
       case onnx::TensorProto::INT64: *dtype = DType::I64; break;
@@ -103,7 +106,16 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   std::string input;
   int rank = 0;
   DType inputDtype = DType::F32;
-  TANDEM_RETURN_IF_ERROR(sampleInput(model, o.model, &input, &rank, &inputDtype));
+  int64_t fixedBatch = 0;
+  TANDEM_RETURN_IF_ERROR(sampleInput(model, o.model, &input, &rank, &inputDtype, &fixedBatch));
+  // A fixed batch dim is usually baked into the graph as well (Reshape targets of [1, ...]), so
+  // the step runs at that batch and no other; said before the data is read.
+  if (fixedBatch && fixedBatch != o.batch)
+    return Status::error(o.model + ": input '" + input + "' has a fixed batch of " + std::to_string(fixedBatch) +
+                         " (exported without a dynamic batch dim), so it trains at --batch " +
+                         std::to_string(fixedBatch) + " only, not " + std::to_string(o.batch) +
+                         "; for another batch re-export it with torch.onnx.export(..., dynamic_axes={'" + input +
+                         "': {0: 'N'}})");
   LabelledDataset train, test;
   DatasetOptions dataOptions;
   dataOptions.sampleDtype = inputDtype == DType::F32 ? DType::F32 : DType::I64;
@@ -170,15 +182,16 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
       std::fprintf(log, "note: --all-params: %d f32 initializer(s) do not train (not read by the graph, "
                         "or folded into constants at import): %s\n", count, untrained.c_str());
     else if (count)
-      std::fprintf(log, "note: %d f32 initializer(s) do not train (no weight or bias of a Conv, Gemm or "
-                        "MatMul, normalization scale or bias or embedding table, or not read by the "
+      std::fprintf(log, "note: %d f32 initializer(s) do not train (no weight or bias of a Conv, ConvTranspose, "
+                        "Gemm or MatMul, normalization scale or bias or embedding table, or not read by the "
                         "graph; --all-params trains every one the graph reads): %s\n",
                    count, untrained.c_str());
   }
   co.training->forwardOnly = true;
   co.devices = DeviceSet();
   TANDEM_RETURN_IF_ERROR(setTargetDevices(&co, "cpu"));
-  co.inputShapes[input] = imageShape(std::min<int64_t>(test.count > 0 ? test.count : 1, 500));
+  co.inputShapes[input] =
+      imageShape(fixedBatch ? fixedBatch : std::min<int64_t>(test.count > 0 ? test.count : 1, 500));
   TANDEM_RETURN_IF_ERROR(compileAndLoad(o.model, co, o.threads, &forward, &forwardResult));
   // What trains is written back by initializer name: each of the forward plan's parameters and
   // buffers (its inputs after the images) must be one, or its trained value would be lost.
@@ -216,12 +229,17 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   to.progress.rateUnit = inputDtype == DType::F32 && rank == 4 ? "img/s" : "samples/s";
   to.log = log;
   to.onEpochEnd = [log](const EpochReport& r) {
+    // -1 is "not measured" (no metrics, an empty test set): said as n/a, never as a figure.
+    auto fraction = [](double v) {
+      char b[32];
+      if (v < 0) return std::string("n/a");
+      std::snprintf(b, sizeof b, "%.4f", v);
+      return std::string(b);
+    };
     if (log)
-      std::fprintf(log,
-                   "epoch %d: %lld steps, loss %.4f, accuracy %.4f, test accuracy %.4f, %.0f samples/s, "
-                   "%.2f s\n",
-                   r.epoch, (long long)r.steps, r.meanLoss, r.trainAccuracy, r.validationAccuracy,
-                   r.samplesPerSecond, r.trainSeconds);
+      std::fprintf(log, "epoch %d: %lld steps, loss %.4f, accuracy %s, test accuracy %s, %.0f samples/s, %.2f s\n",
+                   r.epoch, (long long)r.steps, r.meanLoss, fraction(r.trainAccuracy).c_str(),
+                   fraction(r.validationAccuracy).c_str(), r.samplesPerSecond, r.trainSeconds);
     if (log) std::fflush(log);
     return true;
   };

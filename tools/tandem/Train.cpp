@@ -72,8 +72,8 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "[N,1,28,28] or [N,784] for Fashion-MNIST, or features; int64/int32 token "
                   "ids), logits [N,C] out (or [N,T,C] with a label per position, see "
                   "--class-axis; log-probabilities with --loss nll); its f32 "
-                  "Conv/Gemm/MatMul weights and biases, normalization scales and biases and "
-                  "embedding tables are trained (every f32 initializer with --all-params)")
+                  "Conv/ConvTranspose/Gemm/MatMul weights and biases (also through a Transpose "
+                  "or Reshape), normalization scales and biases and embedding tables are trained (every f32 initializer with --all-params)")
       ->required();
   cmd->add_option("--data", o.data,
                   "fashion-mnist[:DIR] (IDX .gz files; DIR defaults to " +
@@ -175,7 +175,8 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
         "--clip-norm")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Epochs")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Batch size (the last partial batch is dropped)")
+  cmd->add_option("--batch", o.batch, "Batch size (the last partial batch is dropped); a model whose input fixes the "
+                  "batch dim (exported without dynamic_axes) trains at that batch only")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--max-steps", o.maxSteps, "Stop each epoch after N steps (0: the whole set)")
@@ -185,7 +186,7 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
       ->capture_default_str();
   cmd->add_flag("--all-params", o.allParams,
                 "Train every f32 initializer (PyTorch's parameters and any others: position "
-                "tables, ...), not only Conv/Gemm/MatMul weights and biases (a MatMul's bias: the "
+                "tables, ...), not only Conv/ConvTranspose/Gemm/MatMul weights and biases (a MatMul's bias: the "
                 "row an Add adds to it), scales and biases of BatchNorm, LayerNorm, GroupNorm and "
                 "InstanceNorm, and embedding tables (Gather at ids that are no constant); "
                 "BatchNorm statistics stay buffers; Constant nodes, e.g. a causal mask or an "

@@ -766,7 +766,7 @@ TrainOptions onnxDataOptions(const std::string& model, const std::string& dir, i
 }
 
 TEST(TrainModel, AValueThatIsNoInitializerIsRefusedBeforeTraining) {
-  constexpr int64_t F = 4, C = 3, n = 16;
+  constexpr int64_t F = 8, C = 3, n = 16;
   testing_onnx::Model m;
   m.input("x", {-1, F}, onnx::TensorProto::FLOAT, {"N"});
   m.floatInit("bn.weight", {F}, std::vector<float>(F, 1.f));
@@ -1483,3 +1483,74 @@ TEST(TrainModel, TokenModelsRefuseDataThatIsNoIds) {
 }
 
 }  // namespace
+
+// torch.onnx.export's default fixes the batch dim (input [1, ...], Reshape targets of [1, ...]):
+// such a model trains at that batch, its forward (evaluation) plan too, and another --batch is
+// refused before the data is read, saying how to re-export. The default parameters are the
+// ConvTranspose's weight and bias and a MatMul weight read through a Transpose (nn.Linear's
+// weight as exported without constant folding).
+TEST(TrainModel, AFixedBatchTrainsAtThatBatchOnly) {
+  testing_onnx::Model m(17);
+  m.input("x", {1, 4});
+  std::mt19937 rng(21);
+  auto init = [&](const std::string& name, std::vector<int64_t> dims) { uniformInit(m, rng, name, dims); };
+  init("up.weight", {1, 1, 2, 2});
+  init("up.bias", {1});
+  init("fc.weight", {3, 16});
+  constantNode(m, "image", Tensor::fromVector<int64_t>({4}, {1, 1, 2, 2}));
+  constantNode(m, "flat", Tensor::fromVector<int64_t>({2}, {1, 16}));
+  m.node("Reshape", {"x", "image"}, {"img"}, "to_image");
+  testing_onnx::intsAttr(m.node("ConvTranspose", {"img", "up.weight", "up.bias"}, {"u"}, "up"), "strides", {2, 2});
+  m.node("Reshape", {"u", "flat"}, {"f"}, "flatten");
+  testing_onnx::intsAttr(m.node("Transpose", {"fc.weight"}, {"wt"}, "fc/Transpose"), "perm", {1, 0});
+  m.node("MatMul", {"f", "wt"}, {"logits"}, "fc/MatMul");
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_fixed_batch")};
+  const std::string dir = fs::temp_directory_path() / ("tandem_fixed_batch_" + std::to_string(getpid()));
+  constexpr int64_t n = 8;
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> xs(n * 4);
+  for (float& v : xs) v = u(rng);
+  std::vector<int64_t> labels(n);
+  for (int64_t i = 0; i < n; ++i) labels[i] = i % 3;
+
+  TrainOptions o = onnxDataOptions(model.path, dir + "/absent", 4);
+  Status st = trainModel(o, nullptr, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("input 'x' has a fixed batch of 1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("--batch 1 only, not 4"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("dynamic_axes={'x': {0: 'N'}}"), std::string::npos) << st.message();
+
+  writeSplitData(dir, Tensor::fromVector<float>({n, 4}, xs), Tensor::fromVector<int64_t>({n}, labels));
+  o = onnxDataOptions(model.path, dir, 1);
+  o.maxSteps = 3;
+  o.training.learningRate = 0.1;
+  o.output = dir + "/trained.onnx";
+  const std::string logPath = dir + "/log.txt";
+  std::FILE* log = std::fopen(logPath.c_str(), "w");
+  ASSERT_NE(log, nullptr);
+  std::vector<EpochReport> reports;
+  st = trainModel(o, log, &reports);
+  std::fclose(log);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::string text;
+  ASSERT_TRUE(readInputFile(logPath, &text).isOk());
+  EXPECT_EQ(text.find("do not train"), std::string::npos) << text;
+  ASSERT_FALSE(reports.empty());
+  EXPECT_GE(reports.back().validationAccuracy, 0.0);  // evaluated by the forward plan at batch 1
+  EXPECT_GE(reports.back().validationLoss, 0.0);
+  onnx::ModelProto initial, trained;
+  std::string bytes;
+  ASSERT_TRUE(readInputFile(model.path, &bytes).isOk());
+  ASSERT_TRUE(initial.ParseFromString(bytes));
+  ASSERT_TRUE(readInputFile(o.output, &bytes).isOk());
+  ASSERT_TRUE(trained.ParseFromString(bytes));
+  ASSERT_EQ(initial.graph().initializer_size(), trained.graph().initializer_size());
+  for (int k = 0; k < initial.graph().initializer_size(); ++k) {
+    Tensor a, b;
+    ASSERT_TRUE(tensorFromProto(initial.graph().initializer(k), &a).isOk());
+    ASSERT_TRUE(tensorFromProto(trained.graph().initializer(k), &b).isOk());
+    EXPECT_FALSE(sameBits(a, b)) << initial.graph().initializer(k).name() << " did not train";
+  }
+  fs::remove_all(dir);
+}
