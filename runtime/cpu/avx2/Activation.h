@@ -43,5 +43,15 @@ void applyActivations(const ActivationStep* steps, int count, float* x, int64_t 
 void applyActivationsTile(const ActivationStep* steps, int count, float* x, int64_t rows,
                           int64_t cols, int64_t rowStride, int64_t blockStride);
 
+/// GeluGrad: dx[i] = dy[i] * Gelu'(x[i]) for i in [0, n), f32, on `threads` OpenMP threads
+/// (one below 64K elements). erf form (tanhForm false): Gelu'(x) = Phi(x) + x phi(x), erf from
+/// Eigen's rational approximation on [-4, 4] (6.5e-8 absolute), phi's exp from VecExp.h. tanh
+/// form: 0.5 (1 + tanh u) = s = 1 / (1 + exp(-2u)) with 2u = x (c1 + c3 x^2), c1 = 2 sqrt(2/pi),
+/// c3 = 0.044715 c1, so Gelu'(x) = s + x s (1 - s) (c1 + 3 c3 x^2), 1 - s as exp(-2u) s (no cancellation). x is
+/// clamped to [-20, 20] first (Gelu' is 0 and 1 beyond, to f32 precision), so -inf and +inf
+/// give 0 and dy; NaN in x gives NaN. The last n % 8 elements go through a lane mask, the same
+/// arithmetic. Requires avx2::available().
+void geluGrad(const float* dy, const float* x, float* dx, int64_t n, bool tanhForm, int threads);
+
 }  // namespace avx2
 }  // namespace tandem
