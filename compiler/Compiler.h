@@ -75,16 +75,23 @@ struct CompileOptions {
     /// accuracy and mean loss are over the labels counted. It may lie inside [0, C) (a pad
     /// token that is also a class). Unset: every label counts and must be in [0, C).
     std::optional<int64_t> ignoreIndex;
-    /// torch.optim.SGD, torch.optim.Adam, torch.optim.AdamW.
-    enum class Optimizer { Sgd, Adam, AdamW };
+    /// torch.optim.SGD, Adam, AdamW, RMSprop, Adagrad.
+    enum class Optimizer { Sgd, Adam, AdamW, RmsProp, Adagrad };
     Optimizer optimizer = Optimizer::Adam;
     double learningRate = 1e-3;  // the base lr (>= 0); the schedule scales it per step
-    double momentum = 0, dampening = 0;  // SGD (PyTorch's defaults)
+    double momentum = 0;   // SGD, RMSprop (PyTorch's default 0; >= 0)
+    double dampening = 0;  // SGD (PyTorch's default)
     bool nesterov = false;               // SGD; needs momentum > 0 and dampening 0
-    /// L2 added to the gradient (sgd, adam) or decoupled p *= 1 - lr * wd (adamw); >= 0.
-    /// PyTorch's AdamW defaults to 1e-2; this struct does not guess: 0 is 0.
+    /// L2 added to the gradient (sgd, adam, rmsprop, adagrad) or decoupled p *= 1 - lr * wd
+    /// (adamw); >= 0. PyTorch's AdamW defaults to 1e-2; this struct does not guess: 0 is 0.
     double weightDecay = 0;
-    double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // Adam (PyTorch's defaults)
+    /// Adam's betas (PyTorch's defaults); eps for Adam, AdamW, RMSprop (PyTorch's 1e-8) and
+    /// Adagrad (PyTorch's default there is 1e-10: set it).
+    double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+    double alpha = 0.99;    // RMSprop: the squares' smoothing constant (>= 0)
+    bool centered = false;  // RMSprop: divide by the gradient's estimated standard deviation
+    double lrDecay = 0;     // Adagrad: lr_t / (1 + (t - 1) lrDecay) (>= 0)
+    double initialAccumulator = 0;  // Adagrad: the sum of squares' starting value (>= 0)
     /// Where Adam's eps goes: PyTorch's sqrt(v_hat) + eps (eps bias-corrected with v), or
     /// tf.keras's sqrt(v) + eps with the bias corrections folded into the step size.
     enum class EpsilonMode { PyTorch, Keras };

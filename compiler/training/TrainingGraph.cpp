@@ -364,24 +364,40 @@ std::string checkOptions(const CompileOptions::Training& o) {
     std::snprintf(b, sizeof b, "%g", v);
     return std::string(b);
   };
-  const bool sgd = o.optimizer == T::Optimizer::Sgd;
+  const bool sgd = o.optimizer == T::Optimizer::Sgd, rmsprop = o.optimizer == T::Optimizer::RmsProp,
+             adagrad = o.optimizer == T::Optimizer::Adagrad, adam = !sgd && !rmsprop && !adagrad;
+  const char* name = sgd ? "sgd" : rmsprop ? "rmsprop" : adagrad ? "adagrad" : "adam and adamw";
   if (!(o.learningRate >= 0)) return "--lr " + num(o.learningRate) + ": must be >= 0";
   if (!(o.weightDecay >= 0))
     return "--weight-decay " + num(o.weightDecay) + ": must be >= 0";
   if (!(o.clipNorm >= 0)) return "--clip-norm " + num(o.clipNorm) + ": must be >= 0 (0: off)";
-  if (sgd) {
-    if (!(o.momentum >= 0)) return "--momentum " + num(o.momentum) + ": must be >= 0";
-    if (o.nesterov && (o.momentum <= 0 || o.dampening != 0))
-      return "--nesterov requires a momentum > 0 and zero dampening (as torch.optim.SGD)";
+  if (!(o.momentum >= 0)) return "--momentum " + num(o.momentum) + ": must be >= 0";
+  if (!(o.epsilon >= 0)) return "--eps " + num(o.epsilon) + ": must be >= 0";
+  if (!sgd && !rmsprop && o.momentum != 0)
+    return std::string("--momentum applies to sgd and rmsprop, not ") + name;
+  if (!sgd && (o.dampening != 0 || o.nesterov))
+    return std::string("--dampening and --nesterov apply to sgd only, not ") + name;
+  if (sgd && o.nesterov && (o.momentum <= 0 || o.dampening != 0))
+    return "--nesterov requires a momentum > 0 and zero dampening (as torch.optim.SGD)";
+  if (!adam) {
     if (o.epsilonMode != T::EpsilonMode::PyTorch)
-      return "--epsilon-mode keras applies to adam and adamw, not sgd";
-    if (o.amsgrad) return "--amsgrad applies to adam and adamw, not sgd";
+      return std::string("--epsilon-mode keras applies to adam and adamw, not ") + name;
+    if (o.amsgrad) return std::string("--amsgrad applies to adam and adamw, not ") + name;
   } else {
-    if (o.momentum != 0 || o.dampening != 0 || o.nesterov)
-      return "--momentum, --dampening and --nesterov apply to sgd only";
     if (!(o.beta1 >= 0 && o.beta1 < 1)) return "--beta1 " + num(o.beta1) + ": must be in [0, 1)";
     if (!(o.beta2 >= 0 && o.beta2 < 1)) return "--beta2 " + num(o.beta2) + ": must be in [0, 1)";
-    if (!(o.epsilon >= 0)) return "--eps " + num(o.epsilon) + ": must be >= 0";
+  }
+  if (rmsprop) {
+    if (!(o.alpha >= 0)) return "--alpha " + num(o.alpha) + ": must be >= 0";
+  } else if (o.centered) {
+    return std::string("--centered applies to rmsprop, not ") + name;
+  }
+  if (adagrad) {
+    if (!(o.lrDecay >= 0)) return "--lr-decay " + num(o.lrDecay) + ": must be >= 0";
+    if (!(o.initialAccumulator >= 0))
+      return "--initial-accumulator " + num(o.initialAccumulator) + ": must be >= 0";
+  } else if (o.lrDecay != 0 || o.initialAccumulator != 0) {
+    return std::string("--lr-decay and --initial-accumulator apply to adagrad, not ") + name;
   }
   if (o.lrSchedule == T::LrSchedule::Step) {
     if (o.lrStepSize < 1)
@@ -402,8 +418,20 @@ std::string checkOptions(const CompileOptions::Training& o) {
 
 bool usesStepCounter(const CompileOptions::Training& o) {
   using T = CompileOptions::Training;
-  return o.optimizer != T::Optimizer::Sgd || o.momentum != 0 ||
-         o.lrSchedule != T::LrSchedule::Constant;
+  switch (o.optimizer) {
+    case T::Optimizer::Adam:
+    case T::Optimizer::AdamW:
+      return true;  // the bias corrections
+    case T::Optimizer::Sgd:
+      if (o.momentum != 0) return true;  // the first step copies the gradient
+      break;
+    case T::Optimizer::Adagrad:
+      if (o.lrDecay != 0) return true;
+      break;
+    case T::Optimizer::RmsProp:
+      break;
+  }
+  return o.lrSchedule != T::LrSchedule::Constant;
 }
 
 namespace {
@@ -527,13 +555,30 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
 
   // 3. The slots' arguments, slot-major, before `step`.
   const bool sgd = options.optimizer == T::Optimizer::Sgd;
+  const bool rmsprop = options.optimizer == T::Optimizer::RmsProp;
+  const bool adagrad = options.optimizer == T::Optimizer::Adagrad;
+  const bool adam = !sgd && !rmsprop && !adagrad;
   llvm::SmallVector<Slot> slots;
   if (sgd && options.momentum != 0) slots.push_back({".momentum_buffer", {}, {}});
-  if (!sgd) {
+  if (adam) {
     slots.push_back({".m", {}, {}});
     slots.push_back({".v", {}, {}});
     if (options.amsgrad) slots.push_back({".v_max", {}, {}});
   }
+  // RMSprop's slots in torch's state order: square_avg, momentum_buffer, grad_avg.
+  int rmsBuf = -1, rmsGradAvg = -1;
+  if (rmsprop) {
+    slots.push_back({".square_avg", {}, {}});
+    if (options.momentum != 0) {
+      rmsBuf = (int)slots.size();
+      slots.push_back({".momentum_buffer", {}, {}});
+    }
+    if (options.centered) {
+      rmsGradAvg = (int)slots.size();
+      slots.push_back({".grad_avg", {}, {}});
+    }
+  }
+  if (adagrad) slots.push_back({".sum", {}, {}});
   for (Slot& slot : slots)
     for (mlir::BlockArgument p : params)
       slot.args.push_back(addArg(main, main.getNumArguments() - (step ? 1 : 0), p.getType(),
@@ -545,11 +590,16 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   mlir::Value stepSize, sqrtBc2;
   const double b1 = options.beta1, b2 = options.beta2, eps = options.epsilon;
   const double wd = options.weightDecay;
-  if (!sgd) {
+  if (adam) {
     mlir::Value bc1 = s.rsubS(1.0, s.op("Pow", {s.scalar(b1, f32), t}));
     sqrtBc2 = s.op("Sqrt", {s.rsubS(1.0, s.op("Pow", {s.scalar(b2, f32), t}))});
     stepSize = s.div(lr, bc1);
     if (options.epsilonMode == T::EpsilonMode::Keras) stepSize = s.mul(stepSize, sqrtBc2);
+    if (s.failed()) return mlir::failure();
+  }
+  // Adagrad's decayed step size, lr_t / (1 + (t - 1) lr_decay) = lr_t / (1 + step lr_decay).
+  if (adagrad && options.lrDecay != 0) {
+    stepSize = s.div(lr, s.addS(s.mulS(step, options.lrDecay), 1.0));
     if (s.failed()) return mlir::failure();
   }
 
@@ -558,10 +608,12 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   llvm::SmallVector<std::string> names = {"loss"};
   for (size_t i = 0; i < params.size(); ++i) {
     const std::string name = valueName(params[i]);
-    autodiff::GradBuilder g(b, mlir::NameLoc::get(b.getStringAttr(
-                                   name + (sgd ? "/sgd" : options.optimizer == T::Optimizer::Adam
-                                                              ? "/adam"
-                                                              : "/adamw"))));
+    const char* optimizerName = sgd                                          ? "/sgd"
+                                : rmsprop                                    ? "/rmsprop"
+                                : adagrad                                    ? "/adagrad"
+                                : options.optimizer == T::Optimizer::Adam ? "/adam"
+                                                                             : "/adamw";
+    autodiff::GradBuilder g(b, mlir::NameLoc::get(b.getStringAttr(name + optimizerName)));
     mlir::Value p = params[i], grad = grads[i];
     if (wd != 0 && options.optimizer != T::Optimizer::AdamW) grad = g.add(grad, g.mulS(p, wd));
     if (sgd) {
@@ -576,6 +628,28 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
         grad = options.nesterov ? g.add(grad, g.mulS(buf, mu)) : buf;
       }
       results.push_back(g.sub(p, g.mul(grad, lr)));
+    } else if (rmsprop) {
+      const double a = options.alpha;
+      mlir::Value sq = g.add(g.mulS(slots[0].args[i], a), g.mulS(g.mul(grad, grad), 1 - a));
+      slots[0].next.push_back(sq);
+      mlir::Value var = sq;
+      if (rmsGradAvg >= 0) {  // torch: square_avg.addcmul(grad_avg, grad_avg, value=-1)
+        mlir::Value ga = g.add(g.mulS(slots[rmsGradAvg].args[i], a), g.mulS(grad, 1 - a));
+        slots[rmsGradAvg].next.push_back(ga);
+        var = g.sub(sq, g.mul(ga, ga));
+      }
+      mlir::Value step = g.div(grad, g.addS(g.op("Sqrt", {var}), eps));
+      if (rmsBuf >= 0) {  // the buffer starts at 0, so its first value is g / avg
+        step = g.add(g.mulS(slots[rmsBuf].args[i], options.momentum), step);
+        slots[rmsBuf].next.push_back(step);
+      }
+      results.push_back(g.sub(p, g.mul(step, lr)));
+    } else if (adagrad) {
+      mlir::Value sum = g.add(slots[0].args[i], g.mul(grad, grad));
+      slots[0].next.push_back(sum);
+      mlir::Value held = options.initialAccumulator != 0 ? g.addS(sum, options.initialAccumulator) : sum;
+      mlir::Value update = g.div(grad, g.addS(g.op("Sqrt", {held}), eps));
+      results.push_back(g.sub(p, g.mul(update, stepSize ? stepSize : lr)));
     } else {
       if (options.optimizer == T::Optimizer::AdamW && wd != 0)
         p = g.mul(p, g.rsubS(1.0, g.mulS(lr, wd)));

@@ -12,10 +12,11 @@ namespace tandem::training {
 
 /// An empty string when `o` is valid, else what is wrong, naming the option as the CLI flag
 /// (PyTorch's checks plus the schedule's): learningRate, weightDecay, momentum, epsilon,
-/// clipNorm >= 0; nesterov needs momentum > 0 and dampening 0; momentum, dampening and
-/// nesterov only for sgd; epsilonMode keras only for adam/adamw; 0 <= beta1, beta2 < 1;
-/// step: lrStepSize >= 1, lrGamma > 0; cosine: warmupSteps >= 0, totalSteps > warmupSteps,
-/// 0 <= lrMin <= learningRate.
+/// clipNorm >= 0; nesterov needs momentum > 0 and dampening 0; momentum only for sgd and
+/// rmsprop, dampening and nesterov only for sgd; epsilonMode keras and amsgrad only for
+/// adam/adamw, 0 <= beta1, beta2 < 1 there; alpha >= 0 for rmsprop, centered only there;
+/// lrDecay, initialAccumulator >= 0 and only for adagrad; step: lrStepSize >= 1, lrGamma > 0;
+/// cosine: warmupSteps >= 0, totalSteps > warmupSteps, 0 <= lrMin <= learningRate.
 std::string checkOptions(const CompileOptions::Training& o);
 
 /// Whether the optimizer options alone give the step graph the `step` state (see
@@ -87,9 +88,13 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///   state argument named N (tandem.name) has the result named `N_new`, and result 1 + i is
 ///   the next value of argument 2 + i. Every other state starts at zeros. Slots: sgd with momentum > 0:
 ///   `<param>.momentum_buffer`; adam, adamw: `<param>.m`, `<param>.v`, and with amsgrad
-///   `<param>.v_max` (f32, the parameter's shape). `step` is f32 [] (counts completed steps,
-///   0 at the start); it is state when anything depends on t (adam, adamw, sgd momentum, a
-///   schedule other than constant, a training-mode Dropout), and `step_new` = t. Below
+///   `<param>.v_max`; rmsprop: `<param>.square_avg`, with momentum > 0
+///   `<param>.momentum_buffer`, centered `<param>.grad_avg`; adagrad: `<param>.sum` (the sum
+///   of g^2 over the steps: PyTorch's state `sum` less initialAccumulator) (f32, the
+///   parameter's shape). `step` is f32 [] (counts completed steps,
+///   0 at the start); it is state when anything depends on t (adam, adamw, sgd momentum,
+///   adagrad's lrDecay, a schedule other than constant, a training-mode Dropout), and
+///   `step_new` = t. Below
 ///   t = step + 1 is the 1-based step.
 ///
 /// Dropout: every training-mode Dropout (training_mode not a constant false) without a counter
@@ -120,7 +125,13 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 ///     amsgrad (torch.optim.Adam(amsgrad=True)): v_max' = max(v_max, v'), which takes v''s
 ///     place in both denominators.
 ///     ONNX's Adam-1 places eps like Keras; the two differ while v' is small.
-///  5. metrics (options.metrics), f32 [] each, starting at 0:
+///  5. rmsprop (torch.optim.RMSprop: a = alpha, mu = momentum): g = g + wd * p (if wd != 0);
+///       sq' = a sq + (1 - a) g^2
+///       centered: ga' = a ga + (1 - a) g,  avg = sqrt(sq' - ga'^2) + eps;  else avg = sqrt(sq') + eps
+///       mu > 0: buf' = mu buf + g / avg,  p' = p - lr_t buf';  else p' = p - lr_t g / avg
+///  6. adagrad (torch.optim.Adagrad): g = g + wd * p (if wd != 0);  sum' = sum + g^2;
+///       p' = p - lr_t / (1 + (t - 1) lrDecay) * g / (sqrt(sum' + initialAccumulator) + eps)
+///  7. metrics (options.metrics), f32 [] each, starting at 0:
 ///       metric.loss_sum' = metric.loss_sum + loss
 ///       metric.correct'  = metric.correct + sum over every label of (ArgMax(logits over the
 ///                          class axis) == label)   (the batch's samples, or its positions)

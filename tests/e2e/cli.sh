@@ -53,6 +53,11 @@ check 0 "outputs logits.*or nll.*outputs log-probabilities" -- "$tandem" train -
 check 2 "--nesterov requires a momentum > 0 and zero dampening" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --nesterov
 check 2 "--lr -1: must be >= 0" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --lr -1
 check 2 "--beta1 applies to --optimizer adam and adamw only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer sgd --beta1 0.5
+check 2 "--alpha applies to --optimizer rmsprop only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer adam --alpha 0.9
+check 2 "--lr-decay applies to --optimizer adagrad only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer rmsprop --lr-decay 0.1
+check 2 "--momentum applies to --optimizer sgd and rmsprop only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer adagrad --momentum 0.9
+check 2 "--initial-accumulator -1: must be >= 0" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer adagrad --initial-accumulator -1
+check 0 "rmsprop \(torch.optim.RMSprop\) or adagrad" -- "$tandem" train --help
 check 0 "Usage|usage" -- "$tandem" --help
 check 0 "cpu \(cpu\)" -- "$tandem" devices
 check 0 "isa" -- "$tandem" devices

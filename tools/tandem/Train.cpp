@@ -15,7 +15,8 @@ namespace {
 // value training::checkOptions refuses).
 std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* t) {
   using T = CompileOptions::Training;
-  const bool sgd = o.optimizer == "sgd";
+  const bool sgd = o.optimizer == "sgd", rmsprop = o.optimizer == "rmsprop",
+             adagrad = o.optimizer == "adagrad", adam = !sgd && !rmsprop && !adagrad;
   auto onlyFor = [&](std::initializer_list<const char*> flags, bool applies,
                      const std::string& what) -> std::string {
     for (const char* f : flags)
@@ -23,9 +24,13 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
     return "";
   };
   for (const std::string& bad :
-       {onlyFor({"--momentum", "--dampening", "--nesterov"}, sgd, "--optimizer sgd"),
-        onlyFor({"--beta1", "--beta2", "--eps", "--epsilon-mode", "--amsgrad"}, !sgd,
+       {onlyFor({"--dampening", "--nesterov"}, sgd, "--optimizer sgd"),
+        onlyFor({"--momentum"}, sgd || rmsprop, "--optimizer sgd and rmsprop"),
+        onlyFor({"--beta1", "--beta2", "--epsilon-mode", "--amsgrad"}, adam,
                 "--optimizer adam and adamw"),
+        onlyFor({"--eps"}, !sgd, "--optimizer adam, adamw, rmsprop and adagrad"),
+        onlyFor({"--alpha", "--centered"}, rmsprop, "--optimizer rmsprop"),
+        onlyFor({"--lr-decay", "--initial-accumulator"}, adagrad, "--optimizer adagrad"),
         onlyFor({"--lr-step-size", "--lr-gamma"}, o.lrSchedule == "step", "--lr-schedule step"),
         onlyFor({"--warmup-steps", "--lr-min", "--lr-total-steps"}, o.lrSchedule == "cosine",
                 "--lr-schedule cosine")})
@@ -35,9 +40,15 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
   t->loss = o.loss == "nll" ? T::Loss::Nll : T::Loss::CrossEntropy;
   t->classAxis = o.classAxis;
   if (o.given.count("--ignore-index")) t->ignoreIndex = o.ignoreIndex;
-  t->optimizer = sgd ? T::Optimizer::Sgd
-                     : o.optimizer == "adamw" ? T::Optimizer::AdamW : T::Optimizer::Adam;
+  t->optimizer = sgd       ? T::Optimizer::Sgd
+                 : rmsprop ? T::Optimizer::RmsProp
+                 : adagrad ? T::Optimizer::Adagrad
+                 : o.optimizer == "adamw" ? T::Optimizer::AdamW
+                                          : T::Optimizer::Adam;
   t->learningRate = o.lr;
+  // PyTorch's defaults where they differ from Adam's: RMSprop's and Adagrad's lr 1e-2,
+  // Adagrad's eps 1e-10.
+  if ((rmsprop || adagrad) && !o.given.count("--lr")) t->learningRate = 1e-2;
   t->momentum = o.momentum;
   t->dampening = o.dampening;
   t->nesterov = o.nesterov;
@@ -46,6 +57,11 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
   t->beta1 = o.beta1;
   t->beta2 = o.beta2;
   t->epsilon = o.epsilon;
+  if (adagrad && !o.given.count("--eps")) t->epsilon = 1e-10;
+  t->alpha = o.alpha;
+  t->centered = o.centered;
+  t->lrDecay = o.lrDecay;
+  t->initialAccumulator = o.initialAccumulator;
   t->epsilonMode = o.epsilonMode == "keras" ? T::EpsilonMode::Keras : T::EpsilonMode::PyTorch;
   t->amsgrad = o.amsgrad;
   t->lrSchedule = o.lrSchedule == "step"     ? T::LrSchedule::Step
@@ -111,12 +127,16 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
         "--ignore-index");
   cmd->add_option("--optimizer", o.optimizer,
                   "sgd (torch.optim.SGD), adam (torch.optim.Adam: bias-corrected, L2 weight "
-                  "decay) or adamw (torch.optim.AdamW: decoupled weight decay)")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
+                  "decay), adamw (torch.optim.AdamW: decoupled weight decay), rmsprop "
+                  "(torch.optim.RMSprop) or adagrad (torch.optim.Adagrad)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "rmsprop", "adagrad"}))
       ->capture_default_str();
-  cmd->add_option("--lr", o.lr, "Learning rate (>= 0; the schedule scales it per step)")
+  track(cmd->add_option("--lr", o.lr,
+                        "Learning rate (>= 0; the schedule scales it per step); default 1e-3, "
+                        "1e-2 for rmsprop and adagrad (PyTorch's)"),
+        "--lr")
       ->capture_default_str();
-  track(cmd->add_option("--momentum", o.momentum, "sgd: momentum factor (>= 0)"), "--momentum")
+  track(cmd->add_option("--momentum", o.momentum, "sgd, rmsprop: momentum factor (>= 0)"), "--momentum")
       ->capture_default_str();
   track(cmd->add_option("--dampening", o.dampening, "sgd: dampening of the momentum"),
         "--dampening")
@@ -125,7 +145,8 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                       "sgd: Nesterov momentum (needs --momentum > 0 and --dampening 0)"),
         "--nesterov");
   track(cmd->add_option("--weight-decay", o.weightDecay,
-                        "Weight decay (>= 0): L2 added to the gradient (sgd, adam) or decoupled "
+                        "Weight decay (>= 0): L2 added to the gradient (sgd, adam, rmsprop, "
+                        "adagrad) or decoupled "
                         "p *= 1 - lr * wd (adamw); default 0, 0.01 for adamw (PyTorch's)"),
         "--weight-decay");
   track(cmd->add_option("--beta1", o.beta1, "adam, adamw: first-moment decay, in [0, 1)"),
@@ -134,8 +155,26 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
   track(cmd->add_option("--beta2", o.beta2, "adam, adamw: second-moment decay, in [0, 1)"),
         "--beta2")
       ->capture_default_str();
-  track(cmd->add_option("--eps", o.epsilon, "adam, adamw: epsilon (>= 0; Keras uses 1e-7)"),
+  track(cmd->add_option("--eps", o.epsilon,
+                        "adam, adamw, rmsprop, adagrad: epsilon (>= 0; Keras uses 1e-7); default "
+                        "1e-8, 1e-10 for adagrad (PyTorch's)"),
         "--eps")
+      ->capture_default_str();
+  track(cmd->add_option("--alpha", o.alpha, "rmsprop: smoothing constant of the squares (>= 0)"),
+        "--alpha")
+      ->capture_default_str();
+  track(cmd->add_flag("--centered", o.centered,
+                      "rmsprop: centered (divide by the gradient's estimated variance: the mean "
+                      "square less the squared mean)"),
+        "--centered");
+  track(cmd->add_option("--lr-decay", o.lrDecay,
+                        "adagrad: lr / (1 + (t-1) * lr-decay) at step t (>= 0)"),
+        "--lr-decay")
+      ->capture_default_str();
+  track(cmd->add_option("--initial-accumulator", o.initialAccumulator,
+                        "adagrad: the sum of squares' starting value (PyTorch's "
+                        "initial_accumulator_value, >= 0)"),
+        "--initial-accumulator")
       ->capture_default_str();
   track(cmd->add_option("--epsilon-mode", o.epsilonMode,
                         "adam, adamw: pytorch (eps added to the bias-corrected sqrt(v)) or "

@@ -15,6 +15,8 @@ struct TrainOptionsCli {
   bool nesterov = false;
   std::string epsilonMode = "pytorch", lrSchedule = "constant";
   bool amsgrad = false;
+  double alpha = 0.99, lrDecay = 0, initialAccumulator = 0;  // rmsprop; adagrad
+  bool centered = false;                                     // rmsprop
   int64_t lrStepSize = 0, warmupSteps = 0, lrTotalSteps = 0;
   double lrGamma = 0.1, lrMin = 0, clipNorm = 0;
   int epochs = 1, threads = 0;

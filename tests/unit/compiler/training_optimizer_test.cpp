@@ -137,7 +137,7 @@ double lossAndGrads(const Params& p, Params* grads) {
 struct Reference {
   Training o;
   bool keras = false;
-  Params p, buf, m, v, vmax;
+  Params p, buf, m, v, vmax, squareAvg, gradAvg, sum;
   int64_t t = 0;  // steps taken
   double lastClipCoef = 1;
 
@@ -156,6 +156,9 @@ struct Reference {
     if (slot == ".m") return &m[param];
     if (slot == ".v") return &v[param];
     if (slot == ".v_max") return &vmax[param];
+    if (slot == ".square_avg") return &squareAvg[param];
+    if (slot == ".grad_avg") return &gradAvg[param];
+    if (slot == ".sum") return &sum[param];
     ADD_FAILURE() << "unknown state '" << name << "'";
     return nullptr;
   }
@@ -206,6 +209,46 @@ struct Reference {
             dp = o.nesterov ? dp + o.momentum * b[i] : b[i];
           }
           param[i] -= lrT * dp;
+        }
+        continue;
+      }
+      if (o.optimizer == Training::Optimizer::RmsProp) {  // torch.optim.RMSprop (torch 1.13)
+        std::vector<double>& sq = squareAvg[name];
+        std::vector<double>& ga = gradAvg[name];
+        std::vector<double>& b = buf[name];
+        sq.resize(param.size(), 0.0);
+        ga.resize(param.size(), 0.0);
+        b.resize(param.size(), 0.0);
+        const double a = o.alpha;
+        for (size_t i = 0; i < param.size(); ++i) {
+          double gi = grad[i];
+          if (wd != 0) gi += wd * param[i];
+          sq[i] = a * sq[i] + (1 - a) * gi * gi;  // square_avg.mul_(alpha).addcmul_(g, g, 1 - alpha)
+          double avg;
+          if (o.centered) {
+            ga[i] = a * ga[i] + (1 - a) * gi;
+            avg = std::sqrt(sq[i] - ga[i] * ga[i]) + o.epsilon;
+          } else {
+            avg = std::sqrt(sq[i]) + o.epsilon;
+          }
+          if (o.momentum > 0) {
+            b[i] = o.momentum * b[i] + gi / avg;
+            param[i] -= lrT * b[i];
+          } else {
+            param[i] -= lrT * gi / avg;
+          }
+        }
+        continue;
+      }
+      if (o.optimizer == Training::Optimizer::Adagrad) {  // torch.optim.Adagrad (torch 1.13)
+        std::vector<double>& s = sum[name];  // the sum of squares less initial_accumulator_value
+        s.resize(param.size(), 0.0);
+        const double clr = lrT / (1 + (double)(t - 1) * o.lrDecay);
+        for (size_t i = 0; i < param.size(); ++i) {
+          double gi = grad[i];
+          if (wd != 0) gi += wd * param[i];
+          s[i] += gi * gi;
+          param[i] -= clr * gi / (std::sqrt(s[i] + o.initialAccumulator) + o.epsilon);
         }
         continue;
       }
@@ -277,7 +320,7 @@ struct RunSummary {
 // (identical at step 1: the initializers and zeros), so every step is checked from the same
 // point: the f32 rounding of earlier steps does not accumulate into the comparison, and a
 // wrong formula shows at the first step it matters, far above the tolerance.
-RunSummary runAgainstReference(const Training& t, int steps) {
+RunSummary runAgainstReference(const Training& t, int steps, double tolerance = kTolerance) {
   RunSummary sum;
   std::string error;
   auto exe = compileStep(t, &error);
@@ -337,7 +380,7 @@ RunSummary runAgainstReference(const Training& t, int steps) {
         const double w = (*want)[j], got = state[i - 2].data<float>()[j];
         const double err = std::abs(got - w) / (1 + std::abs(w));
         sum.worst = std::max(sum.worst, err);
-        EXPECT_LE(err, kTolerance) << names[i] << "[" << j << "] at step " << step << ": " << got
+        EXPECT_LE(err, tolerance) << names[i] << "[" << j << "] at step " << step << ": " << got
                              << " vs reference " << w;
       }
     }
@@ -466,6 +509,113 @@ TEST(Optimizer, AdamKerasEpsilon) {
   runAgainstReference(t, kSteps);
 }
 
+Training rmsprop() {
+  Training t;
+  t.optimizer = Training::Optimizer::RmsProp;
+  t.learningRate = 0.01;
+  return t;
+}
+
+// RMSprop: plain; with momentum (its buffer starts at zeros, so its first value is g / avg:
+// no first-step copy as SGD's); centered (grad_avg); L2 weight decay; and a schedule. The state
+// is square_avg, then momentum_buffer, then grad_avg, as torch's, and no step counter without a
+// schedule. Centered and plain differ well above the tolerance.
+TEST(Optimizer, RmsProp) {
+  Training t = rmsprop();
+  auto exe = compileStep(t);
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->inputNames(), (std::vector<std::string>{"x", "labels", "W1", "b1", "W2", "W1.square_avg",
+                                                         "b1.square_avg", "W2.square_avg"}));
+  runAgainstReference(t, kSteps);
+  // g / sqrt(square_avg) does not scale with g, so the f32 gradients' absolute error (about
+  // 7e-7, see kTolerance) comes out relative: a momentum buffer of 5 was 1.9e-5 from the double
+  // reference, where a wrong formula is 1e-3 or more (the checks below).
+  constexpr double kRatioTolerance = 5e-5;
+  t.momentum = 0.9;
+  t.centered = true;
+  t.alpha = 0.9;
+  exe = compileStep(t);
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->inputNames(),
+            (std::vector<std::string>{"x", "labels", "W1", "b1", "W2", "W1.square_avg", "b1.square_avg",
+                                      "W2.square_avg", "W1.momentum_buffer", "b1.momentum_buffer",
+                                      "W2.momentum_buffer", "W1.grad_avg", "b1.grad_avg", "W2.grad_avg"}));
+  runAgainstReference(t, kSteps, kRatioTolerance);
+  // The variants must differ from each other far beyond that: centered from plain, momentum
+  // from none (each against the test's own reference, 6 steps).
+  auto apart = [](Training a, Training b) {
+    Reference ra(a), rb(b);
+    for (int i = 0; i < kSteps; ++i) {
+      ra.step();
+      rb.step();
+    }
+    double differ = 0;
+    for (const auto& [name, v] : ra.p)
+      for (size_t j = 0; j < v.size(); ++j)
+        differ = std::max(differ, std::abs(v[j] - rb.p[name][j]) / (1 + std::abs(v[j])));
+    return differ;
+  };
+  Training plain = t, still = t;
+  plain.centered = false;
+  still.momentum = 0;
+  EXPECT_GT(apart(t, plain), 20 * kRatioTolerance) << "the test cannot tell centered RMSprop from plain";
+  EXPECT_GT(apart(t, still), 20 * kRatioTolerance) << "the test cannot tell RMSprop's momentum from none";
+  t.centered = false;
+  runAgainstReference(t, kSteps, kRatioTolerance);
+  t.momentum = 0;
+  t.weightDecay = 0.3;
+  runAgainstReference(t, kSteps);
+  t.lrSchedule = Training::LrSchedule::Step;
+  t.lrStepSize = 2;
+  t.lrGamma = 0.5;
+  runAgainstReference(t, kSteps);
+}
+
+// Adagrad: plain (eps 1e-10, PyTorch's); lr_decay (needs the step counter); a starting
+// accumulator (added in the update, the slot itself starting at zeros); L2 weight decay.
+TEST(Optimizer, Adagrad) {
+  Training t;
+  t.optimizer = Training::Optimizer::Adagrad;
+  t.learningRate = 0.1;
+  t.epsilon = 1e-10;
+  auto exe = compileStep(t);
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->inputNames(), (std::vector<std::string>{"x", "labels", "W1", "b1", "W2", "W1.sum", "b1.sum",
+                                                         "W2.sum"}));
+  runAgainstReference(t, kSteps);
+  t.lrDecay = 0.5;
+  EXPECT_TRUE(training::usesStepCounter(t));
+  runAgainstReference(t, kSteps);
+  t.initialAccumulator = 0.1;
+  t.weightDecay = 0.2;
+  runAgainstReference(t, kSteps);
+}
+
+// Options that do not apply to the optimizer are refused by name.
+TEST(Optimizer, RmsPropAndAdagradOptionsAreChecked) {
+  Training t = rmsprop();
+  t.lrDecay = 0.1;
+  EXPECT_EQ(training::checkOptions(t), "--lr-decay and --initial-accumulator apply to adagrad, not rmsprop");
+  t = rmsprop();
+  t.alpha = -1;
+  EXPECT_EQ(training::checkOptions(t), "--alpha -1: must be >= 0");
+  t = rmsprop();
+  t.nesterov = true;
+  EXPECT_EQ(training::checkOptions(t), "--dampening and --nesterov apply to sgd only, not rmsprop");
+  t.optimizer = Training::Optimizer::Adagrad;
+  t.nesterov = false;
+  t.centered = true;
+  EXPECT_EQ(training::checkOptions(t), "--centered applies to rmsprop, not adagrad");
+  t.centered = false;
+  t.momentum = 0.9;
+  EXPECT_EQ(training::checkOptions(t), "--momentum applies to sgd and rmsprop, not adagrad");
+  t.momentum = 0;
+  t.initialAccumulator = -1;
+  EXPECT_EQ(training::checkOptions(t), "--initial-accumulator -1: must be >= 0");
+  t.initialAccumulator = 0;
+  EXPECT_EQ(training::checkOptions(t), "");
+}
+
 TEST(Optimizer, StepSchedule) {
   Training t = sgd(0.3);
   t.momentum = 0.5;
@@ -548,7 +698,10 @@ TEST(Optimizer, OptionsAreChecked) {
   EXPECT_NE(training::checkOptions(t).find("--weight-decay"), std::string::npos);
   t = adam();
   t.momentum = 0.9;
-  EXPECT_EQ(training::checkOptions(t), "--momentum, --dampening and --nesterov apply to sgd only");
+  EXPECT_EQ(training::checkOptions(t), "--momentum applies to sgd and rmsprop, not adam and adamw");
+  t.momentum = 0;
+  t.dampening = 0.5;
+  EXPECT_EQ(training::checkOptions(t), "--dampening and --nesterov apply to sgd only, not adam and adamw");
   t = adam();
   t.beta2 = 1;
   EXPECT_NE(training::checkOptions(t).find("--beta2"), std::string::npos);
