@@ -324,18 +324,29 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
       order.resize((size_t)train.count);
       std::iota(order.begin(), order.end(), 0);
     }
-    const int64_t begin = epoch == startEpoch ? std::min<int64_t>(startPosition, (int64_t)order.size()) : 0;
-    int64_t fullSteps = ((int64_t)order.size()) / batch_;
+    const int64_t n = (int64_t)order.size();
+    const int64_t begin = epoch == startEpoch ? std::min<int64_t>(startPosition, n) : 0;
+    // With the last partial batch kept, an epoch has ceil(n / batch) steps, and a position
+    // (a multiple of the batch, or n) has taken ceil(position / batch) of them.
+    int64_t fullSteps = o.dropLast ? n / batch_ : (n + batch_ - 1) / batch_;
     if (o.maxStepsPerEpoch > 0) fullSteps = std::min(fullSteps, o.maxStepsPerEpoch);
-    const int64_t done = begin / batch_;
+    const int64_t done = o.dropLast ? begin / batch_ : (begin + batch_ - 1) / batch_;
     const int64_t steps = std::max<int64_t>(0, fullSteps - done);
-    std::vector<int64_t> rest(order.begin() + begin, order.begin() + std::min<int64_t>((int64_t)order.size(), begin + steps * batch_));
+    std::vector<int64_t> rest(order.begin() + begin, order.begin() + std::min<int64_t>(n, begin + steps * batch_));
     SampleSource src = train;
     src.sampleShape = sampleShape_;
     src.labelShape = labelShape_;
     PrefetchOptions pf;
     pf.batchSize = batch_;
-    pf.dropLast = true;
+    pf.dropLast = o.dropLast;
+    Tensor padSamples, padLabels;  // the kept last batch, padded to the plan's batch
+    if (!o.dropLast && (int64_t)rest.size() % batch_) {
+      if (!ignoreIndex_)
+        return Status::error("training: keeping the last partial batch (TrainerOptions::dropLast false) needs a "
+                             "step plan compiled with an ignore index, the padding's label");
+      TANDEM_RETURN_IF_ERROR(step_plan_->allocateInput(0, &padSamples));
+      TANDEM_RETURN_IF_ERROR(step_plan_->allocateInput(1, &padLabels));
+    }
     // The batches go straight into buffers the step's devices read (pinned for a GPU).
     pf.allocateSamples = [this](DType, const Shape&, Tensor* out) { return step_plan_->allocateInput(0, out); };
     pf.allocateLabels = [this](DType, const Shape&, Tensor* out) { return step_plan_->allocateInput(1, out); };
@@ -363,12 +374,23 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     int64_t lastFetch = step_;  // the step of the last fetch
     const auto start = Clock::now();
     std::vector<Tensor> in(2), out;
-    int64_t ran = 0;
+    int64_t ran = 0, samplesRun = 0;
     for (int64_t s = 0; s < steps; ++s) {
       Batch b;
       bool end = false;
       TANDEM_RETURN_IF_ERROR(prefetch->next(&b, &end));
       if (end) break;
+      const int64_t rows = b.samples.shape().empty() ? 0 : b.samples.shape()[0];
+      samplesRun += rows;
+      if (rows < batch_) {  // the last partial batch: zero samples labelled with the ignore index
+        std::memset(padSamples.raw(), 0, padSamples.bytes());
+        std::memcpy(padSamples.raw(), b.samples.raw(), b.samples.bytes());
+        int64_t* pl = padLabels.data<int64_t>();
+        std::fill(pl, pl + padLabels.numel(), *ignoreIndex_);
+        std::memcpy(pl, b.labels.raw(), b.labels.bytes());
+        b.samples = padSamples;
+        b.labels = padLabels;
+      }
       // Host arrays were checked whole before the first epoch (checkLabels); a fetch source's
       // labels are seen here first. Without metrics, the labels an ignore index leaves are
       // counted here.
@@ -406,7 +428,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
         lossSum += ignoreIndex_ ? loss * (double)stepCounted : loss;
         counted += (double)stepCounted;
       }
-      const int64_t position = begin + (s + 1) * batch_;
+      const int64_t position = std::min(n, begin + (s + 1) * batch_);
       const bool fetch = (s + 1) % every == 0 || s + 1 == steps;
       if (fetch && hasMetrics_) {
         // The epoch's sums so far, read from the device (this waits for the steps issued).
@@ -425,7 +447,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
         const auto [loss, accuracy] = means(hasMetrics_ ? done + s + 1 : s + 1);
         std::vector<ProgressMetric> shown = {{"loss", loss}};
         if (hasMetrics_) shown.push_back({"accuracy", accuracy});
-        bar.update(done + s + 1, (s + 1) * batch_, shown);
+        bar.update(done + s + 1, samplesRun, shown);
       }
       if (o.checkpointEverySteps > 0 && step_ % o.checkpointEverySteps == 0 && s + 1 < steps)
         TANDEM_RETURN_IF_ERROR(saveCheckpoint(o, epoch, position));
@@ -438,7 +460,7 @@ Status Trainer::fit(const SampleSource& train, const SampleSource* validation, c
     const auto [meanLoss, accuracy] = means(hasMetrics_ ? done + ran : ran);
     r.meanLoss = meanLoss;
     if (hasMetrics_) r.trainAccuracy = accuracy;
-    r.samplesPerSecond = r.trainSeconds > 0 ? (double)(steps * batch_) / r.trainSeconds : 0;
+    r.samplesPerSecond = r.trainSeconds > 0 ? (double)samplesRun / r.trainSeconds : 0;
     prefetch.reset();
     std::vector<ProgressMetric> metrics = {{"loss", r.meanLoss}};
     if (hasMetrics_) metrics.push_back({"accuracy", r.trainAccuracy});

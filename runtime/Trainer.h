@@ -37,8 +37,16 @@ struct EpochReport {
 
 struct TrainerOptions {
   int epochs = 1;
-  /// Steps per epoch at most (0: every full batch; the last partial batch is dropped).
+  /// Steps per epoch at most (0: every batch; the last partial one as dropLast says).
   int64_t maxStepsPerEpoch = 0;
+  /// true: an epoch's last batch of fewer than the step plan's batch samples is dropped (as
+  /// torch's DataLoader(drop_last=True)). false: it trains, its rows padded to the batch with
+  /// zero samples whose labels are the ignore index, so they count for nothing (the loss is
+  /// the mean over the real samples, their gradient 0, the metrics count them not); needs a
+  /// step plan compiled with an ignore index (create's), and is exact only for a model whose
+  /// samples do not meet in the forward pass (no BatchNormalization on batch statistics:
+  /// tools/driver/Train.cpp refuses that case).
+  bool dropLast = true;
   /// The order of the training samples in epoch `epoch` (0-based); null: 0, 1, 2, ... The
   /// CLI passes shuffledOrder(count, seed, epoch) (frontend/Datasets.h), so an epoch's order
   /// is a function of (seed, epoch) and a resumed run sees the same batches.

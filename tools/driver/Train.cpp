@@ -155,10 +155,23 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   }
   co.training->residentState = true;
   co.training->metrics = true;  // loss and accuracy summed in the step (Trainer)
+  const bool partialBatch = o.keepLastBatch && train.count % o.batch != 0;
+  if (partialBatch) {
+    // The padded rows go through the forward pass with the real ones: only a BatchNorm on
+    // batch statistics lets samples meet there.
+    if (o.training.batchNormInTraining)
+      for (const auto& n : model.graph().node())
+        if (n.op_type() == "BatchNormalization")
+          return Status::error(o.model + ": --keep-last-batch: BatchNormalization '" + n.name() +
+                               "' trains on batch statistics, which the last batch's padding rows would "
+                               "change; use --freeze-batchnorm, or a --batch that divides the " +
+                               std::to_string(train.count) + " training samples, or drop the last batch");
+    if (!co.training->ignoreIndex) co.training->ignoreIndex = -100;  // the padding's label
+  }
+  const int64_t epochSteps = partialBatch ? (train.count + o.batch - 1) / o.batch : train.count / o.batch;
   if (o.training.lrSchedule == CompileOptions::Training::LrSchedule::Cosine &&
       o.training.totalSteps == 0)  // cosine's T defaults to the run's steps
-    co.training->totalSteps =
-        o.epochs * (o.maxSteps > 0 ? std::min(train.count / o.batch, o.maxSteps) : train.count / o.batch);
+    co.training->totalSteps = o.epochs * (o.maxSteps > 0 ? std::min(epochSteps, o.maxSteps) : epochSteps);
   co.inputShapes[input] = imageShape(o.batch);
   std::unique_ptr<Executable> step, forward;
   CompileResult stepResult, forwardResult;
@@ -210,12 +223,13 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   }
   std::unique_ptr<Trainer> trainer;
   TANDEM_RETURN_IF_ERROR(Trainer::create(std::move(step), std::move(forward), &trainer, o.training.classAxis,
-                                         o.training.ignoreIndex));
+                                         co.training->ignoreIndex));
 
   // 3. fit: shuffled epochs, the test set as validation, checkpoints.
   TrainerOptions to;
   to.epochs = o.epochs;
   to.maxStepsPerEpoch = o.maxSteps;
+  to.dropLast = !partialBatch;
   to.seed = o.seed;
   const int64_t count = train.count;
   const uint64_t seed = o.seed;

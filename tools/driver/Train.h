@@ -26,7 +26,15 @@ struct TrainOptions {
   CompileOptions::Training training;
   int epochs = 1;
   int64_t batch = 128;
-  int64_t maxSteps = 0;   // per epoch; 0 = all full batches (the last partial batch is dropped)
+  int64_t maxSteps = 0;   // per epoch; 0 = every batch (the last partial one as keepLastBatch says)
+  /// Train the last batch of an epoch when it is partial (torch's DataLoader default,
+  /// drop_last=False; Keras's fit): padded to the batch with rows labelled with the ignore
+  /// index (training.ignoreIndex, or -100 when unset, which then counts for nothing in the
+  /// data too), so the loss and gradient are the real samples' (TrainerOptions::dropLast).
+  /// Refused for a model with BatchNormalization on batch statistics (the padded rows would
+  /// change them; training.batchNormInTraining false, --freeze-batchnorm, is fine). false:
+  /// dropped.
+  bool keepLastBatch = false;
   uint64_t seed = 0;      // shuffle: shuffledOrder(count, seed, epoch)
   int threads = 0;        // intra-op threads (LoadOptions); 0 = default
   std::string checkpointDir;         // "" = no checkpoints

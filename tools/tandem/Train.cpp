@@ -214,10 +214,15 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
         "--clip-norm")
       ->capture_default_str();
   cmd->add_option("--epochs", o.epochs, "Epochs")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--batch", o.batch, "Batch size (the last partial batch is dropped); a model whose input fixes the "
+  cmd->add_option("--batch", o.batch, "Batch size (the last partial batch is dropped without --keep-last-batch); a model whose input fixes the "
                   "batch dim (exported without dynamic_axes) trains at that batch only")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_flag("--keep-last-batch", o.keepLastBatch,
+                "Train an epoch's last batch when it is partial (torch's DataLoader default; "
+                "otherwise it is dropped): padded to --batch with rows labelled with the ignore "
+                "index (--ignore-index, else -100), which count for nothing; refused for a model "
+                "with BatchNormalization on batch statistics (see --freeze-batchnorm)");
   cmd->add_option("--max-steps", o.maxSteps, "Stop each epoch after N steps (0: the whole set)")
       ->capture_default_str();
   cmd->add_option("--seed", o.seed, "Shuffle seed")->capture_default_str();
@@ -305,6 +310,7 @@ int runTrain(const TrainOptionsCli& o) {
   t.epochs = o.epochs;
   t.batch = o.batch;
   t.maxSteps = o.maxSteps;
+  t.keepLastBatch = o.keepLastBatch;
   t.seed = o.seed;
   t.threads = o.threads;
   Status st = trainModel(t, stdout, nullptr);

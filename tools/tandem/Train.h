@@ -23,6 +23,7 @@ struct TrainOptionsCli {
   int classAxis = -1;  // --class-axis
   int64_t ignoreIndex = -100;  // --ignore-index, when given
   int64_t batch = 128, maxSteps = 0;
+  bool keepLastBatch = false;  // --keep-last-batch
   uint64_t seed = 0;
   bool allParams = false;
   bool copyBackUpdates = false;  // --copy-back-updates: no update planned in place

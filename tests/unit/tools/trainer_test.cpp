@@ -1554,3 +1554,154 @@ TEST(TrainModel, AFixedBatchTrainsAtThatBatchOnly) {
   }
   fs::remove_all(dir);
 }
+
+// TrainerOptions::dropLast false: the last partial batch trains, padded with rows of the
+// ignore index, exactly as a step on its real rows alone: a linear softmax classifier, SGD,
+// 10 samples in batches of 4 (4, 4, then 2), against the same three steps in double; dropped,
+// two steps. The epoch's loss is the mean over the 10 samples' step losses, weighted by count.
+TEST(Trainer, TheLastPartialBatchTrainsAsItsRealRows) {
+  constexpr int64_t n = 10, F = 3, C = 4, B = 4;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> xs(n * F), w(F * C);
+  for (float& v : xs) v = u(rng);
+  for (float& v : w) v = u(rng);
+  std::vector<int64_t> labels(n);
+  for (int64_t i = 0; i < n; ++i) labels[i] = (int64_t)(rng() % C);
+  testing_onnx::Model m;
+  m.input("x", {-1, F}, onnx::TensorProto::FLOAT, {"N"});
+  m.floatInit("fc.weight", {F, C}, w);
+  m.node("MatMul", {"x", "fc.weight"}, {"logits"}, "fc");
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_last_batch")};
+  constexpr double lr = 0.5;
+  auto compile = [&](int64_t batch, bool forwardOnly, std::optional<int64_t> ignore) {
+    CompileOptions co;
+    EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
+    co.training.emplace();
+    co.training->optimizer = CompileOptions::Training::Optimizer::Sgd;
+    co.training->learningRate = lr;
+    co.training->residentState = !forwardOnly;
+    co.training->forwardOnly = forwardOnly;
+    co.training->metrics = !forwardOnly;
+    co.training->ignoreIndex = ignore;
+    co.inputShapes["x"] = {batch, F};
+    CompileResult r;
+    Status st = compileOnnxFile(model.path, ImportOptions{}, co, &r);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    std::unique_ptr<Executable> exe;
+    LoadOptions lo;
+    lo.threads = 1;
+    st = Executable::load(r.plan, lo, &exe);
+    EXPECT_TRUE(st.isOk()) << st.message();
+    return exe;
+  };
+  // The reference: SGD on the mean cross-entropy of each batch's real rows, in double.
+  auto reference = [&](int steps, double* meanLoss) {
+    std::vector<double> W(w.begin(), w.end());
+    double lossSum = 0;
+    int64_t seen = 0;
+    for (int s = 0; s < steps; ++s) {
+      const int64_t lo = s * B, hi = std::min(n, lo + B);
+      std::vector<double> g(F * C, 0.0);
+      for (int64_t i = lo; i < hi; ++i) {
+        double z[C], mx = -1e300, sum = 0;
+        for (int64_t c = 0; c < C; ++c) {
+          z[c] = 0;
+          for (int64_t f = 0; f < F; ++f) z[c] += xs[i * F + f] * W[f * C + c];
+          mx = std::max(mx, z[c]);
+        }
+        for (double v : z) sum += std::exp(v - mx);
+        lossSum += std::log(sum) + mx - z[labels[i]];
+        for (int64_t c = 0; c < C; ++c) {
+          const double d = (std::exp(z[c] - mx) / sum - (c == labels[i])) / double(hi - lo);
+          for (int64_t f = 0; f < F; ++f) g[f * C + c] += xs[i * F + f] * d;
+        }
+      }
+      seen += hi - lo;
+      for (int64_t k = 0; k < F * C; ++k) W[k] -= lr * g[k];
+    }
+    *meanLoss = lossSum / double(seen);
+    return W;
+  };
+  SampleSource data;
+  data.count = n;
+  data.sampleShape = {F};
+  data.samples = xs.data();
+  data.labels = labels.data();
+  for (bool dropLast : {false, true}) {
+    SCOPED_TRACE(dropLast ? "dropped" : "kept");
+    std::unique_ptr<Trainer> t;
+    Status st = Trainer::create(compile(B, false, int64_t{-100}), compile(n, true, std::nullopt), &t, -1, int64_t{-100});
+    ASSERT_TRUE(st.isOk()) << st.message();
+    TrainerOptions o;
+    o.showProgress = false;
+    o.dropLast = dropLast;
+    std::vector<EpochReport> reports;
+    st = t->fit(data, nullptr, o, &reports);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    const int steps = dropLast ? 2 : 3;
+    ASSERT_EQ(reports.size(), 1u);
+    EXPECT_EQ(reports[0].steps, steps);
+    double meanLoss = 0;
+    const std::vector<double> want = reference(steps, &meanLoss);
+    EXPECT_NEAR(reports[0].meanLoss, meanLoss, 1e-5);
+    std::map<std::string, Tensor> vars;
+    ASSERT_TRUE(t->variables(&vars).isOk());
+    ASSERT_TRUE(vars.count("fc.weight"));
+    for (int64_t k = 0; k < F * C; ++k) EXPECT_NEAR(vars["fc.weight"].data<float>()[k], want[k], 2e-6) << k;
+  }
+  // The padding needs an ignore index in the step.
+  std::unique_ptr<Trainer> t;
+  ASSERT_TRUE(Trainer::create(compile(B, false, std::nullopt), compile(n, true, std::nullopt), &t).isOk());
+  TrainerOptions o;
+  o.showProgress = false;
+  o.dropLast = false;
+  Status st = t->fit(data, nullptr, o, nullptr);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("needs a step plan compiled with an ignore index"), std::string::npos) << st.message();
+}
+
+// tandem train --keep-last-batch refuses a model that trains a BatchNormalization on batch
+// statistics (the padding would change them), naming it and the ways out; frozen, it trains.
+TEST(TrainModel, KeepingTheLastBatchRefusesBatchStatistics) {
+  constexpr int64_t F = 8, C = 3, n = 10;
+  testing_onnx::Model m;
+  m.input("x", {-1, F}, onnx::TensorProto::FLOAT, {"N"});
+  m.floatInit("bn.weight", {F}, std::vector<float>(F, 1.f));
+  m.floatInit("bn.bias", {F}, std::vector<float>(F, 0.f));
+  m.floatInit("bn.running_mean", {F}, std::vector<float>(F, 0.f));
+  m.floatInit("bn.running_var", {F}, std::vector<float>(F, 1.f));
+  m.floatInit("fc.weight", {F, C}, std::vector<float>(F * C, 0.25f));
+  m.node("BatchNormalization", {"x", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"}, {"a"}, "bn");
+  m.node("MatMul", {"a", "fc.weight"}, {"logits"}, "fc");
+  m.output("logits");
+  const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_keep_last_bn")};
+  const std::string dir = fs::temp_directory_path() / ("tandem_keep_last_" + std::to_string(getpid()));
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> xs(n * F);
+  for (float& v : xs) v = u(rng);
+  std::vector<int64_t> labels(n);
+  for (int64_t i = 0; i < n; ++i) labels[i] = i % C;
+  writeSplitData(dir, Tensor::fromVector<float>({n, F}, xs), Tensor::fromVector<int64_t>({n}, labels));
+  TrainOptions o = onnxDataOptions(model.path, dir, 4);
+  o.keepLastBatch = true;
+  std::vector<EpochReport> reports;
+  Status st = trainModel(o, nullptr, &reports);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("--keep-last-batch: BatchNormalization 'bn' trains on batch statistics"),
+            std::string::npos)
+      << st.message();
+  EXPECT_NE(st.message().find("--freeze-batchnorm"), std::string::npos) << st.message();
+  o.training.batchNormInTraining = false;
+  st = trainModel(o, nullptr, &reports);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].steps, 3);  // 4, 4, 2
+  o.keepLastBatch = false;
+  reports.clear();
+  ASSERT_TRUE(trainModel(o, nullptr, &reports).isOk());
+  EXPECT_EQ(reports[0].steps, 2);
+  fs::remove_all(dir);
+}
