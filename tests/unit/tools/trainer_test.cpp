@@ -1101,6 +1101,31 @@ TEST(TrainModel, TheLossIsTheMeanOverEveryLabelOnAnyClassAxis) {
   fs::remove_all(dir);
 }
 
+// The SGD step of `model` at learning rate `lr` (resident state, with `metrics` and the ignore
+// index `ignore`) or, with `forwardOnly`, its forward plan, for x of shape `x`; loaded on 1 thread.
+std::unique_ptr<Executable> compileSgdPlan(const std::string& model, const Shape& x, bool forwardOnly, bool metrics,
+                                           std::optional<int64_t> ignore, double lr) {
+  CompileOptions co;
+  EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
+  co.training.emplace();
+  co.training->optimizer = CompileOptions::Training::Optimizer::Sgd;
+  co.training->learningRate = lr;
+  co.training->residentState = !forwardOnly;
+  co.training->forwardOnly = forwardOnly;
+  co.training->metrics = metrics;
+  co.training->ignoreIndex = ignore;
+  co.inputShapes["x"] = x;
+  CompileResult r;
+  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  std::unique_ptr<Executable> exe;
+  LoadOptions lo;
+  lo.threads = 1;
+  st = Executable::load(r.plan, lo, &exe);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return exe;
+}
+
 // A label equal to the ignore index counts for nothing (padding): x [N, 5, 3] -> MatMul [3, 4]
 // gives logits [N, 5, 4], labels [N, 5] random classes with every position of samples 0-3 and
 // about a third of the rest set to the ignore index (-100, outside the classes, or 0, a class).
@@ -1122,25 +1147,7 @@ TEST(Trainer, IgnoredLabelsCountForNothing) {
   m.output("logits");
   const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_ignore")};
   auto compile = [&](int64_t batch, bool forwardOnly, bool metrics, std::optional<int64_t> ignore) {
-    CompileOptions co;
-    EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
-    co.training.emplace();
-    co.training->optimizer = CompileOptions::Training::Optimizer::Sgd;
-    co.training->learningRate = 0;
-    co.training->residentState = !forwardOnly;
-    co.training->forwardOnly = forwardOnly;
-    co.training->metrics = metrics;
-    co.training->ignoreIndex = ignore;
-    co.inputShapes["x"] = {batch, T, F};
-    CompileResult r;
-    Status st = compileOnnxFile(model.path, ImportOptions{}, co, &r);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    std::unique_ptr<Executable> exe;
-    LoadOptions lo;
-    lo.threads = 1;
-    st = Executable::load(r.plan, lo, &exe);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    return exe;
+    return compileSgdPlan(model.path, {batch, T, F}, forwardOnly, metrics, ignore, 0);
   };
   for (int64_t ignore : {int64_t{-100}, int64_t{0}}) {
     std::vector<int64_t> labels((size_t)(n * T));
@@ -1576,25 +1583,7 @@ TEST(Trainer, TheLastPartialBatchTrainsAsItsRealRows) {
   const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_last_batch")};
   constexpr double lr = 0.5;
   auto compile = [&](int64_t batch, bool forwardOnly, std::optional<int64_t> ignore) {
-    CompileOptions co;
-    EXPECT_TRUE(setTargetDevices(&co, "cpu").isOk());
-    co.training.emplace();
-    co.training->optimizer = CompileOptions::Training::Optimizer::Sgd;
-    co.training->learningRate = lr;
-    co.training->residentState = !forwardOnly;
-    co.training->forwardOnly = forwardOnly;
-    co.training->metrics = !forwardOnly;
-    co.training->ignoreIndex = ignore;
-    co.inputShapes["x"] = {batch, F};
-    CompileResult r;
-    Status st = compileOnnxFile(model.path, ImportOptions{}, co, &r);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    std::unique_ptr<Executable> exe;
-    LoadOptions lo;
-    lo.threads = 1;
-    st = Executable::load(r.plan, lo, &exe);
-    EXPECT_TRUE(st.isOk()) << st.message();
-    return exe;
+    return compileSgdPlan(model.path, {batch, F}, forwardOnly, !forwardOnly, ignore, lr);
   };
   // The reference: SGD on the mean cross-entropy of each batch's real rows, in double.
   auto reference = [&](int steps, double* meanLoss) {
