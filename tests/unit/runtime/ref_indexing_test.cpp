@@ -52,6 +52,32 @@ TEST(RefSplit, VariableAndEqualParts) {
   expectValues<int64_t>(outs[2], {2}, {5, 6});
 }
 
+// Large enough to split over two threads (a transformer's qkv [32, 64, 768] along the last
+// axis into three, and back): every element where it belongs, on 1 and 2 threads alike.
+TEST(RefSplit, ThreadedSplitAndConcatMoveEveryElement) {
+  const int64_t N = 32, T = 64, D = 256;
+  std::vector<float> v((size_t)(N * T * 3 * D));
+  std::iota(v.begin(), v.end(), 0.f);
+  const Tensor x = f32({N, T, 3 * D}, v);
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    OpCall split{"Split", attrs({{"axis", Attr::ofInt(2)}}), {x},
+                 {{DType::F32, {N, T, D}}, {DType::F32, {N, T, D}}, {DType::F32, {N, T, D}}}};
+    split.threads = threads;
+    std::vector<Tensor> parts;
+    ASSERT_TRUE(split.run(&parts).isOk());
+    for (int64_t k = 0; k < 3; ++k)
+      for (int64_t r = 0; r < N * T; r += 97)
+        for (int64_t d = 0; d < D; d += 31)
+          ASSERT_EQ(parts[k].data<float>()[r * D + d], v[(size_t)(r * 3 * D + k * D + d)]) << k << " " << r << " " << d;
+    OpCall concat{"Concat", attrs({{"axis", Attr::ofInt(-1)}}), parts, {{DType::F32, {N, T, 3 * D}}}};
+    concat.threads = threads;
+    std::vector<Tensor> back;
+    ASSERT_TRUE(concat.run(&back).isOk());
+    EXPECT_EQ(std::memcmp(back[0].raw(), x.raw(), x.bytes()), 0);
+  }
+}
+
 TEST(RefSplit, InnerAxisAndZeroSizedPart) {
   Tensor x = f32({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7});
   OpCall c{"Split",
