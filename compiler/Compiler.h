@@ -60,6 +60,10 @@ struct CompileOptions {
     /// PyTorch) but is not a cross-entropy: -mean(logit of the label), unbounded below.
     enum class Loss { CrossEntropy, Nll };
     Loss loss = Loss::CrossEntropy;
+    /// CrossEntropy only, in [0, 1]: PyTorch's cross_entropy(label_smoothing=eps), the target
+    /// (1 - eps) one-hot + eps / C: loss = (1 - eps) CE + eps mean over the labels counted of
+    /// (-mean over the classes of log_softmax). 0: plain cross-entropy.
+    double labelSmoothing = 0;
     /// The axis of result 0 that holds the classes. Result 0 is [N, C] (one label per sample,
     /// labels i64 [N]) or of rank r > 2 with the classes on this axis and the labels the
     /// other dims: -1 (the default, the last axis) for a language model's [N, T, V] (one

@@ -346,6 +346,26 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
   llvm::SmallVector<mlir::NamedAttribute> lossAttrs = {g.strAttr("reduction", "mean")};
   if (options.ignoreIndex) lossAttrs.push_back(g.intAttr("ignore_index", *options.ignoreIndex));
   mlir::Value loss = g.op(lossOp, {lossLogits, lossLabels}, lossAttrs);
+  if (options.labelSmoothing > 0) {
+    // PyTorch's label smoothing: (1 - eps) CE + eps * the mean over the labels counted of
+    // -mean_c log_softmax (the cross-entropy against the uniform target).
+    autodiff::GradBuilder ls(b, mlir::NameLoc::get(b.getStringAttr("loss/label_smoothing")));
+    mlir::Value logp = ls.op("LogSoftmax", {lossLogits}, {ls.intAttr("axis", 1)});
+    mlir::Value uniform = ls.neg(ls.reduceMean(logp, {1}, /*keepdims=*/false));  // [N, d...]
+    llvm::SmallVector<int64_t> all(autodiff::shapeOf(uniform).size());
+    std::iota(all.begin(), all.end(), 0);
+    mlir::Value smooth;
+    if (options.ignoreIndex) {
+      mlir::Value ignore = createConstant(b, ls.loc(), Tensor::fromVector<int64_t>({}, {*options.ignoreIndex}));
+      mlir::Value kept =
+          ls.rsubS(1.0, ls.op("Cast", {ls.op("Equal", {lossLabels, ignore})}, {ls.intAttr("to", 1)}));
+      smooth = ls.div(ls.reduceSum(ls.mul(uniform, kept), all, false), ls.reduceSum(kept, all, false));
+    } else {
+      smooth = ls.reduceMean(uniform, all, false);
+    }
+    loss = ls.add(ls.mulS(loss, 1 - options.labelSmoothing), ls.mulS(smooth, options.labelSmoothing));
+    if (ls.failed()) return mlir::failure();
+  }
   if (g.failed()) return mlir::failure();
   llvm::SmallVector<mlir::Value> results = {loss};
   llvm::SmallVector<std::string> names = {"loss"};
@@ -372,6 +392,10 @@ std::string checkOptions(const CompileOptions::Training& o) {
     return "--weight-decay " + num(o.weightDecay) + ": must be >= 0";
   if (!(o.clipNorm >= 0)) return "--clip-norm " + num(o.clipNorm) + ": must be >= 0 (0: off)";
   if (!(o.momentum >= 0)) return "--momentum " + num(o.momentum) + ": must be >= 0";
+  if (!(o.labelSmoothing >= 0 && o.labelSmoothing <= 1))
+    return "--label-smoothing " + num(o.labelSmoothing) + ": must be in [0, 1]";
+  if (o.labelSmoothing > 0 && o.loss != T::Loss::CrossEntropy)
+    return "--label-smoothing applies to --loss cross-entropy (PyTorch's nll_loss has none)";
   if (!(o.epsilon >= 0)) return "--eps " + num(o.epsilon) + ": must be >= 0";
   if (!sgd && !rmsprop && o.momentum != 0)
     return std::string("--momentum applies to sgd and rmsprop, not ") + name;
@@ -687,6 +711,10 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   //    ignore index, the labels counted too, and the loss summed weighted by them.
   if (options.metrics) {
     mlir::Operation* lossOp = ret.getOperand(0).getDefiningOp();
+    if (options.labelSmoothing > 0)  // the smoothed loss is an Add; the loss op is buildLoss's
+      main.walk([&](mlir::Operation* op) {
+        if (onnxOpType(op) == "SoftmaxCrossEntropyLoss") lossOp = op;
+      });
     const std::string type = lossOp ? onnxOpType(lossOp) : "";
     if ((type != "SoftmaxCrossEntropyLoss" && type != "NegativeLogLikelihoodLoss") ||
         lossOp->getNumOperands() < 2)

@@ -58,6 +58,8 @@ check 2 "--lr-decay applies to --optimizer adagrad only" -- "$tandem" train "$(d
 check 2 "--momentum applies to --optimizer sgd and rmsprop only" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer adagrad --momentum 0.9
 check 2 "--initial-accumulator -1: must be >= 0" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --optimizer adagrad --initial-accumulator -1
 check 0 "rmsprop \(torch.optim.RMSprop\) or adagrad" -- "$tandem" train --help
+check 2 "--label-smoothing 2: must be in \[0, 1\]" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --label-smoothing 2
+check 2 "--label-smoothing applies to --loss cross-entropy" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --loss nll --label-smoothing 0.1
 check 0 "Usage|usage" -- "$tandem" --help
 check 0 "cpu \(cpu\)" -- "$tandem" devices
 check 0 "isa" -- "$tandem" devices

@@ -38,6 +38,7 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
   if (o.lrSchedule == "step" && !o.given.count("--lr-step-size"))
     return "--lr-schedule step needs --lr-step-size";
   t->loss = o.loss == "nll" ? T::Loss::Nll : T::Loss::CrossEntropy;
+  t->labelSmoothing = o.labelSmoothing;
   t->classAxis = o.classAxis;
   if (o.given.count("--ignore-index")) t->ignoreIndex = o.ignoreIndex;
   t->optimizer = sgd       ? T::Optimizer::Sgd
@@ -111,6 +112,12 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "outputs log-probabilities, i.e. ends in LogSoftmax over the classes; "
                   "torch nn.NLLLoss); mean over the batch (and the positions)")
       ->check(CLI::IsMember({"cross-entropy", "nll"}))
+      ->capture_default_str();
+  cmd->add_option("--label-smoothing", o.labelSmoothing,
+                  "cross-entropy: PyTorch's label_smoothing, in [0, 1]: the target is (1 - eps) "
+                  "one-hot + eps / C, the loss (1 - eps) CE + eps * the mean of -mean_c "
+                  "log_softmax over the labels counted (the evaluation's loss stays plain "
+                  "cross-entropy)")
       ->capture_default_str();
   cmd->add_option("--class-axis", o.classAxis,
                   "The model output's axis of the classes; the labels are its other dims: "

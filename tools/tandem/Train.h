@@ -24,6 +24,7 @@ struct TrainOptionsCli {
   int64_t ignoreIndex = -100;  // --ignore-index, when given
   int64_t batch = 128, maxSteps = 0;
   bool keepLastBatch = false;  // --keep-last-batch
+  double labelSmoothing = 0;   // --label-smoothing
   uint64_t seed = 0;
   bool allParams = false;
   bool copyBackUpdates = false;  // --copy-back-updates: no update planned in place

@@ -92,8 +92,9 @@ const std::string& logSoftmaxModelPath() {
 
 using Params = std::map<std::string, std::vector<double>>;
 
-// Mean softmax cross-entropy of the model at `p` and its gradients.
-double lossAndGrads(const Params& p, Params* grads) {
+// Mean softmax cross-entropy of the model at `p` and its gradients; with label smoothing eps
+// (PyTorch's) against the target (1 - eps) one-hot + eps / C.
+double lossAndGrads(const Params& p, Params* grads, double eps = 0) {
   const Data& d = data();
   const auto &W1 = p.at("W1"), &b1 = p.at("b1"), &W2 = p.at("W2");
   std::vector<double> h(kN * kH), dz(kN * kC), dh(kN * kH, 0.0);
@@ -111,9 +112,11 @@ double lossAndGrads(const Params& p, Params* grads) {
       zmax = std::max(zmax, z[c]);
     }
     for (int64_t c = 0; c < kC; ++c) sum += std::exp(z[c] - zmax);
-    loss += -(z[d.labels[n]] - zmax - std::log(sum)) / kN;
-    for (int64_t c = 0; c < kC; ++c)
-      dz[n * kC + c] = (std::exp(z[c] - zmax) / sum - (c == d.labels[n] ? 1.0 : 0.0)) / kN;
+    for (int64_t c = 0; c < kC; ++c) {
+      const double target = (1 - eps) * (c == d.labels[n] ? 1.0 : 0.0) + eps / kC;
+      loss += -target * (z[c] - zmax - std::log(sum)) / kN;
+      dz[n * kC + c] = (std::exp(z[c] - zmax) / sum - target) / kN;
+    }
   }
   auto& gW1 = (*grads)["W1"] = std::vector<double>(kH * kD, 0.0);
   auto& gb1 = (*grads)["b1"] = std::vector<double>(kH, 0.0);
@@ -180,7 +183,7 @@ struct Reference {
 
   double step() {
     Params g;
-    const double loss = lossAndGrads(p, &g);
+    const double loss = lossAndGrads(p, &g, o.labelSmoothing);
     ++t;
     if (o.clipNorm > 0) {  // torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type=2)
       double sq = 0;
@@ -589,6 +592,29 @@ TEST(Optimizer, Adagrad) {
   t.initialAccumulator = 0.1;
   t.weightDecay = 0.2;
   runAgainstReference(t, kSteps);
+}
+
+// Label smoothing (PyTorch's cross_entropy(label_smoothing=eps)): the step's loss and every
+// parameter follow the reference's smoothed target; the smoothing must move them well beyond
+// the tolerance. It applies to the cross-entropy only and must lie in [0, 1].
+TEST(Optimizer, LabelSmoothing) {
+  Training t = sgd(0.5);
+  t.labelSmoothing = 0.2;
+  runAgainstReference(t, kSteps);
+  t = adam();
+  t.labelSmoothing = 0.1;
+  runAgainstReference(t, kSteps);
+  Reference smoothed(sgd(0.5)), plain(sgd(0.5));
+  smoothed.o.labelSmoothing = 0.2;
+  double differ = 0;
+  for (int i = 0; i < 2; ++i) differ = std::max(differ, std::abs(smoothed.step() - plain.step()));
+  EXPECT_GT(differ, 1e-2) << "the test cannot tell the smoothed loss from the plain one";
+  t = sgd(0.1);
+  t.labelSmoothing = 1.5;
+  EXPECT_EQ(training::checkOptions(t), "--label-smoothing 1.5: must be in [0, 1]");
+  t.labelSmoothing = 0.1;
+  t.loss = Training::Loss::Nll;
+  EXPECT_EQ(training::checkOptions(t), "--label-smoothing applies to --loss cross-entropy (PyTorch's nll_loss has none)");
 }
 
 // Options that do not apply to the optimizer are refused by name.

@@ -1,17 +1,19 @@
 #!/usr/bin/python3
-"""Checks `tandem train`'s RMSprop and Adagrad against PyTorch's own torch.optim.RMSprop and
-torch.optim.Adagrad (the unit test, tests/unit/compiler/training_optimizer_test.cpp, checks them
-against a reference written here; this runs the real thing). A Linear-ReLU-Linear classifier
-(20 -> 32 -> 5) with seed 0 is exported without constant folding, trained STEPS full-batch steps
-on 16 random samples by `tandem train` (f32, lr 1e-2) and by the torch model in float64 from the
-same initial values, for each configuration below; every parameter must end within --tolerance
-of its update (max |tandem - torch| over max |torch's update|). Exits 1 on a failure, 77 without
-torch. Needs Debian's python3-torch and python3-onnx.
+"""Checks `tandem train`'s RMSprop, Adagrad and label smoothing against PyTorch itself:
+torch.optim.RMSprop, torch.optim.Adagrad and cross_entropy(label_smoothing=...) (the unit tests,
+tests/unit/compiler/training_optimizer_test.cpp, check them against references written there;
+this runs the real thing). A Linear-ReLU-Linear classifier (20 -> 32 -> 5) with seed 0 is
+exported without constant folding, trained STEPS full-batch steps on 16 random samples by
+`tandem train` (f32, lr 1e-2) and by the torch model in float64 from the same initial values,
+for each configuration below; every parameter must end within --tolerance of its update (max
+|tandem - torch| over max |torch's update|). The ignore-index case labels every third sample
+-100. Exits 1 on a failure, 77 without torch. Needs Debian's python3-torch and python3-onnx.
 
   rmsprop; rmsprop --momentum 0.9 --centered --alpha 0.9 --weight-decay 0.1; adagrad;
-  adagrad --lr-decay 0.3 --initial-accumulator 0.2 --weight-decay 0.1
+  adagrad --lr-decay 0.3 --initial-accumulator 0.2 --weight-decay 0.1;
+  sgd --label-smoothing 0.1; adam --label-smoothing 0.2 --ignore-index -100
 
-Usage: scripts/check-optimizers-torch.py [--steps 4] [--tolerance 1e-3] [--tandem build/tools/tandem]
+Usage: scripts/check-train-options-torch.py [--steps 4] [--tolerance 1e-3] [--tandem build/tools/tandem]
 """
 import argparse
 import os
@@ -30,14 +32,20 @@ except ImportError as e:
     sys.exit(77)
 
 here = os.path.dirname(os.path.abspath(__file__))
+# (optimizer, tandem train flags, torch.optim keyword arguments, cross_entropy keyword arguments)
 CASES = [
-    ("rmsprop", [], {}),
+    ("rmsprop", [], {}, {}),
     ("rmsprop", ["--momentum", "0.9", "--centered", "--alpha", "0.9", "--weight-decay", "0.1"],
-     dict(momentum=0.9, centered=True, alpha=0.9, weight_decay=0.1)),
-    ("adagrad", [], {}),
+     dict(momentum=0.9, centered=True, alpha=0.9, weight_decay=0.1), {}),
+    ("adagrad", [], {}, {}),
     ("adagrad", ["--lr-decay", "0.3", "--initial-accumulator", "0.2", "--weight-decay", "0.1"],
-     dict(lr_decay=0.3, initial_accumulator_value=0.2, weight_decay=0.1)),
+     dict(lr_decay=0.3, initial_accumulator_value=0.2, weight_decay=0.1), {}),
+    ("sgd", ["--label-smoothing", "0.1"], {}, dict(label_smoothing=0.1)),
+    ("adam", ["--label-smoothing", "0.2", "--ignore-index", "-100"], {},
+     dict(label_smoothing=0.2, ignore_index=-100)),
 ]
+OPTIMIZERS = {"rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad, "sgd": torch.optim.SGD,
+              "adam": torch.optim.Adam}
 
 
 def mlp():
@@ -54,21 +62,27 @@ def main():
     torch.manual_seed(0)
     model = mlp()
     x, y = torch.randn(16, 20), torch.randint(0, 5, (16,))
+    y_ignored = y.clone()
+    y_ignored[::3] = -100
     failed = 0
     with tempfile.TemporaryDirectory() as work:
         path = os.path.join(work, "mlp.onnx")
         torch.onnx.export(model, (x,), path, input_names=["x"], dynamic_axes={"x": {0: "N"}},
                           do_constant_folding=False)
-        for split in ("train", "test"):
-            d = os.path.join(work, "data", split, "test_data_set_0")
-            os.makedirs(d)
-            for k, (v, name) in enumerate(((x.numpy(), "x"), (y.numpy(), "y"))):
-                with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
-                    f.write(numpy_helper.from_array(v, name).SerializeToString())
+        for tag, labels in (("data", y), ("data-ignored", y_ignored)):
+            for split in ("train", "test"):
+                d = os.path.join(work, tag, split, "test_data_set_0")
+                os.makedirs(d)
+                for k, (v, name) in enumerate(((x.numpy(), "x"), (labels.numpy(), "y"))):
+                    with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
+                        f.write(numpy_helper.from_array(v, name).SerializeToString())
         inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-        for opt, flags, kwargs in CASES:
+        for opt, flags, kwargs, loss_kwargs in CASES:
+            ignored = "ignore_index" in loss_kwargs
+            labels = y_ignored if ignored else y
             out = os.path.join(work, "trained.onnx")
-            r = subprocess.run([a.tandem, "train", path, "--data", "onnx:" + os.path.join(work, "data"),
+            data = os.path.join(work, "data-ignored" if ignored else "data")
+            r = subprocess.run([a.tandem, "train", path, "--data", "onnx:" + data, "--lr", "1e-2",
                                 "--batch", "16", "--epochs", str(a.steps), "--optimizer", opt,
                                 "--threads", "1", "--no-progress", "-o", out] + flags,
                                capture_output=True, text=True)
@@ -79,11 +93,10 @@ def main():
             got = {t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
             ref = mlp().double()
             ref.load_state_dict({k: torch.from_numpy(inits[k]).double() for k in ref.state_dict()})
-            optim = (torch.optim.RMSprop if opt == "rmsprop" else torch.optim.Adagrad)(
-                ref.parameters(), lr=1e-2, **kwargs)
+            optim = OPTIMIZERS[opt](ref.parameters(), lr=1e-2, **kwargs)
             for _ in range(a.steps):
                 optim.zero_grad()
-                torch.nn.functional.cross_entropy(ref(x.double()), y).backward()
+                torch.nn.functional.cross_entropy(ref(x.double()), labels, **loss_kwargs).backward()
                 optim.step()
             worst, at = 0.0, ""
             for k, v in ref.state_dict().items():
