@@ -64,6 +64,11 @@ struct CompileOptions {
     /// (1 - eps) one-hot + eps / C: loss = (1 - eps) CE + eps mean over the labels counted of
     /// (-mean over the classes of log_softmax). 0: plain cross-entropy.
     double labelSmoothing = 0;
+    /// Not empty: a weight per class (C of them, >= 0; PyTorch's CrossEntropyLoss(weight=w) /
+    /// NLLLoss(weight=w)): the loss is sum_i w[y_i] loss_i / sum_i w[y_i] over the labels
+    /// counted (ONNX's weighted mean), and label smoothing's term is PyTorch's weighted one,
+    /// sum_i sum_c w[c] (-log p_ic) / (C sum_i w[y_i]).
+    std::vector<double> classWeights;
     /// The axis of result 0 that holds the classes. Result 0 is [N, C] (one label per sample,
     /// labels i64 [N]) or of rank r > 2 with the classes on this axis and the labels the
     /// other dims: -1 (the default, the last axis) for a language model's [N, T, V] (one

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Checks `tandem train`'s RMSprop, Adagrad and label smoothing against PyTorch itself:
-torch.optim.RMSprop, torch.optim.Adagrad and cross_entropy(label_smoothing=...) (the unit tests,
+"""Checks `tandem train`'s RMSprop, Adagrad, label smoothing and class weights against PyTorch
+itself: torch.optim.RMSprop, torch.optim.Adagrad and cross_entropy(label_smoothing=...,
+weight=...) (the unit tests,
 tests/unit/compiler/training_optimizer_test.cpp, check them against references written there;
 this runs the real thing). A Linear-ReLU-Linear classifier (20 -> 32 -> 5) with seed 0 is
 exported without constant folding, trained STEPS full-batch steps on 16 random samples by
@@ -11,7 +12,9 @@ for each configuration below; every parameter must end within --tolerance of its
 
   rmsprop; rmsprop --momentum 0.9 --centered --alpha 0.9 --weight-decay 0.1; adagrad;
   adagrad --lr-decay 0.3 --initial-accumulator 0.2 --weight-decay 0.1;
-  sgd --label-smoothing 0.1; adam --label-smoothing 0.2 --ignore-index -100
+  sgd --label-smoothing 0.1; adam --label-smoothing 0.2 --ignore-index -100;
+  sgd --class-weights 1,2,0.5,3,0 (alone, with --label-smoothing 0.3, and with
+  --label-smoothing 0.1 --ignore-index -100)
 
 Usage: scripts/check-train-options-torch.py [--steps 4] [--tolerance 1e-3] [--tandem build/tools/tandem]
 """
@@ -32,6 +35,7 @@ except ImportError as e:
     sys.exit(77)
 
 here = os.path.dirname(os.path.abspath(__file__))
+WEIGHTS = torch.tensor([1, 2, 0.5, 3, 0], dtype=torch.float64)
 # (optimizer, tandem train flags, torch.optim keyword arguments, cross_entropy keyword arguments)
 CASES = [
     ("rmsprop", [], {}, {}),
@@ -43,6 +47,11 @@ CASES = [
     ("sgd", ["--label-smoothing", "0.1"], {}, dict(label_smoothing=0.1)),
     ("adam", ["--label-smoothing", "0.2", "--ignore-index", "-100"], {},
      dict(label_smoothing=0.2, ignore_index=-100)),
+    ("sgd", ["--class-weights", "1,2,0.5,3,0"], {}, dict(weight=WEIGHTS)),
+    ("sgd", ["--class-weights", "1,2,0.5,3,0", "--label-smoothing", "0.3"], {},
+     dict(weight=WEIGHTS, label_smoothing=0.3)),
+    ("sgd", ["--class-weights", "1,2,0.5,3,0", "--label-smoothing", "0.1", "--ignore-index", "-100"], {},
+     dict(weight=WEIGHTS, label_smoothing=0.1, ignore_index=-100)),
 ]
 OPTIMIZERS = {"rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad, "sgd": torch.optim.SGD,
               "adam": torch.optim.Adam}

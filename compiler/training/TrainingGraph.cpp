@@ -345,25 +345,56 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
                            : "SoftmaxCrossEntropyLoss";
   llvm::SmallVector<mlir::NamedAttribute> lossAttrs = {g.strAttr("reduction", "mean")};
   if (options.ignoreIndex) lossAttrs.push_back(g.intAttr("ignore_index", *options.ignoreIndex));
-  mlir::Value loss = g.op(lossOp, {lossLogits, lossLabels}, lossAttrs);
+  const int64_t classes = lt.getDimSize(classAxis);
+  llvm::SmallVector<mlir::Value> lossOperands = {lossLogits, lossLabels};
+  mlir::Value weight;  // [C], f32
+  if (!options.classWeights.empty()) {
+    if ((int64_t)options.classWeights.size() != classes)
+      return main.emitError() << "training: " << options.classWeights.size() << " class weights for "
+                              << classes << " classes (result 0's class axis)";
+    std::vector<float> w(options.classWeights.begin(), options.classWeights.end());
+    weight = createConstant(b, g.loc(), Tensor::fromVector<float>({classes}, w));
+    lossOperands.push_back(weight);
+  }
+  mlir::Value loss = g.op(lossOp, lossOperands, lossAttrs);
   if (options.labelSmoothing > 0) {
-    // PyTorch's label smoothing: (1 - eps) CE + eps * the mean over the labels counted of
-    // -mean_c log_softmax (the cross-entropy against the uniform target).
+    // PyTorch's label smoothing: (1 - eps) CE + eps / C * sum_i kept_i sum_c w_c (-log p_ic)
+    // / sum_i kept_i w_{y_i} (w = 1 without class weights: eps * the mean over the labels
+    // counted of -mean_c log_softmax, the cross-entropy against the uniform target).
     autodiff::GradBuilder ls(b, mlir::NameLoc::get(b.getStringAttr("loss/label_smoothing")));
-    mlir::Value logp = ls.op("LogSoftmax", {lossLogits}, {ls.intAttr("axis", 1)});
-    mlir::Value uniform = ls.neg(ls.reduceMean(logp, {1}, /*keepdims=*/false));  // [N, d...]
-    llvm::SmallVector<int64_t> all(autodiff::shapeOf(uniform).size());
+    mlir::Value logp = ls.op("LogSoftmax", {lossLogits}, {ls.intAttr("axis", 1)});  // [N, C, d...]
+    const size_t lossRank = autodiff::shapeOf(logp).size();
+    if (weight) {  // w along axis 1
+      llvm::SmallVector<int64_t> ws = {classes};
+      for (size_t d = 2; d < lossRank; ++d) ws.push_back(1);
+      logp = ls.mul(logp, ls.reshape(weight, ws));
+    }
+    mlir::Value perLabel = ls.neg(ls.reduceSum(logp, {1}, /*keepdims=*/false));  // [N, d...]
+    llvm::SmallVector<int64_t> all(autodiff::shapeOf(perLabel).size());
     std::iota(all.begin(), all.end(), 0);
-    mlir::Value smooth;
+    // The numerator counts the labels kept (1, or 0 for the ignore index); the denominator
+    // is their count, or with class weights the sum of their w[label] (as nll_loss's mean).
+    mlir::Value kept, labelWeight, labelsForGather = lossLabels;
     if (options.ignoreIndex) {
       mlir::Value ignore = createConstant(b, ls.loc(), Tensor::fromVector<int64_t>({}, {*options.ignoreIndex}));
-      mlir::Value kept =
-          ls.rsubS(1.0, ls.op("Cast", {ls.op("Equal", {lossLabels, ignore})}, {ls.intAttr("to", 1)}));
-      smooth = ls.div(ls.reduceSum(ls.mul(uniform, kept), all, false), ls.reduceSum(kept, all, false));
-    } else {
-      smooth = ls.reduceMean(uniform, all, false);
+      mlir::Value isIgnored = ls.op("Equal", {lossLabels, ignore});
+      kept = ls.rsubS(1.0, ls.op("Cast", {isIgnored}, {ls.intAttr("to", 1)}));
+      mlir::Value zero = createConstant(b, ls.loc(), Tensor::fromVector<int64_t>({}, {0}));
+      labelsForGather = ls.op("Where", {isIgnored, zero, lossLabels});
     }
-    loss = ls.add(ls.mulS(loss, 1 - options.labelSmoothing), ls.mulS(smooth, options.labelSmoothing));
+    labelWeight = kept;
+    if (weight) {
+      mlir::Value wl = ls.op("Gather", {weight, labelsForGather}, {ls.intAttr("axis", 0)});
+      labelWeight = kept ? ls.mul(kept, wl) : wl;
+    }
+    mlir::Value smooth;
+    if (labelWeight) {
+      mlir::Value num = ls.reduceSum(kept ? ls.mul(perLabel, kept) : perLabel, all, false);
+      smooth = ls.div(num, ls.reduceSum(labelWeight, all, false));
+    } else {
+      smooth = ls.reduceMean(perLabel, all, false);
+    }
+    loss = ls.add(ls.mulS(loss, 1 - options.labelSmoothing), ls.mulS(smooth, options.labelSmoothing / classes));
     if (ls.failed()) return mlir::failure();
   }
   if (g.failed()) return mlir::failure();
@@ -396,6 +427,8 @@ std::string checkOptions(const CompileOptions::Training& o) {
     return "--label-smoothing " + num(o.labelSmoothing) + ": must be in [0, 1]";
   if (o.labelSmoothing > 0 && o.loss != T::Loss::CrossEntropy)
     return "--label-smoothing applies to --loss cross-entropy (PyTorch's nll_loss has none)";
+  for (double w : o.classWeights)
+    if (!(w >= 0)) return "--class-weights: " + num(w) + " is negative (each weight must be >= 0)";
   if (!(o.epsilon >= 0)) return "--eps " + num(o.epsilon) + ": must be >= 0";
   if (!sgd && !rmsprop && o.momentum != 0)
     return std::string("--momentum applies to sgd and rmsprop, not ") + name;

@@ -60,6 +60,7 @@ check 2 "--initial-accumulator -1: must be >= 0" -- "$tandem" train "$(dirname "
 check 0 "rmsprop \(torch.optim.RMSprop\) or adagrad" -- "$tandem" train --help
 check 2 "--label-smoothing 2: must be in \[0, 1\]" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --label-smoothing 2
 check 2 "--label-smoothing applies to --loss cross-entropy" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --loss nll --label-smoothing 0.1
+check 1 "2 class weights for 10 classes" -- "$tandem" train "$(dirname "$0")/models/fmnist_mlp.onnx" --class-weights 1,2 --data fashion-mnist --max-steps 1
 check 0 "Usage|usage" -- "$tandem" --help
 check 0 "cpu \(cpu\)" -- "$tandem" devices
 check 0 "isa" -- "$tandem" devices

@@ -39,6 +39,7 @@ std::string trainingOptions(const TrainOptionsCli& o, CompileOptions::Training* 
     return "--lr-schedule step needs --lr-step-size";
   t->loss = o.loss == "nll" ? T::Loss::Nll : T::Loss::CrossEntropy;
   t->labelSmoothing = o.labelSmoothing;
+  t->classWeights = o.classWeights;
   t->classAxis = o.classAxis;
   if (o.given.count("--ignore-index")) t->ignoreIndex = o.ignoreIndex;
   t->optimizer = sgd       ? T::Optimizer::Sgd
@@ -119,6 +120,11 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "log_softmax over the labels counted (the evaluation's loss stays plain "
                   "cross-entropy)")
       ->capture_default_str();
+  cmd->add_option("--class-weights", o.classWeights,
+                  "W0,W1,...: a weight per class (>= 0; PyTorch's CrossEntropyLoss(weight=...)): "
+                  "the loss is the weighted mean sum w[y] loss / sum w[y] (the evaluation's loss "
+                  "stays unweighted)")
+      ->delimiter(',');
   cmd->add_option("--class-axis", o.classAxis,
                   "The model output's axis of the classes; the labels are its other dims: "
                   "-1 (the last) for a language model's logits [N,T,V] with labels [N,T] (the "

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tools/driver/Train.h"
 
@@ -25,6 +26,7 @@ struct TrainOptionsCli {
   int64_t batch = 128, maxSteps = 0;
   bool keepLastBatch = false;  // --keep-last-batch
   double labelSmoothing = 0;   // --label-smoothing
+  std::vector<double> classWeights;  // --class-weights
   uint64_t seed = 0;
   bool allParams = false;
   bool copyBackUpdates = false;  // --copy-back-updates: no update planned in place

@@ -93,12 +93,17 @@ const std::string& logSoftmaxModelPath() {
 using Params = std::map<std::string, std::vector<double>>;
 
 // Mean softmax cross-entropy of the model at `p` and its gradients; with label smoothing eps
-// (PyTorch's) against the target (1 - eps) one-hot + eps / C.
-double lossAndGrads(const Params& p, Params* grads, double eps = 0) {
+// (PyTorch's) against the target (1 - eps) one-hot + eps / C; with class weights w PyTorch's
+// weighted form: ((1 - eps) sum_n w[y_n] nll_n + eps / C sum_n sum_c w_c (-log p_nc)) / sum_n w[y_n].
+double lossAndGrads(const Params& p, Params* grads, double eps = 0, const std::vector<double>& weights = {}) {
   const Data& d = data();
   const auto &W1 = p.at("W1"), &b1 = p.at("b1"), &W2 = p.at("W2");
   std::vector<double> h(kN * kH), dz(kN * kC), dh(kN * kH, 0.0);
   double loss = 0;
+  auto w = [&](int64_t c) { return weights.empty() ? 1.0 : weights[(size_t)c]; };
+  double W = 0, wSum = 0;  // sum_n w[y_n]; sum_c w_c
+  for (int64_t n = 0; n < kN; ++n) W += w(d.labels[n]);
+  for (int64_t c = 0; c < kC; ++c) wSum += w(c);
   for (int64_t n = 0; n < kN; ++n) {
     for (int64_t j = 0; j < kH; ++j) {
       double s = b1[j];
@@ -112,10 +117,12 @@ double lossAndGrads(const Params& p, Params* grads, double eps = 0) {
       zmax = std::max(zmax, z[c]);
     }
     for (int64_t c = 0; c < kC; ++c) sum += std::exp(z[c] - zmax);
+    const double wy = w(d.labels[n]);
     for (int64_t c = 0; c < kC; ++c) {
-      const double target = (1 - eps) * (c == d.labels[n] ? 1.0 : 0.0) + eps / kC;
-      loss += -target * (z[c] - zmax - std::log(sum)) / kN;
-      dz[n * kC + c] = (std::exp(z[c] - zmax) / sum - target) / kN;
+      const double logp = z[c] - zmax - std::log(sum), prob = std::exp(logp);
+      const double hit = c == d.labels[n] ? 1.0 : 0.0;
+      loss += -((1 - eps) * wy * hit + eps / kC * w(c)) * logp / W;
+      dz[n * kC + c] = ((1 - eps) * wy * (prob - hit) + eps / kC * (prob * wSum - w(c))) / W;
     }
   }
   auto& gW1 = (*grads)["W1"] = std::vector<double>(kH * kD, 0.0);
@@ -183,7 +190,7 @@ struct Reference {
 
   double step() {
     Params g;
-    const double loss = lossAndGrads(p, &g, o.labelSmoothing);
+    const double loss = lossAndGrads(p, &g, o.labelSmoothing, o.classWeights);
     ++t;
     if (o.clipNorm > 0) {  // torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type=2)
       double sq = 0;
@@ -597,7 +604,7 @@ TEST(Optimizer, Adagrad) {
 // Label smoothing (PyTorch's cross_entropy(label_smoothing=eps)): the step's loss and every
 // parameter follow the reference's smoothed target; the smoothing must move them well beyond
 // the tolerance. It applies to the cross-entropy only and must lie in [0, 1].
-TEST(Optimizer, LabelSmoothing) {
+TEST(Optimizer, LabelSmoothingAndClassWeights) {
   Training t = sgd(0.5);
   t.labelSmoothing = 0.2;
   runAgainstReference(t, kSteps);
@@ -609,6 +616,23 @@ TEST(Optimizer, LabelSmoothing) {
   double differ = 0;
   for (int i = 0; i < 2; ++i) differ = std::max(differ, std::abs(smoothed.step() - plain.step()));
   EXPECT_GT(differ, 1e-2) << "the test cannot tell the smoothed loss from the plain one";
+  // Class weights (PyTorch's weight=), alone and with smoothing (its weighted form).
+  t = sgd(0.5);
+  t.classWeights = {1.0, 2.5, 0.5};
+  runAgainstReference(t, kSteps);
+  t.labelSmoothing = 0.2;
+  runAgainstReference(t, kSteps);
+  Reference weighted(t), unweighted(t);
+  unweighted.o.classWeights.clear();
+  differ = 0;
+  for (int i = 0; i < 2; ++i) differ = std::max(differ, std::abs(weighted.step() - unweighted.step()));
+  EXPECT_GT(differ, 1e-2) << "the test cannot tell the weighted loss from the plain one";
+  t.classWeights = {1.0, 2.0};
+  std::string error;
+  EXPECT_FALSE(compileStep(t, &error));
+  EXPECT_NE(error.find("2 class weights for 3 classes"), std::string::npos) << error;
+  t.classWeights = {1.0, -2.0, 1.0};
+  EXPECT_EQ(training::checkOptions(t), "--class-weights: -2 is negative (each weight must be >= 0)");
   t = sgd(0.1);
   t.labelSmoothing = 1.5;
   EXPECT_EQ(training::checkOptions(t), "--label-smoothing 1.5: must be in [0, 1]");
