@@ -783,23 +783,18 @@ void OnnxImporter::foldEarly(mlir::Operation* op, const std::string& type,
   // Nor an op reading a float tensor larger than any shape function reads: a weight, such as
   // a position embedding gathered by constant ids (PyTorch's pos(arange(T))). Folded here, the
   // initializer would vanish from the graph and not train (compiler/training); canonicalize
-  // folds it for inference.
+  // folds it for inference. Nor, for the same reason, one reading a float initializer of more
+  // elements than a float shape operand has (a 4-D Resize's scales): that is a weight whatever
+  // its size (ViT's class_token, Expand to [N, 1, D] once the batch is fixed; a small Linear's
+  // weight behind its Transpose). An Identity of one still folds: an initializer under a
+  // second name imports as a constant of its own (PyTorch's PRESERVE export shares a
+  // BatchNorm's equal statistics that way).
   for (mlir::Value v : op->getOperands()) {
     auto t = llvm::dyn_cast<mlir::RankedTensorType>(v.getType());
-    if (t && llvm::isa<mlir::FloatType>(t.getElementType()) && t.hasStaticShape() &&
-        t.getNumElements() > kFoldLimit)
-      return;
+    if (!t || !llvm::isa<mlir::FloatType>(t.getElementType()) || !t.hasStaticShape()) continue;
+    if (t.getNumElements() > kFoldLimit) return;
+    if (type != "Identity" && t.getNumElements() > 4 && floatInitializers_.count(v)) return;
   }
-  // Nor one reading a float initializer of more elements than a float shape operand has (a
-  // 4-D Resize's scales): that is a weight, whatever its size (ViT's class_token, Expand to
-  // [N, 1, D] once the batch is fixed; a small Linear's weight behind its Transpose). An
-  // Identity still folds: an initializer under a second name imports as a constant of its own
-  // (PyTorch's PRESERVE export shares a BatchNorm's equal statistics that way).
-  if (type != "Identity")
-    for (mlir::Value v : op->getOperands())
-      if (floatInitializers_.count(v) &&
-          llvm::cast<mlir::RankedTensorType>(v.getType()).getNumElements() > 4)
-        return;
   if (mlir::failed(foldWithCpuKernel(rewriter, op, type, kFoldLimit, "import", results)))
     takeDiagnostic();
 }

@@ -162,6 +162,30 @@ mlir::LogicalResult foldShapeComputations(mlir::Block& body) {
   return mlir::success();
 }
 
+// The labels an ignore index k leaves out (i1) and those it counts, 1 - (labels == k) in f32:
+// the elementwise ops every device has (no And / Not). Label smoothing and the metrics use it.
+struct IgnoreMask {
+  mlir::Value ignored, kept;
+};
+IgnoreMask ignoreMask(autodiff::GradBuilder& g, mlir::OpBuilder& b, mlir::Value labels, int64_t k) {
+  mlir::Value ignore = createConstant(b, g.loc(), Tensor::fromVector<int64_t>({}, {k}));
+  mlir::Value ignored = g.op("Equal", {labels, ignore});
+  return {ignored, g.rsubS(1.0, g.op("Cast", {ignored}, {g.intAttr("to", 1)}))};
+}
+
+// The loss op buildLoss wrote: the SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss named
+// "loss" (result 0 itself, or an operand of label smoothing's sum); null when there is none.
+mlir::Operation* buildLossOp(mlir::func::FuncOp main) {
+  mlir::Operation* found = nullptr;
+  main.walk([&](mlir::Operation* op) {
+    const std::string type = onnxOpType(op);
+    if ((type == "SoftmaxCrossEntropyLoss" || type == "NegativeLogLikelihoodLoss") &&
+        nodeName(op->getLoc()) == "loss" && op->getNumOperands() >= 2)
+      found = op;
+  });
+  return found;
+}
+
 }  // namespace
 
 mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Training& options) {
@@ -376,11 +400,10 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
     // is their count, or with class weights the sum of their w[label] (as nll_loss's mean).
     mlir::Value kept, labelWeight, labelsForGather = lossLabels;
     if (options.ignoreIndex) {
-      mlir::Value ignore = createConstant(b, ls.loc(), Tensor::fromVector<int64_t>({}, {*options.ignoreIndex}));
-      mlir::Value isIgnored = ls.op("Equal", {lossLabels, ignore});
-      kept = ls.rsubS(1.0, ls.op("Cast", {isIgnored}, {ls.intAttr("to", 1)}));
+      const IgnoreMask mask = ignoreMask(ls, b, lossLabels, *options.ignoreIndex);
+      kept = mask.kept;
       mlir::Value zero = createConstant(b, ls.loc(), Tensor::fromVector<int64_t>({}, {0}));
-      labelsForGather = ls.op("Where", {isIgnored, zero, lossLabels});
+      labelsForGather = ls.op("Where", {mask.ignored, zero, lossLabels});
     }
     labelWeight = kept;
     if (weight) {
@@ -743,14 +766,8 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
   // 5. Metrics: the loss summed, and the samples whose argmax is their label counted; with an
   //    ignore index, the labels counted too, and the loss summed weighted by them.
   if (options.metrics) {
-    mlir::Operation* lossOp = ret.getOperand(0).getDefiningOp();
-    if (options.labelSmoothing > 0)  // the smoothed loss is an Add; the loss op is buildLoss's
-      main.walk([&](mlir::Operation* op) {
-        if (onnxOpType(op) == "SoftmaxCrossEntropyLoss") lossOp = op;
-      });
-    const std::string type = lossOp ? onnxOpType(lossOp) : "";
-    if ((type != "SoftmaxCrossEntropyLoss" && type != "NegativeLogLikelihoodLoss") ||
-        lossOp->getNumOperands() < 2)
+    mlir::Operation* lossOp = buildLossOp(main);
+    if (!lossOp)
       return main.emitError("training: metrics need buildLoss's loss (SoftmaxCrossEntropyLoss or "
                             "NegativeLogLikelihoodLoss of the logits and the labels)");
     mlir::Value logits = lossOp->getOperand(0), labels = lossOp->getOperand(1);
@@ -770,9 +787,7 @@ mlir::LogicalResult appendOptimizer(mlir::ModuleOp module,
     if (options.ignoreIndex) {
       counted = addArg(main, main.getNumArguments(), scalarType, argAttrs(b, "metric.counted", false),
                        main.getLoc());
-      // 1 - (label == k) in f32: the elementwise ops every device has (no And / Not).
-      mlir::Value ignore = createConstant(b, m.loc(), Tensor::fromVector<int64_t>({}, {*options.ignoreIndex}));
-      mlir::Value kept = m.rsubS(1.0, f32Of(m.op("Equal", {labels, ignore})));
+      mlir::Value kept = ignoreMask(m, b, labels, *options.ignoreIndex).kept;
       hits = m.mul(hits, kept);
       mlir::Value n = m.reduceSum(kept, allAxes, /*keepdims=*/false);
       countedNew = m.add(counted, n);

@@ -70,6 +70,22 @@ CompileOptions::Training adam() {
   return t;
 }
 
+// `model` compiled with `co` and loaded on 1 thread (null, with a test failure, on an error);
+// `result` (optional) gets the compile result.
+std::unique_ptr<Executable> compileAndLoadOneThread(const std::string& model, const CompileOptions& co,
+                                                    CompileResult* result = nullptr) {
+  CompileResult r;
+  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  std::unique_ptr<Executable> exe;
+  LoadOptions lo;
+  lo.threads = 1;
+  st = Executable::load(r.plan, lo, &exe);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  if (result) *result = r;
+  return exe;
+}
+
 // The training step (batch `batch`, state resident or fed back) or, with `forwardOnly`, the
 // forward plan taking the parameters as inputs; compiled for `targets` and loaded on 1 thread.
 // `inPlace`: CompileOptions::Training::updatesInPlace.
@@ -87,16 +103,7 @@ std::unique_ptr<Executable> compilePlan(
   co.training->updatesInPlace = inPlace;
   co.training->metrics = metrics;
   co.inputShapes["x"] = {batch, kD};
-  CompileResult r;
-  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  std::unique_ptr<Executable> exe;
-  LoadOptions lo;
-  lo.threads = 1;
-  st = Executable::load(r.plan, lo, &exe);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  if (result) *result = r;
-  return exe;
+  return compileAndLoadOneThread(model, co, result);
 }
 
 std::unique_ptr<Executable> compileStep(const std::string& model, int64_t batch, bool resident,
@@ -753,6 +760,17 @@ void writeSplitData(const std::string& dir, const Tensor& x, const Tensor& label
   }
 }
 
+// writeSplitData of n samples [F] uniform in [-1, 1) (seed 4) with labels i % C.
+void writeRandomSplitData(const std::string& dir, int64_t n, int64_t F, int64_t C) {
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> xs(n * F);
+  for (float& v : xs) v = u(rng);
+  std::vector<int64_t> labels(n);
+  for (int64_t i = 0; i < n; ++i) labels[i] = i % C;
+  writeSplitData(dir, Tensor::fromVector<float>({n, F}, xs), Tensor::fromVector<int64_t>({n}, labels));
+}
+
 // `tandem train MODEL --data onnx:DIR --batch B --no-progress --threads 1`.
 TrainOptions onnxDataOptions(const std::string& model, const std::string& dir, int64_t batch) {
   TrainOptions o;
@@ -780,13 +798,7 @@ TEST(TrainModel, AValueThatIsNoInitializerIsRefusedBeforeTraining) {
   m.output("logits");
   const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_shared_bn")};
   const std::string dir = std::filesystem::temp_directory_path() / ("tandem_shared_bn_" + std::to_string(getpid()));
-  std::mt19937 rng(4);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> xs(n * F);
-  for (float& v : xs) v = u(rng);
-  std::vector<int64_t> labels(n);
-  for (int64_t i = 0; i < n; ++i) labels[i] = i % C;
-  writeSplitData(dir, Tensor::fromVector<float>({n, F}, xs), Tensor::fromVector<int64_t>({n}, labels));
+  writeRandomSplitData(dir, n, F, C);
   TrainOptions o = onnxDataOptions(model.path, dir, 8);
   o.maxSteps = 2;
   o.output = dir + "/trained.onnx";
@@ -1115,15 +1127,7 @@ std::unique_ptr<Executable> compileSgdPlan(const std::string& model, const Shape
   co.training->metrics = metrics;
   co.training->ignoreIndex = ignore;
   co.inputShapes["x"] = x;
-  CompileResult r;
-  Status st = compileOnnxFile(model, ImportOptions{}, co, &r);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  std::unique_ptr<Executable> exe;
-  LoadOptions lo;
-  lo.threads = 1;
-  st = Executable::load(r.plan, lo, &exe);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return exe;
+  return compileAndLoadOneThread(model, co);
 }
 
 // A label equal to the ignore index counts for nothing (padding): x [N, 5, 3] -> MatMul [3, 4]
@@ -1667,13 +1671,7 @@ TEST(TrainModel, KeepingTheLastBatchRefusesBatchStatistics) {
   m.output("logits");
   const testing_onnx::RemovedAtExit model{testing_onnx::writeTemp(m, "trainer_keep_last_bn")};
   const std::string dir = fs::temp_directory_path() / ("tandem_keep_last_" + std::to_string(getpid()));
-  std::mt19937 rng(4);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> xs(n * F);
-  for (float& v : xs) v = u(rng);
-  std::vector<int64_t> labels(n);
-  for (int64_t i = 0; i < n; ++i) labels[i] = i % C;
-  writeSplitData(dir, Tensor::fromVector<float>({n, F}, xs), Tensor::fromVector<int64_t>({n}, labels));
+  writeRandomSplitData(dir, n, F, C);
   TrainOptions o = onnxDataOptions(model.path, dir, 4);
   o.keepLastBatch = true;
   std::vector<EpochReport> reports;
