@@ -129,6 +129,12 @@ struct CompileOptions {
     /// --all-params` passes every f32 initializer: PyTorch's parameters, not the Constant nodes
     /// an export writes (a causal mask of -inf, LayerNorm's epsilon, Pow's exponent).
     std::vector<std::string> parameterNames;
+    /// F32 constants with these names never become parameters, whichever rule above picks them
+    /// (PyTorch's requires_grad=False: fine-tuning a head over a frozen backbone): they stay
+    /// constants, no gradient reaches them, and the backward pass stops where none is needed.
+    /// A name no constant has is skipped. `tandem train --freeze REGEX` passes the f32
+    /// initializers whose names match.
+    std::vector<std::string> frozenNames;
     /// Only the parameters become arguments, @main(x, params...) -> (logits, ...): the forward
     /// plan that evaluates the parameters being trained.
     bool forwardOnly = false;

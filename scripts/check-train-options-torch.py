@@ -1,25 +1,27 @@
 #!/usr/bin/python3
-"""Checks `tandem train`'s RMSprop, Adagrad, label smoothing and class weights against PyTorch
-itself: torch.optim.RMSprop, torch.optim.Adagrad and cross_entropy(label_smoothing=...,
-weight=...) (the unit tests,
+"""Checks `tandem train`'s RMSprop, Adagrad, label smoothing, class weights, --freeze and --params
+against PyTorch itself: torch.optim.RMSprop, torch.optim.Adagrad, cross_entropy(label_smoothing=...,
+weight=...) and requires_grad=False (the unit tests,
 tests/unit/compiler/training_optimizer_test.cpp, check them against references written there;
 this runs the real thing). A Linear-ReLU-Linear classifier (20 -> 32 -> 5) with seed 0 is
 exported without constant folding, trained STEPS full-batch steps on 16 random samples by
 `tandem train` (f32, lr 1e-2) and by the torch model in float64 from the same initial values,
 for each configuration below; every parameter must end within --tolerance of its update (max
-|tandem - torch| over max |torch's update|). The ignore-index case labels every third sample
--100. Exits 1 on a failure, 77 without torch. Needs Debian's python3-torch and python3-onnx.
+|tandem - torch| over max |torch's update|), and a frozen one (requires_grad=False in torch)
+must come back bit for bit as it was. The ignore-index case labels every third sample -100. Exits 1 on a failure, 77 without torch. Needs Debian's python3-torch and python3-onnx.
 
   rmsprop; rmsprop --momentum 0.9 --centered --alpha 0.9 --weight-decay 0.1; adagrad;
   adagrad --lr-decay 0.3 --initial-accumulator 0.2 --weight-decay 0.1;
   sgd --label-smoothing 0.1; adam --label-smoothing 0.2 --ignore-index -100;
   sgd --class-weights 1,2,0.5,3,0 (alone, with --label-smoothing 0.3, and with
-  --label-smoothing 0.1 --ignore-index -100)
+  --label-smoothing 0.1 --ignore-index -100); sgd --momentum 0.9 --weight-decay 0.1 --freeze
+  '^0\\.' (the first Linear frozen); adam --params '^2\\.weight$' (the last Linear's weight alone)
 
 Usage: scripts/check-train-options-torch.py [--steps 4] [--tolerance 1e-3] [--tandem build/tools/tandem]
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,7 +38,8 @@ except ImportError as e:
 
 here = os.path.dirname(os.path.abspath(__file__))
 WEIGHTS = torch.tensor([1, 2, 0.5, 3, 0], dtype=torch.float64)
-# (optimizer, tandem train flags, torch.optim keyword arguments, cross_entropy keyword arguments)
+# (optimizer, tandem train flags, torch.optim keyword arguments, cross_entropy keyword arguments[,
+# the regex of the parameters torch trains (the others requires_grad=False); all when absent])
 CASES = [
     ("rmsprop", [], {}, {}),
     ("rmsprop", ["--momentum", "0.9", "--centered", "--alpha", "0.9", "--weight-decay", "0.1"],
@@ -52,6 +55,9 @@ CASES = [
      dict(weight=WEIGHTS, label_smoothing=0.3)),
     ("sgd", ["--class-weights", "1,2,0.5,3,0", "--label-smoothing", "0.1", "--ignore-index", "-100"], {},
      dict(weight=WEIGHTS, label_smoothing=0.1, ignore_index=-100)),
+    ("sgd", ["--momentum", "0.9", "--weight-decay", "0.1", "--freeze", r"^0\."],
+     dict(momentum=0.9, weight_decay=0.1), {}, r"^2\."),
+    ("adam", ["--params", r"^2\.weight$"], {}, {}, r"^2\.weight$"),
 ]
 OPTIMIZERS = {"rmsprop": torch.optim.RMSprop, "adagrad": torch.optim.Adagrad, "sgd": torch.optim.SGD,
               "adam": torch.optim.Adam}
@@ -86,7 +92,8 @@ def main():
                     with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
                         f.write(numpy_helper.from_array(v, name).SerializeToString())
         inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(path).graph.initializer}
-        for opt, flags, kwargs, loss_kwargs in CASES:
+        for opt, flags, kwargs, loss_kwargs, *trained in CASES:
+            trains = re.compile(trained[0] if trained else "")
             ignored = "ignore_index" in loss_kwargs
             labels = y_ignored if ignored else y
             out = os.path.join(work, "trained.onnx")
@@ -102,7 +109,9 @@ def main():
             got = {t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
             ref = mlp().double()
             ref.load_state_dict({k: torch.from_numpy(inits[k]).double() for k in ref.state_dict()})
-            optim = OPTIMIZERS[opt](ref.parameters(), lr=1e-2, **kwargs)
+            for k, p in ref.named_parameters():
+                p.requires_grad_(bool(trains.search(k)))
+            optim = OPTIMIZERS[opt]([p for p in ref.parameters() if p.requires_grad], lr=1e-2, **kwargs)
             for _ in range(a.steps):
                 optim.zero_grad()
                 torch.nn.functional.cross_entropy(ref(x.double()), labels, **loss_kwargs).backward()
@@ -110,6 +119,10 @@ def main():
             worst, at = 0.0, ""
             for k, v in ref.state_dict().items():
                 want = v.numpy()
+                if not trains.search(k):  # frozen: the initializer as it was
+                    if not np.array_equal(got[k], inits[k]):
+                        worst, at = float("inf"), k + " (frozen, changed)"
+                    continue
                 gap = float(np.abs(got[k] - want).max()) / max(float(np.abs(want - inits[k]).max()), 1e-30)
                 if gap > worst:
                     worst, at = gap, k

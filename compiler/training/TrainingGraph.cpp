@@ -233,14 +233,24 @@ mlir::LogicalResult buildLoss(mlir::ModuleOp module, const CompileOptions::Train
 
   // 1. Parameters: constants become trainable arguments, in the order they appear.
   llvm::SmallVector<ConstantOp> params;
-  llvm::StringSet<> named;
+  llvm::StringSet<> named, frozen;
   for (const std::string& n : options.parameterNames) named.insert(n);
+  for (const std::string& n : options.frozenNames) frozen.insert(n);
   auto isParameter = [&](ConstantOp c) {
     if (!named.empty()) return named.contains(nodeName(c.getLoc())) && !onlyDropoutRatio(c);
     return options.allFloatConstants ? !onlyDropoutRatio(c) : isWeightOrBias(c);
   };
-  for (ConstantOp c : body.getOps<ConstantOp>())
-    if (isF32(c.getResult()) && !statistics.count(c) && isParameter(c)) params.push_back(c);
+  int64_t frozenCount = 0;
+  for (ConstantOp c : body.getOps<ConstantOp>()) {
+    if (!isF32(c.getResult()) || statistics.count(c) || !isParameter(c)) continue;
+    if (frozen.contains(nodeName(c.getLoc())))
+      ++frozenCount;
+    else
+      params.push_back(c);
+  }
+  if (params.empty() && frozenCount)
+    return main.emitError() << "training: every one of the model's " << frozenCount
+                            << " parameter(s) is frozen; nothing is left to train";
   if (params.empty())
     return main.emitError("training: the model has no f32 weight or bias of a Conv, ConvTranspose, Gemm or "
                           "MatMul, normalization scale or bias or embedding table to train");

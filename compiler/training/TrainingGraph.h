@@ -33,7 +33,8 @@ bool usesStepCounter(const CompileOptions::Training& o);
 ///    or the table a Gather or EmbeddingBag reads at ids that are no constant (PyTorch's
 ///    nn.Linear, nn.Conv*, nn.*Norm and nn.Embedding parameters), or every f32 constant with
 ///    `allFloatConstants` but the buffers below and a Dropout's ratio, or with `parameterNames`
-///    the f32 constants of those names (but the buffers and a Dropout's ratio); each becomes a tandem.trainable argument
+///    the f32 constants of those names (but the buffers and a Dropout's ratio); less those
+///    named in `frozenNames`, which stay constants (an error when that leaves none); each becomes a tandem.trainable argument
 ///    named after its initializer (tandem.name), in the order the constants appear, inserted
 ///    after the existing arguments;
 ///  - buffers (batchNormInTraining): the input_mean and input_var of every BatchNormalization

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "frontend/Datasets.h"
@@ -91,6 +92,38 @@ SampleSource sourceOf(const LabelledDataset& d, const Shape& sampleShape, const 
   return s;
 }
 
+// The f32 initializers of `m` whose names match one of `patterns` (regex_search), in the
+// model's order; each pattern must compile and match one.
+Status matchInitializers(const onnx::ModelProto& m, const std::vector<std::string>& patterns,
+                         const char* flag, std::vector<std::string>* names) {
+  std::vector<std::string> f32;
+  for (const auto& t : m.graph().initializer())
+    if (t.data_type() == onnx::TensorProto::FLOAT) f32.push_back(t.name());
+  std::vector<bool> taken(f32.size(), false);
+  for (const std::string& p : patterns) {
+    std::regex re;
+    try {
+      re = std::regex(p, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Status::error(std::string(flag) + " '" + p + "': not a regular expression: " + e.what());
+    }
+    bool any = false;
+    for (size_t i = 0; i < f32.size(); ++i)
+      if (std::regex_search(f32[i], re)) any = taken[i] = true;
+    if (!any) {
+      std::string some;
+      for (size_t i = 0; i < f32.size() && i < 6; ++i) some += (i ? ", " : "") + f32[i];
+      return Status::error(std::string(flag) + " '" + p + "' matches no f32 initializer of the model" +
+                           (f32.empty() ? std::string(" (it has none)")
+                                        : " (" + std::to_string(f32.size()) + " of them: " + some +
+                                              (f32.size() > 6 ? ", ..." : "") + ")"));
+    }
+  }
+  for (size_t i = 0; i < f32.size(); ++i)
+    if (taken[i]) names->push_back(f32[i]);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport>* reports) {
@@ -145,6 +178,16 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
   CompileOptions co;
   TANDEM_RETURN_IF_ERROR(setTargetDevices(&co, o.targets));
   co.training = o.training;
+  if (!o.paramPatterns.empty()) {
+    if (o.training.allFloatConstants || !o.training.parameterNames.empty())
+      return Status::error("--params names the parameters itself: not with --all-params");
+    TANDEM_RETURN_IF_ERROR(matchInitializers(model, o.paramPatterns, "--params", &co.training->parameterNames));
+  }
+  std::set<std::string> frozen;
+  if (!o.freezePatterns.empty()) {
+    TANDEM_RETURN_IF_ERROR(matchInitializers(model, o.freezePatterns, "--freeze", &co.training->frozenNames));
+    frozen.insert(co.training->frozenNames.begin(), co.training->frozenNames.end());
+  }
   if (o.training.allFloatConstants && o.training.parameterNames.empty()) {
     // --all-params: every f32 initializer (PyTorch's parameters), not the Constant nodes.
     co.training->allFloatConstants = false;
@@ -180,25 +223,34 @@ Status trainModel(const TrainOptions& o, std::FILE* log, std::vector<EpochReport
     TANDEM_RETURN_IF_ERROR(writeFileAtomic(o.placementLog, stepResult.placementLogText));
   for (const std::string& n : step->notes())
     if (log) std::fprintf(log, "note: %s\n", n.c_str());
-  if (log && o.training.parameterNames.empty()) {
+  // Names, the first 8 of them: "a, b, and 3 more".
+  auto someNames = [](const std::vector<std::string>& names) {
+    std::string s;
+    for (size_t i = 0; i < names.size() && i < 8; ++i) s += (i ? ", " : "") + names[i];
+    if (names.size() > 8) s += ", and " + std::to_string(names.size() - 8) + " more";
+    return s;
+  };
+  if (log && !frozen.empty())
+    std::fprintf(log, "note: --freeze: %zu f32 initializer(s) stay as they are: %s\n", frozen.size(),
+                 someNames(co.training->frozenNames).c_str());
+  if (log && o.training.parameterNames.empty() && o.paramPatterns.empty()) {
     // An f32 initializer that is not among the step's state did not become a parameter: with
     // --all-params one the graph does not read; by default also one that is no weight, bias,
     // normalization scale or embedding (TrainingGraph.h), which PyTorch might train.
     const std::set<std::string> state(step->variableNames().begin(), step->variableNames().end());
-    std::string untrained;
-    int count = 0;
+    std::vector<std::string> untrained;
     for (const auto& t : model.graph().initializer())
-      if (t.data_type() == onnx::TensorProto::FLOAT && !state.count(t.name()) && count++ < 8)
-        untrained += (count > 1 ? ", " : "") + t.name();
-    if (count > 8) untrained += ", and " + std::to_string(count - 8) + " more";
+      if (t.data_type() == onnx::TensorProto::FLOAT && !state.count(t.name()) && !frozen.count(t.name()))
+        untrained.push_back(t.name());
+    const size_t count = untrained.size();
     if (count && o.training.allFloatConstants)
-      std::fprintf(log, "note: --all-params: %d f32 initializer(s) do not train (not read by the graph, "
-                        "or folded into constants at import): %s\n", count, untrained.c_str());
+      std::fprintf(log, "note: --all-params: %zu f32 initializer(s) do not train (not read by the graph, "
+                        "or folded into constants at import): %s\n", count, someNames(untrained).c_str());
     else if (count)
-      std::fprintf(log, "note: %d f32 initializer(s) do not train (no weight or bias of a Conv, ConvTranspose, "
+      std::fprintf(log, "note: %zu f32 initializer(s) do not train (no weight or bias of a Conv, ConvTranspose, "
                         "Gemm or MatMul, normalization scale or bias or embedding table, or not read by the "
                         "graph; --all-params trains every one the graph reads): %s\n",
-                   count, untrained.c_str());
+                   count, someNames(untrained).c_str());
   }
   co.training->forwardOnly = true;
   co.devices = DeviceSet();

@@ -24,6 +24,13 @@ struct TrainOptions {
   std::string output;     // trained model (ONNX); empty: not written
   std::string targets = "cpu";  // compile targets (DeviceSet::parse), e.g. "cpu,cuda:0=h100"
   CompileOptions::Training training;
+  /// ECMAScript regular expressions (std::regex_search: anywhere in the name; anchor with ^ and
+  /// $) over the model's f32 initializer names. paramPatterns: exactly the initializers that
+  /// match one train (training.parameterNames; not with training.allFloatConstants);
+  /// freezePatterns: those that match one stay constants (training.frozenNames, PyTorch's
+  /// requires_grad=False). Errors: a pattern that does not compile, or one that matches no f32
+  /// initializer (the message lists some names).
+  std::vector<std::string> paramPatterns, freezePatterns;
   int epochs = 1;
   int64_t batch = 128;
   int64_t maxSteps = 0;   // per epoch; 0 = every batch (the last partial one as keepLastBatch says)

@@ -91,7 +91,8 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                   "ids), logits [N,C] out (or [N,T,C] with a label per position, see "
                   "--class-axis; log-probabilities with --loss nll); its f32 "
                   "Conv/ConvTranspose/Gemm/MatMul weights and biases (also through a Transpose "
-                  "or Reshape), normalization scales and biases and embedding tables are trained (every f32 initializer with --all-params)")
+                  "or Reshape), normalization scales and biases and embedding tables are trained (every f32 initializer with --all-params; "
+                  "choose with --params and --freeze)")
       ->required();
   cmd->add_option("--data", o.data,
                   "fashion-mnist[:DIR] (IDX .gz files; DIR defaults to " +
@@ -248,6 +249,19 @@ void addTrainFlags(CLI::App* cmd, TrainOptionsCli& o) {
                 "InstanceNorm, and embedding tables (Gather at ids that are no constant); "
                 "BatchNorm statistics stay buffers; Constant nodes, e.g. a causal mask or an "
                 "epsilon, stay constants");
+  auto* params = cmd->add_option(
+      "--params", o.params,
+      "Train exactly the f32 initializers whose names match REGEX (ECMAScript, matched anywhere "
+      "in the name: anchor with ^ and $; repeatable, each must match one), e.g. --params "
+      "'^fc\\.' or --params 'class_token|pos_embedding|^heads\\.'; BatchNorm statistics stay buffers");
+  params->type_name("REGEX")->excludes(cmd->get_option("--all-params"));
+  cmd->add_option("--freeze", o.freeze,
+                  "The f32 initializers whose names match REGEX do not train (PyTorch's "
+                  "requires_grad=False; ECMAScript, matched anywhere in the name; repeatable, "
+                  "each must match one), e.g. --freeze '^(conv1|bn1|layer[1-3])\\.' to fine-tune "
+                  "the rest; no gradient is computed where none is needed; BatchNorm statistics "
+                  "still update unless --freeze-batchnorm")
+      ->type_name("REGEX");
   cmd->add_flag("--freeze-batchnorm", o.freezeBatchNorm,
                 "BatchNormalizations normalise with the model's running statistics, which stay "
                 "as they are (PyTorch's eval-mode BatchNorm, FrozenBatchNorm2d), instead of batch "
@@ -318,6 +332,8 @@ int runTrain(const TrainOptionsCli& o) {
     return 2;
   }
   t.training.allFloatConstants = o.allParams;
+  t.paramPatterns = o.params;
+  t.freezePatterns = o.freeze;
   t.training.updatesInPlace = !o.copyBackUpdates;
   t.training.batchNormInTraining = !o.freezeBatchNorm;
   t.epochs = o.epochs;

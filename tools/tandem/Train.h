@@ -29,6 +29,7 @@ struct TrainOptionsCli {
   std::vector<double> classWeights;  // --class-weights
   uint64_t seed = 0;
   bool allParams = false;
+  std::vector<std::string> params, freeze;  // --params REGEX..., --freeze REGEX...
   bool copyBackUpdates = false;  // --copy-back-updates: no update planned in place
   bool freezeBatchNorm = false;  // --freeze-batchnorm: BatchNorm statistics stay the model's
   std::string target = "cpu", checkpointDir, placementLog, trace;
